@@ -1,0 +1,301 @@
+#include "core/config.h"
+
+#include <set>
+#include <stdexcept>
+
+#include "core/digest.h"
+#include "core/schema.h"
+#include "core/text.h"
+#include "core/yaml_io.h"
+
+namespace sweepbench {
+namespace {
+
+void set_mark_deep(Value& v, const Mark& mark) {
+  v.set_mark(mark);
+  for (Value& item : v.items()) set_mark_deep(item, mark);
+  for (Value::Entry& e : v.entries()) {
+    e.key_mark = mark;
+    set_mark_deep(e.value, mark);
+  }
+}
+
+std::string join_path(std::string_view prefix, std::string_view key) {
+  if (prefix.empty()) return std::string(key);
+  return std::string(prefix) + "." + std::string(key);
+}
+
+void normalize_into(const Value& node, const std::string& prefix, const Mark& context_mark,
+                    Value& out, std::set<std::string>& seen) {
+  const Schema& schema = Schema::get();
+  if (node.is_null()) return;
+  if (!node.is_map()) {
+    throw Error::input(node.mark().known() ? node.mark() : context_mark, prefix,
+                       "expected a mapping of keys, got " + node.describe());
+  }
+  for (const Value::Entry& e : node.entries()) {
+    const Mark& key_mark = e.key_mark.known() ? e.key_mark : context_mark;
+    if (e.key.empty() || e.key.front() == '.' || e.key.back() == '.' ||
+        e.key.find("..") != std::string::npos) {
+      throw Error::input(key_mark, "", "malformed key '" + e.key + "'");
+    }
+    std::string path = join_path(prefix, e.key);
+    Schema::Lookup found = schema.lookup(path);
+    Value value = e.value;
+    if (!value.mark().known()) value.set_mark(key_mark);
+    switch (found.kind) {
+      case Schema::Lookup::Kind::kNone:
+        throw schema.unknown_key(path, key_mark);
+      case Schema::Lookup::Kind::kSection:
+        if (!value.is_null() && !value.is_map()) {
+          throw Error::input(value.mark(), path,
+                             "is a section; expected a mapping of its keys, got " +
+                                 value.describe());
+        }
+        normalize_into(value, path, key_mark, out, seen);
+        break;
+      case Schema::Lookup::Kind::kKey: {
+        if (!seen.insert(path).second) {
+          throw Error::input(key_mark, path, "is set twice in the same mapping",
+                             "keep one of them");
+        }
+        Value coerced = schema.coerce(*found.spec, value);
+        out.set_path(path, std::move(coerced));
+        break;
+      }
+      case Schema::Lookup::Kind::kMapEntry: {
+        if (found.entry.find('.') != std::string::npos) {
+          throw Error::input(key_mark, path, "an entry name of " + found.spec->path +
+                                                 " cannot contain '.'");
+        }
+        if (!seen.insert(path).second || seen.count(found.spec->path) > 0) {
+          throw Error::input(key_mark, path, "is set twice in the same mapping");
+        }
+        Value coerced = schema.coerce_map_entry(*found.spec, found.entry, value);
+        Value* map = out.find_path(found.spec->path);
+        if (map == nullptr) map = &out.set_path(found.spec->path, Value::map(key_mark));
+        map->set(found.entry, std::move(coerced), key_mark);
+        break;
+      }
+    }
+  }
+}
+
+void collect_keys(const Value& node, const std::string& prefix, std::vector<std::string>& out) {
+  const Schema& schema = Schema::get();
+  for (const Value::Entry& e : node.entries()) {
+    std::string path = join_path(prefix, e.key);
+    if (schema.is_section(path) && e.value.is_map()) {
+      collect_keys(e.value, path, out);
+    } else {
+      out.push_back(path);
+    }
+  }
+}
+
+const Value& required(const Value& resolved, std::string_view path) { return config_at(resolved, path); }
+
+Error rule_error(const Value& at, std::string_view key, const std::string& message,
+                 const std::string& hint = {}) {
+  return Error::input(at.mark(), std::string(key), message, hint);
+}
+
+// Fills the derived keys (see KeySpec::derived) from the preset and from other keys.
+void derive(Value& full) {
+  const Value& preset_value = required(full, "model.preset");
+  const ModelPreset* preset = find_model_preset(preset_value.as_string());
+  if (preset == nullptr) {
+    throw rule_error(preset_value, "model.preset", "unknown preset '" + preset_value.as_string() + "'");
+  }
+  Mark from_preset = preset_value.mark();
+  auto fill = [&](const char* path, Value v) {
+    Value* slot = full.find_path(path);
+    if (slot->is_null()) *slot = std::move(v);
+  };
+  const ModelShape& s = preset->shape;
+  fill("model.arch", Value::string(s.arch, from_preset));
+  fill("model.n_layer", Value::integer(s.n_layer, from_preset));
+  fill("model.n_embd", Value::integer(s.n_embd, from_preset));
+  fill("model.n_head", Value::integer(s.n_head, from_preset));
+  // A model that overrides n_head without n_kv_head gets plain multi-head attention when the
+  // preset has it, and keeps the preset's ratio of query to key/value heads otherwise.
+  const Value& n_head = required(full, "model.n_head");
+  std::int64_t kv = s.n_kv_head;
+  if (n_head.as_int() != s.n_head) {
+    kv = s.n_kv_head == s.n_head ? n_head.as_int()
+                                 : std::max<std::int64_t>(1, n_head.as_int() * s.n_kv_head / s.n_head);
+  }
+  fill("model.n_kv_head", Value::integer(kv, n_head.mark()));
+  fill("model.ffn_dim", Value::integer(s.ffn_dim, from_preset));
+  fill("model.vocab_size", Value::integer(s.vocab_size, from_preset));
+  fill("model.block_size", Value::integer(s.block_size, from_preset));
+  const Value& block = required(full, "model.block_size");
+  fill("data.seq_len", Value::integer(block.as_int(), block.mark()));
+  const Value& mb = required(full, "train.micro_batch");
+  fill("eval.micro_batch", Value::integer(mb.as_int(), mb.mark()));
+}
+
+void check_rules(const Value& full) {
+  auto at = [&](const char* path) -> const Value& { return required(full, path); };
+  const Value& n_embd = at("model.n_embd");
+  const Value& n_head = at("model.n_head");
+  const Value& n_kv = at("model.n_kv_head");
+  if (n_embd.as_int() % n_head.as_int() != 0) {
+    throw rule_error(n_embd, "model.n_embd",
+                     std::to_string(n_embd.as_int()) + " is not divisible by model.n_head (" +
+                         std::to_string(n_head.as_int()) + ")");
+  }
+  if (n_kv.as_int() > n_head.as_int() || n_head.as_int() % n_kv.as_int() != 0) {
+    throw rule_error(n_kv, "model.n_kv_head",
+                     std::to_string(n_kv.as_int()) + " does not divide model.n_head (" +
+                         std::to_string(n_head.as_int()) + ")");
+  }
+  if (at("model.arch").as_string() == "llama" && (n_embd.as_int() / n_head.as_int()) % 2 != 0) {
+    throw rule_error(n_embd, "model.n_embd",
+                     "rotary embeddings need an even head size, but n_embd / n_head = " +
+                         std::to_string(n_embd.as_int() / n_head.as_int()));
+  }
+  const Value& seq = at("data.seq_len");
+  const Value& block = at("model.block_size");
+  if (seq.as_int() > block.as_int()) {
+    throw rule_error(seq, "data.seq_len",
+                     std::to_string(seq.as_int()) + " exceeds model.block_size (" +
+                         std::to_string(block.as_int()) + ")",
+                     "lower data.seq_len or raise model.block_size");
+  }
+  const Value& steps = at("train.steps");
+  const Value& warmup = at("train.warmup_steps");
+  if (warmup.as_int() >= steps.as_int()) {
+    throw rule_error(warmup, "train.warmup_steps",
+                     std::to_string(warmup.as_int()) + " leaves no measured step of train.steps (" +
+                         std::to_string(steps.as_int()) + ")",
+                     "make train.warmup_steps less than train.steps");
+  }
+  const Value& ranks = at("launch.ranks");
+  const Value& nodes = at("launch.nodes");
+  if (ranks.as_int() % nodes.as_int() != 0) {
+    throw rule_error(nodes, "launch.nodes",
+                     "launch.ranks (" + std::to_string(ranks.as_int()) +
+                         ") is not a multiple of launch.nodes (" + std::to_string(nodes.as_int()) +
+                         ")");
+  }
+  const Value& source = at("data.source");
+  if (source.as_string() != "synthetic" && at("data.path").is_null()) {
+    throw rule_error(source, "data.path",
+                     "data.source '" + source.as_string() + "' needs a data.path");
+  }
+  if (source.as_string() == "text" && at("model.vocab_size").as_int() < 256) {
+    throw rule_error(at("model.vocab_size"), "model.vocab_size",
+                     "byte-level text needs at least 256 tokens, got " +
+                         std::to_string(at("model.vocab_size").as_int()));
+  }
+  const Value& runtime = at("container.runtime");
+  const Value& image = at("container.image");
+  if (runtime.as_string() != "none" && image.is_null()) {
+    throw rule_error(runtime, "container.image",
+                     "container.runtime '" + runtime.as_string() + "' needs a container.image");
+  }
+  if (runtime.as_string() == "none" && !image.is_null()) {
+    throw rule_error(image, "container.runtime",
+                     "container.image is set but container.runtime is none",
+                     "set container.runtime, or remove container.image");
+  }
+}
+
+}  // namespace
+
+Value normalize_partial_config(const Value& node, std::string_view prefix) {
+  Value out = Value::map(node.mark());
+  std::set<std::string> seen;
+  if (!prefix.empty() && Schema::get().lookup(prefix).kind != Schema::Lookup::Kind::kSection) {
+    // An axis over one key or map entry: wrap the value so the same code checks it.
+    Value wrapper = Value::map(node.mark());
+    wrapper.set(std::string(prefix), node, node.mark());
+    normalize_into(wrapper, "", node.mark(), out, seen);
+    return out;
+  }
+  normalize_into(node, std::string(prefix), node.mark(), out, seen);
+  return out;
+}
+
+std::vector<std::string> partial_config_keys(const Value& partial) {
+  std::vector<std::string> keys;
+  collect_keys(partial, "", keys);
+  return keys;
+}
+
+Override parse_override(const std::string& text) {
+  Mark mark = Mark::in("--set " + text);
+  size_t eq = text.find('=');
+  if (eq == std::string::npos) {
+    throw Error::input(mark, "", "expected KEY=VALUE", "for example --set train.micro_batch=8");
+  }
+  Override o;
+  o.text = text;
+  o.key = trim(text.substr(0, eq));
+  if (o.key.empty()) throw Error::input(mark, "", "the key before '=' is empty");
+  Value value = parse_yaml(text.substr(eq + 1), mark.str());
+  set_mark_deep(value, mark);
+  Value wrapper = Value::map(mark);
+  wrapper.set(o.key, value, mark);
+  o.partial = normalize_partial_config(wrapper);
+  return o;
+}
+
+std::vector<Override> parse_overrides(const std::vector<std::string>& texts) {
+  std::vector<Override> out;
+  for (const std::string& t : texts) out.push_back(parse_override(t));
+  return out;
+}
+
+Value resolve_config(const Value& partial) {
+  Value full = Schema::get().defaults();
+  merge_into(full, partial);
+  derive(full);
+  check_rules(full);
+  return full;
+}
+
+ModelShape model_shape_of(const Value& r) {
+  ModelShape s;
+  s.arch = config_at(r, "model.arch").as_string();
+  s.n_layer = config_at(r, "model.n_layer").as_int();
+  s.n_embd = config_at(r, "model.n_embd").as_int();
+  s.n_head = config_at(r, "model.n_head").as_int();
+  s.n_kv_head = config_at(r, "model.n_kv_head").as_int();
+  s.ffn_dim = config_at(r, "model.ffn_dim").as_int();
+  s.vocab_size = config_at(r, "model.vocab_size").as_int();
+  s.block_size = config_at(r, "model.block_size").as_int();
+  return s;
+}
+
+std::string canonical_config_text(const Value& resolved) {
+  Value hashed = resolved;
+  for (const KeySpec& k : Schema::get().keys()) {
+    if (k.hashed) continue;
+    if (Value* section = hashed.find(k.section())) section->erase(k.name());
+  }
+  return emit_canonical_yaml(hashed);
+}
+
+std::string config_hash(const Value& resolved) { return sha256_hex(canonical_config_text(resolved)); }
+
+std::string point_config_file_text(const Value& resolved) {
+  return "# sweepbench point config. config_hash: " + config_hash(resolved) +
+         "\n# (SHA-256 of the canonical form without the scheduling-only keys; docs/config.md)\n" +
+         emit_canonical_yaml(resolved);
+}
+
+Value load_point_config(const std::string& path, const std::vector<Override>& overrides) {
+  Value partial = normalize_partial_config(load_yaml_file(path));
+  for (const Override& o : overrides) merge_into(partial, o.partial);
+  return resolve_config(partial);
+}
+
+const Value& config_at(const Value& resolved, std::string_view path) {
+  const Value* v = resolved.find_path(path);
+  if (v == nullptr) throw std::logic_error("config has no key " + std::string(path));
+  return *v;
+}
+
+}  // namespace sweepbench

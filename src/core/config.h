@@ -1,0 +1,61 @@
+// Point configs: reading partial configs, --set overrides, resolving, canonical form and hash.
+//
+// A *partial* config is what a user writes (base, a defaults file, an axis value, --set): nested
+// sections with a subset of the keys, each key known to the schema and each value already of the
+// schema's type. A *resolved* config has every key: schema defaults, then the partial configs in
+// order, then derived values (model dimensions from model.preset, data.seq_len from
+// model.block_size, eval.micro_batch from train.micro_batch), then cross-key checks.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/model_shapes.h"
+#include "core/value.h"
+
+namespace sweepbench {
+
+// Reads a partial config written with nested sections and/or dotted keys
+// ("train: {lr: 1}" and "train.lr: 1" mean the same). `prefix` places it under a section or key
+// ("container" for an axis over the whole container section). Unknown keys, wrong types, values
+// out of range and a key given twice are errors that name file:line:column.
+Value normalize_partial_config(const Value& node, std::string_view prefix = {});
+
+// The leaf paths a partial config sets, in the order written (map-typed keys such as launch.env
+// count as one leaf).
+std::vector<std::string> partial_config_keys(const Value& partial);
+
+// One `--set key=value`: the value is read as YAML (so `--set train.lr=1e-3` is a float and
+// `--set container.binds=[a:b]` a list) and checked like any config value.
+struct Override {
+  std::string text;  // "train.lr=1e-3", for messages
+  std::string key;
+  Value partial;     // the override as a partial config
+};
+Override parse_override(const std::string& text);
+std::vector<Override> parse_overrides(const std::vector<std::string>& texts);
+
+// Schema defaults + partial + derived values; checks the cross-key rules.
+Value resolve_config(const Value& partial);
+
+// The model shape of a resolved config.
+ModelShape model_shape_of(const Value& resolved);
+
+// Canonical text: the resolved config with the unhashed (scheduling-only) keys removed, as
+// canonical YAML (sorted keys, stable numbers). config_hash is the SHA-256 of it, in hex.
+std::string canonical_config_text(const Value& resolved);
+std::string config_hash(const Value& resolved);
+
+// The text of a point's config.yaml: a comment with the hash, then the full resolved config in
+// canonical YAML (unhashed keys included).
+std::string point_config_file_text(const Value& resolved);
+
+// Loads a point config file (as written by `bench-sweep plan --out`, or by hand), applies the
+// overrides and resolves it. Used by bench-train.
+Value load_point_config(const std::string& path, const std::vector<Override>& overrides);
+
+// Gets a key of a resolved config; throws a std::logic_error if the schema lacks it.
+const Value& config_at(const Value& resolved, std::string_view path);
+
+}  // namespace sweepbench

@@ -1,0 +1,105 @@
+#include "core/model_shapes.h"
+
+namespace sweepbench {
+namespace {
+
+// Appends one preset. (A braced table of these trips GCC 12's -Wmaybe-uninitialized.)
+void add(std::vector<ModelPreset>& presets, const char* name, const char* arch,
+         std::int64_t n_layer, std::int64_t n_embd, std::int64_t n_head, std::int64_t n_kv_head,
+         std::int64_t ffn_dim, std::int64_t vocab_size, std::int64_t block_size,
+         const char* description) {
+  ModelPreset p;
+  p.name = name;
+  p.shape.arch = arch;
+  p.shape.n_layer = n_layer;
+  p.shape.n_embd = n_embd;
+  p.shape.n_head = n_head;
+  p.shape.n_kv_head = n_kv_head;
+  p.shape.ffn_dim = ffn_dim;
+  p.shape.vocab_size = vocab_size;
+  p.shape.block_size = block_size;
+  p.description = description;
+  presets.push_back(std::move(p));
+}
+
+}  // namespace
+
+const std::vector<ModelPreset>& model_presets() {
+  // Shapes from the published configs (GPT-2: Radford et al. 2019 / HF gpt2*; Llama 2: Touvron
+  // et al. 2023; Llama 3: Meta 2024; Mistral 7B v0.1: Jiang et al. 2023, trained here with full
+  // causal attention, not its 4096-token sliding window). Tiny presets exist for tests.
+  static const std::vector<ModelPreset> presets = [] {
+    std::vector<ModelPreset> p;
+    add(p, "gpt2", "gpt2", 12, 768, 12, 12, 3072, 50257, 1024, "GPT-2 small, 124M");
+    add(p, "gpt2-medium", "gpt2", 24, 1024, 16, 16, 4096, 50257, 1024, "GPT-2 medium, 355M");
+    add(p, "gpt2-large", "gpt2", 36, 1280, 20, 20, 5120, 50257, 1024, "GPT-2 large, 774M");
+    add(p, "gpt2-xl", "gpt2", 48, 1600, 25, 25, 6400, 50257, 1024, "GPT-2 XL, 1.6B");
+    add(p, "llama2-7b", "llama", 32, 4096, 32, 32, 11008, 32000, 4096, "Llama 2 7B");
+    add(p, "llama2-13b", "llama", 40, 5120, 40, 40, 13824, 32000, 4096, "Llama 2 13B");
+    add(p, "llama2-70b", "llama", 80, 8192, 64, 8, 28672, 32000, 4096, "Llama 2 70B (GQA)");
+    add(p, "llama3-8b", "llama", 32, 4096, 32, 8, 14336, 128256, 8192, "Llama 3 8B (GQA)");
+    add(p, "mistral-7b", "llama", 32, 4096, 32, 8, 14336, 32000, 32768, "Mistral 7B v0.1 (GQA)");
+    add(p, "gpt2-tiny", "gpt2", 2, 64, 4, 4, 256, 512, 128, "2-layer GPT-2 for tests");
+    add(p, "llama-tiny", "llama", 2, 64, 4, 2, 176, 512, 128, "2-layer Llama with GQA, for tests");
+    return p;
+  }();
+  return presets;
+}
+
+const ModelPreset* find_model_preset(std::string_view name) {
+  for (const ModelPreset& p : model_presets()) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> model_preset_names() {
+  std::vector<std::string> names;
+  for (const ModelPreset& p : model_presets()) names.push_back(p.name);
+  return names;
+}
+
+std::vector<std::string> model_arch_names() { return {"gpt2", "llama"}; }
+
+std::int64_t parameter_count(const ModelShape& s) {
+  const std::int64_t d = s.n_embd;
+  const std::int64_t head_dim = s.n_head > 0 ? d / s.n_head : 0;
+  const std::int64_t kv_dim = s.n_kv_head * head_dim;
+  const std::int64_t f = s.ffn_dim;
+  if (s.arch == "llama") {
+    // RMSNorm weights, bias-free q/k/v/o, SwiGLU (w1, w3: d->f; w2: f->d), untied head.
+    std::int64_t per_layer = d                          // attention RMSNorm
+                             + d * d + 2 * d * kv_dim   // wq, wk, wv
+                             + d * d                    // wo
+                             + d                        // ffn RMSNorm
+                             + 3 * d * f;               // w1, w2, w3
+    return s.vocab_size * d                             // token embedding
+           + s.n_layer * per_layer + d                  // final RMSNorm
+           + s.vocab_size * d;                          // output head
+  }
+  // GPT-2: LayerNorm (weight+bias), fused qkv with bias, projections with bias, tied head.
+  std::int64_t qkv_out = d + 2 * kv_dim;
+  std::int64_t per_layer = 2 * d                        // ln_1
+                           + d * qkv_out + qkv_out      // c_attn
+                           + d * d + d                  // attn c_proj
+                           + 2 * d                      // ln_2
+                           + d * f + f                  // mlp c_fc
+                           + f * d + d;                 // mlp c_proj
+  return s.vocab_size * d + s.block_size * d + s.n_layer * per_layer + 2 * d;
+}
+
+std::int64_t position_embedding_count(const ModelShape& s) {
+  return s.arch == "gpt2" ? s.block_size * s.n_embd : 0;
+}
+
+double training_flops_per_token(const ModelShape& s, std::int64_t seq_len) {
+  return training_flops_per_token_6n(s) + 12.0 * static_cast<double>(s.n_layer) *
+                                              static_cast<double>(s.n_embd) *
+                                              static_cast<double>(seq_len);
+}
+
+double training_flops_per_token_6n(const ModelShape& s) {
+  return 6.0 * static_cast<double>(parameter_count(s) - position_embedding_count(s));
+}
+
+}  // namespace sweepbench

@@ -1,0 +1,50 @@
+// Model presets and the arithmetic on their shapes: parameter counts and FLOPs per token.
+//
+// Torch-free on purpose: the planner checks shapes before anything runs, the trainer checks its
+// built model against parameter_count(), and the extractor computes MFU, all from this one file.
+// FLOPs convention (PaLM appendix B, nanoGPT, torchtitan): a training token costs
+//   6 N + 12 L d T
+// with N the parameters without position embeddings, L layers, d model width, T sequence length:
+// 6N for the matmuls with weights (2 forward, 4 backward) and 12 L d T for attention's QK^T and
+// AV products. docs/metrics.md derives it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sweepbench {
+
+struct ModelShape {
+  std::string arch;  // "gpt2" or "llama"
+  std::int64_t n_layer = 0;
+  std::int64_t n_embd = 0;
+  std::int64_t n_head = 0;
+  std::int64_t n_kv_head = 0;
+  std::int64_t ffn_dim = 0;
+  std::int64_t vocab_size = 0;
+  std::int64_t block_size = 0;
+};
+
+struct ModelPreset {
+  std::string name;
+  ModelShape shape;
+  std::string description;
+};
+
+const std::vector<ModelPreset>& model_presets();
+const ModelPreset* find_model_preset(std::string_view name);
+std::vector<std::string> model_preset_names();
+std::vector<std::string> model_arch_names();
+
+// Every trainable parameter of the model as bench-train builds it (tied head counted once).
+std::int64_t parameter_count(const ModelShape& shape);
+// The learned position embeddings (GPT-2: block_size x n_embd; Llama: none, rotary).
+std::int64_t position_embedding_count(const ModelShape& shape);
+// 6 N + 12 L d T, N = parameter_count - position_embedding_count.
+double training_flops_per_token(const ModelShape& shape, std::int64_t seq_len);
+// The plain 6 N figure some guides use.
+double training_flops_per_token_6n(const ModelShape& shape);
+
+}  // namespace sweepbench

@@ -1,0 +1,491 @@
+#include "core/schema.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/model_shapes.h"
+#include "core/text.h"
+
+namespace sweepbench {
+namespace {
+
+// A fluent builder so the table below reads one key per line.
+class K {
+ public:
+  K(std::string path, KeyType type, Value default_value, std::string description) {
+    spec_.path = std::move(path);
+    spec_.type = type;
+    spec_.default_value = std::move(default_value);
+    spec_.description = std::move(description);
+    if (spec_.default_value.is_null()) spec_.nullable = true;
+  }
+  K& nullable() {
+    spec_.nullable = true;
+    return *this;
+  }
+  K& min(double v, bool exclusive = false) {
+    spec_.min = v;
+    spec_.min_exclusive = exclusive;
+    return *this;
+  }
+  K& max(double v, bool exclusive = false) {
+    spec_.max = v;
+    spec_.max_exclusive = exclusive;
+    return *this;
+  }
+  K& choices(std::vector<std::string> c) {
+    spec_.choices = std::move(c);
+    return *this;
+  }
+  K& unhashed() {
+    spec_.hashed = false;
+    return *this;
+  }
+  K& derived() {
+    spec_.derived = true;
+    spec_.nullable = true;
+    return *this;
+  }
+  operator KeySpec() const { return spec_; }  // NOLINT: builder converts implicitly
+
+ private:
+  KeySpec spec_;
+};
+
+Value I(std::int64_t v) { return Value::integer(v); }
+Value F(double v) { return Value::real(v); }
+Value B(bool v) { return Value::boolean(v); }
+Value S(const char* v) { return Value::string(v); }
+Value N() { return Value::null(); }
+Value L() { return Value::list(); }
+Value M() { return Value::map(); }
+
+using T = KeyType;
+
+std::vector<KeySpec> build_table() {
+  return {
+      // ---- model ----
+      K("model.preset", T::kEnum, S("gpt2"),
+        "Named model shape; each dimension below defaults to the preset's")
+          .choices(model_preset_names()),
+      K("model.arch", T::kEnum, N(),
+        "Architecture family: gpt2 (LayerNorm, GELU, learned positions, tied head) or llama "
+        "(RMSNorm, RoPE, SwiGLU, GQA, untied head); null = the preset's")
+          .choices(model_arch_names())
+          .derived(),
+      K("model.n_layer", T::kInt, N(), "Transformer blocks; null = the preset's").min(1).derived(),
+      K("model.n_embd", T::kInt, N(), "Model width d; null = the preset's").min(1).derived(),
+      K("model.n_head", T::kInt, N(), "Attention heads; must divide model.n_embd; null = the preset's")
+          .min(1)
+          .derived(),
+      K("model.n_kv_head", T::kInt, N(),
+        "Key/value heads (grouped-query attention); must divide model.n_head; null = the preset's")
+          .min(1)
+          .derived(),
+      K("model.ffn_dim", T::kInt, N(), "Hidden width of the MLP; null = the preset's")
+          .min(1)
+          .derived(),
+      K("model.vocab_size", T::kInt, N(), "Vocabulary size; null = the preset's").min(1).derived(),
+      K("model.block_size", T::kInt, N(),
+        "Longest sequence the model accepts (position table size); null = the preset's")
+          .min(1)
+          .derived(),
+
+      // ---- data ----
+      K("data.source", T::kEnum, S("synthetic"),
+        "synthetic: random token ids; tokens: a binary file of token ids; text: a UTF-8 file "
+        "read as byte-level tokens")
+          .choices({"synthetic", "tokens", "text"}),
+      K("data.path", T::kString, N(), "The data file for data.source tokens or text"),
+      K("data.seq_len", T::kInt, N(),
+        "Tokens per sequence; every sequence is exactly this long; null = model.block_size")
+          .min(1)
+          .derived(),
+      K("data.token_dtype", T::kEnum, S("uint16"),
+        "Element type of a headerless tokens file (llm.c .bin files carry their own)")
+          .choices({"uint16", "uint32"}),
+      K("data.eval_fraction", T::kFloat, F(0.1),
+        "Share of the data file held out for evaluation")
+          .min(0.0)
+          .max(0.5),
+
+      // ---- train ----
+      K("train.steps", T::kInt, I(50), "Optimizer steps, warm-up included").min(1),
+      K("train.warmup_steps", T::kInt, I(10),
+        "Leading steps excluded from every statistic; must be less than train.steps")
+          .min(0),
+      K("train.micro_batch", T::kInt, I(8), "Sequences per rank per forward pass").min(1),
+      K("train.grad_accum", T::kInt, I(1), "Micro batches accumulated per optimizer step").min(1),
+      K("train.dtype", T::kEnum, S("fp32"),
+        "fp32, bf16 (mixed precision, fp32 master weights) or fp16 (with dynamic loss scaling)")
+          .choices({"fp32", "bf16", "fp16"}),
+      K("train.lr", T::kFloat, F(3e-4), "AdamW learning rate").min(0.0, true),
+      K("train.weight_decay", T::kFloat, F(0.1), "AdamW decoupled weight decay").min(0.0),
+      K("train.beta1", T::kFloat, F(0.9), "AdamW beta1").min(0.0).max(1.0, true),
+      K("train.beta2", T::kFloat, F(0.95), "AdamW beta2").min(0.0).max(1.0, true),
+      K("train.eps", T::kFloat, F(1e-8), "AdamW epsilon").min(0.0, true),
+      K("train.grad_clip", T::kFloat, F(1.0), "Global gradient-norm clip; 0 disables it").min(0.0),
+      K("train.seed", T::kInt, I(1234), "Seed for weights and batches (each rank offsets it)")
+          .min(0),
+      K("train.activation_checkpointing", T::kBool, B(false),
+        "Recompute each block's activations in the backward pass"),
+      K("train.loss_scale", T::kFloat, F(65536.0), "Initial dynamic loss scale for fp16")
+          .min(0.0, true),
+
+      // ---- eval ----
+      K("eval.steps", T::kInt, I(10), "Evaluation batches after training; 0 skips evaluation")
+          .min(0),
+      K("eval.micro_batch", T::kInt, N(), "Sequences per evaluation batch; null = train.micro_batch")
+          .min(1)
+          .derived(),
+
+      // ---- launch ----
+      K("launch.ranks", T::kInt, I(1), "MPI ranks in total (the world size)").min(1),
+      K("launch.nodes", T::kInt, I(1), "Nodes the ranks are spread over; must divide launch.ranks")
+          .min(1),
+      K("launch.gpus_per_rank", T::kInt, I(0), "GPUs each rank asks the scheduler for; 0 = none")
+          .min(0),
+      K("launch.cpus_per_rank", T::kInt, N(),
+        "CPU cores (and compute threads) per rank; null = the node's cores / ranks on it")
+          .min(1),
+      K("launch.device", T::kEnum, S("auto"),
+        "Where each rank computes: cuda, cpu, or auto (cuda when a GPU is visible)")
+          .choices({"auto", "cpu", "cuda"}),
+      K("launch.launcher", T::kEnum, S("auto"),
+        "How ranks start: auto (srun inside SLURM, mpirun for several ranks, else a plain exec), "
+        "local, mpirun or srun")
+          .choices({"auto", "local", "mpirun", "srun"}),
+      K("launch.mpirun_args", T::kStringList, L(), "Extra arguments for mpirun"),
+      K("launch.srun_args", T::kStringList, L(), "Extra arguments for srun"),
+      K("launch.env", T::kStringMap, M(), "Environment variables set for every rank"),
+
+      // ---- metrics ----
+      K("metrics.sample_interval_ms", T::kInt, I(1000),
+        "Period of the background memory/CPU sampler")
+          .min(10),
+      K("metrics.system", T::kBool, B(true), "Sample CPU utilisation and RAM over time"),
+      K("metrics.log_every", T::kInt, I(10), "Steps between progress lines on rank 0").min(1),
+
+      // ---- container ----
+      K("container.runtime", T::kEnum, S("none"),
+        "Container runtime that wraps each rank, or none")
+          .choices({"none", "apptainer", "singularity", "enroot", "charliecloud", "podman"}),
+      K("container.image", T::kString, N(),
+        "Image: a SIF file, squashfs, directory image or registry reference"),
+      K("container.binds", T::kStringList, L(), "Bind mounts, each src:dst[:ro]"),
+      K("container.env", T::kStringMap, M(), "Environment variables passed into the container"),
+      K("container.workdir", T::kString, N(), "Working directory inside the container"),
+      K("container.extra_args", T::kStringList, L(),
+        "Extra arguments passed to the runtime unchanged"),
+
+      // ---- slurm ----
+      K("slurm.partition", T::kString, N(), "Partition (decides the hardware, so it is hashed)"),
+      K("slurm.time", T::kSlurmTime, N(),
+        "Time limit: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS")
+          .unhashed(),
+      K("slurm.account", T::kString, N(), "Account to charge").unhashed(),
+      K("slurm.qos", T::kString, N(), "Quality of service").unhashed(),
+      K("slurm.constraint", T::kString, N(), "Node features required (--constraint)"),
+      K("slurm.mem", T::kString, N(), "Memory per node (--mem), e.g. 64G"),
+      K("slurm.exclusive", T::kBool, B(true), "Ask for whole nodes (--exclusive)"),
+      K("slurm.max_requeue", T::kInt, I(1),
+        "How often a timed-out or preempted point is requeued")
+          .min(0)
+          .unhashed(),
+      K("slurm.signal_seconds", T::kInt, I(120),
+        "Seconds before the time limit that bench-train is warned (--signal)")
+          .min(0)
+          .unhashed(),
+      K("slurm.job_name", T::kString, N(), "Job name; null = sweepbench-<sweep>").unhashed(),
+      K("slurm.mail_type", T::kString, N(), "--mail-type, e.g. END,FAIL").unhashed(),
+      K("slurm.mail_user", T::kString, N(), "--mail-user").unhashed(),
+      K("slurm.extra_args", T::kStringList, L(), "Extra sbatch arguments, e.g. [--gres=gpu:8]"),
+
+      // ---- hardware ----
+      K("hardware.name", T::kString, N(), "A label for the hardware, e.g. H100-SXM5"),
+      K("hardware.peak_tflops", T::kFloat, N(),
+        "Peak dense TFLOPS per device for train.dtype, for MFU; null = the built-in table "
+        "(GPUs) or no MFU (CPU)")
+          .min(0.0, true)
+          .unhashed(),
+      K("hardware.price_per_hour", T::kFloat, N(),
+        "Price of one device-hour in USD, for cost per million tokens")
+          .min(0.0)
+          .unhashed(),
+  };
+}
+
+bool valid_slurm_time(const std::string& s) {
+  if (s == "UNLIMITED" || s == "INFINITE" || s == "unlimited" || s == "infinite") return true;
+  auto numeric = [](std::string_view part) {
+    return !part.empty() && part.find_first_not_of("0123456789") == std::string_view::npos;
+  };
+  std::string_view rest(s);
+  size_t dash = rest.find('-');
+  if (dash != std::string_view::npos) {
+    if (!numeric(rest.substr(0, dash))) return false;
+    rest = rest.substr(dash + 1);
+  }
+  std::vector<std::string_view> parts;
+  size_t start = 0;
+  while (true) {
+    size_t colon = rest.find(':', start);
+    parts.push_back(rest.substr(start, colon == std::string_view::npos ? colon : colon - start));
+    if (colon == std::string_view::npos) break;
+    start = colon + 1;
+  }
+  if (parts.size() > 3) return false;
+  for (std::string_view p : parts) {
+    if (!numeric(p)) return false;
+  }
+  return true;
+}
+
+std::string range_text(const KeySpec& s) {
+  std::string out;
+  auto num = [](double v) {
+    if (std::floor(v) == v && std::fabs(v) < 1e15) return std::to_string(static_cast<long long>(v));
+    return format_float_repr(v);
+  };
+  if (s.min && s.max) {
+    out = std::string(s.min_exclusive ? "in (" : "in [") + num(*s.min) + ", " + num(*s.max) +
+          (s.max_exclusive ? ")" : "]");
+  } else if (s.min) {
+    out = std::string(s.min_exclusive ? "> " : ">= ") + num(*s.min);
+  } else if (s.max) {
+    out = std::string(s.max_exclusive ? "< " : "<= ") + num(*s.max);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string KeySpec::section() const { return path.substr(0, path.find('.')); }
+
+std::string KeySpec::name() const { return path.substr(path.find('.') + 1); }
+
+std::string KeySpec::type_text() const {
+  std::string t;
+  switch (type) {
+    case KeyType::kInt:
+      t = "integer";
+      break;
+    case KeyType::kFloat:
+      t = "float";
+      break;
+    case KeyType::kBool:
+      t = "boolean";
+      break;
+    case KeyType::kString:
+      t = "string";
+      break;
+    case KeyType::kEnum:
+      t = "one of " + join(choices, ", ");
+      break;
+    case KeyType::kStringList:
+      t = "list of strings";
+      break;
+    case KeyType::kStringMap:
+      t = "mapping of names to strings";
+      break;
+    case KeyType::kSlurmTime:
+      t = "SLURM time (string) or minutes (integer)";
+      break;
+  }
+  std::string range = range_text(*this);
+  if (!range.empty()) t += " " + range;
+  if (nullable) t += ", or null";
+  return t;
+}
+
+const Schema& Schema::get() {
+  static const Schema schema;
+  return schema;
+}
+
+Schema::Schema() : keys_(build_table()), defaults_(Value::map()) {
+  for (const KeySpec& k : keys_) {
+    std::string section = k.section();
+    if (std::find(sections_.begin(), sections_.end(), section) == sections_.end()) {
+      sections_.push_back(section);
+    }
+    all_paths_.push_back(k.path);
+    defaults_.set_path(k.path, k.default_value);
+  }
+  for (const std::string& s : sections_) all_paths_.push_back(s);
+}
+
+const KeySpec* Schema::find(std::string_view path) const {
+  for (const KeySpec& k : keys_) {
+    if (k.path == path) return &k;
+  }
+  return nullptr;
+}
+
+bool Schema::is_section(std::string_view path) const {
+  return std::find(sections_.begin(), sections_.end(), path) != sections_.end();
+}
+
+Schema::Lookup Schema::lookup(std::string_view path) const {
+  Lookup result;
+  if (is_section(path)) {
+    result.kind = Lookup::Kind::kSection;
+    return result;
+  }
+  if (const KeySpec* spec = find(path)) {
+    result.kind = Lookup::Kind::kKey;
+    result.spec = spec;
+    return result;
+  }
+  // An entry of a free-form map key: the longest prefix that is a map key.
+  for (const KeySpec& k : keys_) {
+    if (k.type == KeyType::kStringMap && path.size() > k.path.size() + 1 &&
+        starts_with(path, k.path) && path[k.path.size()] == '.') {
+      result.kind = Lookup::Kind::kMapEntry;
+      result.spec = &k;
+      result.entry = std::string(path.substr(k.path.size() + 1));
+      return result;
+    }
+  }
+  return result;
+}
+
+Error Schema::unknown_key(std::string_view path, const Mark& mark) const {
+  std::optional<std::string> suggestion = closest_match(path, all_paths_);
+  if (!suggestion) {
+    // "microbatch" alone: match the last part against every key's last part.
+    std::string leaf(path.substr(path.rfind('.') == std::string_view::npos ? 0
+                                                                           : path.rfind('.') + 1));
+    std::vector<std::string> names;
+    for (const KeySpec& k : keys_) names.push_back(k.name());
+    if (auto leaf_match = closest_match(leaf, names)) {
+      for (const KeySpec& k : keys_) {
+        if (k.name() == *leaf_match) {
+          suggestion = k.path;
+          break;
+        }
+      }
+    }
+  }
+  std::string message = "unknown key '" + std::string(path) + "'";
+  if (suggestion) message += " (did you mean '" + *suggestion + "'?)";
+  return Error::input(mark, "", message,
+                      suggestion ? "" : "`bench-sweep keys` lists every key; docs/config.md "
+                                        "describes them");
+}
+
+Value Schema::coerce(const KeySpec& spec, const Value& value) const {
+  const Mark& mark = value.mark();
+  auto fail = [&](const std::string& why, const std::string& hint = {}) {
+    return Error::input(mark, spec.path, why, hint);
+  };
+  auto expected = [&]() {
+    return fail("expected " + spec.type_text() + ", got " + value.describe());
+  };
+  if (value.is_null()) {
+    if (spec.nullable) return value;
+    throw fail("must not be null; expected " + spec.type_text());
+  }
+  auto check_range = [&](double v) {
+    bool low = spec.min && (spec.min_exclusive ? v <= *spec.min : v < *spec.min);
+    bool high = spec.max && (spec.max_exclusive ? v >= *spec.max : v > *spec.max);
+    if (low || high) {
+      throw fail("must be " + range_text(spec) + ", got " + value.describe().substr(4));
+    }
+  };
+  switch (spec.type) {
+    case KeyType::kInt:
+      if (!value.is_int()) {
+        if (value.is_float() && std::floor(value.as_float()) == value.as_float()) {
+          throw fail("expected an integer, got " + value.describe(),
+                     "write it without a decimal point");
+        }
+        throw expected();
+      }
+      check_range(static_cast<double>(value.as_int()));
+      return value;
+    case KeyType::kFloat: {
+      if (!value.is_number()) throw expected();
+      double v = value.as_float();
+      if (!std::isfinite(v)) throw fail("must be a finite number, got " + value.describe());
+      check_range(v);
+      return Value::real(v, mark);
+    }
+    case KeyType::kBool:
+      if (!value.is_bool()) throw expected();
+      return value;
+    case KeyType::kString:
+      if (!value.is_string()) {
+        if (value.is_scalar()) {
+          throw fail("expected a string, got " + value.describe(),
+                     "quote it to make it a string");
+        }
+        throw expected();
+      }
+      return value;
+    case KeyType::kEnum: {
+      if (!value.is_string()) throw expected();
+      const std::string& s = value.as_string();
+      if (std::find(spec.choices.begin(), spec.choices.end(), s) != spec.choices.end()) {
+        return value;
+      }
+      std::string message = "'" + s + "' is not one of " + join(spec.choices, ", ");
+      if (auto near = closest_match(s, spec.choices)) {
+        throw fail(message, "did you mean '" + *near + "'?");
+      }
+      throw fail(message);
+    }
+    case KeyType::kStringList: {
+      if (!value.is_list()) throw expected();
+      for (const Value& item : value.items()) {
+        if (!item.is_string()) {
+          throw Error::input(item.mark().known() ? item.mark() : mark, spec.path,
+                             "expected a list of strings, but an item is " + item.describe(),
+                             item.is_scalar() ? "quote it to make it a string" : "");
+        }
+      }
+      return value;
+    }
+    case KeyType::kStringMap: {
+      if (!value.is_map()) throw expected();
+      Value out = Value::map(mark);
+      for (const Value::Entry& e : value.entries()) {
+        out.set(e.key, coerce_map_entry(spec, e.key, e.value), e.key_mark);
+      }
+      return out;
+    }
+    case KeyType::kSlurmTime: {
+      if (value.is_int()) {
+        if (value.as_int() < 0) throw fail("a time limit in minutes must be >= 0");
+        return Value::string(std::to_string(value.as_int()), mark);
+      }
+      if (!value.is_string()) throw expected();
+      if (!valid_slurm_time(value.as_string())) {
+        throw fail("'" + value.as_string() + "' is not a SLURM time",
+                   "use minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS");
+      }
+      return value;
+    }
+  }
+  throw expected();
+}
+
+Value Schema::coerce_map_entry(const KeySpec& spec, const std::string& entry,
+                               const Value& value) const {
+  std::string path = spec.path + "." + entry;
+  if (entry.empty()) throw Error::input(value.mark(), spec.path, "an entry has an empty name");
+  switch (value.type()) {
+    case Value::Type::kString:
+      return value;
+    case Value::Type::kInt:
+      return Value::string(std::to_string(value.as_int()), value.mark());
+    case Value::Type::kFloat:
+      return Value::string(format_float_repr(value.as_float()), value.mark());
+    case Value::Type::kBool:
+      return Value::string(value.as_bool() ? "true" : "false", value.mark());
+    default:
+      throw Error::input(value.mark(), path, "expected a string, got " + value.describe());
+  }
+}
+
+}  // namespace sweepbench

@@ -1,0 +1,91 @@
+// The config schema: every key a point's config may hold, with its type, default, allowed values
+// or range, whether it enters config_hash, and a one-line description.
+//
+// docs/config.md is generated from this table (`bench-sweep keys --format md`) and a test fails
+// when a key is missing there. Leaves out: cross-key rules (config.cc) and sweep-file keys
+// (sweep.cc).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/value.h"
+
+namespace sweepbench {
+
+enum class KeyType {
+  kInt,
+  kFloat,
+  kBool,
+  kString,
+  kEnum,        // a string from `choices`
+  kStringList,  // a list of strings
+  kStringMap,   // a mapping of names to strings (scalars are written as text)
+  kSlurmTime,   // SLURM's time formats, or an integer number of minutes
+};
+
+struct KeySpec {
+  std::string path;  // "train.micro_batch"
+  KeyType type = KeyType::kString;
+  bool nullable = false;
+  Value default_value;
+  std::vector<std::string> choices;  // kEnum
+  std::optional<double> min;
+  bool min_exclusive = false;
+  std::optional<double> max;
+  bool max_exclusive = false;
+  // false: the key only affects scheduling and cannot change a measurement; it is left out of
+  // config_hash so that, e.g., raising a time limit does not orphan finished results.
+  bool hashed = true;
+  // true: null means "derived" (from the model preset or another key) and is filled in when the
+  // config is resolved, so equal configs hash equal however they were written.
+  bool derived = false;
+  std::string description;
+
+  std::string section() const;
+  std::string name() const;
+  // "integer >= 1", "one of fp32, bf16, fp16", "float > 0 or null" (for errors and docs).
+  std::string type_text() const;
+};
+
+class Schema {
+ public:
+  static const Schema& get();
+
+  const std::vector<KeySpec>& keys() const { return keys_; }
+  const std::vector<std::string>& sections() const { return sections_; }
+  const KeySpec* find(std::string_view path) const;
+  bool is_section(std::string_view path) const;
+
+  struct Lookup {
+    enum class Kind { kNone, kSection, kKey, kMapEntry } kind = Kind::kNone;
+    const KeySpec* spec = nullptr;  // kKey, kMapEntry
+    std::string entry;              // kMapEntry: the name under the map key
+  };
+  // A dotted path is a section ("train"), a key ("train.lr"), an entry of a free-form map key
+  // ("launch.env.OMP_NUM_THREADS"), or unknown.
+  Lookup lookup(std::string_view path) const;
+
+  // The error for an unknown path, naming the closest known key when one is plausible.
+  Error unknown_key(std::string_view path, const Mark& mark) const;
+
+  // Checks `value` against the key's type and range and returns it in canonical type
+  // (integers become floats for float keys; integers become text for SLURM times).
+  Value coerce(const KeySpec& spec, const Value& value) const;
+  // Coerces one entry of a free-form map key (launch.env.X): any scalar, written as text.
+  Value coerce_map_entry(const KeySpec& spec, const std::string& entry, const Value& value) const;
+
+  // Every key at its default, nested by section.
+  const Value& defaults() const { return defaults_; }
+
+ private:
+  Schema();
+  std::vector<KeySpec> keys_;
+  std::vector<std::string> sections_;
+  std::vector<std::string> all_paths_;  // for suggestions
+  Value defaults_;
+};
+
+}  // namespace sweepbench

@@ -1,0 +1,247 @@
+#include "core/text.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+
+namespace sweepbench {
+
+std::string format_float_repr(double value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+
+  // Shortest round-trip digits, in scientific form: "-1.2345e+02".
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof(buf), value, std::chars_format::scientific);
+  std::string sci(buf, res.ptr);
+
+  bool negative = sci[0] == '-';
+  if (negative) sci.erase(0, 1);
+  size_t e_pos = sci.find('e');
+  std::string mantissa = sci.substr(0, e_pos);
+  int exponent = std::stoi(sci.substr(e_pos + 1));
+  std::string digits;
+  for (char c : mantissa) {
+    if (c != '.') digits += c;
+  }
+  // Python's repr (float_repr_style 'short'): decpt is where the decimal point falls in the
+  // digit string; scientific when decpt <= -4 or decpt > 16.
+  int decpt = exponent + 1;
+  std::string out = negative ? "-" : "";
+  if (decpt <= -4 || decpt > 16) {
+    out += digits.substr(0, 1);
+    if (digits.size() > 1) out += "." + digits.substr(1);
+    char exp_buf[16];
+    std::snprintf(exp_buf, sizeof(exp_buf), "e%c%02d", exponent < 0 ? '-' : '+',
+                  exponent < 0 ? -exponent : exponent);
+    out += exp_buf;
+  } else if (decpt <= 0) {
+    out += "0." + std::string(static_cast<size_t>(-decpt), '0') + digits;
+  } else if (static_cast<size_t>(decpt) >= digits.size()) {
+    out += digits + std::string(static_cast<size_t>(decpt) - digits.size(), '0') + ".0";
+  } else {
+    out += digits.substr(0, static_cast<size_t>(decpt)) + "." +
+           digits.substr(static_cast<size_t>(decpt));
+  }
+  return out;
+}
+
+namespace {
+
+// Length of the valid UTF-8 sequence starting at s[i], or 0 if it is not valid.
+size_t utf8_sequence_length(std::string_view s, size_t i) {
+  auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  unsigned char c = byte(i);
+  size_t len = 0;
+  std::uint32_t cp = 0;
+  if (c < 0x80) return 1;
+  if ((c & 0xE0) == 0xC0) {
+    len = 2;
+    cp = c & 0x1F;
+  } else if ((c & 0xF0) == 0xE0) {
+    len = 3;
+    cp = c & 0x0F;
+  } else if ((c & 0xF8) == 0xF0) {
+    len = 4;
+    cp = c & 0x07;
+  } else {
+    return 0;
+  }
+  if (i + len > s.size()) return 0;
+  for (size_t k = 1; k < len; ++k) {
+    if ((byte(i + k) & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (byte(i + k) & 0x3F);
+  }
+  // Reject overlong forms, surrogates and values past U+10FFFF.
+  if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+      (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) {
+    return 0;
+  }
+  return len;
+}
+
+}  // namespace
+
+std::string quote_json(std::string_view s) {
+  std::string out = "\"";
+  for (size_t i = 0; i < s.size();) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      size_t len = utf8_sequence_length(s, i);
+      if (len == 0) {
+        char buf[8];
+        std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+        out += buf;
+        ++i;
+      } else {
+        out.append(s.substr(i, len));
+        i += len;
+      }
+      continue;
+    }
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      default:
+        if (c < 0x20 || c == 0x7f) {
+          char buf[8];
+          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+    ++i;
+  }
+  out += "\"";
+  return out;
+}
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + cost});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+std::optional<std::string> closest_match(std::string_view word,
+                                         const std::vector<std::string>& candidates) {
+  std::optional<std::string> best;
+  size_t best_distance = 0;
+  for (const std::string& c : candidates) {
+    size_t d = edit_distance(word, c);
+    if (!best || d < best_distance) {
+      best = c;
+      best_distance = d;
+    }
+  }
+  // A plausible typo changes at most a third of the word (and at least two edits are allowed).
+  size_t allowed = std::max<size_t>(2, word.size() / 3);
+  if (!best || best_distance > allowed) return std::nullopt;
+  return best;
+}
+
+std::string join(const std::vector<std::string>& parts, std::string_view sep) {
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i > 0) out += sep;
+    out += parts[i];
+  }
+  return out;
+}
+
+bool starts_with(std::string_view s, std::string_view prefix) {
+  return s.size() >= prefix.size() && s.substr(0, prefix.size()) == prefix;
+}
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+std::string trim(std::string_view s) {
+  size_t b = 0;
+  size_t e = s.size();
+  while (b < e && (s[b] == ' ' || s[b] == '\t' || s[b] == '\n' || s[b] == '\r')) ++b;
+  while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t' || s[e - 1] == '\n' || s[e - 1] == '\r'))
+    --e;
+  return std::string(s.substr(b, e - b));
+}
+
+std::string to_lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+std::optional<std::int64_t> parse_int64(std::string_view s, int base) {
+  if (s.empty()) return std::nullopt;
+  bool negative = false;
+  if (s[0] == '+' || s[0] == '-') {
+    negative = s[0] == '-';
+    s.remove_prefix(1);
+  }
+  if (s.empty()) return std::nullopt;
+  std::uint64_t magnitude = 0;
+  auto res = std::from_chars(s.data(), s.data() + s.size(), magnitude, base);
+  if (res.ec != std::errc() || res.ptr != s.data() + s.size()) return std::nullopt;
+  constexpr std::uint64_t kMaxPositive = 9223372036854775807ULL;
+  if (negative) {
+    if (magnitude > kMaxPositive + 1) return std::nullopt;
+    if (magnitude == kMaxPositive + 1) return INT64_MIN;
+    return -static_cast<std::int64_t>(magnitude);
+  }
+  if (magnitude > kMaxPositive) return std::nullopt;
+  return static_cast<std::int64_t>(magnitude);
+}
+
+std::optional<double> parse_double(std::string_view s) {
+  if (!s.empty() && s[0] == '+') s.remove_prefix(1);
+  if (s.empty()) return std::nullopt;
+  double value = 0;
+  auto res = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (res.ec == std::errc::result_out_of_range) {
+    // from_chars leaves value untouched on overflow/underflow; YAML wants inf or 0.
+    if (res.ptr != s.data() + s.size()) return std::nullopt;
+    bool negative = s[0] == '-';
+    size_t e = s.find_first_of("eE");
+    bool tiny = e != std::string_view::npos && e + 1 < s.size() && s[e + 1] == '-';
+    if (tiny) return negative ? -0.0 : 0.0;
+    return negative ? -HUGE_VAL : HUGE_VAL;
+  }
+  if (res.ec != std::errc() || res.ptr != s.data() + s.size()) return std::nullopt;
+  return value;
+}
+
+std::string plural(size_t n, std::string_view singular, std::string_view plural_form) {
+  std::string word = n == 1 ? std::string(singular)
+                            : (plural_form.empty() ? std::string(singular) + "s"
+                                                   : std::string(plural_form));
+  return std::to_string(n) + " " + word;
+}
+
+}  // namespace sweepbench

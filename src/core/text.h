@@ -1,0 +1,43 @@
+// Small text helpers shared by the config model, the tagger and the printers.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sweepbench {
+
+// A double as Python's repr() writes it: the shortest text that reads back to the same double,
+// fixed notation when the decimal exponent is in [-4, 16), else scientific with a signed
+// two-digit-minimum exponent: 2.0, 0.0001, 1e-05, 1e+16, inf, -inf, nan. This is the "stable
+// number formatting" of the canonical config form and what fairseq2-style tags show.
+std::string format_float_repr(double value);
+
+// A JSON string literal (also a valid YAML double-quoted scalar): escapes quotes, backslashes and
+// control characters; bytes that are not valid UTF-8 become \u00XX.
+std::string quote_json(std::string_view s);
+
+// Levenshtein edit distance (insertions, deletions, substitutions of bytes).
+size_t edit_distance(std::string_view a, std::string_view b);
+
+// The candidate closest to `word`, if it is close enough to be a plausible typo.
+std::optional<std::string> closest_match(std::string_view word,
+                                         const std::vector<std::string>& candidates);
+
+std::string join(const std::vector<std::string>& parts, std::string_view sep);
+bool starts_with(std::string_view s, std::string_view prefix);
+bool ends_with(std::string_view s, std::string_view suffix);
+std::string trim(std::string_view s);
+std::string to_lower(std::string_view s);
+
+// Parses a whole string as a base-10 int64; nullopt on junk or overflow.
+std::optional<std::int64_t> parse_int64(std::string_view s, int base = 10);
+// Parses a whole string as a double (C locale); nullopt on junk.
+std::optional<double> parse_double(std::string_view s);
+
+// "1 point", "2 points".
+std::string plural(size_t n, std::string_view singular, std::string_view plural_form = {});
+
+}  // namespace sweepbench

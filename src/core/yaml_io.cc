@@ -1,0 +1,410 @@
+#include "core/yaml_io.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "core/text.h"
+
+namespace sweepbench {
+namespace {
+
+// Deep enough for any config (ours nest three levels); shallow enough that recursion is safe.
+constexpr int kMaxDepth = 64;
+// Aliases let a few lines expand to billions of nodes; no real config comes near this.
+constexpr size_t kMaxNodes = 1'000'000;
+
+const char* const kTagStr = "tag:yaml.org,2002:str";
+const char* const kTagInt = "tag:yaml.org,2002:int";
+const char* const kTagFloat = "tag:yaml.org,2002:float";
+const char* const kTagBool = "tag:yaml.org,2002:bool";
+const char* const kTagNull = "tag:yaml.org,2002:null";
+const char* const kTagSeq = "tag:yaml.org,2002:seq";
+const char* const kTagMap = "tag:yaml.org,2002:map";
+
+bool all_of_chars(std::string_view s, std::string_view allowed) {
+  return !s.empty() && s.find_first_not_of(allowed) == std::string_view::npos;
+}
+
+bool is_core_null(const std::string& s) {
+  return s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL";
+}
+
+std::optional<bool> core_bool(const std::string& s) {
+  if (s == "true" || s == "True" || s == "TRUE") return true;
+  if (s == "false" || s == "False" || s == "FALSE") return false;
+  return std::nullopt;
+}
+
+// [-+]?[0-9]+ | 0o[0-7]+ | 0x[0-9a-fA-F]+
+bool is_core_int(const std::string& s, int* base, std::string_view* digits) {
+  std::string_view v(s);
+  if (starts_with(v, "0o") && all_of_chars(v.substr(2), "01234567")) {
+    *base = 8;
+    *digits = v.substr(2);
+    return true;
+  }
+  if (starts_with(v, "0x") && all_of_chars(v.substr(2), "0123456789abcdefABCDEF")) {
+    *base = 16;
+    *digits = v.substr(2);
+    return true;
+  }
+  std::string_view body = v;
+  if (!body.empty() && (body[0] == '-' || body[0] == '+')) body.remove_prefix(1);
+  if (all_of_chars(body, "0123456789")) {
+    *base = 10;
+    *digits = v;
+    return true;
+  }
+  return false;
+}
+
+// [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?
+bool is_core_float_number(std::string_view v) {
+  size_t i = 0;
+  auto digits = [&]() {
+    size_t start = i;
+    while (i < v.size() && v[i] >= '0' && v[i] <= '9') ++i;
+    return i - start;
+  };
+  if (i < v.size() && (v[i] == '-' || v[i] == '+')) ++i;
+  if (i < v.size() && v[i] == '.') {
+    ++i;
+    if (digits() == 0) return false;
+  } else {
+    if (digits() == 0) return false;
+    if (i < v.size() && v[i] == '.') {
+      ++i;
+      digits();
+    }
+  }
+  if (i < v.size() && (v[i] == 'e' || v[i] == 'E')) {
+    ++i;
+    if (i < v.size() && (v[i] == '-' || v[i] == '+')) ++i;
+    if (digits() == 0) return false;
+  }
+  return i == v.size();
+}
+
+std::optional<double> core_float(const std::string& s) {
+  std::string_view v(s);
+  bool negative = false;
+  std::string_view body = v;
+  if (!body.empty() && (body[0] == '-' || body[0] == '+')) {
+    negative = body[0] == '-';
+    body.remove_prefix(1);
+  }
+  if (body == ".inf" || body == ".Inf" || body == ".INF") return negative ? -HUGE_VAL : HUGE_VAL;
+  if (v == ".nan" || v == ".NaN" || v == ".NAN") return std::nan("");
+  if (!is_core_float_number(v)) return std::nullopt;
+  return parse_double(v);
+}
+
+Mark mark_of(const YAML::Node& node, const Mark& fallback) {
+  YAML::Mark m = node.Mark();
+  if (m.line < 0 || fallback.source == nullptr) return fallback;
+  return Mark{fallback.source, m.line + 1, m.column + 1};
+}
+
+Error yaml_error(const Mark& mark, const std::string& message, const std::string& hint = {}) {
+  return Error::input(mark, "", message, hint);
+}
+
+class Converter {
+ public:
+  explicit Converter(Mark root) : root_(std::move(root)) {}
+
+  Value convert(const YAML::Node& node, const Mark& parent, int depth) {
+    Mark mark = mark_of(node, parent);
+    if (depth > kMaxDepth) {
+      throw yaml_error(mark, "nesting deeper than " + std::to_string(kMaxDepth) + " levels");
+    }
+    if (++nodes_ > kMaxNodes) {
+      throw yaml_error(mark, "more than " + std::to_string(kMaxNodes) +
+                                 " values (after expanding aliases)");
+    }
+    const std::string& tag = node.Tag();
+    switch (node.Type()) {
+      case YAML::NodeType::Undefined:
+      case YAML::NodeType::Null:
+        if (tag == kTagStr) return Value::string("", mark);
+        return Value::null(mark);
+      case YAML::NodeType::Scalar:
+        return convert_scalar(node.Scalar(), tag, mark);
+      case YAML::NodeType::Sequence: {
+        if (tag != "?" && tag != "!" && tag != kTagSeq && !tag.empty()) {
+          throw yaml_error(mark, "unsupported tag '" + tag + "' on a list");
+        }
+        Value list = Value::list(mark);
+        for (const YAML::Node& item : node) {
+          list.items().push_back(convert(item, mark, depth + 1));
+        }
+        return list;
+      }
+      case YAML::NodeType::Map: {
+        if (tag != "?" && tag != "!" && tag != kTagMap && !tag.empty()) {
+          throw yaml_error(mark, "unsupported tag '" + tag + "' on a mapping");
+        }
+        Value map = Value::map(mark);
+        std::set<std::string> seen;
+        for (auto it = node.begin(); it != node.end(); ++it) {
+          const YAML::Node key = it->first;
+          const YAML::Node item = it->second;
+          Mark key_mark = mark_of(key, mark);
+          if (key.IsMap() || key.IsSequence()) {
+            throw yaml_error(key_mark, "a mapping key must be a plain name, not " +
+                                           std::string(key.IsMap() ? "a mapping" : "a list"));
+          }
+          std::string name = key.IsScalar() ? key.Scalar() : std::string();
+          if (!seen.insert(name).second) {
+            throw yaml_error(key_mark, "duplicate key '" + name + "'",
+                             "each key may appear once per mapping");
+          }
+          ++nodes_;
+          map.entries().push_back(
+              Value::Entry{name, key_mark, convert(item, key_mark, depth + 1)});
+        }
+        return map;
+      }
+    }
+    return Value::null(mark);
+  }
+
+ private:
+  Value convert_scalar(const std::string& text, const std::string& tag, const Mark& mark) {
+    if (tag == "?" || tag.empty()) return type_plain_scalar(text, mark);
+    if (tag == "!" || tag == kTagStr) return Value::string(text, mark);
+    if (tag == kTagNull) {
+      if (!is_core_null(text)) throw yaml_error(mark, "!!null value '" + text + "' is not null");
+      return Value::null(mark);
+    }
+    if (tag == kTagBool) {
+      if (auto b = core_bool(text)) return Value::boolean(*b, mark);
+      throw yaml_error(mark, "!!bool value '" + text + "' is not true or false");
+    }
+    if (tag == kTagInt) {
+      Value v = type_plain_scalar(text, mark);
+      if (v.is_int()) return v;
+      throw yaml_error(mark, "!!int value '" + text + "' is not an integer");
+    }
+    if (tag == kTagFloat) {
+      Value v = type_plain_scalar(text, mark);
+      if (v.is_int()) return Value::real(static_cast<double>(v.as_int()), mark);
+      if (v.is_float()) return v;
+      throw yaml_error(mark, "!!float value '" + text + "' is not a number");
+    }
+    throw yaml_error(mark, "unsupported tag '" + tag + "'",
+                     "only !!str, !!int, !!float, !!bool and !!null are understood");
+  }
+
+  Mark root_;
+  size_t nodes_ = 0;
+};
+
+std::string read_file_text(const std::string& path, const std::string& display) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw Error(ErrorKind::kInput, Mark::in(display), "", "cannot read the file",
+                "check that it exists and is readable");
+  }
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
+
+bool is_plain_key(const std::string& key) {
+  if (key.empty()) return false;
+  char c0 = key[0];
+  if (!((c0 >= 'A' && c0 <= 'Z') || (c0 >= 'a' && c0 <= 'z') || c0 == '_')) return false;
+  for (char c : key) {
+    bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-' || c == '.';
+    if (!ok) return false;
+  }
+  // Words the core schema would read as something other than a string.
+  Value typed = type_plain_scalar(key, Mark{});
+  return typed.is_string();
+}
+
+std::string yaml_key(const std::string& key) { return is_plain_key(key) ? key : quote_json(key); }
+
+std::string canonical_scalar(const Value& v) {
+  switch (v.type()) {
+    case Value::Type::kNull:
+      return "null";
+    case Value::Type::kBool:
+      return v.as_bool() ? "true" : "false";
+    case Value::Type::kInt:
+      return std::to_string(v.as_int());
+    case Value::Type::kFloat: {
+      double f = v.as_float();
+      if (std::isnan(f)) return ".nan";
+      if (std::isinf(f)) return f > 0 ? ".inf" : "-.inf";
+      return format_float_repr(f);
+    }
+    case Value::Type::kString:
+      return quote_json(v.as_string());
+    default:
+      return "";
+  }
+}
+
+std::vector<const Value::Entry*> ordered_entries(const Value& map, bool sort_keys) {
+  std::vector<const Value::Entry*> entries;
+  for (const Value::Entry& e : map.entries()) entries.push_back(&e);
+  if (sort_keys) {
+    std::sort(entries.begin(), entries.end(),
+              [](const Value::Entry* a, const Value::Entry* b) { return a->key < b->key; });
+  }
+  return entries;
+}
+
+// Flow style (one line) for lists and anything inside them.
+std::string canonical_flow(const Value& v) {
+  if (v.is_list()) {
+    std::string out = "[";
+    for (size_t i = 0; i < v.items().size(); ++i) {
+      if (i > 0) out += ", ";
+      out += canonical_flow(v.items()[i]);
+    }
+    return out + "]";
+  }
+  if (v.is_map()) {
+    std::string out = "{";
+    bool first = true;
+    for (const Value::Entry* e : ordered_entries(v, true)) {
+      if (!first) out += ", ";
+      first = false;
+      out += quote_json(e->key) + ": " + canonical_flow(e->value);
+    }
+    return out + "}";
+  }
+  return canonical_scalar(v);
+}
+
+void emit_block_map(const Value& map, int indent, std::string& out) {
+  std::string pad(static_cast<size_t>(indent), ' ');
+  for (const Value::Entry* e : ordered_entries(map, true)) {
+    out += pad + yaml_key(e->key) + ":";
+    if (e->value.is_map() && !e->value.entries().empty()) {
+      out += "\n";
+      emit_block_map(e->value, indent + 2, out);
+    } else {
+      out += " " + canonical_flow(e->value) + "\n";
+    }
+  }
+}
+
+void emit_json_into(const Value& v, int indent, int level, bool sort_keys, std::string& out) {
+  auto newline = [&](int lvl) {
+    if (indent < 0) return;
+    out += "\n";
+    out += std::string(static_cast<size_t>(indent * lvl), ' ');
+  };
+  switch (v.type()) {
+    case Value::Type::kFloat:
+      if (!std::isfinite(v.as_float())) {
+        out += "null";
+        return;
+      }
+      out += format_float_repr(v.as_float());
+      return;
+    case Value::Type::kList: {
+      if (v.items().empty()) {
+        out += "[]";
+        return;
+      }
+      out += "[";
+      for (size_t i = 0; i < v.items().size(); ++i) {
+        if (i > 0) out += indent < 0 ? ", " : ",";
+        newline(level + 1);
+        emit_json_into(v.items()[i], indent, level + 1, sort_keys, out);
+      }
+      newline(level);
+      out += "]";
+      return;
+    }
+    case Value::Type::kMap: {
+      if (v.entries().empty()) {
+        out += "{}";
+        return;
+      }
+      out += "{";
+      bool first = true;
+      for (const Value::Entry* e : ordered_entries(v, sort_keys)) {
+        if (!first) out += indent < 0 ? ", " : ",";
+        first = false;
+        newline(level + 1);
+        out += quote_json(e->key) + ": ";
+        emit_json_into(e->value, indent, level + 1, sort_keys, out);
+      }
+      newline(level);
+      out += "}";
+      return;
+    }
+    default:
+      out += canonical_scalar(v);
+  }
+}
+
+}  // namespace
+
+Value type_plain_scalar(const std::string& text, Mark mark) {
+  if (is_core_null(text)) return Value::null(std::move(mark));
+  if (auto b = core_bool(text)) return Value::boolean(*b, std::move(mark));
+  int base = 10;
+  std::string_view digits;
+  if (is_core_int(text, &base, &digits)) {
+    if (auto i = parse_int64(digits, base)) return Value::integer(*i, std::move(mark));
+    throw yaml_error(mark, "integer " + text + " does not fit in 64 bits");
+  }
+  if (auto f = core_float(text)) return Value::real(*f, std::move(mark));
+  return Value::string(text, std::move(mark));
+}
+
+Value parse_yaml(std::string_view text, const std::string& source) {
+  Mark root = Mark::in(source);
+  std::vector<YAML::Node> docs;
+  try {
+    docs = YAML::LoadAll(std::string(text));
+  } catch (const YAML::Exception& e) {
+    Mark at = root;
+    if (e.mark.line >= 0) at = Mark{root.source, e.mark.line + 1, e.mark.column + 1};
+    throw yaml_error(at, "YAML syntax error: " + e.msg);
+  }
+  if (docs.empty()) return Value::null(root);
+  if (docs.size() > 1) {
+    throw yaml_error(mark_of(docs[1], root), "more than one YAML document",
+                     "remove the '---' separator");
+  }
+  try {
+    return Converter(root).convert(docs[0], root, 0);
+  } catch (const YAML::Exception& e) {
+    throw yaml_error(root, std::string("YAML error: ") + e.msg);
+  }
+}
+
+Value load_yaml_file(const std::string& path, const std::string& display) {
+  std::string name = display.empty() ? path : display;
+  return parse_yaml(read_file_text(path, name), name);
+}
+
+std::string emit_canonical_yaml(const Value& value) {
+  if (!value.is_map()) return canonical_flow(value) + "\n";
+  if (value.entries().empty()) return "{}\n";
+  std::string out;
+  emit_block_map(value, 0, out);
+  return out;
+}
+
+std::string emit_json(const Value& value, int indent, bool sort_keys) {
+  std::string out;
+  emit_json_into(value, indent, 0, sort_keys, out);
+  return out;
+}
+
+}  // namespace sweepbench

@@ -1,0 +1,35 @@
+// YAML in, canonical YAML and JSON out.
+//
+// Loading types plain scalars by the YAML 1.2 core schema (not yaml-cpp's YAML 1.1 habits):
+// `1e-5` is a float, `010` is the integer 10, `yes` is a string, `~`/`null`/empty is null, and a
+// quoted scalar is always a string. Explicit !!str/!!int/!!float/!!bool/!!null tags are honoured;
+// other tags, duplicate keys, non-scalar keys and several documents are errors. Depth and size
+// are bounded so hostile input (alias bombs, deep nesting) fails cleanly.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "core/value.h"
+
+namespace sweepbench {
+
+// Parses YAML text; `source` names it in error marks (a path, or "--set a.b=c").
+Value parse_yaml(std::string_view text, const std::string& source);
+
+// Reads and parses a file. `display` is how marks name it (default: the path as given).
+Value load_yaml_file(const std::string& path, const std::string& display = {});
+
+// Types one plain (unquoted) scalar by the YAML 1.2 core schema.
+Value type_plain_scalar(const std::string& text, Mark mark);
+
+// Canonical YAML: maps in block style with keys sorted bytewise, lists in JSON flow style,
+// strings always double-quoted, floats as format_float_repr (.inf/.nan), no comments. Two equal
+// Values always give the same text, and the text parses back to an equal Value.
+std::string emit_canonical_yaml(const Value& value);
+
+// JSON. indent < 0: one line. sort_keys: bytewise; otherwise insertion order.
+// Non-finite floats become null (JSON has no spelling for them).
+std::string emit_json(const Value& value, int indent = 2, bool sort_keys = false);
+
+}  // namespace sweepbench
