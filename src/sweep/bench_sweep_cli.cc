@@ -1,0 +1,250 @@
+#include "sweep/bench_sweep_cli.h"
+
+#include <boost/program_options.hpp>
+
+#include <sstream>
+
+#include "core/config.h"
+#include "core/error.h"
+#include "core/schema.h"
+#include "core/text.h"
+#include "core/yaml_io.h"
+#include "sweep/expand.h"
+#include "sweep/plan_output.h"
+#include "sweep/sweep_spec.h"
+
+namespace sweepbench {
+namespace {
+
+namespace po = boost::program_options;
+
+const char* const kVersion = "0.1.0";
+
+const char* const kUsage = R"(bench-sweep: plan benchmark sweeps and track their points.
+
+Usage: bench-sweep <command> [options]
+
+Commands:
+  plan    Expand a sweep file into fully resolved points and print them; with --out, write
+          each point's config.yaml and a manifest.
+            bench-sweep plan sweeps/quickstart.yaml --out runs/quickstart
+  keys    List every config key with its type, default and meaning.
+            bench-sweep keys --format md
+
+Run 'bench-sweep <command> --help' for a command's options.
+Docs: docs/sweeps.md (sweep files), docs/config.md (keys), docs/exit-codes.md.
+Exit codes: 0 ok, 2 bad input, 3 conflicting output, 4 file-system error.
+)";
+
+const char* const kPlanHelp = R"(bench-sweep plan: expand a sweep file into points.
+
+Usage: bench-sweep plan SWEEP.yaml [--scenario NAME]... [--set KEY=VALUE]... [--out DIR]
+                        [--format table|json|csv] [--max-points N]
+
+Prints one row per point: its index, its tag (the directory name under --out) and the keys that
+vary, then the count. Every key and value is checked first; a bad sweep file is an error with
+file:line:column and nothing is written.
+
+With --out DIR it writes DIR/<tag>/config.yaml (the resolved config of each point) and
+DIR/manifest.json. Running it again is a no-op; a DIR/<tag>/config.yaml that holds a different
+config is an error (exit 3) and nothing is changed.
+
+Examples:
+  bench-sweep plan sweeps/quickstart.yaml
+  bench-sweep plan sweeps/llama2-7b-context.yaml --set train.steps=20 --format csv
+  bench-sweep plan sweeps/container-compare.yaml --scenario ngc-24.02 --out runs/cmp
+
+Options:
+)";
+
+const char* const kKeysHelp = R"(bench-sweep keys: list every config key.
+
+Usage: bench-sweep keys [--format table|md]
+
+Example:
+  bench-sweep keys --format md > docs/config-keys.md
+
+Options:
+)";
+
+void print_options(const po::options_description& desc, std::ostream& out) {
+  std::ostringstream text;
+  text << desc;
+  out << text.str();
+}
+
+std::vector<std::string> split_commas(const std::vector<std::string>& values) {
+  std::vector<std::string> out;
+  for (const std::string& v : values) {
+    size_t start = 0;
+    while (start <= v.size()) {
+      size_t comma = v.find(',', start);
+      std::string part = trim(v.substr(start, comma == std::string::npos ? comma : comma - start));
+      if (!part.empty()) out.push_back(part);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  return out;
+}
+
+po::variables_map parse(const std::vector<std::string>& args, const po::options_description& desc,
+                        const po::positional_options_description& positional) {
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(desc).positional(positional).run(), vm);
+  po::notify(vm);
+  return vm;
+}
+
+int run_plan(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  po::options_description desc;
+  desc.add_options()
+      ("help,h", "Show this help")
+      ("sweep", po::value<std::string>(), "The sweep file")
+      ("scenario", po::value<std::vector<std::string>>()->composing(),
+       "Plan only this scenario (repeatable, or comma-separated)")
+      ("set", po::value<std::vector<std::string>>()->composing(),
+       "Override KEY=VALUE in every point's base (repeatable; VALUE is YAML)")
+      ("out,o", po::value<std::string>(), "Write the points' configs and manifest.json here")
+      ("format", po::value<std::string>()->default_value("table"), "table, json or csv")
+      ("max-points", po::value<size_t>()->default_value(kDefaultMaxPoints),
+       "Refuse sweeps with more points than this");
+  po::positional_options_description positional;
+  positional.add("sweep", 1);
+  po::variables_map vm = parse(args, desc, positional);
+  if (vm.count("help")) {
+    out << kPlanHelp;
+    print_options(desc, out);
+    return kExitOk;
+  }
+  if (!vm.count("sweep")) {
+    err << "bench-sweep plan: error: no sweep file given\n"
+        << "usage: bench-sweep plan SWEEP.yaml [options]  (bench-sweep plan --help)\n";
+    return kExitUsage;
+  }
+  PlanFormat format = parse_plan_format(vm["format"].as<std::string>());
+  PlanOptions options;
+  options.max_points = vm["max-points"].as<size_t>();
+  if (vm.count("scenario")) {
+    options.scenarios = split_commas(vm["scenario"].as<std::vector<std::string>>());
+  }
+  if (vm.count("set")) options.overrides = parse_overrides(vm["set"].as<std::vector<std::string>>());
+
+  SweepSpec spec = load_sweep_file(vm["sweep"].as<std::string>());
+  Plan plan = plan_sweep(spec, options);
+  PlanWriteResult written;
+  bool wrote = false;
+  if (vm.count("out")) {
+    written = write_plan(plan, vm["out"].as<std::string>());
+    wrote = true;
+  }
+  print_plan(plan, format, out);
+  if (wrote) {
+    std::ostream& summary = format == PlanFormat::kTable ? out : err;
+    summary << "# " << vm["out"].as<std::string>() << ": " << written.written << " written, "
+            << written.updated << " updated, " << written.unchanged << " unchanged; manifest "
+            << (written.manifest_changed ? "written" : "unchanged") << "\n";
+  }
+  return kExitOk;
+}
+
+std::string default_text(const KeySpec& k) {
+  if (k.derived) return "derived";
+  return display_value(k.default_value);
+}
+
+int run_keys(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description desc;
+  desc.add_options()
+      ("help,h", "Show this help")
+      ("format", po::value<std::string>()->default_value("table"), "table or md");
+  po::variables_map vm = parse(args, desc, po::positional_options_description());
+  if (vm.count("help")) {
+    out << kKeysHelp;
+    print_options(desc, out);
+    return kExitOk;
+  }
+  std::string format = vm["format"].as<std::string>();
+  if (format == "md") {
+    out << schema_markdown();
+    return kExitOk;
+  }
+  if (format != "table") {
+    throw Error::input(Mark::in("--format " + format), "", "unknown format '" + format + "'",
+                       "use table or md");
+  }
+  size_t width = 0;
+  for (const KeySpec& k : Schema::get().keys()) width = std::max(width, k.path.size());
+  for (const KeySpec& k : Schema::get().keys()) {
+    out << k.path << std::string(width - k.path.size() + 2, ' ') << k.type_text()
+        << "; default " << default_text(k) << (k.hashed ? "" : "; not hashed") << "\n"
+        << std::string(width + 2, ' ') << k.description << "\n";
+  }
+  return kExitOk;
+}
+
+void report(const Error& e, std::ostream& err) {
+  if (e.mark().known()) {
+    err << e.mark().str() << ": error: " << e.detail() << "\n";
+  } else {
+    err << "bench-sweep: error: " << e.detail() << "\n";
+  }
+}
+
+}  // namespace
+
+std::string schema_markdown() {
+  std::ostringstream out;
+  std::string section;
+  for (const KeySpec& k : Schema::get().keys()) {
+    if (k.section() != section) {
+      section = k.section();
+      out << "\n### `" << section << "`\n\n"
+          << "| key | type | default | hashed | description |\n"
+          << "|---|---|---|---|---|\n";
+    }
+    std::string type = k.type_text();
+    out << "| `" << k.path << "` | " << type << " | `" << default_text(k) << "` | "
+        << (k.hashed ? "yes" : "no") << " | " << k.description << " |\n";
+  }
+  return out.str();
+}
+
+int bench_sweep_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  if (args.empty()) {
+    err << kUsage;
+    return kExitUsage;
+  }
+  const std::string& command = args[0];
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  try {
+    if (command == "--help" || command == "-h" || command == "help") {
+      out << kUsage;
+      return kExitOk;
+    }
+    if (command == "--version") {
+      out << "bench-sweep " << kVersion << "\n";
+      return kExitOk;
+    }
+    if (command == "plan") return run_plan(rest, out, err);
+    if (command == "keys") return run_keys(rest, out);
+    std::string message = "unknown command '" + command + "'";
+    if (auto near = closest_match(command, {"plan", "keys"})) {
+      message += " (did you mean '" + *near + "'?)";
+    }
+    err << "bench-sweep: error: " << message << "\n" << kUsage;
+    return kExitUsage;
+  } catch (const Error& e) {
+    report(e, err);
+    return exit_code_for(e.kind());
+  } catch (const po::error& e) {
+    err << "bench-sweep " << command << ": error: " << e.what() << "\n"
+        << "(bench-sweep " << command << " --help lists the options)\n";
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    err << "bench-sweep: internal error: " << e.what() << "\n";
+    return kExitInternal;
+  }
+}
+
+}  // namespace sweepbench

@@ -1,0 +1,82 @@
+// The sweep file: what it declares, read and checked before anything is expanded.
+//
+// A sweep file (docs/sweeps.md) has a base config, axes and zip groups to vary, exclude and
+// include lists, repeats, scenarios, and tag settings. parse_sweep checks every key and value
+// against the schema, so a broken file fails here, with file:line:column, before any point runs.
+// Expansion into points is in expand.h; tags are in tagger.h.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/value.h"
+
+namespace sweepbench {
+
+// One dimension of the product: an axis (one key) or a zip group (keys that vary together).
+struct SweepDimension {
+  Mark mark;                        // where it is declared; dimensions run in file order
+  std::string label;                // "axes.train.micro_batch", "zip[0]" (for messages)
+  std::vector<Value> assignments;   // one partial config per position
+  std::vector<std::string> keys;    // the leaf keys it sets (sorted, unique)
+};
+
+// An exclude entry: a point is dropped when, for every key, its value is one of the listed ones.
+struct ExcludeRule {
+  Mark mark;
+  struct Match {
+    std::string key;
+    Mark mark;
+    std::vector<Value> any_of;
+  };
+  std::vector<Match> matches;
+};
+
+struct IncludeEntry {
+  Mark mark;
+  Value partial;
+};
+
+struct Scenario {
+  std::string name;  // "default" for a sweep without scenarios
+  Mark mark;
+  Value base;        // the top-level base with the scenario's base merged over it
+  std::vector<SweepDimension> dimensions;  // in file order
+  std::vector<ExcludeRule> excludes;
+  std::vector<IncludeEntry> includes;
+};
+
+struct TagSpec {
+  enum class Style { kReadable, kFairseq2 };
+  Style style = Style::kReadable;
+  std::optional<std::string> format;
+  Mark format_mark;
+  std::vector<std::string> keys;  // fairseq2 style: the allowed config key names
+};
+
+struct SweepSpec {
+  std::string name;
+  std::string path;              // the sweep file as given
+  std::vector<Scenario> scenarios;
+  bool named_scenarios = false;  // false: one implicit scenario named "default"
+  std::int64_t repeats = 1;
+  TagSpec tag;
+  std::vector<std::string> prune_after_oom;
+  // Keys the file sets outside the base (axes, zip, include, scenario bases), in file order:
+  // the candidates for the "varying keys" that plan shows and tags use.
+  std::vector<std::string> explicit_keys;
+};
+
+// Reads a file that a sweep names (a `defaults` entry): resolved path, display name -> Value.
+using SweepFileReader = std::function<Value(const std::string& path, const std::string& display)>;
+
+// Reads and checks a sweep file. `defaults` entries are resolved relative to it.
+SweepSpec load_sweep_file(const std::string& path);
+
+// Checks an already parsed sweep file. `reader` loads its `defaults` entries.
+SweepSpec parse_sweep(const Value& root, const std::string& path, const SweepFileReader& reader);
+
+}  // namespace sweepbench

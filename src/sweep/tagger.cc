@@ -1,0 +1,446 @@
+#include "sweep/tagger.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "core/config.h"
+#include "core/digest.h"
+#include "core/schema.h"
+#include "core/text.h"
+
+namespace sweepbench {
+namespace {
+
+constexpr size_t kMaxValueText = 32;
+
+bool tag_char(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
+         c == '_' || c == '=' || c == '+' || c == '-';
+}
+
+// Characters a value may keep ('=' separates key from value, so values lose it).
+bool value_char(char c) { return tag_char(c) && c != '='; }
+
+// Reduces text to value characters, with no runs of '_' or '.' and no '.' or '_' at either end.
+std::string sanitize(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    char k = value_char(c) ? c : '_';
+    if ((k == '_' || k == '.') && !out.empty() && out.back() == k) continue;
+    out += k;
+  }
+  size_t b = out.find_first_not_of("._");
+  if (b == std::string::npos) return "";
+  size_t e = out.find_last_not_of("._");
+  return out.substr(b, e - b + 1);
+}
+
+std::string raw_text(const Value& v) {
+  switch (v.type()) {
+    case Value::Type::kNull:
+      return "none";
+    case Value::Type::kBool:
+      return v.as_bool() ? "true" : "false";
+    case Value::Type::kInt:
+      return std::to_string(v.as_int());
+    case Value::Type::kFloat:
+      return format_float_repr(v.as_float());
+    case Value::Type::kString:
+      return v.as_string();
+    case Value::Type::kList: {
+      std::vector<std::string> parts;
+      for (const Value& i : v.items()) parts.push_back(raw_text(i));
+      return join(parts, "+");
+    }
+    case Value::Type::kMap: {
+      std::vector<std::string> parts;
+      for (const Value::Entry& e : v.entries()) parts.push_back(e.key + "-" + raw_text(e.value));
+      std::sort(parts.begin(), parts.end());
+      return join(parts, "+");
+    }
+  }
+  return "";
+}
+
+// The label of a varying key in a readable tag: its last part, or section-last when two varying
+// keys share a last part (train.micro_batch and eval.micro_batch).
+std::vector<std::string> key_labels(const std::vector<std::string>& keys) {
+  std::unordered_map<std::string, int> count;
+  auto leaf = [](const std::string& k) { return k.substr(k.rfind('.') + 1); };
+  for (const std::string& k : keys) ++count[leaf(k)];
+  std::vector<std::string> labels;
+  for (const std::string& k : keys) {
+    if (count[leaf(k)] == 1) {
+      labels.push_back(leaf(k));
+    } else {
+      std::string l = k;
+      std::replace(l.begin(), l.end(), '.', '-');
+      labels.push_back(l);
+    }
+  }
+  return labels;
+}
+
+std::string repeat_suffix(std::int64_t repeat) { return ".r" + std::to_string(repeat); }
+
+std::string readable_tag(const TagInput& p, const std::vector<std::string>& keys,
+                         const std::vector<std::string>& labels, const TagOptions& options) {
+  std::vector<std::string> parts;
+  if (options.show_scenario) {
+    std::string s = sanitize(p.scenario);
+    if (!s.empty() && s[0] == '-') s = "s" + s;
+    parts.push_back(s.empty() ? "scenario" : s);
+  }
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const Value* v = p.config->find_path(keys[i]);
+    parts.push_back(labels[i] + "=" + tag_text(v ? *v : Value()));
+  }
+  std::string suffix = "ws=" + std::to_string(config_at(*p.config, "launch.ranks").as_int()) +
+                       "." + p.config_hash.substr(0, 8);
+  if (options.show_repeat) suffix += repeat_suffix(p.repeat);
+  std::string readable = join(parts, ".");
+  if (readable.empty()) return suffix;
+  size_t room = kMaxTagLength - suffix.size() - 1;
+  if (readable.size() > room) {
+    readable.resize(room);
+    size_t end = readable.find_last_not_of("._=+-");
+    readable.resize(end == std::string::npos ? 0 : end + 1);
+    if (readable.empty()) return suffix;
+  }
+  return readable + "." + suffix;
+}
+
+struct Placeholder {
+  std::string path;
+  bool indexed = false;
+  size_t index = 0;
+};
+
+bool parse_placeholder(const std::string& name, Placeholder* out) {
+  size_t bracket = name.find('[');
+  out->path = name.substr(0, bracket);
+  if (bracket == std::string::npos) return true;
+  if (name.back() != ']') return false;
+  auto idx = parse_int64(name.substr(bracket + 1, name.size() - bracket - 2));
+  if (!idx || *idx < 0) return false;
+  out->indexed = true;
+  out->index = static_cast<size_t>(*idx);
+  return true;
+}
+
+const std::vector<std::string> kSpecialPlaceholders = {"preset", "world_size", "hash", "repeat",
+                                                       "scenario"};
+
+bool known_placeholder(const std::string& name) {
+  Placeholder ph;
+  if (!parse_placeholder(name, &ph)) return false;
+  if (std::find(kSpecialPlaceholders.begin(), kSpecialPlaceholders.end(), ph.path) !=
+      kSpecialPlaceholders.end()) {
+    return !ph.indexed;
+  }
+  Schema::Lookup found = Schema::get().lookup(ph.path);
+  return found.kind == Schema::Lookup::Kind::kKey || found.kind == Schema::Lookup::Kind::kMapEntry;
+}
+
+std::string render(const std::vector<TagFormatPiece>& pieces,
+                   const std::map<std::string, std::string>& values) {
+  std::string out;
+  for (const TagFormatPiece& piece : pieces) {
+    out += piece.placeholder ? values.at(piece.text) : piece.text;
+  }
+  return out;
+}
+
+Error unknown_placeholders(const std::set<std::string>& unknown, const Mark& mark,
+                           const std::string& hint) {
+  std::vector<std::string> names(unknown.begin(), unknown.end());  // std::set: already sorted
+  return Error::input(mark, "tag.format",
+                      "unknown placeholder" + std::string(names.size() == 1 ? "" : "s") + ": " +
+                          join(names, ", "),
+                      hint);
+}
+
+std::string format_tag(const std::vector<TagFormatPiece>& pieces, const TagInput& p,
+                       const Mark& mark) {
+  std::map<std::string, std::string> values;
+  for (const TagFormatPiece& piece : pieces) {
+    if (!piece.placeholder) continue;
+    Placeholder ph;
+    parse_placeholder(piece.text, &ph);
+    std::string text;
+    if (ph.path == "preset") {
+      text = tag_text(config_at(*p.config, "model.preset"));
+    } else if (ph.path == "world_size") {
+      text = std::to_string(config_at(*p.config, "launch.ranks").as_int());
+    } else if (ph.path == "hash") {
+      text = p.config_hash.substr(0, 8);
+    } else if (ph.path == "repeat") {
+      text = std::to_string(p.repeat);
+    } else if (ph.path == "scenario") {
+      text = tag_text(Value::string(p.scenario));
+    } else {
+      const Value* v = p.config->find_path(ph.path);
+      Value none;
+      if (v == nullptr) v = &none;  // an absent map entry (launch.env.X) reads as none
+      if (ph.indexed) {
+        if (!v->is_list() || ph.index >= v->items().size()) {
+          throw Error::input(mark, "tag.format",
+                             "{" + piece.text + "} has no item " + std::to_string(ph.index) +
+                                 " in " + p.description + " (" + ph.path + " is " +
+                                 v->describe() + ")");
+        }
+        v = &v->items()[ph.index];
+      }
+      text = tag_text(*v);
+    }
+    values[piece.text] = text;
+  }
+  return render(pieces, values);
+}
+
+void collect_fairseq2(const Value& obj, const std::set<std::string>& allowed,
+                      std::map<std::string, std::string>& tags, const std::string& path) {
+  switch (obj.type()) {
+    case Value::Type::kNull:
+      tags[path] = "none";
+      return;
+    case Value::Type::kString:
+      tags[path] = fairseq2_string_tag(obj.as_string());
+      return;
+    case Value::Type::kBool:
+      tags[path] = obj.as_bool() ? "t" : "f";
+      return;
+    case Value::Type::kInt:
+      tags[path] = std::to_string(obj.as_int());
+      return;
+    case Value::Type::kFloat:
+      tags[path] = format_float_repr(obj.as_float());
+      return;
+    case Value::Type::kList:
+      for (size_t i = 0; i < obj.items().size(); ++i) {
+        collect_fairseq2(obj.items()[i], allowed, tags, path + "[" + std::to_string(i) + "]");
+      }
+      return;
+    case Value::Type::kMap:
+      for (const Value::Entry& e : obj.entries()) {
+        if (allowed.count(e.key) == 0) continue;
+        collect_fairseq2(e.value, allowed, tags, path.empty() ? e.key : path + "." + e.key);
+      }
+      return;
+  }
+}
+
+std::string fairseq2_hash(const std::map<std::string, std::string>& tags) {
+  Sha1 sha;
+  for (const auto& [key, value] : tags) {  // std::map iterates in sorted key order
+    sha.update(key);
+    sha.update(value);
+  }
+  return sha.hex_digest().substr(0, 8);
+}
+
+void check_safe(const std::string& tag, const TagInput& p, const Mark& mark) {
+  std::string why;
+  if (!is_safe_tag(tag, &why)) {
+    throw Error::input(mark, "tag.format",
+                       "gives '" + tag + "' for " + p.description +
+                           ", which cannot be a directory name: " + why);
+  }
+}
+
+}  // namespace
+
+std::vector<TagFormatPiece> parse_tag_format(const std::string& format, const Mark& mark) {
+  std::vector<TagFormatPiece> pieces;
+  std::string literal;
+  auto flush = [&]() {
+    if (!literal.empty()) pieces.push_back(TagFormatPiece{false, literal});
+    literal.clear();
+  };
+  for (size_t i = 0; i < format.size(); ++i) {
+    char c = format[i];
+    if (c == '{') {
+      if (i + 1 < format.size() && format[i + 1] == '{') {
+        literal += '{';
+        ++i;
+        continue;
+      }
+      size_t close = format.find_first_of("{}", i + 1);
+      if (close == std::string::npos || format[close] == '{') {
+        throw Error::input(mark, "tag.format", "'{' at position " + std::to_string(i) +
+                                                   " has no matching '}'",
+                           "write {{ for a literal brace");
+      }
+      if (close == i + 1) {
+        throw Error::input(mark, "tag.format", "empty placeholder {} at position " +
+                                                   std::to_string(i));
+      }
+      flush();
+      pieces.push_back(TagFormatPiece{true, format.substr(i + 1, close - i - 1)});
+      i = close;
+    } else if (c == '}') {
+      if (i + 1 < format.size() && format[i + 1] == '}') {
+        literal += '}';
+        ++i;
+        continue;
+      }
+      throw Error::input(mark, "tag.format",
+                         "'}' at position " + std::to_string(i) + " has no matching '{'",
+                         "write }} for a literal brace");
+    } else {
+      if (!tag_char(c)) {
+        throw Error::input(mark, "tag.format",
+                           "the character " + quote_json(std::string(1, c)) +
+                               " cannot be in a directory name",
+                           "use letters, digits and . _ = + -");
+      }
+      literal += c;
+    }
+  }
+  flush();
+  return pieces;
+}
+
+bool is_safe_tag(std::string_view tag, std::string* why) {
+  auto fail = [&](const std::string& reason) {
+    if (why) *why = reason;
+    return false;
+  };
+  if (tag.empty()) return fail("it is empty");
+  if (tag.size() > kMaxTagLength) {
+    return fail("it is " + std::to_string(tag.size()) + " characters long, more than " +
+                std::to_string(kMaxTagLength));
+  }
+  for (char c : tag) {
+    if (!tag_char(c) && c != '{' && c != '}') {
+      return fail("it contains " + quote_json(std::string(1, c)));
+    }
+  }
+  if (tag[0] == '.' || tag[0] == '-') return fail("it starts with '" + std::string(1, tag[0]) + "'");
+  if (tag.find("..") != std::string_view::npos) return fail("it contains '..'");
+  return true;
+}
+
+std::string tag_text(const Value& value) {
+  std::string raw = raw_text(value);
+  std::string text = sanitize(raw);
+  if (text.empty()) text = raw.empty() ? "empty" : "x";
+  if (text.size() > kMaxValueText) {
+    // 23 characters of the value, '-', 8 hex digits of its hash: 32 in all, still distinct.
+    text = text.substr(0, kMaxValueText - 9);
+    size_t end = text.find_last_not_of("._");
+    text = text.substr(0, end + 1) + "-" + sha1_hex(raw).substr(0, 8);
+  }
+  return text;
+}
+
+std::string fairseq2_string_tag(const std::string& s) {
+  std::string kept;
+  for (char c : s) {
+    bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              c == '-' || c == '_';
+    if (ok) kept += c;
+  }
+  if (kept.size() >= 16) return sha1_hex(kept).substr(0, 8);
+  return kept;
+}
+
+std::map<std::string, std::string> fairseq2_tag_dict(const std::string& preset,
+                                                     std::int64_t world_size, const Value& config,
+                                                     const std::set<std::string>& allowed) {
+  std::map<std::string, std::string> tags{{"preset", preset},
+                                          {"world_size", std::to_string(world_size)}};
+  collect_fairseq2(config, allowed, tags, "");
+  tags["hash"] = fairseq2_hash(tags);
+  return tags;
+}
+
+std::vector<std::string> make_tags(const TagSpec& spec, const std::vector<TagInput>& points,
+                                   const TagOptions& options) {
+  std::vector<std::string> tags;
+  tags.reserve(points.size());
+  std::string collision_hint;
+
+  if (spec.style == TagSpec::Style::kFairseq2) {
+    std::string format = spec.format.value_or("ps_{preset}.ws_{world_size}.{hash}");
+    std::vector<TagFormatPiece> pieces = parse_tag_format(format, spec.format_mark);
+    std::set<std::string> allowed(spec.keys.begin(), spec.keys.end());
+    for (const TagInput& p : points) {
+      std::map<std::string, std::string> dict = fairseq2_tag_dict(
+          config_at(*p.config, "model.preset").as_string(),
+          config_at(*p.config, "launch.ranks").as_int(), *p.config, allowed);
+      std::set<std::string> unknown;
+      for (const TagFormatPiece& piece : pieces) {
+        if (piece.placeholder && dict.count(piece.text) == 0) unknown.insert(piece.text);
+      }
+      if (!unknown.empty()) {
+        throw unknown_placeholders(unknown, spec.format_mark,
+                                   "with tag.style fairseq2 a placeholder is preset, world_size, "
+                                   "hash or a config path whose every part is in tag.keys");
+      }
+      std::string tag = render(pieces, dict);
+      if (options.show_repeat) tag += repeat_suffix(p.repeat);
+      check_safe(tag, p, spec.format_mark);
+      tags.push_back(tag);
+    }
+    std::vector<std::string> names;
+    for (const std::string& k : options.varying_keys) {
+      for (const std::string& part : split_path(k)) {
+        if (std::find(names.begin(), names.end(), part) == names.end()) names.push_back(part);
+      }
+    }
+    collision_hint = "add the names of the keys that vary to tag.keys: [" + join(names, ", ") + "]";
+  } else if (spec.format) {
+    std::vector<TagFormatPiece> pieces = parse_tag_format(*spec.format, spec.format_mark);
+    std::set<std::string> unknown;
+    bool has_repeat_placeholder = false;
+    for (const TagFormatPiece& piece : pieces) {
+      if (!piece.placeholder) continue;
+      if (!known_placeholder(piece.text)) unknown.insert(piece.text);
+      if (piece.text == "repeat") has_repeat_placeholder = true;
+    }
+    if (!unknown.empty()) {
+      throw unknown_placeholders(unknown, spec.format_mark,
+                                 "a placeholder is preset, world_size, hash, repeat, scenario, "
+                                 "or a config key such as train.micro_batch or a.b[1]");
+    }
+    for (const TagInput& p : points) {
+      std::string tag = format_tag(pieces, p, spec.format_mark);
+      if (options.show_repeat && !has_repeat_placeholder) tag += repeat_suffix(p.repeat);
+      check_safe(tag, p, spec.format_mark);
+      tags.push_back(tag);
+    }
+    collision_hint = "add {hash} or the keys that vary (" + join(options.varying_keys, ", ") +
+                     ") to tag.format";
+  } else {
+    std::vector<std::string> keys;
+    for (const std::string& k : options.varying_keys) {
+      if (k != "launch.ranks") keys.push_back(k);  // the world size is always shown
+    }
+    std::vector<std::string> labels = key_labels(keys);
+    for (const TagInput& p : points) {
+      std::string tag = readable_tag(p, keys, labels, options);
+      std::string why;
+      if (!is_safe_tag(tag, &why)) {
+        throw std::logic_error("readable tag '" + tag + "' is unsafe: " + why);
+      }
+      tags.push_back(tag);
+    }
+    collision_hint = "values that differ only in characters a tag cannot hold; set tag.format";
+  }
+
+  std::unordered_map<std::string, size_t> seen;
+  for (size_t i = 0; i < tags.size(); ++i) {
+    auto [it, inserted] = seen.emplace(tags[i], i);
+    if (!inserted) {
+      const Mark& mark = spec.format ? spec.format_mark : Mark{};
+      throw Error::input(mark, "tag",
+                         "two points get the same tag '" + tags[i] + "': " +
+                             points[it->second].description + ", and " + points[i].description,
+                         collision_hint);
+    }
+  }
+  return tags;
+}
+
+}  // namespace sweepbench

@@ -1,0 +1,71 @@
+// The sweep tagger: each point's directory name under the output root.
+//
+// Three styles (docs/sweeps.md, "Tags"):
+//  - readable (default): the varying keys' values, the world size and the first 8 hex digits of
+//    config_hash, e.g. `micro_batch=8.seq_len=1024.ws=2.3f9a1c0e`;
+//  - readable with tag.format: placeholders {train.micro_batch}, {a.b[1]}, {preset},
+//    {world_size}, {hash}, {repeat}, {scenario};
+//  - fairseq2: fairseq2 v0.3's StandardSweepTagger, reproduced exactly.
+// Every tag is checked to be a safe directory name, and two points never share one.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/value.h"
+#include "sweep/sweep_spec.h"
+
+namespace sweepbench {
+
+constexpr size_t kMaxTagLength = 120;
+
+struct TagFormatPiece {
+  bool placeholder = false;
+  std::string text;  // literal text, or the placeholder's name
+};
+
+// Splits a format into literals and {placeholders}; {{ and }} are literal braces. Unmatched
+// braces, an empty {} and literal characters that cannot be in a directory name are errors.
+std::vector<TagFormatPiece> parse_tag_format(const std::string& format, const Mark& mark);
+
+// 1 to 120 characters from [A-Za-z0-9._=+-] (and braces, which only {{ }} can produce), no "..",
+// not starting with '.' or '-'. `why` (optional) receives the reason when it is not.
+bool is_safe_tag(std::string_view tag, std::string* why = nullptr);
+
+// A value as tag text: numbers as Python prints them, strings reduced to [A-Za-z0-9._+-]
+// (other characters become '_'), lists joined with '+'; long results are shortened to 32
+// characters ending in a hash of the whole, so they stay distinct.
+std::string tag_text(const Value& value);
+
+// fairseq2's tag dictionary for a config: {preset, world_size} plus the config flattened through
+// the allowed key names; then its 8-digit sha1 "hash" entry.
+std::map<std::string, std::string> fairseq2_tag_dict(const std::string& preset,
+                                                     std::int64_t world_size, const Value& config,
+                                                     const std::set<std::string>& allowed);
+// fairseq2's rendering of a string value: drop characters outside [-_A-Za-z0-9]; if 16 or more
+// remain, the first 8 hex digits of their sha1.
+std::string fairseq2_string_tag(const std::string& s);
+
+struct TagInput {
+  const Value* config = nullptr;  // resolved
+  std::string scenario;
+  std::int64_t repeat = 0;
+  std::string config_hash;
+  std::string description;  // names the point in collision errors
+};
+
+struct TagOptions {
+  std::vector<std::string> varying_keys;  // hashed keys whose values differ across the sweep
+  bool show_scenario = false;             // the sweep has several scenarios
+  bool show_repeat = false;               // repeats > 1
+};
+
+// Tags for every point of a sweep, in order. Throws an Error for an unsafe tag or a collision.
+std::vector<std::string> make_tags(const TagSpec& spec, const std::vector<TagInput>& points,
+                                   const TagOptions& options);
+
+}  // namespace sweepbench

@@ -1,0 +1,11 @@
+// bench-sweep: see src/sweep/bench_sweep_cli.h.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "sweep/bench_sweep_cli.h"
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  return sweepbench::bench_sweep_main(args, std::cout, std::cerr);
+}
