@@ -141,9 +141,9 @@ void check_rules(const Value& full) {
   const Value& n_head = at("model.n_head");
   const Value& n_kv = at("model.n_kv_head");
   if (n_embd.as_int() % n_head.as_int() != 0) {
-    throw rule_error(n_embd, "model.n_embd",
-                     std::to_string(n_embd.as_int()) + " is not divisible by model.n_head (" +
-                         std::to_string(n_head.as_int()) + ")");
+    throw rule_error(n_head, "model.n_head",
+                     std::to_string(n_head.as_int()) + " does not divide model.n_embd (" +
+                         std::to_string(n_embd.as_int()) + ")");
   }
   if (n_kv.as_int() > n_head.as_int() || n_head.as_int() % n_kv.as_int() != 0) {
     throw rule_error(n_kv, "model.n_kv_head",

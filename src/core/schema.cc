@@ -196,7 +196,7 @@ std::vector<KeySpec> build_table() {
         "Seconds before the time limit that bench-train is warned (--signal)")
           .min(0)
           .unhashed(),
-      K("slurm.job_name", T::kString, N(), "Job name; null = sweepbench-<sweep>").unhashed(),
+      K("slurm.job_name", T::kString, N(), "Job name; null = sweepbench-NAME (the sweep's name)").unhashed(),
       K("slurm.mail_type", T::kString, N(), "--mail-type, e.g. END,FAIL").unhashed(),
       K("slurm.mail_user", T::kString, N(), "--mail-user").unhashed(),
       K("slurm.extra_args", T::kStringList, L(), "Extra sbatch arguments, e.g. [--gres=gpu:8]"),

@@ -61,10 +61,13 @@ const Value& require_list(const Value& v, const std::string& key, const Mark& fa
   return v;
 }
 
-std::vector<std::string> sorted_unique(std::vector<std::string> v) {
-  std::sort(v.begin(), v.end());
-  v.erase(std::unique(v.begin(), v.end()), v.end());
-  return v;
+// Drops repeated entries, keeping the first of each in the order written.
+std::vector<std::string> unique_in_order(const std::vector<std::string>& v) {
+  std::vector<std::string> out;
+  for (const std::string& s : v) {
+    if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+  }
+  return out;
 }
 
 bool mark_before(const Mark& a, const Mark& b) {
@@ -103,7 +106,7 @@ SweepDimension parse_axis(const Value::Entry& e) {
     dim.assignments.push_back(assignment_for(e.key, item, e.key_mark));
     for (const std::string& k : partial_config_keys(dim.assignments.back())) keys.push_back(k);
   }
-  dim.keys = sorted_unique(keys);
+  dim.keys = unique_in_order(keys);
   return dim;
 }
 
@@ -146,14 +149,14 @@ SweepDimension parse_zip_group(const Value& group, size_t index, const Mark& fal
       for (const std::string& k : partial_config_keys(partial)) entry_keys.push_back(k);
       merge_into(dim.assignments[i], partial);
     }
-    for (const std::string& k : sorted_unique(entry_keys)) {
+    for (const std::string& k : unique_in_order(entry_keys)) {
       if (std::find(keys.begin(), keys.end(), k) != keys.end()) {
         throw Error::input(e.key_mark, k, "is set twice in " + dim.label);
       }
       keys.push_back(k);
     }
   }
-  dim.keys = sorted_unique(keys);
+  dim.keys = unique_in_order(keys);
   return dim;
 }
 

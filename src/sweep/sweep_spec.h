@@ -21,7 +21,7 @@ struct SweepDimension {
   Mark mark;                        // where it is declared; dimensions run in file order
   std::string label;                // "axes.train.micro_batch", "zip[0]" (for messages)
   std::vector<Value> assignments;   // one partial config per position
-  std::vector<std::string> keys;    // the leaf keys it sets (sorted, unique)
+  std::vector<std::string> keys;    // the leaf keys it sets, in the order written
 };
 
 // An exclude entry: a point is dropped when, for every key, its value is one of the listed ones.

@@ -1,0 +1,155 @@
+#include "core/config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "core/yaml_io.h"
+#include "support/expect_error.h"
+#include "support/temp_dir.h"
+
+namespace sweepbench {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::error_of;
+
+Value partial(const std::string& text) { return normalize_partial_config(parse_yaml(text, "c.yaml")); }
+Value resolved(const std::string& text) { return resolve_config(partial(text)); }
+std::string hash_of(const std::string& text) { return config_hash(resolved(text)); }
+std::string error_text(const std::string& text) {
+  return error_of([&] { resolved(text); }).what();
+}
+
+TEST(PartialConfig, NestedAndDottedKeysMeanTheSame) {
+  EXPECT_EQ(partial("train:\n  lr: 0.1\n  steps: 5\n"), partial("train.lr: 0.1\ntrain.steps: 5\n"));
+  EXPECT_EQ(partial("train:\n  lr: 0.1\n"), partial("train: {lr: 0.1}\n"));
+  EXPECT_EQ(partial_config_keys(partial("model.preset: gpt2\ntrain: {lr: 1, steps: 3}\n")),
+            (std::vector<std::string>{"model.preset", "train.lr", "train.steps"}));
+}
+
+TEST(PartialConfig, RejectsUnknownKeysWithASuggestion) {
+  EXPECT_EQ(error_text("train:\n  microbatch: 8\n"),
+            "c.yaml:2:3: unknown key 'train.microbatch' (did you mean 'train.micro_batch'?)");
+  EXPECT_EQ(error_text("trian.lr: 1\n"),
+            "c.yaml:1:1: unknown key 'trian.lr' (did you mean 'train.lr'?)");
+}
+
+TEST(PartialConfig, RejectsWrongTypesWithTheirPosition) {
+  EXPECT_EQ(error_text("train:\n  micro_batch: eight\n"),
+            "c.yaml:2:16: train.micro_batch: expected integer >= 1, got the string \"eight\"");
+  EXPECT_EQ(error_text("train: 3\n"),
+            "c.yaml:1:8: train: is a section; expected a mapping of its keys, got the integer 3");
+  EXPECT_THAT(error_text("train.lr: 1\ntrain:\n  lr: 2\n"), HasSubstr("train.lr: is set twice"));
+  EXPECT_THAT(error_text("- a\n- b\n"), HasSubstr("expected a mapping of keys"));
+}
+
+TEST(PartialConfig, MapKeysTakeAnyNames) {
+  Value p = partial("launch:\n  env:\n    OMP_NUM_THREADS: 4\n    NCCL_DEBUG: INFO\n");
+  EXPECT_EQ(p.find_path("launch.env")->find("OMP_NUM_THREADS")->as_string(), "4");
+  Value dotted = partial("launch.env.OMP_NUM_THREADS: 4\n");
+  EXPECT_EQ(dotted.find_path("launch.env")->find("OMP_NUM_THREADS")->as_string(), "4");
+}
+
+TEST(Overrides, AreTypedLikeYaml) {
+  EXPECT_TRUE(parse_override("train.lr=1e-3").partial.find_path("train.lr")->is_float());
+  EXPECT_EQ(parse_override("train.micro_batch=16").partial.find_path("train.micro_batch")->as_int(), 16);
+  EXPECT_EQ(parse_override("train.dtype=bf16").partial.find_path("train.dtype")->as_string(), "bf16");
+  Value binds = *parse_override("container.binds=[/a:/b, /c:/d:ro]").partial.find_path("container.binds");
+  ASSERT_EQ(binds.items().size(), 2u);
+  EXPECT_EQ(binds.items()[1].as_string(), "/c:/d:ro");
+  EXPECT_TRUE(parse_override("data.path=").partial.find_path("data.path")->is_null());
+  EXPECT_EQ(parse_override("container.image=\"24.02\"").partial.find_path("container.image")->as_string(),
+            "24.02");
+  EXPECT_EQ(parse_override("launch.env.NCCL_DEBUG=INFO").key, "launch.env.NCCL_DEBUG");
+}
+
+TEST(Overrides, ExplainMistakes) {
+  EXPECT_EQ(std::string(error_of([] { parse_override("train.micro_batch=abc"); }).what()),
+            "--set train.micro_batch=abc: train.micro_batch: expected integer >= 1, got the string "
+            "\"abc\"");
+  EXPECT_EQ(std::string(error_of([] { parse_override("train.microbatch=8"); }).what()),
+            "--set train.microbatch=8: unknown key 'train.microbatch' (did you mean "
+            "'train.micro_batch'?)");
+  EXPECT_EQ(std::string(error_of([] { parse_override("train.lr"); }).what()),
+            "--set train.lr: expected KEY=VALUE (for example --set train.micro_batch=8)");
+}
+
+TEST(Resolve, FillsDerivedKeysFromThePreset) {
+  Value r = resolved("model.preset: llama2-70b\n");
+  EXPECT_EQ(config_at(r, "model.arch").as_string(), "llama");
+  EXPECT_EQ(config_at(r, "model.n_layer").as_int(), 80);
+  EXPECT_EQ(config_at(r, "model.n_kv_head").as_int(), 8);
+  EXPECT_EQ(config_at(r, "data.seq_len").as_int(), 4096);
+  EXPECT_EQ(config_at(r, "eval.micro_batch").as_int(), 8);
+  // An explicit dimension wins; n_head without n_kv_head keeps the preset's grouping ratio.
+  Value small = resolved("model: {preset: llama2-70b, n_head: 16, n_embd: 1024}\n");
+  EXPECT_EQ(config_at(small, "model.n_kv_head").as_int(), 2);
+  Value mha = resolved("model: {preset: gpt2, n_head: 8}\n");
+  EXPECT_EQ(config_at(mha, "model.n_kv_head").as_int(), 8);
+  EXPECT_EQ(model_shape_of(resolved("model.preset: gpt2\n")).n_embd, 768);
+}
+
+TEST(Resolve, ChecksCrossKeyRules) {
+  EXPECT_EQ(error_text("model: {preset: gpt2, n_head: 7}\n"),
+            "c.yaml:1:31: model.n_head: 7 does not divide model.n_embd (768)");
+  EXPECT_EQ(error_text("model.preset: gpt2\ndata.seq_len: 2048\n"),
+            "c.yaml:2:15: data.seq_len: 2048 exceeds model.block_size (1024) (lower data.seq_len "
+            "or raise model.block_size)");
+  EXPECT_EQ(error_text("train: {steps: 5, warmup_steps: 5}\n"),
+            "c.yaml:1:33: train.warmup_steps: 5 leaves no measured step of train.steps (5) (make "
+            "train.warmup_steps less than train.steps)");
+  EXPECT_THAT(error_text("launch: {ranks: 3, nodes: 2}\n"),
+              HasSubstr("launch.ranks (3) is not a multiple of launch.nodes (2)"));
+  EXPECT_THAT(error_text("data.source: tokens\n"), HasSubstr("data.source 'tokens' needs a data.path"));
+  EXPECT_THAT(error_text("container.image: x.sif\n"),
+              HasSubstr("container.image is set but container.runtime is none"));
+  EXPECT_THAT(error_text("container.runtime: apptainer\n"), HasSubstr("needs a container.image"));
+  EXPECT_THAT(error_text("model: {preset: gpt2-tiny, n_kv_head: 3}\n"),
+              HasSubstr("model.n_kv_head: 3 does not divide model.n_head (4)"));
+  EXPECT_THAT(error_text("model: {preset: llama-tiny, n_embd: 12, n_head: 4, n_kv_head: 4}\n"),
+              HasSubstr("rotary embeddings need an even head size"));
+  EXPECT_THAT(error_text("model: {preset: gpt2-tiny, vocab_size: 100}\ndata: {source: text, path: x}\n"),
+              HasSubstr("byte-level text needs at least 256 tokens"));
+}
+
+TEST(ConfigHash, EqualConfigsHashEqualHoweverWritten) {
+  std::string h = hash_of("train:\n  lr: 0.001\n  micro_batch: 8\n");
+  EXPECT_EQ(hash_of("train.micro_batch: 8\ntrain.lr: 1e-3\n"), h);
+  EXPECT_EQ(hash_of("train: {lr: !!float 1.0e-3, micro_batch: 0x8}\n"), h);
+  EXPECT_EQ(hash_of("train: {lr: 0.0010, micro_batch: 8, dtype: fp32}\n"), h);  // fp32 is the default
+  EXPECT_NE(hash_of("train: {lr: 0.002, micro_batch: 8}\n"), h);
+  // Writing down what the preset implies changes nothing.
+  EXPECT_EQ(hash_of("model: {preset: gpt2, n_layer: 12, n_head: 12}\ntrain: {lr: 0.001, micro_batch: 8}\n"), h);
+  // Integers written for float keys are floats.
+  EXPECT_EQ(hash_of("train.lr: 1\n"), hash_of("train.lr: 1.0\n"));
+  // Map order does not matter.
+  EXPECT_EQ(hash_of("launch.env: {A: '1', B: '2'}\n"), hash_of("launch.env: {B: 2, A: 1}\n"));
+  EXPECT_EQ(h.size(), 64u);
+}
+
+TEST(ConfigHash, LeavesOutSchedulingOnlyKeys) {
+  std::string h = hash_of("train.steps: 20\n");
+  EXPECT_EQ(hash_of("train.steps: 20\nslurm: {time: '02:00:00', account: proj, qos: high, "
+                    "max_requeue: 3, mail_user: me@x}\nhardware.price_per_hour: 2.5\n"),
+            h);
+  EXPECT_NE(hash_of("train.steps: 20\nslurm.partition: gpu\n"), h);
+  std::string canonical = canonical_config_text(resolved("slurm.time: 10\n"));
+  EXPECT_THAT(canonical, ::testing::Not(HasSubstr("  time:")));
+  EXPECT_THAT(canonical, HasSubstr("partition: null"));
+}
+
+TEST(PointConfigFile, RoundTripsWithTheSameHash) {
+  testing::TempDir dir;
+  Value r = resolved("model.preset: llama-tiny\ntrain: {lr: 2e-4, dtype: bf16}\nslurm.time: 30\n");
+  std::string path = dir.write("config.yaml", point_config_file_text(r));
+  Value loaded = load_point_config(path, {});
+  EXPECT_EQ(loaded, r);
+  EXPECT_EQ(config_hash(loaded), config_hash(r));
+  std::string text = testing::read_text(path);
+  EXPECT_THAT(text, HasSubstr("config_hash: " + config_hash(r)));
+  Value overridden = load_point_config(path, {parse_override("train.steps=99")});
+  EXPECT_EQ(config_at(overridden, "train.steps").as_int(), 99);
+}
+
+}  // namespace
+}  // namespace sweepbench

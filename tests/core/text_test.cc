@@ -1,0 +1,72 @@
+#include "core/text.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+namespace sweepbench {
+namespace {
+
+TEST(FormatFloatRepr, MatchesPythonRepr) {
+  // Expected strings are what CPython 3.11's repr() prints for the same doubles.
+  const std::pair<double, const char*> cases[] = {
+      {2.0, "2.0"},
+      {0.2, "0.2"},
+      {1e-05, "1e-05"},
+      {0.0001, "0.0001"},
+      {1e16, "1e+16"},
+      {1e15, "1000000000000000.0"},
+      {123456789.123, "123456789.123"},
+      {1.5e-7, "1.5e-07"},
+      {-0.0, "-0.0"},
+      {3e-4, "0.0003"},
+      {1e22, "1e+22"},
+      {0.1 + 0.2, "0.30000000000000004"},
+      {5e-324, "5e-324"},
+      {1.7976931348623157e308, "1.7976931348623157e+308"},
+      {100.0, "100.0"},
+      {12345678901234567.0, "1.2345678901234568e+16"},
+      {1234567890123456.0, "1234567890123456.0"},
+      {-2.5, "-2.5"},
+  };
+  for (const auto& [value, expected] : cases) EXPECT_EQ(format_float_repr(value), expected);
+  EXPECT_EQ(format_float_repr(std::numeric_limits<double>::infinity()), "inf");
+  EXPECT_EQ(format_float_repr(-std::numeric_limits<double>::infinity()), "-inf");
+  EXPECT_EQ(format_float_repr(std::nan("")), "nan");
+}
+
+TEST(FormatFloatRepr, RoundTrips) {
+  for (double v : {0.1, 1.0 / 3.0, 6.02214076e23, 2.2250738585072014e-308, 9007199254740993.0}) {
+    EXPECT_EQ(*parse_double(format_float_repr(v)), v);
+  }
+}
+
+TEST(QuoteJson, EscapesControlsAndInvalidUtf8) {
+  EXPECT_EQ(quote_json("a\"b\\c"), R"("a\"b\\c")");
+  EXPECT_EQ(quote_json("line\nnext\ttab"), R"("line\nnext\ttab")");
+  EXPECT_EQ(quote_json(std::string("\x01", 1)), R"("\u0001")");
+  EXPECT_EQ(quote_json("caf\xc3\xa9"), "\"caf\xc3\xa9\"");     // valid UTF-8 passes through
+  EXPECT_EQ(quote_json("bad\xff"), R"("bad\u00ff")");            // a stray byte is escaped
+}
+
+TEST(ClosestMatch, FindsPlausibleTypos) {
+  std::vector<std::string> keys = {"train.micro_batch", "train.grad_accum", "data.seq_len"};
+  EXPECT_EQ(closest_match("train.microbatch", keys), "train.micro_batch");
+  EXPECT_EQ(closest_match("data.seqlen", keys), "data.seq_len");
+  EXPECT_EQ(closest_match("completely.different", keys), std::nullopt);
+  EXPECT_EQ(edit_distance("kitten", "sitting"), 3u);
+}
+
+TEST(ParseInt64, RejectsJunkAndOverflow) {
+  EXPECT_EQ(parse_int64("42"), 42);
+  EXPECT_EQ(parse_int64("-9223372036854775808"), INT64_MIN);
+  EXPECT_EQ(parse_int64("9223372036854775807"), INT64_MAX);
+  EXPECT_EQ(parse_int64("9223372036854775808"), std::nullopt);
+  EXPECT_EQ(parse_int64("12x"), std::nullopt);
+  EXPECT_EQ(parse_int64(""), std::nullopt);
+  EXPECT_EQ(parse_int64("ff", 16), 255);
+}
+
+}  // namespace
+}  // namespace sweepbench
