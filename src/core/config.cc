@@ -230,6 +230,9 @@ Override parse_override(const std::string& text) {
   if (eq == std::string::npos) {
     throw Error::input(mark, "", "expected KEY=VALUE", "for example --set train.micro_batch=8");
   }
+  if (find_invalid_utf8(text) != std::string::npos) {
+    throw Error::input(mark, "", "the override is not valid UTF-8");
+  }
   Override o;
   o.text = text;
   o.key = trim(text.substr(0, eq));

@@ -83,6 +83,15 @@ size_t utf8_sequence_length(std::string_view s, size_t i) {
 
 }  // namespace
 
+size_t find_invalid_utf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    size_t len = utf8_sequence_length(s, i);
+    if (len == 0) return i;
+    i += len;
+  }
+  return std::string_view::npos;
+}
+
 std::string quote_json(std::string_view s) {
   std::string out = "\"";
   for (size_t i = 0; i < s.size();) {

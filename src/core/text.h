@@ -19,6 +19,9 @@ std::string format_float_repr(double value);
 // control characters; bytes that are not valid UTF-8 become \u00XX.
 std::string quote_json(std::string_view s);
 
+// The offset of the first byte that is not part of valid UTF-8, or npos when all of it is valid.
+size_t find_invalid_utf8(std::string_view s);
+
 // Levenshtein edit distance (insertions, deletions, substitutions of bytes).
 size_t edit_distance(std::string_view a, std::string_view b);
 

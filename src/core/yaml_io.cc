@@ -1,9 +1,11 @@
 #include "core/yaml_io.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -114,6 +116,60 @@ Error yaml_error(const Mark& mark, const std::string& message, const std::string
   return Error::input(mark, "", message, hint);
 }
 
+// Records where each document's first event is, and nothing else.
+class DocumentStarts : public YAML::EventHandler {
+ public:
+  std::vector<YAML::Mark> starts;
+  void OnDocumentStart(const YAML::Mark&) override { pending_ = true; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& m, YAML::anchor_t) override { note(m); }
+  void OnAlias(const YAML::Mark& m, YAML::anchor_t) override { note(m); }
+  void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t,
+                const std::string&) override {
+    note(m);
+  }
+  void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
+    note(m);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    note(m);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  void note(const YAML::Mark& m) {
+    if (pending_) starts.push_back(m);
+    pending_ = false;
+  }
+  bool pending_ = false;
+};
+
+// The number of documents, counting at most two. yaml-cpp 0.7's LoadAll loops forever on some
+// invalid input (",", ",}": upstream issue 1040, fixed after 0.8.0) because the parser reports a
+// new document without consuming anything; here that shows as a second document starting where
+// the first did, and is reported as the syntax error it is.
+void check_single_document(const std::string& text, const Mark& root) {
+  std::istringstream stream(text);
+  YAML::Parser parser(stream);
+  DocumentStarts handler;
+  int documents = 0;
+  while (documents < 2 && parser.HandleNextDocument(handler)) ++documents;
+  if (documents < 2) return;
+  if (handler.starts.size() == 2 && handler.starts[0].pos == handler.starts[1].pos) {
+    const YAML::Mark& m = handler.starts[0];
+    throw yaml_error(Mark{root.source, m.line + 1, m.column + 1},
+                     "YAML syntax error: unexpected character",
+                     "a stray ',', '}' or ']' outside a flow collection?");
+  }
+  throw yaml_error(handler.starts.size() == 2
+                       ? Mark{root.source, handler.starts[1].line + 1, handler.starts[1].column + 1}
+                       : root,
+                   "more than one YAML document", "remove the '---' separator");
+}
+
 class Converter {
  public:
   explicit Converter(Mark root) : root_(std::move(root)) {}
@@ -160,6 +216,7 @@ class Converter {
                                            std::string(key.IsMap() ? "a mapping" : "a list"));
           }
           std::string name = key.IsScalar() ? key.Scalar() : std::string();
+          check_decoded(name, key_mark);
           if (!seen.insert(name).second) {
             throw yaml_error(key_mark, "duplicate key '" + name + "'",
                              "each key may appear once per mapping");
@@ -175,7 +232,18 @@ class Converter {
   }
 
  private:
+  // yaml-cpp 0.7 decodes the escapes \N and \_ to the single bytes 0x85 and 0xA0, not UTF-8;
+  // a string that is not valid UTF-8 would not survive the canonical form.
+  static void check_decoded(const std::string& text, const Mark& mark) {
+    if (find_invalid_utf8(text) != std::string::npos) {
+      throw yaml_error(mark, "the decoded string is not valid UTF-8",
+                       "the escapes \\N and \\_ are not supported; write the characters "
+                       "themselves");
+    }
+  }
+
   Value convert_scalar(const std::string& text, const std::string& tag, const Mark& mark) {
+    check_decoded(text, mark);
     if (tag == "?" || tag.empty()) return type_plain_scalar(text, mark);
     if (tag == "!" || tag == kTagStr) return Value::string(text, mark);
     if (tag == kTagNull) {
@@ -368,21 +436,37 @@ Value type_plain_scalar(const std::string& text, Mark mark) {
 
 Value parse_yaml(std::string_view text, const std::string& source) {
   Mark root = Mark::in(source);
-  std::vector<YAML::Node> docs;
+  // YAML is Unicode text; yaml-cpp lets stray bytes through, which would then not survive the
+  // canonical form. Refuse them here, where the position is still known.
+  size_t bad = find_invalid_utf8(text);
+  if (bad != std::string_view::npos) {
+    int line = 1;
+    size_t line_start = 0;
+    for (size_t i = 0; i < bad; ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        line_start = i + 1;
+      }
+    }
+    int column = static_cast<int>(bad - line_start) + 1;
+    char byte[8];
+    std::snprintf(byte, sizeof(byte), "0x%02x", static_cast<unsigned char>(text[bad]));
+    throw yaml_error(Mark{root.source, line, column},
+                     std::string("the text is not valid UTF-8 (byte ") + byte + ")",
+                     "save the file as UTF-8");
+  }
+  YAML::Node doc;
   try {
-    docs = YAML::LoadAll(std::string(text));
+    std::string owned(text);
+    check_single_document(owned, root);
+    doc = YAML::Load(owned);
   } catch (const YAML::Exception& e) {
     Mark at = root;
     if (e.mark.line >= 0) at = Mark{root.source, e.mark.line + 1, e.mark.column + 1};
     throw yaml_error(at, "YAML syntax error: " + e.msg);
   }
-  if (docs.empty()) return Value::null(root);
-  if (docs.size() > 1) {
-    throw yaml_error(mark_of(docs[1], root), "more than one YAML document",
-                     "remove the '---' separator");
-  }
   try {
-    return Converter(root).convert(docs[0], root, 0);
+    return Converter(root).convert(doc, root, 0);
   } catch (const YAML::Exception& e) {
     throw yaml_error(root, std::string("YAML error: ") + e.msg);
   }

@@ -70,6 +70,7 @@ TEST(Overrides, ExplainMistakes) {
   EXPECT_EQ(std::string(error_of([] { parse_override("train.microbatch=8"); }).what()),
             "--set train.microbatch=8: unknown key 'train.microbatch' (did you mean "
             "'train.micro_batch'?)");
+  EXPECT_THAT(error_of([] { parse_override("launch.env.A\x93=2"); }).what(), HasSubstr("not valid UTF-8"));
   EXPECT_EQ(std::string(error_of([] { parse_override("train.lr"); }).what()),
             "--set train.lr: expected KEY=VALUE (for example --set train.micro_batch=8)");
 }
