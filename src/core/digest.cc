@@ -32,42 +32,6 @@ std::string to_hex(const std::uint8_t* bytes, size_t n) {
   return out;
 }
 
-// The Merkle-Damgard padding both hashes share: 0x80, zeros, 64-bit big-endian bit length.
-template <typename Hash>
-void pad_and_finish(Hash& hash, std::array<std::uint8_t, 64>& buffer, size_t& buffered,
-                    std::uint64_t length_bytes) {
-  std::uint64_t bits = length_bytes * 8;
-  buffer[buffered++] = 0x80;
-  if (buffered > 56) {
-    std::memset(buffer.data() + buffered, 0, 64 - buffered);
-    hash.compress_block(buffer.data());
-    buffered = 0;
-  }
-  std::memset(buffer.data() + buffered, 0, 56 - buffered);
-  for (int i = 0; i < 8; ++i) buffer[56 + i] = static_cast<std::uint8_t>(bits >> (56 - 8 * i));
-  hash.compress_block(buffer.data());
-  buffered = 0;
-}
-
-template <typename Compress>
-void feed(std::string_view data, std::array<std::uint8_t, 64>& buffer, size_t& buffered,
-          std::uint64_t& length, Compress compress) {
-  const auto* p = reinterpret_cast<const std::uint8_t*>(data.data());
-  size_t n = data.size();
-  length += n;
-  while (n > 0) {
-    size_t take = std::min(n, 64 - buffered);
-    std::memcpy(buffer.data() + buffered, p, take);
-    buffered += take;
-    p += take;
-    n -= take;
-    if (buffered == 64) {
-      compress(buffer.data());
-      buffered = 0;
-    }
-  }
-}
-
 constexpr std::uint32_t kSha256K[64] = {
     0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
     0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
@@ -84,7 +48,7 @@ constexpr std::uint32_t kSha256K[64] = {
 
 // ---- SHA-1 ----
 
-Sha1::Sha1() : h_{0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476, 0xC3D2E1F0} {}
+Sha1::Sha1() : Md32Hash({0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476, 0xC3D2E1F0}) {}
 
 void Sha1::compress(const std::uint8_t* block) {
   std::uint32_t w[80];
@@ -120,31 +84,11 @@ void Sha1::compress(const std::uint8_t* block) {
   h_[4] += e;
 }
 
-void Sha1::update(std::string_view data) {
-  feed(data, buffer_, buffered_, length_, [this](const std::uint8_t* b) { compress(b); });
-}
-
-std::array<std::uint8_t, 20> Sha1::finish() {
-  struct Adapter {
-    Sha1* self;
-    void compress_block(const std::uint8_t* b) { self->compress(b); }
-  } adapter{this};
-  pad_and_finish(adapter, buffer_, buffered_, length_);
-  std::array<std::uint8_t, 20> out{};
-  for (int i = 0; i < 5; ++i) store_be32(out.data() + 4 * i, h_[static_cast<size_t>(i)]);
-  return out;
-}
-
-std::string Sha1::hex_digest() {
-  auto d = finish();
-  return to_hex(d.data(), d.size());
-}
-
 // ---- SHA-256 ----
 
 Sha256::Sha256()
-    : h_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-         0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19} {}
+    : Md32Hash({0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab,
+                0x5be0cd19}) {}
 
 void Sha256::compress(const std::uint8_t* block) {
   std::uint32_t w[64];
@@ -182,25 +126,56 @@ void Sha256::compress(const std::uint8_t* block) {
   h_[7] += h;
 }
 
-void Sha256::update(std::string_view data) {
-  feed(data, buffer_, buffered_, length_, [this](const std::uint8_t* b) { compress(b); });
+// ---- the shared frame ----
+
+namespace detail {
+
+template <typename Derived, size_t kWords>
+void Md32Hash<Derived, kWords>::update(std::string_view data) {
+  const auto* p = reinterpret_cast<const std::uint8_t*>(data.data());
+  size_t n = data.size();
+  length_ += n;
+  while (n > 0) {
+    size_t take = std::min(n, buffer_.size() - buffered_);
+    std::memcpy(buffer_.data() + buffered_, p, take);
+    buffered_ += take;
+    p += take;
+    n -= take;
+    if (buffered_ == buffer_.size()) {
+      compress();
+      buffered_ = 0;
+    }
+  }
 }
 
-std::array<std::uint8_t, 32> Sha256::finish() {
-  struct Adapter {
-    Sha256* self;
-    void compress_block(const std::uint8_t* b) { self->compress(b); }
-  } adapter{this};
-  pad_and_finish(adapter, buffer_, buffered_, length_);
-  std::array<std::uint8_t, 32> out{};
-  for (int i = 0; i < 8; ++i) store_be32(out.data() + 4 * i, h_[static_cast<size_t>(i)]);
+template <typename Derived, size_t kWords>
+std::array<std::uint8_t, kWords * 4> Md32Hash<Derived, kWords>::finish() {
+  std::uint64_t bits = length_ * 8;
+  buffer_[buffered_++] = 0x80;
+  if (buffered_ > 56) {  // no room for the length: pad this block out and start another
+    std::memset(buffer_.data() + buffered_, 0, 64 - buffered_);
+    compress();
+    buffered_ = 0;
+  }
+  std::memset(buffer_.data() + buffered_, 0, 56 - buffered_);
+  for (int i = 0; i < 8; ++i) buffer_[56 + static_cast<size_t>(i)] = static_cast<std::uint8_t>(bits >> (56 - 8 * i));
+  compress();
+  buffered_ = 0;
+  std::array<std::uint8_t, kWords * 4> out{};
+  for (size_t i = 0; i < kWords; ++i) store_be32(out.data() + 4 * i, h_[i]);
   return out;
 }
 
-std::string Sha256::hex_digest() {
+template <typename Derived, size_t kWords>
+std::string Md32Hash<Derived, kWords>::hex_digest() {
   auto d = finish();
   return to_hex(d.data(), d.size());
 }
+
+template class Md32Hash<Sha1, 5>;
+template class Md32Hash<Sha256, 8>;
+
+}  // namespace detail
 
 std::string sha1_hex(std::string_view data) {
   Sha1 h;

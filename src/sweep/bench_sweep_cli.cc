@@ -18,7 +18,7 @@ namespace {
 
 namespace po = boost::program_options;
 
-const char* const kVersion = "0.1.0";
+const char* const kVersion = SWEEPBENCH_VERSION;
 
 const char* const kUsage = R"(bench-sweep: plan benchmark sweeps and track their points.
 
