@@ -48,9 +48,9 @@ void normalize_into(const Value& node, const std::string& prefix, const Mark& co
         throw schema.unknown_key(path, key_mark);
       case Schema::Lookup::Kind::kSection:
         if (!value.is_null() && !value.is_map()) {
-          throw Error::input(value.mark(), path,
-                             "is a section; expected a mapping of its keys, got " +
-                                 value.describe());
+          throw Error::input(
+              value.mark(), path,
+              "is a section; expected a mapping of its keys, got " + value.describe());
         }
         normalize_into(value, path, key_mark, out, seen);
         break;
@@ -65,8 +65,8 @@ void normalize_into(const Value& node, const std::string& prefix, const Mark& co
       }
       case Schema::Lookup::Kind::kMapEntry: {
         if (found.entry.find('.') != std::string::npos) {
-          throw Error::input(key_mark, path, "an entry name of " + found.spec->path +
-                                                 " cannot contain '.'");
+          throw Error::input(key_mark, path,
+                             "an entry name of " + found.spec->path + " cannot contain '.'");
         }
         if (!seen.insert(path).second || seen.count(found.spec->path) > 0) {
           throw Error::input(key_mark, path, "is set twice in the same mapping");
@@ -93,7 +93,9 @@ void collect_keys(const Value& node, const std::string& prefix, std::vector<std:
   }
 }
 
-const Value& required(const Value& resolved, std::string_view path) { return config_at(resolved, path); }
+const Value& required(const Value& resolved, std::string_view path) {
+  return config_at(resolved, path);
+}
 
 Error rule_error(const Value& at, std::string_view key, const std::string& message,
                  const std::string& hint = {}) {
@@ -105,7 +107,8 @@ void derive(Value& full) {
   const Value& preset_value = required(full, "model.preset");
   const ModelPreset* preset = find_model_preset(preset_value.as_string());
   if (preset == nullptr) {
-    throw rule_error(preset_value, "model.preset", "unknown preset '" + preset_value.as_string() + "'");
+    throw rule_error(preset_value, "model.preset",
+                     "unknown preset '" + preset_value.as_string() + "'");
   }
   Mark from_preset = preset_value.mark();
   auto fill = [&](const char* path, Value v) {
@@ -122,8 +125,9 @@ void derive(Value& full) {
   const Value& n_head = required(full, "model.n_head");
   std::int64_t kv = s.n_kv_head;
   if (n_head.as_int() != s.n_head) {
-    kv = s.n_kv_head == s.n_head ? n_head.as_int()
-                                 : std::max<std::int64_t>(1, n_head.as_int() * s.n_kv_head / s.n_head);
+    kv = s.n_kv_head == s.n_head
+             ? n_head.as_int()
+             : std::max<std::int64_t>(1, n_head.as_int() * s.n_kv_head / s.n_head);
   }
   fill("model.n_kv_head", Value::integer(kv, n_head.mark()));
   fill("model.ffn_dim", Value::integer(s.ffn_dim, from_preset));
@@ -281,7 +285,9 @@ std::string canonical_config_text(const Value& resolved) {
   return emit_canonical_yaml(hashed);
 }
 
-std::string config_hash(const Value& resolved) { return sha256_hex(canonical_config_text(resolved)); }
+std::string config_hash(const Value& resolved) {
+  return sha256_hex(canonical_config_text(resolved));
+}
 
 std::string point_config_file_text(const Value& resolved) {
   return "# sweepbench point config. config_hash: " + config_hash(resolved) +

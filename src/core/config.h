@@ -31,7 +31,7 @@ std::vector<std::string> partial_config_keys(const Value& partial);
 struct Override {
   std::string text;  // "train.lr=1e-3", for messages
   std::string key;
-  Value partial;     // the override as a partial config
+  Value partial;  // the override as a partial config
 };
 Override parse_override(const std::string& text);
 std::vector<Override> parse_overrides(const std::vector<std::string>& texts);

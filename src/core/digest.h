@@ -1,7 +1,8 @@
 // SHA-256 (config hashes) and SHA-1 (fairseq2-compatible tags), FIPS 180-4.
 //
 // Written here rather than linking OpenSSL: two small, fully specified functions checked against
-// the NIST vectors in tests/core/digest_test.cc, for one more dependency we would not otherwise need.
+// the NIST vectors in tests/core/digest_test.cc, for one more dependency we would not otherwise
+// need.
 #pragma once
 
 #include <array>

@@ -26,9 +26,9 @@ Error io_error(const std::string& path, const std::string& what, int err) {
 void write_file_atomic(const std::string& path, std::string_view text) {
   static std::atomic<unsigned> counter{0};
   fs::path target(path);
-  fs::path tmp = target.parent_path() /
-                 ("." + target.filename().string() + ".tmp." + std::to_string(::getpid()) + "." +
-                  std::to_string(counter++));
+  fs::path tmp =
+      target.parent_path() / ("." + target.filename().string() + ".tmp." +
+                              std::to_string(::getpid()) + "." + std::to_string(counter++));
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) throw io_error(path, "cannot create a temporary file beside it", errno);
   const char* p = text.data();
@@ -70,7 +70,8 @@ std::optional<std::string> read_file_if_exists(const std::string& path) {
 void make_directories(const std::string& path) {
   std::error_code ec;
   fs::create_directories(path, ec);
-  if (ec) throw Error(ErrorKind::kIo, Mark::in(path), "", "cannot create the directory: " + ec.message());
+  if (ec)
+    throw Error(ErrorKind::kIo, Mark::in(path), "", "cannot create the directory: " + ec.message());
 }
 
 }  // namespace sweepbench

@@ -68,23 +68,23 @@ std::int64_t parameter_count(const ModelShape& s) {
   const std::int64_t f = s.ffn_dim;
   if (s.arch == "llama") {
     // RMSNorm weights, bias-free q/k/v/o, SwiGLU (w1, w3: d->f; w2: f->d), untied head.
-    std::int64_t per_layer = d                          // attention RMSNorm
-                             + d * d + 2 * d * kv_dim   // wq, wk, wv
-                             + d * d                    // wo
-                             + d                        // ffn RMSNorm
-                             + 3 * d * f;               // w1, w2, w3
-    return s.vocab_size * d                             // token embedding
-           + s.n_layer * per_layer + d                  // final RMSNorm
-           + s.vocab_size * d;                          // output head
+    std::int64_t per_layer = d                         // attention RMSNorm
+                             + d * d + 2 * d * kv_dim  // wq, wk, wv
+                             + d * d                   // wo
+                             + d                       // ffn RMSNorm
+                             + 3 * d * f;              // w1, w2, w3
+    return s.vocab_size * d                            // token embedding
+           + s.n_layer * per_layer + d                 // final RMSNorm
+           + s.vocab_size * d;                         // output head
   }
   // GPT-2: LayerNorm (weight+bias), fused qkv with bias, projections with bias, tied head.
   std::int64_t qkv_out = d + 2 * kv_dim;
-  std::int64_t per_layer = 2 * d                        // ln_1
-                           + d * qkv_out + qkv_out      // c_attn
-                           + d * d + d                  // attn c_proj
-                           + 2 * d                      // ln_2
-                           + d * f + f                  // mlp c_fc
-                           + f * d + d;                 // mlp c_proj
+  std::int64_t per_layer = 2 * d                    // ln_1
+                           + d * qkv_out + qkv_out  // c_attn
+                           + d * d + d              // attn c_proj
+                           + 2 * d                  // ln_2
+                           + d * f + f              // mlp c_fc
+                           + f * d + d;             // mlp c_proj
   return s.vocab_size * d + s.block_size * d + s.n_layer * per_layer + 2 * d;
 }
 

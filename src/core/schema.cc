@@ -75,7 +75,8 @@ std::vector<KeySpec> build_table() {
           .derived(),
       K("model.n_layer", T::kInt, N(), "Transformer blocks; null = the preset's").min(1).derived(),
       K("model.n_embd", T::kInt, N(), "Model width d; null = the preset's").min(1).derived(),
-      K("model.n_head", T::kInt, N(), "Attention heads; must divide model.n_embd; null = the preset's")
+      K("model.n_head", T::kInt, N(),
+        "Attention heads; must divide model.n_embd; null = the preset's")
           .min(1)
           .derived(),
       K("model.n_kv_head", T::kInt, N(),
@@ -104,8 +105,7 @@ std::vector<KeySpec> build_table() {
       K("data.token_dtype", T::kEnum, S("uint16"),
         "Element type of a headerless tokens file (llm.c .bin files carry their own)")
           .choices({"uint16", "uint32"}),
-      K("data.eval_fraction", T::kFloat, F(0.1),
-        "Share of the data file held out for evaluation")
+      K("data.eval_fraction", T::kFloat, F(0.1), "Share of the data file held out for evaluation")
           .min(0.0)
           .max(0.5),
 
@@ -135,7 +135,8 @@ std::vector<KeySpec> build_table() {
       // ---- eval ----
       K("eval.steps", T::kInt, I(10), "Evaluation batches after training; 0 skips evaluation")
           .min(0),
-      K("eval.micro_batch", T::kInt, N(), "Sequences per evaluation batch; null = train.micro_batch")
+      K("eval.micro_batch", T::kInt, N(),
+        "Sequences per evaluation batch; null = train.micro_batch")
           .min(1)
           .derived(),
 
@@ -167,8 +168,7 @@ std::vector<KeySpec> build_table() {
       K("metrics.log_every", T::kInt, I(10), "Steps between progress lines on rank 0").min(1),
 
       // ---- container ----
-      K("container.runtime", T::kEnum, S("none"),
-        "Container runtime that wraps each rank, or none")
+      K("container.runtime", T::kEnum, S("none"), "Container runtime that wraps each rank, or none")
           .choices({"none", "apptainer", "singularity", "enroot", "charliecloud", "podman"}),
       K("container.image", T::kString, N(),
         "Image: a SIF file, squashfs, directory image or registry reference"),
@@ -188,15 +188,15 @@ std::vector<KeySpec> build_table() {
       K("slurm.constraint", T::kString, N(), "Node features required (--constraint)"),
       K("slurm.mem", T::kString, N(), "Memory per node (--mem), e.g. 64G"),
       K("slurm.exclusive", T::kBool, B(true), "Ask for whole nodes (--exclusive)"),
-      K("slurm.max_requeue", T::kInt, I(1),
-        "How often a timed-out or preempted point is requeued")
+      K("slurm.max_requeue", T::kInt, I(1), "How often a timed-out or preempted point is requeued")
           .min(0)
           .unhashed(),
       K("slurm.signal_seconds", T::kInt, I(120),
         "Seconds before the time limit that bench-train is warned (--signal)")
           .min(0)
           .unhashed(),
-      K("slurm.job_name", T::kString, N(), "Job name; null = sweepbench-NAME (the sweep's name)").unhashed(),
+      K("slurm.job_name", T::kString, N(), "Job name; null = sweepbench-NAME (the sweep's name)")
+          .unhashed(),
       K("slurm.mail_type", T::kString, N(), "--mail-type, e.g. END,FAIL").unhashed(),
       K("slurm.mail_user", T::kString, N(), "--mail-user").unhashed(),
       K("slurm.extra_args", T::kStringList, L(), "Extra sbatch arguments, e.g. [--gres=gpu:8]"),
@@ -354,8 +354,8 @@ Error Schema::unknown_key(std::string_view path, const Mark& mark) const {
   std::optional<std::string> suggestion = closest_match(path, all_paths_);
   if (!suggestion) {
     // "microbatch" alone: match the last part against every key's last part.
-    std::string leaf(path.substr(path.rfind('.') == std::string_view::npos ? 0
-                                                                           : path.rfind('.') + 1));
+    std::string leaf(
+        path.substr(path.rfind('.') == std::string_view::npos ? 0 : path.rfind('.') + 1));
     std::vector<std::string> names;
     for (const KeySpec& k : keys_) names.push_back(k.name());
     if (auto leaf_match = closest_match(leaf, names)) {
@@ -370,8 +370,9 @@ Error Schema::unknown_key(std::string_view path, const Mark& mark) const {
   std::string message = "unknown key '" + std::string(path) + "'";
   if (suggestion) message += " (did you mean '" + *suggestion + "'?)";
   return Error::input(mark, "", message,
-                      suggestion ? "" : "`bench-sweep keys` lists every key; docs/config.md "
-                                        "describes them");
+                      suggestion ? ""
+                                 : "`bench-sweep keys` lists every key; docs/config.md "
+                                   "describes them");
 }
 
 Value Schema::coerce(const KeySpec& spec, const Value& value) const {
@@ -417,8 +418,7 @@ Value Schema::coerce(const KeySpec& spec, const Value& value) const {
     case KeyType::kString:
       if (!value.is_string()) {
         if (value.is_scalar()) {
-          throw fail("expected a string, got " + value.describe(),
-                     "quote it to make it a string");
+          throw fail("expected a string, got " + value.describe(), "quote it to make it a string");
         }
         throw expected();
       }

@@ -247,9 +247,9 @@ std::optional<double> parse_double(std::string_view s) {
 }
 
 std::string plural(size_t n, std::string_view singular, std::string_view plural_form) {
-  std::string word = n == 1 ? std::string(singular)
-                            : (plural_form.empty() ? std::string(singular) + "s"
-                                                   : std::string(plural_form));
+  std::string word =
+      n == 1 ? std::string(singular)
+             : (plural_form.empty() ? std::string(singular) + "s" : std::string(plural_form));
   return std::to_string(n) + " " + word;
 }
 

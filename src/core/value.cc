@@ -88,8 +88,8 @@ Value& Value::set(const std::string& key, Value value, Mark key_mark) {
 }
 
 bool Value::erase(std::string_view key) {
-  auto it = std::find_if(entries_.begin(), entries_.end(),
-                         [&](const Entry& e) { return e.key == key; });
+  auto it =
+      std::find_if(entries_.begin(), entries_.end(), [&](const Entry& e) { return e.key == key; });
   if (it == entries_.end()) return false;
   entries_.erase(it);
   return true;

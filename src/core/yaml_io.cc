@@ -180,8 +180,8 @@ class Converter {
       throw yaml_error(mark, "nesting deeper than " + std::to_string(kMaxDepth) + " levels");
     }
     if (++nodes_ > kMaxNodes) {
-      throw yaml_error(mark, "more than " + std::to_string(kMaxNodes) +
-                                 " values (after expanding aliases)");
+      throw yaml_error(
+          mark, "more than " + std::to_string(kMaxNodes) + " values (after expanding aliases)");
     }
     const std::string& tag = node.Tag();
     switch (node.Type()) {
@@ -222,8 +222,7 @@ class Converter {
                              "each key may appear once per mapping");
           }
           ++nodes_;
-          map.entries().push_back(
-              Value::Entry{name, key_mark, convert(item, key_mark, depth + 1)});
+          map.entries().push_back(Value::Entry{name, key_mark, convert(item, key_mark, depth + 1)});
         }
         return map;
       }

@@ -1,7 +1,6 @@
 #include "sweep/bench_sweep_cli.h"
 
 #include <boost/program_options.hpp>
-
 #include <sstream>
 
 #include "core/config.h"
@@ -98,17 +97,16 @@ po::variables_map parse(const std::vector<std::string>& args, const po::options_
 
 int run_plan(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description desc;
-  desc.add_options()
-      ("help,h", "Show this help")
-      ("sweep", po::value<std::string>(), "The sweep file")
-      ("scenario", po::value<std::vector<std::string>>()->composing(),
-       "Plan only this scenario (repeatable, or comma-separated)")
-      ("set", po::value<std::vector<std::string>>()->composing(),
-       "Override KEY=VALUE in every point's base (repeatable; VALUE is YAML)")
-      ("out,o", po::value<std::string>(), "Write the points' configs and manifest.json here")
-      ("format", po::value<std::string>()->default_value("table"), "table, json or csv")
-      ("max-points", po::value<size_t>()->default_value(kDefaultMaxPoints),
-       "Refuse sweeps with more points than this");
+  desc.add_options()("help,h", "Show this help")("sweep", po::value<std::string>(),
+                                                 "The sweep file")(
+      "scenario", po::value<std::vector<std::string>>()->composing(),
+      "Plan only this scenario (repeatable, or comma-separated)")(
+      "set", po::value<std::vector<std::string>>()->composing(),
+      "Override KEY=VALUE in every point's base (repeatable; VALUE is YAML)")(
+      "out,o", po::value<std::string>(), "Write the points' configs and manifest.json here")(
+      "format", po::value<std::string>()->default_value("table"), "table, json or csv")(
+      "max-points", po::value<size_t>()->default_value(kDefaultMaxPoints),
+      "Refuse sweeps with more points than this");
   po::positional_options_description positional;
   positional.add("sweep", 1);
   po::variables_map vm = parse(args, desc, positional);
@@ -128,7 +126,8 @@ int run_plan(const std::vector<std::string>& args, std::ostream& out, std::ostre
   if (vm.count("scenario")) {
     options.scenarios = split_commas(vm["scenario"].as<std::vector<std::string>>());
   }
-  if (vm.count("set")) options.overrides = parse_overrides(vm["set"].as<std::vector<std::string>>());
+  if (vm.count("set"))
+    options.overrides = parse_overrides(vm["set"].as<std::vector<std::string>>());
 
   SweepSpec spec = load_sweep_file(vm["sweep"].as<std::string>());
   Plan plan = plan_sweep(spec, options);
@@ -155,9 +154,8 @@ std::string default_text(const KeySpec& k) {
 
 int run_keys(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description desc;
-  desc.add_options()
-      ("help,h", "Show this help")
-      ("format", po::value<std::string>()->default_value("table"), "table or md");
+  desc.add_options()("help,h", "Show this help")(
+      "format", po::value<std::string>()->default_value("table"), "table or md");
   po::variables_map vm = parse(args, desc, po::positional_options_description());
   if (vm.count("help")) {
     out << kKeysHelp;
@@ -176,8 +174,8 @@ int run_keys(const std::vector<std::string>& args, std::ostream& out) {
   size_t width = 0;
   for (const KeySpec& k : Schema::get().keys()) width = std::max(width, k.path.size());
   for (const KeySpec& k : Schema::get().keys()) {
-    out << k.path << std::string(width - k.path.size() + 2, ' ') << k.type_text()
-        << "; default " << default_text(k) << (k.hashed ? "" : "; not hashed") << "\n"
+    out << k.path << std::string(width - k.path.size() + 2, ' ') << k.type_text() << "; default "
+        << default_text(k) << (k.hashed ? "" : "; not hashed") << "\n"
         << std::string(width + 2, ' ') << k.description << "\n";
   }
   return kExitOk;

@@ -36,7 +36,8 @@ bool plain_display(const std::string& s) {
 }
 
 size_t saturating_mul(size_t a, size_t b) {
-  if (a != 0 && b > std::numeric_limits<size_t>::max() / a) return std::numeric_limits<size_t>::max();
+  if (a != 0 && b > std::numeric_limits<size_t>::max() / a)
+    return std::numeric_limits<size_t>::max();
   return a * b;
 }
 
@@ -45,8 +46,7 @@ bool excluded(const Value& config, const std::vector<ExcludeRule>& rules) {
     bool all = true;
     for (const ExcludeRule::Match& m : rule.matches) {
       const Value* v = config.find_path(m.key);
-      if (v == nullptr ||
-          std::find(m.any_of.begin(), m.any_of.end(), *v) == m.any_of.end()) {
+      if (v == nullptr || std::find(m.any_of.begin(), m.any_of.end(), *v) == m.any_of.end()) {
         all = false;
         break;
       }
@@ -179,12 +179,12 @@ void reject_duplicates(const std::vector<Candidate>& candidates, const SweepSpec
     const Candidate& a = candidates[it->second];
     const Candidate& b = candidates[i];
     bool same_text = emit_canonical_yaml(a.config) == emit_canonical_yaml(b.config);
-    throw Error::input(Mark::in(spec.path), "",
-                       "two points resolve to the same config: " + a.description + " and " +
-                           b.description,
-                       same_text ? "remove one of them (use repeats: to run a point several times)"
-                                 : "they differ only in keys that cannot change a measurement and "
-                                   "are left out of config_hash (docs/config.md)");
+    throw Error::input(
+        Mark::in(spec.path), "",
+        "two points resolve to the same config: " + a.description + " and " + b.description,
+        same_text ? "remove one of them (use repeats: to run a point several times)"
+                  : "they differ only in keys that cannot change a measurement and "
+                    "are left out of config_hash (docs/config.md)");
   }
 }
 
@@ -244,11 +244,11 @@ Plan plan_sweep(const SweepSpec& spec, const PlanOptions& options) {
   }
   size_t total = saturating_mul(candidates.size(), repeats);
   if (total > options.max_points) {
-    throw Error::input(Mark::in(spec.path), "",
-                       "the sweep has " + std::to_string(total) + " points, more than " +
-                           std::to_string(options.max_points),
-                       "pass --max-points " + std::to_string(total) +
-                           " if you mean it, or narrow the axes");
+    throw Error::input(
+        Mark::in(spec.path), "",
+        "the sweep has " + std::to_string(total) + " points, more than " +
+            std::to_string(options.max_points),
+        "pass --max-points " + std::to_string(total) + " if you mean it, or narrow the axes");
   }
   for (Candidate& c : candidates) c.hash = config_hash(c.config);
   reject_duplicates(candidates, spec);

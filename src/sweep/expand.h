@@ -25,7 +25,7 @@ struct SweepPoint {
   std::int64_t repeat = 0;
   std::string tag;
   std::string config_hash;
-  Value config;       // resolved
+  Value config;          // resolved
   bool selected = true;  // chosen by --scenario (all are when none is given)
 };
 

@@ -292,9 +292,8 @@ PlanWriteResult write_plan(const Plan& plan, const std::string& out_dir) {
   }
   if (!conflicts.empty()) {
     const Error& first = conflicts.front();
-    std::string more = conflicts.size() > 1
-                           ? " (and " + plural(conflicts.size() - 1, "more conflict") + ")"
-                           : "";
+    std::string more =
+        conflicts.size() > 1 ? " (and " + plural(conflicts.size() - 1, "more conflict") + ")" : "";
     throw Error(ErrorKind::kConflict, first.mark(), "", first.message() + more, first.hint());
   }
 

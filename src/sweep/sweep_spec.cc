@@ -15,10 +15,11 @@ namespace {
 namespace fs = std::filesystem;
 
 const std::vector<std::string> kTopLevelKeys = {
-    "name",    "description", "defaults",  "base",   "axes",   "zip",
-    "exclude", "include",     "repeats",   "scenarios", "tag", "launch",
-    "container", "slurm",     "prune_after_oom"};
-const std::vector<std::string> kScenarioKeys = {"name", "base", "axes", "zip", "exclude", "include"};
+    "name", "description", "defaults",  "base",    "axes",
+    "zip",  "exclude",     "include",   "repeats", "scenarios",
+    "tag",  "launch",      "container", "slurm",   "prune_after_oom"};
+const std::vector<std::string> kScenarioKeys = {"name", "base",    "axes",
+                                                "zip",  "exclude", "include"};
 const std::vector<std::string> kTagKeys = {"style", "format", "keys"};
 // Sections that may stand at the top level of a sweep file as defaults for every point.
 const std::vector<std::string> kTopLevelSections = {"launch", "container", "slurm"};
@@ -133,8 +134,7 @@ SweepDimension parse_zip_group(const Value& group, size_t index, const Mark& fal
   for (const Value::Entry& e : group.entries()) {
     if (e.value.items().size() != length) {
       throw Error::input(dim.mark, dim.label,
-                         "the lists of a zip group must have equal length: " +
-                             join(lengths, ", "));
+                         "the lists of a zip group must have equal length: " + join(lengths, ", "));
     }
   }
   if (length == 0) {
@@ -174,8 +174,8 @@ std::vector<SweepDimension> parse_axes(const Value& axes, const Mark& fallback) 
 std::vector<SweepDimension> parse_zip(const Value& zip, const Mark& fallback) {
   std::vector<SweepDimension> dims;
   if (zip.is_null()) return dims;
-  const Value& list = require_list(zip, "zip", fallback,
-                                   "zip is a list of groups, each mapping keys to lists");
+  const Value& list =
+      require_list(zip, "zip", fallback, "zip is a list of groups, each mapping keys to lists");
   for (size_t i = 0; i < list.items().size(); ++i) {
     dims.push_back(parse_zip_group(list.items()[i], i, mark_or(list, fallback)));
   }
@@ -194,14 +194,12 @@ void add_match(ExcludeRule& rule, const std::string& path, const Value& value, c
     }
     return schema.coerce(*found.spec, with_mark);
   };
-  bool list_typed = found.kind == Schema::Lookup::Kind::kKey &&
-                    found.spec->type == KeyType::kStringList;
-  bool any_of = value.is_list() && (!list_typed || (!value.items().empty() &&
-                                                    std::all_of(value.items().begin(),
-                                                                value.items().end(),
-                                                                [](const Value& i) {
-                                                                  return i.is_list();
-                                                                })));
+  bool list_typed =
+      found.kind == Schema::Lookup::Kind::kKey && found.spec->type == KeyType::kStringList;
+  bool any_of =
+      value.is_list() && (!list_typed || (!value.items().empty() &&
+                                          std::all_of(value.items().begin(), value.items().end(),
+                                                      [](const Value& i) { return i.is_list(); })));
   if (any_of) {
     if (value.items().empty()) {
       throw Error::input(mark, path, "an empty list of values can never match");
@@ -239,8 +237,8 @@ void flatten_exclude(const Value& node, const std::string& prefix, ExcludeRule& 
 std::vector<ExcludeRule> parse_excludes(const Value& excludes, const Mark& fallback) {
   std::vector<ExcludeRule> rules;
   if (excludes.is_null()) return rules;
-  const Value& list = require_list(excludes, "exclude", fallback,
-                                   "exclude is a list of partial points");
+  const Value& list =
+      require_list(excludes, "exclude", fallback, "exclude is a list of partial points");
   for (size_t i = 0; i < list.items().size(); ++i) {
     const Value& entry = list.items()[i];
     std::string label = "exclude[" + std::to_string(i) + "]";
@@ -248,8 +246,7 @@ std::vector<ExcludeRule> parse_excludes(const Value& excludes, const Mark& fallb
     rule.mark = mark_or(entry, mark_or(list, fallback));
     if (!entry.is_map() || entry.entries().empty()) {
       throw Error::input(rule.mark, label,
-                         "expected a non-empty mapping of keys to values, got " +
-                             entry.describe());
+                         "expected a non-empty mapping of keys to values, got " + entry.describe());
     }
     flatten_exclude(entry, "", rule);
     rules.push_back(std::move(rule));
@@ -260,8 +257,8 @@ std::vector<ExcludeRule> parse_excludes(const Value& excludes, const Mark& fallb
 std::vector<IncludeEntry> parse_includes(const Value& includes, const Mark& fallback) {
   std::vector<IncludeEntry> out;
   if (includes.is_null()) return out;
-  const Value& list = require_list(includes, "include", fallback,
-                                   "include is a list of partial configs");
+  const Value& list =
+      require_list(includes, "include", fallback, "include is a list of partial configs");
   for (size_t i = 0; i < list.items().size(); ++i) {
     const Value& entry = list.items()[i];
     Mark mark = mark_or(entry, mark_or(list, fallback));
@@ -331,10 +328,10 @@ void reject_overlap(const Value& a, const std::string& a_label, const Value& b,
   for (const std::string& key : partial_config_keys(b)) {
     if (const Value* in_a = a.find_path(key)) {
       const Value* in_b = b.find_path(key);
-      throw Error::input(in_b->mark(), key,
-                         "is set both in " + a_label + " (" + in_a->mark().str() + ") and in " +
-                             b_label,
-                         "keep one of them");
+      throw Error::input(
+          in_b->mark(), key,
+          "is set both in " + a_label + " (" + in_a->mark().str() + ") and in " + b_label,
+          "keep one of them");
     }
   }
 }
@@ -372,8 +369,8 @@ std::vector<SweepDimension> merge_dimensions(const std::vector<SweepDimension>& 
         for (const std::string& kb : dims[j].keys) {
           if (overlaps(ka, kb)) {
             throw Error::input(dims[j].mark, kb,
-                               "is swept twice: by " + dims[i].label + " (" +
-                                   dims[i].mark.str() + ") and by " + dims[j].label,
+                               "is swept twice: by " + dims[i].label + " (" + dims[i].mark.str() +
+                                   ") and by " + dims[j].label,
                                "a key may belong to one axis or one zip group");
           }
         }
@@ -420,8 +417,7 @@ SweepSpec parse_sweep(const Value& root, const std::string& path, const SweepFil
   }
   if (!root.is_map()) {
     throw Error::input(mark_or(root, file_mark), "",
-                       "a sweep file is a mapping (name, base, axes, ...), got " +
-                           root.describe());
+                       "a sweep file is a mapping (name, base, axes, ...), got " + root.describe());
   }
   for (const Value::Entry& e : root.entries()) {
     if (std::find(kTopLevelKeys.begin(), kTopLevelKeys.end(), e.key) != kTopLevelKeys.end()) {
@@ -429,8 +425,9 @@ SweepSpec parse_sweep(const Value& root, const std::string& path, const SweepFil
     }
     if (schema.is_section(e.key)) {
       throw Error::input(e.key_mark, "",
-                         "'" + e.key + "' belongs under base: (only launch, container and "
-                                       "slurm may stand at the top level)");
+                         "'" + e.key +
+                             "' belongs under base: (only launch, container and "
+                             "slurm may stand at the top level)");
     }
     throw unknown_sweep_key("the sweep file", e.key, e.key_mark, kTopLevelKeys);
   }
@@ -518,8 +515,8 @@ SweepSpec parse_sweep(const Value& root, const std::string& path, const SweepFil
   spec.tag = parse_tag(get("tag"), file_mark);
 
   if (!get("prune_after_oom").is_null()) {
-    for (const Value& k : require_list(get("prune_after_oom"), "prune_after_oom", file_mark)
-                              .items()) {
+    for (const Value& k :
+         require_list(get("prune_after_oom"), "prune_after_oom", file_mark).items()) {
       std::string key = require_string(k, "prune_after_oom", file_mark);
       const KeySpec* ks = schema.find(key);
       if (ks == nullptr) throw schema.unknown_key(key, mark_or(k, file_mark));
@@ -591,9 +588,11 @@ SweepSpec parse_sweep(const Value& root, const std::string& path, const SweepFil
       }
     }
     for (const IncludeEntry& inc : sc.includes) {
-      for (const std::string& k : partial_config_keys(inc.partial)) add_unique(spec.explicit_keys, k);
+      for (const std::string& k : partial_config_keys(inc.partial))
+        add_unique(spec.explicit_keys, k);
     }
-    for (const std::string& k : partial_config_keys(r.block.base)) add_unique(spec.explicit_keys, k);
+    for (const std::string& k : partial_config_keys(r.block.base))
+      add_unique(spec.explicit_keys, k);
     spec.scenarios.push_back(std::move(sc));
   }
 

@@ -18,10 +18,10 @@ namespace sweepbench {
 
 // One dimension of the product: an axis (one key) or a zip group (keys that vary together).
 struct SweepDimension {
-  Mark mark;                        // where it is declared; dimensions run in file order
-  std::string label;                // "axes.train.micro_batch", "zip[0]" (for messages)
-  std::vector<Value> assignments;   // one partial config per position
-  std::vector<std::string> keys;    // the leaf keys it sets, in the order written
+  Mark mark;                       // where it is declared; dimensions run in file order
+  std::string label;               // "axes.train.micro_batch", "zip[0]" (for messages)
+  std::vector<Value> assignments;  // one partial config per position
+  std::vector<std::string> keys;   // the leaf keys it sets, in the order written
 };
 
 // An exclude entry: a point is dropped when, for every key, its value is one of the listed ones.
@@ -43,7 +43,7 @@ struct IncludeEntry {
 struct Scenario {
   std::string name;  // "default" for a sweep without scenarios
   Mark mark;
-  Value base;        // the top-level base with the scenario's base merged over it
+  Value base;  // the top-level base with the scenario's base merged over it
   std::vector<SweepDimension> dimensions;  // in file order
   std::vector<ExcludeRule> excludes;
   std::vector<IncludeEntry> includes;
@@ -59,7 +59,7 @@ struct TagSpec {
 
 struct SweepSpec {
   std::string name;
-  std::string path;              // the sweep file as given
+  std::string path;  // the sweep file as given
   std::vector<Scenario> scenarios;
   bool named_scenarios = false;  // false: one implicit scenario named "default"
   std::int64_t repeats = 1;

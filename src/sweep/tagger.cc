@@ -95,8 +95,8 @@ std::string readable_tag(const TagInput& p, const std::vector<std::string>& keys
     const Value* v = p.config->find_path(keys[i]);
     parts.push_back(labels[i] + "=" + tag_text(v ? *v : Value()));
   }
-  std::string suffix = "ws=" + std::to_string(config_at(*p.config, "launch.ranks").as_int()) +
-                       "." + p.config_hash.substr(0, 8);
+  std::string suffix = "ws=" + std::to_string(config_at(*p.config, "launch.ranks").as_int()) + "." +
+                       p.config_hash.substr(0, 8);
   if (options.show_repeat) suffix += repeat_suffix(p.repeat);
   std::string readable = join(parts, ".");
   if (readable.empty()) return suffix;
@@ -154,10 +154,10 @@ std::string render(const std::vector<TagFormatPiece>& pieces,
 Error unknown_placeholders(const std::set<std::string>& unknown, const Mark& mark,
                            const std::string& hint) {
   std::vector<std::string> names(unknown.begin(), unknown.end());  // std::set: already sorted
-  return Error::input(mark, "tag.format",
-                      "unknown placeholder" + std::string(names.size() == 1 ? "" : "s") + ": " +
-                          join(names, ", "),
-                      hint);
+  return Error::input(
+      mark, "tag.format",
+      "unknown placeholder" + std::string(names.size() == 1 ? "" : "s") + ": " + join(names, ", "),
+      hint);
 }
 
 std::string format_tag(const std::vector<TagFormatPiece>& pieces, const TagInput& p,
@@ -186,8 +186,8 @@ std::string format_tag(const std::vector<TagFormatPiece>& pieces, const TagInput
         if (!v->is_list() || ph.index >= v->items().size()) {
           throw Error::input(mark, "tag.format",
                              "{" + piece.text + "} has no item " + std::to_string(ph.index) +
-                                 " in " + p.description + " (" + ph.path + " is " +
-                                 v->describe() + ")");
+                                 " in " + p.description + " (" + ph.path + " is " + v->describe() +
+                                 ")");
         }
         v = &v->items()[ph.index];
       }
@@ -242,9 +242,9 @@ std::string fairseq2_hash(const std::map<std::string, std::string>& tags) {
 void check_safe(const std::string& tag, const TagInput& p, const Mark& mark) {
   std::string why;
   if (!is_safe_tag(tag, &why)) {
-    throw Error::input(mark, "tag.format",
-                       "gives '" + tag + "' for " + p.description +
-                           ", which cannot be a directory name: " + why);
+    throw Error::input(
+        mark, "tag.format",
+        "gives '" + tag + "' for " + p.description + ", which cannot be a directory name: " + why);
   }
 }
 
@@ -267,13 +267,13 @@ std::vector<TagFormatPiece> parse_tag_format(const std::string& format, const Ma
       }
       size_t close = format.find_first_of("{}", i + 1);
       if (close == std::string::npos || format[close] == '{') {
-        throw Error::input(mark, "tag.format", "'{' at position " + std::to_string(i) +
-                                                   " has no matching '}'",
+        throw Error::input(mark, "tag.format",
+                           "'{' at position " + std::to_string(i) + " has no matching '}'",
                            "write {{ for a literal brace");
       }
       if (close == i + 1) {
-        throw Error::input(mark, "tag.format", "empty placeholder {} at position " +
-                                                   std::to_string(i));
+        throw Error::input(mark, "tag.format",
+                           "empty placeholder {} at position " + std::to_string(i));
       }
       flush();
       pieces.push_back(TagFormatPiece{true, format.substr(i + 1, close - i - 1)});
@@ -289,10 +289,10 @@ std::vector<TagFormatPiece> parse_tag_format(const std::string& format, const Ma
                          "write }} for a literal brace");
     } else {
       if (!tag_char(c)) {
-        throw Error::input(mark, "tag.format",
-                           "the character " + quote_json(std::string(1, c)) +
-                               " cannot be in a directory name",
-                           "use letters, digits and . _ = + -");
+        throw Error::input(
+            mark, "tag.format",
+            "the character " + quote_json(std::string(1, c)) + " cannot be in a directory name",
+            "use letters, digits and . _ = + -");
       }
       literal += c;
     }
@@ -316,7 +316,8 @@ bool is_safe_tag(std::string_view tag, std::string* why) {
       return fail("it contains " + quote_json(std::string(1, c)));
     }
   }
-  if (tag[0] == '.' || tag[0] == '-') return fail("it starts with '" + std::string(1, tag[0]) + "'");
+  if (tag[0] == '.' || tag[0] == '-')
+    return fail("it starts with '" + std::string(1, tag[0]) + "'");
   if (tag.find("..") != std::string_view::npos) return fail("it contains '..'");
   return true;
 }
@@ -366,9 +367,9 @@ std::vector<std::string> make_tags(const TagSpec& spec, const std::vector<TagInp
     std::vector<TagFormatPiece> pieces = parse_tag_format(format, spec.format_mark);
     std::set<std::string> allowed(spec.keys.begin(), spec.keys.end());
     for (const TagInput& p : points) {
-      std::map<std::string, std::string> dict = fairseq2_tag_dict(
-          config_at(*p.config, "model.preset").as_string(),
-          config_at(*p.config, "launch.ranks").as_int(), *p.config, allowed);
+      std::map<std::string, std::string> dict =
+          fairseq2_tag_dict(config_at(*p.config, "model.preset").as_string(),
+                            config_at(*p.config, "launch.ranks").as_int(), *p.config, allowed);
       std::set<std::string> unknown;
       for (const TagFormatPiece& piece : pieces) {
         if (piece.placeholder && dict.count(piece.text) == 0) unknown.insert(piece.text);
@@ -410,8 +411,8 @@ std::vector<std::string> make_tags(const TagSpec& spec, const std::vector<TagInp
       check_safe(tag, p, spec.format_mark);
       tags.push_back(tag);
     }
-    collision_hint = "add {hash} or the keys that vary (" + join(options.varying_keys, ", ") +
-                     ") to tag.format";
+    collision_hint =
+        "add {hash} or the keys that vary (" + join(options.varying_keys, ", ") + ") to tag.format";
   } else {
     std::vector<std::string> keys;
     for (const std::string& k : options.varying_keys) {

@@ -10,10 +10,12 @@
 namespace sweepbench {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::error_of;
+using ::testing::HasSubstr;
 
-Value partial(const std::string& text) { return normalize_partial_config(parse_yaml(text, "c.yaml")); }
+Value partial(const std::string& text) {
+  return normalize_partial_config(parse_yaml(text, "c.yaml"));
+}
 Value resolved(const std::string& text) { return resolve_config(partial(text)); }
 std::string hash_of(const std::string& text) { return config_hash(resolved(text)); }
 std::string error_text(const std::string& text) {
@@ -52,14 +54,18 @@ TEST(PartialConfig, MapKeysTakeAnyNames) {
 
 TEST(Overrides, AreTypedLikeYaml) {
   EXPECT_TRUE(parse_override("train.lr=1e-3").partial.find_path("train.lr")->is_float());
-  EXPECT_EQ(parse_override("train.micro_batch=16").partial.find_path("train.micro_batch")->as_int(), 16);
-  EXPECT_EQ(parse_override("train.dtype=bf16").partial.find_path("train.dtype")->as_string(), "bf16");
-  Value binds = *parse_override("container.binds=[/a:/b, /c:/d:ro]").partial.find_path("container.binds");
+  EXPECT_EQ(parse_override("train.micro_batch=16").partial.find_path("train.micro_batch")->as_int(),
+            16);
+  EXPECT_EQ(parse_override("train.dtype=bf16").partial.find_path("train.dtype")->as_string(),
+            "bf16");
+  Value binds =
+      *parse_override("container.binds=[/a:/b, /c:/d:ro]").partial.find_path("container.binds");
   ASSERT_EQ(binds.items().size(), 2u);
   EXPECT_EQ(binds.items()[1].as_string(), "/c:/d:ro");
   EXPECT_TRUE(parse_override("data.path=").partial.find_path("data.path")->is_null());
-  EXPECT_EQ(parse_override("container.image=\"24.02\"").partial.find_path("container.image")->as_string(),
-            "24.02");
+  EXPECT_EQ(
+      parse_override("container.image=\"24.02\"").partial.find_path("container.image")->as_string(),
+      "24.02");
   EXPECT_EQ(parse_override("launch.env.NCCL_DEBUG=INFO").key, "launch.env.NCCL_DEBUG");
 }
 
@@ -70,7 +76,8 @@ TEST(Overrides, ExplainMistakes) {
   EXPECT_EQ(std::string(error_of([] { parse_override("train.microbatch=8"); }).what()),
             "--set train.microbatch=8: unknown key 'train.microbatch' (did you mean "
             "'train.micro_batch'?)");
-  EXPECT_THAT(error_of([] { parse_override("launch.env.A\x93=2"); }).what(), HasSubstr("not valid UTF-8"));
+  EXPECT_THAT(error_of([] { parse_override("launch.env.A\x93=2"); }).what(),
+              HasSubstr("not valid UTF-8"));
   EXPECT_EQ(std::string(error_of([] { parse_override("train.lr"); }).what()),
             "--set train.lr: expected KEY=VALUE (for example --set train.micro_batch=8)");
 }
@@ -101,7 +108,8 @@ TEST(Resolve, ChecksCrossKeyRules) {
             "train.warmup_steps less than train.steps)");
   EXPECT_THAT(error_text("launch: {ranks: 3, nodes: 2}\n"),
               HasSubstr("launch.ranks (3) is not a multiple of launch.nodes (2)"));
-  EXPECT_THAT(error_text("data.source: tokens\n"), HasSubstr("data.source 'tokens' needs a data.path"));
+  EXPECT_THAT(error_text("data.source: tokens\n"),
+              HasSubstr("data.source 'tokens' needs a data.path"));
   EXPECT_THAT(error_text("container.image: x.sif\n"),
               HasSubstr("container.image is set but container.runtime is none"));
   EXPECT_THAT(error_text("container.runtime: apptainer\n"), HasSubstr("needs a container.image"));
@@ -109,18 +117,23 @@ TEST(Resolve, ChecksCrossKeyRules) {
               HasSubstr("model.n_kv_head: 3 does not divide model.n_head (4)"));
   EXPECT_THAT(error_text("model: {preset: llama-tiny, n_embd: 12, n_head: 4, n_kv_head: 4}\n"),
               HasSubstr("rotary embeddings need an even head size"));
-  EXPECT_THAT(error_text("model: {preset: gpt2-tiny, vocab_size: 100}\ndata: {source: text, path: x}\n"),
-              HasSubstr("byte-level text needs at least 256 tokens"));
+  EXPECT_THAT(
+      error_text("model: {preset: gpt2-tiny, vocab_size: 100}\ndata: {source: text, path: x}\n"),
+      HasSubstr("byte-level text needs at least 256 tokens"));
 }
 
 TEST(ConfigHash, EqualConfigsHashEqualHoweverWritten) {
   std::string h = hash_of("train:\n  lr: 0.001\n  micro_batch: 8\n");
   EXPECT_EQ(hash_of("train.micro_batch: 8\ntrain.lr: 1e-3\n"), h);
   EXPECT_EQ(hash_of("train: {lr: !!float 1.0e-3, micro_batch: 0x8}\n"), h);
-  EXPECT_EQ(hash_of("train: {lr: 0.0010, micro_batch: 8, dtype: fp32}\n"), h);  // fp32 is the default
+  EXPECT_EQ(hash_of("train: {lr: 0.0010, micro_batch: 8, dtype: fp32}\n"),
+            h);  // fp32 is the default
   EXPECT_NE(hash_of("train: {lr: 0.002, micro_batch: 8}\n"), h);
   // Writing down what the preset implies changes nothing.
-  EXPECT_EQ(hash_of("model: {preset: gpt2, n_layer: 12, n_head: 12}\ntrain: {lr: 0.001, micro_batch: 8}\n"), h);
+  EXPECT_EQ(
+      hash_of(
+          "model: {preset: gpt2, n_layer: 12, n_head: 12}\ntrain: {lr: 0.001, micro_batch: 8}\n"),
+      h);
   // Integers written for float keys are floats.
   EXPECT_EQ(hash_of("train.lr: 1\n"), hash_of("train.lr: 1.0\n"));
   // Map order does not matter.

@@ -10,11 +10,9 @@ namespace {
 
 TEST(ModelShapes, ParameterCountsMatchPublishedModels) {
   const std::pair<const char*, std::int64_t> expected[] = {
-      {"gpt2", 124439808},           {"gpt2-medium", 354823168},
-      {"gpt2-large", 774030080},     {"gpt2-xl", 1557611200},
-      {"llama2-7b", 6738415616},     {"llama2-13b", 13015864320},
-      {"llama2-70b", 68976648192},   {"llama3-8b", 8030261248},
-      {"mistral-7b", 7241732096},
+      {"gpt2", 124439808},         {"gpt2-medium", 354823168}, {"gpt2-large", 774030080},
+      {"gpt2-xl", 1557611200},     {"llama2-7b", 6738415616},  {"llama2-13b", 13015864320},
+      {"llama2-70b", 68976648192}, {"llama3-8b", 8030261248},  {"mistral-7b", 7241732096},
   };
   for (const auto& [name, count] : expected) {
     const ModelPreset* p = find_model_preset(name);

@@ -10,20 +10,41 @@
 namespace sweepbench {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::error_of;
+using ::testing::HasSubstr;
 
 Value yaml_value(const std::string& text) { return *parse_yaml("v: " + text, "s.yaml").find("v"); }
 
 TEST(Schema, HasEveryKeyLaterIssuesDependOn) {
-  for (const char* key :
-       {"model.preset", "model.n_layer", "model.n_embd", "model.n_head", "model.n_kv_head",
-        "model.ffn_dim", "model.vocab_size", "model.block_size", "data.source", "data.path",
-        "data.seq_len", "train.steps", "train.warmup_steps", "train.micro_batch",
-        "train.grad_accum", "train.dtype", "train.lr", "train.seed",
-        "train.activation_checkpointing", "eval.steps", "launch.ranks", "launch.nodes",
-        "launch.gpus_per_rank", "container.runtime", "container.image", "slurm.partition",
-        "slurm.time", "hardware.peak_tflops", "hardware.price_per_hour"}) {
+  for (const char* key : {"model.preset",
+                          "model.n_layer",
+                          "model.n_embd",
+                          "model.n_head",
+                          "model.n_kv_head",
+                          "model.ffn_dim",
+                          "model.vocab_size",
+                          "model.block_size",
+                          "data.source",
+                          "data.path",
+                          "data.seq_len",
+                          "train.steps",
+                          "train.warmup_steps",
+                          "train.micro_batch",
+                          "train.grad_accum",
+                          "train.dtype",
+                          "train.lr",
+                          "train.seed",
+                          "train.activation_checkpointing",
+                          "eval.steps",
+                          "launch.ranks",
+                          "launch.nodes",
+                          "launch.gpus_per_rank",
+                          "container.runtime",
+                          "container.image",
+                          "slurm.partition",
+                          "slurm.time",
+                          "hardware.peak_tflops",
+                          "hardware.price_per_hour"}) {
     EXPECT_NE(Schema::get().find(key), nullptr) << key;
   }
   EXPECT_EQ(Schema::get().sections(),
@@ -66,15 +87,17 @@ TEST(SchemaCoerce, ExplainsWrongTypesAndRanges) {
   auto coerce = [&](const char* key, const char* text) {
     return std::string(error_of([&] { s.coerce(*s.find(key), yaml_value(text)); }).what());
   };
-  EXPECT_EQ(coerce("train.micro_batch", "0"), "s.yaml:1:4: train.micro_batch: must be >= 1, got integer 0");
+  EXPECT_EQ(coerce("train.micro_batch", "0"),
+            "s.yaml:1:4: train.micro_batch: must be >= 1, got integer 0");
   EXPECT_EQ(coerce("train.micro_batch", "eight"),
             "s.yaml:1:4: train.micro_batch: expected integer >= 1, got the string \"eight\"");
   EXPECT_EQ(coerce("train.micro_batch", "8.0"),
             "s.yaml:1:4: train.micro_batch: expected an integer, got the float 8.0 (write it "
             "without a decimal point)");
   EXPECT_EQ(coerce("train.lr", "0"), "s.yaml:1:4: train.lr: must be > 0, got integer 0");
-  EXPECT_EQ(coerce("train.dtype", "bf61"),
-            "s.yaml:1:4: train.dtype: 'bf61' is not one of fp32, bf16, fp16 (did you mean 'bf16'?)");
+  EXPECT_EQ(
+      coerce("train.dtype", "bf61"),
+      "s.yaml:1:4: train.dtype: 'bf61' is not one of fp32, bf16, fp16 (did you mean 'bf16'?)");
   EXPECT_EQ(coerce("container.image", "24.02"),
             "s.yaml:1:4: container.image: expected a string, got the float 24.02 (quote it to make "
             "it a string)");
@@ -113,7 +136,8 @@ TEST(SchemaLookup, UnknownKeysSuggestTheClosest) {
   EXPECT_EQ(std::string(s.unknown_key("trian", Mark{}).what()),
             "unknown key 'trian' (did you mean 'train'?)");
   // A bare leaf name finds its section.
-  EXPECT_THAT(s.unknown_key("microbatch", Mark{}).what(), HasSubstr("did you mean 'train.micro_batch'?"));
+  EXPECT_THAT(s.unknown_key("microbatch", Mark{}).what(),
+              HasSubstr("did you mean 'train.micro_batch'?"));
   EXPECT_THAT(s.unknown_key("zzzzzzzzzz.qqqq", Mark{}).what(), HasSubstr("bench-sweep keys"));
 }
 

@@ -46,8 +46,8 @@ TEST(QuoteJson, EscapesControlsAndInvalidUtf8) {
   EXPECT_EQ(quote_json("a\"b\\c"), R"("a\"b\\c")");
   EXPECT_EQ(quote_json("line\nnext\ttab"), R"("line\nnext\ttab")");
   EXPECT_EQ(quote_json(std::string("\x01", 1)), R"("\u0001")");
-  EXPECT_EQ(quote_json("caf\xc3\xa9"), "\"caf\xc3\xa9\"");     // valid UTF-8 passes through
-  EXPECT_EQ(quote_json("bad\xff"), R"("bad\u00ff")");            // a stray byte is escaped
+  EXPECT_EQ(quote_json("caf\xc3\xa9"), "\"caf\xc3\xa9\"");  // valid UTF-8 passes through
+  EXPECT_EQ(quote_json("bad\xff"), R"("bad\u00ff")");       // a stray byte is escaped
 }
 
 TEST(ClosestMatch, FindsPlausibleTypos) {

@@ -11,8 +11,8 @@
 namespace sweepbench {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::error_of;
+using ::testing::HasSubstr;
 
 Value scalar(const std::string& text) {
   Value v = parse_yaml("k: " + text, "t.yaml");
@@ -61,7 +61,8 @@ TEST(YamlCoreSchema, HonoursExplicitTags) {
 
 TEST(YamlErrors, NameFileLineAndColumn) {
   Error dup = error_of([] { parse_yaml("a: 1\nb:\n  c: 2\n  c: 3\n", "x.yaml"); });
-  EXPECT_EQ(std::string(dup.what()), "x.yaml:4:3: duplicate key 'c' (each key may appear once per mapping)");
+  EXPECT_EQ(std::string(dup.what()),
+            "x.yaml:4:3: duplicate key 'c' (each key may appear once per mapping)");
   Error syntax = error_of([] { parse_yaml("a: [1, 2\n", "x.yaml"); });
   EXPECT_THAT(syntax.what(), HasSubstr("x.yaml:"));
   EXPECT_THAT(syntax.what(), HasSubstr("YAML syntax error"));
@@ -76,8 +77,10 @@ TEST(YamlErrors, NameFileLineAndColumn) {
 TEST(YamlErrors, InvalidUtf8IsRefusedWhereItIs) {
   // Found by the fuzzer: stray bytes would not survive the canonical form.
   Error e = error_of([] { parse_yaml("a: 1\nimage: ng\xff\xffc\n", "u.yaml"); });
-  EXPECT_EQ(std::string(e.what()), "u.yaml:2:10: the text is not valid UTF-8 (byte 0xff) (save the file as UTF-8)");
-  EXPECT_EQ(parse_yaml("image: caf\xc3\xa9\n", "ok.yaml").find("image")->as_string(), "caf\xc3\xa9");
+  EXPECT_EQ(std::string(e.what()),
+            "u.yaml:2:10: the text is not valid UTF-8 (byte 0xff) (save the file as UTF-8)");
+  EXPECT_EQ(parse_yaml("image: caf\xc3\xa9\n", "ok.yaml").find("image")->as_string(),
+            "caf\xc3\xa9");
 }
 
 TEST(YamlErrors, EscapesYamlCppDecodesWronglyAreRefused) {
@@ -85,14 +88,17 @@ TEST(YamlErrors, EscapesYamlCppDecodesWronglyAreRefused) {
   EXPECT_EQ(std::string(error_of([] { parse_yaml("a: \"x\\Ny\"\n", "e.yaml"); }).what()),
             "e.yaml:1:4: the decoded string is not valid UTF-8 (the escapes \\N and \\_ are not "
             "supported; write the characters themselves)");
-  EXPECT_THAT(error_of([] { parse_yaml("\"k\\_\": 1\n", "e.yaml"); }).what(), HasSubstr("not valid UTF-8"));
+  EXPECT_THAT(error_of([] { parse_yaml("\"k\\_\": 1\n", "e.yaml"); }).what(),
+              HasSubstr("not valid UTF-8"));
   EXPECT_EQ(parse_yaml("a: \"\\u00e9\\t\"\n", "e.yaml").find("a")->as_string(), "\xc3\xa9\t");
 }
 
 TEST(YamlErrors, StrayFlowIndicatorsFailInsteadOfHanging) {
   // Found by the fuzzer: yaml-cpp 0.7's LoadAll never returns on these.
   for (const char* text : {",}", ",", "a: 1\n,\n"}) {
-    EXPECT_THAT(error_of([&] { parse_yaml(text, "h.yaml"); }).what(), HasSubstr("YAML syntax error")) << text;
+    EXPECT_THAT(error_of([&] { parse_yaml(text, "h.yaml"); }).what(),
+                HasSubstr("YAML syntax error"))
+        << text;
   }
   EXPECT_EQ(std::string(error_of([] { parse_yaml("a: 1\n---\nb: 2\n", "x.yaml"); }).what()),
             "x.yaml:3:1: more than one YAML document (remove the '---' separator)");

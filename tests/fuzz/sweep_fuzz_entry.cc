@@ -33,7 +33,8 @@ void check_plan(const Plan& plan) {
     if (config_hash(p.config) != p.config_hash) invariant_broken("stale config_hash");
     // The canonical form reads back to the same config.
     std::string text = emit_canonical_yaml(p.config);
-    if (!(parse_yaml(text, "canonical") == p.config)) invariant_broken("canonical form does not round-trip");
+    if (!(parse_yaml(text, "canonical") == p.config))
+      invariant_broken("canonical form does not round-trip");
   }
   std::ostringstream sink;
   print_plan(plan, PlanFormat::kTable, sink);
@@ -55,10 +56,12 @@ void run_sweep_fuzz_input(const std::uint8_t* data, std::size_t size) {
     }
     Value root = parse_yaml(text, "fuzz.yaml");
     // The fuzzer must not read the machine's files: every `defaults` entry fails to load.
-    SweepSpec spec = parse_sweep(root, "fuzz.yaml", [](const std::string& path, const std::string&) -> Value {
-      throw Error::input(Mark::in(path), "", "the fuzzer reads no files");
-    });
-    if (!spec.scenarios.empty() && spec.named_scenarios) options.scenarios = {spec.scenarios.front().name};
+    SweepSpec spec =
+        parse_sweep(root, "fuzz.yaml", [](const std::string& path, const std::string&) -> Value {
+          throw Error::input(Mark::in(path), "", "the fuzzer reads no files");
+        });
+    if (!spec.scenarios.empty() && spec.named_scenarios)
+      options.scenarios = {spec.scenarios.front().name};
     check_plan(plan_sweep(spec, options));
   } catch (const Error&) {
     // Rejected input: the expected outcome for most mutations.

@@ -1,6 +1,4 @@
 // bench-sweep as a user meets it: help, exit codes, messages, and every example sweep.
-#include "sweep/bench_sweep_cli.h"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -11,6 +9,7 @@
 
 #include "core/yaml_io.h"
 #include "support/temp_dir.h"
+#include "sweep/bench_sweep_cli.h"
 
 namespace sweepbench {
 namespace {
@@ -50,7 +49,8 @@ TEST(Cli, HelpExplainsEveryCommandWithAnExample) {
 TEST(Cli, UsageErrorsExitTwo) {
   CliRun typo = bench_sweep({"plna", "x.yaml"});
   EXPECT_EQ(typo.code, 2);
-  EXPECT_THAT(typo.err, StartsWith("bench-sweep: error: unknown command 'plna' (did you mean 'plan'?)"));
+  EXPECT_THAT(typo.err,
+              StartsWith("bench-sweep: error: unknown command 'plna' (did you mean 'plan'?)"));
   CliRun nofile = bench_sweep({"plan"});
   EXPECT_EQ(nofile.code, 2);
   EXPECT_THAT(nofile.err, HasSubstr("no sweep file given"));
@@ -68,12 +68,15 @@ TEST(Cli, ABadSweepFileNamesTheSpotAndWritesNothing) {
   std::string out = dir.file("out");
   CliRun r = bench_sweep({"plan", sweep, "--out", out});
   EXPECT_EQ(r.code, 2);
-  EXPECT_EQ(r.err, sweep + ":3:5: error: unknown key 'train.microbatch' (did you mean 'train.micro_batch'?)\n");
+  EXPECT_EQ(
+      r.err,
+      sweep + ":3:5: error: unknown key 'train.microbatch' (did you mean 'train.micro_batch'?)\n");
   EXPECT_EQ(r.out, "");
   EXPECT_FALSE(fs::exists(out));
   CliRun set = bench_sweep({"plan", sweeps_dir() + "/quickstart.yaml", "--set", "train.lr=fast"});
   EXPECT_EQ(set.code, 2);
-  EXPECT_EQ(set.err, "--set train.lr=fast: error: train.lr: expected float > 0, got the string \"fast\"\n");
+  EXPECT_EQ(set.err,
+            "--set train.lr=fast: error: train.lr: expected float > 0, got the string \"fast\"\n");
   CliRun missing = bench_sweep({"plan", dir.file("nope.yaml")});
   EXPECT_EQ(missing.code, 2);
   EXPECT_THAT(missing.err, HasSubstr("nope.yaml: error: cannot read the file"));
@@ -81,7 +84,8 @@ TEST(Cli, ABadSweepFileNamesTheSpotAndWritesNothing) {
 
 TEST(Cli, ConflictingOutputExitsThree) {
   testing::TempDir dir;
-  std::string sweep = dir.write("s.yaml", "base: {model.preset: gpt2-tiny}\ntag: {format: fixed}\n");
+  std::string sweep =
+      dir.write("s.yaml", "base: {model.preset: gpt2-tiny}\ntag: {format: fixed}\n");
   std::string out = dir.file("out");
   EXPECT_EQ(bench_sweep({"plan", sweep, "--out", out}).code, 0);
   CliRun r = bench_sweep({"plan", sweep, "--out", out, "--set", "train.lr=0.5"});
@@ -97,7 +101,8 @@ TEST(Cli, PlanWritesAndReportsWhatItDid) {
   EXPECT_THAT(first.out, HasSubstr(": 4 written, 0 updated, 0 unchanged; manifest written"));
   CliRun second = bench_sweep({"plan", sweeps_dir() + "/quickstart.yaml", "--out", out});
   EXPECT_THAT(second.out, HasSubstr(": 0 written, 0 updated, 4 unchanged; manifest unchanged"));
-  CliRun json = bench_sweep({"plan", sweeps_dir() + "/quickstart.yaml", "--out", out, "--format", "json"});
+  CliRun json =
+      bench_sweep({"plan", sweeps_dir() + "/quickstart.yaml", "--out", out, "--format", "json"});
   EXPECT_EQ(parse_yaml(json.out, "stdout").find("points")->items().size(), 4u);
   EXPECT_THAT(json.err, HasSubstr("manifest unchanged"));  // stdout stays machine-readable
 }

@@ -11,13 +11,14 @@
 namespace sweepbench {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
 using testing::at;
+using ::testing::ElementsAre;
 using testing::error_of;
+using ::testing::HasSubstr;
 using testing::plan_text;
 
-const std::string kTiny = "base:\n  model.preset: gpt2-tiny\n  train: {steps: 4, warmup_steps: 1}\n";
+const std::string kTiny =
+    "base:\n  model.preset: gpt2-tiny\n  train: {steps: 4, warmup_steps: 1}\n";
 
 std::vector<std::string> column(const Plan& plan, const std::string& key) {
   std::vector<std::string> out;
@@ -26,7 +27,8 @@ std::vector<std::string> column(const Plan& plan, const std::string& key) {
 }
 
 TEST(Expansion, ProductRunsTheLastDimensionFastest) {
-  Plan plan = plan_text(kTiny + "axes:\n  train.micro_batch: [1, 2]\n  train.dtype: [fp32, bf16]\n");
+  Plan plan =
+      plan_text(kTiny + "axes:\n  train.micro_batch: [1, 2]\n  train.dtype: [fp32, bf16]\n");
   EXPECT_THAT(column(plan, "train.micro_batch"), ElementsAre("1", "1", "2", "2"));
   EXPECT_THAT(column(plan, "train.dtype"), ElementsAre("fp32", "bf16", "fp32", "bf16"));
   for (size_t i = 0; i < plan.points.size(); ++i) EXPECT_EQ(plan.points[i].index, i);
@@ -92,9 +94,11 @@ TEST(Expansion, ScenariosMergeOverTheTopLevelInFileOrder) {
   std::vector<std::string> scenarios;
   for (const SweepPoint& p : plan.points) scenarios.push_back(p.scenario);
   EXPECT_THAT(scenarios, ElementsAre("fp32", "fp32", "bf16", "long", "long", "long", "long"));
-  EXPECT_THAT(column(plan, "train.dtype"), ElementsAre("fp32", "fp32", "bf16", "fp32", "fp32", "fp32", "fp32"));
+  EXPECT_THAT(column(plan, "train.dtype"),
+              ElementsAre("fp32", "fp32", "bf16", "fp32", "fp32", "fp32", "fp32"));
   EXPECT_THAT(column(plan, "train.micro_batch"), ElementsAre("1", "2", "4", "1", "1", "2", "2"));
-  EXPECT_THAT(column(plan, "data.seq_len"), ElementsAre("128", "128", "128", "64", "96", "64", "96"));
+  EXPECT_THAT(column(plan, "data.seq_len"),
+              ElementsAre("128", "128", "128", "64", "96", "64", "96"));
 
   PlanOptions only_long;
   only_long.scenarios = {"long"};
@@ -154,9 +158,12 @@ TEST(Expansion, IdenticalPointsAreAnError) {
   Error sched = error_of([&] { plan_text(kTiny + "axes:\n  slurm.time: [10, 20]\n"); });
   EXPECT_THAT(sched.what(), HasSubstr("they differ only in keys that cannot change a measurement"));
   Error across = error_of([&] {
-    plan_text(kTiny + "scenarios:\n  - {name: a, base: {train.lr: 0.1}}\n  - {name: b, base: {train.lr: 1e-1}}\n");
+    plan_text(kTiny +
+              "scenarios:\n  - {name: a, base: {train.lr: 0.1}}\n  - {name: b, base: {train.lr: "
+              "1e-1}}\n");
   });
-  EXPECT_THAT(across.what(), HasSubstr("(scenario a: the base point) and (scenario b: the base point)"));
+  EXPECT_THAT(across.what(),
+              HasSubstr("(scenario a: the base point) and (scenario b: the base point)"));
 }
 
 TEST(Expansion, GuardsAgainstHugeSweeps) {
@@ -173,13 +180,16 @@ TEST(Expansion, GuardsAgainstHugeSweeps) {
   EXPECT_EQ(plan_text(kTiny + axes, allow).points.size(), 14641u);
   PlanOptions small;
   small.max_points = 10;
-  EXPECT_THAT(error_of([&] { plan_text(kTiny + "repeats: 3\naxes: {train.micro_batch: [1, 2, 3, 4]}\n", small); }).what(),
+  EXPECT_THAT(error_of([&] {
+                plan_text(kTiny + "repeats: 3\naxes: {train.micro_batch: [1, 2, 3, 4]}\n", small);
+              }).what(),
               HasSubstr("the sweep has 12 points, more than 10"));
   // Excludes that drop almost everything still cannot make us enumerate without bound.
   EXPECT_THAT(error_of([&] {
-                plan_text(kTiny + "axes:\n  train.micro_batch: [1,2,3,4,5,6,7,8,9,10]\n"
-                                  "  train.seed: [1,2,3,4,5,6,7,8,9,10,11]\n"
-                                  "exclude: [{train.seed: [1,2,3,4,5,6,7,8,9,10]}]\n",
+                plan_text(kTiny +
+                              "axes:\n  train.micro_batch: [1,2,3,4,5,6,7,8,9,10]\n"
+                              "  train.seed: [1,2,3,4,5,6,7,8,9,10,11]\n"
+                              "exclude: [{train.seed: [1,2,3,4,5,6,7,8,9,10]}]\n",
                           small);
               }).what(),
               HasSubstr("the axes multiply to more than 100 combinations before exclude"));

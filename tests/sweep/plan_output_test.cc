@@ -17,8 +17,8 @@ namespace sweepbench {
 namespace {
 
 namespace fs = std::filesystem;
-using ::testing::HasSubstr;
 using testing::error_of;
+using ::testing::HasSubstr;
 using testing::plan_text;
 using testing::read_text;
 
@@ -51,7 +51,8 @@ TEST(PlanTable, HasHeaderRowsAndFooter) {
   ASSERT_EQ(all.size(), 7u);
   EXPECT_EQ(all[0], "# sweep demo (s.yaml)");
   EXPECT_THAT(all[1], ::testing::MatchesRegex("#index  tag +train\\.micro_batch  data\\.seq_len"));
-  EXPECT_THAT(all[2], ::testing::MatchesRegex("     0  micro_batch=2\\.seq_len=32\\.ws=1\\.[0-9a-f]{8}  2 +32"));
+  EXPECT_THAT(all[2], ::testing::MatchesRegex(
+                          "     0  micro_batch=2\\.seq_len=32\\.ws=1\\.[0-9a-f]{8}  2 +32"));
   EXPECT_EQ(all[6], "# 4 points");
   // Columns line up: every row's third column starts where the header's does.
   size_t col = all[1].find("train.micro_batch");
@@ -130,7 +131,8 @@ TEST(WritePlan, ADifferentConfigUnderTheSameTagChangesNothing) {
   Plan changed = plan_text(custom + "include: [{train.micro_batch: 8}]\n", options);
   Error e = error_of([&] { write_plan(changed, out); });
   EXPECT_EQ(e.kind(), ErrorKind::kConflict);
-  EXPECT_THAT(e.what(), HasSubstr(out + "/mb2.seq32/config.yaml: holds another config (config_hash "));
+  EXPECT_THAT(e.what(),
+              HasSubstr(out + "/mb2.seq32/config.yaml: holds another config (config_hash "));
   EXPECT_THAT(e.what(), HasSubstr("(and 3 more conflicts)"));
   EXPECT_THAT(e.what(), HasSubstr("nothing was changed"));
   EXPECT_EQ(snapshot(out), before);
@@ -160,8 +162,9 @@ TEST(WritePlan, RefusesAnotherSweepsDirectory) {
   other.replace(other.find("demo"), 4, "other");
   Error e = error_of([&] { write_plan(plan_text(other), out); });
   EXPECT_EQ(e.kind(), ErrorKind::kConflict);
-  EXPECT_EQ(std::string(e.what()), out + "/manifest.json: belongs to sweep 'demo', not 'other' (each "
-                                         "sweep gets its own --out directory)");
+  EXPECT_EQ(std::string(e.what()), out +
+                                       "/manifest.json: belongs to sweep 'demo', not 'other' (each "
+                                       "sweep gets its own --out directory)");
   dir.write("file", "x");
   EXPECT_EQ(error_of([&] { write_plan(plan_text(kSweep), dir.file("file")); }).kind(),
             ErrorKind::kConflict);
@@ -197,9 +200,10 @@ TEST(WritePlan, TheManifestKeepsWhatOthersAddedAndPointsThatLeftTheSweep) {
 TEST(WritePlan, ScenarioSelectionsAccumulate) {
   testing::TempDir dir;
   std::string out = dir.file("runs");
-  std::string text = "name: s\nbase: {model.preset: gpt2-tiny, train: {steps: 4, warmup_steps: 1}}\n"
-                     "scenarios:\n  - {name: a, base: {train.micro_batch: 1}}\n"
-                     "  - {name: b, base: {train.micro_batch: 2}}\n";
+  std::string text =
+      "name: s\nbase: {model.preset: gpt2-tiny, train: {steps: 4, warmup_steps: 1}}\n"
+      "scenarios:\n  - {name: a, base: {train.micro_batch: 1}}\n"
+      "  - {name: b, base: {train.micro_batch: 2}}\n";
   PlanOptions a;
   a.scenarios = {"a"};
   EXPECT_EQ(write_plan(plan_text(text, a), out).written, 1u);

@@ -11,8 +11,8 @@
 namespace sweepbench {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::error_of;
+using ::testing::HasSubstr;
 using testing::spec_from_text;
 
 std::string parse_error(const std::string& text) {
@@ -76,7 +76,8 @@ TEST(SweepFileErrors, UnknownAndMisplacedKeys) {
             "s.yaml:3:5: unknown key 'axis' in scenarios[0] (did you mean 'axes'?)");
   EXPECT_THAT(parse_error("tag: {styel: fairseq2}\n"),
               HasSubstr("unknown key 'styel' in tag (did you mean 'style'?)"));
-  EXPECT_EQ(parse_error(""), "s.yaml: the sweep file is empty (see sweeps/quickstart.yaml for a small example)");
+  EXPECT_EQ(parse_error(""),
+            "s.yaml: the sweep file is empty (see sweeps/quickstart.yaml for a small example)");
   EXPECT_THAT(parse_error("- a\n"), HasSubstr("a sweep file is a mapping"));
 }
 
@@ -109,8 +110,9 @@ TEST(SweepFileErrors, ExcludeAndInclude) {
               HasSubstr("unknown key 'train.mb'"));
   EXPECT_THAT(parse_error("axes:\n  train.micro_batch: [1, 2]\nexclude:\n  - {}\n"),
               HasSubstr("exclude[0]: expected a non-empty mapping"));
-  EXPECT_THAT(parse_error("axes:\n  train.micro_batch: [1, 2]\nexclude:\n  - {train.micro_batch: x}\n"),
-              HasSubstr("expected integer >= 1, got the string \"x\""));
+  EXPECT_THAT(
+      parse_error("axes:\n  train.micro_batch: [1, 2]\nexclude:\n  - {train.micro_batch: x}\n"),
+      HasSubstr("expected integer >= 1, got the string \"x\""));
   EXPECT_THAT(parse_error("include:\n  - 3\n"), HasSubstr("include[0]: expected a mapping"));
 }
 
@@ -119,10 +121,13 @@ TEST(SweepFileErrors, ScenariosRepeatsNamesAndTags) {
               HasSubstr("scenario 'a' is defined twice"));
   EXPECT_THAT(parse_error("scenarios:\n  - {base: {}}\n"), HasSubstr("scenarios[0]: needs a name"));
   EXPECT_THAT(parse_error("scenarios: []\n"), HasSubstr("scenarios: the list is empty"));
-  EXPECT_THAT(parse_error("scenarios:\n  - {name: ../x}\n"), HasSubstr("is not a usable scenario name"));
-  EXPECT_EQ(parse_error("repeats: 0\n"), "s.yaml:1:10: repeats: expected an integer >= 1, got the integer 0");
+  EXPECT_THAT(parse_error("scenarios:\n  - {name: ../x}\n"),
+              HasSubstr("is not a usable scenario name"));
+  EXPECT_EQ(parse_error("repeats: 0\n"),
+            "s.yaml:1:10: repeats: expected an integer >= 1, got the integer 0");
   EXPECT_THAT(parse_error("name: \"a b\"\n"), HasSubstr("'a b' is not a usable sweep name"));
-  EXPECT_THAT(parse_error("tag: {style: hydra}\n"), HasSubstr("'hydra' is not one of readable, fairseq2"));
+  EXPECT_THAT(parse_error("tag: {style: hydra}\n"),
+              HasSubstr("'hydra' is not one of readable, fairseq2"));
   EXPECT_THAT(parse_error("tag: {format: '  '}\n"), HasSubstr("tag.format: must not be empty"));
   EXPECT_THAT(parse_error("prune_after_oom: [train.dtype]\n"),
               HasSubstr("'train.dtype' is not numeric"));

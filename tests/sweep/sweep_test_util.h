@@ -10,9 +10,10 @@
 namespace sweepbench::testing {
 
 inline SweepSpec spec_from_text(const std::string& text, const std::string& name = "s.yaml") {
-  return parse_sweep(parse_yaml(text, name), name, [](const std::string& path, const std::string& display) {
-    return load_yaml_file(path, display);
-  });
+  return parse_sweep(parse_yaml(text, name), name,
+                     [](const std::string& path, const std::string& display) {
+                       return load_yaml_file(path, display);
+                     });
 }
 
 inline Plan plan_text(const std::string& text, PlanOptions options = {}) {

@@ -12,15 +12,17 @@
 namespace sweepbench {
 namespace {
 
+using testing::error_of;
 using ::testing::HasSubstr;
 using ::testing::MatchesRegex;
-using testing::error_of;
 using testing::plan_text;
 
-const char* const kTiny = "base:\n  model.preset: gpt2-tiny\n  train: {steps: 4, warmup_steps: 1}\n";
+const char* const kTiny =
+    "base:\n  model.preset: gpt2-tiny\n  train: {steps: 4, warmup_steps: 1}\n";
 
 TEST(ReadableTags, ShowTheVaryingKeysWorldSizeAndHash) {
-  Plan plan = plan_text(std::string(kTiny) + "axes:\n  train.micro_batch: [2, 4]\n  data.seq_len: [32, 64]\n");
+  Plan plan = plan_text(std::string(kTiny) +
+                        "axes:\n  train.micro_batch: [2, 4]\n  data.seq_len: [32, 64]\n");
   ASSERT_EQ(plan.points.size(), 4u);
   for (const SweepPoint& p : plan.points) {
     std::string expected = "micro_batch=" + testing::at(plan, p.index, "train.micro_batch") +
@@ -39,7 +41,8 @@ TEST(ReadableTags, NoVaryingKeysLeavesWorldSizeAndHash) {
 TEST(ReadableTags, AmbiguousLeafNamesKeepTheirSection) {
   Plan plan = plan_text(std::string(kTiny) +
                         "zip:\n  - {train.micro_batch: [2, 4], eval.micro_batch: [1, 3]}\n");
-  EXPECT_THAT(plan.points[0].tag, MatchesRegex("train-micro_batch=2\\.eval-micro_batch=1\\.ws=1\\.[0-9a-f]{8}"));
+  EXPECT_THAT(plan.points[0].tag,
+              MatchesRegex("train-micro_batch=2\\.eval-micro_batch=1\\.ws=1\\.[0-9a-f]{8}"));
 }
 
 TEST(ReadableTags, ScenarioAndRepeatAreShownWhenTheyDistinguishPoints) {
@@ -54,21 +57,25 @@ TEST(ReadableTags, ScenarioAndRepeatAreShownWhenTheyDistinguishPoints) {
 
 TEST(ReadableTags, HostileValuesGiveSafeDistinctNames) {
   // Each value is a container image that could break a path or a shell.
-  Plan plan = plan_text("base:\n  model.preset: gpt2-tiny\n  train: {steps: 4, warmup_steps: 1}\n"
-                        "  container.runtime: apptainer\n"
-                        "axes:\n  container.image:\n"
-                        "    - ../../x\n"
-                        "    - $(rm -rf ~)\n"
-                        "    - \"; rm -rf ~; \"\n"
-                        "    - \"`touch /tmp/pwned`\"\n"
-                        "    - \"with spaces and\\nnewline\"\n"
-                        "    - \"caf\\u00e9-\\u00fcber-\\u6f22\\u5b57\"\n"
-                        "    - \".hidden\"\n"
-                        "    - \"-rf\"\n"
-                        "    - \"..\"\n"
-                        "    - \"\"\n"
-                        "    - \"" + std::string(300, 'y') + "\"\n"
-                        "    - \"" + std::string(299, 'y') + "z\"\n");
+  Plan plan = plan_text(
+      "base:\n  model.preset: gpt2-tiny\n  train: {steps: 4, warmup_steps: 1}\n"
+      "  container.runtime: apptainer\n"
+      "axes:\n  container.image:\n"
+      "    - ../../x\n"
+      "    - $(rm -rf ~)\n"
+      "    - \"; rm -rf ~; \"\n"
+      "    - \"`touch /tmp/pwned`\"\n"
+      "    - \"with spaces and\\nnewline\"\n"
+      "    - \"caf\\u00e9-\\u00fcber-\\u6f22\\u5b57\"\n"
+      "    - \".hidden\"\n"
+      "    - \"-rf\"\n"
+      "    - \"..\"\n"
+      "    - \"\"\n"
+      "    - \"" +
+      std::string(300, 'y') +
+      "\"\n"
+      "    - \"" +
+      std::string(299, 'y') + "z\"\n");
   std::set<std::string> tags;
   for (const SweepPoint& p : plan.points) {
     std::string why;
@@ -99,11 +106,12 @@ TEST(ReadableTags, LongTagsAreCutTo120Characters) {
 }
 
 TEST(TagFormat, FillsPlaceholders) {
-  Plan plan = plan_text("base:\n  model.preset: gpt2-tiny\n  train: {steps: 4, warmup_steps: 1}\n"
-                        "  container: {runtime: apptainer, image: img.sif}\n"
-                        "tag:\n  format: \"{preset}.mb{train.micro_batch}.{container.binds[1]}.{{x}}.{hash}\"\n"
-                        "axes:\n  train.micro_batch: [2, 4]\n"
-                        "  container.binds: [[/a:/a, /b:/b], [/a:/a, /c:/c]]\n");
+  Plan plan = plan_text(
+      "base:\n  model.preset: gpt2-tiny\n  train: {steps: 4, warmup_steps: 1}\n"
+      "  container: {runtime: apptainer, image: img.sif}\n"
+      "tag:\n  format: \"{preset}.mb{train.micro_batch}.{container.binds[1]}.{{x}}.{hash}\"\n"
+      "axes:\n  train.micro_batch: [2, 4]\n"
+      "  container.binds: [[/a:/a, /b:/b], [/a:/a, /c:/c]]\n");
   ASSERT_EQ(plan.points.size(), 4u);
   EXPECT_EQ(plan.points[0].tag, "gpt2-tiny.mb2.b_b.{x}." + plan.points[0].config_hash.substr(0, 8));
   EXPECT_EQ(plan.points[3].tag, "gpt2-tiny.mb4.c_c.{x}." + plan.points[3].config_hash.substr(0, 8));
@@ -116,8 +124,12 @@ TEST(TagFormat, RejectsBadFormats) {
                                    "\"\naxes:\n  train.micro_batch: [2, 4]\n");
                        }).what());
   };
-  EXPECT_EQ(err("{preset"), "s.yaml:5:11: tag.format: '{' at position 0 has no matching '}' (write {{ for a literal brace)");
-  EXPECT_EQ(err("a}b"), "s.yaml:5:11: tag.format: '}' at position 1 has no matching '{' (write }} for a literal brace)");
+  EXPECT_EQ(err("{preset"),
+            "s.yaml:5:11: tag.format: '{' at position 0 has no matching '}' (write {{ for a "
+            "literal brace)");
+  EXPECT_EQ(err("a}b"),
+            "s.yaml:5:11: tag.format: '}' at position 1 has no matching '{' (write }} for a "
+            "literal brace)");
   EXPECT_EQ(err("x{}"), "s.yaml:5:11: tag.format: empty placeholder {} at position 1");
   EXPECT_EQ(err("{zeta}.{train.microbatch}.{alpha}.{hash}"),
             "s.yaml:5:11: tag.format: unknown placeholders: alpha, train.microbatch, zeta (a "
@@ -129,7 +141,8 @@ TEST(TagFormat, RejectsBadFormats) {
 
 TEST(TagFormat, CollisionsNameBothPoints) {
   Error e = error_of([] {
-    plan_text(std::string(kTiny) + "tag: {format: \"{preset}\"}\naxes:\n  train.micro_batch: [2, 4]\n");
+    plan_text(std::string(kTiny) +
+              "tag: {format: \"{preset}\"}\naxes:\n  train.micro_batch: [2, 4]\n");
   });
   EXPECT_EQ(std::string(e.what()),
             "s.yaml:4:15: tag: two points get the same tag 'gpt2-tiny': (train.micro_batch=2), and "
@@ -146,8 +159,9 @@ TEST(Fairseq2Tags, ReproduceTheReferenceDictionaryAndHash) {
       "container: {binds: [\"/a:/b\", \"/c:/d\"], image: /images/ngc-pytorch-24.02-py3.sif}\n"
       "model: {preset: llama2-7b}\n",
       "f.yaml");
-  std::set<std::string> allowed = {"train", "micro_batch", "lr", "dtype", "activation_checkpointing",
-                                   "data", "seq_len", "path", "container", "binds", "image"};
+  std::set<std::string> allowed = {
+      "train", "micro_batch", "lr",    "dtype", "activation_checkpointing", "data", "seq_len",
+      "path",  "container",   "binds", "image"};
   std::map<std::string, std::string> tags = fairseq2_tag_dict("llama2-7b", 8, cfg, allowed);
   std::map<std::string, std::string> expected = {
       {"container.binds[0]", "ab"},    {"container.binds[1]", "cd"},
@@ -157,9 +171,8 @@ TEST(Fairseq2Tags, ReproduceTheReferenceDictionaryAndHash) {
       {"train.dtype", "bf16"},         {"train.lr", "1e-05"},
       {"train.micro_batch", "8"},      {"world_size", "8"}};
   EXPECT_EQ(tags, expected);
-  std::map<std::string, std::string> numbers =
-      fairseq2_tag_dict("gpt2", 1, parse_yaml("train: {lr: 1e16, x: 0.0001}", "n.yaml"),
-                        {"train", "lr", "x"});
+  std::map<std::string, std::string> numbers = fairseq2_tag_dict(
+      "gpt2", 1, parse_yaml("train: {lr: 1e16, x: 0.0001}", "n.yaml"), {"train", "lr", "x"});
   EXPECT_EQ(numbers.at("train.lr"), "1e+16");
   EXPECT_EQ(numbers.at("train.x"), "0.0001");
   EXPECT_EQ(numbers.at("hash"), "d4f1f3de");
@@ -168,8 +181,8 @@ TEST(Fairseq2Tags, ReproduceTheReferenceDictionaryAndHash) {
 TEST(Fairseq2Tags, StringRules) {
   EXPECT_EQ(fairseq2_string_tag("a b/c-d_e"), "abc-d_e");
   EXPECT_EQ(fairseq2_string_tag("abcdefghijklmno"), "abcdefghijklmno");  // 15 kept: as is
-  EXPECT_EQ(fairseq2_string_tag("abcdefghijklmnop").size(), 8u);          // 16 kept: hashed
-  EXPECT_EQ(fairseq2_string_tag("caf\xc3\xa9"), "caf");                   // non-ASCII is dropped
+  EXPECT_EQ(fairseq2_string_tag("abcdefghijklmnop").size(), 8u);         // 16 kept: hashed
+  EXPECT_EQ(fairseq2_string_tag("caf\xc3\xa9"), "caf");                  // non-ASCII is dropped
 }
 
 TEST(Fairseq2Tags, WholeSweepUsesDefaultFormat) {
@@ -182,9 +195,11 @@ TEST(Fairseq2Tags, WholeSweepUsesDefaultFormat) {
     plan_text(std::string(kTiny) + "tag: {style: fairseq2}\naxes:\n  train.micro_batch: [2, 4]\n");
   });
   EXPECT_THAT(e.what(), HasSubstr("two points get the same tag"));
-  EXPECT_THAT(e.what(), HasSubstr("add the names of the keys that vary to tag.keys: [train, micro_batch]"));
+  EXPECT_THAT(e.what(),
+              HasSubstr("add the names of the keys that vary to tag.keys: [train, micro_batch]"));
   Error bad = error_of([] {
-    plan_text(std::string(kTiny) + "tag: {style: fairseq2, keys: [train], format: '{train.micro_batch}'}\n");
+    plan_text(std::string(kTiny) +
+              "tag: {style: fairseq2, keys: [train], format: '{train.micro_batch}'}\n");
   });
   EXPECT_THAT(bad.what(), HasSubstr("unknown placeholder: train.micro_batch"));
 }
