@@ -50,7 +50,7 @@ Sha1::Sha1() : Md32Hash({0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476, 0xC3D2E
 
 void Sha1::compress(const std::uint8_t* block) {
   std::uint32_t w[80];
-  for (int t = 0; t < 16; ++t) w[t] = load_be32(block + 4 * t);
+  for (size_t t = 0; t < 16; ++t) w[t] = load_be32(block + 4 * t);
   for (int t = 16; t < 80; ++t) w[t] = rotl(w[t - 3] ^ w[t - 8] ^ w[t - 14] ^ w[t - 16], 1);
   std::uint32_t a = h_[0], b = h_[1], c = h_[2], d = h_[3], e = h_[4];
   for (int t = 0; t < 80; ++t) {
@@ -90,7 +90,7 @@ Sha256::Sha256()
 
 void Sha256::compress(const std::uint8_t* block) {
   std::uint32_t w[64];
-  for (int t = 0; t < 16; ++t) w[t] = load_be32(block + 4 * t);
+  for (size_t t = 0; t < 16; ++t) w[t] = load_be32(block + 4 * t);
   for (int t = 16; t < 64; ++t) {
     std::uint32_t s0 = rotr(w[t - 15], 7) ^ rotr(w[t - 15], 18) ^ (w[t - 15] >> 3);
     std::uint32_t s1 = rotr(w[t - 2], 17) ^ rotr(w[t - 2], 19) ^ (w[t - 2] >> 10);

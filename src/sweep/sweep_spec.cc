@@ -346,19 +346,16 @@ std::vector<SweepDimension> merge_dimensions(const std::vector<SweepDimension>& 
                                              std::vector<SweepDimension> own) {
   std::vector<SweepDimension> dims = top;
   for (SweepDimension& d : own) {
-    bool replaced = false;
-    if (starts_with(d.label, "axes.")) {
-      for (SweepDimension& t : dims) {
-        if (t.label == d.label) {
-          Mark keep = t.mark;
-          t = std::move(d);
-          t.mark = keep;
-          replaced = true;
-          break;
-        }
-      }
+    auto same_axis = std::find_if(dims.begin(), dims.end(), [&](const SweepDimension& t) {
+      return starts_with(d.label, "axes.") && t.label == d.label;
+    });
+    if (same_axis == dims.end()) {
+      dims.push_back(std::move(d));
+    } else {
+      Mark keep = same_axis->mark;
+      *same_axis = std::move(d);
+      same_axis->mark = keep;
     }
-    if (!replaced) dims.push_back(std::move(d));
   }
   std::stable_sort(dims.begin(), dims.end(), [](const SweepDimension& a, const SweepDimension& b) {
     return mark_before(a.mark, b.mark);
