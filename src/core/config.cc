@@ -295,8 +295,29 @@ std::string point_config_file_text(const Value& resolved) {
          emit_canonical_yaml(resolved);
 }
 
+Value loosen_derived_keys(const Value& partial) {
+  Value out = partial;
+  for (const KeySpec& k : Schema::get().keys()) {
+    if (!k.derived) continue;
+    const Value* value = partial.find_path(k.path);
+    if (value == nullptr || value->is_null()) continue;
+    // Would this key get the same value if it were left to be derived?
+    Value without = partial;
+    without.set_path(k.path, Value::null());
+    try {
+      if (config_at(resolve_config(without), k.path) == *value) out.set_path(k.path, Value::null());
+    } catch (const Error&) {
+      // It cannot be derived from the rest: it is explicit.
+    }
+  }
+  return out;
+}
+
 Value load_point_config(const std::string& path, const std::vector<Override>& overrides) {
   Value partial = normalize_partial_config(load_yaml_file(path));
+  // A point config holds its derived values written out; those still equal to what their source
+  // gives follow an override of the source (--set model.preset=... changes the shape).
+  if (!overrides.empty()) partial = loosen_derived_keys(partial);
   for (const Override& o : overrides) merge_into(partial, o.partial);
   return resolve_config(partial);
 }

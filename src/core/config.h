@@ -51,8 +51,14 @@ std::string config_hash(const Value& resolved);
 // canonical YAML (unhashed keys included).
 std::string point_config_file_text(const Value& resolved);
 
+// Nulls each derived key (KeySpec::derived) whose value equals what it would be derived as, so it
+// is derived again from whatever its source becomes.
+Value loosen_derived_keys(const Value& partial);
+
 // Loads a point config file (as written by `bench-sweep plan --out`, or by hand), applies the
-// overrides and resolves it. Used by bench-train.
+// overrides and resolves it. Derived values written out in the file follow their sources:
+// `--set model.preset=llama-tiny` on a gpt2-tiny point gives a llama-tiny shape, while a
+// model.n_layer that differs from its preset's stays. Used by bench-train.
 Value load_point_config(const std::string& path, const std::vector<Override>& overrides);
 
 // Gets a key of a resolved config; throws a std::logic_error if the schema lacks it.

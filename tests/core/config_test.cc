@@ -165,5 +165,23 @@ TEST(PointConfigFile, RoundTripsWithTheSameHash) {
   EXPECT_EQ(config_at(overridden, "train.steps").as_int(), 99);
 }
 
+TEST(PointConfigFile, DerivedValuesFollowTheirSourceUnderOverrides) {
+  testing::TempDir dir;
+  std::string path = dir.write(
+      "config.yaml",
+      point_config_file_text(resolved("model: {preset: gpt2-tiny, n_layer: 3}\ntrain.micro_batch: 4\n")));
+  Value llama = load_point_config(path, {parse_override("model.preset=llama-tiny")});
+  EXPECT_EQ(config_at(llama, "model.arch").as_string(), "llama");
+  EXPECT_EQ(config_at(llama, "model.n_kv_head").as_int(), 2);
+  EXPECT_EQ(config_at(llama, "model.ffn_dim").as_int(), 176);
+  EXPECT_EQ(config_at(llama, "model.n_layer").as_int(), 3);  // explicit: it stays
+  Value bigger = load_point_config(path, {parse_override("train.micro_batch=16")});
+  EXPECT_EQ(config_at(bigger, "eval.micro_batch").as_int(), 16);
+  Value seq = load_point_config(path, {parse_override("model.block_size=64")});
+  EXPECT_EQ(config_at(seq, "data.seq_len").as_int(), 64);
+  // Without overrides the file is taken as it is.
+  EXPECT_EQ(config_hash(load_point_config(path, {})), config_hash(resolved("model: {preset: gpt2-tiny, n_layer: 3}\ntrain.micro_batch: 4\n")));
+}
+
 }  // namespace
 }  // namespace sweepbench

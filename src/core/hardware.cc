@@ -1,0 +1,33 @@
+#include "core/hardware.h"
+
+namespace sweepbench {
+
+const std::vector<PeakEntry>& peak_tflops_table() {
+  // NVIDIA data sheets (dense, per GPU).
+  static const std::vector<PeakEntry> table = {
+      {"GH200", "GH200 (H100 in Grace Hopper)", 67.0, 989.4, 989.4},
+      {"H200", "H200 SXM", 67.0, 989.4, 989.4},
+      {"H100 PCIe", "H100 PCIe", 51.2, 756.0, 756.0},
+      {"H100 NVL", "H100 NVL", 60.0, 835.0, 835.0},
+      {"H100", "H100 SXM", 67.0, 989.4, 989.4},
+      {"A100", "A100 (SXM and PCIe)", 19.5, 312.0, 312.0},
+      {"L40S", "L40S", 91.6, 362.1, 362.1},
+      {"L4", "L4", 30.3, 121.0, 121.0},
+      {"A10G", "A10G", 31.2, 70.0, 70.0},
+      {"A10", "A10", 31.2, 125.0, 125.0},
+      {"V100", "V100 SXM2", 15.7, 0.0, 125.0},
+  };
+  return table;
+}
+
+std::optional<double> peak_tflops_for(const std::string& device_name, const std::string& dtype) {
+  for (const PeakEntry& e : peak_tflops_table()) {
+    if (device_name.find(e.match) == std::string::npos) continue;
+    double v = dtype == "bf16" ? e.bf16 : (dtype == "fp16" ? e.fp16 : e.fp32);
+    if (v <= 0) return std::nullopt;
+    return v;
+  }
+  return std::nullopt;
+}
+
+}  // namespace sweepbench

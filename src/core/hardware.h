@@ -1,0 +1,26 @@
+// Peak dense throughput of accelerators, for MFU: the table docs/metrics.md documents.
+//
+// Figures are the vendors' dense (no sparsity) tensor-core peaks per GPU for bf16 and fp16, and
+// the plain FP32 (non-tensor-core) peak for fp32, since PyTorch leaves TF32 off for matmuls by
+// default. Used only when hardware.peak_tflops is null; CPUs have no entry (no MFU unless given).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sweepbench {
+
+struct PeakEntry {
+  std::string match;                    // a substring of the device name, e.g. "H100 PCIe"
+  std::string label;                    // how docs name it
+  double fp32 = 0, bf16 = 0, fp16 = 0;  // TFLOPS; 0 = not supported
+};
+
+// In match order: more specific names first ("H100 PCIe" before "H100", "A100" before "A10").
+const std::vector<PeakEntry>& peak_tflops_table();
+
+// The peak for a device name and train.dtype (fp32 | bf16 | fp16), if the table knows it.
+std::optional<double> peak_tflops_for(const std::string& device_name, const std::string& dtype);
+
+}  // namespace sweepbench

@@ -1,0 +1,294 @@
+#include "results/rank_file.h"
+
+#include <hdf5.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <vector>
+
+#include "core/error.h"
+
+namespace sweepbench {
+namespace {
+
+namespace fs = std::filesystem;
+
+// HDF5's own message for the most recent failure on this thread.
+std::string h5_message() {
+  std::string text;
+  H5Ewalk2(
+      H5E_DEFAULT, H5E_WALK_DOWNWARD,
+      [](unsigned, const H5E_error2_t* e, void* out) -> herr_t {
+        auto* t = static_cast<std::string*>(out);
+        if (!t->empty()) t->append("; ");
+        t->append(e->desc ? e->desc : "?");
+        return 0;
+      },
+      &text);
+  return text.empty() ? "unknown HDF5 error" : text;
+}
+
+[[noreturn]] void h5_fail(const std::string& path, const char* call, const char* file, int line) {
+  throw Error(
+      ErrorKind::kIo, Mark::in(path), "",
+      std::string(file) + ":" + std::to_string(line) + ": " + call + " failed: " + h5_message());
+}
+
+// Checks an HDF5 call (negative ids and statuses are failures).
+#define H5_CHECK(call)                                                   \
+  ([&]() {                                                               \
+    auto h5_check_result_ = (call);                                      \
+    if (h5_check_result_ < 0) h5_fail(path_, #call, __FILE__, __LINE__); \
+    return h5_check_result_;                                             \
+  }())
+
+// An open HDF5 id closed on scope exit.
+class Handle {
+ public:
+  Handle(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
+  ~Handle() {
+    if (id_ >= 0) close_(id_);
+  }
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+  hid_t get() const { return id_; }
+
+ private:
+  hid_t id_;
+  herr_t (*close_)(hid_t);
+};
+
+class Writer {
+ public:
+  explicit Writer(std::string path) : path_(std::move(path)) {
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);  // errors become exceptions, not stderr noise
+    file_ = H5_CHECK(H5Fcreate(path_.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT));
+    string_type_ = H5_CHECK(H5Tcopy(H5T_C_S1));
+    H5_CHECK(H5Tset_size(string_type_, H5T_VARIABLE));
+    H5_CHECK(H5Tset_cset(string_type_, H5T_CSET_UTF8));
+  }
+  ~Writer() {
+    if (string_type_ >= 0) H5Tclose(string_type_);
+    if (file_ >= 0) H5Fclose(file_);
+  }
+  Writer(const Writer&) = delete;
+  Writer& operator=(const Writer&) = delete;
+
+  hid_t group(const std::string& name) {
+    hid_t g = H5_CHECK(H5Gcreate2(file_, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    groups_.push_back(g);
+    return g;
+  }
+  hid_t root() const { return file_; }
+
+  void attr(hid_t where, const char* name, const std::string& value) {
+    Handle space(H5_CHECK(H5Screate(H5S_SCALAR)), H5Sclose);
+    Handle a(H5_CHECK(H5Acreate2(where, name, string_type_, space.get(), H5P_DEFAULT, H5P_DEFAULT)),
+             H5Aclose);
+    const char* p = value.c_str();
+    H5_CHECK(H5Awrite(a.get(), string_type_, &p));
+  }
+  void attr(hid_t where, const char* name, std::int64_t value) {
+    scalar_attr(where, name, H5T_NATIVE_INT64, H5T_STD_I64LE, &value);
+  }
+  void attr(hid_t where, const char* name, double value) {
+    scalar_attr(where, name, H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE, &value);
+  }
+
+  void dataset(hid_t where, const char* name, const std::vector<double>& v) {
+    array(where, name, H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE, v.data(), v.size());
+  }
+  void dataset(hid_t where, const char* name, const std::vector<std::int64_t>& v) {
+    array(where, name, H5T_NATIVE_INT64, H5T_STD_I64LE, v.data(), v.size());
+  }
+  void dataset(hid_t where, const char* name, const std::vector<std::uint8_t>& v) {
+    array(where, name, H5T_NATIVE_UINT8, H5T_STD_U8LE, v.data(), v.size());
+  }
+  void dataset(hid_t where, const char* name, const std::vector<std::string>& v) {
+    std::vector<const char*> ptrs;
+    for (const std::string& s : v) ptrs.push_back(s.c_str());
+    array(where, name, string_type_, string_type_, ptrs.data(), ptrs.size());
+  }
+
+  void close() {
+    for (hid_t g : groups_) H5Gclose(g);
+    groups_.clear();
+    H5_CHECK(H5Fflush(file_, H5F_SCOPE_GLOBAL));
+    hid_t f = file_;
+    file_ = -1;
+    H5_CHECK(H5Fclose(f));
+  }
+
+ private:
+  void scalar_attr(hid_t where, const char* name, hid_t mem_type, hid_t file_type,
+                   const void* value) {
+    Handle space(H5_CHECK(H5Screate(H5S_SCALAR)), H5Sclose);
+    Handle a(H5_CHECK(H5Acreate2(where, name, file_type, space.get(), H5P_DEFAULT, H5P_DEFAULT)),
+             H5Aclose);
+    H5_CHECK(H5Awrite(a.get(), mem_type, value));
+  }
+  void array(hid_t where, const char* name, hid_t mem_type, hid_t file_type, const void* data,
+             size_t n) {
+    hsize_t dims[1] = {static_cast<hsize_t>(n)};
+    Handle space(H5_CHECK(H5Screate_simple(1, dims, nullptr)), H5Sclose);
+    Handle d(H5_CHECK(H5Dcreate2(where, name, file_type, space.get(), H5P_DEFAULT, H5P_DEFAULT,
+                                 H5P_DEFAULT)),
+             H5Dclose);
+    if (n > 0) H5_CHECK(H5Dwrite(d.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data));
+  }
+
+  std::string path_;
+  hid_t file_ = -1;
+  hid_t string_type_ = -1;
+  std::vector<hid_t> groups_;
+};
+
+template <typename T, typename F>
+std::vector<T> column(const std::vector<StepRecord>& steps, F get) {
+  std::vector<T> out;
+  out.reserve(steps.size());
+  for (const StepRecord& s : steps) out.push_back(static_cast<T>(get(s)));
+  return out;
+}
+
+void write_all(Writer& w, const RankResult& r) {
+  hid_t root = w.root();
+  w.attr(root, "schema_version", kResultsSchemaVersion);
+  w.attr(root, "config_yaml", r.config_yaml);
+  w.attr(root, "config_hash", r.config_hash);
+  w.attr(root, "tag", r.tag);
+  w.attr(root, "rank", r.rank);
+  w.attr(root, "world_size", r.world_size);
+  w.attr(root, "local_rank", r.local_rank);
+  w.attr(root, "hostname", r.hostname);
+  w.attr(root, "device_type", r.device_type);
+  w.attr(root, "device_name", r.device_name);
+  w.attr(root, "device_count", r.device_count);
+  w.attr(root, "threads", r.threads);
+  w.attr(root, "sweepbench_version", r.sweepbench_version);
+  w.attr(root, "torch_version", r.torch_version);
+  w.attr(root, "cuda_version", r.cuda_version);
+  w.attr(root, "nccl_version", r.nccl_version);
+  w.attr(root, "mpi_version", r.mpi_version);
+  w.attr(root, "container_runtime", r.container_runtime);
+  w.attr(root, "container_image", r.container_image);
+  w.attr(root, "container_digest", r.container_digest);
+  w.attr(root, "slurm_job_id", r.slurm_job_id);
+  w.attr(root, "slurm_array_job_id", r.slurm_array_job_id);
+  w.attr(root, "slurm_array_task_id", r.slurm_array_task_id);
+  w.attr(root, "slurm_step_id", r.slurm_step_id);
+  w.attr(root, "start_time", r.start_time);
+  w.attr(root, "end_time", r.end_time);
+  w.attr(root, "status", r.status);
+  w.attr(root, "reason", r.reason);
+  w.attr(root, "rank_status", r.rank_status);
+  w.attr(root, "parameter_count", r.parameter_count);
+  w.attr(root, "flops_per_token", r.flops_per_token);
+  w.attr(root, "flops_per_token_6n", r.flops_per_token_6n);
+  w.attr(root, "peak_tflops", r.peak_tflops);
+  w.attr(root, "peak_tflops_source", r.peak_tflops_source);
+  w.attr(root, "steps_planned", r.steps_planned);
+  w.attr(root, "warmup_steps", r.warmup_steps);
+  w.attr(root, "seq_len", r.seq_len);
+  w.attr(root, "micro_batch", r.micro_batch);
+  w.attr(root, "grad_accum", r.grad_accum);
+  w.attr(root, "parameter_sha256", r.parameter_sha256);
+
+  hid_t steps = w.group("steps");
+  const auto& s = r.steps;
+  w.dataset(steps, "step", column<std::int64_t>(s, [](const StepRecord& x) { return x.step; }));
+  w.dataset(steps, "total_s", column<double>(s, [](const StepRecord& x) { return x.total_s; }));
+  w.dataset(steps, "data_s", column<double>(s, [](const StepRecord& x) { return x.data_s; }));
+  w.dataset(steps, "forward_s", column<double>(s, [](const StepRecord& x) { return x.forward_s; }));
+  w.dataset(steps, "backward_s",
+            column<double>(s, [](const StepRecord& x) { return x.backward_s; }));
+  w.dataset(steps, "comm_s", column<double>(s, [](const StepRecord& x) { return x.comm_s; }));
+  w.dataset(steps, "optimizer_s",
+            column<double>(s, [](const StepRecord& x) { return x.optimizer_s; }));
+  w.dataset(steps, "tokens", column<std::int64_t>(s, [](const StepRecord& x) { return x.tokens; }));
+  w.dataset(steps, "samples",
+            column<std::int64_t>(s, [](const StepRecord& x) { return x.samples; }));
+  w.dataset(steps, "loss", column<double>(s, [](const StepRecord& x) { return x.loss; }));
+  w.dataset(steps, "lr", column<double>(s, [](const StepRecord& x) { return x.lr; }));
+  w.dataset(steps, "grad_norm", column<double>(s, [](const StepRecord& x) { return x.grad_norm; }));
+  w.dataset(steps, "loss_scale",
+            column<double>(s, [](const StepRecord& x) { return x.loss_scale; }));
+  w.dataset(steps, "skipped",
+            column<std::uint8_t>(s, [](const StepRecord& x) { return x.skipped; }));
+  w.dataset(steps, "measured",
+            column<std::uint8_t>(s, [](const StepRecord& x) { return x.measured; }));
+
+  hid_t eval = w.group("eval");
+  w.attr(eval, "ran", static_cast<std::int64_t>(r.eval.ran));
+  w.attr(eval, "steps", r.eval.steps);
+  w.attr(eval, "samples", r.eval.samples);
+  w.attr(eval, "tokens", r.eval.tokens);
+  w.attr(eval, "loss", r.eval.loss);
+  w.attr(eval, "seconds", r.eval.seconds);
+  w.dataset(eval, "batch_loss", r.eval.batch_loss);
+  w.dataset(eval, "batch_s", r.eval.batch_s);
+
+  hid_t memory = w.group("memory");
+  w.attr(memory, "stage_source", r.memory_stage_source);
+  std::vector<std::string> names;
+  std::vector<std::int64_t> begin, end, peak;
+  for (const StageMemory& m : r.memory_stages) {
+    names.push_back(m.stage);
+    begin.push_back(m.begin);
+    end.push_back(m.end);
+    peak.push_back(m.peak);
+  }
+  w.dataset(memory, "stage", names);
+  w.dataset(memory, "begin_bytes", begin);
+  w.dataset(memory, "end_bytes", end);
+  w.dataset(memory, "peak_bytes", peak);
+
+  hid_t samples = w.group("samples");
+  w.attr(samples, "device_source", r.samples.device_source);
+  w.dataset(samples, "time_s", r.samples.time_s);
+  w.dataset(samples, "device_bytes", r.samples.device_bytes);
+  w.dataset(samples, "rss_bytes", r.samples.rss_bytes);
+  w.dataset(samples, "cpu_percent", r.samples.cpu_percent);
+  w.dataset(samples, "ram_used_mb", r.samples.ram_used_mb);
+}
+
+}  // namespace
+
+std::string rank_file_name(std::int64_t rank) {
+  char name[32];
+  std::snprintf(name, sizeof(name), "rank-%05lld.h5", static_cast<long long>(rank));
+  return name;
+}
+
+void write_rank_file(const RankResult& result, const std::string& path) {
+  fs::path target(path);
+  std::error_code ec;
+  if (fs::exists(target, ec)) {
+    throw Error(ErrorKind::kConflict, Mark::in(path), "", "a result file is already there",
+                "results are never overwritten; write to another directory");
+  }
+  fs::path partial = target.parent_path() / ("." + target.filename().string() + ".partial");
+  fs::remove(partial, ec);  // a partial file can only be left by a run that died while writing
+  {
+    Writer w(partial.string());
+    write_all(w, result);
+    w.close();
+  }
+  // link(2) refuses an existing target atomically, which rename(2) would silently replace.
+  if (::link(partial.c_str(), target.c_str()) != 0) {
+    int err = errno;
+    fs::remove(partial, ec);
+    if (err == EEXIST) {
+      throw Error(ErrorKind::kConflict, Mark::in(path), "", "a result file appeared while writing",
+                  "two runs write to the same directory");
+    }
+    throw Error(ErrorKind::kIo, Mark::in(path), "",
+                std::string("cannot move the finished file into place: ") + std::strerror(err));
+  }
+  fs::remove(partial, ec);
+}
+
+}  // namespace sweepbench

@@ -1,0 +1,18 @@
+// Writes a RankResult to HDF5 (docs/results-format.md), under a temporary name renamed into
+// place when the file is complete, so a reader never sees half a file under the final name.
+#pragma once
+
+#include <string>
+
+#include "results/rank_result.h"
+
+namespace sweepbench {
+
+// DIR/rank-00003.h5 for rank 3.
+std::string rank_file_name(std::int64_t rank);
+
+// Writes `result` to `path` (via "<dir>/.<name>.partial"). Refuses to replace an existing file:
+// throws Error(kConflict). HDF5 failures throw Error(kIo) naming the path and HDF5's message.
+void write_rank_file(const RankResult& result, const std::string& path);
+
+}  // namespace sweepbench

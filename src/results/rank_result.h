@@ -1,0 +1,86 @@
+// What one rank measured in one run: the data model of DIR/rank-NNNNN.h5.
+//
+// Plain values, no HDF5 and no torch: bench-train fills it, rank_file.h writes it, and
+// bench-extract (later) reads it back. docs/results-format.md describes the file; a test reads it
+// with h5py and checks that description.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sweepbench {
+
+constexpr std::int64_t kResultsSchemaVersion = 1;
+
+// One optimizer step. Times in seconds; the step's total includes data loading, forward,
+// backward, the agreement between ranks, gradient communication and the optimizer.
+struct StepRecord {
+  std::int64_t step = 0;
+  double total_s = 0, data_s = 0, forward_s = 0, backward_s = 0, comm_s = 0, optimizer_s = 0;
+  std::int64_t tokens = 0;   // this rank's tokens in the step (micro batch x seq x grad accum)
+  std::int64_t samples = 0;  // this rank's sequences in the step
+  double loss = 0;           // mean over the step's micro batches, this rank
+  double lr = 0;
+  double grad_norm = 0;   // after the all-reduce, before clipping
+  double loss_scale = 1;  // fp16 dynamic loss scale; 1 otherwise
+  bool skipped = false;   // fp16: inf/nan gradients, the update was skipped
+  bool measured = false;  // false for warm-up steps
+};
+
+// Allocator (or RSS) statistics of one stage, in the Hugging Face Trainer's terms:
+// alloc_delta = end - begin, peaked_delta = max(0, peak - end).
+struct StageMemory {
+  std::string stage;  // before_init, init, train, eval
+  std::int64_t begin = 0, end = 0, peak = 0;
+};
+
+struct EvalSummary {
+  bool ran = false;
+  std::int64_t steps = 0;
+  std::int64_t samples = 0;        // this rank
+  std::int64_t tokens = 0;         // this rank
+  double loss = 0;                 // mean over all ranks' eval batches
+  double seconds = 0;              // this rank's wall time for the evaluation
+  std::vector<double> batch_loss;  // this rank, per batch
+  std::vector<double> batch_s;     // this rank, per batch
+};
+
+struct SampleSeries {
+  std::string device_source;  // nvml or rss
+  std::vector<double> time_s;
+  std::vector<std::int64_t> device_bytes, rss_bytes;
+  std::vector<double> cpu_percent, ram_used_mb;
+};
+
+struct RankResult {
+  // Identity of the point and the process.
+  std::string config_yaml, config_hash, tag;
+  std::int64_t rank = 0, world_size = 1, local_rank = 0;
+  std::string hostname;
+  // Software and hardware.
+  std::string device_type, device_name;  // "cpu"/"cuda"
+  std::int64_t device_count = 0;
+  std::string sweepbench_version, torch_version, cuda_version, nccl_version, mpi_version;
+  std::int64_t threads = 0;
+  std::string container_runtime, container_image, container_digest;
+  std::string slurm_job_id, slurm_array_job_id, slurm_array_task_id, slurm_step_id;
+  // The run.
+  std::string start_time, end_time;  // ISO 8601, UTC
+  std::string status = "running";    // ok, oom, timeout, failed
+  std::string reason;                // why, when not ok
+  std::string rank_status = "ok";    // what happened on this rank (a peer may have failed)
+  std::int64_t parameter_count = 0;
+  double flops_per_token = 0, flops_per_token_6n = 0;
+  double peak_tflops = 0;          // per device; 0 = unknown (no MFU)
+  std::string peak_tflops_source;  // config, table, none
+  std::int64_t steps_planned = 0, warmup_steps = 0, seq_len = 0, micro_batch = 0, grad_accum = 0;
+  std::string parameter_sha256;  // of every parameter's bytes at the end: equal across ranks
+  std::vector<StepRecord> steps;
+  EvalSummary eval;
+  std::string memory_stage_source;  // cuda_allocator or rss
+  std::vector<StageMemory> memory_stages;
+  SampleSeries samples;
+};
+
+}  // namespace sweepbench

@@ -1,0 +1,45 @@
+// The headline numbers of a run, defined once (docs/metrics.md) and shared by bench-train's
+// summary and bench-extract.
+//
+// Conventions: warm-up steps never count; the time of a step is the slowest rank's; throughput is
+// all ranks' tokens over the sum of measured step times; percentiles interpolate linearly between
+// order statistics (numpy's default).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sweepbench {
+
+struct Metric {
+  std::string name;  // the bench-extract column, e.g. train_tokens_per_second
+  double value = 0;
+  std::string unit;
+};
+
+struct SummaryInput {
+  // Per measured step, each the maximum over ranks.
+  std::vector<double> step_s, forward_s, backward_s, comm_s, optimizer_s, data_s;
+  std::int64_t tokens_per_step = 0;   // all ranks
+  std::int64_t samples_per_step = 0;  // all ranks
+  int world_size = 1;
+  double flops_per_token = 0;
+  double peak_tflops = 0;  // per device; 0 = unknown, no MFU
+  double train_loss = 0;   // last measured step, mean over ranks
+  bool has_eval = false;
+  double eval_loss = 0;
+  double eval_samples = 0;        // all ranks
+  double eval_seconds = 0;        // slowest rank
+  double memory_peak_bytes = -1;  // max over ranks
+};
+
+std::vector<Metric> summarize(const SummaryInput& in);
+
+// q in [0, 1]; NaN for an empty list.
+double percentile(std::vector<double> values, double q);
+double mean(const std::vector<double>& values);
+// Sample standard deviation (n - 1); 0 for fewer than two values.
+double stddev(const std::vector<double>& values);
+
+}  // namespace sweepbench

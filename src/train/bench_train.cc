@@ -1,0 +1,802 @@
+// bench-train's orchestration: config, agreement between ranks, the measured loop, evaluation,
+// results. Torch-free: the training step is behind trainer.h.
+//
+// Agreement: ranks must never wait forever for a peer that failed. So after every phase that can
+// fail on one rank alone (reading the config, building the model, forward/backward, the
+// optimizer, an evaluation batch) and at every step (for signals) the ranks all-reduce one small
+// status, the most severe wins, and every rank then takes the same path: on to the collective
+// gradient all-reduce, or straight to writing its results with the agreed status.
+#include "train/bench_train.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <boost/program_options.hpp>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdarg>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "core/config.h"
+#include "core/error.h"
+#include "core/fs.h"
+#include "core/hardware.h"
+#include "core/model_shapes.h"
+#include "core/text.h"
+#include "core/yaml_io.h"
+#include "results/rank_file.h"
+#include "results/summary.h"
+#include "train/data.h"
+#include "train/mpi_env.h"
+#include "train/run_info.h"
+#include "train/sampler.h"
+#include "train/trainer.h"
+
+namespace sweepbench {
+namespace {
+
+namespace fs = std::filesystem;
+namespace po = boost::program_options;
+
+const char* const kUsage =
+    R"(bench-train: benchmark LLM training on this rank's device; run it under
+mpirun -n N, srun --mpi=pmix -n N, or alone for one rank.
+
+Usage: bench-train --config POINT.yaml --out DIR [--set KEY=VALUE]... [--max-memory-mb N]
+
+Trains the model of POINT.yaml (a point config, as bench-sweep plan --out writes) for train.steps
+steps, the first train.warmup_steps excluded from every statistic, then evaluates for eval.steps
+batches. Each rank writes DIR/rank-NNNNN.h5 (docs/results-format.md); rank 0 prints progress, a
+summary table and writes DIR/summary.json. Existing results are never overwritten.
+
+Examples:
+  bench-train --config runs/qs/micro_batch=2.seq_len=32.ws=1.57ed52f2/config.yaml --out /tmp/r
+  mpirun -n 2 bench-train --config point.yaml --set train.steps=20 --out runs/two-ranks
+
+Exit codes: 0 ok, 2 bad arguments or config, 3 results already there, 4 cannot write,
+20 out of memory, 21 time limit (SIGTERM/SIGUSR1), 22 failed, 23 interrupted (SIGINT).
+
+Options:
+)";
+
+// What the ranks agree on; the largest value wins.
+enum class RunStatus : int { kOk = 0, kCancelled = 1, kTimeout = 2, kOom = 3, kFailed = 4 };
+
+const char* status_name(RunStatus s) {
+  switch (s) {
+    case RunStatus::kOk:
+      return "ok";
+    case RunStatus::kCancelled:
+      return "cancelled";
+    case RunStatus::kTimeout:
+      return "timeout";
+    case RunStatus::kOom:
+      return "oom";
+    case RunStatus::kFailed:
+      return "failed";
+  }
+  return "failed";
+}
+
+int exit_code_for(RunStatus s) {
+  switch (s) {
+    case RunStatus::kOk:
+      return kTrainExitOk;
+    case RunStatus::kCancelled:
+      return kTrainExitCancelled;
+    case RunStatus::kTimeout:
+      return kTrainExitTimeout;
+    case RunStatus::kOom:
+      return kTrainExitOom;
+    case RunStatus::kFailed:
+      return kTrainExitFailed;
+  }
+  return kTrainExitFailed;
+}
+
+RunStatus from_outcome(Outcome o) {
+  return o == Outcome::kOom ? RunStatus::kOom
+                            : (o == Outcome::kOk ? RunStatus::kOk : RunStatus::kFailed);
+}
+
+std::atomic<int> g_signal{0};
+
+extern "C" void on_signal(int sig) { g_signal.store(sig); }
+
+void install_signal_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGTERM, SIGUSR1, SIGINT}) sigaction(sig, &sa, nullptr);
+}
+
+// The status a received signal asks for: SIGTERM and SIGUSR1 are SLURM's time-limit warnings.
+RunStatus signal_status() {
+  int sig = g_signal.load();
+  if (sig == 0) return RunStatus::kOk;
+  return sig == SIGINT ? RunStatus::kCancelled : RunStatus::kTimeout;
+}
+
+std::string signal_text() {
+  int sig = g_signal.load();
+  return sig == SIGINT ? "SIGINT" : (sig == SIGUSR1 ? "SIGUSR1" : "SIGTERM");
+}
+
+struct Args {
+  std::string config, out;
+  std::vector<std::string> sets;
+  std::int64_t max_memory_mb = 0;
+  bool help = false, version = false;
+};
+
+Args parse_args(int argc, char** argv, po::options_description& desc) {
+  Args a;
+  desc.add_options()("help,h", "Show this help")("version", "Print the version")(
+      "config,c", po::value<std::string>(&a.config), "The point config (YAML)")(
+      "out,o", po::value<std::string>(&a.out), "Directory for the results")(
+      "set", po::value<std::vector<std::string>>(&a.sets)->composing(),
+      "Override KEY=VALUE (repeatable; VALUE is YAML)")(
+      "max-memory-mb", po::value<std::int64_t>(&a.max_memory_mb)->default_value(0),
+      "Cap each rank's address space N MB above its size at start (0: no cap); makes "
+      "out-of-memory testable on a CPU");
+  po::variables_map vm;
+  po::store(po::parse_command_line(argc, argv, desc), vm);
+  po::notify(vm);
+  a.help = vm.count("help") > 0;
+  a.version = vm.count("version") > 0;
+  return a;
+}
+
+// Output on rank 0 only (llm.c's printf0), flushed per line so progress shows under mpirun.
+class Console {
+ public:
+  explicit Console(bool enabled) : enabled_(enabled) {}
+  bool enabled() const { return enabled_; }
+  __attribute__((format(printf, 2, 3))) void line(const char* format, ...) {
+    if (!enabled_) return;
+    va_list args;
+    va_start(args, format);
+    std::vprintf(format, args);
+    va_end(args);
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+
+ private:
+  bool enabled_;
+};
+
+std::string with_commas(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.0f", v);
+  std::string digits(buf);
+  std::string out;
+  size_t start = digits[0] == '-' ? 1 : 0;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > start && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+std::string duration_text(double s) {
+  char buf[32];
+  if (s >= 3600) {
+    std::snprintf(buf, sizeof(buf), "%dh%02dm", static_cast<int>(s / 3600),
+                  static_cast<int>(s / 60) % 60);
+  } else if (s >= 60) {
+    std::snprintf(buf, sizeof(buf), "%dm%02ds", static_cast<int>(s / 60), static_cast<int>(s) % 60);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.1fs", s);
+  }
+  return buf;
+}
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Everything decided before any work, identical on all ranks.
+struct Plan {
+  Value config;
+  std::string config_yaml, config_hash, tag;
+  TrainerOptions trainer;
+  DataOptions data;
+  std::int64_t steps = 0, warmup = 0, micro_batch = 0, grad_accum = 1, eval_steps = 0,
+               eval_batch = 0;
+  double lr = 0;
+  int log_every = 10, sample_interval_ms = 1000;
+  bool system_metrics = true;
+  std::string dtype, preset;
+  std::optional<double> configured_peak;
+  std::string rank_path;
+};
+
+// The tag is the name of the directory holding the config (as bench-sweep lays points out).
+std::string tag_of(const std::string& config_path) {
+  return fs::absolute(config_path).lexically_normal().parent_path().filename().string();
+}
+
+Plan make_plan(const Args& args, const MpiEnv& mpi) {
+  if (args.config.empty()) {
+    throw Error::input(Mark::in("bench-train"), "", "--config is missing", "bench-train --help");
+  }
+  if (args.out.empty()) {
+    throw Error::input(Mark::in("bench-train"), "", "--out is missing", "bench-train --help");
+  }
+  Plan p;
+  p.config = load_point_config(args.config, parse_overrides(args.sets));
+  const Value& c = p.config;
+  p.config_yaml = emit_canonical_yaml(c);
+  p.config_hash = config_hash(c);
+  p.tag = tag_of(args.config);
+  p.preset = config_at(c, "model.preset").as_string();
+  p.dtype = config_at(c, "train.dtype").as_string();
+  p.steps = config_at(c, "train.steps").as_int();
+  p.warmup = config_at(c, "train.warmup_steps").as_int();
+  p.micro_batch = config_at(c, "train.micro_batch").as_int();
+  p.grad_accum = config_at(c, "train.grad_accum").as_int();
+  p.eval_steps = config_at(c, "eval.steps").as_int();
+  p.eval_batch = config_at(c, "eval.micro_batch").as_int();
+  p.lr = config_at(c, "train.lr").as_float();
+  p.log_every = static_cast<int>(config_at(c, "metrics.log_every").as_int());
+  p.sample_interval_ms = static_cast<int>(config_at(c, "metrics.sample_interval_ms").as_int());
+  p.system_metrics = config_at(c, "metrics.system").as_bool();
+  const Value& peak = config_at(c, "hardware.peak_tflops");
+  if (!peak.is_null()) p.configured_peak = peak.as_float();
+
+  std::int64_t world = config_at(c, "launch.ranks").as_int();
+  if (world != mpi.size()) {
+    // A mismatch is allowed (run a point by hand with fewer ranks), but said.
+    if (mpi.rank() == 0) {
+      std::fprintf(stderr,
+                   "bench-train: note: launch.ranks is %lld but %d rank(s) are running; the "
+                   "results record the ranks that ran\n",
+                   static_cast<long long>(world), mpi.size());
+    }
+  }
+
+  TrainerOptions& t = p.trainer;
+  t.shape = model_shape_of(c);
+  t.preset = p.preset;
+  t.seq_len = config_at(c, "data.seq_len").as_int();
+  t.grad_accum = p.grad_accum;
+  t.dtype = p.dtype;
+  t.activation_checkpointing = config_at(c, "train.activation_checkpointing").as_bool();
+  t.lr = p.lr;
+  t.beta1 = config_at(c, "train.beta1").as_float();
+  t.beta2 = config_at(c, "train.beta2").as_float();
+  t.eps = config_at(c, "train.eps").as_float();
+  t.weight_decay = config_at(c, "train.weight_decay").as_float();
+  t.grad_clip = config_at(c, "train.grad_clip").as_float();
+  t.loss_scale = config_at(c, "train.loss_scale").as_float();
+  t.seed = static_cast<std::uint64_t>(config_at(c, "train.seed").as_int());
+  t.device = config_at(c, "launch.device").as_string();
+  t.local_rank = mpi.local_rank();
+  const Value& cpus = config_at(c, "launch.cpus_per_rank");
+  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  t.threads = cpus.is_null()
+                  ? static_cast<int>(std::max(1u, cores / static_cast<unsigned>(mpi.local_size())))
+                  : static_cast<int>(cpus.as_int());
+
+  DataOptions& d = p.data;
+  d.source = config_at(c, "data.source").as_string();
+  const Value& path = config_at(c, "data.path");
+  d.path = path.is_null() ? "" : path.as_string();
+  d.token_dtype = config_at(c, "data.token_dtype").as_string();
+  d.eval_fraction = config_at(c, "data.eval_fraction").as_float();
+  d.seq_len = t.seq_len;
+  d.vocab_size = t.shape.vocab_size;
+  d.seed = t.seed;
+  d.train_batch = p.micro_batch;
+  d.eval_batch = p.eval_batch;
+  d.needs_eval = p.eval_steps > 0;
+
+  p.rank_path = (fs::path(args.out) / rank_file_name(mpi.rank())).string();
+  std::error_code ec;
+  if (fs::exists(p.rank_path, ec)) {
+    throw Error(ErrorKind::kConflict, Mark::in(p.rank_path), "", "results are already there",
+                "results are never overwritten; choose another --out");
+  }
+  return p;
+}
+
+// Caps the address space so that allocations fail like on a full machine (--max-memory-mb).
+void cap_memory(std::int64_t mb) {
+  if (mb <= 0) return;
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  std::int64_t vm_kb = 0;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmSize:", 0) == 0) vm_kb = std::atoll(line.c_str() + 7);
+  }
+  struct rlimit limit {};
+  getrlimit(RLIMIT_AS, &limit);
+  limit.rlim_cur = static_cast<rlim_t>((vm_kb + mb * 1024) * 1024);
+  setrlimit(RLIMIT_AS, &limit);
+}
+
+std::vector<double> column(const std::vector<StepRecord>& steps, double StepRecord::*field) {
+  std::vector<double> out;
+  for (const StepRecord& s : steps) out.push_back(s.*field);
+  return out;
+}
+
+class Run {
+ public:
+  Run(const Args& args, MpiEnv& mpi) : args_(args), mpi_(mpi), console_(mpi.rank() == 0) {}
+
+  int execute() {
+    // 1. Everything that can be wrong with the inputs, before any work; nothing is written yet.
+    {
+      int local = 0;
+      std::string message;
+      try {
+        plan_ = make_plan(args_, mpi_);
+        device_ = select_device(plan_.trainer);
+        data_ = open_token_source(plan_.data, mpi_.rank(), mpi_.size());
+      } catch (const Error& e) {
+        local = sweepbench::exit_code_for(e.kind());
+        message = e.mark().known() ? e.mark().str() + ": error: " + e.detail()
+                                   : "bench-train: error: " + e.detail();
+      }
+      if (int code = agree_on_start(local, message)) return code;
+      // Only now, with every rank's inputs good, is anything created.
+      try {
+        make_directories(args_.out);
+      } catch (const Error& e) {
+        local = sweepbench::exit_code_for(e.kind());
+        message = e.mark().str() + ": error: " + e.detail();
+      }
+      if (int code = agree_on_start(local, message)) return code;
+    }
+    cap_memory(args_.max_memory_mb);
+    install_signal_handlers();
+    fill_identity();
+    banner();
+
+    sampler_ = std::make_unique<ResourceSampler>(plan_.sample_interval_ms, device_.pci_bus_id,
+                                                 plan_.system_metrics);
+    sampler_->start();  // the baseline sample
+
+    RunStatus status = build();
+    if (status == RunStatus::kOk) status = train();
+    if (status == RunStatus::kOk && plan_.eval_steps > 0) status = evaluate();
+    sampler_->stop();
+    return finish(status);
+  }
+
+ private:
+  // Before the run: the largest exit code wins, and the rank that has it says why.
+  int agree_on_start(int local, const std::string& message) {
+    Collectives::Max agreed = mpi_.allreduce_max(local);
+    if (agreed.value != 0 && mpi_.rank() == agreed.rank)
+      std::fprintf(stderr, "%s\n", message.c_str());
+    return agreed.value;
+  }
+
+  // Agrees on the most severe status over all ranks; keeps the first reason seen.
+  RunStatus agree(RunStatus local, const std::string& reason) {
+    Collectives::Max m = mpi_.allreduce_max(static_cast<int>(local));
+    RunStatus agreed = static_cast<RunStatus>(m.value);
+    if (agreed != RunStatus::kOk && reason_.empty()) {
+      // The deciding rank's reason travels as text: broadcast its length, then its bytes.
+      std::string text = local == agreed ? reason : "";
+      std::int64_t length = static_cast<std::int64_t>(text.size());
+      mpi_.broadcast(&length, sizeof(length), m.rank);
+      text.resize(static_cast<size_t>(length));
+      mpi_.broadcast(text.data(), text.size(), m.rank);
+      reason_ = (mpi_.size() > 1 ? "rank " + std::to_string(m.rank) + ": " : std::string()) + text;
+      rank_status_ = local == RunStatus::kOk ? "ok" : status_name(local);
+    }
+    return agreed;
+  }
+
+  MemoryReading memory() {
+    if (trainer_) return trainer_->memory();
+    if (device_.type == "cpu") return {current_rss_bytes(), peak_rss_bytes()};
+    return {0, 0};  // nothing of ours is on the GPU before the model
+  }
+
+  void reset_peak() {
+    if (trainer_) {
+      trainer_->reset_peak_memory();
+    } else if (device_.type == "cpu") {
+      reset_peak_rss();
+    }
+  }
+
+  void stage_begin(const std::string& name) {
+    reset_peak();
+    stage_ = StageMemory{name, memory().current, 0, 0};
+  }
+
+  void stage_end() {
+    MemoryReading m = memory();
+    stage_.end = m.current;
+    stage_.peak = std::max(m.peak, stage_.end);
+    result_.memory_stages.push_back(stage_);
+  }
+
+  RunStatus build() {
+    MemoryReading before = memory();
+    result_.memory_stages.push_back(
+        StageMemory{"before_init", before.current, before.current, before.current});
+    stage_begin("init");
+    RunStatus local = RunStatus::kOk;
+    std::string reason;
+    try {
+      trainer_ = make_trainer(plan_.trainer, mpi_);
+    } catch (const TrainerInitError& e) {
+      local = from_outcome(e.outcome());
+      reason = std::string("building the model: ") + e.what();
+    }
+    RunStatus agreed = agree(local, reason);
+    if (trainer_) {
+      result_.memory_stage_source = trainer_->memory_source();
+      result_.parameter_count = trainer_->parameter_count();
+      result_.threads = trainer_->device().threads;
+    }
+    stage_end();
+    return agreed;
+  }
+
+  RunStatus train() {
+    const std::int64_t tokens_per_step =
+        plan_.micro_batch * plan_.trainer.seq_len * plan_.grad_accum;
+    const std::int64_t global_tokens = tokens_per_step * mpi_.size();
+    stage_begin("train");
+    RunStatus status = RunStatus::kOk;
+    double started = now_s();
+    double measured_time = 0;
+    std::int64_t measured_steps = 0;
+    for (std::int64_t step = 0; step < plan_.steps; ++step) {
+      double t0 = now_s();
+      std::vector<Batch> batches;
+      for (std::int64_t i = 0; i < plan_.grad_accum; ++i)
+        batches.push_back(data_->next_train(plan_.micro_batch));
+      double data_s = now_s() - t0;
+
+      PhaseStatus fb = trainer_->forward_backward(batches);
+      RunStatus local = fb.outcome != Outcome::kOk ? from_outcome(fb.outcome) : signal_status();
+      status = agree(local, fb.outcome != Outcome::kOk ? fb.reason : "received " + signal_text());
+      if (status >= RunStatus::kOom) break;  // no update: the step is lost on every rank
+
+      PhaseStatus up = trainer_->update(plan_.lr);
+      StepTiming timing = trainer_->finish_step();
+      StepRecord r;
+      r.step = step;
+      r.total_s = now_s() - t0;
+      r.data_s = data_s;
+      r.forward_s = timing.forward_s;
+      r.backward_s = timing.backward_s;
+      r.comm_s = timing.comm_s;
+      r.optimizer_s = timing.optimizer_s;
+      r.tokens = tokens_per_step;
+      r.samples = plan_.micro_batch * plan_.grad_accum;
+      r.loss = timing.loss;
+      r.lr = plan_.lr;
+      r.grad_norm = timing.grad_norm;
+      r.loss_scale = timing.loss_scale;
+      r.skipped = timing.skipped;
+      r.measured = step >= plan_.warmup;
+      result_.steps.push_back(r);
+      if (r.measured) {
+        measured_time += r.total_s;
+        ++measured_steps;
+      }
+      if (up.outcome != Outcome::kOk) {
+        // The optimizer failed here; the peers learn it at the next agreement.
+        pending_ = from_outcome(up.outcome);
+        pending_reason_ = "optimizer step: " + up.reason;
+      }
+      progress(step, r, global_tokens, started, measured_time, measured_steps);
+      if (pending_ != RunStatus::kOk) {
+        status = agree(pending_, pending_reason_);
+        break;
+      }
+      if (status != RunStatus::kOk) break;  // a signal: this step finished, stop here
+    }
+    if (status == RunStatus::kOk) status = agree(pending_, pending_reason_);  // the last update
+    stage_end();
+    return status;
+  }
+
+  RunStatus evaluate() {
+    stage_begin("eval");
+    RunStatus status = RunStatus::kOk;
+    double t0 = now_s();
+    double loss_sum = 0;
+    EvalSummary& e = result_.eval;
+    for (std::int64_t i = 0; i < plan_.eval_steps; ++i) {
+      double b0 = now_s();
+      Batch batch = data_->next_eval(plan_.eval_batch);
+      EvalOutput out = trainer_->evaluate(batch);
+      RunStatus local =
+          out.status.outcome != Outcome::kOk ? from_outcome(out.status.outcome) : signal_status();
+      status = agree(local, out.status.outcome != Outcome::kOk ? "evaluation: " + out.status.reason
+                                                               : "received " + signal_text());
+      if (status >= RunStatus::kOom) break;
+      e.batch_loss.push_back(out.loss);
+      e.batch_s.push_back(now_s() - b0);
+      loss_sum += out.loss;
+      ++e.steps;
+      e.samples += batch.batch;
+      e.tokens += batch.batch * batch.seq;
+      if (status != RunStatus::kOk) break;
+    }
+    e.seconds = now_s() - t0;
+    e.ran = e.steps > 0;
+    // The evaluation loss is the mean over every rank's batches.
+    double totals[2] = {loss_sum, static_cast<double>(e.steps)};
+    mpi_.allreduce_sum(totals, 2);
+    e.loss = totals[1] > 0 ? totals[0] / totals[1] : 0;
+    stage_end();
+    return status;
+  }
+
+  void fill_identity() {
+    RankResult& r = result_;
+    r.config_yaml = plan_.config_yaml;
+    r.config_hash = plan_.config_hash;
+    r.tag = plan_.tag;
+    r.rank = mpi_.rank();
+    r.world_size = mpi_.size();
+    r.local_rank = mpi_.local_rank();
+    r.hostname = mpi_.hostname();
+    r.device_type = device_.type;
+    r.device_name = device_.name;
+    r.device_count = device_.count;
+    r.sweepbench_version = SWEEPBENCH_VERSION;
+    r.torch_version = device_.torch_version;
+    r.cuda_version = device_.cuda_version;
+    r.nccl_version = device_.nccl_version;
+    r.mpi_version = mpi_.library_version();
+    r.threads = device_.threads;
+    RunEnvironment env = detect_environment();
+    r.container_runtime = env.container_runtime;
+    r.container_image = env.container_image;
+    r.container_digest = env.container_digest;
+    r.slurm_job_id = env.slurm_job_id;
+    r.slurm_array_job_id = env.slurm_array_job_id;
+    r.slurm_array_task_id = env.slurm_array_task_id;
+    r.slurm_step_id = env.slurm_step_id;
+    r.start_time = utc_now_iso8601();
+    const ModelShape& s = plan_.trainer.shape;
+    r.parameter_count = parameter_count(s);
+    r.flops_per_token = training_flops_per_token(s, plan_.trainer.seq_len);
+    r.flops_per_token_6n = training_flops_per_token_6n(s);
+    if (plan_.configured_peak) {
+      r.peak_tflops = *plan_.configured_peak;
+      r.peak_tflops_source = "config";
+    } else if (device_.type == "cuda") {
+      std::optional<double> table = peak_tflops_for(device_.name, plan_.dtype);
+      r.peak_tflops = table.value_or(0.0);
+      r.peak_tflops_source = table ? "table" : "none";
+    } else {
+      r.peak_tflops_source = "none";
+    }
+    r.steps_planned = plan_.steps;
+    r.warmup_steps = plan_.warmup;
+    r.seq_len = plan_.trainer.seq_len;
+    r.micro_batch = plan_.micro_batch;
+    r.grad_accum = plan_.grad_accum;
+  }
+
+  void banner() {
+    if (!console_.enabled()) return;
+    const ModelShape& s = plan_.trainer.shape;
+    console_.line(
+        "# bench-train %s: %s (%s, %.2fM parameters), %d rank(s), %s (%s), %s, %d thread(s)/rank",
+        SWEEPBENCH_VERSION, plan_.preset.c_str(), s.arch.c_str(),
+        static_cast<double>(parameter_count(s)) / 1e6, mpi_.size(), device_.type.c_str(),
+        device_.name.c_str(), plan_.dtype.c_str(), device_.threads);
+    console_.line(
+        "# per rank and step: micro batch %lld x seq %lld x accum %lld = %s tokens; %lld steps, "
+        "the first %lld warm-up; eval %lld batches",
+        static_cast<long long>(plan_.micro_batch), static_cast<long long>(plan_.trainer.seq_len),
+        static_cast<long long>(plan_.grad_accum),
+        with_commas(
+            static_cast<double>(plan_.micro_batch * plan_.trainer.seq_len * plan_.grad_accum))
+            .c_str(),
+        static_cast<long long>(plan_.steps), static_cast<long long>(plan_.warmup),
+        static_cast<long long>(plan_.eval_steps));
+    console_.line("# data: %s", data_->describe().c_str());
+    console_.line("#  %11s  %9s  %12s  %7s  %8s", "step", "loss", "tokens/s", "mfu", "eta");
+  }
+
+  void progress(std::int64_t step, const StepRecord& r, std::int64_t global_tokens, double started,
+                double measured_time, std::int64_t measured_steps) {
+    bool last = step + 1 == plan_.steps;
+    if (!console_.enabled() || (!last && (step + 1) % plan_.log_every != 0)) return;
+    double tps = static_cast<double>(global_tokens) / r.total_s;
+    std::string mfu = "-";
+    if (result_.peak_tflops > 0) {
+      char buf[16];
+      double tflops = result_.flops_per_token * tps / mpi_.size() / 1e12;
+      std::snprintf(buf, sizeof(buf), "%.1f%%", 100.0 * tflops / result_.peak_tflops);
+      mfu = buf;
+    }
+    double per_step = measured_steps > 0 ? measured_time / static_cast<double>(measured_steps)
+                                         : (now_s() - started) / static_cast<double>(step + 1);
+    double eta = per_step * static_cast<double>(plan_.steps - step - 1);
+    char step_text[32];
+    std::snprintf(step_text, sizeof(step_text), "%lld/%lld", static_cast<long long>(step + 1),
+                  static_cast<long long>(plan_.steps));
+    console_.line("   %11s  %9.4f  %12s  %7s  %8s", step_text, r.loss, with_commas(tps).c_str(),
+                  mfu.c_str(), duration_text(eta).c_str());
+  }
+
+  int finish(RunStatus status) {
+    RankResult& r = result_;
+    r.end_time = utc_now_iso8601();
+    r.status = status_name(status);
+    r.reason = reason_;
+    r.rank_status = rank_status_;
+    if (trainer_ && r.parameter_count <= kDigestLimit)
+      r.parameter_sha256 = trainer_->parameter_sha256();
+    std::vector<ResourceSample> samples = sampler_->samples();
+    r.samples.device_source = sampler_->device_source();
+    for (const ResourceSample& s : samples) {
+      r.samples.time_s.push_back(s.time_s);
+      r.samples.device_bytes.push_back(s.device_bytes);
+      r.samples.rss_bytes.push_back(s.rss_bytes);
+      r.samples.cpu_percent.push_back(s.cpu_percent);
+      r.samples.ram_used_mb.push_back(s.ram_used_mb);
+    }
+
+    // The summary: step times are the slowest rank's. Every rank recorded the same steps.
+    std::vector<StepRecord> measured;
+    for (const StepRecord& s : r.steps) {
+      if (s.measured) measured.push_back(s);
+    }
+    SummaryInput in;
+    in.step_s = column(measured, &StepRecord::total_s);
+    in.data_s = column(measured, &StepRecord::data_s);
+    in.forward_s = column(measured, &StepRecord::forward_s);
+    in.backward_s = column(measured, &StepRecord::backward_s);
+    in.comm_s = column(measured, &StepRecord::comm_s);
+    in.optimizer_s = column(measured, &StepRecord::optimizer_s);
+    for (auto* v :
+         {&in.step_s, &in.data_s, &in.forward_s, &in.backward_s, &in.comm_s, &in.optimizer_s}) {
+      mpi_.allreduce_max(v->data(), v->size());
+    }
+    in.tokens_per_step = plan_.micro_batch * plan_.trainer.seq_len * plan_.grad_accum * mpi_.size();
+    in.samples_per_step = plan_.micro_batch * plan_.grad_accum * mpi_.size();
+    in.world_size = mpi_.size();
+    in.flops_per_token = r.flops_per_token;
+    in.peak_tflops = r.peak_tflops;
+    double last_loss[1] = {measured.empty() ? 0.0 : measured.back().loss};
+    mpi_.allreduce_sum(last_loss, 1);
+    in.train_loss = last_loss[0] / mpi_.size();
+    in.has_eval = r.eval.ran;
+    in.eval_loss = r.eval.loss;
+    double eval_samples[1] = {static_cast<double>(r.eval.samples)};
+    mpi_.allreduce_sum(eval_samples, 1);
+    in.eval_samples = eval_samples[0];
+    double eval_seconds[1] = {r.eval.seconds};
+    mpi_.allreduce_max(eval_seconds, 1);
+    in.eval_seconds = eval_seconds[0];
+    double peak = -1;  // the allocator's (or the RSS's) peak over all stages and ranks
+    for (const StageMemory& m : r.memory_stages) peak = std::max(peak, static_cast<double>(m.peak));
+    mpi_.allreduce_max(&peak, 1);
+    in.memory_peak_bytes = peak;
+    std::vector<Metric> metrics = summarize(in);
+
+    int code = exit_code_for(status);
+    try {
+      write_rank_file(r, plan_.rank_path);
+      if (mpi_.rank() == 0) write_summary_json(status, metrics, measured.size());
+    } catch (const Error& e) {
+      std::fprintf(stderr, "%s: error: %s\n", e.mark().str().c_str(), e.detail().c_str());
+      code = sweepbench::exit_code_for(e.kind());
+    }
+    print_summary(status, metrics, measured.size());
+    return code;
+  }
+
+  void write_summary_json(RunStatus status, const std::vector<Metric>& metrics, size_t measured) {
+    Value root = Value::map();
+    root.set("status", Value::string(status_name(status)));
+    root.set("reason", Value::string(reason_));
+    root.set("tag", Value::string(plan_.tag));
+    root.set("config_hash", Value::string(plan_.config_hash));
+    root.set("world_size", Value::integer(mpi_.size()));
+    root.set("measured_steps", Value::integer(static_cast<std::int64_t>(measured)));
+    Value values = Value::map();
+    Value units = Value::map();
+    for (const Metric& m : metrics) {
+      values.set(m.name, std::isfinite(m.value) ? Value::real(m.value) : Value::null());
+      units.set(m.name, Value::string(m.unit));
+    }
+    root.set("metrics", values);
+    root.set("units", units);
+    write_file_atomic((fs::path(args_.out) / "summary.json").string(), emit_json(root, 2) + "\n");
+  }
+
+  void print_summary(RunStatus status, const std::vector<Metric>& metrics, size_t measured) {
+    if (!console_.enabled()) return;
+    console_.line(
+        "# summary: %zu measured step(s) after %lld warm-up; a step's time is the slowest of %d "
+        "rank(s)",
+        measured, static_cast<long long>(plan_.warmup), mpi_.size());
+    console_.line("#  %-32s %16s  %s", "metric", "value", "unit");
+    for (const Metric& m : metrics) {
+      console_.line("   %-32s %16.6g  %s", m.name.c_str(), m.value, m.unit.c_str());
+    }
+    if (status == RunStatus::kOk) {
+      console_.line("# OK: results in %s (rank-*.h5, summary.json)", args_.out.c_str());
+    } else {
+      console_.line("# FAILED: %s: %s; results in %s", status_name(status), reason_.c_str(),
+                    args_.out.c_str());
+    }
+  }
+
+  // Hashing every parameter costs about a second per 100M parameters; larger models skip it.
+  static constexpr std::int64_t kDigestLimit = 200'000'000;
+
+  const Args& args_;
+  MpiEnv& mpi_;
+  Console console_;
+  Plan plan_;
+  DeviceInfo device_;
+  std::unique_ptr<TokenSource> data_;
+  std::unique_ptr<ResourceSampler> sampler_;
+  std::unique_ptr<Trainer> trainer_;
+  RankResult result_;
+  StageMemory stage_;
+  std::string reason_;
+  std::string rank_status_ = "ok";
+  RunStatus pending_ = RunStatus::kOk;
+  std::string pending_reason_;
+};
+
+}  // namespace
+
+int bench_train_main(int argc, char** argv) {
+  po::options_description desc;
+  Args args;
+  try {
+    args = parse_args(argc, argv, desc);
+  } catch (const po::error& e) {
+    if (launcher_rank() == 0) {
+      std::fprintf(stderr, "bench-train: error: %s (bench-train --help lists the options)\n",
+                   e.what());
+    }
+    return kTrainExitUsage;
+  }
+  if (args.help || args.version) {
+    if (launcher_rank() == 0) {
+      if (args.version) {
+        std::printf("bench-train %s\n", SWEEPBENCH_VERSION);
+      } else {
+        std::ostringstream text;
+        text << desc;
+        std::printf("%s%s", kUsage, text.str().c_str());
+      }
+    }
+    return kTrainExitOk;
+  }
+  try {
+    MpiEnv mpi(&argc, &argv);
+    try {
+      return Run(args, mpi).execute();
+    } catch (const std::exception& e) {
+      // A bug or an MPI failure mid-run: the peers may be waiting in a collective, so end the job.
+      std::fprintf(stderr, "bench-train: rank %d: internal error: %s\n", mpi.rank(), e.what());
+      mpi.abort(kTrainExitInternal);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench-train: cannot start MPI: %s\n", e.what());
+    return kTrainExitInternal;
+  }
+}
+
+}  // namespace sweepbench

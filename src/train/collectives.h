@@ -1,0 +1,41 @@
+// The few collective operations the trainer needs, without MPI or NCCL types.
+//
+// The torch code (trainer.cc) talks to other ranks only through this interface, so it does not
+// include mpi.h, and a test can run the trainer alone (SingleProcess).
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace sweepbench {
+
+class Collectives {
+ public:
+  virtual ~Collectives() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // Elementwise sum in place over all ranks (host memory).
+  virtual void allreduce_sum(float* data, size_t count) = 0;
+  virtual void allreduce_sum(double* data, size_t count) = 0;
+  // The largest `value` over all ranks and the lowest rank that holds it.
+  struct Max {
+    int value;
+    int rank;
+  };
+  virtual Max allreduce_max(int value) = 0;
+  // Copies `bytes` bytes from `root` to every rank.
+  virtual void broadcast(void* data, size_t bytes, int root) = 0;
+};
+
+// One process, no MPI: every collective is the identity.
+class SingleProcess : public Collectives {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  void allreduce_sum(float*, size_t) override {}
+  void allreduce_sum(double*, size_t) override {}
+  Max allreduce_max(int value) override { return {value, 0}; }
+  void broadcast(void*, size_t, int) override {}
+};
+
+}  // namespace sweepbench

@@ -1,0 +1,259 @@
+#include "train/model.h"
+
+#include <torch/version.h>
+
+#include <cmath>
+
+namespace sweepbench {
+namespace {
+
+// Recomputes a block in the backward pass instead of keeping its activations: forward runs
+// without building a graph and keeps only the block's input; backward runs the block again with
+// grad enabled and back-propagates through it (what torch.utils.checkpoint does in Python).
+struct CheckpointedBlock : public torch::autograd::Function<CheckpointedBlock> {
+  using BlockFn = std::function<torch::Tensor(const torch::Tensor&)>;
+
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor x,
+                               const BlockFn* fn) {
+    ctx->save_for_backward({x});
+    ctx->saved_data["fn"] = reinterpret_cast<std::int64_t>(fn);
+    return (*fn)(x);  // autograd is off inside Function::forward
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad_out) {
+    const auto* fn = reinterpret_cast<const BlockFn*>(ctx->saved_data["fn"].toInt());
+    torch::Tensor x = ctx->get_saved_variables()[0].detach().requires_grad_(true);
+    torch::Tensor y;
+    {
+      torch::AutoGradMode enable(true);
+      y = (*fn)(x);
+    }
+    torch::autograd::backward({y}, {grad_out[0]});
+    return {x.grad(), torch::Tensor()};
+  }
+};
+
+// Llama's rotation of (x1, x2) halves: (-x2, x1).
+torch::Tensor rotate_half(const torch::Tensor& x) {
+  auto halves = x.chunk(2, -1);
+  return torch::cat({-halves[1], halves[0]}, -1);
+}
+
+torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos,
+                         const torch::Tensor& sin) {
+  // x (B, H, T, D); cos, sin (T, D) broadcast over B and H.
+  return x * cos + rotate_half(x) * sin;
+}
+
+}  // namespace
+
+double rope_theta_for(const std::string& preset) {
+  return preset == "llama3-8b" ? 500000.0 : 10000.0;
+}
+
+torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
+                               const torch::Tensor& v) {
+  std::int64_t groups = q.size(1) / k.size(1);
+  torch::Tensor kk = groups > 1 ? k.repeat_interleave(groups, 1) : k;
+  torch::Tensor vv = groups > 1 ? v.repeat_interleave(groups, 1) : v;
+#if TORCH_VERSION_MAJOR >= 2
+  // Fused kernels (flash / memory-efficient) where the device has them.
+  return at::scaled_dot_product_attention(q, kk, vv, {}, 0.0, /*is_causal=*/true);
+#else
+  std::int64_t t = q.size(2);
+  double scale = 1.0 / std::sqrt(static_cast<double>(q.size(3)));
+  torch::Tensor att = torch::matmul(q, kk.transpose(-2, -1)) * scale;  // (B, H, T, T)
+  torch::Tensor future =
+      torch::ones({t, t}, torch::TensorOptions().dtype(torch::kBool).device(q.device())).triu(1);
+  att = att.masked_fill(future, -std::numeric_limits<float>::infinity());
+  att = torch::softmax(att, -1);
+  return torch::matmul(att, vv);  // (B, H, T, D)
+#endif
+}
+
+RMSNormImpl::RMSNormImpl(std::int64_t dim, double eps) : eps_(eps) {
+  weight = register_parameter("weight", torch::ones({dim}));
+}
+
+torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
+  torch::Tensor xf = x.to(torch::kFloat);
+  torch::Tensor normed = xf * torch::rsqrt(xf.pow(2).mean(-1, true) + eps_);
+  return normed.to(x.scalar_type()) * weight;
+}
+
+Gpt2BlockImpl::Gpt2BlockImpl(const ModelShape& s) : s_(s) {
+  std::int64_t kv_dim = s.n_kv_head * (s.n_embd / s.n_head);
+  ln_1 = register_module("ln_1",
+                         torch::nn::LayerNorm(torch::nn::LayerNormOptions({s.n_embd}).eps(1e-5)));
+  c_attn = register_module("c_attn", torch::nn::Linear(s.n_embd, s.n_embd + 2 * kv_dim));
+  attn_proj = register_module("attn_proj", torch::nn::Linear(s.n_embd, s.n_embd));
+  ln_2 = register_module("ln_2",
+                         torch::nn::LayerNorm(torch::nn::LayerNormOptions({s.n_embd}).eps(1e-5)));
+  c_fc = register_module("c_fc", torch::nn::Linear(s.n_embd, s.ffn_dim));
+  mlp_proj = register_module("mlp_proj", torch::nn::Linear(s.ffn_dim, s.n_embd));
+}
+
+torch::Tensor Gpt2BlockImpl::forward(const torch::Tensor& x) {
+  const std::int64_t b = x.size(0), t = x.size(1), c = s_.n_embd;
+  const std::int64_t hd = c / s_.n_head, kv_dim = s_.n_kv_head * hd;
+  torch::Tensor qkv = c_attn(ln_1(x));  // (B, T, C + 2 kv_dim)
+  auto parts = qkv.split_with_sizes({c, kv_dim, kv_dim}, -1);
+  torch::Tensor q = parts[0].view({b, t, s_.n_head, hd}).transpose(1, 2);     // (B, H, T, D)
+  torch::Tensor k = parts[1].view({b, t, s_.n_kv_head, hd}).transpose(1, 2);  // (B, Hkv, T, D)
+  torch::Tensor v = parts[2].view({b, t, s_.n_kv_head, hd}).transpose(1, 2);
+  torch::Tensor y = causal_attention(q, k, v).transpose(1, 2).contiguous().view({b, t, c});
+  torch::Tensor h = x + attn_proj(y);
+  torch::Tensor m = mlp_proj(torch::gelu(c_fc(ln_2(h)), "tanh"));
+  return h + m;
+}
+
+LlamaBlockImpl::LlamaBlockImpl(const ModelShape& s, double eps) : s_(s) {
+  std::int64_t kv_dim = s.n_kv_head * (s.n_embd / s.n_head);
+  auto linear = [](std::int64_t in, std::int64_t out) {
+    return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false));
+  };
+  attention_norm = register_module("attention_norm", RMSNorm(s.n_embd, eps));
+  wq = register_module("wq", linear(s.n_embd, s.n_embd));
+  wk = register_module("wk", linear(s.n_embd, kv_dim));
+  wv = register_module("wv", linear(s.n_embd, kv_dim));
+  wo = register_module("wo", linear(s.n_embd, s.n_embd));
+  ffn_norm = register_module("ffn_norm", RMSNorm(s.n_embd, eps));
+  w1 = register_module("w1", linear(s.n_embd, s.ffn_dim));
+  w2 = register_module("w2", linear(s.ffn_dim, s.n_embd));
+  w3 = register_module("w3", linear(s.n_embd, s.ffn_dim));
+}
+
+torch::Tensor LlamaBlockImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
+                                      const torch::Tensor& sin) {
+  const std::int64_t b = x.size(0), t = x.size(1), c = s_.n_embd;
+  const std::int64_t hd = c / s_.n_head;
+  torch::Tensor n = attention_norm(x);
+  torch::Tensor q = wq(n).view({b, t, s_.n_head, hd}).transpose(1, 2);     // (B, H, T, D)
+  torch::Tensor k = wk(n).view({b, t, s_.n_kv_head, hd}).transpose(1, 2);  // (B, Hkv, T, D)
+  torch::Tensor v = wv(n).view({b, t, s_.n_kv_head, hd}).transpose(1, 2);
+  q = apply_rope(q, cos, sin);
+  k = apply_rope(k, cos, sin);
+  torch::Tensor y = causal_attention(q, k, v).transpose(1, 2).contiguous().view({b, t, c});
+  torch::Tensor h = x + wo(y);
+  torch::Tensor f = ffn_norm(h);
+  return h + w2(torch::silu(w1(f)) * w3(f));  // SwiGLU
+}
+
+TransformerLMImpl::TransformerLMImpl(ModelOptions options) : options_(std::move(options)) {
+  const ModelShape& s = options_.shape;
+  wte = register_module("wte", torch::nn::Embedding(s.vocab_size, s.n_embd));
+  if (s.arch == "llama") {
+    for (std::int64_t i = 0; i < s.n_layer; ++i) {
+      llama_blocks_.push_back(
+          register_module("h" + std::to_string(i), LlamaBlock(s, options_.norm_eps)));
+    }
+    norm = register_module("norm", RMSNorm(s.n_embd, options_.norm_eps));
+    lm_head = register_module(
+        "lm_head", torch::nn::Linear(torch::nn::LinearOptions(s.n_embd, s.vocab_size).bias(false)));
+    // Rotary tables: angle(t, j) = t * theta^(-2j / D) for the first D/2 dims, repeated.
+    std::int64_t hd = s.n_embd / s.n_head;
+    torch::Tensor inv_freq = torch::pow(
+        options_.rope_theta, -torch::arange(0, hd, 2, torch::kFloat64) / static_cast<double>(hd));
+    torch::Tensor pos = torch::arange(options_.max_seq_len, torch::kFloat64);
+    torch::Tensor angles = torch::outer(pos, inv_freq);  // (T, D/2)
+    angles = torch::cat({angles, angles}, -1);           // (T, D)
+    rope_cos_ = register_buffer("rope_cos", angles.cos().to(torch::kFloat));
+    rope_sin_ = register_buffer("rope_sin", angles.sin().to(torch::kFloat));
+  } else {
+    wpe = register_module("wpe", torch::nn::Embedding(s.block_size, s.n_embd));
+    for (std::int64_t i = 0; i < s.n_layer; ++i) {
+      gpt2_blocks_.push_back(register_module("h" + std::to_string(i), Gpt2Block(s)));
+    }
+    ln_f = register_module("ln_f",
+                           torch::nn::LayerNorm(torch::nn::LayerNormOptions({s.n_embd}).eps(1e-5)));
+  }
+  // One function per block, built once: checkpointing keeps pointers to them until the backward
+  // pass, and the mixed-precision scope wraps both the forward and the recomputation.
+  for (std::int64_t i = 0; i < s.n_layer; ++i) {
+    block_fns_.emplace_back([this, i](const torch::Tensor& in) {
+      torch::Tensor y;
+      auto body = [&] {
+        if (!llama_blocks_.empty()) {
+          std::int64_t t = in.size(1);
+          y = llama_blocks_[static_cast<size_t>(i)]->forward(in, rope_cos_.narrow(0, 0, t),
+                                                             rope_sin_.narrow(0, 0, t));
+        } else {
+          y = gpt2_blocks_[static_cast<size_t>(i)]->forward(in);
+        }
+      };
+      if (options_.block_scope) {
+        options_.block_scope(body);
+      } else {
+        body();
+      }
+      return y;
+    });
+  }
+}
+
+torch::Tensor TransformerLMImpl::run_block(size_t i, const torch::Tensor& x) {
+  if (options_.activation_checkpointing && torch::GradMode::is_enabled()) {
+    return CheckpointedBlock::apply(x, &block_fns_[i]);
+  }
+  return block_fns_[i](x);
+}
+
+torch::Tensor TransformerLMImpl::hidden(const torch::Tensor& tokens) {
+  const std::int64_t t = tokens.size(1);
+  torch::Tensor x = wte(tokens);  // (B, T, C)
+  if (!llama_blocks_.empty()) {
+    for (size_t i = 0; i < llama_blocks_.size(); ++i) x = run_block(i, x);
+    return norm(x);
+  }
+  torch::Tensor pos =
+      torch::arange(t, torch::TensorOptions().dtype(torch::kLong).device(tokens.device()));
+  x = x + wpe(pos);  // (T, C) broadcast over B
+  for (size_t i = 0; i < gpt2_blocks_.size(); ++i) x = run_block(i, x);
+  return ln_f(x);
+}
+
+torch::Tensor TransformerLMImpl::forward(const torch::Tensor& tokens) {
+  torch::Tensor h = hidden(tokens);
+  // GPT-2's head is the token embedding, transposed (weight tying).
+  return lm_head ? lm_head(h) : torch::nn::functional::linear(h, wte->weight);  // (B, T, V)
+}
+
+torch::Tensor TransformerLMImpl::loss(const torch::Tensor& tokens, const torch::Tensor& targets) {
+  torch::Tensor logits = forward(tokens);
+  const std::int64_t v = options_.shape.vocab_size;
+  return torch::nn::functional::cross_entropy(logits.view({-1, v}).to(torch::kFloat),
+                                              targets.view({-1}));
+}
+
+void TransformerLMImpl::reset_parameters(std::uint64_t seed) {
+  torch::NoGradGuard no_grad;
+  auto gen = at::detail::createCPUGenerator(seed);
+  const double std = 0.02;
+  const double residual_std = 0.02 / std::sqrt(2.0 * static_cast<double>(options_.shape.n_layer));
+  // Draw on the CPU in a fixed order, then copy: the same seed gives the same weights on every
+  // device and rank.
+  auto normal = [&](torch::Tensor& p, double s) {
+    torch::Tensor host = torch::empty(p.sizes(), torch::kFloat);
+    host.normal_(0.0, s, gen);
+    p.copy_(host);
+  };
+  for (auto& item : named_parameters()) {
+    const std::string& name = item.key();
+    torch::Tensor& p = item.value();
+    bool is_norm = name.find("ln_") != std::string::npos || name.find("norm") != std::string::npos;
+    bool residual = name.find("attn_proj.weight") != std::string::npos ||
+                    name.find("mlp_proj.weight") != std::string::npos ||
+                    name.find(".wo.weight") != std::string::npos ||
+                    name.find(".w2.weight") != std::string::npos;
+    if (is_norm) {
+      p.fill_(name.find("bias") != std::string::npos ? 0.0 : 1.0);
+    } else if (name.find("bias") != std::string::npos) {
+      p.zero_();
+    } else {
+      normal(p, residual ? residual_std : std);
+    }
+  }
+}
+
+}  // namespace sweepbench

@@ -1,0 +1,106 @@
+// The benchmarked models in libtorch: GPT-2 and Llama families (one of the two torch translation
+// units; the trainer is the other). Leaves out: dropout (benchmarks run without it), KV caches and
+// anything else inference needs, Mistral's sliding window (full causal attention is used).
+//
+// GPT-2: learned position embeddings, pre-LayerNorm blocks, GELU (tanh), biases, the token
+// embedding tied to the output head. Llama: RMSNorm, rotary position embeddings (half-split),
+// SwiGLU, grouped-query attention, no biases, an untied head. Shapes come from ModelShape, so
+// parameter_count() (core/model_shapes.h) predicts numel exactly; a test checks it.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <functional>
+#include <vector>
+
+#include "core/model_shapes.h"
+
+namespace sweepbench {
+
+struct ModelOptions {
+  ModelShape shape;
+  std::int64_t max_seq_len = 0;  // rows of the rotary tables (Llama)
+  bool activation_checkpointing = false;
+  double rope_theta = 10000.0;
+  double norm_eps = 1e-5;
+  // Runs around each block's forward, and again around its recomputation in the backward pass,
+  // so a mixed-precision scope is the same both times. Empty: none.
+  std::function<void(const std::function<void()>&)> block_scope;
+};
+
+// The theta each preset family was trained with: Llama 3 500000, the others 10000.
+double rope_theta_for(const std::string& preset);
+
+class RMSNormImpl : public torch::nn::Module {
+ public:
+  RMSNormImpl(std::int64_t dim, double eps);
+  torch::Tensor forward(const torch::Tensor& x);  // (..., dim)
+  torch::Tensor weight;
+
+ private:
+  double eps_;
+};
+TORCH_MODULE(RMSNorm);
+
+class Gpt2BlockImpl : public torch::nn::Module {
+ public:
+  explicit Gpt2BlockImpl(const ModelShape& s);
+  torch::Tensor forward(const torch::Tensor& x);  // (B, T, C) -> (B, T, C)
+  torch::nn::LayerNorm ln_1{nullptr}, ln_2{nullptr};
+  torch::nn::Linear c_attn{nullptr}, attn_proj{nullptr}, c_fc{nullptr}, mlp_proj{nullptr};
+
+ private:
+  ModelShape s_;
+};
+TORCH_MODULE(Gpt2Block);
+
+class LlamaBlockImpl : public torch::nn::Module {
+ public:
+  explicit LlamaBlockImpl(const ModelShape& s, double eps);
+  // x (B, T, C); cos, sin (T, head_dim)
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
+  RMSNorm attention_norm{nullptr}, ffn_norm{nullptr};
+  torch::nn::Linear wq{nullptr}, wk{nullptr}, wv{nullptr}, wo{nullptr};
+  torch::nn::Linear w1{nullptr}, w2{nullptr}, w3{nullptr};
+
+ private:
+  ModelShape s_;
+};
+TORCH_MODULE(LlamaBlock);
+
+class TransformerLMImpl : public torch::nn::Module {
+ public:
+  explicit TransformerLMImpl(ModelOptions options);
+  // tokens (B, T) int64 -> logits (B, T, V)
+  torch::Tensor forward(const torch::Tensor& tokens);
+  // Mean next-token cross-entropy; targets (B, T) int64.
+  torch::Tensor loss(const torch::Tensor& tokens, const torch::Tensor& targets);
+  // GPT-2's initialisation: weights normal(0, 0.02), residual output projections
+  // normal(0, 0.02 / sqrt(2 n_layer)) as in GPT-2 and nanoGPT, biases zero, norms one.
+  // Deterministic for a seed, on every device, because it runs on the CPU generator.
+  void reset_parameters(std::uint64_t seed);
+  const ModelOptions& options() const { return options_; }
+
+ private:
+  torch::Tensor hidden(const torch::Tensor& tokens);  // (B, T) -> (B, T, C) after the final norm
+  torch::Tensor run_block(size_t i, const torch::Tensor& x);
+
+  ModelOptions options_;
+  torch::nn::Embedding wte{nullptr}, wpe{nullptr};
+  std::vector<Gpt2Block> gpt2_blocks_;
+  std::vector<LlamaBlock> llama_blocks_;
+  torch::nn::LayerNorm ln_f{nullptr};
+  RMSNorm norm{nullptr};
+  torch::nn::Linear lm_head{nullptr};  // Llama only; GPT-2 reuses wte
+  torch::Tensor rope_cos_, rope_sin_;  // (max_seq_len, head_dim), not parameters
+  // Each block as a function of its input (see the constructor).
+  std::vector<std::function<torch::Tensor(const torch::Tensor&)>> block_fns_;
+};
+TORCH_MODULE(TransformerLM);
+
+// Causal scaled-dot-product attention with grouped-query heads.
+// q (B, H, T, D); k, v (B, Hkv, T, D) with H a multiple of Hkv -> (B, H, T, D).
+torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
+                               const torch::Tensor& v);
+
+}  // namespace sweepbench

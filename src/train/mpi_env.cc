@@ -1,0 +1,130 @@
+#include "train/mpi_env.h"
+
+#include <mpi.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <vector>
+
+namespace sweepbench {
+namespace {
+
+std::string host() {
+  char name[256] = {0};
+  ::gethostname(name, sizeof(name) - 1);
+  return name;
+}
+
+[[noreturn]] void mpi_fail(int code, const char* call, const char* file, int line) {
+  char text[MPI_MAX_ERROR_STRING] = {0};
+  int len = 0;
+  MPI_Error_string(code, text, &len);
+  int rank = -1;
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  throw MpiError(host() + " rank " + std::to_string(rank) + ": " + file + ":" +
+                 std::to_string(line) + ": " + call + " failed: " + std::string(text, len));
+}
+
+// Checks an MPI call: on failure, names host, rank, file:line and MPI's message.
+#define MPI_CHECK(call)                                     \
+  do {                                                      \
+    int mpi_check_code_ = (call);                           \
+    if (mpi_check_code_ != MPI_SUCCESS) {                   \
+      mpi_fail(mpi_check_code_, #call, __FILE__, __LINE__); \
+    }                                                       \
+  } while (0)
+
+// MPI counts are ints: larger buffers go in chunks.
+template <typename T>
+void allreduce_chunks(T* data, size_t count, MPI_Datatype type) {
+  constexpr size_t kChunk = static_cast<size_t>(INT_MAX) / 2;
+  for (size_t done = 0; done < count; done += kChunk) {
+    int n = static_cast<int>(std::min(kChunk, count - done));
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data + done, n, type, MPI_SUM, MPI_COMM_WORLD));
+  }
+}
+
+}  // namespace
+
+MpiEnv::MpiEnv(int* argc, char*** argv) : hostname_(host()) {
+  int provided = 0;
+  MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided));
+  MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+  MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank_));
+  MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size_));
+  auto* local = new MPI_Comm;
+  MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, local));
+  local_comm_ = local;
+  MPI_CHECK(MPI_Comm_rank(*local, &local_rank_));
+  MPI_CHECK(MPI_Comm_size(*local, &local_size_));
+  char version[MPI_MAX_LIBRARY_VERSION_STRING] = {0};
+  int len = 0;
+  MPI_CHECK(MPI_Get_library_version(version, &len));
+  library_version_ = std::string(version, static_cast<size_t>(len));
+  size_t newline = library_version_.find('\n');
+  if (newline != std::string::npos) library_version_.resize(newline);
+  while (!library_version_.empty() &&
+         (library_version_.back() == '\0' || library_version_.back() == ' ')) {
+    library_version_.pop_back();
+  }
+}
+
+MpiEnv::~MpiEnv() {
+  if (local_comm_ != nullptr) {
+    auto* local = static_cast<MPI_Comm*>(local_comm_);
+    MPI_Comm_free(local);
+    delete local;
+  }
+  MPI_Finalize();
+}
+
+void MpiEnv::allreduce_sum(float* data, size_t count) { allreduce_chunks(data, count, MPI_FLOAT); }
+
+void MpiEnv::allreduce_sum(double* data, size_t count) {
+  allreduce_chunks(data, count, MPI_DOUBLE);
+}
+
+Collectives::Max MpiEnv::allreduce_max(int value) {
+  // MPI_MAXLOC picks the largest value and, on ties, the lowest rank.
+  struct {
+    int value;
+    int rank;
+  } in{value, rank_}, out{0, 0};
+  MPI_CHECK(MPI_Allreduce(&in, &out, 1, MPI_2INT, MPI_MAXLOC, MPI_COMM_WORLD));
+  return {out.value, out.rank};
+}
+
+void MpiEnv::broadcast(void* data, size_t bytes, int root) {
+  constexpr size_t kChunk = static_cast<size_t>(INT_MAX) / 2;
+  auto* p = static_cast<char*>(data);
+  for (size_t done = 0; done < bytes; done += kChunk) {
+    int n = static_cast<int>(std::min(kChunk, bytes - done));
+    MPI_CHECK(MPI_Bcast(p + done, n, MPI_BYTE, root, MPI_COMM_WORLD));
+  }
+}
+
+void MpiEnv::allreduce_max(double* data, size_t count) {
+  constexpr size_t kChunk = static_cast<size_t>(INT_MAX) / 2;
+  for (size_t done = 0; done < count; done += kChunk) {
+    int n = static_cast<int>(std::min(kChunk, count - done));
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data + done, n, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+  }
+}
+
+void MpiEnv::barrier() { MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }
+
+std::vector<double> MpiEnv::allgather(double value) {
+  std::vector<double> all(static_cast<size_t>(size_));
+  MPI_CHECK(MPI_Allgather(&value, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, MPI_COMM_WORLD));
+  return all;
+}
+
+void MpiEnv::abort(int code) {
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);
+}
+
+}  // namespace sweepbench

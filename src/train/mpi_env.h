@@ -1,0 +1,60 @@
+// MPI at the edge: initialisation, who this process is, and the collectives bench-train needs.
+//
+// Rank and world size come from MPI_COMM_WORLD; the local rank from a shared-memory split
+// (MPI_COMM_TYPE_SHARED), so it is right under mpirun, srun --mpi=pmix and a plain exec alike.
+// Errors are returned by MPI (MPI_ERRORS_RETURN) and thrown as MpiError naming host, rank,
+// file:line and MPI's own message. mpi.h stays in mpi_env.cc.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "train/collectives.h"
+
+namespace sweepbench {
+
+class MpiError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class MpiEnv : public Collectives {
+ public:
+  // MPI_Init_thread with MPI_THREAD_FUNNELED: only the main thread calls MPI.
+  MpiEnv(int* argc, char*** argv);
+  ~MpiEnv() override;  // MPI_Finalize
+  MpiEnv(const MpiEnv&) = delete;
+  MpiEnv& operator=(const MpiEnv&) = delete;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  int local_rank() const { return local_rank_; }
+  int local_size() const { return local_size_; }
+  const std::string& hostname() const { return hostname_; }
+  // "Open MPI v4.1.4, ..." (first line of MPI_Get_library_version).
+  const std::string& library_version() const { return library_version_; }
+
+  void allreduce_sum(float* data, size_t count) override;
+  void allreduce_sum(double* data, size_t count) override;
+  Max allreduce_max(int value) override;
+  void broadcast(void* data, size_t bytes, int root) override;
+  // Elementwise maximum in place over all ranks.
+  void allreduce_max(double* data, size_t count);
+  void barrier();
+  // Gathers one double from every rank on every rank.
+  std::vector<double> allgather(double value);
+  // Ends every process of the job (MPI_Abort).
+  [[noreturn]] void abort(int code);
+
+ private:
+  int rank_ = 0;
+  int size_ = 1;
+  int local_rank_ = 0;
+  int local_size_ = 1;
+  std::string hostname_;
+  std::string library_version_;
+  void* local_comm_ = nullptr;  // MPI_Comm, opaque here
+};
+
+}  // namespace sweepbench

@@ -1,0 +1,78 @@
+#include "train/run_info.h"
+
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+
+namespace sweepbench {
+namespace {
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+// value of `key="..."` in Podman's /run/.containerenv
+std::string containerenv_field(const std::string& text, const std::string& key) {
+  size_t at = text.find(key + "=\"");
+  if (at == std::string::npos) return "";
+  size_t start = at + key.size() + 2;
+  size_t end = text.find('"', start);
+  return end == std::string::npos ? "" : text.substr(start, end - start);
+}
+
+}  // namespace
+
+RunEnvironment detect_environment() {
+  RunEnvironment e;
+  e.slurm_job_id = env("SLURM_JOB_ID");
+  e.slurm_array_job_id = env("SLURM_ARRAY_JOB_ID");
+  e.slurm_array_task_id = env("SLURM_ARRAY_TASK_ID");
+  e.slurm_step_id = env("SLURM_STEP_ID");
+
+  if (!env("APPTAINER_CONTAINER").empty()) {
+    e.container_runtime = "apptainer";
+    e.container_image = env("APPTAINER_CONTAINER");
+  } else if (!env("SINGULARITY_CONTAINER").empty()) {
+    e.container_runtime = "singularity";
+    e.container_image = env("SINGULARITY_CONTAINER");
+  } else if (!env("CH_RUNNING").empty()) {
+    e.container_runtime = "charliecloud";
+  } else if (env("container") == "enroot") {
+    e.container_runtime = "enroot";
+  } else {
+    std::ifstream podman("/run/.containerenv");
+    if (podman) {
+      std::string text((std::istreambuf_iterator<char>(podman)), std::istreambuf_iterator<char>());
+      e.container_runtime = "podman";
+      e.container_image = containerenv_field(text, "image");
+      e.container_digest = containerenv_field(text, "imageid");
+    }
+  }
+  if (!env("SWEEPBENCH_CONTAINER_RUNTIME").empty())
+    e.container_runtime = env("SWEEPBENCH_CONTAINER_RUNTIME");
+  if (!env("SWEEPBENCH_CONTAINER_IMAGE").empty())
+    e.container_image = env("SWEEPBENCH_CONTAINER_IMAGE");
+  if (!env("SWEEPBENCH_CONTAINER_DIGEST").empty())
+    e.container_digest = env("SWEEPBENCH_CONTAINER_DIGEST");
+  return e;
+}
+
+std::string utc_now_iso8601() {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+int launcher_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+    std::string v = env(name);
+    if (!v.empty()) return std::atoi(v.c_str());
+  }
+  return 0;
+}
+
+}  // namespace sweepbench

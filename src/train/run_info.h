@@ -1,0 +1,27 @@
+// Where and when a run happens: SLURM ids, the container it runs in, UTC timestamps.
+#pragma once
+
+#include <string>
+
+namespace sweepbench {
+
+struct RunEnvironment {
+  std::string container_runtime;  // apptainer, singularity, enroot, charliecloud, podman, or ""
+  std::string container_image;
+  std::string container_digest;  // image id or digest where the runtime exposes it
+  std::string slurm_job_id, slurm_array_job_id, slurm_array_task_id, slurm_step_id;
+};
+
+// Reads the environment. SWEEPBENCH_CONTAINER_RUNTIME / _IMAGE / _DIGEST, which sweepbench's
+// launcher sets, win over what is detected: APPTAINER_CONTAINER and SINGULARITY_CONTAINER (the
+// image path), CH_RUNNING (Charliecloud's ch-run), /run/.containerenv (Podman: image and id),
+// and the container=enroot variable (enroot, also under pyxis).
+RunEnvironment detect_environment();
+
+// "2026-11-22T14:03:07Z"
+std::string utc_now_iso8601();
+
+// The rank a launcher gave this process, read before MPI starts (to print usage errors once).
+int launcher_rank();
+
+}  // namespace sweepbench

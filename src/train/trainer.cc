@@ -1,0 +1,575 @@
+// The libtorch side of a training step (see trainer.h). One of two translation units that include
+// torch; the CUDA and NCCL parts compile only where CMake found a CUDA libtorch
+// (SWEEPBENCH_WITH_CUDA, SWEEPBENCH_WITH_NCCL).
+#include "train/trainer.h"
+
+#include <ATen/autocast_mode.h>
+#include <torch/torch.h>
+#include <torch/version.h>
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <optional>
+
+#include "core/digest.h"
+#include "core/error.h"
+#include "train/model.h"
+#include "train/sampler.h"
+
+#ifdef SWEEPBENCH_WITH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <cuda_runtime_api.h>
+#endif
+#ifdef SWEEPBENCH_WITH_NCCL
+#include <nccl.h>
+#endif
+
+namespace sweepbench {
+namespace {
+
+#ifdef SWEEPBENCH_WITH_NCCL
+// Checks an NCCL call: names the call, file:line and NCCL's message.
+#define NCCL_CHECK(call)                                                                         \
+  do {                                                                                           \
+    ncclResult_t nccl_check_result_ = (call);                                                    \
+    if (nccl_check_result_ != ncclSuccess) {                                                     \
+      throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(__LINE__) +          \
+                               ": " #call " failed: " + ncclGetErrorString(nccl_check_result_)); \
+    }                                                                                            \
+  } while (0)
+#endif
+
+// Mixed precision the way torch.autocast does it, for the C++ API of libtorch 1.13 and 2.x (whose
+// autocast functions take the device type since 2.4).
+class AutocastScope {
+ public:
+  AutocastScope(c10::DeviceType type, at::ScalarType dtype) : type_(type) {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+    was_enabled_ = at::autocast::is_autocast_enabled(type);
+    was_dtype_ = at::autocast::get_autocast_dtype(type);
+    at::autocast::set_autocast_enabled(type, true);
+    at::autocast::set_autocast_dtype(type, dtype);
+#else
+    if (type == c10::DeviceType::CUDA) {
+      was_enabled_ = at::autocast::is_enabled();
+      was_dtype_ = at::autocast::get_autocast_gpu_dtype();
+      at::autocast::set_enabled(true);
+      at::autocast::set_autocast_gpu_dtype(dtype);
+    } else {
+      was_enabled_ = at::autocast::is_cpu_enabled();
+      was_dtype_ = at::autocast::get_autocast_cpu_dtype();
+      at::autocast::set_cpu_enabled(true);
+      at::autocast::set_autocast_cpu_dtype(dtype);
+    }
+#endif
+    at::autocast::increment_nesting();
+  }
+  ~AutocastScope() {
+    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+    at::autocast::set_autocast_enabled(type_, was_enabled_);
+    at::autocast::set_autocast_dtype(type_, was_dtype_);
+#else
+    if (type_ == c10::DeviceType::CUDA) {
+      at::autocast::set_enabled(was_enabled_);
+      at::autocast::set_autocast_gpu_dtype(was_dtype_);
+    } else {
+      at::autocast::set_cpu_enabled(was_enabled_);
+      at::autocast::set_autocast_cpu_dtype(was_dtype_);
+    }
+#endif
+  }
+  AutocastScope(const AutocastScope&) = delete;
+  AutocastScope& operator=(const AutocastScope&) = delete;
+
+ private:
+  c10::DeviceType type_;
+  bool was_enabled_ = false;
+  at::ScalarType was_dtype_ = at::kFloat;
+};
+
+enum Phase { kForward, kBackward, kComm, kOptimizer, kPhases };
+
+// Times the phases of a step: CUDA events on a GPU (read once, after the step's final
+// synchronisation, so timing never stalls the device), a steady clock on the CPU, where every
+// operation has finished when it returns.
+class PhaseClock {
+ public:
+  explicit PhaseClock(bool cuda) : cuda_(cuda) {}
+  void reset() {
+    for (double& s : seconds_) s = 0;
+#ifdef SWEEPBENCH_WITH_CUDA
+    for (auto& list : events_) list.clear();
+#endif
+  }
+  void start(Phase p) {
+#ifdef SWEEPBENCH_WITH_CUDA
+    if (cuda_) {
+      events_[p].emplace_back(std::make_unique<at::cuda::CUDAEvent>(cudaEventDefault),
+                              std::make_unique<at::cuda::CUDAEvent>(cudaEventDefault));
+      events_[p].back().first->record();
+      return;
+    }
+#endif
+    started_[p] = std::chrono::steady_clock::now();
+  }
+  void stop(Phase p) {
+#ifdef SWEEPBENCH_WITH_CUDA
+    if (cuda_) {
+      events_[p].back().second->record();
+      return;
+    }
+#endif
+    seconds_[p] +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started_[p]).count();
+  }
+  // Call after the device has finished the step.
+  double seconds(Phase p) {
+#ifdef SWEEPBENCH_WITH_CUDA
+    if (cuda_) {
+      double total = 0;
+      for (auto& [begin, end] : events_[p]) total += begin->elapsed_time(*end) / 1000.0;
+      return total;
+    }
+#endif
+    return seconds_[p];
+  }
+
+ private:
+  bool cuda_;
+  double seconds_[kPhases] = {0, 0, 0, 0};
+  std::chrono::steady_clock::time_point started_[kPhases];
+#ifdef SWEEPBENCH_WITH_CUDA
+  std::vector<std::pair<std::unique_ptr<at::cuda::CUDAEvent>, std::unique_ptr<at::cuda::CUDAEvent>>>
+      events_[kPhases];
+#endif
+};
+
+bool is_out_of_memory(const std::string& what) {
+  return what.find("out of memory") != std::string::npos ||
+         what.find("can't allocate memory") != std::string::npos ||
+         what.find("Cannot allocate memory") != std::string::npos;
+}
+
+// The first line of an exception's text (libtorch appends a C++ backtrace).
+std::string first_line(const std::string& what) { return what.substr(0, what.find('\n')); }
+
+// Runs `body`; failures become an outcome instead of an exception.
+template <typename F>
+PhaseStatus guarded(F&& body) {
+  try {
+    body();
+    return {};
+  } catch (const c10::OutOfMemoryError& e) {
+    return {Outcome::kOom, first_line(e.what())};
+  } catch (const std::bad_alloc&) {
+    return {Outcome::kOom, "std::bad_alloc: the host is out of memory"};
+  } catch (const c10::Error& e) {
+    std::string what = first_line(e.what_without_backtrace());
+    return {is_out_of_memory(what) ? Outcome::kOom : Outcome::kFailed, what};
+  } catch (const std::exception& e) {
+    std::string what = first_line(e.what());
+    return {is_out_of_memory(what) ? Outcome::kOom : Outcome::kFailed, what};
+  }
+}
+
+std::string cpu_model_name() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      size_t colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(" \t", colon + 1));
+    }
+  }
+  return "cpu";
+}
+
+class TorchTrainer : public Trainer {
+ public:
+  TorchTrainer(const TrainerOptions& o, Collectives& comm)
+      : o_(o),
+        comm_(comm),
+        info_(select_device(o)),
+        device_(info_.type == "cuda"
+                    ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(info_.index))
+                    : torch::Device(torch::kCPU)),
+        clock_(info_.type == "cuda") {
+    if (o_.dtype == "bf16") autocast_dtype_ = at::kBFloat16;
+    if (o_.dtype == "fp16") autocast_dtype_ = at::kHalf;
+    loss_scale_ = o_.dtype == "fp16" ? o_.loss_scale : 1.0;
+
+    ModelOptions mo;
+    mo.shape = o_.shape;
+    mo.max_seq_len = o_.seq_len;
+    mo.activation_checkpointing = o_.activation_checkpointing;
+    mo.rope_theta = rope_theta_for(o_.preset);
+    if (autocast_dtype_) {
+      // The same mixed-precision scope for each block's forward and its recomputation.
+      c10::DeviceType type = device_.type();
+      at::ScalarType dtype = *autocast_dtype_;
+      mo.block_scope = [type, dtype](const std::function<void()>& body) {
+        AutocastScope scope(type, dtype);
+        body();
+      };
+    }
+    model_ = TransformerLM(mo);
+    model_->reset_parameters(o_.seed);
+    model_->to(device_);
+    for (const auto& p : model_->parameters()) parameter_count_ += p.numel();
+    broadcast_parameters();
+    make_buckets();
+    make_optimizer();
+#ifdef SWEEPBENCH_WITH_NCCL
+    if (device_.is_cuda() && comm_.size() > 1) init_nccl();
+#endif
+  }
+
+  ~TorchTrainer() override {
+#ifdef SWEEPBENCH_WITH_NCCL
+    if (nccl_ != nullptr) ncclCommDestroy(nccl_);
+#endif
+  }
+
+  const DeviceInfo& device() const override { return info_; }
+  std::int64_t parameter_count() const override { return parameter_count_; }
+
+  PhaseStatus forward_backward(const std::vector<Batch>& micro_batches) override {
+    clock_.reset();
+    return guarded([&] {
+      for (torch::Tensor& b : buckets_) b.zero_();
+      loss_sum_ = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat).device(device_));
+      double accum = static_cast<double>(micro_batches.size());
+      for (const Batch& batch : micro_batches) {
+        torch::Tensor tokens = to_device(batch.inputs, batch);
+        torch::Tensor targets = to_device(batch.targets, batch);
+        clock_.start(kForward);
+        torch::Tensor loss;
+        {
+          std::optional<AutocastScope> scope;
+          if (autocast_dtype_) scope.emplace(device_.type(), *autocast_dtype_);
+          loss = model_->loss(tokens, targets) / accum;
+        }
+        clock_.stop(kForward);
+        clock_.start(kBackward);
+        (loss_scale_ != 1.0 ? loss * loss_scale_ : loss).backward();
+        clock_.stop(kBackward);
+        loss_sum_ += loss.detach();
+      }
+    });
+  }
+
+  PhaseStatus update(double lr) override {
+    return guarded([&] {
+      clock_.start(kComm);
+      allreduce_gradients();
+      clock_.stop(kComm);
+      clock_.start(kOptimizer);
+      if (loss_scale_ != 1.0) {
+        for (torch::Tensor& b : buckets_) b.mul_(1.0 / loss_scale_);
+      }
+      torch::Tensor sq =
+          torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat).device(device_));
+      for (torch::Tensor& b : buckets_) sq += b.pow(2).sum();
+      grad_norm_ = sq.sqrt();
+      skipped_ = false;
+      if (o_.dtype == "fp16") {
+        // Dynamic loss scaling: skip the update and halve the scale on inf/nan gradients; double
+        // it after 2000 clean steps (torch.cuda.amp.GradScaler's defaults).
+        used_scale_ = loss_scale_;
+        if (!std::isfinite(grad_norm_.item<double>())) {
+          skipped_ = true;
+          loss_scale_ *= 0.5;
+          clean_steps_ = 0;
+        } else if (++clean_steps_ == 2000) {
+          loss_scale_ *= 2.0;
+          clean_steps_ = 0;
+        }
+      }
+      if (!skipped_) {
+        if (o_.grad_clip > 0) {
+          // Clip without a host round trip: scale by min(1, clip / norm).
+          torch::Tensor coef = torch::clamp_max(o_.grad_clip / (grad_norm_ + 1e-6), 1.0);
+          for (torch::Tensor& b : buckets_) b.mul_(coef);
+        }
+        for (auto& group : optimizer_->param_groups()) {
+          static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
+        }
+        optimizer_->step();
+      }
+      clock_.stop(kOptimizer);
+    });
+  }
+
+  StepTiming finish_step() override {
+    StepTiming t;
+#ifdef SWEEPBENCH_WITH_CUDA
+    if (device_.is_cuda()) c10::cuda::device_synchronize();
+#endif
+    t.forward_s = clock_.seconds(kForward);
+    t.backward_s = clock_.seconds(kBackward);
+    t.comm_s = clock_.seconds(kComm);
+    t.optimizer_s = clock_.seconds(kOptimizer);
+    if (loss_sum_.defined()) t.loss = loss_sum_.item<double>();
+    if (grad_norm_.defined()) t.grad_norm = grad_norm_.item<double>();
+    t.loss_scale = o_.dtype == "fp16" ? used_scale_ : 1.0;
+    t.skipped = skipped_;
+    return t;
+  }
+
+  EvalOutput evaluate(const Batch& batch) override {
+    EvalOutput out;
+    out.status = guarded([&] {
+      torch::NoGradGuard no_grad;
+      std::optional<AutocastScope> scope;
+      if (autocast_dtype_) scope.emplace(device_.type(), *autocast_dtype_);
+      out.loss = model_->loss(to_device(batch.inputs, batch), to_device(batch.targets, batch))
+                     .item<double>();
+    });
+    return out;
+  }
+
+  std::string memory_source() const override {
+    return device_.is_cuda() ? "cuda_allocator" : "rss";
+  }
+
+  MemoryReading memory() override {
+    MemoryReading m;
+#ifdef SWEEPBENCH_WITH_CUDA
+    if (device_.is_cuda()) {
+      auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device_.index());
+      constexpr size_t kAll =
+          static_cast<size_t>(c10::cuda::CUDACachingAllocator::StatType::AGGREGATE);
+      m.current = stats.allocated_bytes[kAll].current;
+      m.peak = stats.allocated_bytes[kAll].peak;
+      return m;
+    }
+#endif
+    m.current = current_rss_bytes();
+    m.peak = peak_rss_bytes();
+    return m;
+  }
+
+  void reset_peak_memory() override {
+#ifdef SWEEPBENCH_WITH_CUDA
+    if (device_.is_cuda()) {
+      c10::cuda::CUDACachingAllocator::resetPeakStats(device_.index());
+      return;
+    }
+#endif
+    reset_peak_rss();
+  }
+
+  std::string parameter_sha256() override {
+    Sha256 sha;
+    for (const auto& item : model_->named_parameters()) {
+      torch::Tensor host = item.value().detach().to(torch::kCPU).contiguous();
+      sha.update(item.key());
+      sha.update(std::string_view(static_cast<const char*>(host.data_ptr()),
+                                  static_cast<size_t>(host.numel() * host.element_size())));
+    }
+    return sha.hex_digest();
+  }
+
+  std::vector<NamedArray> parameter_values() override {
+    std::vector<NamedArray> out;
+    for (const auto& item : model_->named_parameters()) {
+      torch::Tensor host = item.value().detach().to(torch::kCPU, torch::kFloat).contiguous();
+      NamedArray a;
+      a.name = item.key();
+      a.shape = host.sizes().vec();
+      a.values.assign(host.data_ptr<float>(), host.data_ptr<float>() + host.numel());
+      out.push_back(std::move(a));
+    }
+    return out;
+  }
+
+ private:
+  torch::Tensor to_device(const std::vector<std::int64_t>& ids, const Batch& b) {
+    // from_blob borrows the vector; clone() owns a copy before it moves to the device.
+    torch::Tensor host =
+        torch::from_blob(const_cast<std::int64_t*>(ids.data()), {b.batch, b.seq}, torch::kLong);
+    return device_.is_cuda() ? host.to(device_) : host.clone();
+  }
+
+  // Every rank starts from rank 0's weights (initialisation is already deterministic; this makes
+  // it certain).
+  void broadcast_parameters() {
+    if (comm_.size() == 1) return;
+    torch::NoGradGuard no_grad;
+    for (auto& p : model_->parameters()) {
+      torch::Tensor host = p.detach().to(torch::kCPU).contiguous();
+      comm_.broadcast(host.data_ptr(), static_cast<size_t>(host.numel() * host.element_size()), 0);
+      p.copy_(host);
+    }
+  }
+
+  // Gradients live in a few flat buffers ("buckets") so that each is all-reduced in one call
+  // without copying: each parameter's .grad is a view into its bucket, and autograd accumulates
+  // into it in place. Parameters go into buckets in reverse order, the order backward produces
+  // their gradients (as PyTorch DDP does).
+  void make_buckets() {
+    std::vector<torch::Tensor> params = model_->parameters();
+    std::reverse(params.begin(), params.end());
+    std::vector<std::vector<torch::Tensor>> groups(1);
+    size_t bytes = 0;
+    for (const torch::Tensor& p : params) {
+      size_t b = static_cast<size_t>(p.numel()) * sizeof(float);
+      if (bytes > 0 && bytes + b > o_.bucket_bytes) {
+        groups.emplace_back();
+        bytes = 0;
+      }
+      groups.back().push_back(p);
+      bytes += b;
+    }
+    for (auto& group : groups) {
+      std::int64_t total = 0;
+      for (const torch::Tensor& p : group) total += p.numel();
+      torch::Tensor flat =
+          torch::zeros({total}, torch::TensorOptions().dtype(torch::kFloat).device(device_));
+      std::int64_t offset = 0;
+      for (torch::Tensor p : group) {
+        p.mutable_grad() = flat.narrow(0, offset, p.numel()).view(p.sizes());
+        offset += p.numel();
+      }
+      buckets_.push_back(flat);
+    }
+  }
+
+  // AdamW; as in GPT-2 and nanoGPT, weight decay applies to matrices and embeddings only.
+  void make_optimizer() {
+    std::vector<torch::Tensor> decay, no_decay;
+    for (const torch::Tensor& p : model_->parameters())
+      (p.dim() >= 2 ? decay : no_decay).push_back(p);
+    auto options = torch::optim::AdamWOptions(o_.lr)
+                       .betas(std::make_tuple(o_.beta1, o_.beta2))
+                       .eps(o_.eps)
+                       .weight_decay(o_.weight_decay);
+    auto no_decay_options = options;
+    no_decay_options.weight_decay(0.0);
+    std::vector<torch::optim::OptimizerParamGroup> groups;
+    groups.emplace_back(decay, std::make_unique<torch::optim::AdamWOptions>(options));
+    groups.emplace_back(no_decay, std::make_unique<torch::optim::AdamWOptions>(no_decay_options));
+    optimizer_ = std::make_unique<torch::optim::AdamW>(std::move(groups), options);
+  }
+
+  void allreduce_gradients() {
+    if (comm_.size() == 1) return;
+#ifdef SWEEPBENCH_WITH_NCCL
+    if (nccl_ != nullptr) {
+      cudaStream_t stream = at::cuda::getCurrentCUDAStream(device_.index()).stream();
+      NCCL_CHECK(ncclGroupStart());
+      for (torch::Tensor& b : buckets_) {
+        NCCL_CHECK(ncclAllReduce(b.data_ptr(), b.data_ptr(), static_cast<size_t>(b.numel()),
+                                 ncclFloat, ncclAvg, nccl_, stream));
+      }
+      NCCL_CHECK(ncclGroupEnd());
+      return;
+    }
+#endif
+    const float inv_world = 1.0f / static_cast<float>(comm_.size());
+    for (torch::Tensor& b : buckets_) {
+      if (b.is_cuda()) {
+        // A CUDA build without NCCL: through the host.
+        torch::Tensor host = b.to(torch::kCPU);
+        comm_.allreduce_sum(host.data_ptr<float>(), static_cast<size_t>(host.numel()));
+        b.copy_(host);
+      } else {
+        comm_.allreduce_sum(b.data_ptr<float>(), static_cast<size_t>(b.numel()));
+      }
+      b.mul_(inv_world);
+    }
+  }
+
+#ifdef SWEEPBENCH_WITH_NCCL
+  void init_nccl() {
+    ncclUniqueId id;
+    if (comm_.rank() == 0) NCCL_CHECK(ncclGetUniqueId(&id));
+    comm_.broadcast(&id, sizeof(id), 0);  // the unique id travels over MPI
+    NCCL_CHECK(ncclCommInitRank(&nccl_, comm_.size(), id, comm_.rank()));
+  }
+  ncclComm_t nccl_ = nullptr;
+#endif
+
+  TrainerOptions o_;
+  Collectives& comm_;
+  DeviceInfo info_;
+  torch::Device device_;
+  PhaseClock clock_;
+  std::optional<at::ScalarType> autocast_dtype_;
+  TransformerLM model_{nullptr};
+  std::int64_t parameter_count_ = 0;
+  std::vector<torch::Tensor> buckets_;
+  std::unique_ptr<torch::optim::AdamW> optimizer_;
+  torch::Tensor loss_sum_, grad_norm_;
+  double loss_scale_ = 1.0;
+  double used_scale_ = 1.0;
+  int clean_steps_ = 0;
+  bool skipped_ = false;
+};
+
+}  // namespace
+
+bool cuda_available() { return torch::cuda::is_available(); }
+
+DeviceInfo select_device(const TrainerOptions& o) {
+  DeviceInfo info;
+  info.torch_version = TORCH_VERSION;
+  if (o.threads > 0) torch::set_num_threads(o.threads);
+  info.threads = torch::get_num_threads();
+  bool want_cuda = o.device == "cuda" || (o.device == "auto" && cuda_available());
+  if (o.device == "cuda" && !cuda_available()) {
+    throw Error::input(Mark{}, "launch.device",
+                       "cuda was asked for, but this libtorch (" + std::string(TORCH_VERSION) +
+                           ") sees no CUDA device",
+                       "run on a GPU node, or set launch.device: cpu");
+  }
+  if (!want_cuda) {
+    if (o.dtype == "fp16") {
+      throw Error::input(Mark{}, "train.dtype",
+                         "fp16 needs a GPU: CPU kernels for half precision are missing",
+                         "use bf16 or fp32 on a CPU");
+    }
+    info.type = "cpu";
+    info.name = cpu_model_name();
+    info.count = 1;
+    return info;
+  }
+#ifdef SWEEPBENCH_WITH_CUDA
+  int count = static_cast<int>(torch::cuda::device_count());
+  info.type = "cuda";
+  info.count = count;
+  info.index = o.local_rank % count;
+  c10::cuda::set_device(static_cast<c10::DeviceIndex>(info.index));
+  cudaDeviceProp prop{};
+  cudaGetDeviceProperties(&prop, info.index);
+  info.name = prop.name;
+  char bus[32] = {0};
+  cudaDeviceGetPCIBusId(bus, sizeof(bus), info.index);
+  info.pci_bus_id = bus;
+  int runtime = 0;
+  cudaRuntimeGetVersion(&runtime);
+  info.cuda_version = std::to_string(runtime / 1000) + "." + std::to_string((runtime % 1000) / 10);
+#ifdef SWEEPBENCH_WITH_NCCL
+  int nccl = 0;
+  ncclGetVersion(&nccl);
+  info.nccl_version = std::to_string(nccl / 10000) + "." + std::to_string((nccl / 100) % 100) +
+                      "." + std::to_string(nccl % 100);
+#endif
+#endif
+  return info;
+}
+
+std::unique_ptr<Trainer> make_trainer(const TrainerOptions& options, Collectives& comm) {
+  std::unique_ptr<Trainer> trainer;
+  PhaseStatus status = guarded([&] { trainer = std::make_unique<TorchTrainer>(options, comm); });
+  if (status.outcome != Outcome::kOk) throw TrainerInitError(status.outcome, status.reason);
+  return trainer;
+}
+
+}  // namespace sweepbench

@@ -1,0 +1,126 @@
+// The training step behind a torch-free interface.
+//
+// bench_train.cc (orchestration, timing of the whole step, results) sees only this header;
+// trainer.cc implements it with libtorch. A step is three calls so that every rank can agree on
+// failures between them (see bench_train.cc): forward_backward (may fail with out-of-memory on
+// one rank), update (gradient all-reduce and optimizer: collective), finish_step (waits for the
+// device, returns the step's timings). No call throws for a failure during training; failures
+// come back as an Outcome.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/model_shapes.h"
+#include "train/collectives.h"
+#include "train/data.h"
+
+namespace sweepbench {
+
+struct TrainerOptions {
+  ModelShape shape;
+  std::string preset;
+  std::int64_t seq_len = 0;
+  std::int64_t grad_accum = 1;
+  std::string dtype = "fp32";  // fp32 | bf16 | fp16
+  bool activation_checkpointing = false;
+  double lr = 3e-4, beta1 = 0.9, beta2 = 0.95, eps = 1e-8, weight_decay = 0.1;
+  double grad_clip = 1.0;     // 0: off
+  double loss_scale = 65536;  // fp16's initial dynamic loss scale
+  std::uint64_t seed = 0;
+  std::string device = "auto";  // auto | cpu | cuda
+  int local_rank = 0;
+  int threads = 0;                  // 0: leave libtorch's default
+  size_t bucket_bytes = 25u << 20;  // gradient all-reduce buckets, as PyTorch DDP's default
+};
+
+struct DeviceInfo {
+  std::string type;        // cpu | cuda
+  std::string name;        // "NVIDIA H100 80GB HBM3", or the CPU model
+  std::string pci_bus_id;  // cuda: "0000:3b:00.0"; empty on cpu
+  std::int64_t count = 0;  // GPUs visible to this process; 1 on cpu
+  int index = -1;          // the GPU this rank uses
+  std::string torch_version, cuda_version, nccl_version;
+  int threads = 0;  // libtorch's intra-op threads
+};
+
+enum class Outcome { kOk, kOom, kFailed };
+
+// Building the model failed (typically out of memory on the device).
+class TrainerInitError : public std::runtime_error {
+ public:
+  TrainerInitError(Outcome outcome, const std::string& reason)
+      : std::runtime_error(reason), outcome_(outcome) {}
+  Outcome outcome() const { return outcome_; }
+
+ private:
+  Outcome outcome_;
+};
+
+struct PhaseStatus {
+  Outcome outcome = Outcome::kOk;
+  std::string reason;
+};
+
+struct StepTiming {
+  double forward_s = 0, backward_s = 0, comm_s = 0, optimizer_s = 0;
+  double loss = 0;       // mean over the micro batches
+  double grad_norm = 0;  // global, after the all-reduce, before clipping
+  double loss_scale = 1;
+  bool skipped = false;  // fp16 overflow: no update this step
+};
+
+struct EvalOutput {
+  PhaseStatus status;
+  double loss = 0;
+};
+
+// A parameter copied to the host as fp32, for checks (and later checkpoints).
+struct NamedArray {
+  std::string name;
+  std::vector<std::int64_t> shape;
+  std::vector<float> values;
+};
+
+struct MemoryReading {
+  std::int64_t current = -1;  // bytes allocated now (cuda) or resident (cpu)
+  std::int64_t peak = -1;     // the largest since reset_peak_memory()
+};
+
+class Trainer {
+ public:
+  virtual ~Trainer() = default;
+  virtual const DeviceInfo& device() const = 0;
+  virtual std::int64_t parameter_count() const = 0;
+  // Forward and backward over one step's micro batches (gradient accumulation).
+  virtual PhaseStatus forward_backward(const std::vector<Batch>& micro_batches) = 0;
+  // Averages gradients over the ranks, clips, and steps AdamW at learning rate `lr`.
+  virtual PhaseStatus update(double lr) = 0;
+  // Waits for the device and returns the step's timings and scalars.
+  virtual StepTiming finish_step() = 0;
+  virtual EvalOutput evaluate(const Batch& batch) = 0;
+  virtual std::string memory_source() const = 0;  // cuda_allocator | rss
+  virtual MemoryReading memory() = 0;
+  virtual void reset_peak_memory() = 0;
+  // SHA-256 over every parameter's name and bytes: equal on all ranks after a correct run.
+  virtual std::string parameter_sha256() = 0;
+  // Every parameter, in registration order, copied to the host.
+  virtual std::vector<NamedArray> parameter_values() = 0;
+};
+
+// Picks this rank's device (the GPU local_rank % count, or the CPU) and makes it current, without
+// building anything. Throws sweepbench::Error for a device that cannot be used (cuda asked for and
+// none visible, fp16 on a CPU).
+DeviceInfo select_device(const TrainerOptions& options);
+
+// Builds the model on the selected device, identical on every rank. Throws TrainerInitError when
+// that fails (out of memory, a libtorch error).
+std::unique_ptr<Trainer> make_trainer(const TrainerOptions& options, Collectives& comm);
+
+// Whether a CUDA device is visible to this build of libtorch (false on CPU-only builds).
+bool cuda_available();
+
+}  // namespace sweepbench
