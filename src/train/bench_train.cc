@@ -8,7 +8,6 @@
 // gradient all-reduce, or straight to writing its results with the agreed status.
 #include "train/bench_train.h"
 
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -144,8 +143,8 @@ Args parse_args(int argc, char** argv, po::options_description& desc) {
       "set", po::value<std::vector<std::string>>(&a.sets)->composing(),
       "Override KEY=VALUE (repeatable; VALUE is YAML)")(
       "max-memory-mb", po::value<std::int64_t>(&a.max_memory_mb)->default_value(0),
-      "Cap each rank's address space N MB above its size at start (0: no cap); makes "
-      "out-of-memory testable on a CPU");
+      "CPU only: let libtorch hold at most N MB at a time; past it an allocation fails as out "
+      "of memory, as on a full GPU (for testing; 0: no limit)");
   po::variables_map vm;
   po::store(po::parse_command_line(argc, argv, desc), vm);
   po::notify(vm);
@@ -280,6 +279,7 @@ Plan make_plan(const Args& args, const MpiEnv& mpi) {
   t.seed = static_cast<std::uint64_t>(config_at(c, "train.seed").as_int());
   t.device = config_at(c, "launch.device").as_string();
   t.local_rank = mpi.local_rank();
+  t.cpu_memory_budget = args.max_memory_mb * 1024 * 1024;
   const Value& cpus = config_at(c, "launch.cpus_per_rank");
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   t.threads = cpus.is_null()
@@ -306,21 +306,6 @@ Plan make_plan(const Args& args, const MpiEnv& mpi) {
                 "results are never overwritten; choose another --out");
   }
   return p;
-}
-
-// Caps the address space so that allocations fail like on a full machine (--max-memory-mb).
-void cap_memory(std::int64_t mb) {
-  if (mb <= 0) return;
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  std::int64_t vm_kb = 0;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmSize:", 0) == 0) vm_kb = std::atoll(line.c_str() + 7);
-  }
-  struct rlimit limit {};
-  getrlimit(RLIMIT_AS, &limit);
-  limit.rlim_cur = static_cast<rlim_t>((vm_kb + mb * 1024) * 1024);
-  setrlimit(RLIMIT_AS, &limit);
 }
 
 std::vector<double> column(const std::vector<StepRecord>& steps, double StepRecord::*field) {
@@ -357,7 +342,6 @@ class Run {
       }
       if (int code = agree_on_start(local, message)) return code;
     }
-    cap_memory(args_.max_memory_mb);
     install_signal_handlers();
     fill_identity();
     banner();

@@ -4,9 +4,11 @@
 #include "train/trainer.h"
 
 #include <ATen/autocast_mode.h>
+#include <c10/core/CPUAllocator.h>
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -91,6 +93,63 @@ class AutocastScope {
   c10::DeviceType type_;
   bool was_enabled_ = false;
   at::ScalarType was_dtype_ = at::kFloat;
+};
+
+// libtorch's CPU allocator with a budget: it counts the bytes in use and fails an allocation past
+// the budget with c10::OutOfMemoryError, as the CUDA caching allocator does on a full GPU. It is
+// installed only for bench-train --max-memory-mb, so that running out of memory can be tested on
+// a CPU; real runs never go through it. (An address-space limit cannot do this reliably: OpenBLAS
+// retries a failed buffer allocation forever.)
+class BudgetCpuAllocator final : public c10::Allocator {
+ public:
+  static BudgetCpuAllocator& install(std::int64_t budget) {
+    static BudgetCpuAllocator allocator(c10::GetCPUAllocator());
+    allocator.budget_ = budget;
+    c10::SetCPUAllocator(&allocator, /*priority=*/255);
+    return allocator;
+  }
+
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
+  c10::DataPtr allocate(size_t n) override { return allocate_counted(n); }
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    default_copy_data(dest, src, count);
+  }
+#else
+  c10::DataPtr allocate(size_t n) const override { return allocate_counted(n); }
+#endif
+
+ private:
+  struct Block {
+    c10::DataPtr inner;
+    std::int64_t bytes;
+    const BudgetCpuAllocator* owner;
+  };
+
+  explicit BudgetCpuAllocator(c10::Allocator* base) : base_(base) {}
+
+  c10::DataPtr allocate_counted(size_t n) const {
+    std::int64_t bytes = static_cast<std::int64_t>(n);
+    std::int64_t before = in_use_.fetch_add(bytes);
+    if (budget_ > 0 && before + bytes > budget_) {
+      in_use_.fetch_sub(bytes);
+      TORCH_CHECK_WITH(OutOfMemoryError, false, "CPU out of memory: tried to allocate ", bytes,
+                       " bytes with ", before, " in use of a budget of ", budget_,
+                       " bytes (--max-memory-mb)");
+    }
+    auto* block = new Block{base_->allocate(n), bytes, this};
+    void* data = block->inner.get();
+    return {data, block, &BudgetCpuAllocator::release, c10::Device(c10::DeviceType::CPU)};
+  }
+
+  static void release(void* context) {
+    auto* block = static_cast<Block*>(context);
+    block->owner->in_use_.fetch_sub(block->bytes);
+    delete block;
+  }
+
+  c10::Allocator* base_;
+  std::int64_t budget_ = 0;
+  mutable std::atomic<std::int64_t> in_use_{0};
 };
 
 enum Phase { kForward, kBackward, kComm, kOptimizer, kPhases };
@@ -200,6 +259,8 @@ class TorchTrainer : public Trainer {
                     ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(info_.index))
                     : torch::Device(torch::kCPU)),
         clock_(info_.type == "cuda") {
+    if (o_.cpu_memory_budget > 0 && !device_.is_cuda())
+      BudgetCpuAllocator::install(o_.cpu_memory_budget);
     if (o_.dtype == "bf16") autocast_dtype_ = at::kBFloat16;
     if (o_.dtype == "fp16") autocast_dtype_ = at::kHalf;
     loss_scale_ = o_.dtype == "fp16" ? o_.loss_scale : 1.0;

@@ -1,0 +1,360 @@
+#!/usr/bin/python3
+"""bench-train end to end: real runs of the binary, alone and under mpirun, read back with h5py.
+
+Run by ctest (tests/CMakeLists.txt), one ctest per class:
+    SWEEPBENCH_BIN_DIR=build/release/bin /usr/bin/python3 tests/train/test_bench_train.py SingleRank
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import h5py
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE = os.path.dirname(os.path.dirname(HERE))
+BIN = os.environ.get("SWEEPBENCH_BIN_DIR", os.path.join(SOURCE, "build", "release", "bin"))
+BENCH_TRAIN = os.path.join(BIN, "bench-train")
+
+ENV = dict(os.environ)
+# mpirun as root (CI runs as root), and more ranks than the 2 cores CI has.
+ENV.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+           OMPI_MCA_rmaps_base_oversubscribe="1")
+
+TINY = """\
+model: {preset: gpt2-tiny}
+data: {source: text, path: %(text)s, seq_len: 32}
+train: {steps: %(steps)d, warmup_steps: 2, micro_batch: 4, lr: 3.0e-3}
+eval: {steps: 2}
+metrics: {sample_interval_ms: 100}
+"""
+
+
+def make_text(path, lines=3000):
+    """A text file with structure to learn: a small vocabulary of words in random order."""
+    rng = np.random.default_rng(1)
+    words = "the quick brown fox jumps over a lazy dog while the small cat sleeps".split()
+    with open(path, "w") as f:
+        for _ in range(lines):
+            f.write(" ".join(rng.choice(words, 12)) + "\n")
+
+
+def read_json(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def documented_layout():
+    """The tables of docs/results-format.md: {section: [(name, type)]}."""
+    layout, section = {}, None
+    for line in open(os.path.join(SOURCE, "docs", "results-format.md")):
+        heading = re.match(r"## (Root attributes|Group `/(\w+)`)", line)
+        if heading:
+            section = "/" if heading.group(1) == "Root attributes" else "/" + heading.group(2)
+            continue
+        if line.startswith("## "):
+            section = None
+        row = re.match(r"\| `(\w+)` \| ([\w\[\]]+) \|", line)
+        if section and row:
+            layout.setdefault(section, []).append((row.group(1), row.group(2)))
+    return layout
+
+
+class BenchTrainCase(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="bench-train-test-")
+        self.text = os.path.join(self.tmp, "text.txt")
+        make_text(self.text)
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def config(self, steps=20, extra="", name="point"):
+        d = os.path.join(self.tmp, name)
+        os.makedirs(d, exist_ok=True)
+        path = os.path.join(d, "config.yaml")
+        with open(path, "w") as f:
+            f.write(TINY % {"text": self.text, "steps": steps} + extra)
+        return path
+
+    def run_train(self, config, out, *extra, ranks=None, timeout=180):
+        cmd = [BENCH_TRAIN, "--config", config, "--out", out, *extra]
+        if ranks:
+            cmd = ["mpirun", "-n", str(ranks), *cmd]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=ENV)
+
+    def assertDocumentedLayout(self, path):
+        """Every attribute and dataset docs/results-format.md lists, with its type."""
+        with h5py.File(path, "r") as f:
+            for section, entries in documented_layout().items():
+                node = f[section]
+                for name, kind in entries:
+                    if "[" in kind:  # a dataset: element type and one dimension
+                        self.assertIn(name, node, f"{section}/{name} is documented but missing")
+                        data = node[name]
+                        self.assertEqual(data.ndim, 1, f"{section}/{name}")
+                        base = kind.split("[")[0]
+                        if base == "string":
+                            self.assertEqual(data.dtype.kind, "O", f"{section}/{name}")
+                        else:
+                            self.assertEqual(data.dtype, np.dtype(base), f"{section}/{name}")
+                    else:  # an attribute
+                        self.assertIn(name, node.attrs, f"{section} attribute {name} is documented but missing")
+                        value = node.attrs[name]
+                        if kind == "string":
+                            self.assertIsInstance(value, str, f"{section} attribute {name}")
+                        else:
+                            self.assertEqual(np.asarray(value).dtype, np.dtype(kind), f"{section} attribute {name}")
+            # And nothing undocumented.
+            documented = documented_layout()
+            self.assertEqual(set(f.attrs), {n for n, _ in documented["/"]})
+            for group in ("steps", "eval", "memory", "samples"):
+                names = {n for n, _ in documented["/" + group]}
+                self.assertEqual(set(f[group].keys()) | set(f[group].attrs), names, group)
+
+
+class SingleRank(BenchTrainCase):
+    def test_runs_learns_and_writes_the_documented_layout(self):
+        out = os.path.join(self.tmp, "out")
+        r = self.run_train(self.config(steps=40), out)
+        self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
+        self.assertEqual(sorted(os.listdir(out)), ["rank-00000.h5", "summary.json"])
+        path = os.path.join(out, "rank-00000.h5")
+        self.assertDocumentedLayout(path)
+        with h5py.File(path, "r") as f:
+            a = f.attrs
+            self.assertEqual(a["status"], "ok")
+            self.assertEqual(a["reason"], "")
+            self.assertEqual((a["rank"], a["world_size"], a["local_rank"]), (0, 1, 0))
+            self.assertEqual(a["tag"], "point")
+            self.assertEqual(a["parameter_count"], 141056)
+            self.assertEqual(a["device_type"], "cpu")
+            self.assertEqual(a["peak_tflops_source"], "none")
+            self.assertIn("model:", a["config_yaml"])
+            self.assertEqual(len(a["config_hash"]), 64)
+            steps = f["steps"]
+            self.assertEqual(list(steps["step"][:]), list(range(40)))
+            self.assertEqual(list(steps["measured"][:4]), [0, 0, 1, 1])
+            loss = steps["loss"][:]
+            self.assertLess(loss[-5:].mean(), loss[:5].mean() - 1.0, "the loss must go down")
+            self.assertTrue((steps["tokens"][:] == 4 * 32).all())
+            for phase in ("forward_s", "backward_s", "optimizer_s"):
+                self.assertTrue((steps[phase][:] > 0).all(), phase)
+            # The phases fit inside the step.
+            parts = sum(steps[p][:] for p in ("data_s", "forward_s", "backward_s", "comm_s", "optimizer_s"))
+            self.assertTrue((parts <= steps["total_s"][:] * 1.0001).all())
+            self.assertEqual(f["eval"].attrs["steps"], 2)
+            self.assertEqual(f["eval"].attrs["ran"], 1)
+            self.assertLess(f["eval"].attrs["loss"], 4.0)
+            self.assertEqual(list(f["memory/stage"].asstr()[:]), ["before_init", "init", "train", "eval"])
+            self.assertEqual(f["memory"].attrs["stage_source"], "rss")
+            self.assertGreaterEqual(len(f["samples/time_s"]), 2)
+            self.assertEqual(f["samples"].attrs["device_source"], "rss")
+        summary = read_json(os.path.join(out, "summary.json"))
+        self.assertEqual(summary["status"], "ok")
+        self.assertEqual(summary["measured_steps"], 38)
+        m = summary["metrics"]
+        self.assertAlmostEqual(m["train_tokens_per_second"] / m["train_samples_per_second"], 32, places=6)
+        self.assertAlmostEqual(m["perplexity"], np.exp(m["eval_loss"]), places=6)
+        self.assertNotIn("mfu", m)  # a CPU has no peak unless one is configured
+        # What was printed is what was written.
+        printed = re.search(r"train_tokens_per_second\s+([0-9.e+]+)", r.stdout).group(1)
+        self.assertAlmostEqual(float(printed), m["train_tokens_per_second"], delta=1e-5 * m["train_tokens_per_second"])
+        self.assertIn("# OK", r.stdout)
+
+    def test_a_configured_peak_gives_mfu(self):
+        out = os.path.join(self.tmp, "out")
+        r = self.run_train(self.config(steps=6, extra="hardware: {peak_tflops: 0.5}\n"), out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        m = read_json(os.path.join(out, "summary.json"))["metrics"]
+        self.assertAlmostEqual(m["mfu"], m["tflops_per_device"] / 0.5, places=9)
+        with h5py.File(os.path.join(out, "rank-00000.h5"), "r") as f:
+            self.assertEqual(f.attrs["peak_tflops_source"], "config")
+
+    def test_evaluation_can_be_switched_off(self):
+        out = os.path.join(self.tmp, "out")
+        r = self.run_train(self.config(steps=4), out, "--set", "eval.steps=0")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with h5py.File(os.path.join(out, "rank-00000.h5"), "r") as f:
+            self.assertEqual(f["eval"].attrs["ran"], 0)
+            self.assertEqual(list(f["memory/stage"].asstr()[:]), ["before_init", "init", "train"])
+
+    def test_token_files_raw_and_llmc(self):
+        tokens = np.random.default_rng(2).integers(0, 512, 20000)
+        raw = os.path.join(self.tmp, "tokens.u16")
+        tokens.astype("<u2").tofile(raw)
+        llmc = os.path.join(self.tmp, "tokens.bin")
+        header = np.zeros(256, dtype="<i4")
+        header[:3] = (20240520, 1, len(tokens))
+        with open(llmc, "wb") as f:
+            f.write(header.tobytes())
+            f.write(tokens.astype("<u2").tobytes())
+        for path, expect in ((raw, "raw, uint16"), (llmc, "llm.c, uint16")):
+            out = os.path.join(self.tmp, os.path.basename(path) + ".out")
+            r = self.run_train(self.config(steps=4), out, "--set", "data.source=tokens", "--set", f"data.path={path}")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn(expect, r.stdout)
+
+
+class TwoRanks(BenchTrainCase):
+    def test_data_parallel_ranks_end_bitwise_identical(self):
+        out = os.path.join(self.tmp, "out")
+        r = self.run_train(self.config(steps=20, extra="launch: {ranks: 2}\n"), out, ranks=2)
+        self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
+        self.assertEqual(sorted(os.listdir(out)), ["rank-00000.h5", "rank-00001.h5", "summary.json"])
+        files = [h5py.File(os.path.join(out, f"rank-0000{i}.h5"), "r") for i in range(2)]
+        for i, f in enumerate(files):
+            self.assertDocumentedLayout(f.filename)
+            self.assertEqual((f.attrs["rank"], f.attrs["world_size"], f.attrs["status"]), (i, 2, "ok"))
+            self.assertLess(f["steps/loss"][-3:].mean(), f["steps/loss"][:3].mean())
+            self.assertGreater(f["steps/comm_s"][2:].min(), 0)  # the all-reduce ran
+        digests = [f.attrs["parameter_sha256"] for f in files]
+        self.assertEqual(len(digests[0]), 64)
+        self.assertEqual(digests[0], digests[1], "ranks must end with bitwise identical parameters")
+        # Each rank trains on its own shard: their step losses differ.
+        self.assertFalse(np.array_equal(files[0]["steps/loss"][:], files[1]["steps/loss"][:]))
+        # The gradient norm is global: equal on both ranks.
+        np.testing.assert_array_equal(files[0]["steps/grad_norm"][:], files[1]["steps/grad_norm"][:])
+        self.assertEqual(files[0]["eval"].attrs["loss"], files[1]["eval"].attrs["loss"])
+        summary = read_json(os.path.join(out, "summary.json"))
+        self.assertEqual(summary["world_size"], 2)
+        # Throughput counts both ranks' tokens over the slowest rank's step times.
+        slowest = np.maximum(files[0]["steps/total_s"][2:], files[1]["steps/total_s"][2:])
+        self.assertAlmostEqual(summary["metrics"]["train_tokens_per_second"],
+                               2 * 4 * 32 * len(slowest) / slowest.sum(), delta=1e-6 * summary["metrics"]["train_tokens_per_second"])
+
+    def test_llama_with_activation_checkpointing(self):
+        out = os.path.join(self.tmp, "out")
+        r = self.run_train(self.config(steps=8), out, "--set", "model.preset=llama-tiny",
+                           "--set", "train.activation_checkpointing=true", "--set", "train.grad_accum=2", ranks=2)
+        self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
+        with h5py.File(os.path.join(out, "rank-00000.h5"), "r") as f0, h5py.File(os.path.join(out, "rank-00001.h5"), "r") as f1:
+            self.assertEqual(f0.attrs["parameter_count"], 158016)
+            self.assertEqual(f0.attrs["parameter_sha256"], f1.attrs["parameter_sha256"])
+            self.assertTrue((f0["steps/tokens"][:] == 2 * 4 * 32).all())
+
+
+class Failures(BenchTrainCase):
+    def test_out_of_memory_is_a_result(self):
+        out = os.path.join(self.tmp, "out")
+        r = self.run_train(self.config(steps=5), out, "--set", "train.micro_batch=4096", "--set", "data.seq_len=128",
+                           "--set", "data.source=synthetic", "--max-memory-mb", "300")
+        self.assertEqual(r.returncode, 20, r.stderr + r.stdout)
+        with h5py.File(os.path.join(out, "rank-00000.h5"), "r") as f:
+            self.assertEqual(f.attrs["status"], "oom")
+            self.assertEqual(f.attrs["rank_status"], "oom")
+            self.assertIn("allocate", f.attrs["reason"])
+            self.assertEqual(len(f["steps/step"]), 0)
+        self.assertEqual(read_json(os.path.join(out, "summary.json"))["status"], "oom")
+        self.assertIn("# FAILED: oom", r.stdout)
+
+    def test_a_peer_out_of_memory_stops_every_rank(self):
+        # Two programs in one MPI job: only rank 1 is capped, so only rank 1 runs out of memory.
+        out = os.path.join(self.tmp, "out")
+        config = self.config(steps=5)
+        common = ["--config", config, "--out", out, "--set", "data.source=synthetic",
+                  "--set", "train.micro_batch=256", "--set", "data.seq_len=128"]
+        cmd = ["mpirun", "-n", "1", BENCH_TRAIN, *common, ":", "-n", "1", BENCH_TRAIN, *common, "--max-memory-mb", "60"]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=ENV)
+        self.assertEqual(r.returncode, 20, r.stderr + r.stdout)
+        f0 = h5py.File(os.path.join(out, "rank-00000.h5"), "r")
+        f1 = h5py.File(os.path.join(out, "rank-00001.h5"), "r")
+        self.assertEqual((f0.attrs["status"], f0.attrs["rank_status"]), ("oom", "ok"))
+        self.assertEqual((f1.attrs["status"], f1.attrs["rank_status"]), ("oom", "oom"))
+        self.assertTrue(f0.attrs["reason"].startswith("rank 1: "), f0.attrs["reason"])
+        self.assertEqual(len(f0["steps/step"]), len(f1["steps/step"]))
+
+    def _start_and_signal(self, cmd, sig):
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+        # Wait for the first progress line: training is under way.
+        for line in proc.stdout:
+            if re.match(r"\s+\d+/\d+", line):
+                break
+        proc.send_signal(sig)
+        rest, err = proc.communicate(timeout=120)
+        return proc.returncode, rest, err
+
+    def test_sigterm_finishes_the_step_and_records_timeout(self):
+        out = os.path.join(self.tmp, "out")
+        config = self.config(steps=100000, extra="metrics.log_every: 5\n")
+        code, stdout, err = self._start_and_signal([BENCH_TRAIN, "--config", config, "--out", out], signal.SIGTERM)
+        self.assertEqual(code, 21, err)
+        with h5py.File(os.path.join(out, "rank-00000.h5"), "r") as f:
+            self.assertEqual(f.attrs["status"], "timeout")
+            self.assertEqual(f.attrs["reason"], "received SIGTERM")
+            done = len(f["steps/step"])
+            self.assertGreaterEqual(done, 5)
+            self.assertLess(done, 100000)
+            self.assertEqual(list(f["steps/step"][:]), list(range(done)))  # the last step completed
+        self.assertIn("# FAILED: timeout", stdout)
+
+    def test_slurm_warning_signal_reaches_every_rank_under_mpirun(self):
+        out = os.path.join(self.tmp, "out")
+        config = self.config(steps=100000, extra="metrics.log_every: 5\n")
+        # mpirun forwards SIGUSR1 to the ranks (what SLURM's --signal sends before the time limit).
+        code, stdout, err = self._start_and_signal(
+            ["mpirun", "-n", "2", BENCH_TRAIN, "--config", config, "--out", out], signal.SIGUSR1)
+        self.assertEqual(code, 21, err + stdout)
+        for i in range(2):
+            with h5py.File(os.path.join(out, f"rank-0000{i}.h5"), "r") as f:
+                self.assertEqual(f.attrs["status"], "timeout")
+                self.assertIn("SIGUSR1", f.attrs["reason"])
+
+
+class BadInput(BenchTrainCase):
+    def assertRejected(self, args, message, code=2):
+        out = os.path.join(self.tmp, "out")
+        r = self.run_train(self.config(), out, *args)
+        self.assertEqual(r.returncode, code, r.stderr + r.stdout)
+        self.assertIn(message, r.stderr)
+        self.assertFalse(os.path.exists(out), "nothing may be written")
+
+    def test_bad_configs_fail_before_any_work(self):
+        self.assertRejected(["--set", "model.preset=gpt3"], "'gpt3' is not one of")
+        self.assertRejected(["--set", "model.n_head=5"], "model.n_head: 5 does not divide model.n_embd (64)")
+        self.assertRejected(["--set", "data.seq_len=4096"], "data.seq_len: 4096 exceeds model.block_size (128)")
+        self.assertRejected(["--set", "train.microbatch=4"], "did you mean 'train.micro_batch'?")
+        self.assertRejected(["--set", "data.path=/nonexistent/file.txt"], "cannot read the data file: No such file or directory")
+        self.assertRejected(["--set", "train.dtype=fp16"], "fp16 needs a GPU")
+
+    def test_data_errors(self):
+        short = os.path.join(self.tmp, "short.txt")
+        with open(short, "w") as f:
+            f.write("too short")
+        self.assertRejected(["--set", f"data.path={short}"], "too few for one batch")
+        big = os.path.join(self.tmp, "big.u16")
+        np.full(5000, 600, dtype="<u2").tofile(big)
+        self.assertRejected(["--set", "data.source=tokens", "--set", f"data.path={big}"],
+                            "holds token id 600, which model.vocab_size (512) cannot embed")
+
+    def test_usage_errors(self):
+        r = subprocess.run([BENCH_TRAIN, "--bogus"], capture_output=True, text=True, env=ENV)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("bench-train --help", r.stderr)
+        r = subprocess.run([BENCH_TRAIN, "--help"], capture_output=True, text=True, env=ENV)
+        self.assertEqual(r.returncode, 0)
+        self.assertIn("Examples:", r.stdout)
+        r = subprocess.run([BENCH_TRAIN, "--config", self.config()], capture_output=True, text=True, env=ENV)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--out is missing", r.stderr)
+
+    def test_existing_results_are_never_overwritten(self):
+        out = os.path.join(self.tmp, "out")
+        r = self.run_train(self.config(steps=4), out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        before = {n: os.stat(os.path.join(out, n)).st_mtime_ns for n in os.listdir(out)}
+        again = self.run_train(self.config(steps=4), out)
+        self.assertEqual(again.returncode, 3, again.stderr)
+        self.assertIn("results are already there", again.stderr)
+        self.assertEqual({n: os.stat(os.path.join(out, n)).st_mtime_ns for n in os.listdir(out)}, before)
+
+
+if __name__ == "__main__":
+    unittest.main()
