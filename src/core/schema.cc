@@ -162,8 +162,8 @@ std::vector<KeySpec> build_table() {
 
       // ---- metrics ----
       K("metrics.sample_interval_ms", T::kInt, I(1000),
-        "Period of the background memory/CPU sampler")
-          .min(10),
+        "Period of the background memory/CPU sampler; 0 keeps only the first and last samples")
+          .min(0),
       K("metrics.system", T::kBool, B(true), "Sample CPU utilisation and RAM over time"),
       K("metrics.log_every", T::kInt, I(10), "Steps between progress lines on rank 0").min(1),
 

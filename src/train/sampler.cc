@@ -144,11 +144,12 @@ ResourceSample ResourceSampler::take() {
 }
 
 void ResourceSampler::start() {
+  started_ = true;
   start_time_ = now_s();
   std::lock_guard<std::mutex> lock(mutex_);
   samples_.push_back(take());  // the baseline
   stop_ = false;
-  thread_ = std::thread([this] { run(); });
+  if (interval_ms_ > 0) thread_ = std::thread([this] { run(); });
 }
 
 void ResourceSampler::run() {
@@ -165,13 +166,16 @@ void ResourceSampler::run() {
 }
 
 void ResourceSampler::stop() {
-  if (!thread_.joinable()) return;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stop_ = true;
+  if (!started_ || stopped_) return;
+  stopped_ = true;
+  if (thread_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
   }
-  wake_.notify_all();
-  thread_.join();
   ResourceSample last = take();  // the final state
   std::lock_guard<std::mutex> lock(mutex_);
   samples_.push_back(last);

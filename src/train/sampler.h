@@ -29,6 +29,7 @@ struct ResourceSample {
 class ResourceSampler {
  public:
   // pci_bus_id: the GPU to watch ("0000:3b:00.0"); empty for none (device memory = RSS).
+  // interval_ms 0: no periodic samples, only the first (start) and the last (stop).
   ResourceSampler(int interval_ms, const std::string& pci_bus_id, bool system);
   ~ResourceSampler();
   ResourceSampler(const ResourceSampler&) = delete;
@@ -51,6 +52,8 @@ class ResourceSampler {
   void* nvml_device_ = nullptr;
   void* nvml_memory_fn_ = nullptr;
   bool stop_ = false;  // guarded by mutex_
+  bool started_ = false;
+  bool stopped_ = false;
   std::condition_variable wake_;
   std::thread thread_;
   mutable std::mutex mutex_;

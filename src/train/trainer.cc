@@ -284,8 +284,7 @@ class TorchTrainer : public Trainer {
     model_->to(device_);
     for (const auto& p : model_->parameters()) parameter_count_ += p.numel();
     broadcast_parameters();
-    make_buckets();
-    make_optimizer();
+    make_flat_groups();
 #ifdef SWEEPBENCH_WITH_NCCL
     if (device_.is_cuda() && comm_.size() > 1) init_nccl();
 #endif
@@ -303,7 +302,7 @@ class TorchTrainer : public Trainer {
   PhaseStatus forward_backward(const std::vector<Batch>& micro_batches) override {
     clock_.reset();
     return guarded([&] {
-      for (torch::Tensor& b : buckets_) b.zero_();
+      for (FlatGroup& g : groups_) g.grad.zero_();
       loss_sum_ = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat).device(device_));
       double accum = static_cast<double>(micro_batches.size());
       for (const Batch& batch : micro_batches) {
@@ -332,11 +331,14 @@ class TorchTrainer : public Trainer {
       clock_.stop(kComm);
       clock_.start(kOptimizer);
       if (loss_scale_ != 1.0) {
-        for (torch::Tensor& b : buckets_) b.mul_(1.0 / loss_scale_);
+        for (FlatGroup& g : groups_) g.grad.mul_(1.0 / loss_scale_);
       }
+      // The global norm reads each gradient once (no squared temporaries), accumulating in fp64.
       torch::Tensor sq =
-          torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat).device(device_));
-      for (torch::Tensor& b : buckets_) sq += b.pow(2).sum();
+          torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device_));
+      for (FlatGroup& g : groups_) {
+        sq += torch::linalg_vector_norm(g.grad, 2, c10::nullopt, false, torch::kDouble).square();
+      }
       grad_norm_ = sq.sqrt();
       skipped_ = false;
       if (o_.dtype == "fp16") {
@@ -356,12 +358,9 @@ class TorchTrainer : public Trainer {
         if (o_.grad_clip > 0) {
           // Clip without a host round trip: scale by min(1, clip / norm).
           torch::Tensor coef = torch::clamp_max(o_.grad_clip / (grad_norm_ + 1e-6), 1.0);
-          for (torch::Tensor& b : buckets_) b.mul_(coef);
+          for (FlatGroup& g : groups_) g.grad.mul_(coef);
         }
-        for (auto& group : optimizer_->param_groups()) {
-          static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
-        }
-        optimizer_->step();
+        adamw_step(lr);
       }
       clock_.stop(kOptimizer);
     });
@@ -470,53 +469,64 @@ class TorchTrainer : public Trainer {
     }
   }
 
-  // Gradients live in a few flat buffers ("buckets") so that each is all-reduced in one call
-  // without copying: each parameter's .grad is a view into its bucket, and autograd accumulates
-  // into it in place. Parameters go into buckets in reverse order, the order backward produces
-  // their gradients (as PyTorch DDP does).
-  void make_buckets() {
-    std::vector<torch::Tensor> params = model_->parameters();
-    std::reverse(params.begin(), params.end());
-    std::vector<std::vector<torch::Tensor>> groups(1);
-    size_t bytes = 0;
-    for (const torch::Tensor& p : params) {
-      size_t b = static_cast<size_t>(p.numel()) * sizeof(float);
-      if (bytes > 0 && bytes + b > o_.bucket_bytes) {
-        groups.emplace_back();
-        bytes = 0;
-      }
-      groups.back().push_back(p);
-      bytes += b;
-    }
-    for (auto& group : groups) {
-      std::int64_t total = 0;
-      for (const torch::Tensor& p : group) total += p.numel();
-      torch::Tensor flat =
-          torch::zeros({total}, torch::TensorOptions().dtype(torch::kFloat).device(device_));
-      std::int64_t offset = 0;
-      for (torch::Tensor p : group) {
-        p.mutable_grad() = flat.narrow(0, offset, p.numel()).view(p.sizes());
-        offset += p.numel();
-      }
-      buckets_.push_back(flat);
-    }
-  }
-
-  // AdamW; as in GPT-2 and nanoGPT, weight decay applies to matrices and embeddings only.
-  void make_optimizer() {
+  // Parameters, gradients and AdamW's moments live in one flat buffer per parameter group
+  // (weight decay on matrices and embeddings, as GPT-2 and nanoGPT; none on biases and norms).
+  // Each parameter and its .grad are views into their group's buffers, so autograd accumulates
+  // straight into the flat gradient, the all-reduce sends it without copies, and AdamW is a few
+  // in-place passes over whole buffers instead of a loop of small operations per parameter.
+  void make_flat_groups() {
+    torch::NoGradGuard no_grad;
     std::vector<torch::Tensor> decay, no_decay;
     for (const torch::Tensor& p : model_->parameters())
       (p.dim() >= 2 ? decay : no_decay).push_back(p);
-    auto options = torch::optim::AdamWOptions(o_.lr)
-                       .betas(std::make_tuple(o_.beta1, o_.beta2))
-                       .eps(o_.eps)
-                       .weight_decay(o_.weight_decay);
-    auto no_decay_options = options;
-    no_decay_options.weight_decay(0.0);
-    std::vector<torch::optim::OptimizerParamGroup> groups;
-    groups.emplace_back(decay, std::make_unique<torch::optim::AdamWOptions>(options));
-    groups.emplace_back(no_decay, std::make_unique<torch::optim::AdamWOptions>(no_decay_options));
-    optimizer_ = std::make_unique<torch::optim::AdamW>(std::move(groups), options);
+    for (auto* members : {&decay, &no_decay}) {
+      if (members->empty()) continue;
+      FlatGroup g;
+      g.weight_decay = members == &decay ? o_.weight_decay : 0.0;
+      std::int64_t total = 0;
+      for (const torch::Tensor& p : *members) total += p.numel();
+      auto options = torch::TensorOptions().dtype(torch::kFloat).device(device_);
+      g.data = torch::empty({total}, options);
+      g.grad = torch::zeros({total}, options);
+      g.exp_avg = torch::zeros({total}, options);
+      g.exp_avg_sq = torch::zeros({total}, options);
+      std::int64_t offset = 0;
+      for (torch::Tensor p : *members) {
+        torch::Tensor slot = g.data.narrow(0, offset, p.numel()).view(p.sizes());
+        slot.copy_(p);
+        p.set_data(slot);
+        p.mutable_grad() = g.grad.narrow(0, offset, p.numel()).view(p.sizes());
+        offset += p.numel();
+      }
+      groups_.push_back(std::move(g));
+    }
+  }
+
+  // AdamW with decoupled weight decay, the same arithmetic in the same order as
+  // torch.optim.AdamW (the reference test compares the updated weights): decay, first and second
+  // moments, bias corrections, then p -= lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps). The
+  // denominator goes through a bounded scratch buffer, chunk by chunk.
+  void adamw_step(double lr) {
+    ++adam_steps_;
+    const double bc1 = 1.0 - std::pow(o_.beta1, static_cast<double>(adam_steps_));
+    const double bc2_sqrt = std::sqrt(1.0 - std::pow(o_.beta2, static_cast<double>(adam_steps_)));
+    constexpr std::int64_t kChunk = 16 << 20;  // 64 MB of fp32 scratch at most
+    for (FlatGroup& g : groups_) {
+      if (g.weight_decay != 0) g.data.mul_(1.0 - lr * g.weight_decay);
+      g.exp_avg.mul_(o_.beta1).add_(g.grad, 1.0 - o_.beta1);
+      g.exp_avg_sq.mul_(o_.beta2).addcmul_(g.grad, g.grad, 1.0 - o_.beta2);
+      const std::int64_t n = g.data.numel();
+      if (!scratch_.defined() || scratch_.numel() < std::min(n, kChunk)) {
+        scratch_ = torch::empty({std::min(n, kChunk)}, g.data.options());
+      }
+      for (std::int64_t start = 0; start < n; start += kChunk) {
+        std::int64_t len = std::min(kChunk, n - start);
+        torch::Tensor denom = scratch_.narrow(0, 0, len);
+        torch::sqrt_out(denom, g.exp_avg_sq.narrow(0, start, len));
+        denom.div_(bc2_sqrt).add_(o_.eps);
+        g.data.narrow(0, start, len).addcdiv_(g.exp_avg.narrow(0, start, len), denom, -lr / bc1);
+      }
+    }
   }
 
   void allreduce_gradients() {
@@ -525,25 +535,31 @@ class TorchTrainer : public Trainer {
     if (nccl_ != nullptr) {
       cudaStream_t stream = at::cuda::getCurrentCUDAStream(device_.index()).stream();
       NCCL_CHECK(ncclGroupStart());
-      for (torch::Tensor& b : buckets_) {
-        NCCL_CHECK(ncclAllReduce(b.data_ptr(), b.data_ptr(), static_cast<size_t>(b.numel()),
-                                 ncclFloat, ncclAvg, nccl_, stream));
+      for (FlatGroup& g : groups_) {
+        NCCL_CHECK(ncclAllReduce(g.grad.data_ptr(), g.grad.data_ptr(),
+                                 static_cast<size_t>(g.grad.numel()), ncclFloat, ncclAvg, nccl_,
+                                 stream));
       }
       NCCL_CHECK(ncclGroupEnd());
       return;
     }
 #endif
+    // MPI: in pieces of bucket_bytes (PyTorch DDP's 25 MB), so a CUDA build without NCCL never
+    // stages more than one piece on the host.
+    const std::int64_t piece = static_cast<std::int64_t>(o_.bucket_bytes / sizeof(float));
     const float inv_world = 1.0f / static_cast<float>(comm_.size());
-    for (torch::Tensor& b : buckets_) {
-      if (b.is_cuda()) {
-        // A CUDA build without NCCL: through the host.
-        torch::Tensor host = b.to(torch::kCPU);
-        comm_.allreduce_sum(host.data_ptr<float>(), static_cast<size_t>(host.numel()));
-        b.copy_(host);
-      } else {
-        comm_.allreduce_sum(b.data_ptr<float>(), static_cast<size_t>(b.numel()));
+    for (FlatGroup& g : groups_) {
+      for (std::int64_t start = 0; start < g.grad.numel(); start += piece) {
+        torch::Tensor b = g.grad.narrow(0, start, std::min(piece, g.grad.numel() - start));
+        if (b.is_cuda()) {
+          torch::Tensor host = b.to(torch::kCPU);
+          comm_.allreduce_sum(host.data_ptr<float>(), static_cast<size_t>(host.numel()));
+          b.copy_(host);
+        } else {
+          comm_.allreduce_sum(b.data_ptr<float>(), static_cast<size_t>(b.numel()));
+        }
       }
-      b.mul_(inv_world);
+      g.grad.mul_(inv_world);
     }
   }
 
@@ -565,8 +581,13 @@ class TorchTrainer : public Trainer {
   std::optional<at::ScalarType> autocast_dtype_;
   TransformerLM model_{nullptr};
   std::int64_t parameter_count_ = 0;
-  std::vector<torch::Tensor> buckets_;
-  std::unique_ptr<torch::optim::AdamW> optimizer_;
+  struct FlatGroup {
+    torch::Tensor data, grad, exp_avg, exp_avg_sq;  // fp32, one element per parameter element
+    double weight_decay = 0;
+  };
+  std::vector<FlatGroup> groups_;
+  torch::Tensor scratch_;  // AdamW's denominator, one chunk at a time
+  std::int64_t adam_steps_ = 0;
   torch::Tensor loss_sum_, grad_norm_;
   double loss_scale_ = 1.0;
   double used_scale_ = 1.0;

@@ -34,7 +34,7 @@ struct TrainerOptions {
   std::string device = "auto";  // auto | cpu | cuda
   int local_rank = 0;
   int threads = 0;                  // 0: leave libtorch's default
-  size_t bucket_bytes = 25u << 20;  // gradient all-reduce buckets, as PyTorch DDP's default
+  size_t bucket_bytes = 25u << 20;  // MPI all-reduce pieces, as PyTorch DDP's bucket default
   // CPU only: fail libtorch allocations past this many bytes in use, as a full GPU would
   // (bench-train --max-memory-mb; for testing out-of-memory handling). 0: no budget.
   std::int64_t cpu_memory_budget = 0;
