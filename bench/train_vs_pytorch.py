@@ -4,7 +4,9 @@
 Same model, same AdamW step, same shapes, same thread count, same libtorch (Debian's
 python3-torch is the libtorch bench-train links). For each shape both sides run ROUNDS times,
 alternating, and each run's median step time after warm-up is kept; the table shows the median
-of those. Writes bench/results/train_vs_pytorch.json.
+of those. PyTorch eager runs twice per round: as users run it, and with glibc's malloc tuned
+(GLIBC_TUNABLES) the way bench-train's launch.malloc_cache tunes it, so the table shows how much
+of the difference is that setting. Writes bench/results/train_vs_pytorch.json.
 
 Usage: bench/train_vs_pytorch.py [--bin build/release/bin] [--rounds 3] [--quick]
 """
@@ -48,12 +50,19 @@ launch: {{cpus_per_rank: {threads}}}
         return json.load(f)["metrics"]["step_time_median_s"]
 
 
-def pytorch_eager(shape, seq, mb, steps, threads):
+# What bench-train's launch.malloc_cache does, for Python through glibc's environment tunables.
+MALLOC_TUNABLES = "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=2147483647"
+
+
+def pytorch_eager(shape, seq, mb, steps, threads, tuned=False):
     n_layer, n_embd, n_head, ffn, vocab = shape
     cmd = ["/usr/bin/python3", os.path.join(HERE, "pytorch_eager_train.py"), f"--n_layer={n_layer}",
            f"--n_embd={n_embd}", f"--n_head={n_head}", f"--ffn_dim={ffn}", f"--vocab_size={vocab}",
            f"--seq_len={seq}", f"--micro_batch={mb}", f"--steps={steps}", f"--threads={threads}"]
-    r = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+    env = dict(os.environ)
+    if tuned:
+        env["GLIBC_TUNABLES"] = MALLOC_TUNABLES
+    r = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout)
     return statistics.median(r["step_s"][WARMUP:])
 
 
@@ -69,24 +78,30 @@ def main():
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, shape, seq, mb, steps in shapes:
-            ours, theirs = [], []
-            for _ in range(rounds):  # alternate, so drift on a shared machine hits both alike
+            ours, theirs, tuned = [], [], []
+            for _ in range(rounds):  # alternate, so drift on a shared machine hits all alike
                 ours.append(bench_train(args.bin, shape, seq, mb, steps, threads, tmp))
                 theirs.append(pytorch_eager(shape, seq, mb, steps, threads))
+                tuned.append(pytorch_eager(shape, seq, mb, steps, threads, tuned=True))
             tokens = seq * mb
             row = {"shape": name, "seq_len": seq, "micro_batch": mb, "threads": threads,
                    "bench_train_step_s": statistics.median(ours), "pytorch_step_s": statistics.median(theirs),
-                   "runs_bench_train": ours, "runs_pytorch": theirs}
+                   "pytorch_tuned_step_s": statistics.median(tuned),
+                   "runs_bench_train": ours, "runs_pytorch": theirs, "runs_pytorch_tuned": tuned}
             row["bench_train_tokens_per_s"] = tokens / row["bench_train_step_s"]
             row["pytorch_tokens_per_s"] = tokens / row["pytorch_step_s"]
+            row["pytorch_tuned_tokens_per_s"] = tokens / row["pytorch_tuned_step_s"]
             row["ratio"] = row["bench_train_tokens_per_s"] / row["pytorch_tokens_per_s"]
+            row["ratio_tuned"] = row["bench_train_tokens_per_s"] / row["pytorch_tuned_tokens_per_s"]
             rows.append(row)
     print(f"# bench-train vs PyTorch eager, CPU, fp32, {threads} threads, median step after {WARMUP} warm-up steps")
-    print("| shape | seq x batch | bench-train tokens/s | PyTorch eager tokens/s | ratio |")
-    print("|---|---|---|---|---|")
+    print("| shape | seq x batch | bench-train tokens/s | PyTorch eager tokens/s | ratio "
+          "| PyTorch eager, same malloc settings | ratio |")
+    print("|---|---|---:|---:|---:|---:|---:|")
     for r in rows:
         print(f"| {r['shape']} | {r['seq_len']} x {r['micro_batch']} | {r['bench_train_tokens_per_s']:,.0f} | "
-              f"{r['pytorch_tokens_per_s']:,.0f} | {r['ratio']:.3f} |")
+              f"{r['pytorch_tokens_per_s']:,.0f} | {r['ratio']:.2f} | {r['pytorch_tuned_tokens_per_s']:,.0f} | "
+              f"{r['ratio_tuned']:.2f} |")
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
     record = {"machine": platform.processor() or platform.machine(), "cpus": threads,
               "date": time.strftime("%Y-%m-%d"), "rows": rows}

@@ -1,5 +1,10 @@
 #include "core/hardware.h"
 
+#include <sched.h>
+
+#include <algorithm>
+#include <thread>
+
 namespace sweepbench {
 
 const std::vector<PeakEntry>& peak_tflops_table() {
@@ -28,6 +33,13 @@ std::optional<double> peak_tflops_for(const std::string& device_name, const std:
     return v;
   }
   return std::nullopt;
+}
+
+int usable_cpu_count() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
 }  // namespace sweepbench

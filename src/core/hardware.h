@@ -23,4 +23,8 @@ const std::vector<PeakEntry>& peak_tflops_table();
 // The peak for a device name and train.dtype (fp32 | bf16 | fp16), if the table knows it.
 std::optional<double> peak_tflops_for(const std::string& device_name, const std::string& dtype);
 
+// The CPUs this process may run on (its affinity mask, which SLURM, mpirun and taskset narrow),
+// else the machine's count; at least 1.
+int usable_cpu_count();
+
 }  // namespace sweepbench

@@ -159,6 +159,9 @@ std::vector<KeySpec> build_table() {
       K("launch.mpirun_args", T::kStringList, L(), "Extra arguments for mpirun"),
       K("launch.srun_args", T::kStringList, L(), "Extra arguments for srun"),
       K("launch.env", T::kStringMap, M(), "Environment variables set for every rank"),
+      K("launch.malloc_cache", T::kBool, B(true),
+        "Keep freed host memory in the process (glibc: no mmap, no trim) so steps do not page-fault "
+        "it back; the resident set then stays at its peak"),
 
       // ---- metrics ----
       K("metrics.sample_interval_ms", T::kInt, I(1000),

@@ -17,6 +17,7 @@
 #include <csignal>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -33,6 +34,7 @@
 #include "results/rank_file.h"
 #include "results/summary.h"
 #include "train/data.h"
+#include "train/host_memory.h"
 #include "train/mpi_env.h"
 #include "train/run_info.h"
 #include "train/sampler.h"
@@ -60,7 +62,7 @@ Examples:
   mpirun -n 2 bench-train --config point.yaml --set train.steps=20 --out runs/two-ranks
 
 Exit codes: 0 ok, 2 bad arguments or config, 3 results already there, 4 cannot write,
-20 out of memory, 21 time limit (SIGTERM/SIGUSR1), 22 failed, 23 interrupted (SIGINT).
+20 out of memory, 21 time limit (SIGTERM/SIGUSR1), 22 failed, 23 interrupted (SIGINT/SIGUSR2).
 
 Options:
 )";
@@ -113,19 +115,29 @@ void install_signal_handlers() {
   struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
-  for (int sig : {SIGTERM, SIGUSR1, SIGINT}) sigaction(sig, &sa, nullptr);
+  for (int sig : {SIGTERM, SIGUSR1, SIGINT, SIGUSR2}) sigaction(sig, &sa, nullptr);
 }
 
-// The status a received signal asks for: SIGTERM and SIGUSR1 are SLURM's time-limit warnings.
+// The status a received signal asks for: SIGTERM and SIGUSR1 are SLURM's time-limit warnings;
+// SIGINT is Ctrl-C and SIGUSR2 is bench-sweep's "stop" (mpirun and srun pass it to every rank
+// without ending the job themselves, as they would on SIGINT).
 RunStatus signal_status() {
   int sig = g_signal.load();
   if (sig == 0) return RunStatus::kOk;
-  return sig == SIGINT ? RunStatus::kCancelled : RunStatus::kTimeout;
+  return sig == SIGINT || sig == SIGUSR2 ? RunStatus::kCancelled : RunStatus::kTimeout;
 }
 
 std::string signal_text() {
-  int sig = g_signal.load();
-  return sig == SIGINT ? "SIGINT" : (sig == SIGUSR1 ? "SIGUSR1" : "SIGTERM");
+  switch (g_signal.load()) {
+    case SIGINT:
+      return "SIGINT";
+    case SIGUSR1:
+      return "SIGUSR1";
+    case SIGUSR2:
+      return "SIGUSR2";
+    default:
+      return "SIGTERM";
+  }
 }
 
 struct Args {
@@ -150,6 +162,18 @@ Args parse_args(int argc, char** argv, po::options_description& desc) {
   po::notify(vm);
   a.help = vm.count("help") > 0;
   a.version = vm.count("version") > 0;
+  // The same budget from the environment, so a sweep can set it per point (launch.env).
+  if (const char* env = std::getenv("SWEEPBENCH_MAX_MEMORY_MB");
+      env && vm["max-memory-mb"].defaulted()) {
+    char* end = nullptr;
+    long long mb = std::strtoll(env, &end, 10);
+    if (end == env || *end != '\0' || mb < 0) {
+      throw Error::input(Mark::in("SWEEPBENCH_MAX_MEMORY_MB"), "",
+                         std::string("is '") + env + "', not a number of MB",
+                         "unset it, or give N >= 0");
+    }
+    a.max_memory_mb = mb;
+  }
   return a;
 }
 
@@ -212,7 +236,7 @@ struct Plan {
                eval_batch = 0;
   double lr = 0;
   int log_every = 10, sample_interval_ms = 1000;
-  bool system_metrics = true;
+  bool system_metrics = true, malloc_cache = true;
   std::string dtype, preset;
   std::optional<double> configured_peak;
   std::string rank_path;
@@ -280,11 +304,13 @@ Plan make_plan(const Args& args, const MpiEnv& mpi) {
   t.device = config_at(c, "launch.device").as_string();
   t.local_rank = mpi.local_rank();
   t.cpu_memory_budget = args.max_memory_mb * 1024 * 1024;
+  p.malloc_cache = config_at(c, "launch.malloc_cache").as_bool();
   const Value& cpus = config_at(c, "launch.cpus_per_rank");
-  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  t.threads = cpus.is_null()
-                  ? static_cast<int>(std::max(1u, cores / static_cast<unsigned>(mpi.local_size())))
-                  : static_cast<int>(cpus.as_int());
+  // Each rank's share of the machine, but no more cores than it may run on (SLURM, mpirun's
+  // binding and taskset narrow the affinity mask).
+  const int machine = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  t.threads = cpus.is_null() ? std::max(1, std::min(usable_cpu_count(), machine / mpi.local_size()))
+                             : static_cast<int>(cpus.as_int());
 
   DataOptions& d = p.data;
   d.source = config_at(c, "data.source").as_string();
@@ -416,6 +442,8 @@ class Run {
     stage_begin("init");
     RunStatus local = RunStatus::kOk;
     std::string reason;
+    // Before the model allocates anything, so its blocks come from the reusable heap.
+    if (plan_.malloc_cache) keep_freed_host_memory();
     try {
       trainer_ = make_trainer(plan_.trainer, mpi_);
     } catch (const TrainerInitError& e) {
@@ -753,6 +781,11 @@ int bench_train_main(int argc, char** argv) {
     if (launcher_rank() == 0) {
       std::fprintf(stderr, "bench-train: error: %s (bench-train --help lists the options)\n",
                    e.what());
+    }
+    return kTrainExitUsage;
+  } catch (const Error& e) {
+    if (launcher_rank() == 0) {
+      std::fprintf(stderr, "%s: error: %s\n", e.mark().str().c_str(), e.detail().c_str());
     }
     return kTrainExitUsage;
   }
