@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 
 namespace sweepbench {
 
@@ -251,6 +252,15 @@ std::string plural(size_t n, std::string_view singular, std::string_view plural_
       n == 1 ? std::string(singular)
              : (plural_form.empty() ? std::string(singular) + "s" : std::string(plural_form));
   return std::to_string(n) + " " + word;
+}
+
+std::string utc_now_iso8601() {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
 }
 
 }  // namespace sweepbench

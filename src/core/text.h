@@ -30,6 +30,9 @@ std::optional<std::string> closest_match(std::string_view word,
                                          const std::vector<std::string>& candidates);
 
 std::string join(const std::vector<std::string>& parts, std::string_view sep);
+
+// The current time in UTC as ISO 8601, to the second: "2026-11-22T06:30:00Z".
+std::string utc_now_iso8601();
 bool starts_with(std::string_view s, std::string_view prefix);
 bool ends_with(std::string_view s, std::string_view suffix);
 std::string trim(std::string_view s);

@@ -1,13 +1,18 @@
 #include "sweep/bench_sweep_cli.h"
 
+#include <unistd.h>
+
 #include <boost/program_options.hpp>
+#include <filesystem>
 #include <sstream>
 
 #include "core/config.h"
 #include "core/error.h"
+#include "core/fs.h"
 #include "core/schema.h"
 #include "core/text.h"
 #include "core/yaml_io.h"
+#include "run/runner.h"
 #include "sweep/expand.h"
 #include "sweep/plan_output.h"
 #include "sweep/sweep_spec.h"
@@ -27,12 +32,47 @@ Commands:
   plan    Expand a sweep file into fully resolved points and print them; with --out, write
           each point's config.yaml and a manifest.
             bench-sweep plan sweeps/quickstart.yaml --out runs/quickstart
+  run     Plan as `plan --out` does, then run the points here: one after another, with mpirun
+          or a plain exec, or as srun job steps inside a SLURM allocation. Finished points are
+          kept, so running it again goes on where it stopped.
+            bench-sweep run sweeps/quickstart.yaml --out runs/quickstart
   keys    List every config key with its type, default and meaning.
             bench-sweep keys --format md
 
 Run 'bench-sweep <command> --help' for a command's options.
 Docs: docs/sweeps.md (sweep files), docs/config.md (keys), docs/exit-codes.md.
-Exit codes: 0 ok, 2 bad input, 3 conflicting output, 4 file-system error.
+Exit codes: 0 ok, 2 bad input, 3 conflicting output, 4 file-system error,
+1 a point did not end ok, 6 stopped by a signal.
+)";
+
+const char* const kRunHelp =
+    R"(bench-sweep run: run a sweep's points on this machine or in this allocation.
+
+Usage: bench-sweep run SWEEP.yaml --out DIR [--scenario NAME]... [--only INDEX|TAG,...]
+                       [--set KEY=VALUE]... [--dry-run] [--force] [--retry-failed]
+
+Plans exactly as `bench-sweep plan --out DIR` does, then runs the points in order. Each point
+runs `bench-train` through its launcher: srun --mpi=pmix inside a SLURM allocation, mpirun for
+several ranks outside one, a plain exec for one rank (launch.launcher overrides). Its logs go
+to DIR/<tag>/logs/, its status (ok, oom, failed, timeout, cancelled, skipped, ...) to
+DIR/<tag>/status.json and the manifest. A point that fails never stops the sweep.
+
+Running again keeps every ok point with the same config_hash and reruns the points that were
+interrupted (cancelled, timeout, preempted, or whose runner died); failed and oom points rerun
+only with --retry-failed, and --force reruns everything. An earlier attempt's files move to
+DIR/<tag>/attempts/N/: nothing is deleted. Two runners on the same DIR never run one point twice.
+Ctrl-C (or SIGTERM) stops the running point after its current step, records it as cancelled
+and stops; a second Ctrl-C kills it.
+
+Examples:
+  bench-sweep run sweeps/quickstart.yaml --out runs/quickstart
+  bench-sweep run sweeps/gpt2-scaling.yaml --out runs/scaling --only 0,3 --dry-run
+  salloc -N 2 bench-sweep run sweeps/gpt2-scaling.yaml --out runs/scaling
+
+Docs: docs/running.md. Exit codes: 0 every point ok, 2 bad input, 3 conflicting output,
+4 file-system error, 1 a point did not end ok, 6 stopped by a signal.
+
+Options:
 )";
 
 const char* const kPlanHelp = R"(bench-sweep plan: expand a sweep file into points.
@@ -95,6 +135,19 @@ po::variables_map parse(const std::vector<std::string>& args, const po::options_
   return vm;
 }
 
+// --max-points, --scenario and --set, as plan and run share them.
+PlanOptions plan_options_of(const po::variables_map& vm) {
+  PlanOptions options;
+  options.max_points = vm["max-points"].as<size_t>();
+  if (vm.count("scenario")) {
+    options.scenarios = split_commas(vm["scenario"].as<std::vector<std::string>>());
+  }
+  if (vm.count("set")) {
+    options.overrides = parse_overrides(vm["set"].as<std::vector<std::string>>());
+  }
+  return options;
+}
+
 int run_plan(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description desc;
   desc.add_options()("help,h", "Show this help")("sweep", po::value<std::string>(),
@@ -121,16 +174,8 @@ int run_plan(const std::vector<std::string>& args, std::ostream& out, std::ostre
     return kExitUsage;
   }
   PlanFormat format = parse_plan_format(vm["format"].as<std::string>());
-  PlanOptions options;
-  options.max_points = vm["max-points"].as<size_t>();
-  if (vm.count("scenario")) {
-    options.scenarios = split_commas(vm["scenario"].as<std::vector<std::string>>());
-  }
-  if (vm.count("set"))
-    options.overrides = parse_overrides(vm["set"].as<std::vector<std::string>>());
-
   SweepSpec spec = load_sweep_file(vm["sweep"].as<std::string>());
-  Plan plan = plan_sweep(spec, options);
+  Plan plan = plan_sweep(spec, plan_options_of(vm));
   PlanWriteResult written;
   bool wrote = false;
   if (vm.count("out")) {
@@ -145,6 +190,75 @@ int run_plan(const std::vector<std::string>& args, std::ostream& out, std::ostre
             << (written.manifest_changed ? "written" : "unchanged") << "\n";
   }
   return kExitOk;
+}
+
+// bench-train beside this executable (the build tree and an install both put it there), else
+// whatever PATH finds.
+std::string default_bench_train() {
+  std::error_code ec;
+  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    std::filesystem::path sibling = self.parent_path() / "bench-train";
+    if (::access(sibling.c_str(), X_OK) == 0) return sibling.string();
+  }
+  return "bench-train";
+}
+
+int run_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  po::options_description desc;
+  desc.add_options()("help,h", "Show this help")(
+      "sweep", po::value<std::string>(), "The sweep file")("out,o", po::value<std::string>(),
+                                                           "The sweep's directory (required)")(
+      "scenario", po::value<std::vector<std::string>>()->composing(),
+      "Only this scenario (repeatable, or comma-separated)")(
+      "only", po::value<std::vector<std::string>>()->composing(),
+      "Only these points, by index or tag (repeatable, or comma-separated)")(
+      "set", po::value<std::vector<std::string>>()->composing(),
+      "Override KEY=VALUE in every point's base (repeatable; VALUE is YAML)")(
+      "dry-run", "Print every point's command; run and write nothing")(
+      "force", "Rerun points that are already ok")("retry-failed",
+                                                   "Rerun points that failed or ran out of memory")(
+      "bench-train", po::value<std::string>(),
+      "The bench-train to run (default: the one beside bench-sweep, else PATH's)")(
+      "max-points", po::value<size_t>()->default_value(kDefaultMaxPoints),
+      "Refuse sweeps with more points than this");
+  po::positional_options_description positional;
+  positional.add("sweep", 1);
+  po::variables_map vm = parse(args, desc, positional);
+  if (vm.count("help")) {
+    out << kRunHelp;
+    print_options(desc, out);
+    return kExitOk;
+  }
+  if (!vm.count("sweep") || !vm.count("out")) {
+    err << "bench-sweep run: error: "
+        << (vm.count("sweep") ? "--out DIR is missing" : "no sweep file given")
+        << "\nusage: bench-sweep run SWEEP.yaml --out DIR [options]  (bench-sweep run --help)\n";
+    return kExitUsage;
+  }
+  SweepSpec spec = load_sweep_file(vm["sweep"].as<std::string>());
+  Plan plan = plan_sweep(spec, plan_options_of(vm));
+
+  RunOptions run;
+  run.out_dir = vm["out"].as<std::string>();
+  if (vm.count("only")) run.only = split_commas(vm["only"].as<std::vector<std::string>>());
+  run.force = vm.count("force") > 0;
+  run.retry_failed = vm.count("retry-failed") > 0;
+  run.dry_run = vm.count("dry-run") > 0;
+  run.bench_train =
+      vm.count("bench-train") ? vm["bench-train"].as<std::string>() : default_bench_train();
+  run.prune_after_oom = spec.prune_after_oom;
+  points_to_run(plan, run.only);  // a bad --only is an error before anything is written
+  if (!run.dry_run) {
+    make_directories(run.out_dir);
+    DirLock lock(run.out_dir);
+    PlanWriteResult written = write_plan(plan, run.out_dir);
+    out << "# plan: " << written.written << " written, " << written.updated << " updated, "
+        << written.unchanged << " unchanged\n";
+  }
+  RunReport report = run_sweep(plan, run, LaunchSite::detect(), out);
+  if (report.stop_signal != 0) return kExitStopped;
+  return run.dry_run || report.all_ok() ? kExitOk : kExitNotAllOk;
 }
 
 std::string default_text(const KeySpec& k) {
@@ -225,9 +339,10 @@ int bench_sweep_main(const std::vector<std::string>& args, std::ostream& out, st
       return kExitOk;
     }
     if (command == "plan") return run_plan(rest, out, err);
+    if (command == "run") return run_run(rest, out, err);
     if (command == "keys") return run_keys(rest, out);
     std::string message = "unknown command '" + command + "'";
-    if (auto near = closest_match(command, {"plan", "keys"})) {
+    if (auto near = closest_match(command, {"plan", "run", "keys"})) {
       message += " (did you mean '" + *near + "'?)";
     }
     err << "bench-sweep: error: " << message << "\n" << kUsage;

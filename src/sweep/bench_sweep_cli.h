@@ -3,7 +3,7 @@
 // The binary's main() only forwards to bench_sweep_main, so tests drive every command, its
 // output and its exit code in-process. Exit codes (docs/exit-codes.md): 0 ok, 2 bad input or
 // usage, 3 the output directory holds something that conflicts, 4 a file-system error,
-// 70 an internal error.
+// 1 (run) a point did not end ok, 6 (run) a signal stopped it, 70 an internal error.
 #pragma once
 
 #include <ostream>
@@ -14,6 +14,8 @@ namespace sweepbench {
 
 constexpr int kExitOk = 0;
 constexpr int kExitUsage = 2;
+constexpr int kExitNotAllOk = 1;  // run: a point did not end ok
+constexpr int kExitStopped = 6;   // run: a signal stopped the sweep
 constexpr int kExitInternal = 70;
 
 int bench_sweep_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);

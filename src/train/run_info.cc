@@ -58,15 +58,6 @@ RunEnvironment detect_environment() {
   return e;
 }
 
-std::string utc_now_iso8601() {
-  std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 int launcher_rank() {
   for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
     std::string v = env(name);

@@ -18,9 +18,6 @@ struct RunEnvironment {
 // and the container=enroot variable (enroot, also under pyxis).
 RunEnvironment detect_environment();
 
-// "2026-11-22T14:03:07Z"
-std::string utc_now_iso8601();
-
 // The rank a launcher gave this process, read before MPI starts (to print usage errors once).
 int launcher_rank();
 

@@ -37,7 +37,8 @@ TEST(Cli, HelpExplainsEveryCommandWithAnExample) {
   EXPECT_EQ(top.code, 0);
   EXPECT_THAT(top.out, HasSubstr("bench-sweep plan sweeps/quickstart.yaml --out runs/quickstart"));
   EXPECT_THAT(top.out, HasSubstr("keys "));
-  for (const char* command : {"plan", "keys"}) {
+  EXPECT_THAT(top.out, HasSubstr("bench-sweep run sweeps/quickstart.yaml --out runs/quickstart"));
+  for (const char* command : {"plan", "run", "keys"}) {
     CliRun help = bench_sweep({command, "--help"});
     EXPECT_EQ(help.code, 0) << command;
     EXPECT_THAT(help.out, HasSubstr("Usage: bench-sweep " + std::string(command))) << command;
@@ -51,6 +52,8 @@ TEST(Cli, UsageErrorsExitTwo) {
   EXPECT_EQ(typo.code, 2);
   EXPECT_THAT(typo.err,
               StartsWith("bench-sweep: error: unknown command 'plna' (did you mean 'plan'?)"));
+  CliRun runtypo = bench_sweep({"rnu"});
+  EXPECT_THAT(runtypo.err, HasSubstr("(did you mean 'run'?)"));
   CliRun nofile = bench_sweep({"plan"});
   EXPECT_EQ(nofile.code, 2);
   EXPECT_THAT(nofile.err, HasSubstr("no sweep file given"));

@@ -1,0 +1,165 @@
+#include "launch/launcher.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <functional>
+
+#include "core/config.h"
+#include "core/error.h"
+#include "core/hardware.h"
+#include "core/text.h"
+
+namespace sweepbench {
+namespace {
+
+std::vector<std::string> strings_of(const Value& list) {
+  std::vector<std::string> out;
+  for (const Value& v : list.items()) out.push_back(v.as_string());
+  return out;
+}
+
+bool mentions(const std::vector<std::string>& args, const std::string& option) {
+  for (const std::string& a : args) {
+    if (a == option || a.rfind(option + "=", 0) == 0) return true;
+  }
+  return false;
+}
+
+// One process, started directly.
+class LocalLauncher : public Launcher {
+ public:
+  std::string name() const override { return "local"; }
+  std::vector<std::string> prefix(const PointResources&, const LaunchSite&) const override {
+    return {};
+  }
+};
+
+// Open MPI's (or MPICH's) mpirun on this machine or the hosts its arguments name.
+class MpirunLauncher : public Launcher {
+ public:
+  std::string name() const override { return "mpirun"; }
+  std::vector<std::string> prefix(const PointResources& r, const LaunchSite& site) const override {
+    std::vector<std::string> argv = {"mpirun", "-n", std::to_string(r.ranks)};
+    // Open MPI binds each rank to one core when there are two ranks or fewer, which would leave
+    // bench-train one thread; bench-train sizes its threads itself (docs/train.md).
+    if (!mentions(r.mpirun_args, "--bind-to") && !mentions(r.mpirun_args, "--map-by")) {
+      argv.insert(argv.end(), {"--bind-to", "none"});
+    }
+    if (site.as_root && !mentions(r.mpirun_args, "--allow-run-as-root")) {
+      argv.push_back("--allow-run-as-root");
+    }
+    for (const auto& [name, value] : r.env) argv.insert(argv.end(), {"-x", name});
+    argv.insert(argv.end(), r.mpirun_args.begin(), r.mpirun_args.end());
+    return argv;
+  }
+};
+
+// A job step inside a SLURM allocation (or its own allocation outside one), PMIx wire-up.
+class SrunLauncher : public Launcher {
+ public:
+  std::string name() const override { return "srun"; }
+  std::vector<std::string> prefix(const PointResources& r, const LaunchSite& site) const override {
+    std::int64_t cpus = r.cpus_per_rank.value_or(std::max<std::int64_t>(
+        1, site.cpus_on_node / std::max<std::int64_t>(1, r.ranks_per_node())));
+    std::vector<std::string> argv = {"srun",
+                                     "--mpi=pmix",
+                                     "--ntasks=" + std::to_string(r.ranks),
+                                     "--nodes=" + std::to_string(r.nodes),
+                                     "--cpus-per-task=" + std::to_string(cpus),
+                                     "--exact"};
+    if (r.gpus_per_rank > 0) argv.push_back("--gpus-per-task=" + std::to_string(r.gpus_per_rank));
+    argv.insert(argv.end(), r.srun_args.begin(), r.srun_args.end());
+    return argv;
+  }
+};
+
+using Factory = std::function<std::unique_ptr<Launcher>()>;
+
+const std::vector<std::pair<std::string, Factory>>& registry() {
+  static const std::vector<std::pair<std::string, Factory>> r = {
+      {"local", [] { return std::make_unique<LocalLauncher>(); }},
+      {"mpirun", [] { return std::make_unique<MpirunLauncher>(); }},
+      {"srun", [] { return std::make_unique<SrunLauncher>(); }},
+  };
+  return r;
+}
+
+}  // namespace
+
+LaunchSite LaunchSite::detect() {
+  LaunchSite site;
+  const char* job = std::getenv("SLURM_JOB_ID");
+  site.in_slurm_allocation = job != nullptr && *job != '\0';
+  site.as_root = ::geteuid() == 0;
+  site.cpus_on_node = usable_cpu_count();
+  if (const char* cpus = std::getenv("SLURM_CPUS_ON_NODE"); site.in_slurm_allocation && cpus) {
+    int n = std::atoi(cpus);
+    if (n > 0) site.cpus_on_node = n;
+  }
+  return site;
+}
+
+PointResources PointResources::from_config(const Value& c) {
+  PointResources r;
+  r.ranks = config_at(c, "launch.ranks").as_int();
+  r.nodes = config_at(c, "launch.nodes").as_int();
+  r.gpus_per_rank = config_at(c, "launch.gpus_per_rank").as_int();
+  const Value& cpus = config_at(c, "launch.cpus_per_rank");
+  if (!cpus.is_null()) r.cpus_per_rank = cpus.as_int();
+  r.launcher = config_at(c, "launch.launcher").as_string();
+  r.mpirun_args = strings_of(config_at(c, "launch.mpirun_args"));
+  r.srun_args = strings_of(config_at(c, "launch.srun_args"));
+  for (const Value::Entry& e : config_at(c, "launch.env").entries()) {
+    r.env[e.key] = e.value.as_string();
+  }
+  return r;
+}
+
+std::vector<std::string> launcher_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, factory] : registry()) names.push_back(name);
+  return names;
+}
+
+std::unique_ptr<Launcher> make_launcher(const std::string& name) {
+  for (const auto& [known, factory] : registry()) {
+    if (known == name) return factory();
+  }
+  throw Error::input(Mark::in("launch.launcher"), "launch.launcher",
+                     "unknown launcher '" + name + "'",
+                     "use one of " + join(launcher_names(), ", "));
+}
+
+std::string resolve_launcher_name(const PointResources& r, const LaunchSite& site) {
+  if (r.launcher != "auto") return r.launcher;
+  if (site.in_slurm_allocation) return "srun";
+  return r.ranks > 1 ? "mpirun" : "local";
+}
+
+PointCommand point_command(const Value& resolved, const LaunchSite& site,
+                           const std::string& bench_train, const std::string& config_path,
+                           const std::string& out_dir) {
+  PointResources r = PointResources::from_config(resolved);
+  const std::string& runtime = config_at(resolved, "container.runtime").as_string();
+  if (runtime != "none") {
+    throw Error::input(Mark::in(config_path), "container.runtime",
+                       "container.runtime '" + runtime + "' cannot be run by bench-sweep yet",
+                       "run this point with container.runtime: none, or wrap bench-train in the "
+                       "container yourself");
+  }
+  PointCommand cmd;
+  cmd.launcher = resolve_launcher_name(r, site);
+  if (cmd.launcher == "local" && r.ranks > 1) {
+    throw Error::input(
+        Mark::in(config_path), "launch.launcher",
+        "the local launcher starts one process, but launch.ranks is " + std::to_string(r.ranks),
+        "use launch.launcher: mpirun (or srun, or auto)");
+  }
+  cmd.argv = make_launcher(cmd.launcher)->prefix(r, site);
+  cmd.argv.insert(cmd.argv.end(), {bench_train, "--config", config_path, "--out", out_dir});
+  cmd.env = r.env;
+  return cmd;
+}
+
+}  // namespace sweepbench

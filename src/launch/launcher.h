@@ -1,0 +1,72 @@
+// How a point's ranks start: the launcher half of STYLE.md item 1.
+//
+// A launcher returns the argv prefix that starts `ranks` copies of a program (`srun ...`,
+// `mpirun ...`, or nothing for one local process); point_command() joins it with bench-train's own
+// argv. Launchers are registered by name (local, mpirun, srun); launch.launcher picks one, and
+// `auto` picks srun inside a SLURM allocation, mpirun for several ranks outside one, and a plain
+// exec for one rank. Containers (the third object) wrap bench-train's argv in issue 5's layer;
+// here only `container.runtime: none` runs.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/value.h"
+
+namespace sweepbench {
+
+// What the runner knows about where it runs.
+struct LaunchSite {
+  bool in_slurm_allocation = false;  // SLURM_JOB_ID is set
+  bool as_root = false;              // mpirun refuses root unless told
+  int cpus_on_node = 1;              // SLURM_CPUS_ON_NODE inside an allocation, else usable CPUs
+
+  static LaunchSite detect();
+};
+
+// The launch section of a point's resolved config.
+struct PointResources {
+  std::int64_t ranks = 1, nodes = 1, gpus_per_rank = 0;
+  std::optional<std::int64_t> cpus_per_rank;
+  std::string launcher = "auto";
+  std::vector<std::string> mpirun_args, srun_args;
+  std::map<std::string, std::string> env;
+
+  static PointResources from_config(const Value& resolved);
+  std::int64_t ranks_per_node() const { return (ranks + nodes - 1) / nodes; }
+};
+
+class Launcher {
+ public:
+  virtual ~Launcher() = default;
+  virtual std::string name() const = 0;
+  // The argv prefix; the program and its arguments follow it.
+  virtual std::vector<std::string> prefix(const PointResources& r,
+                                          const LaunchSite& site) const = 0;
+};
+
+// The registered launchers by name; an unknown name is an Error naming the known ones.
+std::unique_ptr<Launcher> make_launcher(const std::string& name);
+std::vector<std::string> launcher_names();
+
+// The launcher launch.launcher asks for, `auto` resolved for this site.
+std::string resolve_launcher_name(const PointResources& r, const LaunchSite& site);
+
+struct PointCommand {
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;  // added to the runner's environment (launch.env)
+  std::string launcher;
+};
+
+// The full command of one point: launcher prefix + bench-train --config CONFIG --out OUT.
+// Throws Error(kInput) for a point this site cannot run (a container runtime other than none, one
+// rank's local launcher asked for several ranks).
+PointCommand point_command(const Value& resolved, const LaunchSite& site,
+                           const std::string& bench_train, const std::string& config_path,
+                           const std::string& out_dir);
+
+}  // namespace sweepbench

@@ -1,0 +1,302 @@
+#include "run/point_state.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+
+#include "core/error.h"
+#include "core/fs.h"
+#include "core/text.h"
+#include "core/yaml_io.h"
+
+namespace sweepbench {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kClaimFile = ".claim";
+constexpr const char* kAttemptsDir = "attempts";
+
+struct StatusName {
+  PointStatus status;
+  const char* name;
+};
+
+constexpr StatusName kNames[] = {
+    {PointStatus::kPending, "pending"},
+    {PointStatus::kRunning, "running"},
+    {PointStatus::kOk, "ok"},
+    {PointStatus::kOom, "oom"},
+    {PointStatus::kFailed, "failed"},
+    {PointStatus::kTimeout, "timeout"},
+    {PointStatus::kPreempted, "preempted"},
+    {PointStatus::kCancelled, "cancelled"},
+    {PointStatus::kNodeFail, "node_fail"},
+    {PointStatus::kSkipped, "skipped"},
+};
+
+std::string text_or(const Value& v, const char* key) {
+  const Value* f = v.find(key);
+  return f != nullptr && f->is_string() ? f->as_string() : std::string();
+}
+
+std::int64_t int_or(const Value& v, const char* key, std::int64_t fallback) {
+  const Value* f = v.find(key);
+  return f != nullptr && f->is_int() ? f->as_int() : fallback;
+}
+
+Error io_error(const std::string& path, const std::string& what) {
+  return Error(ErrorKind::kIo, Mark::in(path), "", what + ": " + std::strerror(errno), "");
+}
+
+}  // namespace
+
+std::string to_string(PointStatus s) {
+  for (const StatusName& n : kNames) {
+    if (n.status == s) return n.name;
+  }
+  return "unknown";
+}
+
+std::optional<PointStatus> parse_point_status(const std::string& text) {
+  for (const StatusName& n : kNames) {
+    if (text == n.name) return n.status;
+  }
+  return std::nullopt;
+}
+
+const std::vector<PointStatus>& all_point_statuses() {
+  static const std::vector<PointStatus> all = [] {
+    std::vector<PointStatus> v;
+    for (const StatusName& n : kNames) v.push_back(n.status);
+    return v;
+  }();
+  return all;
+}
+
+bool is_failure(PointStatus s) {
+  return s == PointStatus::kFailed || s == PointStatus::kOom || s == PointStatus::kTimeout;
+}
+
+bool is_interruption(PointStatus s) {
+  return s == PointStatus::kCancelled || s == PointStatus::kPreempted ||
+         s == PointStatus::kNodeFail;
+}
+
+Value PointRecord::to_value() const {
+  Value v = Value::map();
+  v.set("status", Value::string(to_string(status)));
+  v.set("reason", Value::string(reason));
+  v.set("config_hash", Value::string(config_hash));
+  v.set("attempt", Value::integer(attempt));
+  v.set("exit_code", Value::integer(exit_code));
+  v.set("launcher", Value::string(launcher));
+  Value cmd = Value::list();
+  for (const std::string& a : command) cmd.items().push_back(Value::string(a));
+  v.set("command", cmd);
+  v.set("host", Value::string(host));
+  v.set("pid", Value::integer(pid));
+  v.set("slurm_job_id", Value::string(slurm_job_id));
+  v.set("started", Value::string(started));
+  v.set("ended", Value::string(ended));
+  v.set("seconds", Value::real(seconds));
+  return v;
+}
+
+PointRecord PointRecord::from_value(const Value& v) {
+  PointRecord r;
+  r.status = parse_point_status(text_or(v, "status")).value_or(PointStatus::kPending);
+  r.reason = text_or(v, "reason");
+  r.config_hash = text_or(v, "config_hash");
+  r.attempt = int_or(v, "attempt", 0);
+  r.exit_code = int_or(v, "exit_code", -1);
+  r.launcher = text_or(v, "launcher");
+  if (const Value* cmd = v.find("command"); cmd != nullptr && cmd->is_list()) {
+    for (const Value& a : cmd->items()) {
+      if (a.is_string()) r.command.push_back(a.as_string());
+    }
+  }
+  r.host = text_or(v, "host");
+  r.pid = int_or(v, "pid", 0);
+  r.slurm_job_id = text_or(v, "slurm_job_id");
+  r.started = text_or(v, "started");
+  r.ended = text_or(v, "ended");
+  if (const Value* s = v.find("seconds"); s != nullptr && s->is_number()) r.seconds = s->as_float();
+  return r;
+}
+
+std::string status_path(const std::string& point_dir) {
+  return (fs::path(point_dir) / "status.json").string();
+}
+
+std::optional<PointRecord> read_point_record(const std::string& point_dir) {
+  std::string path = status_path(point_dir);
+  std::optional<std::string> text = read_file_if_exists(path);
+  if (!text) return std::nullopt;
+  Value v;
+  try {
+    v = parse_yaml(*text, path);
+  } catch (const Error& e) {
+    throw Error(ErrorKind::kIo, Mark::in(path), "", "cannot be read: " + e.message(),
+                "it is written atomically, so something else wrote it; move it away");
+  }
+  if (!v.is_map()) {
+    throw Error(ErrorKind::kIo, Mark::in(path), "", "is not a point status", "move it away");
+  }
+  return PointRecord::from_value(v);
+}
+
+void write_point_record(const std::string& point_dir, const PointRecord& record) {
+  write_file_atomic(status_path(point_dir), emit_json(record.to_value(), 2, false) + "\n");
+}
+
+std::string ClaimHolder::describe() const {
+  std::string out = host + ":" + std::to_string(pid);
+  if (!slurm_job_id.empty()) out += " (SLURM job " + slurm_job_id + ")";
+  if (!since.empty()) out += " since " + since;
+  return out;
+}
+
+std::optional<ClaimHolder> PointClaim::holder_of(const std::string& point_dir) {
+  std::string path = (fs::path(point_dir) / kClaimFile).string();
+  std::optional<std::string> text;
+  try {
+    text = read_file_if_exists(path);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+  if (!text) return std::nullopt;
+  ClaimHolder h;
+  try {
+    Value v = parse_yaml(*text, path);
+    if (v.is_map()) {
+      h.host = text_or(v, "host");
+      h.pid = int_or(v, "pid", 0);
+      h.slurm_job_id = text_or(v, "slurm_job_id");
+      h.since = text_or(v, "since");
+    }
+  } catch (const Error&) {
+    // Being written right now (it is created, then filled): a live holder, details unknown.
+  }
+  return h;
+}
+
+bool PointClaim::holder_is_dead(const ClaimHolder& h) {
+  if (h.host != this_host() || h.pid <= 0) return false;
+  return ::kill(static_cast<pid_t>(h.pid), 0) != 0 && errno == ESRCH;
+}
+
+std::optional<PointClaim> PointClaim::acquire(const std::string& point_dir, ClaimHolder* holder) {
+  std::string path = (fs::path(point_dir) / kClaimFile).string();
+  for (int tries = 0; tries < 2; ++tries) {
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      Value v = Value::map();
+      v.set("host", Value::string(this_host()));
+      v.set("pid", Value::integer(::getpid()));
+      const char* job = std::getenv("SLURM_JOB_ID");
+      const char* array_job = std::getenv("SLURM_ARRAY_JOB_ID");
+      const char* task = std::getenv("SLURM_ARRAY_TASK_ID");
+      std::string job_id = array_job && task ? std::string(array_job) + "_" + task
+                                             : (job ? std::string(job) : std::string());
+      v.set("slurm_job_id", Value::string(job_id));
+      v.set("since", Value::string(utc_now_iso8601()));
+      std::string text = emit_json(v, 2, false) + "\n";
+      bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+      ::close(fd);
+      if (!ok) {
+        ::unlink(path.c_str());
+        throw io_error(path, "cannot write the claim");
+      }
+      return PointClaim(path);
+    }
+    if (errno != EEXIST) throw io_error(path, "cannot create the claim");
+    std::optional<ClaimHolder> h = holder_of(point_dir);
+    if (!h || !holder_is_dead(*h)) {
+      if (holder != nullptr && h) *holder = *h;
+      return std::nullopt;
+    }
+    // Its runner died without releasing it. Take it over: rename is atomic, so of two runners
+    // doing this at once only one removes the stale file; the other then finds a live claim.
+    std::string stale = path + ".stale." + std::to_string(::getpid());
+    if (::rename(path.c_str(), stale.c_str()) == 0) ::unlink(stale.c_str());
+  }
+  if (holder != nullptr) *holder = holder_of(point_dir).value_or(ClaimHolder{});
+  return std::nullopt;
+}
+
+PointClaim::PointClaim(PointClaim&& other) noexcept : path_(std::move(other.path_)) {
+  other.path_.clear();
+}
+
+PointClaim::~PointClaim() {
+  if (!path_.empty()) ::unlink(path_.c_str());
+}
+
+int archive_previous_attempt(const std::string& point_dir) {
+  std::vector<fs::path> to_move;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(point_dir, ec)) {
+    std::string name = e.path().filename().string();
+    if (name == "config.yaml" || name == kClaimFile || name == kAttemptsDir) continue;
+    to_move.push_back(e.path());
+  }
+  if (ec) throw Error(ErrorKind::kIo, Mark::in(point_dir), "", "cannot list: " + ec.message(), "");
+  if (to_move.empty()) return 0;
+  fs::path attempts = fs::path(point_dir) / kAttemptsDir;
+  make_directories(attempts.string());
+  int n = 1;
+  while (fs::exists(attempts / std::to_string(n), ec)) ++n;
+  fs::path dest = attempts / std::to_string(n);
+  if (::mkdir(dest.c_str(), 0755) != 0) throw io_error(dest.string(), "cannot create");
+  for (const fs::path& p : to_move) {
+    fs::path target = dest / p.filename();
+    if (::rename(p.c_str(), target.c_str()) != 0) throw io_error(p.string(), "cannot move");
+  }
+  return n;
+}
+
+DirLock::DirLock(const std::string& dir) {
+  std::string path = (fs::path(dir) / ".lock").string();
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw io_error(path, "cannot open the lock file");
+  while (::flock(fd_, LOCK_EX) != 0) {
+    if (errno != EINTR) throw io_error(path, "cannot lock");
+  }
+}
+
+DirLock::~DirLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing releases the lock
+}
+
+void update_manifest_point(const std::string& out_dir, const std::string& tag,
+                           const Value& fields) {
+  DirLock lock(out_dir);
+  std::string path = (fs::path(out_dir) / "manifest.json").string();
+  std::optional<std::string> text = read_file_if_exists(path);
+  if (!text) return;
+  Value manifest = parse_yaml(*text, path);
+  Value* points = manifest.find("points");
+  if (points == nullptr || !points->is_list()) return;
+  for (Value& e : points->items()) {
+    const Value* t = e.find("tag");
+    if (t == nullptr || !t->is_string() || t->as_string() != tag) continue;
+    for (const Value::Entry& f : fields.entries()) e.set(f.key, f.value);
+  }
+  std::string updated = emit_json(manifest, 2, false) + "\n";
+  if (updated != *text) write_file_atomic(path, updated);
+}
+
+std::string this_host() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof(buf) - 1) != 0) return "unknown";
+  return buf;
+}
+
+}  // namespace sweepbench

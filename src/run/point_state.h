@@ -1,0 +1,117 @@
+// A point's state on disk: DIR/<tag>/status.json, its claim, and earlier attempts.
+//
+// status.json is the authority on how a point ended (docs/running.md): bench-train's own HDF5
+// status says what that process saw (a signal, an OOM), status.json says what the sweep makes of
+// it. A runner claims a point by creating DIR/<tag>/.claim exclusively before touching anything
+// else there, so two runners over the same DIR never run one point twice. A rerun first moves the
+// previous attempt's files into DIR/<tag>/attempts/<N>/: nothing is deleted or overwritten.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/value.h"
+
+namespace sweepbench {
+
+enum class PointStatus {
+  kPending,
+  kRunning,
+  kOk,
+  kOom,
+  kFailed,
+  kTimeout,
+  kPreempted,
+  kCancelled,
+  kNodeFail,
+  kSkipped,
+};
+
+std::string to_string(PointStatus s);
+std::optional<PointStatus> parse_point_status(const std::string& text);
+// Every status, in the order summaries list them.
+const std::vector<PointStatus>& all_point_statuses();
+
+// The point ran (or runs) to an end that rerunning would likely repeat: failed, oom, timeout.
+bool is_failure(PointStatus s);
+// The point was stopped from outside before it could finish: cancelled, preempted, node_fail.
+bool is_interruption(PointStatus s);
+
+struct PointRecord {
+  PointStatus status = PointStatus::kPending;
+  std::string reason;
+  std::string config_hash;
+  std::int64_t attempt = 0;  // 1 for the first run of the point
+  std::int64_t exit_code = -1;
+  std::string launcher;
+  std::vector<std::string> command;
+  std::string host;
+  std::int64_t pid = 0;
+  std::string slurm_job_id;    // "1234" or "1234_5" for an array task
+  std::string started, ended;  // ISO 8601 UTC
+  double seconds = 0;
+
+  Value to_value() const;
+  static PointRecord from_value(const Value& v);
+};
+
+std::string status_path(const std::string& point_dir);
+// nullopt when there is no status.json; a status.json that cannot be read is an Error(kIo).
+std::optional<PointRecord> read_point_record(const std::string& point_dir);
+void write_point_record(const std::string& point_dir, const PointRecord& record);
+
+// The holder of a claim, as its file says.
+struct ClaimHolder {
+  std::string host;
+  std::int64_t pid = 0;
+  std::string slurm_job_id;
+  std::string since;
+  std::string describe() const;  // "host:pid (SLURM job 12_3) since ..."
+};
+
+// An exclusive claim on a point directory, released (its file removed) when destroyed.
+class PointClaim {
+ public:
+  // Claims DIR/<tag>; when another live runner holds it, returns nullopt and fills *holder.
+  // A claim left by a runner that died (same host, no such process) is taken over.
+  static std::optional<PointClaim> acquire(const std::string& point_dir, ClaimHolder* holder);
+  // Who holds it now, if anyone.
+  static std::optional<ClaimHolder> holder_of(const std::string& point_dir);
+  // True when the holder is known to be gone (same host, process not running).
+  static bool holder_is_dead(const ClaimHolder& h);
+
+  PointClaim(PointClaim&& other) noexcept;
+  PointClaim& operator=(PointClaim&&) = delete;
+  PointClaim(const PointClaim&) = delete;
+  ~PointClaim();
+
+ private:
+  explicit PointClaim(std::string path) : path_(std::move(path)) {}
+  std::string path_;
+};
+
+// Moves everything in the point directory except config.yaml, the claim and attempts/ into
+// attempts/<N>/ (N = 1 + the attempts already kept); returns N, or 0 when there was nothing to
+// move.
+int archive_previous_attempt(const std::string& point_dir);
+
+// An advisory lock (flock) on DIR/.lock for read-modify-write of the manifest.
+class DirLock {
+ public:
+  explicit DirLock(const std::string& dir);
+  ~DirLock();
+  DirLock(const DirLock&) = delete;
+  DirLock& operator=(const DirLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+// Sets `fields` (a map) on the manifest entry whose tag is `tag`, under DirLock.
+void update_manifest_point(const std::string& out_dir, const std::string& tag, const Value& fields);
+
+std::string this_host();
+
+}  // namespace sweepbench

@@ -1,0 +1,36 @@
+// Starting a point's command and passing the runner's signals on to it.
+//
+// The command runs in its own process group, stdin from /dev/null, stdout and stderr into files.
+// While it runs, the runner's SIGINT, SIGTERM and SIGHUP become SIGUSR2 for the group ("stop after
+// this step": bench-train records `cancelled`; mpirun and srun pass SIGUSR2 on to every rank
+// rather than ending the job as they do on SIGINT), and SIGUSR1 (SLURM's time-limit warning)
+// stays SIGUSR1 (bench-train records `timeout`). A second SIGINT or SIGTERM kills the group.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace sweepbench {
+
+struct ProcessResult {
+  int exit_code = -1;            // when it exited
+  int term_signal = 0;           // when a signal ended it
+  std::string describe() const;  // "exit code 3", "killed by SIGKILL"
+};
+
+// Installs the handlers above for the rest of the process (idempotent).
+void install_stop_signal_handlers();
+// The first stop signal received (SIGINT, SIGTERM, SIGHUP or SIGUSR1), or 0.
+int received_stop_signal();
+
+// Runs argv (argv[0] looked up in PATH) with `env` added to this process's environment. Throws
+// Error(kIo) when the log files cannot be created; a program that cannot be started exits 127 with
+// the reason in its stderr file, as a shell would.
+ProcessResult run_process(const std::vector<std::string>& argv,
+                          const std::map<std::string, std::string>& env,
+                          const std::string& stdout_path, const std::string& stderr_path);
+
+std::string signal_name(int sig);
+
+}  // namespace sweepbench

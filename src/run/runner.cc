@@ -1,0 +1,351 @@
+#include "run/runner.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <iomanip>
+#include <sstream>
+
+#include "core/config.h"
+#include "core/error.h"
+#include "core/fs.h"
+#include "core/text.h"
+#include "core/yaml_io.h"
+#include "launch/shell.h"
+#include "run/process.h"
+
+namespace sweepbench {
+namespace {
+
+namespace fs = std::filesystem;
+
+// bench-train's exit codes (docs/exit-codes.md).
+constexpr int kTrainOom = 20, kTrainTimeout = 21, kTrainCancelled = 23;
+
+std::string first_line(const std::string& text, size_t max) {
+  std::string line = text.substr(0, text.find('\n'));
+  return line.size() > max ? line.substr(0, max) + "..." : line;
+}
+
+// Why a point ended as it did: bench-train's summary.json reason, else its last stderr line.
+std::string reason_of(const std::string& point_dir, const ProcessResult& r) {
+  try {
+    if (auto text = read_file_if_exists((fs::path(point_dir) / "summary.json").string())) {
+      Value s = parse_yaml(*text, "summary.json");
+      if (const Value* why = s.find("reason");
+          why != nullptr && why->is_string() && !why->as_string().empty()) {
+        return first_line(why->as_string(), 300);
+      }
+    }
+  } catch (const Error&) {
+    // A summary that cannot be read says nothing; fall back to the log.
+  }
+  std::string last;
+  try {
+    if (auto err = read_file_if_exists((fs::path(point_dir) / "logs" / "stderr.txt").string())) {
+      std::istringstream lines(*err);
+      for (std::string line; std::getline(lines, line);) {
+        if (!trim(line).empty()) last = trim(line);
+      }
+    }
+  } catch (const Error&) {
+  }
+  std::string what = "bench-train: " + r.describe();
+  if (r.term_signal == SIGKILL) what += " (the kernel's out-of-memory killer, or a user)";
+  return last.empty() ? what : what + ": " + first_line(last, 300);
+}
+
+std::string slurm_job_id_here() {
+  const char* array_job = std::getenv("SLURM_ARRAY_JOB_ID");
+  const char* task = std::getenv("SLURM_ARRAY_TASK_ID");
+  if (array_job && task) return std::string(array_job) + "_" + task;
+  const char* job = std::getenv("SLURM_JOB_ID");
+  return job ? job : "";
+}
+
+Value manifest_fields(const PointRecord& r) {
+  Value f = Value::map();
+  f.set("status", Value::string(to_string(r.status)));
+  f.set("reason", Value::string(r.reason));
+  f.set("attempt", Value::integer(r.attempt));
+  if (!r.slurm_job_id.empty()) f.set("slurm_job_id", Value::string(r.slurm_job_id));
+  return f;
+}
+
+std::string seconds_text(double s) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(1) << s;
+  return out.str();
+}
+
+class SweepRun {
+ public:
+  SweepRun(const Plan& plan, const RunOptions& o, const LaunchSite& site, std::ostream& out)
+      : plan_(plan), o_(o), site_(site), out_(out), root_(fs::absolute(o.out_dir)) {}
+
+  RunReport run() {
+    std::vector<const SweepPoint*> points = points_to_run(plan_, o_.only);
+    // Every command is built first, so a point this site cannot run fails before any runs.
+    std::vector<PointCommand> commands;
+    for (const SweepPoint* p : points) {
+      commands.push_back(
+          point_command(p->config, site_, o_.bench_train, config_path(*p), point_dir(*p)));
+    }
+    if (!o_.dry_run) load_records();
+    out_ << "# bench-sweep run: sweep " << plan_.sweep_name << ", "
+         << plural(points.size(), "point")
+         << (o_.dry_run ? " (dry run: nothing runs, nothing is written)" : "") << ", out "
+         << o_.out_dir << "\n";
+    if (!o_.dry_run) install_stop_signal_handlers();
+    for (size_t i = 0; i < points.size(); ++i) {
+      if (!o_.dry_run && received_stop_signal() != 0) break;
+      run_point(*points[i], commands[i], i, points.size());
+    }
+    report_.stop_signal = o_.dry_run ? 0 : received_stop_signal();
+    for (const SweepPoint* p : points) {
+      PointStatus s = PointStatus::kPending;
+      if (auto it = records_.find(p->tag); it != records_.end()) s = it->second.status;
+      ++report_.counts[s];
+    }
+    print_summary(points.size());
+    return report_;
+  }
+
+ private:
+  std::string point_dir(const SweepPoint& p) const { return (root_ / p.tag).string(); }
+  std::string config_path(const SweepPoint& p) const {
+    return (root_ / p.tag / "config.yaml").string();
+  }
+
+  void load_records() {
+    for (const SweepPoint& p : plan_.points) {
+      if (auto r = read_point_record(point_dir(p))) records_[p.tag] = *r;
+    }
+  }
+
+  void row(const SweepPoint& p, const std::string& status, const std::string& note) {
+    out_ << std::setw(7) << p.index << "  " << std::left << std::setw(10) << status << std::right
+         << "  " << p.tag << (note.empty() ? "" : "  " + note) << "\n";
+  }
+
+  std::optional<std::string> pruned(const SweepPoint& p) const {
+    if (o_.prune_after_oom.empty()) return std::nullopt;
+    for (const SweepPoint& other : plan_.points) {
+      auto it = records_.find(other.tag);
+      if (it == records_.end() || it->second.status != PointStatus::kOom) continue;
+      if (it->second.config_hash != other.config_hash) continue;
+      if (auto why = prune_reason(p, other, o_.prune_after_oom)) return why;
+    }
+    return std::nullopt;
+  }
+
+  void run_point(const SweepPoint& p, const PointCommand& cmd, size_t i, size_t n) {
+    std::optional<PointRecord> record;
+    if (auto it = records_.find(p.tag); it != records_.end()) record = it->second;
+    Decision d = decide(record, p.config_hash, o_.force, o_.retry_failed);
+    std::optional<std::string> prune = pruned(p);
+    if (o_.dry_run) {
+      out_ << "# " << (i + 1) << "/" << n << " " << p.tag << " (index " << p.index << ")"
+           << (prune ? ": would be skipped, " + *prune : "") << "\n";
+      std::vector<std::string> line;
+      if (!cmd.env.empty()) line.push_back("env");  // env(1): NAME=VALUE words, then the command
+      for (const auto& [k, v] : cmd.env) line.push_back(k + "=" + v);
+      line.insert(line.end(), cmd.argv.begin(), cmd.argv.end());
+      out_ << shell_join(line) << "\n";
+      return;
+    }
+    if (d == Decision::kKeepOk) {
+      row(p, "ok", "kept: ok since " + record->ended + " (--force reruns it)");
+      return;
+    }
+    if (d == Decision::kKeepFailure) {
+      row(p, to_string(record->status), "kept: " + record->reason + " (--retry-failed reruns it)");
+      return;
+    }
+    ClaimHolder holder;
+    std::optional<PointClaim> claim = PointClaim::acquire(point_dir(p), &holder);
+    if (!claim) {
+      ++report_.busy_elsewhere;
+      row(p, "running", "elsewhere: claimed by " + holder.describe());
+      return;
+    }
+    // Another runner may have finished it between our reading and our claim.
+    record = read_point_record(point_dir(p));
+    if (record) records_[p.tag] = *record;
+    d = decide(record, p.config_hash, o_.force, o_.retry_failed);
+    if (d != Decision::kRun) {
+      row(p, to_string(record->status), "finished by another runner");
+      return;
+    }
+    PointRecord r;
+    r.config_hash = p.config_hash;
+    r.attempt = (record ? record->attempt : 0) + 1;
+    r.launcher = cmd.launcher;
+    r.command = cmd.argv;
+    r.host = this_host();
+    r.pid = ::getpid();
+    r.slurm_job_id = slurm_job_id_here();
+    r.started = utc_now_iso8601();
+    archive_previous_attempt(point_dir(p));
+    if (prune) {
+      r.status = PointStatus::kSkipped;
+      r.reason = *prune;
+      r.ended = r.started;
+      finish(p, r);
+      row(p, "skipped", *prune);
+      return;
+    }
+    r.status = PointStatus::kRunning;
+    write_point_record(point_dir(p), r);
+    update_manifest_point(o_.out_dir, p.tag, manifest_fields(r));
+    out_ << "# " << (i + 1) << "/" << n << " running " << p.tag << " (" << cmd.launcher << ", "
+         << plural(static_cast<size_t>(config_at(p.config, "launch.ranks").as_int()), "rank")
+         << ")\n";
+    out_.flush();
+
+    fs::path logs = fs::path(point_dir(p)) / "logs";
+    make_directories(logs.string());
+    auto t0 = std::chrono::steady_clock::now();
+    ProcessResult result = run_process(cmd.argv, cmd.env, (logs / "stdout.txt").string(),
+                                       (logs / "stderr.txt").string());
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ++report_.ran;
+    r.exit_code = result.term_signal != 0 ? 128 + result.term_signal : result.exit_code;
+    r.status = status_from_exit(result.exit_code, result.term_signal);
+    r.reason = r.status == PointStatus::kOk ? "" : reason_of(point_dir(p), result);
+    if (int sig = received_stop_signal(); sig != 0 && r.status != PointStatus::kOk) {
+      // The runner knows why its point stopped better than the point does.
+      r.status = sig == SIGUSR1 ? PointStatus::kTimeout : PointStatus::kCancelled;
+      r.reason = "bench-sweep received " + signal_name(sig) +
+                 (sig == SIGUSR1 ? " (the time limit is near)" : "") +
+                 "; bench-train: " + result.describe();
+    }
+    r.ended = utc_now_iso8601();
+    finish(p, r);
+    row(p, to_string(r.status),
+        seconds_text(r.seconds) + " s" + (r.reason.empty() ? "" : "; " + r.reason));
+  }
+
+  void finish(const SweepPoint& p, const PointRecord& r) {
+    write_point_record(point_dir(p), r);
+    update_manifest_point(o_.out_dir, p.tag, manifest_fields(r));
+    records_[p.tag] = r;
+  }
+
+  void print_summary(size_t n) {
+    out_ << "# summary:";
+    for (PointStatus s : all_point_statuses()) {
+      if (report_.counts[s] > 0) out_ << " " << to_string(s) << " " << report_.counts[s];
+    }
+    out_ << " (" << plural(n, "point") << ")\n";
+    if (o_.dry_run) return;
+    if (report_.stop_signal != 0) {
+      out_ << "# STOPPED by " << signal_name(report_.stop_signal)
+           << ": run the same command again to go on where it stopped\n";
+    } else if (report_.all_ok()) {
+      out_ << "# OK: every point is ok; results in " << o_.out_dir << "/<tag>/\n";
+    } else {
+      out_ << "# NOT ALL OK: see DIR/<tag>/status.json and DIR/<tag>/logs/ (DIR = " << o_.out_dir
+           << "); `bench-sweep status --out " << o_.out_dir << "` lists them\n";
+    }
+  }
+
+  const Plan& plan_;
+  const RunOptions& o_;
+  const LaunchSite& site_;
+  std::ostream& out_;
+  fs::path root_;
+  std::map<std::string, PointRecord> records_;
+  RunReport report_;
+};
+
+}  // namespace
+
+Decision decide(const std::optional<PointRecord>& record, const std::string& config_hash,
+                bool force, bool retry_failed) {
+  if (!record || force) return Decision::kRun;
+  if (record->status == PointStatus::kOk) {
+    return record->config_hash == config_hash ? Decision::kKeepOk : Decision::kRun;
+  }
+  if (record->status == PointStatus::kFailed || record->status == PointStatus::kOom) {
+    return retry_failed ? Decision::kRun : Decision::kKeepFailure;
+  }
+  return Decision::kRun;  // pending, running (its runner died), timeout, interrupted, skipped
+}
+
+std::optional<std::string> prune_reason(const SweepPoint& candidate, const SweepPoint& oom_point,
+                                        const std::vector<std::string>& keys) {
+  for (const std::string& key : keys) {
+    const Value& mine = config_at(candidate.config, key);
+    const Value& theirs = config_at(oom_point.config, key);
+    if (!mine.is_number() || !theirs.is_number() || !(mine.as_float() > theirs.as_float()))
+      continue;
+    // Identical except for this key: give the candidate the smaller value and compare hashes
+    // (derived keys, such as eval.micro_batch, follow).
+    Value partial = loosen_derived_keys(candidate.config);
+    partial.set_path(key, theirs);
+    if (config_hash(resolve_config(partial)) != oom_point.config_hash) continue;
+    return "pruned: " + oom_point.tag + " ran out of memory with " + key + "=" +
+           display_value(theirs) + ", and this point differs only by the larger " + key + "=" +
+           display_value(mine);
+  }
+  return std::nullopt;
+}
+
+PointStatus status_from_exit(int exit_code, int term_signal) {
+  if (term_signal != 0) return PointStatus::kFailed;
+  switch (exit_code) {
+    case 0:
+      return PointStatus::kOk;
+    case kTrainOom:
+      return PointStatus::kOom;
+    case kTrainTimeout:
+      return PointStatus::kTimeout;
+    case kTrainCancelled:
+      return PointStatus::kCancelled;
+    default:
+      return PointStatus::kFailed;
+  }
+}
+
+bool RunReport::all_ok() const {
+  for (const auto& [status, count] : counts) {
+    if (status != PointStatus::kOk && count > 0) return false;
+  }
+  return stop_signal == 0;
+}
+
+std::vector<const SweepPoint*> points_to_run(const Plan& plan,
+                                             const std::vector<std::string>& only) {
+  std::vector<const SweepPoint*> selected = plan.selected_points();
+  if (only.empty()) return selected;
+  std::vector<const SweepPoint*> out;
+  for (const std::string& want : only) {
+    const SweepPoint* found = nullptr;
+    bool numeric = !want.empty() && want.find_first_not_of("0123456789") == std::string::npos;
+    for (const SweepPoint* p : selected) {
+      if (p->tag == want || (numeric && std::to_string(p->index) == want)) found = p;
+    }
+    if (found == nullptr) {
+      throw Error::input(Mark::in("--only " + want), "",
+                         "no selected point has index or tag '" + want + "'",
+                         "`bench-sweep plan SWEEP.yaml` lists the indices and tags");
+    }
+    bool seen = false;
+    for (const SweepPoint* p : out) seen = seen || p == found;
+    if (!seen) out.push_back(found);
+  }
+  std::sort(out.begin(), out.end(),
+            [](const SweepPoint* a, const SweepPoint* b) { return a->index < b->index; });
+  return out;
+}
+
+RunReport run_sweep(const Plan& plan, const RunOptions& options, const LaunchSite& site,
+                    std::ostream& out) {
+  return SweepRun(plan, options, site, out).run();
+}
+
+}  // namespace sweepbench

@@ -1,0 +1,65 @@
+// `bench-sweep run`: the points of a plan, one after another, on this machine or in this SLURM
+// allocation (docs/running.md).
+//
+// For each selected point, in order: decide (an `ok` result with the same config_hash is kept,
+// failures rerun only when asked), check pruning, claim the directory, move an earlier attempt
+// aside, record `running`, run the launcher's command with the logs in DIR/<tag>/logs/, and record
+// how it ended in status.json and the manifest. A point's failure never stops the sweep; a stop
+// signal ends it after the running point has recorded its status. Leaves out: job arrays and
+// submission (slurm/, submit.h) and containers (issue 5).
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "launch/launcher.h"
+#include "run/point_state.h"
+#include "sweep/expand.h"
+
+namespace sweepbench {
+
+struct RunOptions {
+  std::string out_dir;
+  std::vector<std::string> only;  // indices or tags; empty: every selected point
+  bool force = false;             // rerun points that are already ok
+  bool retry_failed = false;      // rerun points that failed or ran out of memory
+  bool dry_run = false;           // print the commands, run and write nothing
+  std::string bench_train = "bench-train";
+  std::vector<std::string> prune_after_oom;
+};
+
+// What to do with a point, given its last record.
+enum class Decision { kRun, kKeepOk, kKeepFailure };
+Decision decide(const std::optional<PointRecord>& record, const std::string& config_hash,
+                bool force, bool retry_failed);
+
+// The points a point that ran out of memory prunes: identical to it except for a larger value of
+// one of `keys`. Returns the reason when `candidate` is pruned by `oom_point`.
+std::optional<std::string> prune_reason(const SweepPoint& candidate, const SweepPoint& oom_point,
+                                        const std::vector<std::string>& keys);
+
+// The status bench-train's exit tells: 0 ok, 20 oom, 21 timeout, 23 cancelled, else failed.
+PointStatus status_from_exit(int exit_code, int term_signal);
+
+struct RunReport {
+  std::map<PointStatus, size_t> counts;  // the selected points' statuses after the run
+  size_t ran = 0;
+  size_t busy_elsewhere = 0;  // claimed by another live runner
+  int stop_signal = 0;        // a signal stopped the sweep early
+  bool all_ok() const;
+};
+
+// Resolves --only against the plan: each entry an index or a tag. Throws Error(kInput) naming an
+// entry that matches nothing.
+std::vector<const SweepPoint*> points_to_run(const Plan& plan,
+                                             const std::vector<std::string>& only);
+
+// Runs the plan (which write_plan has written to options.out_dir unless dry_run).
+RunReport run_sweep(const Plan& plan, const RunOptions& options, const LaunchSite& site,
+                    std::ostream& out);
+
+}  // namespace sweepbench

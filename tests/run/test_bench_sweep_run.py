@@ -1,0 +1,274 @@
+#!/usr/bin/python3
+"""`bench-sweep run` end to end, without a scheduler: real bench-train points, plain and under
+mpirun, resumed after SIGKILL and after Ctrl-C, pruned after an out-of-memory point, and values
+that would be shell in the wrong hands.
+
+Run by ctest (tests/CMakeLists.txt), one ctest per class:
+    SWEEPBENCH_BIN_DIR=build/release/bin /usr/bin/python3 tests/run/test_bench_sweep_run.py LocalRun
+"""
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE = os.path.dirname(os.path.dirname(HERE))
+BIN = os.environ.get("SWEEPBENCH_BIN_DIR", os.path.join(SOURCE, "build", "release", "bin"))
+BENCH_SWEEP = os.path.join(BIN, "bench-sweep")
+
+ENV = dict(os.environ)
+# mpirun as root (CI runs as root) with more ranks than CI's 2 cores.
+ENV.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+           OMPI_MCA_rmaps_base_oversubscribe="1")
+for key in [k for k in ENV if k.startswith("SLURM_")]:
+    del ENV[key]  # these tests are about running without a scheduler
+
+# bench-train's libtorch memory budget for the pruning test (see Prune).
+PRUNE_BUDGET_MB = 24
+
+TINY_BASE = """\
+base:
+  model: {preset: gpt2-tiny}
+  data: {source: synthetic, seq_len: 32}
+  train: {steps: %(steps)d, warmup_steps: 1, micro_batch: 2}
+  eval: {steps: 1}
+  metrics: {sample_interval_ms: 0, system: false}
+  launch: {cpus_per_rank: 1}
+"""
+
+
+def sweep(tmp, name, body, steps=4):
+    path = os.path.join(tmp, name + ".yaml")
+    with open(path, "w") as f:
+        f.write(f"name: {name}\n" + TINY_BASE % {"steps": steps} + body)
+    return path
+
+
+def run(*args, check=None):
+    r = subprocess.run([BENCH_SWEEP, *args], env=ENV, capture_output=True, text=True, timeout=600)
+    if check is not None and r.returncode != check:
+        raise AssertionError(f"bench-sweep {' '.join(args)}: exit {r.returncode}, wanted {check}\n"
+                             f"{r.stdout}\n{r.stderr}")
+    return r
+
+
+def read_json(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def manifest_points(out):
+    return read_json(os.path.join(out, "manifest.json"))["points"]
+
+
+def statuses(out):
+    return {p["tag"]: read_json(os.path.join(out, p["tag"], "status.json"))["status"]
+            if os.path.exists(os.path.join(out, p["tag"], "status.json")) else "pending"
+            for p in manifest_points(out)}
+
+
+class LocalRun(unittest.TestCase):
+    def test_runs_every_point_keeps_them_and_reruns_only_when_asked(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            s = sweep(tmp, "local", "axes:\n  launch.ranks: [1, 2]\n  train.micro_batch: [2, 4]\n")
+            out = os.path.join(tmp, "out")
+            r = run("run", s, "--out", out, check=0)
+            self.assertIn("# OK: every point is ok", r.stdout)
+            points = manifest_points(out)
+            self.assertEqual(len(points), 4)
+            for p in points:
+                d = os.path.join(out, p["tag"])
+                st = read_json(os.path.join(d, "status.json"))
+                self.assertEqual(st["status"], "ok", st)
+                self.assertEqual(st["config_hash"], p["config_hash"])
+                self.assertEqual(st["attempt"], 1)
+                self.assertEqual(p["status"], "ok")
+                ranks = p["varying"]["launch.ranks"]
+                self.assertEqual(st["launcher"], "mpirun" if ranks == 2 else "local")
+                for rank in range(ranks):
+                    self.assertTrue(os.path.exists(os.path.join(d, f"rank-{rank:05d}.h5")))
+                self.assertEqual(read_json(os.path.join(d, "summary.json"))["status"], "ok")
+                self.assertIn("summary", open(os.path.join(d, "logs", "stdout.txt")).read())
+                self.assertFalse(os.path.exists(os.path.join(d, ".claim")))
+
+            # Again: every point is kept, nothing runs, nothing changes.
+            first = points[0]["tag"]
+            h5 = os.path.join(out, first, "rank-00000.h5")
+            mtime = os.stat(h5).st_mtime_ns
+            r = run("run", s, "--out", out, check=0)
+            self.assertEqual(r.stdout.count("kept: ok"), 4, r.stdout)
+            self.assertEqual(os.stat(h5).st_mtime_ns, mtime)
+
+            # --force on one point: the old results move to attempts/1, the new ones replace them.
+            run("run", s, "--out", out, "--only", "0", "--force", check=0)
+            self.assertTrue(os.path.exists(os.path.join(out, first, "attempts", "1", "rank-00000.h5")))
+            self.assertTrue(os.path.exists(os.path.join(out, first, "attempts", "1", "status.json")))
+            self.assertEqual(read_json(os.path.join(out, first, "status.json"))["attempt"], 2)
+            self.assertEqual(statuses(out), {p["tag"]: "ok" for p in points})
+
+    def test_dry_run_prints_each_command_and_writes_nothing(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            s = sweep(tmp, "dry", "axes:\n  launch.ranks: [1, 2]\n")
+            out = os.path.join(tmp, "out")
+            r = run("run", s, "--out", out, "--dry-run", check=0)
+            self.assertFalse(os.path.exists(out))
+            commands = [shlex.split(line) for line in r.stdout.splitlines() if not line.startswith("#")]
+            self.assertEqual(len(commands), 2, r.stdout)
+            self.assertTrue(commands[0][0].endswith("bench-train"), commands[0])
+            self.assertEqual(commands[1][:3], ["mpirun", "-n", "2"])
+            for c in commands:
+                self.assertIn("--config", c)
+                self.assertTrue(c[c.index("--config") + 1].startswith(os.path.abspath(out)))
+
+    def test_bad_input_writes_nothing(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            s = sweep(tmp, "bad", "axes:\n  train.micro_batch: [1, 2]\n")
+            out = os.path.join(tmp, "out")
+            r = run("run", s, "--out", out, "--only", "7", check=2)
+            self.assertIn("--only 7", r.stderr)
+            self.assertFalse(os.path.exists(out))
+            r = run("run", s, check=2)
+            self.assertIn("--out", r.stderr)
+
+
+class Resume(unittest.TestCase):
+    def wait_for_running(self, out, index, proc, timeout=120):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if os.path.exists(os.path.join(out, "manifest.json")):
+                p = manifest_points(out)[index]
+                path = os.path.join(out, p["tag"], "status.json")
+                if os.path.exists(path) and read_json(path)["status"] == "running":
+                    return p["tag"]
+            self.assertIsNone(proc.poll(), "the sweep ended before the point started")
+            time.sleep(0.05)
+        self.fail("the point never started")
+
+    def test_resumes_after_the_runner_and_its_point_are_killed(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            s = sweep(tmp, "resume", "axes:\n  train.micro_batch: [1, 2, 3]\n", steps=30)
+            out = os.path.join(tmp, "out")
+            proc = subprocess.Popen([BENCH_SWEEP, "run", s, "--out", out], env=ENV,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                    start_new_session=True)
+            tag = self.wait_for_running(out, 1, proc)
+            time.sleep(0.5)
+            # The runner, then its bench-train (in a process group of its own), as a crash would.
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            subprocess.run(["pkill", "-KILL", "-f", "--", "--out " + os.path.join(out, tag)])
+            before = statuses(out)
+            self.assertEqual(list(before.values()), ["ok", "running", "pending"])
+
+            r = run("run", s, "--out", out, check=0)
+            self.assertIn("kept: ok", r.stdout)
+            self.assertEqual(set(statuses(out).values()), {"ok"})
+            st = read_json(os.path.join(out, tag, "status.json"))
+            self.assertEqual(st["attempt"], 2)
+            self.assertTrue(os.path.isdir(os.path.join(out, tag, "attempts", "1")))
+
+    def test_ctrl_c_stops_after_the_current_step_and_records_cancelled(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            s = sweep(tmp, "stop", "axes:\n  train.micro_batch: [1, 2]\n", steps=100000)
+            out = os.path.join(tmp, "out")
+            proc = subprocess.Popen([BENCH_SWEEP, "run", s, "--out", out], env=ENV,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            tag = self.wait_for_running(out, 0, proc)
+            time.sleep(2)
+            proc.send_signal(signal.SIGINT)
+            stdout, _ = proc.communicate(timeout=120)
+            self.assertEqual(proc.returncode, 6, stdout)
+            self.assertIn("STOPPED by SIGINT", stdout)
+            st = read_json(os.path.join(out, tag, "status.json"))
+            self.assertEqual(st["status"], "cancelled")
+            self.assertIn("SIGINT", st["reason"])
+            # bench-train wrote its results with its own view of it: cancelled by SIGUSR2.
+            summary = read_json(os.path.join(out, tag, "summary.json"))
+            self.assertEqual(summary["status"], "cancelled")
+            self.assertEqual(list(statuses(out).values()), ["cancelled", "pending"])
+
+
+class Prune(unittest.TestCase):
+    def test_an_out_of_memory_point_prunes_the_larger_ones(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            s = os.path.join(tmp, "prune.yaml")
+            with open(s, "w") as f:
+                # A libtorch budget (bench-train's SWEEPBENCH_MAX_MEMORY_MB) that holds micro
+                # batches 2 and 4 of this model, not 64: a small, deterministic out of memory.
+                f.write(f"""name: prune
+base:
+  model: {{preset: gpt2-tiny}}
+  data: {{source: synthetic, seq_len: 64}}
+  train: {{steps: 3, warmup_steps: 1}}
+  eval: {{steps: 1}}
+  metrics: {{sample_interval_ms: 0, system: false}}
+  launch: {{cpus_per_rank: 1, env: {{SWEEPBENCH_MAX_MEMORY_MB: "{PRUNE_BUDGET_MB}"}}}}
+axes:
+  train.micro_batch: [2, 64, 4, 128]
+prune_after_oom: [train.micro_batch]
+""")
+            out = os.path.join(tmp, "out")
+            r = run("run", s, "--out", out, check=1)
+            by_mb = {p["varying"]["train.micro_batch"]: p["tag"] for p in manifest_points(out)}
+            st = statuses(out)
+            self.assertEqual({mb: st[tag] for mb, tag in by_mb.items()},
+                             {2: "ok", 64: "oom", 4: "ok", 128: "skipped"}, r.stdout)
+            reason = read_json(os.path.join(out, by_mb[128], "status.json"))["reason"]
+            self.assertIn(by_mb[64], reason)
+            self.assertFalse(os.path.exists(os.path.join(out, by_mb[128], "rank-00000.h5")))
+            # Running again keeps the oom (never retried unless asked) and prunes again.
+            r = run("run", s, "--out", out, check=1)
+            self.assertIn("kept: ", r.stdout)
+            self.assertEqual(statuses(out)[by_mb[128]], "skipped")
+
+
+class Injection(unittest.TestCase):
+    HOSTILE = ["$(touch {p})", "\"; touch {p}; \"", "`touch {p}`", "a\ntouch {p}", "'; touch {p}; '"]
+
+    def test_no_value_in_a_sweep_file_runs_as_shell(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            pwned = os.path.join(tmp, "pwned")
+            values = [v.format(p=pwned) for v in self.HOSTILE]
+            # One scenario per value, in an environment variable and a job name.
+            body = "scenarios:\n" + "".join(
+                f"  - name: s{i}\n    base: {{launch.env: {{PROBE: {json.dumps(v)}}}, "
+                f"slurm.job_name: {json.dumps(v)}}}\n" for i, v in enumerate(values))
+            s = sweep(tmp, "inject", body, steps=2)
+            out = os.path.join(tmp, "out")
+            run("plan", s, "--out", out, check=0)
+            r = run("run", s, "--out", out, "--dry-run", check=0)
+            # Each command follows its "# i/n" line; a value with a newline spans lines, quoted.
+            lines, current = [], None
+            for line in r.stdout.splitlines(keepends=True):
+                if line.startswith("#"):
+                    if current:
+                        lines.append(current.rstrip("\n"))
+                    current = "" if line.startswith(("# 1/", "# 2/", "# 3/", "# 4/", "# 5/")) else None
+                elif current is not None:
+                    current += line
+            self.assertEqual(len(lines), len(values), r.stdout)
+            # The printed commands, read back by a shell's rules, carry each value verbatim...
+            probes = sorted(w.split("=", 1)[1] for line in lines for w in shlex.split(line)
+                            if w.startswith("PROBE="))
+            self.assertEqual(probes, sorted(values))
+            # ...and so does sh itself: run each line with bench-train swapped for a printer.
+            for line, value in zip(lines, values):
+                words = shlex.split(line)
+                self.assertEqual(words[0], "env")
+                script = line.replace(shlex.quote(words[2]) if words[2] != shlex.quote(words[2]) else words[2],
+                                      "sh -c 'printf %s \"$PROBE\"' x", 1)
+                printed = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=60)
+                self.assertEqual(printed.stdout, value, script)
+            # The real run: each value reaches bench-train's environment, and none runs.
+            run("run", s, "--out", out, check=0)
+            self.assertFalse(os.path.exists(pwned), "a value ran as shell")
+            self.assertEqual(set(statuses(out).values()), {"ok"})
+
+
+if __name__ == "__main__":
+    unittest.main()
