@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
@@ -200,12 +201,7 @@ std::optional<PointClaim> PointClaim::acquire(const std::string& point_dir, Clai
       Value v = Value::map();
       v.set("host", Value::string(this_host()));
       v.set("pid", Value::integer(::getpid()));
-      const char* job = std::getenv("SLURM_JOB_ID");
-      const char* array_job = std::getenv("SLURM_ARRAY_JOB_ID");
-      const char* task = std::getenv("SLURM_ARRAY_TASK_ID");
-      std::string job_id = array_job && task ? std::string(array_job) + "_" + task
-                                             : (job ? std::string(job) : std::string());
-      v.set("slurm_job_id", Value::string(job_id));
+      v.set("slurm_job_id", Value::string(slurm_job_id_here()));
       v.set("since", Value::string(utc_now_iso8601()));
       std::string text = emit_json(v, 2, false) + "\n";
       bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
@@ -291,6 +287,14 @@ void update_manifest_point(const std::string& out_dir, const std::string& tag,
   }
   std::string updated = emit_json(manifest, 2, false) + "\n";
   if (updated != *text) write_file_atomic(path, updated);
+}
+
+std::string slurm_job_id_here() {
+  const char* array_job = std::getenv("SLURM_ARRAY_JOB_ID");
+  const char* task = std::getenv("SLURM_ARRAY_TASK_ID");
+  if (array_job && task) return std::string(array_job) + "_" + task;
+  const char* job = std::getenv("SLURM_JOB_ID");
+  return job ? job : "";
 }
 
 std::string this_host() {

@@ -113,5 +113,7 @@ class DirLock {
 void update_manifest_point(const std::string& out_dir, const std::string& tag, const Value& fields);
 
 std::string this_host();
+// This process's SLURM job: "1234", "1234_5" for an array task, "" outside SLURM.
+std::string slurm_job_id_here();
 
 }  // namespace sweepbench

@@ -58,14 +58,6 @@ std::string reason_of(const std::string& point_dir, const ProcessResult& r) {
   return last.empty() ? what : what + ": " + first_line(last, 300);
 }
 
-std::string slurm_job_id_here() {
-  const char* array_job = std::getenv("SLURM_ARRAY_JOB_ID");
-  const char* task = std::getenv("SLURM_ARRAY_TASK_ID");
-  if (array_job && task) return std::string(array_job) + "_" + task;
-  const char* job = std::getenv("SLURM_JOB_ID");
-  return job ? job : "";
-}
-
 Value manifest_fields(const PointRecord& r) {
   Value f = Value::map();
   f.set("status", Value::string(to_string(r.status)));

@@ -135,6 +135,26 @@ po::variables_map parse(const std::vector<std::string>& args, const po::options_
   return vm;
 }
 
+// The options plan and run share: --help, the sweep file, --scenario, --set, --max-points.
+void add_plan_options(po::options_description& desc) {
+  desc.add_options()("help,h", "Show this help")("sweep", po::value<std::string>(),
+                                                 "The sweep file")(
+      "scenario", po::value<std::vector<std::string>>()->composing(),
+      "Only this scenario (repeatable, or comma-separated)")(
+      "set", po::value<std::vector<std::string>>()->composing(),
+      "Override KEY=VALUE in every point's base (repeatable; VALUE is YAML)")(
+      "max-points", po::value<size_t>()->default_value(kDefaultMaxPoints),
+      "Refuse sweeps with more points than this");
+}
+
+// Parses with the sweep file as the one positional argument.
+po::variables_map parse_with_sweep(const std::vector<std::string>& args,
+                                   const po::options_description& desc) {
+  po::positional_options_description positional;
+  positional.add("sweep", 1);
+  return parse(args, desc, positional);
+}
+
 // --max-points, --scenario and --set, as plan and run share them.
 PlanOptions plan_options_of(const po::variables_map& vm) {
   PlanOptions options;
@@ -150,19 +170,11 @@ PlanOptions plan_options_of(const po::variables_map& vm) {
 
 int run_plan(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description desc;
-  desc.add_options()("help,h", "Show this help")("sweep", po::value<std::string>(),
-                                                 "The sweep file")(
-      "scenario", po::value<std::vector<std::string>>()->composing(),
-      "Plan only this scenario (repeatable, or comma-separated)")(
-      "set", po::value<std::vector<std::string>>()->composing(),
-      "Override KEY=VALUE in every point's base (repeatable; VALUE is YAML)")(
-      "out,o", po::value<std::string>(), "Write the points' configs and manifest.json here")(
-      "format", po::value<std::string>()->default_value("table"), "table, json or csv")(
-      "max-points", po::value<size_t>()->default_value(kDefaultMaxPoints),
-      "Refuse sweeps with more points than this");
-  po::positional_options_description positional;
-  positional.add("sweep", 1);
-  po::variables_map vm = parse(args, desc, positional);
+  add_plan_options(desc);
+  desc.add_options()("out,o", po::value<std::string>(),
+                     "Write the points' configs and manifest.json here")(
+      "format", po::value<std::string>()->default_value("table"), "table, json or csv");
+  po::variables_map vm = parse_with_sweep(args, desc);
   if (vm.count("help")) {
     out << kPlanHelp;
     print_options(desc, out);
@@ -206,25 +218,16 @@ std::string default_bench_train() {
 
 int run_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description desc;
-  desc.add_options()("help,h", "Show this help")(
-      "sweep", po::value<std::string>(), "The sweep file")("out,o", po::value<std::string>(),
-                                                           "The sweep's directory (required)")(
-      "scenario", po::value<std::vector<std::string>>()->composing(),
-      "Only this scenario (repeatable, or comma-separated)")(
+  add_plan_options(desc);
+  desc.add_options()("out,o", po::value<std::string>(), "The sweep's directory (required)")(
       "only", po::value<std::vector<std::string>>()->composing(),
       "Only these points, by index or tag (repeatable, or comma-separated)")(
-      "set", po::value<std::vector<std::string>>()->composing(),
-      "Override KEY=VALUE in every point's base (repeatable; VALUE is YAML)")(
       "dry-run", "Print every point's command; run and write nothing")(
       "force", "Rerun points that are already ok")("retry-failed",
                                                    "Rerun points that failed or ran out of memory")(
       "bench-train", po::value<std::string>(),
-      "The bench-train to run (default: the one beside bench-sweep, else PATH's)")(
-      "max-points", po::value<size_t>()->default_value(kDefaultMaxPoints),
-      "Refuse sweeps with more points than this");
-  po::positional_options_description positional;
-  positional.add("sweep", 1);
-  po::variables_map vm = parse(args, desc, positional);
+      "The bench-train to run (default: the one beside bench-sweep, else PATH's)");
+  po::variables_map vm = parse_with_sweep(args, desc);
   if (vm.count("help")) {
     out << kRunHelp;
     print_options(desc, out);
