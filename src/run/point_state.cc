@@ -15,6 +15,7 @@
 #include "core/fs.h"
 #include "core/text.h"
 #include "core/yaml_io.h"
+#include "run/slurm.h"
 
 namespace sweepbench {
 namespace {
@@ -180,6 +181,7 @@ std::optional<ClaimHolder> PointClaim::holder_of(const std::string& point_dir) {
       h.host = text_or(v, "host");
       h.pid = int_or(v, "pid", 0);
       h.slurm_job_id = text_or(v, "slurm_job_id");
+      h.slurm_restart = int_or(v, "slurm_restart", 0);
       h.since = text_or(v, "since");
     }
   } catch (const Error&) {
@@ -189,8 +191,18 @@ std::optional<ClaimHolder> PointClaim::holder_of(const std::string& point_dir) {
 }
 
 bool PointClaim::holder_is_dead(const ClaimHolder& h) {
-  if (h.host != this_host() || h.pid <= 0) return false;
-  return ::kill(static_cast<pid_t>(h.pid), 0) != 0 && errno == ESRCH;
+  if (h.host == this_host() && h.pid > 0 && ::kill(static_cast<pid_t>(h.pid), 0) != 0 &&
+      errno == ESRCH) {
+    return true;
+  }
+  if (h.slurm_job_id.empty()) return false;
+  if (h.slurm_job_id == slurm_job_id_here()) {
+    return h.slurm_restart < slurm_restart_count_here();
+  }
+  std::optional<SlurmJobStates> states = query_slurm_jobs({h.slurm_job_id});
+  if (!states) return false;
+  auto it = states->find(h.slurm_job_id);
+  return it != states->end() && !is_live_slurm_state(it->second.state);
 }
 
 std::optional<PointClaim> PointClaim::acquire(const std::string& point_dir, ClaimHolder* holder) {
@@ -202,6 +214,7 @@ std::optional<PointClaim> PointClaim::acquire(const std::string& point_dir, Clai
       v.set("host", Value::string(this_host()));
       v.set("pid", Value::integer(::getpid()));
       v.set("slurm_job_id", Value::string(slurm_job_id_here()));
+      v.set("slurm_restart", Value::integer(slurm_restart_count_here()));
       v.set("since", Value::string(utc_now_iso8601()));
       std::string text = emit_json(v, 2, false) + "\n";
       bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());

@@ -67,6 +67,7 @@ struct ClaimHolder {
   std::string host;
   std::int64_t pid = 0;
   std::string slurm_job_id;
+  std::int64_t slurm_restart = 0;  // SLURM_RESTART_COUNT of the holder's job
   std::string since;
   std::string describe() const;  // "host:pid (SLURM job 12_3) since ..."
 };
@@ -79,7 +80,9 @@ class PointClaim {
   static std::optional<PointClaim> acquire(const std::string& point_dir, ClaimHolder* holder);
   // Who holds it now, if anyone.
   static std::optional<ClaimHolder> holder_of(const std::string& point_dir);
-  // True when the holder is known to be gone (same host, process not running).
+  // True when the holder is known to be gone: same host and its process is not running; or an
+  // earlier run of this very SLURM job (requeued since); or a SLURM job that squeue or sacct says
+  // has ended (its node may be lost).
   static bool holder_is_dead(const ClaimHolder& h);
 
   PointClaim(PointClaim&& other) noexcept;

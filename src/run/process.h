@@ -33,4 +33,15 @@ ProcessResult run_process(const std::vector<std::string>& argv,
 
 std::string signal_name(int sig);
 
+// A short command's output, for asking a tool (squeue, sbatch, scontrol) something.
+struct Captured {
+  bool started = false;  // false: the program was not found or could not run
+  int exit_code = -1;    // -1 when a signal ended it or the time ran out
+  std::string out, err;
+  bool ok() const { return started && exit_code == 0; }
+};
+// Runs argv (looked up in PATH) with stdin from /dev/null, collecting stdout and stderr; kills it
+// after `timeout_seconds`. Never throws for the program's own failures.
+Captured capture_process(const std::vector<std::string>& argv, double timeout_seconds = 60);
+
 }  // namespace sweepbench

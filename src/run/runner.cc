@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <iomanip>
 #include <sstream>
@@ -16,6 +17,7 @@
 #include "core/yaml_io.h"
 #include "launch/shell.h"
 #include "run/process.h"
+#include "run/slurm.h"
 
 namespace sweepbench {
 namespace {
@@ -103,6 +105,7 @@ class SweepRun {
       ++report_.counts[s];
     }
     print_summary(points.size());
+    if (!o_.dry_run) maybe_requeue();
     return report_;
   }
 
@@ -217,8 +220,33 @@ class SweepRun {
     }
     r.ended = utc_now_iso8601();
     finish(p, r);
+    if (r.status == PointStatus::kTimeout) timed_out_.push_back(&p);
     row(p, to_string(r.status),
         seconds_text(r.seconds) + " s" + (r.reason.empty() ? "" : "; " + r.reason));
+  }
+
+  // A point that reached the time limit runs again in a fresh run of this batch job: the job
+  // requeues itself, at most slurm.max_requeue times (SLURM_RESTART_COUNT counts them).
+  void maybe_requeue() {
+    if (timed_out_.empty()) return;
+    std::string job = slurm_job_id_here();
+    const char* environment = std::getenv("ENVIRONMENT");  // sbatch sets BATCH
+    if (job.empty() || environment == nullptr || std::string(environment) != "BATCH") return;
+    std::int64_t max_requeue = config_at(timed_out_.front()->config, "slurm.max_requeue").as_int();
+    long restarts = slurm_restart_count_here();
+    if (restarts >= max_requeue) {
+      out_ << "# not requeued: job " << job << " ran " << (restarts + 1)
+           << (restarts == 0 ? " time" : " times") << " (slurm.max_requeue = " << max_requeue
+           << "); submit again to go on\n";
+      return;
+    }
+    out_ << "# requeueing job " << job << " (run " << (restarts + 1) << " of at most "
+         << (max_requeue + 1) << "): " << timed_out_.front()->tag
+         << " reached the time limit and runs again\n";
+    out_.flush();
+    if (std::string err = slurm_requeue(job); !err.empty()) {
+      out_ << "# requeue failed: " << err << " (is the job requeueable? sbatch --requeue)\n";
+    }
   }
 
   void finish(const SweepPoint& p, const PointRecord& r) {
@@ -251,6 +279,7 @@ class SweepRun {
   std::ostream& out_;
   fs::path root_;
   std::map<std::string, PointRecord> records_;
+  std::vector<const SweepPoint*> timed_out_;
   RunReport report_;
 };
 

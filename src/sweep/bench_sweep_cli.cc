@@ -13,6 +13,8 @@
 #include "core/text.h"
 #include "core/yaml_io.h"
 #include "run/runner.h"
+#include "run/status.h"
+#include "run/submit.h"
 #include "sweep/expand.h"
 #include "sweep/plan_output.h"
 #include "sweep/sweep_spec.h"
@@ -36,6 +38,12 @@ Commands:
           or a plain exec, or as srun job steps inside a SLURM allocation. Finished points are
           kept, so running it again goes on where it stopped.
             bench-sweep run sweeps/quickstart.yaml --out runs/quickstart
+  submit  Plan, then submit the points that are not ok yet as SLURM job arrays, one array per
+          set of resources, and return at once.
+            bench-sweep submit sweeps/gpt2-scaling.yaml --out runs/scaling --max-parallel 4
+  status  One line per point of a sweep's directory (ok, running, pending, timeout...), from
+          its files and, when it answers, from SLURM.
+            bench-sweep status --out runs/scaling
   keys    List every config key with its type, default and meaning.
             bench-sweep keys --format md
 
@@ -72,6 +80,42 @@ Examples:
 Docs: docs/running.md. Exit codes: 0 every point ok, 2 bad input, 3 conflicting output,
 4 file-system error, 1 a point did not end ok, 6 stopped by a signal.
 
+Options:
+)";
+
+const char* const kSubmitHelp =
+    R"(bench-sweep submit: run a sweep's points as SLURM job arrays.
+Usage: bench-sweep submit SWEEP.yaml --out DIR [--max-parallel K] [--scenario NAME]...
+                          [--only INDEX|TAG,...] [--set KEY=VALUE]... [--dry-run] [--force]
+                          [--retry-failed]
+Plans as `bench-sweep plan --out DIR` does, then groups the points that are not ok yet by the
+resources they ask for (launch.nodes, launch.ranks, launch.gpus_per_rank, launch.cpus_per_rank,
+slurm.*) and submits one job array per group, cut to the cluster's MaxArraySize and throttled to
+K tasks at a time with --max-parallel. Array task i runs `bench-sweep run --only TAG` for its
+point, so finished points are kept, interrupted ones rerun, and a point that reaches its time
+limit records `timeout` (--signal=B:USR1@slurm.signal_seconds) and requeues its task up to
+slurm.max_requeue times. The scripts go to DIR/submit/, the job ids to DIR/manifest.json. It
+returns once the jobs are queued; points already queued or running are not submitted twice.
+Examples:
+  bench-sweep submit sweeps/gpt2-scaling.yaml --out runs/scaling --max-parallel 4
+  bench-sweep submit sweeps/gpt2-scaling.yaml --out runs/scaling --dry-run
+  bench-sweep status --out runs/scaling
+Docs: docs/running.md. Exit codes: 0 submitted (or nothing to submit), 2 bad input or sbatch
+refused, 3 conflicting output, 4 file-system error.
+Options:
+)";
+
+const char* const kStatusHelp = R"(bench-sweep status: where each point of a sweep stands.
+Usage: bench-sweep status --out DIR [--format table|json]
+One line per point: index, status (pending, running, ok, oom, failed, timeout, preempted,
+cancelled, node_fail, skipped), tag, SLURM job and a note, then the totals. It reads DIR's
+manifest, status.json files and claims, and asks squeue (then sacct) about the jobs that ran or
+were submitted there: a job that ended by its time limit, a preemption or a node failure shows
+as such even when its runner could not record it.
+Examples:
+  bench-sweep status --out runs/scaling
+  bench-sweep status --out runs/scaling --format json
+Exit codes: 0, 2 bad input (no manifest in DIR).
 Options:
 )";
 
@@ -264,6 +308,107 @@ int run_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   return run.dry_run || report.all_ok() ? kExitOk : kExitNotAllOk;
 }
 
+int run_submit(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  po::options_description desc;
+  add_plan_options(desc);
+  desc.add_options()("out,o", po::value<std::string>(), "The sweep's directory (required)")(
+      "max-parallel", po::value<long>()->default_value(0),
+      "At most K tasks of each array at once (%K); 0 = no limit")(
+      "only", po::value<std::vector<std::string>>()->composing(),
+      "Only these points, by index or tag (repeatable, or comma-separated)")(
+      "dry-run", "Print the batch scripts and sbatch commands; write and submit nothing")(
+      "force", "Submit points that are already ok")(
+      "retry-failed", "Submit points that failed or ran out of memory")(
+      "bench-train", po::value<std::string>(), "The bench-train the jobs run");
+  po::variables_map vm = parse_with_sweep(args, desc);
+  if (vm.count("help")) {
+    out << kSubmitHelp;
+    print_options(desc, out);
+    return kExitOk;
+  }
+  if (!vm.count("sweep") || !vm.count("out")) {
+    err << "bench-sweep submit: error: "
+        << (vm.count("sweep") ? "--out DIR is missing" : "no sweep file given")
+        << "\nusage: bench-sweep submit SWEEP.yaml --out DIR [options]  (bench-sweep submit "
+           "--help)\n";
+    return kExitUsage;
+  }
+  if (vm["max-parallel"].as<long>() < 0) {
+    throw Error::input(Mark::in("--max-parallel"), "", "must be 0 or more");
+  }
+  SweepSpec spec = load_sweep_file(vm["sweep"].as<std::string>());
+  Plan plan = plan_sweep(spec, plan_options_of(vm));
+  SubmitOptions submit;
+  submit.out_dir = vm["out"].as<std::string>();
+  submit.sweep_path = std::filesystem::absolute(vm["sweep"].as<std::string>()).string();
+  if (vm.count("only")) submit.only = split_commas(vm["only"].as<std::vector<std::string>>());
+  submit.force = vm.count("force") > 0;
+  submit.retry_failed = vm.count("retry-failed") > 0;
+  submit.dry_run = vm.count("dry-run") > 0;
+  submit.max_parallel = vm["max-parallel"].as<long>();
+  std::error_code ec;
+  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  submit.bench_sweep = ec ? "bench-sweep" : self.string();
+  // What the jobs' `bench-sweep run` needs to plan the same points.
+  if (vm.count("scenario")) {
+    for (const std::string& name : split_commas(vm["scenario"].as<std::vector<std::string>>())) {
+      submit.run_args.insert(submit.run_args.end(), {"--scenario", name});
+    }
+  }
+  if (vm.count("set")) {
+    for (const std::string& kv : vm["set"].as<std::vector<std::string>>()) {
+      submit.run_args.insert(submit.run_args.end(), {"--set", kv});
+    }
+  }
+  if (vm["max-points"].as<size_t>() != kDefaultMaxPoints) {
+    submit.run_args.insert(submit.run_args.end(),
+                           {"--max-points", std::to_string(vm["max-points"].as<size_t>())});
+  }
+  if (vm.count("bench-train")) {
+    submit.run_args.insert(
+        submit.run_args.end(),
+        {"--bench-train", std::filesystem::absolute(vm["bench-train"].as<std::string>()).string()});
+  }
+  points_to_run(plan, submit.only);  // a bad --only is an error before anything is written
+  if (!submit.dry_run) {
+    make_directories(submit.out_dir);
+    DirLock lock(submit.out_dir);
+    PlanWriteResult written = write_plan(plan, submit.out_dir);
+    out << "# plan: " << written.written << " written, " << written.updated << " updated, "
+        << written.unchanged << " unchanged\n";
+  }
+  submit_sweep(plan, submit, out);
+  return kExitOk;
+}
+
+int run_status(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  po::options_description desc;
+  desc.add_options()("help,h", "Show this help")("out,o", po::value<std::string>(),
+                                                 "The sweep's directory (required)")(
+      "format", po::value<std::string>()->default_value("table"), "table or json");
+  po::positional_options_description positional;
+  positional.add("out", 1);
+  po::variables_map vm = parse(args, desc, positional);
+  if (vm.count("help")) {
+    out << kStatusHelp;
+    print_options(desc, out);
+    return kExitOk;
+  }
+  if (!vm.count("out")) {
+    err << "bench-sweep status: error: --out DIR is missing\n"
+        << "usage: bench-sweep status --out DIR  (bench-sweep status --help)\n";
+    return kExitUsage;
+  }
+  std::string format = vm["format"].as<std::string>();
+  if (format != "table" && format != "json") {
+    throw Error::input(Mark::in("--format " + format), "", "unknown format '" + format + "'",
+                       "use table or json");
+  }
+  std::string dir = vm["out"].as<std::string>();
+  print_status(sweep_status(dir), dir, format == "json", out);
+  return kExitOk;
+}
+
 std::string default_text(const KeySpec& k) {
   if (k.derived) return "derived";
   return display_value(k.default_value);
@@ -343,9 +488,11 @@ int bench_sweep_main(const std::vector<std::string>& args, std::ostream& out, st
     }
     if (command == "plan") return run_plan(rest, out, err);
     if (command == "run") return run_run(rest, out, err);
+    if (command == "submit") return run_submit(rest, out, err);
+    if (command == "status") return run_status(rest, out, err);
     if (command == "keys") return run_keys(rest, out);
     std::string message = "unknown command '" + command + "'";
-    if (auto near = closest_match(command, {"plan", "run", "keys"})) {
+    if (auto near = closest_match(command, {"plan", "run", "submit", "status", "keys"})) {
       message += " (did you mean '" + *near + "'?)";
     }
     err << "bench-sweep: error: " << message << "\n" << kUsage;

@@ -1,0 +1,159 @@
+#include "run/slurm.h"
+
+#include <cstdlib>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/text.h"
+#include "run/process.h"
+
+namespace sweepbench {
+namespace {
+
+// squeue -t all lists ended jobs too; these are the ones still to run or running.
+const char* const kLiveStates[] = {"PENDING",    "RUNNING",      "CONFIGURING", "COMPLETING",
+                                   "SUSPENDED",  "REQUEUED",     "REQUEUE_FED", "REQUEUE_HOLD",
+                                   "RESIZING",   "SIGNALING",    "STAGE_OUT",   "STOPPED",
+                                   "RESV_DEL_HOLD"};
+
+std::vector<std::string> split(const std::string& line, char sep) {
+  std::vector<std::string> out;
+  std::string field;
+  std::istringstream in(line);
+  while (std::getline(in, field, sep)) out.push_back(trim(field));
+  return out;
+}
+
+// sacct's "CANCELLED by 0" is CANCELLED.
+std::string first_word(const std::string& s) { return s.substr(0, s.find(' ')); }
+
+}  // namespace
+
+bool is_live_slurm_state(const std::string& state) {
+  for (const char* s : kLiveStates) {
+    if (state == s) return true;
+  }
+  return false;
+}
+
+std::optional<PointStatus> status_of_slurm_state(const std::string& state) {
+  if (state == "RUNNING" || state == "COMPLETING" || state == "CONFIGURING" ||
+      state == "SIGNALING" || state == "STAGE_OUT" || state == "SUSPENDED" ||
+      state == "STOPPED" || state == "RESIZING") {
+    return PointStatus::kRunning;
+  }
+  if (is_live_slurm_state(state)) return PointStatus::kPending;
+  if (state == "TIMEOUT") return PointStatus::kTimeout;
+  if (state == "PREEMPTED") return PointStatus::kPreempted;
+  if (state == "CANCELLED" || state == "REVOKED") return PointStatus::kCancelled;
+  if (state == "NODE_FAIL") return PointStatus::kNodeFail;
+  if (state == "OUT_OF_MEMORY") return PointStatus::kOom;
+  if (state == "FAILED" || state == "BOOT_FAIL" || state == "DEADLINE") {
+    return PointStatus::kFailed;
+  }
+  return std::nullopt;
+}
+
+void parse_squeue_lines(const std::string& text, SlurmJobStates* states) {
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    std::vector<std::string> f = split(line, '|');
+    if (f.size() < 2 || f[0].empty()) continue;
+    SlurmJobState s{f[1], f.size() > 2 ? f[2] : ""};
+    if (s.reason == "None") s.reason.clear();
+    (*states)[f[0]] = s;
+  }
+}
+
+void parse_sacct_lines(const std::string& text, SlurmJobStates* states) {
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    std::vector<std::string> f = split(line, '|');
+    if (f.size() < 2 || f[0].empty() || f[0].find('.') != std::string::npos) continue;
+    if (states->count(f[0]) == 0) (*states)[f[0]] = SlurmJobState{first_word(f[1]), ""};
+  }
+}
+
+std::string slurm_base_job_id(const std::string& job_id) {
+  return job_id.substr(0, job_id.find('_'));
+}
+
+std::optional<SlurmJobStates> query_slurm_jobs(const std::vector<std::string>& job_ids) {
+  SlurmJobStates states;
+  if (job_ids.empty()) return states;
+  bool answered = false;
+  std::vector<std::string> unknown;
+  // One job per call: squeue refuses the whole list when one id is no longer known.
+  for (const std::string& id : job_ids) {
+    Captured c = capture_process(
+        {"squeue", "-h", "-r", "-t", "all", "-j", slurm_base_job_id(id), "-o", "%i|%T|%r"}, 30);
+    if (!c.started) break;
+    answered = answered || c.ok() || c.err.find("Invalid job id") != std::string::npos;
+    if (c.ok() && !trim(c.out).empty()) {
+      parse_squeue_lines(c.out, &states);
+    } else {
+      unknown.push_back(slurm_base_job_id(id));
+    }
+  }
+  if (!unknown.empty()) {
+    Captured c = capture_process(
+        {"sacct", "-n", "-P", "-X", "-o", "JobID,State", "-j", join(unknown, ",")}, 30);
+    if (c.ok()) {
+      answered = true;
+      parse_sacct_lines(c.out, &states);
+    }
+  }
+  if (!answered) return std::nullopt;
+  return states;
+}
+
+std::optional<long> slurm_max_array_size() {
+  Captured c = capture_process({"scontrol", "show", "config"}, 30);
+  if (!c.ok()) return std::nullopt;
+  std::istringstream in(c.out);
+  for (std::string line; std::getline(in, line);) {
+    size_t eq = line.find('=');
+    if (eq == std::string::npos || trim(line.substr(0, eq)) != "MaxArraySize") continue;
+    char* end = nullptr;
+    std::string value = trim(line.substr(eq + 1));
+    long n = std::strtol(value.c_str(), &end, 10);
+    if (end != value.c_str() && n > 0) return n;
+  }
+  return std::nullopt;
+}
+
+long slurm_restart_count_here() {
+  const char* count = std::getenv("SLURM_RESTART_COUNT");
+  return count != nullptr ? std::strtol(count, nullptr, 10) : 0;
+}
+
+std::string slurm_requeue(const std::string& job_id) {
+  Captured c = capture_process({"scontrol", "requeue", job_id}, 60);
+  if (c.ok()) return "";
+  if (!c.started) return "scontrol not found";
+  std::string why = trim(c.err.empty() ? c.out : c.err);
+  return why.empty() ? "scontrol exited with " + std::to_string(c.exit_code) : why;
+}
+
+std::string slurm_submit(const std::string& script_path) {
+  Captured c = capture_process({"sbatch", "--parsable", script_path}, 120);
+  if (!c.started) {
+    throw Error::input(Mark::in(script_path), "", "sbatch was not found",
+                       "submit from a SLURM login node, or run the points here with "
+                       "`bench-sweep run`");
+  }
+  if (!c.ok()) {
+    throw Error::input(Mark::in(script_path), "",
+                       "sbatch refused the job: " + trim(c.err.empty() ? c.out : c.err),
+                       "check the sweep's slurm.* keys (partition, account, time...)");
+  }
+  std::string id = trim(c.out);
+  id = id.substr(0, id.find(';'));  // "123;cluster"
+  if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos) {
+    throw Error::input(Mark::in(script_path), "",
+                       "sbatch answered '" + trim(c.out) + "', not a job id");
+  }
+  return id;
+}
+
+}  // namespace sweepbench

@@ -1,0 +1,317 @@
+#include "run/submit.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <optional>
+
+#include "core/config.h"
+#include "core/error.h"
+#include "core/fs.h"
+#include "core/text.h"
+#include "core/yaml_io.h"
+#include "launch/shell.h"
+#include "run/point_state.h"
+#include "run/runner.h"
+#include "run/slurm.h"
+
+namespace sweepbench {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr long kDefaultMaxArraySize = 1001;  // SLURM's own default
+
+// sbatch splits an #SBATCH line at whitespace and strips quotes: a value must have neither.
+void check_directive_value(const std::string& value, const std::string& key,
+                           const std::string& sweep_path) {
+  for (char c : value) {
+    auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f || c == ' ' || c == '"' || c == '\'' || c == '\\') {
+      throw Error::input(Mark::in(sweep_path), key,
+                         "the value '" + value + "' cannot go into an #SBATCH line: it holds " +
+                             (c == ' '    ? std::string("a space")
+                              : u < 0x20  ? std::string("a control character")
+                                          : std::string("the character ") + c),
+                         "SLURM names, times and sizes have no spaces or quotes; use one "
+                         "without them");
+    }
+  }
+}
+
+std::optional<std::string> text_of(const Value& config, const std::string& key) {
+  const Value& v = config_at(config, key);
+  if (v.is_null()) return std::nullopt;
+  if (v.is_string()) return v.as_string();
+  return display_value(v);
+}
+
+// The task ids of an array of `count` tasks.
+std::string ranges(size_t count) { return count == 1 ? "0" : "0-" + std::to_string(count - 1); }
+
+std::string unique_script_path(const fs::path& dir, const std::string& stem) {
+  for (int n = 1;; ++n) {
+    fs::path p = dir / (stem + (n == 1 ? "" : "-" + std::to_string(n)) + ".sbatch");
+    std::error_code ec;
+    if (!fs::exists(p, ec)) return p.string();
+  }
+}
+
+std::string compact_stamp() {
+  std::string iso = utc_now_iso8601();  // 2026-11-22T06:40:00Z
+  std::string out;
+  for (char c : iso) {
+    if (c != '-' && c != ':') out += c;
+  }
+  return out;
+}
+
+// Adds the submitted jobs to the manifest: a "jobs" list at the top, "slurm_job" on each point.
+void record_job(const std::string& out_dir, const std::string& job_id, const std::string& script,
+                const ArrayJob& job) {
+  DirLock lock(out_dir);
+  std::string path = (fs::path(out_dir) / "manifest.json").string();
+  std::optional<std::string> text = read_file_if_exists(path);
+  if (!text) return;
+  Value manifest = parse_yaml(*text, path);
+  Value entry = Value::map();
+  entry.set("job_id", Value::string(job_id));
+  entry.set("script", Value::string(script));
+  entry.set("submitted", Value::string(utc_now_iso8601()));
+  Value tags = Value::list();
+  std::map<std::string, std::string> task_of;
+  for (size_t i = 0; i < job.points.size(); ++i) {
+    tags.items().push_back(Value::string(job.points[i]->tag));
+    task_of[job.points[i]->tag] = job_id + "_" + std::to_string(i);
+  }
+  entry.set("points", tags);
+  Value jobs = manifest.find("jobs") != nullptr && manifest.find("jobs")->is_list()
+                   ? *manifest.find("jobs")
+                   : Value::list();
+  jobs.items().push_back(entry);
+  manifest.set("jobs", jobs);
+  if (Value* points = manifest.find("points"); points != nullptr && points->is_list()) {
+    for (Value& e : points->items()) {
+      const Value* t = e.find("tag");
+      if (t == nullptr || !t->is_string()) continue;
+      if (auto it = task_of.find(t->as_string()); it != task_of.end()) {
+        e.set("slurm_job", Value::string(it->second));
+      }
+    }
+  }
+  write_file_atomic(path, emit_json(manifest, 2, false) + "\n");
+}
+
+// The array task each point was last submitted as, from the manifest.
+std::map<std::string, std::string> submitted_tasks(const std::string& out_dir) {
+  std::map<std::string, std::string> out;
+  std::string path = (fs::path(out_dir) / "manifest.json").string();
+  std::optional<std::string> text = read_file_if_exists(path);
+  if (!text) return out;
+  Value manifest = parse_yaml(*text, path);
+  const Value* points = manifest.find("points");
+  if (points == nullptr || !points->is_list()) return out;
+  for (const Value& e : points->items()) {
+    const Value* tag = e.find("tag");
+    const Value* job = e.find("slurm_job");
+    if (tag && job && tag->is_string() && job->is_string()) out[tag->as_string()] = job->as_string();
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> sbatch_options(const SweepPoint& point, const std::string& sweep_name,
+                                        const std::string& sweep_path) {
+  const Value& c = point.config;
+  std::vector<std::string> o;
+  auto add = [&](const std::string& flag, const std::string& key) {
+    if (auto v = text_of(c, key)) {
+      check_directive_value(*v, key, sweep_path);
+      o.push_back(flag + "=" + *v);
+    }
+  };
+  std::string job_name = text_of(c, "slurm.job_name").value_or("sweepbench-" + sweep_name);
+  check_directive_value(job_name, "slurm.job_name", sweep_path);
+  o.push_back("--job-name=" + job_name);
+  add("--partition", "slurm.partition");
+  add("--account", "slurm.account");
+  add("--qos", "slurm.qos");
+  std::int64_t nodes = config_at(c, "launch.nodes").as_int();
+  std::int64_t ranks = config_at(c, "launch.ranks").as_int();
+  o.push_back("--nodes=" + std::to_string(nodes));
+  o.push_back("--ntasks=" + std::to_string(ranks));
+  o.push_back("--ntasks-per-node=" + std::to_string(ranks / std::max<std::int64_t>(1, nodes)));
+  if (const Value& cpus = config_at(c, "launch.cpus_per_rank"); !cpus.is_null()) {
+    o.push_back("--cpus-per-task=" + std::to_string(cpus.as_int()));
+  }
+  if (std::int64_t gpus = config_at(c, "launch.gpus_per_rank").as_int(); gpus > 0) {
+    o.push_back("--gpus-per-task=" + std::to_string(gpus));
+  }
+  add("--mem", "slurm.mem");
+  add("--constraint", "slurm.constraint");
+  if (config_at(c, "slurm.exclusive").as_bool()) o.push_back("--exclusive");
+  add("--time", "slurm.time");
+  if (std::int64_t s = config_at(c, "slurm.signal_seconds").as_int(); s > 0) {
+    o.push_back("--signal=B:USR1@" + std::to_string(s));
+  }
+  o.push_back("--requeue");
+  o.push_back("--open-mode=append");  // a requeued task's log continues its first run's
+  add("--mail-type", "slurm.mail_type");
+  add("--mail-user", "slurm.mail_user");
+  for (const Value& extra : config_at(c, "slurm.extra_args").items()) {
+    std::string arg = extra.as_string();
+    check_directive_value(arg, "slurm.extra_args", sweep_path);
+    if (!starts_with(arg, "-")) {
+      throw Error::input(Mark::in(sweep_path), "slurm.extra_args",
+                         "'" + arg + "' is not an sbatch option",
+                         "give options with their values joined, e.g. --gres=gpu:8");
+    }
+    o.push_back(arg);
+  }
+  return o;
+}
+
+std::vector<ArrayJob> group_into_arrays(const std::vector<const SweepPoint*>& points,
+                                        const std::string& sweep_name,
+                                        const std::string& sweep_path, long max_array_size) {
+  std::vector<ArrayJob> groups;
+  std::map<std::vector<std::string>, size_t> index_of;
+  for (const SweepPoint* p : points) {
+    std::vector<std::string> options = sbatch_options(*p, sweep_name, sweep_path);
+    auto [it, fresh] = index_of.emplace(options, groups.size());
+    if (fresh) groups.push_back(ArrayJob{options, {}});
+    groups[it->second].points.push_back(p);
+  }
+  size_t chunk = static_cast<size_t>(std::max<long>(1, max_array_size));
+  std::vector<ArrayJob> arrays;
+  for (const ArrayJob& g : groups) {
+    for (size_t start = 0; start < g.points.size(); start += chunk) {
+      size_t end = std::min(g.points.size(), start + chunk);
+      arrays.push_back(ArrayJob{g.options, {g.points.begin() + static_cast<long>(start),
+                                            g.points.begin() + static_cast<long>(end)}});
+    }
+  }
+  return arrays;
+}
+
+std::string array_script(const ArrayJob& job, const std::vector<std::string>& run_argv,
+                         long max_parallel, const std::string& log_dir,
+                         const std::string& header_comment) {
+  std::string s = "#!/bin/bash\n" + header_comment;
+  for (const std::string& o : job.options) s += "#SBATCH " + o + "\n";
+  s += "#SBATCH --array=" + ranges(job.points.size()) +
+       (max_parallel > 0 ? "%" + std::to_string(max_parallel) : "") + "\n";
+  s += "#SBATCH --output=" + (fs::path(log_dir) / "%A_%a.out").string() + "\n";
+  s += "set -eu\n";
+  s += "# Array task i runs points[i]; `bench-sweep plan` lists the indices.\n";
+  s += "points=(\n";
+  for (const SweepPoint* p : job.points) {
+    s += "  " + shell_quote(p->tag) + "  # index " + std::to_string(p->index) + "\n";
+  }
+  s += ")\n";
+  s += "exec " + shell_join(run_argv) + " --only \"${points[$SLURM_ARRAY_TASK_ID]}\"\n";
+  return s;
+}
+
+SubmitReport submit_sweep(const Plan& plan, const SubmitOptions& o, std::ostream& out) {
+  fs::path root = fs::absolute(o.out_dir);
+  std::vector<const SweepPoint*> points;
+  std::map<std::string, std::string> queued = o.dry_run ? std::map<std::string, std::string>{}
+                                                        : submitted_tasks(root.string());
+  std::vector<std::string> queued_ids;
+  for (const auto& [tag, task] : queued) queued_ids.push_back(task);
+  std::sort(queued_ids.begin(), queued_ids.end());
+  queued_ids.erase(std::unique(queued_ids.begin(), queued_ids.end(), [](auto& a, auto& b) {
+                     return slurm_base_job_id(a) == slurm_base_job_id(b);
+                   }),
+                   queued_ids.end());
+  SlurmJobStates live = query_slurm_jobs(queued_ids).value_or(SlurmJobStates{});
+  out << "# bench-sweep submit: sweep " << plan.sweep_name << ", out " << o.out_dir
+      << (o.dry_run ? " (dry run: nothing is written or submitted)" : "") << "\n";
+  for (const SweepPoint* p : points_to_run(plan, o.only)) {
+    std::string dir = (root / p->tag).string();
+    std::optional<PointRecord> record = o.dry_run ? std::nullopt : read_point_record(dir);
+    Decision d = decide(record, p->config_hash, o.force, o.retry_failed);
+    if (d == Decision::kKeepOk) {
+      out << "#   kept " << p->tag << ": ok (--force submits it again)\n";
+      continue;
+    }
+    if (d == Decision::kKeepFailure) {
+      out << "#   kept " << p->tag << ": " << to_string(record->status)
+          << " (--retry-failed submits it again)\n";
+      continue;
+    }
+    if (auto it = queued.find(p->tag); it != queued.end()) {
+      auto state = live.find(it->second);
+      if (state != live.end() && is_live_slurm_state(state->second.state)) {
+        out << "#   left " << p->tag << ": already " << to_lower(state->second.state) << " as job "
+            << it->second << "\n";
+        continue;
+      }
+    }
+    points.push_back(p);
+  }
+  SubmitReport report;
+  if (points.empty()) {
+    out << "# nothing to submit: every selected point is ok, kept or queued "
+           "(`bench-sweep status --out "
+        << o.out_dir << "`)\n";
+    return report;
+  }
+  long max_array = o.max_array_size;
+  if (max_array <= 0) {
+    std::optional<long> asked = slurm_max_array_size();
+    max_array = asked.value_or(kDefaultMaxArraySize);
+    if (!asked) {
+      out << "# scontrol did not answer: MaxArraySize " << kDefaultMaxArraySize << " assumed\n";
+    }
+  }
+  std::vector<ArrayJob> arrays = group_into_arrays(points, plan.sweep_name, plan.sweep_path,
+                                                   max_array);
+  fs::path submit_dir = root / "submit";
+  fs::path log_dir = submit_dir / "logs";
+  check_directive_value(log_dir.string(), "--out", o.out_dir);  // it goes into --output
+  std::vector<std::string> run_argv = {o.bench_sweep, "run", o.sweep_path, "--out",
+                                       root.string()};
+  run_argv.insert(run_argv.end(), o.run_args.begin(), o.run_args.end());
+  if (o.force) run_argv.push_back("--force");
+  if (o.retry_failed) run_argv.push_back("--retry-failed");
+  if (!o.dry_run) make_directories(log_dir.string());
+  std::string stamp = compact_stamp();
+  for (size_t g = 0; g < arrays.size(); ++g) {
+    const ArrayJob& job = arrays[g];
+    std::string path = o.dry_run ? (submit_dir / (stamp + "-" + std::to_string(g + 1) + ".sbatch"))
+                                       .string()
+                                 : unique_script_path(submit_dir, stamp + "-" +
+                                                                      std::to_string(g + 1));
+    std::string header =
+        "# Written by `bench-sweep submit` at " + utc_now_iso8601() + ": sweep " +
+        plan.sweep_name + ", " + plural(job.points.size(), "point") +
+        " asking for the same resources, one array task each.\n"
+        "# `sbatch " + path + "` submits it again; points already ok are kept.\n";
+    std::string script = array_script(job, run_argv, o.max_parallel, log_dir.string(), header);
+    out << "# array " << (g + 1) << "/" << arrays.size() << ": " << plural(job.points.size(), "point")
+        << ", " << join(job.options, " ") << "\n";
+    if (o.dry_run) {
+      out << "# ---- " << path << " ----\n" << script << "# ---- end ----\n";
+      out << shell_join({"sbatch", "--parsable", path}) << "\n";
+      continue;
+    }
+    write_file_atomic(path, script);
+    std::string id = slurm_submit(path);
+    record_job(root.string(), id, path, job);
+    report.job_ids.push_back(id);
+    report.submitted_points += job.points.size();
+    out << "submitted job " << id << " (array of " << job.points.size() << ", script " << path
+        << ")\n";
+  }
+  if (!o.dry_run) {
+    out << "# " << plural(report.submitted_points, "point") << " in "
+        << plural(report.job_ids.size(), "job array") << "; follow with `bench-sweep status --out "
+        << o.out_dir << "`\n";
+  }
+  return report;
+}
+
+}  // namespace sweepbench

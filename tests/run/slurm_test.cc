@@ -1,0 +1,130 @@
+// What SLURM's answers mean for a point, without SLURM: state mapping, squeue/sacct parsing, and
+// the merge of a point's files with its job's state that `bench-sweep status` prints.
+#include "run/slurm.h"
+
+#include <gtest/gtest.h>
+
+#include "run/status.h"
+
+namespace sweepbench {
+namespace {
+
+TEST(SlurmStates, MapToPointStatuses) {
+  EXPECT_EQ(status_of_slurm_state("PENDING"), PointStatus::kPending);
+  EXPECT_EQ(status_of_slurm_state("REQUEUED"), PointStatus::kPending);
+  EXPECT_EQ(status_of_slurm_state("RUNNING"), PointStatus::kRunning);
+  EXPECT_EQ(status_of_slurm_state("COMPLETING"), PointStatus::kRunning);
+  EXPECT_EQ(status_of_slurm_state("TIMEOUT"), PointStatus::kTimeout);
+  EXPECT_EQ(status_of_slurm_state("PREEMPTED"), PointStatus::kPreempted);
+  EXPECT_EQ(status_of_slurm_state("CANCELLED"), PointStatus::kCancelled);
+  EXPECT_EQ(status_of_slurm_state("NODE_FAIL"), PointStatus::kNodeFail);
+  EXPECT_EQ(status_of_slurm_state("OUT_OF_MEMORY"), PointStatus::kOom);
+  EXPECT_EQ(status_of_slurm_state("FAILED"), PointStatus::kFailed);
+  EXPECT_EQ(status_of_slurm_state("COMPLETED"), std::nullopt);  // the files say how it went
+  EXPECT_TRUE(is_live_slurm_state("PENDING"));
+  EXPECT_TRUE(is_live_slurm_state("COMPLETING"));
+  EXPECT_FALSE(is_live_slurm_state("TIMEOUT"));
+  EXPECT_FALSE(is_live_slurm_state("COMPLETED"));
+}
+
+TEST(SlurmParsing, SqueueAndSacctLines) {
+  SlurmJobStates s;
+  parse_squeue_lines("12_0|RUNNING|None\n12_1|PENDING|Resources\n\n13|TIMEOUT|\n", &s);
+  ASSERT_EQ(s.size(), 3u);
+  EXPECT_EQ(s["12_0"].state, "RUNNING");
+  EXPECT_EQ(s["12_0"].reason, "");
+  EXPECT_EQ(s["12_1"].reason, "Resources");
+  EXPECT_EQ(s["13"].state, "TIMEOUT");
+  // sacct: steps (12_0.batch) are left out, "CANCELLED by 0" is CANCELLED, squeue's answer wins.
+  parse_sacct_lines("14|CANCELLED by 0\n14.batch|CANCELLED\n12_0|COMPLETED\n", &s);
+  EXPECT_EQ(s["14"].state, "CANCELLED");
+  EXPECT_EQ(s.count("14.batch"), 0u);
+  EXPECT_EQ(s["12_0"].state, "RUNNING");
+  EXPECT_EQ(slurm_base_job_id("12_3"), "12");
+  EXPECT_EQ(slurm_base_job_id("12"), "12");
+}
+
+PointRecord record(PointStatus status, const std::string& job) {
+  PointRecord r;
+  r.status = status;
+  r.slurm_job_id = job;
+  r.reason = "why";
+  return r;
+}
+
+SlurmJobStates states(std::initializer_list<std::pair<const std::string, SlurmJobState>> s) {
+  return SlurmJobStates(s);
+}
+
+TEST(MergePointState, QueuedTaskWithoutFilesIsPending) {
+  PointEvidence e;
+  e.submitted_job = "7_1";
+  PointView v = merge_point_state(e, states({{"7_1", {"PENDING", "Priority"}}}));
+  EXPECT_EQ(v.status, PointStatus::kPending);
+  EXPECT_EQ(v.job, "7_1");
+  EXPECT_EQ(v.note, "job 7_1 PENDING (Priority)");
+  EXPECT_EQ(merge_point_state(e, states({{"7_1", {"RUNNING", ""}}})).status,
+            PointStatus::kRunning);
+  // Cancelled before it started.
+  EXPECT_EQ(merge_point_state(e, states({{"7_1", {"CANCELLED", ""}}})).status,
+            PointStatus::kCancelled);
+  // SLURM silent: the directory alone.
+  v = merge_point_state(e, std::nullopt);
+  EXPECT_EQ(v.status, PointStatus::kPending);
+  EXPECT_EQ(v.note, "submitted as 7_1");
+}
+
+TEST(MergePointState, RunningRecordOfAnEndedJobShowsTheJobsEnd) {
+  PointEvidence e;
+  e.record = record(PointStatus::kRunning, "9");
+  EXPECT_EQ(merge_point_state(e, states({{"9", {"RUNNING", ""}}})).status,
+            PointStatus::kRunning);
+  for (auto [state, want] : {std::pair{"TIMEOUT", PointStatus::kTimeout},
+                             {"NODE_FAIL", PointStatus::kNodeFail},
+                             {"PREEMPTED", PointStatus::kPreempted},
+                             {"OUT_OF_MEMORY", PointStatus::kOom},
+                             {"COMPLETED", PointStatus::kFailed}}) {
+    PointView v = merge_point_state(e, states({{"9", {state, ""}}}));
+    EXPECT_EQ(v.status, want) << state;
+    EXPECT_NE(v.note.find("before its runner could record"), std::string::npos) << v.note;
+  }
+}
+
+TEST(MergePointState, RunningRecordOfADeadLocalRunnerIsCancelled) {
+  PointEvidence e;
+  e.record = record(PointStatus::kRunning, "");
+  e.claim = ClaimHolder{"host", 42, "", 0, "then"};
+  EXPECT_EQ(merge_point_state(e, std::nullopt).status, PointStatus::kRunning);
+  e.claim_holder_dead = true;
+  PointView v = merge_point_state(e, std::nullopt);
+  EXPECT_EQ(v.status, PointStatus::kCancelled);
+  EXPECT_NE(v.note.find("host:42"), std::string::npos) << v.note;
+}
+
+TEST(MergePointState, RequeuedTaskAfterATimeoutIsPendingAgain) {
+  PointEvidence e;
+  e.record = record(PointStatus::kTimeout, "5_0");
+  e.submitted_job = "5_0";
+  PointView v = merge_point_state(e, states({{"5_0", {"PENDING", "BeginTime"}}}));
+  EXPECT_EQ(v.status, PointStatus::kPending);
+  EXPECT_EQ(v.note, "job 5_0 PENDING (BeginTime); the last attempt ended timeout");
+  // Still finishing the run that timed out: the record stands.
+  EXPECT_EQ(merge_point_state(e, states({{"5_0", {"COMPLETING", ""}}})).status,
+            PointStatus::kTimeout);
+  // An ok point stays ok whatever its task does.
+  e.record = record(PointStatus::kOk, "5_0");
+  EXPECT_EQ(merge_point_state(e, states({{"5_0", {"PENDING", ""}}})).status, PointStatus::kOk);
+}
+
+TEST(MergePointState, CancelledRunnerOfAPreemptedJobIsPreempted) {
+  PointEvidence e;
+  e.record = record(PointStatus::kCancelled, "8");
+  EXPECT_EQ(merge_point_state(e, states({{"8", {"PREEMPTED", ""}}})).status,
+            PointStatus::kPreempted);
+  EXPECT_EQ(merge_point_state(e, states({{"8", {"CANCELLED", ""}}})).status,
+            PointStatus::kCancelled);
+  EXPECT_EQ(merge_point_state(e, std::nullopt).status, PointStatus::kCancelled);
+}
+
+}  // namespace
+}  // namespace sweepbench

@@ -1,0 +1,330 @@
+#!/usr/bin/python3
+"""Sweeps on a real SLURM cluster: `sbatch slurm/sweep.sh` in array and allocation mode,
+`bench-sweep submit` (grouping, MaxArraySize chunks, --max-parallel), scancel and rerun, a point
+that reaches its time limit and is requeued, `bench-sweep status`, claims left by a lost node, and
+sweep values that would be shell in the wrong hands.
+
+Each class starts its own cluster (tests/support/slurm_cluster.py: munged, slurmctld and slurmd on
+loopback, nothing installed); points run bench-train through `srun --mpi=pmix`. One ctest per
+class (tests/CMakeLists.txt):
+    SWEEPBENCH_BIN_DIR=build/release/bin /usr/bin/python3 tests/run/test_slurm.py -v ArrayMode
+"""
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import yaml
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(SOURCE, "tests", "support"))
+from slurm_cluster import LocalSlurm  # noqa: E402
+
+BIN = os.path.abspath(os.environ.get("SWEEPBENCH_BIN_DIR",
+                                     os.path.join(SOURCE, "build", "release", "bin")))
+BENCH_SWEEP = os.path.join(BIN, "bench-sweep")
+SWEEP_SH = os.path.join(SOURCE, "slurm", "sweep.sh")
+
+
+def sweep_file(tmp, name, steps=4, axes="  launch.ranks: [1, 2]\n  train.micro_batch: [2, 4]\n",
+               slurm="{exclusive: false}", extra=""):
+    path = os.path.join(tmp, name + ".yaml")
+    with open(path, "w") as f:
+        f.write(f"""\
+name: {name}
+base:
+  model: {{preset: gpt2-tiny}}
+  data: {{source: synthetic, seq_len: 32}}
+  train: {{steps: {steps}, warmup_steps: 1, micro_batch: 2}}
+  eval: {{steps: 1}}
+  metrics: {{sample_interval_ms: 0, system: false}}
+  launch: {{cpus_per_rank: 1}}
+  slurm: {slurm}
+{extra}axes:
+{axes}""")
+    return path
+
+
+def read_json(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def read_yaml(path):
+    with open(path) as f:
+        return yaml.safe_load(f)
+
+
+class SlurmCase(unittest.TestCase):
+    MAX_ARRAY_SIZE = 1001
+
+    @classmethod
+    def setUpClass(cls):
+        cls.cluster = LocalSlurm(max_array_size=cls.MAX_ARRAY_SIZE).__enter__()
+        cls.env = dict(cls.cluster.env, SWEEPBENCH_BIN_DIR=BIN)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.cluster.__exit__(None, None, None)
+
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory()
+        self.tmp = self._tmp.name
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def bench_sweep(self, *args, check=0):
+        r = subprocess.run([BENCH_SWEEP, *args], env=self.env, capture_output=True, text=True,
+                           timeout=300, cwd=self.tmp)
+        if check is not None and r.returncode != check:
+            self.fail(f"bench-sweep {' '.join(args)}: exit {r.returncode}, wanted {check}\n"
+                      f"{r.stdout}\n{r.stderr}")
+        return r
+
+    def sbatch(self, *args):
+        r = self.cluster.run("sbatch", "--parsable", *args, env=self.env, cwd=self.tmp)
+        return r.stdout.strip().split(";")[0]
+
+    def status(self, out):
+        r = self.bench_sweep("status", "--out", out, "--format", "json")
+        return {p["tag"]: p for p in json.loads(r.stdout)["points"]}
+
+    def wait_for(self, ready, seconds, what):
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if ready():
+                return
+            time.sleep(0.5)
+        self.fail(f"waited {seconds} s for {what}\n{self.cluster.logs()}")
+
+    def assert_all(self, out, status, count):
+        points = self.status(out)
+        self.assertEqual(len(points), count, points)
+        for tag, p in points.items():
+            self.assertEqual(p["status"], status, f"{tag}: {p}\n{self.job_logs(out)}")
+        return points
+
+    def job_logs(self, out):
+        text = []
+        for log in sorted(glob.glob(os.path.join(self.tmp, "*.out")) +
+                          glob.glob(os.path.join(out, "submit", "logs", "*"))):
+            with open(log, errors="replace") as f:
+                text.append(f"--- {log}\n{f.read()[-3000:]}")
+        return "\n".join(text)
+
+
+class ArrayMode(SlurmCase):
+    def test_sbatch_array_runs_point_i_in_task_i(self):
+        s = sweep_file(self.tmp, "arr")
+        out = os.path.join(self.tmp, "out")
+        # Two of the four points have 2 ranks: srun --mpi=pmix starts them inside the task.
+        self.sbatch("--array=0-3", "--ntasks=2", "--output=" + self.tmp + "/arr-%a.out",
+                    SWEEP_SH, s, out)
+        self.cluster.wait_until_idle()
+        points = self.assert_all(out, "ok", 4)
+        for tag, p in points.items():
+            record = read_json(os.path.join(out, tag, "status.json"))
+            self.assertEqual(record["launcher"], "srun")
+            self.assertRegex(record["slurm_job_id"], r"^\d+_[0-3]$")
+            index = read_json(os.path.join(out, "manifest.json"))["points"]
+            task = int(record["slurm_job_id"].split("_")[1])
+            self.assertEqual([e["index"] for e in index if e["tag"] == tag], [task])
+            ranks = len(glob.glob(os.path.join(out, tag, "rank-*.h5")))
+            self.assertEqual(ranks, 2 if ".ws=2." in tag else 1, tag)
+
+    def test_sweep_sh_fails_fast_without_bench_sweep(self):
+        s = sweep_file(self.tmp, "nobin")
+        env = {"PATH": "/usr/bin:/bin", "SLURM_CONF": self.env["SLURM_CONF"]}
+        r = self.cluster.run("sbatch", "--parsable", "--wait", "--output=" + self.tmp + "/nb.out",
+                             SWEEP_SH, s, os.path.join(self.tmp, "out"), env=env, cwd=self.tmp,
+                             check=False)
+        self.assertNotEqual(r.returncode, 0)
+        with open(os.path.join(self.tmp, "nb.out")) as f:
+            log = f.read()
+        self.assertIn("bench-sweep not found", log)
+        self.assertIn("SWEEPBENCH_BIN_DIR", log)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "out")))
+
+
+class AllocationMode(SlurmCase):
+    def test_one_allocation_runs_every_point_then_scancel_and_rerun(self):
+        s = sweep_file(self.tmp, "alloc")
+        out = os.path.join(self.tmp, "out")
+        self.sbatch("--ntasks=2", "--output=" + self.tmp + "/alloc-%j.out", SWEEP_SH, s, out)
+        self.cluster.wait_until_idle()
+        self.assert_all(out, "ok", 4)
+
+        # A slower sweep, cancelled while its third point runs.
+        s = sweep_file(self.tmp, "cancel", steps=400)
+        out = os.path.join(self.tmp, "cancel-out")
+        job = self.sbatch("--ntasks=2", "--output=" + self.tmp + "/cancel-%j.out", SWEEP_SH, s,
+                          out)
+
+        def third_running():
+            if not os.path.exists(os.path.join(out, "manifest.json")):
+                return False
+            states = [p["status"] for p in self.status(out).values()]
+            return states.count("ok") == 2 and "running" in states
+        self.wait_for(third_running, 240, "the third point to run")
+        self.cluster.run("scancel", job)
+        self.cluster.wait_until_idle()
+        before = self.status(out)
+        self.assertEqual(sorted(p["status"] for p in before.values()),
+                         ["cancelled", "ok", "ok", "pending"], before)
+        started = {tag: read_json(os.path.join(out, tag, "status.json"))["started"]
+                   for tag, p in before.items() if p["status"] == "ok"}
+
+        self.sbatch("--ntasks=2", "--output=" + self.tmp + "/cancel-%j.out", SWEEP_SH, s, out)
+        self.cluster.wait_until_idle()
+        self.assert_all(out, "ok", 4)
+        for tag, when in started.items():  # kept, not run again
+            self.assertEqual(read_json(os.path.join(out, tag, "status.json"))["started"], when)
+            self.assertFalse(os.path.exists(os.path.join(out, tag, "attempts")))
+        cancelled = [t for t, p in before.items() if p["status"] == "cancelled"][0]
+        record = read_json(os.path.join(out, cancelled, "status.json"))
+        self.assertEqual(record["attempt"], 2)
+        old = read_json(os.path.join(out, cancelled, "attempts", "1", "status.json"))
+        self.assertEqual(old["status"], "cancelled")
+
+
+class Submit(SlurmCase):
+    MAX_ARRAY_SIZE = 2  # so that a group of three points needs two arrays
+
+    def test_groups_by_resources_chunks_throttles_and_records_jobs(self):
+        s = sweep_file(self.tmp, "sub",
+                       axes="  launch.ranks: [1, 2]\n  train.micro_batch: [2, 4, 8]\n")
+        out = os.path.join(self.tmp, "out")
+        dry = self.bench_sweep("submit", s, "--out", out, "--max-parallel", "1", "--dry-run")
+        self.assertFalse(os.path.exists(out), "a dry run writes nothing")
+        self.assertEqual(dry.stdout.count("#!/bin/bash"), 4, dry.stdout)
+
+        r = self.bench_sweep("submit", s, "--out", out, "--max-parallel", "1")
+        manifest = read_json(os.path.join(out, "manifest.json"))
+        jobs = manifest["jobs"]
+        # 1-rank and 2-rank points ask for different resources; 3 points each, arrays of <= 2.
+        self.assertEqual(sorted(len(j["points"]) for j in jobs), [1, 1, 2, 2], jobs)
+        for j in jobs:
+            self.assertIn(f"submitted job {j['job_id']}", r.stdout)
+            with open(j["script"]) as f:
+                script = f.read()
+            self.assertIn(f"#SBATCH --array=0-{len(j['points']) - 1}%1\n" if len(j["points"]) > 1
+                          else "#SBATCH --array=0%1\n", script)
+            ntasks = {read_yaml(os.path.join(out, t, "config.yaml"))["launch"]["ranks"]
+                      for t in j["points"]}
+            self.assertEqual(len(ntasks), 1, "one array, one set of resources")
+            self.assertIn(f"#SBATCH --ntasks={ntasks.pop()}\n", script)
+        by_tag = {p["tag"]: p for p in manifest["points"]}
+        self.assertTrue(all(p["slurm_job"] for p in by_tag.values()))
+        self.cluster.wait_until_idle()
+        points = self.assert_all(out, "ok", 6)
+        for tag, p in points.items():
+            self.assertEqual(read_json(os.path.join(out, tag, "status.json"))["slurm_job_id"],
+                             by_tag[tag]["slurm_job"])
+
+        again = self.bench_sweep("submit", s, "--out", out)
+        self.assertIn("nothing to submit", again.stdout)
+        self.assertEqual(len(read_json(os.path.join(out, "manifest.json"))["jobs"]), 4)
+
+    def test_status_while_queued_and_a_claim_left_by_a_lost_node(self):
+        s = sweep_file(self.tmp, "queued", axes="  train.micro_batch: [2, 4]\n",
+                       slurm="{exclusive: true}")
+        out = os.path.join(self.tmp, "out")
+        blocker = self.sbatch("--exclusive", "--wrap", "sleep 300")  # holds the only node
+        self.bench_sweep("submit", s, "--out", out)
+        points = self.status(out)
+        self.assertEqual([p["status"] for p in points.values()], ["pending", "pending"], points)
+        self.assertTrue(all("PENDING" in p["note"] for p in points.values()), points)
+
+        # One point's claim says a runner on another host holds it within the blocker job: a
+        # live job, so nobody may take the point; once the job has ended, it may.
+        tag = sorted(points)[0]
+        claim = {"host": "lost-node", "pid": 1, "slurm_job_id": blocker, "since": "earlier"}
+        with open(os.path.join(out, tag, ".claim"), "w") as f:
+            json.dump(claim, f)
+        r = self.bench_sweep("run", s, "--out", out, "--only", tag, "--bench-train",
+                             "/bin/false", check=None)
+        self.assertIn("elsewhere: claimed by lost-node:1", r.stdout)
+        self.cluster.run("scancel", blocker)
+        self.cluster.wait_until_idle()
+        self.assert_all(out, "ok", 2)
+        self.assertFalse(os.path.exists(os.path.join(out, tag, ".claim")))
+
+
+class Timeout(SlurmCase):
+    def test_time_limit_records_timeout_and_requeues_once(self):
+        # 1 minute limit, warned 50 s before it; one requeue allowed.
+        s = sweep_file(self.tmp, "slow", steps=10 ** 6, axes="  launch.ranks: [2]\n",
+                       slurm="{exclusive: false, time: 1, signal_seconds: 50, max_requeue: 1}")
+        out = os.path.join(self.tmp, "out")
+        self.bench_sweep("submit", s, "--out", out)
+        tag = read_json(os.path.join(out, "manifest.json"))["points"][0]["tag"]
+        job = read_json(os.path.join(out, "manifest.json"))["points"][0]["slurm_job"]
+
+        def requeued():
+            p = self.status(out)[tag]
+            return p["status"] == "pending" and "timeout" in p["note"]
+        self.wait_for(requeued, 150, "the timed-out task to be requeued")
+        # SLURM holds a requeued job back for two minutes (BeginTime); this test does not wait.
+        self.cluster.run("scontrol", "update", "JobId=" + job, "StartTime=now")
+        self.cluster.wait_until_idle(200)
+
+        p = self.status(out)[tag]
+        self.assertEqual(p["status"], "timeout", p)
+        record = read_json(os.path.join(out, tag, "status.json"))
+        self.assertEqual(record["attempt"], 2)
+        # bench-train got SIGUSR1 through srun and recorded the timeout itself (exit code 21).
+        self.assertIn("exit code 21", record["reason"])
+        first = read_json(os.path.join(out, tag, "attempts", "1", "status.json"))
+        self.assertEqual(first["status"], "timeout")
+        log = self.job_logs(out)
+        self.assertIn("requeueing job " + job, log)
+        self.assertIn("not requeued: job " + job + " ran 2 times", log)
+
+
+class Injection(SlurmCase):
+    NASTY = ["$(touch {p})", "`touch {p}`", '"; touch {p}; "', "'; touch {p}; '", "a\ntouch {p}"]
+
+    def test_values_reach_the_job_verbatim_and_run_nothing(self):
+        pwned = os.path.join(self.tmp, "pwned")
+        values = [v.format(p=pwned) for v in self.NASTY]
+        env_map = ", ".join(f"V{i}: {json.dumps(v)}" for i, v in enumerate(values))
+        s = sweep_file(self.tmp, "inj", axes="  train.micro_batch: [2]\n")
+        out = os.path.join(self.tmp, "out")
+        self.bench_sweep("submit", s, "--out", out, "--set", "launch.env={" + env_map + "}",
+                         "--set", "train.lr=0.001")
+        script = read_json(os.path.join(out, "manifest.json"))["jobs"][0]["script"]
+        with open(script) as f:
+            text = f.read()
+        self.assertIn("launch.env=", text)
+        self.cluster.wait_until_idle()
+        self.assert_all(out, "ok", 1)
+        self.assertFalse(os.path.exists(pwned), "a value ran as shell")
+        tag = read_json(os.path.join(out, "manifest.json"))["points"][0]["tag"]
+        config = read_yaml(os.path.join(out, tag, "config.yaml"))
+        self.assertEqual([config["launch"]["env"][f"V{i}"] for i in range(len(values))], values)
+
+    def test_sbatch_line_values_are_refused_or_passed_as_names(self):
+        pwned = os.path.join(self.tmp, "pwned")
+        s = sweep_file(self.tmp, "name", axes="  train.micro_batch: [2]\n",
+                       slurm=json.dumps({"exclusive": False, "job_name": f"$(touch {pwned})"}))
+        out = os.path.join(self.tmp, "out")
+        r = self.bench_sweep("submit", s, "--out", out, check=2)
+        self.assertIn("slurm.job_name", r.stderr)
+        self.assertIn("#SBATCH line", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(out, "submit")))
+        # No space: a legal #SBATCH word, which sbatch takes as a partition name and refuses.
+        s = sweep_file(self.tmp, "part", axes="  train.micro_batch: [2]\n",
+                       slurm=json.dumps({"exclusive": False, "partition": f"`touch${{IFS}}{pwned}`"}))
+        r = self.bench_sweep("submit", s, "--out", out + "2", check=2)
+        self.assertIn("sbatch refused the job", r.stderr)
+        self.assertFalse(os.path.exists(pwned), "a value ran as shell")
+
+
+if __name__ == "__main__":
+    unittest.main()
