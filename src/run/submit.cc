@@ -217,8 +217,8 @@ std::string array_script(const ArrayJob& job, const std::vector<std::string>& ru
 SubmitReport submit_sweep(const Plan& plan, const SubmitOptions& o, std::ostream& out) {
   fs::path root = fs::absolute(o.out_dir);
   std::vector<const SweepPoint*> points;
-  std::map<std::string, std::string> queued = o.dry_run ? std::map<std::string, std::string>{}
-                                                        : submitted_tasks(root.string());
+  // A dry run reads (never writes) the directory too, to show what would be submitted.
+  std::map<std::string, std::string> queued = submitted_tasks(root.string());
   std::vector<std::string> queued_ids;
   for (const auto& [tag, task] : queued) queued_ids.push_back(task);
   std::sort(queued_ids.begin(), queued_ids.end());
@@ -231,7 +231,7 @@ SubmitReport submit_sweep(const Plan& plan, const SubmitOptions& o, std::ostream
       << (o.dry_run ? " (dry run: nothing is written or submitted)" : "") << "\n";
   for (const SweepPoint* p : points_to_run(plan, o.only)) {
     std::string dir = (root / p->tag).string();
-    std::optional<PointRecord> record = o.dry_run ? std::nullopt : read_point_record(dir);
+    std::optional<PointRecord> record = read_point_record(dir);
     Decision d = decide(record, p->config_hash, o.force, o.retry_failed);
     if (d == Decision::kKeepOk) {
       out << "#   kept " << p->tag << ": ok (--force submits it again)\n";

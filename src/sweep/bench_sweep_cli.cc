@@ -12,6 +12,7 @@
 #include "core/schema.h"
 #include "core/text.h"
 #include "core/yaml_io.h"
+#include "run/process.h"
 #include "run/runner.h"
 #include "run/status.h"
 #include "run/submit.h"
@@ -370,6 +371,11 @@ int run_submit(const std::vector<std::string>& args, std::ostream& out, std::ost
         {"--bench-train", std::filesystem::absolute(vm["bench-train"].as<std::string>()).string()});
   }
   points_to_run(plan, submit.only);  // a bad --only is an error before anything is written
+  if (!submit.dry_run && !capture_process({"sbatch", "--version"}, 30).started) {
+    throw Error::input(Mark::in("sbatch"), "", "not found: this machine cannot submit SLURM jobs",
+                       "submit from a login node of the cluster, or run the points here with "
+                       "`bench-sweep run`");
+  }
   if (!submit.dry_run) {
     make_directories(submit.out_dir);
     DirLock lock(submit.out_dir);

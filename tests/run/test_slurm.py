@@ -12,6 +12,7 @@ class (tests/CMakeLists.txt):
 import glob
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -62,10 +63,12 @@ def read_yaml(path):
 
 class SlurmCase(unittest.TestCase):
     MAX_ARRAY_SIZE = 1001
+    PREEMPT_MODE = None
 
     @classmethod
     def setUpClass(cls):
-        cls.cluster = LocalSlurm(max_array_size=cls.MAX_ARRAY_SIZE).__enter__()
+        cls.cluster = LocalSlurm(max_array_size=cls.MAX_ARRAY_SIZE,
+                                 preempt_mode=cls.PREEMPT_MODE).__enter__()
         cls.env = dict(cls.cluster.env, SWEEPBENCH_BIN_DIR=BIN)
 
     @classmethod
@@ -193,6 +196,50 @@ class AllocationMode(SlurmCase):
         self.assertEqual(old["status"], "cancelled")
 
 
+    def test_ctrl_c_reaches_the_ranks_through_srun(self):
+        s = sweep_file(self.tmp, "ctrlc", steps=10 ** 6, axes="  launch.ranks: [2]\n")
+        out = os.path.join(self.tmp, "out")
+        self.sbatch("--ntasks=2", "--output=" + self.tmp + "/ctrlc-%j.out", SWEEP_SH, s, out)
+
+        def running():
+            p = os.path.join(out, "manifest.json")
+            return os.path.exists(p) and \
+                [x["status"] for x in self.status(out).values()] == ["running"]
+        self.wait_for(running, 120, "the point to run")
+        tag = list(self.status(out))[0]
+        record = read_json(os.path.join(out, tag, "status.json"))
+        time.sleep(2)  # a few steps in
+        os.kill(record["pid"], signal.SIGINT)  # the batch job's bench-sweep, on this host
+        self.cluster.wait_until_idle()
+        record = read_json(os.path.join(out, tag, "status.json"))
+        self.assertEqual(record["status"], "cancelled", record)
+        # bench-sweep sent SIGUSR2 to srun, srun to both ranks: bench-train's own "cancelled".
+        self.assertIn("exit code 23", record["reason"])
+        summary = read_json(os.path.join(out, tag, "summary.json"))
+        self.assertEqual(summary["status"], "cancelled", summary)
+
+
+class Preemption(SlurmCase):
+    PREEMPT_MODE = "CANCEL"
+
+    def test_a_preempted_point_shows_preempted_and_runs_again(self):
+        s = sweep_file(self.tmp, "pre", steps=10 ** 6, axes="  launch.ranks: [2]\n",
+                       slurm="{exclusive: true}")
+        out = os.path.join(self.tmp, "out")
+        self.bench_sweep("submit", s, "--out", out)
+        tag = read_json(os.path.join(out, "manifest.json"))["points"][0]["tag"]
+        self.wait_for(lambda: self.status(out)[tag]["status"] == "running", 120,
+                      "the point to run")
+        self.sbatch("--partition=urgent", "--exclusive", "--wrap", "sleep 1")
+        self.cluster.wait_until_idle()
+        p = self.status(out)[tag]
+        self.assertEqual(p["status"], "preempted", p)
+        self.assertIn("PREEMPTED", p["note"])
+        # Submitting again would run it again.
+        r = self.bench_sweep("submit", s, "--out", out, "--dry-run")
+        self.assertIn(f"'{tag}'  # index 0", r.stdout)
+
+
 class Submit(SlurmCase):
     MAX_ARRAY_SIZE = 2  # so that a group of three points needs two arrays
 
@@ -230,6 +277,15 @@ class Submit(SlurmCase):
         again = self.bench_sweep("submit", s, "--out", out)
         self.assertIn("nothing to submit", again.stdout)
         self.assertEqual(len(read_json(os.path.join(out, "manifest.json"))["jobs"]), 4)
+
+    def test_without_sbatch_it_says_so_and_writes_nothing(self):
+        s = sweep_file(self.tmp, "nosbatch", axes="  train.micro_batch: [2]\n")
+        out = os.path.join(self.tmp, "out")
+        r = subprocess.run([BENCH_SWEEP, "submit", s, "--out", out], capture_output=True,
+                           text=True, env=dict(self.env, PATH="/nonexistent"))
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn("sbatch: error: not found", r.stderr)
+        self.assertFalse(os.path.exists(out))
 
     def test_status_while_queued_and_a_claim_left_by_a_lost_node(self):
         s = sweep_file(self.tmp, "queued", axes="  train.micro_batch: [2, 4]\n",

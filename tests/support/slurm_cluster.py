@@ -35,10 +35,13 @@ def missing_programs():
 class LocalSlurm:
     NODE = "sbnode"
 
-    def __init__(self, cpus=None, max_array_size=1001, kill_wait=5):
+    def __init__(self, cpus=None, max_array_size=1001, kill_wait=5, preempt_mode=None):
+        """preempt_mode (CANCEL, REQUEUE): add a partition `urgent` whose jobs preempt those of
+        the default partition `debug`."""
         self.cpus = cpus or max(4, os.cpu_count() or 1)
         self.max_array_size = max_array_size
         self.kill_wait = kill_wait
+        self.preempt_mode = preempt_mode
         self.dir = None
         self.procs = {}
         self.env = None
@@ -134,7 +137,13 @@ MinJobAge=600
 KillWait={self.kill_wait}
 MaxArraySize={self.max_array_size}
 NodeName={self.NODE} NodeHostname={socket.gethostname()} NodeAddr=127.0.0.1 CPUs={self.cpus} RealMemory=4000 State=UNKNOWN
-PartitionName=debug Nodes={self.NODE} Default=YES MaxTime=INFINITE State=UP
+PartitionName=debug Nodes={self.NODE} Default=YES MaxTime=INFINITE State=UP PriorityTier=1
+"""
+        if self.preempt_mode:
+            conf += f"""\
+PartitionName=urgent Nodes={self.NODE} MaxTime=INFINITE State=UP PriorityTier=2
+PreemptType=preempt/partition_prio
+PreemptMode={self.preempt_mode}
 """
         with open(self.path("slurm.conf"), "w") as f:
             f.write(conf)
@@ -145,7 +154,8 @@ PartitionName=debug Nodes={self.NODE} Default=YES MaxTime=INFINITE State=UP
                 raise RuntimeError(f"{name} exited with {p.returncode}\n{self.logs()}")
         r = subprocess.run(["sinfo", "-h", "-N", "-o", "%T"], env=self.env, capture_output=True,
                            text=True)
-        return r.returncode == 0 and r.stdout.strip() == "idle"
+        states = set(r.stdout.split())  # one line per partition the node is in
+        return r.returncode == 0 and states == {"idle"}
 
     def _wait_for(self, ready, seconds, what):
         deadline = time.monotonic() + seconds
