@@ -240,6 +240,34 @@ class Preemption(SlurmCase):
         self.assertIn(f"'{tag}'  # index 0", r.stdout)
 
 
+class PreemptRequeue(SlurmCase):
+    PREEMPT_MODE = "REQUEUE"
+
+    def test_slurm_requeues_a_preempted_point_which_then_ends_ok(self):
+        s = sweep_file(self.tmp, "prq", steps=1500, axes="  launch.ranks: [2]\n",
+                       slurm="{exclusive: true}")
+        out = os.path.join(self.tmp, "out")
+        self.bench_sweep("submit", s, "--out", out)
+        manifest = read_json(os.path.join(out, "manifest.json"))
+        tag, job = manifest["points"][0]["tag"], manifest["points"][0]["slurm_job"]
+        self.wait_for(lambda: self.status(out)[tag]["status"] == "running", 120,
+                      "the point to run")
+        self.sbatch("--partition=urgent", "--exclusive", "--wrap", "sleep 1")
+
+        def requeued():
+            p = self.status(out)[tag]
+            return p["status"] == "pending" and "last attempt ended" in p["note"]
+        self.wait_for(requeued, 120, "SLURM to requeue the preempted task")
+        self.cluster.run("scontrol", "update", "JobId=" + job, "StartTime=now")
+        self.cluster.wait_until_idle(300)
+        p = self.status(out)[tag]
+        self.assertEqual(p["status"], "ok", f"{p}\n{self.job_logs(out)}")
+        record = read_json(os.path.join(out, tag, "status.json"))
+        self.assertEqual(record["attempt"], 2)
+        first = read_json(os.path.join(out, tag, "attempts", "1", "status.json"))
+        self.assertEqual(first["status"], "cancelled")  # all its runner saw was SIGTERM
+
+
 class Submit(SlurmCase):
     MAX_ARRAY_SIZE = 2  # so that a group of three points needs two arrays
 
