@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 
 #include "core/error.h"
 #include "core/fs.h"
@@ -284,22 +285,28 @@ DirLock::~DirLock() {
   if (fd_ >= 0) ::close(fd_);  // closing releases the lock
 }
 
-void update_manifest_point(const std::string& out_dir, const std::string& tag,
-                           const Value& fields) {
+void update_manifest(const std::string& out_dir, const std::function<void(Value&)>& change) {
   DirLock lock(out_dir);
   std::string path = (fs::path(out_dir) / "manifest.json").string();
   std::optional<std::string> text = read_file_if_exists(path);
   if (!text) return;
   Value manifest = parse_yaml(*text, path);
-  Value* points = manifest.find("points");
-  if (points == nullptr || !points->is_list()) return;
-  for (Value& e : points->items()) {
-    const Value* t = e.find("tag");
-    if (t == nullptr || !t->is_string() || t->as_string() != tag) continue;
-    for (const Value::Entry& f : fields.entries()) e.set(f.key, f.value);
-  }
+  change(manifest);
   std::string updated = emit_json(manifest, 2, false) + "\n";
   if (updated != *text) write_file_atomic(path, updated);
+}
+
+void update_manifest_point(const std::string& out_dir, const std::string& tag,
+                           const Value& fields) {
+  update_manifest(out_dir, [&](Value& manifest) {
+    Value* points = manifest.find("points");
+    if (points == nullptr || !points->is_list()) return;
+    for (Value& e : points->items()) {
+      const Value* t = e.find("tag");
+      if (t == nullptr || !t->is_string() || t->as_string() != tag) continue;
+      for (const Value::Entry& f : fields.entries()) e.set(f.key, f.value);
+    }
+  });
 }
 
 std::string slurm_job_id_here() {

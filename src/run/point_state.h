@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -111,6 +112,10 @@ class DirLock {
  private:
   int fd_ = -1;
 };
+
+// Reads DIR/manifest.json, lets `change` edit it and writes it back (atomically, only when it
+// changed), all under DirLock. Does nothing when there is no manifest.
+void update_manifest(const std::string& out_dir, const std::function<void(Value&)>& change);
 
 // Sets `fields` (a map) on the manifest entry whose tag is `tag`, under DirLock.
 void update_manifest_point(const std::string& out_dir, const std::string& tag, const Value& fields);

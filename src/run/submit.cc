@@ -69,11 +69,6 @@ std::string compact_stamp() {
 // Adds the submitted jobs to the manifest: a "jobs" list at the top, "slurm_job" on each point.
 void record_job(const std::string& out_dir, const std::string& job_id, const std::string& script,
                 const ArrayJob& job) {
-  DirLock lock(out_dir);
-  std::string path = (fs::path(out_dir) / "manifest.json").string();
-  std::optional<std::string> text = read_file_if_exists(path);
-  if (!text) return;
-  Value manifest = parse_yaml(*text, path);
   Value entry = Value::map();
   entry.set("job_id", Value::string(job_id));
   entry.set("script", Value::string(script));
@@ -85,12 +80,13 @@ void record_job(const std::string& out_dir, const std::string& job_id, const std
     task_of[job.points[i]->tag] = job_id + "_" + std::to_string(i);
   }
   entry.set("points", tags);
-  Value jobs = manifest.find("jobs") != nullptr && manifest.find("jobs")->is_list()
-                   ? *manifest.find("jobs")
-                   : Value::list();
-  jobs.items().push_back(entry);
-  manifest.set("jobs", jobs);
-  if (Value* points = manifest.find("points"); points != nullptr && points->is_list()) {
+  update_manifest(out_dir, [&](Value& manifest) {
+    const Value* old_jobs = manifest.find("jobs");
+    Value jobs = old_jobs != nullptr && old_jobs->is_list() ? *old_jobs : Value::list();
+    jobs.items().push_back(entry);
+    manifest.set("jobs", jobs);
+    Value* points = manifest.find("points");
+    if (points == nullptr || !points->is_list()) return;
     for (Value& e : points->items()) {
       const Value* t = e.find("tag");
       if (t == nullptr || !t->is_string()) continue;
@@ -98,8 +94,7 @@ void record_job(const std::string& out_dir, const std::string& job_id, const std
         e.set("slurm_job", Value::string(it->second));
       }
     }
-  }
-  write_file_atomic(path, emit_json(manifest, 2, false) + "\n");
+  });
 }
 
 // The array task each point was last submitted as, from the manifest.

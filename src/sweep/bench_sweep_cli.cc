@@ -249,6 +249,25 @@ int run_plan(const std::vector<std::string>& args, std::ostream& out, std::ostre
   return kExitOk;
 }
 
+// run and submit need both the sweep file and --out DIR; says so when one is missing.
+bool lacks_sweep_or_out(const std::string& command, const po::variables_map& vm,
+                        std::ostream& err) {
+  if (vm.count("sweep") && vm.count("out")) return false;
+  err << "bench-sweep " << command << ": error: "
+      << (vm.count("sweep") ? "--out DIR is missing" : "no sweep file given") << "\nusage: bench-sweep "
+      << command << " SWEEP.yaml --out DIR [options]  (bench-sweep " << command << " --help)\n";
+  return true;
+}
+
+// Writes the plan into DIR (as `plan --out` does) under DIR's lock, before running or submitting.
+void write_plan_locked(const Plan& plan, const std::string& out_dir, std::ostream& out) {
+  make_directories(out_dir);
+  DirLock lock(out_dir);
+  PlanWriteResult written = write_plan(plan, out_dir);
+  out << "# plan: " << written.written << " written, " << written.updated << " updated, "
+      << written.unchanged << " unchanged\n";
+}
+
 // bench-train beside this executable (the build tree and an install both put it there), else
 // whatever PATH finds.
 std::string default_bench_train() {
@@ -278,12 +297,7 @@ int run_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     print_options(desc, out);
     return kExitOk;
   }
-  if (!vm.count("sweep") || !vm.count("out")) {
-    err << "bench-sweep run: error: "
-        << (vm.count("sweep") ? "--out DIR is missing" : "no sweep file given")
-        << "\nusage: bench-sweep run SWEEP.yaml --out DIR [options]  (bench-sweep run --help)\n";
-    return kExitUsage;
-  }
+  if (lacks_sweep_or_out("run", vm, err)) return kExitUsage;
   SweepSpec spec = load_sweep_file(vm["sweep"].as<std::string>());
   Plan plan = plan_sweep(spec, plan_options_of(vm));
 
@@ -297,13 +311,7 @@ int run_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       vm.count("bench-train") ? vm["bench-train"].as<std::string>() : default_bench_train();
   run.prune_after_oom = spec.prune_after_oom;
   points_to_run(plan, run.only);  // a bad --only is an error before anything is written
-  if (!run.dry_run) {
-    make_directories(run.out_dir);
-    DirLock lock(run.out_dir);
-    PlanWriteResult written = write_plan(plan, run.out_dir);
-    out << "# plan: " << written.written << " written, " << written.updated << " updated, "
-        << written.unchanged << " unchanged\n";
-  }
+  if (!run.dry_run) write_plan_locked(plan, run.out_dir, out);
   RunReport report = run_sweep(plan, run, LaunchSite::detect(), out);
   if (report.stop_signal != 0) return kExitStopped;
   return run.dry_run || report.all_ok() ? kExitOk : kExitNotAllOk;
@@ -327,13 +335,7 @@ int run_submit(const std::vector<std::string>& args, std::ostream& out, std::ost
     print_options(desc, out);
     return kExitOk;
   }
-  if (!vm.count("sweep") || !vm.count("out")) {
-    err << "bench-sweep submit: error: "
-        << (vm.count("sweep") ? "--out DIR is missing" : "no sweep file given")
-        << "\nusage: bench-sweep submit SWEEP.yaml --out DIR [options]  (bench-sweep submit "
-           "--help)\n";
-    return kExitUsage;
-  }
+  if (lacks_sweep_or_out("submit", vm, err)) return kExitUsage;
   if (vm["max-parallel"].as<long>() < 0) {
     throw Error::input(Mark::in("--max-parallel"), "", "must be 0 or more");
   }
@@ -376,13 +378,7 @@ int run_submit(const std::vector<std::string>& args, std::ostream& out, std::ost
                        "submit from a login node of the cluster, or run the points here with "
                        "`bench-sweep run`");
   }
-  if (!submit.dry_run) {
-    make_directories(submit.out_dir);
-    DirLock lock(submit.out_dir);
-    PlanWriteResult written = write_plan(plan, submit.out_dir);
-    out << "# plan: " << written.written << " written, " << written.updated << " updated, "
-        << written.unchanged << " unchanged\n";
-  }
+  if (!submit.dry_run) write_plan_locked(plan, submit.out_dir, out);
   submit_sweep(plan, submit, out);
   return kExitOk;
 }
