@@ -204,6 +204,23 @@ void check_rules(const Value& full) {
                      "container.image is set but container.runtime is none",
                      "set container.runtime, or remove container.image");
   }
+  for (const Value& bind : at("container.binds").items()) {
+    const std::string& text = bind.as_string();
+    size_t colon = text.find(':');
+    std::string src = text.substr(0, colon);
+    std::string dst = colon == std::string::npos ? src : text.substr(colon + 1);
+    std::string mode;
+    if (size_t second = dst.find(':'); second != std::string::npos) {
+      mode = dst.substr(second + 1);
+      dst = dst.substr(0, second);
+    }
+    if (src.empty() || src[0] != '/' || dst.empty() || dst[0] != '/' ||
+        (!mode.empty() && mode != "ro" && mode != "rw")) {
+      throw rule_error(bind, "container.binds",
+                       "'" + text + "' is not SRC:DST[:ro] with absolute paths",
+                       "write e.g. /scratch/data:/data:ro (or /scratch/data for the same path)");
+    }
+  }
 }
 
 }  // namespace

@@ -141,13 +141,6 @@ PointCommand point_command(const Value& resolved, const LaunchSite& site,
                            const std::string& bench_train, const std::string& config_path,
                            const std::string& out_dir) {
   PointResources r = PointResources::from_config(resolved);
-  const std::string& runtime = config_at(resolved, "container.runtime").as_string();
-  if (runtime != "none") {
-    throw Error::input(Mark::in(config_path), "container.runtime",
-                       "container.runtime '" + runtime + "' cannot be run by bench-sweep yet",
-                       "run this point with container.runtime: none, or wrap bench-train in the "
-                       "container yourself");
-  }
   PointCommand cmd;
   cmd.launcher = resolve_launcher_name(r, site);
   if (cmd.launcher == "local" && r.ranks > 1) {
@@ -157,8 +150,43 @@ PointCommand point_command(const Value& resolved, const LaunchSite& site,
         "use launch.launcher: mpirun (or srun, or auto)");
   }
   cmd.argv = make_launcher(cmd.launcher)->prefix(r, site);
-  cmd.argv.insert(cmd.argv.end(), {bench_train, "--config", config_path, "--out", out_dir});
   cmd.env = r.env;
+  cmd.container = ContainerSpec::from_config(resolved);
+  std::vector<std::string> inner = {bench_train, "--config", config_path, "--out", out_dir};
+  if (cmd.container.enabled()) {
+    std::unique_ptr<ContainerPlatform> platform =
+        make_container_platform(cmd.container.runtime);
+    std::string needs = platform->required_launcher();
+    if (!needs.empty() && needs != cmd.launcher) {
+      throw Error::input(Mark::in(config_path), "launch.launcher",
+                         "container.runtime " + cmd.container.runtime + " runs through " + needs +
+                             ", but this point's launcher is " + cmd.launcher,
+                         "use launch.launcher: " + needs + " (or auto inside an allocation)");
+    }
+    // The container's own record of what ran, for bench-train's results.
+    cmd.container.env.emplace("SWEEPBENCH_CONTAINER_RUNTIME", cmd.container.runtime);
+    cmd.container.env.emplace("SWEEPBENCH_CONTAINER_IMAGE", cmd.container.image);
+    if (std::string id = sif_id(cmd.container.image); !id.empty()) {
+      cmd.container.env.emplace("SWEEPBENCH_CONTAINER_DIGEST", "sif-id:" + id);
+    }
+    ContainerContext ctx;
+    ctx.gpus = r.gpus_per_rank > 0;
+    ctx.out_dir = out_dir;
+    ctx.env_keep = default_env_keep();
+    for (const auto& [name, value] : r.env) ctx.env_keep.push_back(name);
+    for (const auto& [name, value] : cmd.container.env) {
+      if (!starts_with(name, "SWEEPBENCH_")) ctx.env_keep.push_back(name);
+    }
+    // bench-train as the image installs it, keeping only the variables listed.
+    inner = {"bench-train", "--env-keep", join(ctx.env_keep, ","), "--config", config_path,
+             "--out", out_dir};
+    std::vector<std::string> options = platform->launcher_options(cmd.container, ctx);
+    cmd.argv.insert(cmd.argv.end(), options.begin(), options.end());
+    inner = platform->wrap(cmd.container, ctx, inner);
+    for (const auto& [k, v] : platform->launcher_env(cmd.container)) cmd.env[k] = v;
+    cmd.container_context = ctx;
+  }
+  cmd.argv.insert(cmd.argv.end(), inner.begin(), inner.end());
   return cmd;
 }
 

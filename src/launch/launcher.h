@@ -4,8 +4,8 @@
 // `mpirun ...`, or nothing for one local process); point_command() joins it with bench-train's own
 // argv. Launchers are registered by name (local, mpirun, srun); launch.launcher picks one, and
 // `auto` picks srun inside a SLURM allocation, mpirun for several ranks outside one, and a plain
-// exec for one rank. Containers (the third object) wrap bench-train's argv in issue 5's layer;
-// here only `container.runtime: none` runs.
+// exec for one rank. Containers (the third object, container.h) wrap bench-train's argv or add
+// launcher options; point_command() joins the three.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/value.h"
+#include "launch/container.h"
 
 namespace sweepbench {
 
@@ -60,11 +61,14 @@ struct PointCommand {
   std::vector<std::string> argv;
   std::map<std::string, std::string> env;  // added to the runner's environment (launch.env)
   std::string launcher;
+  ContainerSpec container;            // runtime none when the point runs on the host
+  ContainerContext container_context; // for check_container before it runs
 };
 
-// The full command of one point: launcher prefix + bench-train --config CONFIG --out OUT.
-// Throws Error(kInput) for a point this site cannot run (a container runtime other than none, one
-// rank's local launcher asked for several ranks).
+// The full command of one point: launcher prefix [+ the container's launcher options] +
+// bench-train --config CONFIG --out OUT [wrapped in the container]. Inside a container
+// bench-train is the image's (on its PATH) and starts with --env-keep. Throws Error(kInput) for a
+// point this site cannot run (the local launcher asked for several ranks, enroot without srun).
 PointCommand point_command(const Value& resolved, const LaunchSite& site,
                            const std::string& bench_train, const std::string& config_path,
                            const std::string& out_dir);

@@ -176,6 +176,7 @@ void write_all(Writer& w, const RankResult& r) {
   w.attr(root, "container_runtime", r.container_runtime);
   w.attr(root, "container_image", r.container_image);
   w.attr(root, "container_digest", r.container_digest);
+  w.attr(root, "container_env_kept", r.container_env_kept);
   w.attr(root, "slurm_job_id", r.slurm_job_id);
   w.attr(root, "slurm_array_job_id", r.slurm_array_job_id);
   w.attr(root, "slurm_array_task_id", r.slurm_array_task_id);

@@ -64,6 +64,7 @@ struct RankResult {
   std::string sweepbench_version, torch_version, cuda_version, nccl_version, mpi_version;
   std::int64_t threads = 0;
   std::string container_runtime, container_image, container_digest;
+  std::string container_env_kept;  // globs of the variables passed in (bench-train --env-keep)
   std::string slurm_job_id, slurm_array_job_id, slurm_array_task_id, slurm_step_id;
   // The run.
   std::string start_time, end_time;  // ISO 8601, UTC

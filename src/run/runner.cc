@@ -88,7 +88,14 @@ class SweepRun {
       commands.push_back(
           point_command(p->config, site_, o_.bench_train, config_path(*p), point_dir(*p)));
     }
-    if (!o_.dry_run) load_records();
+    if (!o_.dry_run) {
+      // A missing runtime or image is an error before any point runs.
+      for (size_t i = 0; i < points.size(); ++i) {
+        check_container(commands[i].container, commands[i].container_context,
+                        config_path(*points[i]));
+      }
+      load_records();
+    }
     out_ << "# bench-sweep run: sweep " << plan_.sweep_name << ", "
          << plural(points.size(), "point")
          << (o_.dry_run ? " (dry run: nothing runs, nothing is written)" : "") << ", out "

@@ -34,6 +34,7 @@
 #include "results/rank_file.h"
 #include "results/summary.h"
 #include "train/data.h"
+#include "train/clean_env.h"
 #include "train/host_memory.h"
 #include "train/mpi_env.h"
 #include "train/run_info.h"
@@ -154,6 +155,9 @@ Args parse_args(int argc, char** argv, po::options_description& desc) {
       "out,o", po::value<std::string>(&a.out), "Directory for the results")(
       "set", po::value<std::vector<std::string>>(&a.sets)->composing(),
       "Override KEY=VALUE (repeatable; VALUE is YAML)")(
+      "env-keep", po::value<std::string>(),
+      "Restart at once keeping only these environment variables (comma-separated globs); "
+      "bench-sweep's container layer passes it")(
       "max-memory-mb", po::value<std::int64_t>(&a.max_memory_mb)->default_value(0),
       "CPU only: let libtorch hold at most N MB at a time; past it an allocation fails as out "
       "of memory, as on a full GPU (for testing; 0: no limit)");
@@ -576,6 +580,7 @@ class Run {
     r.container_runtime = env.container_runtime;
     r.container_image = env.container_image;
     r.container_digest = env.container_digest;
+    r.container_env_kept = env.container_env_kept;
     r.slurm_job_id = env.slurm_job_id;
     r.slurm_array_job_id = env.slurm_array_job_id;
     r.slurm_array_task_id = env.slurm_array_task_id;
@@ -773,6 +778,7 @@ class Run {
 }  // namespace
 
 int bench_train_main(int argc, char** argv) {
+  reexec_with_kept_environment(argc, argv);  // --env-keep: before anything reads the environment
   po::options_description desc;
   Args args;
   try {

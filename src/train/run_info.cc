@@ -49,12 +49,11 @@ RunEnvironment detect_environment() {
       e.container_digest = containerenv_field(text, "imageid");
     }
   }
-  if (!env("SWEEPBENCH_CONTAINER_RUNTIME").empty())
-    e.container_runtime = env("SWEEPBENCH_CONTAINER_RUNTIME");
-  if (!env("SWEEPBENCH_CONTAINER_IMAGE").empty())
-    e.container_image = env("SWEEPBENCH_CONTAINER_IMAGE");
-  if (!env("SWEEPBENCH_CONTAINER_DIGEST").empty())
-    e.container_digest = env("SWEEPBENCH_CONTAINER_DIGEST");
+  // What bench-sweep's container layer passed in fills what the runtime does not tell.
+  if (e.container_runtime.empty()) e.container_runtime = env("SWEEPBENCH_CONTAINER_RUNTIME");
+  if (e.container_image.empty()) e.container_image = env("SWEEPBENCH_CONTAINER_IMAGE");
+  if (e.container_digest.empty()) e.container_digest = env("SWEEPBENCH_CONTAINER_DIGEST");
+  e.container_env_kept = env("SWEEPBENCH_ENV_KEPT");
   return e;
 }
 

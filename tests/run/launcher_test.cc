@@ -107,11 +107,11 @@ TEST(Launcher, PointsThisSiteCannotRunAreErrorsNamingTheKey) {
   }
   {
     Error e = testing::error_of([&] {
-      point_command(config_with({"container.runtime=apptainer", "container.image=x.sif"}), laptop(),
+      point_command(config_with({"container.runtime=enroot", "container.image=x.sqsh"}), laptop(),
                     "bench-train", "c.yaml", "o");
     });
     EXPECT_EQ(e.kind(), ErrorKind::kInput);
-    EXPECT_THAT(e.detail(), HasSubstr("container.runtime"));
+    EXPECT_THAT(e.detail(), HasSubstr("container.runtime enroot runs through srun"));
   }
   {
     Error e = testing::error_of([&] { make_launcher("pbs"); });

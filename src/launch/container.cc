@@ -1,0 +1,308 @@
+#include "launch/container.h"
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+#include "core/config.h"
+#include "core/error.h"
+#include "core/text.h"
+
+namespace sweepbench {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Bind {
+  std::string src, dst;
+  bool read_only = false;
+};
+
+// "src[:dst[:ro|rw]]", checked by the config rules (absolute paths).
+Bind parse_bind(const std::string& text) {
+  Bind b;
+  size_t colon = text.find(':');
+  b.src = text.substr(0, colon);
+  b.dst = b.src;
+  if (colon != std::string::npos) {
+    std::string rest = text.substr(colon + 1);
+    size_t second = rest.find(':');
+    b.dst = rest.substr(0, second);
+    b.read_only = second != std::string::npos && rest.substr(second + 1) == "ro";
+  }
+  return b;
+}
+
+// The point's directory first, then container.binds.
+std::vector<Bind> binds_of(const ContainerSpec& spec, const ContainerContext& ctx) {
+  std::vector<Bind> out = {Bind{ctx.out_dir, ctx.out_dir, false}};
+  for (const std::string& b : spec.binds) out.push_back(parse_bind(b));
+  return out;
+}
+
+std::string bind_text(const Bind& b) {
+  return b.src + ":" + b.dst + (b.read_only ? ":ro" : "");
+}
+
+bool under_tmp(const std::string& path) { return path == "/tmp" || starts_with(path, "/tmp/"); }
+
+bool on_path(const std::string& program) {
+  const char* path = std::getenv("PATH");
+  std::istringstream dirs(path ? path : "");
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    if (!dir.empty() && ::access((fs::path(dir) / program).c_str(), X_OK) == 0) return true;
+  }
+  return false;
+}
+
+// A registry reference (docker://..., library://..., nvcr.io/...) rather than a path here.
+bool looks_like_reference(const std::string& image) {
+  return image.find("://") != std::string::npos || (image[0] != '/' && image[0] != '.');
+}
+
+// Apptainer and SingularityCE: the same command line under two names.
+class ApptainerPlatform : public ContainerPlatform {
+ public:
+  explicit ApptainerPlatform(std::string name) : name_(std::move(name)) {}
+  std::string name() const override { return name_; }
+  std::string program() const override { return name_; }
+  std::vector<std::string> wrap(const ContainerSpec& spec, const ContainerContext& ctx,
+                                const std::vector<std::string>& inner) const override {
+    std::vector<std::string> argv = {name_, "exec"};
+    if (ctx.gpus) argv.push_back("--nv");
+    for (const Bind& b : binds_of(spec, ctx)) argv.insert(argv.end(), {"--bind", bind_text(b)});
+    for (const auto& [k, v] : spec.env) argv.insert(argv.end(), {"--env", k + "=" + v});
+    if (spec.workdir) argv.insert(argv.end(), {"--pwd", *spec.workdir});
+    argv.insert(argv.end(), spec.extra_args.begin(), spec.extra_args.end());
+    argv.push_back(spec.image);
+    argv.insert(argv.end(), inner.begin(), inner.end());
+    return argv;
+  }
+
+ private:
+  std::string name_;
+};
+
+// Charliecloud's ch-run on a directory (or SquashFS) image. GPUs need no flag: ch-fromhost
+// --nvidia puts the driver's libraries into the image beforehand (docs/containers.md). ch-run
+// shares /tmp with the host already, and cannot mount over it again; its binds are read-write.
+class CharliecloudPlatform : public ContainerPlatform {
+ public:
+  std::string name() const override { return "charliecloud"; }
+  std::string program() const override { return "ch-run"; }
+  // ch-run refuses to start without $USER, which batch and cron environments may lack.
+  std::map<std::string, std::string> launcher_env(const ContainerSpec&) const override {
+    if (std::getenv("USER") != nullptr) return {};
+    const passwd* pw = ::getpwuid(::geteuid());
+    return {{"USER", pw != nullptr ? pw->pw_name : std::to_string(::geteuid())}};
+  }
+  std::vector<std::string> wrap(const ContainerSpec& spec, const ContainerContext& ctx,
+                                const std::vector<std::string>& inner) const override {
+    std::vector<std::string> argv = {"ch-run"};
+    for (const Bind& b : binds_of(spec, ctx)) {
+      if (b.src == b.dst && under_tmp(b.dst)) continue;  // already there through /tmp
+      argv.push_back("--bind=" + b.src + ":" + b.dst);
+    }
+    if (!spec.env.empty()) argv.push_back("--env-no-expand");  // values as given, no $ expansion
+    for (const auto& [k, v] : spec.env) argv.push_back("--set-env=" + k + "=" + v);
+    if (spec.workdir) argv.push_back("--cd=" + *spec.workdir);
+    argv.insert(argv.end(), spec.extra_args.begin(), spec.extra_args.end());
+    argv.insert(argv.end(), {spec.image, "--"});
+    argv.insert(argv.end(), inner.begin(), inner.end());
+    return argv;
+  }
+};
+
+// Podman: a fresh container per rank that shares the host's network, IPC and PID namespaces
+// (MPI's shared memory and PMIx need them). It passes no host variable unless named, so the
+// variables a rank needs go in as --env GLOB (Podman takes their values from the host).
+class PodmanPlatform : public ContainerPlatform {
+ public:
+  std::string name() const override { return "podman"; }
+  std::string program() const override { return "podman"; }
+  std::vector<std::string> wrap(const ContainerSpec& spec, const ContainerContext& ctx,
+                                const std::vector<std::string>& inner) const override {
+    std::vector<std::string> argv = {"podman", "run", "--rm", "--network=host", "--ipc=host",
+                                     "--pid=host"};
+    if (ctx.gpus) argv.push_back("--device=nvidia.com/gpu=all");
+    for (const Bind& b : binds_of(spec, ctx)) argv.push_back("--volume=" + bind_text(b));
+    for (const std::string& name : ctx.env_keep) argv.push_back("--env=" + name);
+    for (const auto& [k, v] : spec.env) argv.push_back("--env=" + k + "=" + v);
+    if (spec.workdir) argv.push_back("--workdir=" + *spec.workdir);
+    argv.insert(argv.end(), spec.extra_args.begin(), spec.extra_args.end());
+    argv.push_back(spec.image);
+    argv.insert(argv.end(), inner.begin(), inner.end());
+    return argv;
+  }
+};
+
+// enroot through pyxis, an srun plugin: srun itself starts each rank in the container, so the
+// container is options to srun, not a wrapper. container.env goes in srun's environment and is
+// named in --container-env so that it wins over the image's own values. GPUs come through
+// enroot's hooks with the GPUs srun gives the task.
+class EnrootPlatform : public ContainerPlatform {
+ public:
+  std::string name() const override { return "enroot"; }
+  std::string program() const override { return "srun"; }
+  std::string required_launcher() const override { return "srun"; }
+  std::vector<std::string> launcher_options(const ContainerSpec& spec,
+                                            const ContainerContext& ctx) const override {
+    std::vector<std::string> argv = {"--container-image=" + spec.image};
+    std::vector<std::string> mounts;
+    for (const Bind& b : binds_of(spec, ctx)) mounts.push_back(bind_text(b));
+    argv.push_back("--container-mounts=" + join(mounts, ","));
+    if (spec.workdir) argv.push_back("--container-workdir=" + *spec.workdir);
+    if (!spec.env.empty()) {
+      std::vector<std::string> names;
+      for (const auto& [k, v] : spec.env) names.push_back(k);
+      argv.push_back("--container-env=" + join(names, ","));
+    }
+    argv.insert(argv.end(), spec.extra_args.begin(), spec.extra_args.end());
+    return argv;
+  }
+  std::map<std::string, std::string> launcher_env(const ContainerSpec& spec) const override {
+    return spec.env;
+  }
+  std::vector<std::string> wrap(const ContainerSpec&, const ContainerContext&,
+                                const std::vector<std::string>& inner) const override {
+    return inner;
+  }
+};
+
+using Factory = std::function<std::unique_ptr<ContainerPlatform>()>;
+
+const std::vector<std::pair<std::string, Factory>>& registry() {
+  static const std::vector<std::pair<std::string, Factory>> r = {
+      {"apptainer", [] { return std::make_unique<ApptainerPlatform>("apptainer"); }},
+      {"singularity", [] { return std::make_unique<ApptainerPlatform>("singularity"); }},
+      {"charliecloud", [] { return std::make_unique<CharliecloudPlatform>(); }},
+      {"podman", [] { return std::make_unique<PodmanPlatform>(); }},
+      {"enroot", [] { return std::make_unique<EnrootPlatform>(); }},
+  };
+  return r;
+}
+
+std::vector<std::string> strings_of(const Value& list) {
+  std::vector<std::string> out;
+  for (const Value& v : list.items()) out.push_back(v.as_string());
+  return out;
+}
+
+}  // namespace
+
+std::string sif_id(const std::string& path) {
+  // SIF's global header: 32 bytes of launch script, "SIF_MAGIC\0", version (3), arch (3), then
+  // the image's 16-byte UUID.
+  std::ifstream in(path, std::ios::binary);
+  char header[64] = {};
+  if (!in.read(header, sizeof(header))) return "";
+  if (std::string(header + 32, 9) != "SIF_MAGIC") return "";
+  static const char* const kHex = "0123456789abcdef";
+  std::string id;
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) id += '-';
+    auto byte = static_cast<unsigned char>(header[48 + i]);
+    id += kHex[byte >> 4];
+    id += kHex[byte & 15];
+  }
+  return id;
+}
+
+ContainerSpec ContainerSpec::from_config(const Value& c) {
+  ContainerSpec s;
+  s.runtime = config_at(c, "container.runtime").as_string();
+  if (const Value& image = config_at(c, "container.image"); !image.is_null()) {
+    s.image = image.as_string();
+  }
+  s.binds = strings_of(config_at(c, "container.binds"));
+  for (const Value::Entry& e : config_at(c, "container.env").entries()) {
+    s.env[e.key] = e.value.as_string();
+  }
+  if (const Value& w = config_at(c, "container.workdir"); !w.is_null()) s.workdir = w.as_string();
+  s.extra_args = strings_of(config_at(c, "container.extra_args"));
+  return s;
+}
+
+std::vector<std::string> container_runtime_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, factory] : registry()) names.push_back(name);
+  return names;
+}
+
+std::unique_ptr<ContainerPlatform> make_container_platform(const std::string& name) {
+  for (const auto& [known, factory] : registry()) {
+    if (known == name) return factory();
+  }
+  throw Error::input(Mark::in("container.runtime"), "container.runtime",
+                     "unknown container runtime '" + name + "'",
+                     "use one of none, " + join(container_runtime_names(), ", "));
+}
+
+const std::vector<std::string>& default_env_keep() {
+  // What a rank needs from its launcher (SLURM, Open MPI, PMIx, MPICH/Hydra), which GPUs it may
+  // use, the runtimes' own markers (bench-train records the container from them), the locale
+  // and the home directory, and sweepbench's own settings.
+  static const std::vector<std::string> keep = {
+      "SLURM_*",       "SLURMD_*",     "OMPI_*",   "PMIX_*",     "PMI_*",
+      "PRTE_*",        "OPAL_*",       "HYDRA_*",  "MPI_LOCAL*", "CUDA_VISIBLE_DEVICES",
+      "NVIDIA_*",      "ROCR_VISIBLE_DEVICES",     "APPTAINER_*", "SINGULARITY_*",
+      "CH_RUNNING",    "container",    "ENROOT_*", "PYXIS_*",    "HOME",
+      "USER",          "LANG",         "LC_ALL",   "TZ",         "TMPDIR",
+      "SWEEPBENCH_*"};
+  return keep;
+}
+
+std::vector<std::string> container_runtimes_found() {
+  std::vector<std::string> found;
+  for (const auto& [name, factory] : registry()) {
+    std::unique_ptr<ContainerPlatform> p = factory();
+    if (name == "enroot" ? on_path("enroot") : on_path(p->program())) found.push_back(name);
+  }
+  return found;
+}
+
+void check_container(const ContainerSpec& spec, const ContainerContext& ctx,
+                     const std::string& where) {
+  if (!spec.enabled()) return;
+  std::unique_ptr<ContainerPlatform> p = make_container_platform(spec.runtime);
+  std::string needed = spec.runtime == "enroot" ? "srun" : p->program();
+  if (!on_path(needed)) {
+    std::vector<std::string> found = container_runtimes_found();
+    throw Error::input(Mark::in(where), "container.runtime",
+                       "container.runtime '" + spec.runtime + "' needs '" + needed +
+                           "', which is not on PATH here",
+                       found.empty() ? "this machine has none of " +
+                                           join(container_runtime_names(), ", ") +
+                                           "; install one, or use container.runtime: none"
+                                     : "found here: " + join(found, ", "));
+  }
+  if (!looks_like_reference(spec.image)) {
+    std::error_code ec;
+    if (!fs::exists(spec.image, ec)) {
+      throw Error::input(Mark::in(where), "container.image",
+                         "the image '" + spec.image + "' does not exist",
+                         "build it (docs/containers.md) or fix the path");
+    }
+  }
+  if (spec.runtime == "charliecloud" && fs::is_directory(spec.image)) {
+    for (const Bind& b : binds_of(spec, ctx)) {
+      if (b.src == b.dst && under_tmp(b.dst)) continue;
+      fs::path mount_point = fs::path(spec.image) / fs::path(b.dst).relative_path();
+      std::error_code ec;
+      if (fs::is_directory(mount_point, ec)) continue;
+      fs::create_directories(mount_point, ec);
+      if (ec) {
+        throw Error::input(Mark::in(where), "container.binds",
+                           "Charliecloud needs the mount point " + mount_point.string() +
+                               " in the image, and it cannot be created: " + ec.message(),
+                           "create it (mkdir -p) or bind to one of the image's /mnt/0../mnt/9");
+      }
+    }
+  }
+}
+
+}  // namespace sweepbench

@@ -1,0 +1,254 @@
+// Golden commands for every container runtime x launcher (local, mpirun, srun), with and without
+// GPUs, binds, env and workdir (STYLE.md item 13), and the checks made before a point runs.
+#include "launch/container.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/config.h"
+#include "core/text.h"
+#include "launch/launcher.h"
+#include "support/expect_error.h"
+#include "support/temp_dir.h"
+
+namespace sweepbench {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::ElementsAreArray;
+using ::testing::HasSubstr;
+using Argv = std::vector<std::string>;
+
+Value config_with(const std::vector<std::string>& sets) {
+  Value partial = Value::map();
+  for (const Override& o : parse_overrides(sets)) merge_into(partial, o.partial);
+  return resolve_config(partial);
+}
+
+LaunchSite site(bool allocation) {
+  LaunchSite s;
+  s.in_slurm_allocation = allocation;
+  s.cpus_on_node = 8;
+  return s;
+}
+
+// The --env-keep list: the defaults, then launch.env's and container.env's names.
+std::string keep(const Argv& extra = {}) {
+  Argv all = default_env_keep();
+  all.insert(all.end(), extra.begin(), extra.end());
+  return join(all, ",");
+}
+
+// bench-train inside, as every runtime runs it.
+Argv inner(const Argv& extra_keep = {}) {
+  return {"bench-train", "--env-keep", keep(extra_keep), "--config", "/r/t/config.yaml",
+          "--out", "/r/t"};
+}
+
+Argv cat(std::initializer_list<Argv> parts) {
+  Argv out;
+  for (const Argv& p : parts) out.insert(out.end(), p.begin(), p.end());
+  return out;
+}
+
+PointCommand command(const std::vector<std::string>& sets, bool allocation = false) {
+  return point_command(config_with(sets), site(allocation), "/opt/sb/bench-train",
+                       "/r/t/config.yaml", "/r/t");
+}
+
+const Argv kMpirun2 = {"mpirun", "-n", "2", "--bind-to", "none"};
+const Argv kSrun2 = {"srun", "--mpi=pmix", "--ntasks=2", "--nodes=1", "--cpus-per-task=4",
+                     "--exact"};
+const Argv kSrun2Gpu = {"srun",   "--mpi=pmix", "--ntasks=2",       "--nodes=1",
+                        "--cpus-per-task=4",    "--exact",          "--gpus-per-task=1"};
+
+// The options every test below sets, besides the runtime.
+std::vector<std::string> full(const std::string& runtime, const std::string& image) {
+  return {"container.runtime=" + runtime, "container.image=" + image,
+          "container.binds=[/data:/data:ro, /scratch:/mnt/s]",
+          "container.env={HF_HOME: /mnt/s/hf}", "container.workdir=/work",
+          "container.extra_args=[--x]"};
+}
+
+TEST(DefaultEnvKeep, ListsWhatARankNeeds) {
+  EXPECT_EQ(keep(),
+            "SLURM_*,SLURMD_*,OMPI_*,PMIX_*,PMI_*,PRTE_*,OPAL_*,HYDRA_*,MPI_LOCAL*,"
+            "CUDA_VISIBLE_DEVICES,NVIDIA_*,ROCR_VISIBLE_DEVICES,APPTAINER_*,SINGULARITY_*,"
+            "CH_RUNNING,container,ENROOT_*,PYXIS_*,HOME,USER,LANG,LC_ALL,TZ,TMPDIR,SWEEPBENCH_*");
+}
+
+TEST(Apptainer, PlainUnderEachLauncher) {
+  Argv wrapped = cat({{"apptainer", "exec", "--bind", "/r/t:/r/t", "--env",
+                       "SWEEPBENCH_CONTAINER_IMAGE=/img/a.sif", "--env",
+                       "SWEEPBENCH_CONTAINER_RUNTIME=apptainer", "/img/a.sif"},
+                      inner()});
+  std::vector<std::string> sets = {"container.runtime=apptainer", "container.image=/img/a.sif"};
+  EXPECT_THAT(command(sets).argv, ElementsAreArray(wrapped));
+  sets.push_back("launch.ranks=2");
+  EXPECT_THAT(command(sets).argv, ElementsAreArray(cat({kMpirun2, wrapped})));
+  EXPECT_THAT(command(sets, true).argv, ElementsAreArray(cat({kSrun2, wrapped})));
+}
+
+TEST(Apptainer, GpusBindsEnvWorkdirUnderEachLauncher) {
+  for (const std::string runtime : {"apptainer", "singularity"}) {
+    Argv wrapped = cat({{runtime, "exec", "--nv", "--bind", "/r/t:/r/t", "--bind",
+                         "/data:/data:ro", "--bind", "/scratch:/mnt/s", "--env",
+                         "HF_HOME=/mnt/s/hf", "--env", "SWEEPBENCH_CONTAINER_IMAGE=/img/a.sif",
+                         "--env", "SWEEPBENCH_CONTAINER_RUNTIME=" + runtime, "--pwd", "/work",
+                         "--x", "/img/a.sif"},
+                        inner({"HF_HOME"})});
+    std::vector<std::string> sets = full(runtime, "/img/a.sif");
+    sets.push_back("launch.gpus_per_rank=1");
+    EXPECT_THAT(command(sets).argv, ElementsAreArray(wrapped)) << runtime;
+    sets.push_back("launch.ranks=2");
+    EXPECT_THAT(command(sets).argv, ElementsAreArray(cat({kMpirun2, wrapped}))) << runtime;
+    EXPECT_THAT(command(sets, true).argv, ElementsAreArray(cat({kSrun2Gpu, wrapped})))
+        << runtime;
+  }
+}
+
+TEST(Charliecloud, BindsOutsideTmpEnvAsGivenNoGpuFlag) {
+  Argv wrapped = cat({{"ch-run", "--bind=/data:/data", "--bind=/scratch:/mnt/s",
+                       "--env-no-expand", "--set-env=HF_HOME=/mnt/s/hf",
+                       "--set-env=SWEEPBENCH_CONTAINER_IMAGE=/img/dir",
+                       "--set-env=SWEEPBENCH_CONTAINER_RUNTIME=charliecloud", "--cd=/work", "--x",
+                       "/img/dir", "--"},
+                      {"bench-train", "--env-keep", keep({"HF_HOME"}), "--config",
+                       "/tmp/r/t/config.yaml", "--out", "/tmp/r/t"}});
+  std::vector<std::string> sets = full("charliecloud", "/img/dir");
+  sets.push_back("launch.gpus_per_rank=1");
+  auto at_tmp = [&](bool allocation) {
+    return point_command(config_with(sets), site(allocation), "bench-train",
+                         "/tmp/r/t/config.yaml", "/tmp/r/t")
+        .argv;
+  };
+  // The point's directory is under /tmp, which ch-run shares already: no --bind for it.
+  EXPECT_THAT(at_tmp(false), ElementsAreArray(wrapped));
+  sets.push_back("launch.ranks=2");
+  EXPECT_THAT(at_tmp(false), ElementsAreArray(cat({kMpirun2, wrapped})));
+  EXPECT_THAT(at_tmp(true), ElementsAreArray(cat({kSrun2Gpu, wrapped})));
+  // Elsewhere it is bound at the same path.
+  EXPECT_THAT(command({"container.runtime=charliecloud", "container.image=/img/dir"}).argv,
+              ElementsAreArray(cat({{"ch-run", "--bind=/r/t:/r/t", "--env-no-expand",
+                                     "--set-env=SWEEPBENCH_CONTAINER_IMAGE=/img/dir",
+                                     "--set-env=SWEEPBENCH_CONTAINER_RUNTIME=charliecloud",
+                                     "/img/dir", "--"},
+                                    inner()})));
+}
+
+TEST(Podman, SharesHostNamespacesAndNamesTheVariablesItPasses) {
+  Argv env_flags;
+  for (const std::string& g : default_env_keep()) env_flags.push_back("--env=" + g);
+  env_flags.push_back("--env=HF_HOME");
+  Argv wrapped = cat({{"podman", "run", "--rm", "--network=host", "--ipc=host", "--pid=host",
+                       "--device=nvidia.com/gpu=all", "--volume=/r/t:/r/t",
+                       "--volume=/data:/data:ro", "--volume=/scratch:/mnt/s"},
+                      env_flags,
+                      {"--env=HF_HOME=/mnt/s/hf",
+                       "--env=SWEEPBENCH_CONTAINER_IMAGE=localhost/sb:1",
+                       "--env=SWEEPBENCH_CONTAINER_RUNTIME=podman", "--workdir=/work", "--x",
+                       "localhost/sb:1"},
+                      inner({"HF_HOME"})});
+  std::vector<std::string> sets = full("podman", "localhost/sb:1");
+  sets.push_back("launch.gpus_per_rank=1");
+  EXPECT_THAT(command(sets).argv, ElementsAreArray(wrapped));
+  sets.push_back("launch.ranks=2");
+  EXPECT_THAT(command(sets).argv, ElementsAreArray(cat({kMpirun2, wrapped})));
+  EXPECT_THAT(command(sets, true).argv, ElementsAreArray(cat({kSrun2Gpu, wrapped})));
+  // No GPUs asked for: no device.
+  Argv plain = command({"container.runtime=podman", "container.image=localhost/sb:1"}).argv;
+  EXPECT_EQ(std::count(plain.begin(), plain.end(), "--device=nvidia.com/gpu=all"), 0);
+}
+
+TEST(Enroot, IsSrunOptionsThroughPyxisAndSrunOnly) {
+  std::vector<std::string> sets = full("enroot", "/img/sb.sqsh");
+  sets.insert(sets.end(), {"launch.ranks=2", "launch.gpus_per_rank=1"});
+  PointCommand c = command(sets, true);
+  EXPECT_THAT(c.argv,
+              ElementsAreArray(cat({kSrun2Gpu,
+                                    {"--container-image=/img/sb.sqsh",
+                                     "--container-mounts=/r/t:/r/t,/data:/data:ro,/scratch:/mnt/s",
+                                     "--container-workdir=/work",
+                                     "--container-env=HF_HOME,SWEEPBENCH_CONTAINER_IMAGE,"
+                                     "SWEEPBENCH_CONTAINER_RUNTIME",
+                                     "--x"},
+                                    inner({"HF_HOME"})})));
+  EXPECT_EQ(c.env.at("HF_HOME"), "/mnt/s/hf");  // srun carries it in; pyxis lets it win
+  EXPECT_EQ(c.env.at("SWEEPBENCH_CONTAINER_RUNTIME"), "enroot");
+  sets.push_back("launch.launcher=srun");  // outside an allocation too, when asked for
+  EXPECT_EQ(command(sets, false).launcher, "srun");
+  for (const char* launcher : {"mpirun", "local"}) {
+    std::vector<std::string> other = {"container.runtime=enroot", "container.image=/i.sqsh",
+                                      std::string("launch.launcher=") + launcher};
+    Error e = testing::error_of([&] { command(other); });
+    EXPECT_EQ(e.key(), "launch.launcher");
+    EXPECT_THAT(e.message(), HasSubstr("runs through srun")) << launcher;
+  }
+}
+
+TEST(ContainerConfig, BindsMustBeAbsoluteSrcDstAndAMode) {
+  for (const char* bad : {"data:/data", "/data:data", "/data:/data:rx", "/a::ro"}) {
+    Error e = testing::error_of([&] {
+      config_with({"container.runtime=apptainer", "container.image=/i.sif",
+                   std::string("container.binds=[\"") + bad + "\"]"});
+    });
+    EXPECT_EQ(e.key(), "container.binds") << bad;
+    EXPECT_THAT(e.message(), HasSubstr("SRC:DST[:ro]")) << bad;
+  }
+  EXPECT_NO_THROW(config_with({"container.runtime=apptainer", "container.image=/i.sif",
+                               "container.binds=[/a, /b:/c, /d:/e:ro, /f:/g:rw]"}));
+  Error e = testing::error_of([&] { make_container_platform("docker"); });
+  EXPECT_EQ(e.key(), "container.runtime");
+  EXPECT_THAT(e.detail(), HasSubstr("apptainer, singularity, charliecloud, podman, enroot"));
+}
+
+TEST(CheckContainer, MissingRuntimeListsWhatIsHereMissingImageSaysSo) {
+  sweepbench::testing::TempDir dir;
+  ContainerContext ctx;
+  ctx.out_dir = "/tmp/point";
+  ContainerSpec spec;
+  spec.runtime = "apptainer";
+  spec.image = dir.path() + "/a.sif";
+  // This test's PATH has a fake ch-run only: apptainer is missing, charliecloud is found.
+  std::string bin = dir.path() + "/bin";
+  fs::create_directories(bin);
+  std::ofstream(bin + "/ch-run") << "#!/bin/sh\n";
+  fs::permissions(bin + "/ch-run", fs::perms::owner_all);
+  std::string old_path = std::getenv("PATH");
+  ::setenv("PATH", bin.c_str(), 1);
+  Error e = testing::error_of([&] { check_container(spec, ctx, "p/config.yaml"); });
+  EXPECT_EQ(e.key(), "container.runtime");
+  EXPECT_THAT(e.message(), HasSubstr("needs 'apptainer', which is not on PATH"));
+  EXPECT_EQ(e.hint(), "found here: charliecloud");
+  spec.runtime = "charliecloud";
+  e = testing::error_of([&] { check_container(spec, ctx, "p/config.yaml"); });
+  EXPECT_EQ(e.key(), "container.image");
+  EXPECT_THAT(e.message(), HasSubstr("does not exist"));
+  // A directory image gets the mount points its binds need; /tmp is shared already.
+  spec.image = dir.path() + "/img";
+  fs::create_directories(spec.image);
+  spec.binds = {"/scratch/data:/data:ro"};
+  check_container(spec, ctx, "p/config.yaml");
+  EXPECT_TRUE(fs::is_directory(spec.image + "/data"));
+  EXPECT_FALSE(fs::exists(spec.image + "/tmp/point"));
+  ::setenv("PATH", old_path.c_str(), 1);
+}
+
+TEST(SifId, ReadsTheUuidFromASifHeader) {
+  sweepbench::testing::TempDir dir;
+  std::string header(64, '\0');
+  header.replace(32, 9, "SIF_MAGIC");
+  for (int i = 0; i < 16; ++i) header[48 + i] = static_cast<char>(0x10 + i);
+  std::ofstream(dir.path() + "/a.sif", std::ios::binary) << header << "rest";
+  EXPECT_EQ(sif_id(dir.path() + "/a.sif"), "10111213-1415-1617-1819-1a1b1c1d1e1f");
+  std::ofstream(dir.path() + "/b.sif") << "not a sif image at all, but long enough to be read "
+                                          "as one if nobody checked the magic";
+  EXPECT_EQ(sif_id(dir.path() + "/b.sif"), "");
+  EXPECT_EQ(sif_id(dir.path() + "/none.sif"), "");
+}
+
+}  // namespace
+}  // namespace sweepbench

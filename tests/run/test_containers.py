@@ -1,0 +1,184 @@
+#!/usr/bin/python3
+"""Sweeps in a real container: containers/sweepbench-cpu.def built by tests/container/build-image
+(its %post in a debootstrapped Debian 12, since Apptainer is not packaged for Debian) and run with
+Charliecloud's ch-run through the container layer, locally (plain exec and mpirun) and through
+the local SLURM cluster (srun --mpi=pmix); the definition file's %test run in the image; and the
+errors for a missing image or runtime.
+
+The image build is the ctest fixture container_image (minutes, cached by the recipe's hash in
+SWEEPBENCH_IMAGE_CACHE); these tests call build-image again, which then only prints the path.
+    SWEEPBENCH_BIN_DIR=build/release/bin /usr/bin/python3 tests/run/test_containers.py -v Local
+"""
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import h5py
+import yaml
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(SOURCE, "tests", "support"))
+from slurm_cluster import LocalSlurm  # noqa: E402
+
+BIN = os.path.abspath(os.environ.get("SWEEPBENCH_BIN_DIR",
+                                     os.path.join(SOURCE, "build", "release", "bin")))
+BENCH_SWEEP = os.path.join(BIN, "bench-sweep")
+DEF = os.path.join(SOURCE, "containers", "sweepbench-cpu.def")
+
+ENV = dict(os.environ)
+ENV.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+           OMPI_MCA_rmaps_base_oversubscribe="1")
+for key in [k for k in ENV if k.startswith("SLURM_")]:
+    del ENV[key]
+
+
+def image():
+    r = subprocess.run([os.path.join(SOURCE, "tests", "container", "build-image"), DEF],
+                       capture_output=True, text=True, timeout=3600)
+    if r.returncode != 0:
+        raise AssertionError(f"build-image failed:\n{r.stderr[-5000:]}")
+    return r.stdout.strip().splitlines()[-1]
+
+
+def sweep_file(tmp, img, runtime="charliecloud"):
+    path = os.path.join(tmp, "in-container.yaml")
+    with open(path, "w") as f:
+        f.write(f"""\
+name: in-container
+base:
+  model: {{preset: gpt2-tiny}}
+  data: {{source: synthetic, seq_len: 32}}
+  train: {{steps: 4, warmup_steps: 1, micro_batch: 2}}
+  eval: {{steps: 1}}
+  metrics: {{sample_interval_ms: 0, system: false}}
+  launch: {{cpus_per_rank: 1}}
+  slurm: {{exclusive: false}}
+  container: {{runtime: {runtime}, image: {json.dumps(img)}, env: {{GREETING: "a b $x"}}}}
+axes:
+  launch.ranks: [1, 2]
+""")
+    return path
+
+
+def bench_sweep(*args, env=ENV, check=0):
+    r = subprocess.run([BENCH_SWEEP, *args], env=env, capture_output=True, text=True,
+                       timeout=600)
+    if check is not None and r.returncode != check:
+        raise AssertionError(f"bench-sweep {' '.join(args)}: exit {r.returncode}, wanted {check}"
+                             f"\n{r.stdout}\n{r.stderr}")
+    return r
+
+
+def read_json(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def read_yaml(path):
+    with open(path) as f:
+        return yaml.safe_load(f)
+
+
+class ContainerCase(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.image = image()
+
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory()
+        self.tmp = self._tmp.name
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def assert_ran_in_the_image(self, out):
+        tags = [p["tag"] for p in read_json(os.path.join(out, "manifest.json"))["points"]]
+        self.assertEqual(len(tags), 2)
+        for tag in tags:
+            record = read_json(os.path.join(out, tag, "status.json"))
+            self.assertEqual(record["status"], "ok", record)
+            self.assertIn("ch-run", record["command"])
+            ranks = read_yaml(os.path.join(out, tag, "config.yaml"))["launch"]["ranks"]
+            files = sorted(glob.glob(os.path.join(out, tag, "rank-*.h5")))
+            self.assertEqual(len(files), ranks, tag)
+            for path in files:
+                with h5py.File(path) as h5:
+                    attrs = dict(h5.attrs)
+                self.assertEqual(attrs["container_runtime"], "charliecloud")
+                self.assertEqual(attrs["container_image"], self.image)
+                kept = attrs["container_env_kept"].split(",")
+                self.assertIn("OMPI_*", kept)
+                self.assertIn("GREETING", kept)
+                self.assertEqual(attrs["world_size"], ranks)
+        return tags
+
+
+class Local(ContainerCase):
+    def test_points_run_in_the_image_alone_and_under_mpirun(self):
+        out = os.path.join(self.tmp, "out")
+        bench_sweep("run", sweep_file(self.tmp, self.image), "--out", out)
+        tags = self.assert_ran_in_the_image(out)
+        launchers = sorted(read_json(os.path.join(out, t, "status.json"))["launcher"]
+                           for t in tags)
+        self.assertEqual(launchers, ["local", "mpirun"])
+
+    def test_definition_files_test_section_passes_in_the_image(self):
+        with open(DEF) as f:
+            lines = f.read().splitlines()
+        test, on = [], False
+        for line in lines:
+            if line.startswith("%"):
+                on = line.split()[0] == "%test"
+                continue
+            if on:
+                test.append(line)
+        script = ". /.sweepbench-environment\n" + "\n".join(test)
+        r = subprocess.run(["ch-run", self.image, "--", "/bin/sh", "-ec", script],
+                           env=dict(ENV, USER=ENV.get("USER", "root")), capture_output=True,
+                           text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stdout[-3000:] + r.stderr[-3000:])
+        self.assertIn("sweepbench-cpu: %test passed", r.stdout)
+
+    def test_missing_image_or_runtime_is_an_error_before_anything_runs(self):
+        out = os.path.join(self.tmp, "out")
+        r = bench_sweep("run", sweep_file(self.tmp, "/nonexistent/image"), "--out", out, check=2)
+        self.assertIn("container.image", r.stderr)
+        self.assertIn("'/nonexistent/image' does not exist", r.stderr)
+        self.assertEqual(glob.glob(os.path.join(out, "*", "status.json")), [])
+        # A PATH without apptainer (bench-sweep is called by its full path).
+        r = bench_sweep("run", sweep_file(self.tmp, self.image, runtime="apptainer"), "--out",
+                        os.path.join(self.tmp, "out2"), env=dict(ENV, PATH="/usr/bin:/bin"),
+                        check=2)
+        self.assertIn("needs 'apptainer', which is not on PATH", r.stderr)
+        self.assertIn("found here: charliecloud", r.stderr)
+        self.assertEqual(glob.glob(os.path.join(self.tmp, "out2", "*", "status.json")), [])
+
+
+class Slurm(ContainerCase):
+    def test_points_run_in_the_image_through_srun(self):
+        out = os.path.join(self.tmp, "out")
+        with LocalSlurm() as cluster:
+            env = dict(cluster.env, SWEEPBENCH_BIN_DIR=BIN)
+            cluster.run("sbatch", "--parsable", "--ntasks=2", "--output=" + self.tmp + "/%j.out",
+                        os.path.join(SOURCE, "slurm", "sweep.sh"),
+                        sweep_file(self.tmp, self.image), out, env=env, cwd=self.tmp)
+            cluster.wait_until_idle()
+            logs = ""
+            for path in glob.glob(self.tmp + "/*.out"):
+                with open(path) as f:
+                    logs += f.read()
+            try:
+                tags = self.assert_ran_in_the_image(out)
+            except AssertionError as e:
+                raise AssertionError(f"{e}\n{logs}") from e
+        for tag in tags:
+            self.assertEqual(read_json(os.path.join(out, tag, "status.json"))["launcher"], "srun")
+
+
+if __name__ == "__main__":
+    unittest.main()
