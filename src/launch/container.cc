@@ -59,9 +59,16 @@ bool on_path(const std::string& program) {
   return false;
 }
 
-// A registry reference (docker://..., library://..., nvcr.io/...) rather than a path here.
-bool looks_like_reference(const std::string& image) {
-  return image.find("://") != std::string::npos || (image[0] != '/' && image[0] != '.');
+// Whether container.image names a file or directory here (checked before running) rather than
+// something the runtime resolves itself: a URI (docker://, library://, oras://), Podman's local
+// storage, Charliecloud's image storage, or an enroot/pyxis registry reference (nvcr.io#...).
+bool image_is_path(const std::string& runtime, const std::string& image) {
+  if (image.find("://") != std::string::npos || runtime == "podman") return false;
+  if (runtime == "charliecloud") return image.find('/') != std::string::npos;
+  if (runtime == "enroot") {
+    return image[0] == '/' || image[0] == '.' || ends_with(image, ".sqsh");
+  }
+  return true;  // Apptainer and Singularity: a SIF file or a sandbox directory
 }
 
 // Apptainer and SingularityCE: the same command line under two names.
@@ -280,7 +287,7 @@ void check_container(const ContainerSpec& spec, const ContainerContext& ctx,
                                            "; install one, or use container.runtime: none"
                                      : "found here: " + join(found, ", "));
   }
-  if (!looks_like_reference(spec.image)) {
+  if (image_is_path(spec.runtime, spec.image)) {
     std::error_code ec;
     if (!fs::exists(spec.image, ec)) {
       throw Error::input(Mark::in(where), "container.image",
