@@ -127,22 +127,34 @@ class Local(ContainerCase):
                            for t in tags)
         self.assertEqual(launchers, ["local", "mpirun"])
 
-    def test_definition_files_test_section_passes_in_the_image(self):
+    def run_section(self, name, *args):
+        """Runs the definition file's %NAME section in the image, as Apptainer would: with
+        %environment sourced and `args` as the script's arguments."""
         with open(DEF) as f:
             lines = f.read().splitlines()
-        test, on = [], False
+        body, on = [], False
         for line in lines:
             if line.startswith("%"):
-                on = line.split()[0] == "%test"
+                on = line.split()[0] == "%" + name
                 continue
             if on:
-                test.append(line)
-        script = ". /.sweepbench-environment\n" + "\n".join(test)
-        r = subprocess.run(["ch-run", self.image, "--", "/bin/sh", "-ec", script],
+                body.append(line)
+        script = ". /.sweepbench-environment\n" + "\n".join(body)
+        r = subprocess.run(["ch-run", self.image, "--", "/bin/sh", "-ec", script, name, *args],
                            env=dict(ENV, USER=ENV.get("USER", "root")), capture_output=True,
                            text=True, timeout=300)
         self.assertEqual(r.returncode, 0, r.stdout[-3000:] + r.stderr[-3000:])
-        self.assertIn("sweepbench-cpu: %test passed", r.stdout)
+        return r.stdout
+
+    def test_definition_files_test_section_passes_in_the_image(self):
+        self.assertIn("sweepbench-cpu: %test passed", self.run_section("test"))
+
+    def test_runscript_passes_its_arguments_to_bench_sweep(self):
+        out = self.run_section("runscript", "plan",
+                               "/usr/local/share/sweepbench-sweeps/quickstart.yaml")
+        self.assertIn("# sweep quickstart", out)
+        self.assertRegex(out, r"# \d+ points")
+        self.assertIn("bench-train", self.run_section("runscript", "bench-train", "--help"))
 
     def test_missing_image_or_runtime_is_an_error_before_anything_runs(self):
         out = os.path.join(self.tmp, "out")
