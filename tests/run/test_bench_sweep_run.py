@@ -17,16 +17,8 @@ import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCE = os.path.dirname(os.path.dirname(HERE))
-BIN = os.environ.get("SWEEPBENCH_BIN_DIR", os.path.join(SOURCE, "build", "release", "bin"))
-BENCH_SWEEP = os.path.join(BIN, "bench-sweep")
-
-ENV = dict(os.environ)
-# mpirun as root (CI runs as root) with more ranks than CI's 2 cores.
-ENV.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-           OMPI_MCA_rmaps_base_oversubscribe="1")
-for key in [k for k in ENV if k.startswith("SLURM_")]:
-    del ENV[key]  # these tests are about running without a scheduler
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "support"))
+from e2e import BENCH_SWEEP, ENV, bench_sweep, read_json  # noqa: E402
 
 # bench-train's libtorch memory budget for the pruning test (see Prune).
 PRUNE_BUDGET_MB = 24
@@ -50,16 +42,7 @@ def sweep(tmp, name, body, steps=4):
 
 
 def run(*args, check=None):
-    r = subprocess.run([BENCH_SWEEP, *args], env=ENV, capture_output=True, text=True, timeout=600)
-    if check is not None and r.returncode != check:
-        raise AssertionError(f"bench-sweep {' '.join(args)}: exit {r.returncode}, wanted {check}\n"
-                             f"{r.stdout}\n{r.stderr}")
-    return r
-
-
-def read_json(path):
-    with open(path) as f:
-        return json.load(f)
+    return bench_sweep(*args, check=check)
 
 
 def manifest_points(out):

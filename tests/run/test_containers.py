@@ -18,23 +18,13 @@ import tempfile
 import unittest
 
 import h5py
-import yaml
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCE = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(SOURCE, "tests", "support"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "support"))
+from e2e import BIN, ENV, SOURCE, bench_sweep, read_json, read_yaml  # noqa: E402
 from slurm_cluster import LocalSlurm  # noqa: E402
 
-BIN = os.path.abspath(os.environ.get("SWEEPBENCH_BIN_DIR",
-                                     os.path.join(SOURCE, "build", "release", "bin")))
-BENCH_SWEEP = os.path.join(BIN, "bench-sweep")
 DEF = os.path.join(SOURCE, "containers", "sweepbench-cpu.def")
-
-ENV = dict(os.environ)
-ENV.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-           OMPI_MCA_rmaps_base_oversubscribe="1")
-for key in [k for k in ENV if k.startswith("SLURM_")]:
-    del ENV[key]
 
 
 def image():
@@ -63,25 +53,6 @@ axes:
   launch.ranks: [1, 2]
 """)
     return path
-
-
-def bench_sweep(*args, env=ENV, check=0):
-    r = subprocess.run([BENCH_SWEEP, *args], env=env, capture_output=True, text=True,
-                       timeout=600)
-    if check is not None and r.returncode != check:
-        raise AssertionError(f"bench-sweep {' '.join(args)}: exit {r.returncode}, wanted {check}"
-                             f"\n{r.stdout}\n{r.stderr}")
-    return r
-
-
-def read_json(path):
-    with open(path) as f:
-        return json.load(f)
-
-
-def read_yaml(path):
-    with open(path) as f:
-        return yaml.safe_load(f)
 
 
 class ContainerCase(unittest.TestCase):
@@ -121,7 +92,7 @@ class ContainerCase(unittest.TestCase):
 class Local(ContainerCase):
     def test_points_run_in_the_image_alone_and_under_mpirun(self):
         out = os.path.join(self.tmp, "out")
-        bench_sweep("run", sweep_file(self.tmp, self.image), "--out", out)
+        bench_sweep("run", sweep_file(self.tmp, self.image), "--out", out, check=0)
         tags = self.assert_ran_in_the_image(out)
         launchers = sorted(read_json(os.path.join(out, t, "status.json"))["launcher"]
                            for t in tags)

@@ -19,16 +19,11 @@ import tempfile
 import time
 import unittest
 
-import yaml
-
 HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCE = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(SOURCE, "tests", "support"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "support"))
+from e2e import BENCH_SWEEP, BIN, SOURCE, read_json, read_yaml  # noqa: E402
 from slurm_cluster import LocalSlurm  # noqa: E402
 
-BIN = os.path.abspath(os.environ.get("SWEEPBENCH_BIN_DIR",
-                                     os.path.join(SOURCE, "build", "release", "bin")))
-BENCH_SWEEP = os.path.join(BIN, "bench-sweep")
 SWEEP_SH = os.path.join(SOURCE, "slurm", "sweep.sh")
 
 
@@ -49,16 +44,6 @@ base:
 {extra}axes:
 {axes}""")
     return path
-
-
-def read_json(path):
-    with open(path) as f:
-        return json.load(f)
-
-
-def read_yaml(path):
-    with open(path) as f:
-        return yaml.safe_load(f)
 
 
 class SlurmCase(unittest.TestCase):

@@ -1,0 +1,43 @@
+"""What the Python end-to-end tests share: where the binaries are, the environment mpirun needs
+as root on two cores, running bench-sweep, and reading what it writes.
+
+    sys.path.insert(0, os.path.join(SOURCE, "tests", "support")); from e2e import ...
+"""
+import json
+import os
+import subprocess
+
+import yaml
+
+SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.path.abspath(os.environ.get("SWEEPBENCH_BIN_DIR",
+                                     os.path.join(SOURCE, "build", "release", "bin")))
+BENCH_SWEEP = os.path.join(BIN, "bench-sweep")
+
+# mpirun as root (CI runs as root) with more ranks than CI's 2 cores; no SLURM variables of the
+# caller's (the tests that want SLURM start their own cluster).
+ENV = dict(os.environ)
+ENV.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+           OMPI_MCA_rmaps_base_oversubscribe="1")
+for _key in [k for k in ENV if k.startswith("SLURM_")]:
+    del ENV[_key]
+
+
+def bench_sweep(*args, env=None, check=None, cwd=None, timeout=600):
+    """Runs bench-sweep; with `check`, fails unless it exits with that code."""
+    r = subprocess.run([BENCH_SWEEP, *args], env=ENV if env is None else env, cwd=cwd,
+                       capture_output=True, text=True, timeout=timeout)
+    if check is not None and r.returncode != check:
+        raise AssertionError(f"bench-sweep {' '.join(args)}: exit {r.returncode}, wanted {check}\n"
+                             f"{r.stdout}\n{r.stderr}")
+    return r
+
+
+def read_json(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def read_yaml(path):
+    with open(path) as f:
+        return yaml.safe_load(f)
