@@ -1,0 +1,396 @@
+#include "results/rank_reader.h"
+
+#include <hdf5.h>
+
+#include <functional>
+
+namespace sweepbench {
+namespace {
+
+// An HDF5 id closed on scope exit (negative ids are "none").
+class Id {
+ public:
+  Id(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
+  ~Id() {
+    if (id_ >= 0) close_(id_);
+  }
+  Id(Id&& other) noexcept : id_(other.id_), close_(other.close_) { other.id_ = -1; }
+  Id(const Id&) = delete;
+  Id& operator=(const Id&) = delete;
+  Id& operator=(Id&&) = delete;
+  hid_t get() const { return id_; }
+  bool ok() const { return id_ >= 0; }
+
+ private:
+  hid_t id_;
+  herr_t (*close_)(hid_t);
+};
+
+class Reader {
+ public:
+  explicit Reader(std::vector<std::string>* problems) : problems_(problems) {}
+
+  void problem(const std::string& where, const std::string& what) {
+    problems_->push_back(where + ": " + what);
+  }
+
+  // A scalar attribute of `where` (a file or group), or nullopt with a problem.
+  std::optional<std::string> text(hid_t where, const std::string& prefix, const char* name) {
+    Id a = open_attr(where, prefix, name, H5T_STRING);
+    if (!a.ok()) return std::nullopt;
+    Id type(H5Aget_type(a.get()), H5Tclose);
+    if (H5Tis_variable_str(type.get()) > 0) {
+      Id mem = string_type(type.get());
+      char* value = nullptr;
+      if (H5Aread(a.get(), mem.get(), &value) < 0) {
+        problem(prefix + name, "cannot be read");
+        return std::nullopt;
+      }
+      std::string out(value != nullptr ? value : "");
+      if (value != nullptr) H5free_memory(value);
+      return out;
+    }
+    size_t size = H5Tget_size(type.get());
+    std::string out(size, '\0');
+    if (size > 0 && H5Aread(a.get(), type.get(), out.data()) < 0) {
+      problem(prefix + name, "cannot be read");
+      return std::nullopt;
+    }
+    return out.substr(0, out.find('\0'));
+  }
+  std::optional<std::int64_t> integer(hid_t where, const std::string& prefix, const char* name) {
+    Id a = open_attr(where, prefix, name, H5T_INTEGER);
+    std::int64_t v = 0;
+    if (!a.ok()) return std::nullopt;
+    if (H5Aread(a.get(), H5T_NATIVE_INT64, &v) < 0) {
+      problem(prefix + name, "cannot be read");
+      return std::nullopt;
+    }
+    return v;
+  }
+  std::optional<double> real(hid_t where, const std::string& prefix, const char* name) {
+    Id a = open_attr(where, prefix, name, H5T_FLOAT);
+    double v = 0;
+    if (!a.ok()) return std::nullopt;
+    if (H5Aread(a.get(), H5T_NATIVE_DOUBLE, &v) < 0) {
+      problem(prefix + name, "cannot be read");
+      return std::nullopt;
+    }
+    return v;
+  }
+
+  // A 1-D numeric dataset converted to T; nullopt with a problem when absent or not numeric.
+  template <typename T>
+  std::optional<std::vector<T>> numbers(hid_t group, const std::string& prefix, const char* name,
+                                        hid_t mem_type) {
+    Id d = open_dataset(group, prefix, name);
+    if (!d.ok()) return std::nullopt;
+    Id type(H5Dget_type(d.get()), H5Tclose);
+    H5T_class_t cls = H5Tget_class(type.get());
+    if (cls != H5T_INTEGER && cls != H5T_FLOAT) {
+      problem(prefix + name, "is not numeric");
+      return std::nullopt;
+    }
+    std::optional<size_t> n = length(d.get(), prefix + name);
+    if (!n) return std::nullopt;
+    std::vector<T> out(*n);
+    if (*n > 0 && H5Dread(d.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()) < 0) {
+      problem(prefix + name, "cannot be read");
+      return std::nullopt;
+    }
+    return out;
+  }
+  std::optional<std::vector<std::string>> strings(hid_t group, const std::string& prefix,
+                                                  const char* name) {
+    Id d = open_dataset(group, prefix, name);
+    if (!d.ok()) return std::nullopt;
+    Id type(H5Dget_type(d.get()), H5Tclose);
+    if (H5Tget_class(type.get()) != H5T_STRING || H5Tis_variable_str(type.get()) <= 0) {
+      problem(prefix + name, "is not a list of strings");
+      return std::nullopt;
+    }
+    std::optional<size_t> n = length(d.get(), prefix + name);
+    if (!n) return std::nullopt;
+    std::vector<char*> raw(*n, nullptr);
+    Id mem = string_type(type.get());
+    if (*n > 0 && H5Dread(d.get(), mem.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, raw.data()) < 0) {
+      problem(prefix + name, "cannot be read");
+      return std::nullopt;
+    }
+    std::vector<std::string> out;
+    for (char* s : raw) {
+      out.emplace_back(s ? s : "");
+      if (s) H5free_memory(s);
+    }
+    return out;
+  }
+
+  Id group(hid_t file, const char* name) {
+    if (H5Lexists(file, name, H5P_DEFAULT) <= 0) {
+      problem(name, "is missing");
+      return Id(-1, H5Gclose);
+    }
+    Id g(H5Gopen2(file, name, H5P_DEFAULT), H5Gclose);
+    if (!g.ok()) problem(name, "is not a group");
+    return g;
+  }
+
+ private:
+  // A variable-length string in memory with the file's character set (HDF5 does not convert
+  // between ASCII and UTF-8).
+  static Id string_type(hid_t file_type) {
+    Id mem(H5Tcopy(H5T_C_S1), H5Tclose);
+    H5Tset_size(mem.get(), H5T_VARIABLE);
+    H5Tset_cset(mem.get(), H5Tget_cset(file_type));
+    return mem;
+  }
+  Id open_attr(hid_t where, const std::string& prefix, const char* name, H5T_class_t want) {
+    if (where < 0) return Id(-1, H5Aclose);
+    if (H5Aexists(where, name) <= 0) {
+      problem(prefix + name, "is missing");
+      return Id(-1, H5Aclose);
+    }
+    Id a(H5Aopen(where, name, H5P_DEFAULT), H5Aclose);
+    if (!a.ok()) {
+      problem(prefix + name, "cannot be opened");
+      return Id(-1, H5Aclose);
+    }
+    Id type(H5Aget_type(a.get()), H5Tclose);
+    Id space(H5Aget_space(a.get()), H5Sclose);
+    if (H5Tget_class(type.get()) != want) {
+      problem(prefix + name, want == H5T_STRING    ? "is not a string"
+                             : want == H5T_INTEGER ? "is not an integer"
+                                                   : "is not a number");
+      return Id(-1, H5Aclose);
+    }
+    if (H5Sget_simple_extent_npoints(space.get()) != 1) {
+      problem(prefix + name, "is not a single value");
+      return Id(-1, H5Aclose);
+    }
+    return a;
+  }
+  Id open_dataset(hid_t group, const std::string& prefix, const char* name) {
+    if (group < 0) return Id(-1, H5Dclose);
+    if (H5Lexists(group, name, H5P_DEFAULT) <= 0) {
+      problem(prefix + name, "is missing");
+      return Id(-1, H5Dclose);
+    }
+    Id d(H5Dopen2(group, name, H5P_DEFAULT), H5Dclose);
+    if (!d.ok()) problem(prefix + name, "is not a dataset");
+    return d;
+  }
+  std::optional<size_t> length(hid_t dataset, const std::string& where) {
+    Id space(H5Dget_space(dataset), H5Sclose);
+    if (H5Sget_simple_extent_ndims(space.get()) != 1) {
+      problem(where, "is not one-dimensional");
+      return std::nullopt;
+    }
+    hsize_t dims[1] = {0};
+    H5Sget_simple_extent_dims(space.get(), dims, nullptr);
+    return static_cast<size_t>(dims[0]);
+  }
+
+  std::vector<std::string>* problems_;
+};
+
+// Sets `out` when the value could be read; the problem is recorded otherwise.
+template <typename T, typename U>
+void take(const std::optional<T>& value, U* out) {
+  if (value) *out = static_cast<U>(*value);
+}
+
+}  // namespace
+
+RankRead read_rank_file(const std::string& path) {
+  RankRead read;
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);  // problems are reported, not printed by HDF5
+  if (H5Fis_hdf5(path.c_str()) <= 0) {  // H5Fis_accessible is 1.12+; Debian 12 has 1.10
+    read.problems.push_back("not an HDF5 file (cut short, or not a result)");
+    return read;
+  }
+  Id file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  if (!file.ok()) {
+    read.problems.push_back("cannot be opened");
+    return read;
+  }
+  Reader in(&read.problems);
+  RankResult r;
+  hid_t f = file.get();
+  // Identity: without these the file cannot be placed in its run.
+  std::optional<std::string> status = in.text(f, "", "status");
+  std::optional<std::int64_t> rank = in.integer(f, "", "rank");
+  std::optional<std::int64_t> world = in.integer(f, "", "world_size");
+  bool identity = status && rank && world && *world >= 1 && *rank >= 0 && *rank < *world;
+  if (status && rank && world && !identity) {
+    in.problem("rank", "is " + std::to_string(*rank) + " of world_size " + std::to_string(*world));
+  }
+  take(status, &r.status);
+  take(rank, &r.rank);
+  take(world, &r.world_size);
+  if (auto v = in.integer(f, "", "schema_version"); v && *v > kResultsSchemaVersion) {
+    in.problem("schema_version", std::to_string(*v) + " is newer than this reader's " +
+                                     std::to_string(kResultsSchemaVersion));
+  }
+  struct TextField {
+    const char* name;
+    std::string RankResult::*field;
+  };
+  for (auto [name, field] : {TextField{"config_yaml", &RankResult::config_yaml},
+                             {"config_hash", &RankResult::config_hash},
+                             {"tag", &RankResult::tag},
+                             {"hostname", &RankResult::hostname},
+                             {"device_type", &RankResult::device_type},
+                             {"device_name", &RankResult::device_name},
+                             {"sweepbench_version", &RankResult::sweepbench_version},
+                             {"torch_version", &RankResult::torch_version},
+                             {"cuda_version", &RankResult::cuda_version},
+                             {"nccl_version", &RankResult::nccl_version},
+                             {"mpi_version", &RankResult::mpi_version},
+                             {"container_runtime", &RankResult::container_runtime},
+                             {"container_image", &RankResult::container_image},
+                             {"container_digest", &RankResult::container_digest},
+                             {"container_env_kept", &RankResult::container_env_kept},
+                             {"slurm_job_id", &RankResult::slurm_job_id},
+                             {"slurm_array_job_id", &RankResult::slurm_array_job_id},
+                             {"slurm_array_task_id", &RankResult::slurm_array_task_id},
+                             {"slurm_step_id", &RankResult::slurm_step_id},
+                             {"start_time", &RankResult::start_time},
+                             {"end_time", &RankResult::end_time},
+                             {"reason", &RankResult::reason},
+                             {"rank_status", &RankResult::rank_status},
+                             {"peak_tflops_source", &RankResult::peak_tflops_source},
+                             {"parameter_sha256", &RankResult::parameter_sha256}}) {
+    take(in.text(f, "", name), &(r.*field));
+  }
+  struct IntField {
+    const char* name;
+    std::int64_t RankResult::*field;
+  };
+  for (auto [name, field] : {IntField{"local_rank", &RankResult::local_rank},
+                             {"device_count", &RankResult::device_count},
+                             {"threads", &RankResult::threads},
+                             {"parameter_count", &RankResult::parameter_count},
+                             {"steps_planned", &RankResult::steps_planned},
+                             {"warmup_steps", &RankResult::warmup_steps},
+                             {"seq_len", &RankResult::seq_len},
+                             {"micro_batch", &RankResult::micro_batch},
+                             {"grad_accum", &RankResult::grad_accum}}) {
+    take(in.integer(f, "", name), &(r.*field));
+  }
+  take(in.real(f, "", "flops_per_token"), &r.flops_per_token);
+  take(in.real(f, "", "flops_per_token_6n"), &r.flops_per_token_6n);
+  take(in.real(f, "", "peak_tflops"), &r.peak_tflops);
+
+  // Steps: every column must have one value per step.
+  bool steps_ok = false;
+  if (Id g = in.group(f, "steps"); g.ok()) {
+    const std::string p = "steps/";
+    auto d = [&](const char* n) { return in.numbers<double>(g.get(), p, n, H5T_NATIVE_DOUBLE); };
+    auto i = [&](const char* n) {
+      return in.numbers<std::int64_t>(g.get(), p, n, H5T_NATIVE_INT64);
+    };
+    auto u = [&](const char* n) {
+      return in.numbers<std::uint8_t>(g.get(), p, n, H5T_NATIVE_UINT8);
+    };
+    auto step = i("step");
+    auto total = d("total_s"), data = d("data_s"), fwd = d("forward_s"), bwd = d("backward_s"),
+         comm = d("comm_s"), opt = d("optimizer_s"), loss = d("loss"), lr = d("lr"),
+         norm = d("grad_norm"), scale = d("loss_scale");
+    auto tokens = i("tokens"), samples = i("samples");
+    auto skipped = u("skipped"), measured = u("measured");
+    if (step && total && measured) {
+      size_t n = step->size();
+      steps_ok = true;
+      auto check = [&](const auto& column, const char* name) {
+        if (column && column->size() != n) {
+          in.problem(p + name, std::to_string(column->size()) + " values for " +
+                                   std::to_string(n) + " steps");
+          steps_ok = false;
+        }
+      };
+      check(total, "total_s"), check(data, "data_s"), check(fwd, "forward_s");
+      check(bwd, "backward_s"), check(comm, "comm_s"), check(opt, "optimizer_s");
+      check(loss, "loss"), check(lr, "lr"), check(norm, "grad_norm");
+      check(scale, "loss_scale"), check(tokens, "tokens"), check(samples, "samples");
+      check(skipped, "skipped"), check(measured, "measured");
+      if (steps_ok) {
+        r.steps.resize(n);
+        for (size_t k = 0; k < n; ++k) {
+          StepRecord& s = r.steps[k];
+          s.step = (*step)[k];
+          s.total_s = (*total)[k];
+          s.measured = (*measured)[k] != 0;
+          if (data) s.data_s = (*data)[k];
+          if (fwd) s.forward_s = (*fwd)[k];
+          if (bwd) s.backward_s = (*bwd)[k];
+          if (comm) s.comm_s = (*comm)[k];
+          if (opt) s.optimizer_s = (*opt)[k];
+          if (loss) s.loss = (*loss)[k];
+          if (lr) s.lr = (*lr)[k];
+          if (norm) s.grad_norm = (*norm)[k];
+          if (scale) s.loss_scale = (*scale)[k];
+          if (tokens) s.tokens = (*tokens)[k];
+          if (samples) s.samples = (*samples)[k];
+          if (skipped) s.skipped = (*skipped)[k] != 0;
+        }
+      }
+    }
+  }
+
+  if (Id g = in.group(f, "eval"); g.ok()) {
+    const std::string p = "eval/";
+    if (auto ran = in.integer(g.get(), p, "ran")) r.eval.ran = *ran != 0;
+    take(in.integer(g.get(), p, "steps"), &r.eval.steps);
+    take(in.integer(g.get(), p, "samples"), &r.eval.samples);
+    take(in.integer(g.get(), p, "tokens"), &r.eval.tokens);
+    take(in.real(g.get(), p, "loss"), &r.eval.loss);
+    take(in.real(g.get(), p, "seconds"), &r.eval.seconds);
+    if (auto v = in.numbers<double>(g.get(), p, "batch_loss", H5T_NATIVE_DOUBLE)) {
+      r.eval.batch_loss = *v;
+    }
+    if (auto v = in.numbers<double>(g.get(), p, "batch_s", H5T_NATIVE_DOUBLE)) {
+      r.eval.batch_s = *v;
+    }
+  }
+
+  if (Id g = in.group(f, "memory"); g.ok()) {
+    const std::string p = "memory/";
+    take(in.text(g.get(), p, "stage_source"), &r.memory_stage_source);
+    auto names = in.strings(g.get(), p, "stage");
+    auto begin = in.numbers<std::int64_t>(g.get(), p, "begin_bytes", H5T_NATIVE_INT64);
+    auto end = in.numbers<std::int64_t>(g.get(), p, "end_bytes", H5T_NATIVE_INT64);
+    auto peak = in.numbers<std::int64_t>(g.get(), p, "peak_bytes", H5T_NATIVE_INT64);
+    if (names && begin && end && peak) {
+      size_t n = names->size();
+      if (begin->size() != n || end->size() != n || peak->size() != n) {
+        in.problem("memory", "its columns have different lengths");
+      } else {
+        for (size_t k = 0; k < n; ++k) {
+          r.memory_stages.push_back({(*names)[k], (*begin)[k], (*end)[k], (*peak)[k]});
+        }
+      }
+    }
+  }
+
+  if (Id g = in.group(f, "samples"); g.ok()) {
+    const std::string p = "samples/";
+    take(in.text(g.get(), p, "device_source"), &r.samples.device_source);
+    if (auto v = in.numbers<double>(g.get(), p, "time_s", H5T_NATIVE_DOUBLE)) r.samples.time_s = *v;
+    if (auto v = in.numbers<std::int64_t>(g.get(), p, "device_bytes", H5T_NATIVE_INT64)) {
+      r.samples.device_bytes = *v;
+    }
+    if (auto v = in.numbers<std::int64_t>(g.get(), p, "rss_bytes", H5T_NATIVE_INT64)) {
+      r.samples.rss_bytes = *v;
+    }
+    if (auto v = in.numbers<double>(g.get(), p, "cpu_percent", H5T_NATIVE_DOUBLE)) {
+      r.samples.cpu_percent = *v;
+    }
+    if (auto v = in.numbers<double>(g.get(), p, "ram_used_mb", H5T_NATIVE_DOUBLE)) {
+      r.samples.ram_used_mb = *v;
+    }
+  }
+  if (identity && steps_ok) read.result = std::move(r);
+  return read;
+}
+
+}  // namespace sweepbench
