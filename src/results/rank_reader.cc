@@ -249,7 +249,6 @@ RankRead read_rank_file(const std::string& path) {
                              {"container_runtime", &RankResult::container_runtime},
                              {"container_image", &RankResult::container_image},
                              {"container_digest", &RankResult::container_digest},
-                             {"container_env_kept", &RankResult::container_env_kept},
                              {"slurm_job_id", &RankResult::slurm_job_id},
                              {"slurm_array_job_id", &RankResult::slurm_array_job_id},
                              {"slurm_array_task_id", &RankResult::slurm_array_task_id},
@@ -261,6 +260,10 @@ RankRead read_rank_file(const std::string& path) {
                              {"peak_tflops_source", &RankResult::peak_tflops_source},
                              {"parameter_sha256", &RankResult::parameter_sha256}}) {
     take(in.text(f, "", name), &(r.*field));
+  }
+  // Added within schema 1: older files lack it, which is no problem.
+  if (H5Aexists(f, "container_env_kept") > 0) {
+    take(in.text(f, "", "container_env_kept"), &r.container_env_kept);
   }
   struct IntField {
     const char* name;

@@ -5,6 +5,8 @@
 #include <limits>
 #include <numeric>
 
+#include "results/rank_result.h"
+
 namespace sweepbench {
 
 double percentile(std::vector<double> values, double q) {
@@ -67,6 +69,54 @@ std::vector<Metric> summarize(const SummaryInput& in) {
   if (in.memory_peak_bytes >= 0) m.push_back({"mem_peak_bytes", in.memory_peak_bytes, "bytes"});
   m.push_back({"mt_per_hour", tps * 3600.0 / 1e6, "Mtokens/h"});
   return m;
+}
+
+SummaryInput summary_input_from_ranks(const std::vector<RankResult>& ranks) {
+  SummaryInput in;
+  if (ranks.empty()) return in;
+  std::vector<std::vector<const StepRecord*>> measured(ranks.size());
+  size_t steps = std::numeric_limits<size_t>::max();
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    for (const StepRecord& s : ranks[i].steps) {
+      if (s.measured) measured[i].push_back(&s);
+    }
+    steps = std::min(steps, measured[i].size());
+  }
+  auto slowest = [&](double StepRecord::*field) {
+    std::vector<double> out(steps, 0.0);
+    for (const auto& rank : measured) {
+      for (size_t k = 0; k < steps; ++k) out[k] = std::max(out[k], rank[k]->*field);
+    }
+    return out;
+  };
+  in.step_s = slowest(&StepRecord::total_s);
+  in.data_s = slowest(&StepRecord::data_s);
+  in.forward_s = slowest(&StepRecord::forward_s);
+  in.backward_s = slowest(&StepRecord::backward_s);
+  in.comm_s = slowest(&StepRecord::comm_s);
+  in.optimizer_s = slowest(&StepRecord::optimizer_s);
+  const RankResult& first = ranks.front();
+  in.world_size = static_cast<int>(first.world_size);
+  in.tokens_per_step = first.micro_batch * first.seq_len * first.grad_accum * first.world_size;
+  in.samples_per_step = first.micro_batch * first.grad_accum * first.world_size;
+  in.flops_per_token = first.flops_per_token;
+  in.peak_tflops = first.peak_tflops;
+  double loss = 0, eval_samples = 0, eval_seconds = 0, peak = -1;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    loss += measured[i].empty() ? 0.0 : measured[i].back()->loss;
+    eval_samples += static_cast<double>(ranks[i].eval.samples);
+    eval_seconds = std::max(eval_seconds, ranks[i].eval.seconds);
+    for (const StageMemory& m : ranks[i].memory_stages) {
+      peak = std::max(peak, static_cast<double>(m.peak));
+    }
+  }
+  in.train_loss = loss / static_cast<double>(ranks.size());
+  in.has_eval = first.eval.ran;
+  in.eval_loss = first.eval.loss;
+  in.eval_samples = eval_samples;
+  in.eval_seconds = eval_seconds;
+  in.memory_peak_bytes = peak;
+  return in;
 }
 
 }  // namespace sweepbench

@@ -36,6 +36,13 @@ struct SummaryInput {
 
 std::vector<Metric> summarize(const SummaryInput& in);
 
+struct RankResult;
+// The summary input of a run from all its ranks' results, as bench-train computes it with MPI
+// reductions: each measured step's time is the slowest rank's (steps beyond the shortest rank's
+// count are left out), the training loss is the ranks' mean at the last measured step, eval
+// samples add up and eval time is the slowest rank's, the memory peak is the highest of any rank.
+SummaryInput summary_input_from_ranks(const std::vector<RankResult>& ranks);
+
 // q in [0, 1]; NaN for an empty list.
 double percentile(std::vector<double> values, double q);
 double mean(const std::vector<double>& values);

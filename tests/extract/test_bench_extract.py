@@ -1,0 +1,152 @@
+#!/usr/bin/python3
+"""bench-extract on a results tree made by real tiny runs: 1- and 2-rank points that end ok,
+points that run out of memory, a point whose run was killed, and a rank file cut short. Checked
+against bench-train's own summary.json, and read back with pandas.
+    SWEEPBENCH_BIN_DIR=build/release/bin /usr/bin/python3 tests/extract/test_bench_extract.py -v
+"""
+import io
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import pandas as pd
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "support"))
+from e2e import BENCH_SWEEP, BIN, ENV, bench_sweep, read_json  # noqa: E402
+
+BENCH_EXTRACT = os.path.join(BIN, "bench-extract")
+
+BASE = """\
+base:
+  model: {preset: gpt2-tiny}
+  data: {source: synthetic, seq_len: 32}
+  train: {steps: %(steps)d, warmup_steps: 1, micro_batch: 2}
+  eval: {steps: 1}
+  metrics: {sample_interval_ms: 0, system: false}
+  launch: {cpus_per_rank: 1, env: {SWEEPBENCH_MAX_MEMORY_MB: "24"}}
+"""
+
+
+def write_sweep(tmp, name, axes, steps=3):
+    path = os.path.join(tmp, name + ".yaml")
+    with open(path, "w") as f:
+        f.write(f"name: {name}\n" + BASE % {"steps": steps} + axes)
+    return path
+
+
+def extract(*args, check=0):
+    r = subprocess.run([BENCH_EXTRACT, *args], capture_output=True, text=True, timeout=300)
+    if check is not None and r.returncode != check:
+        raise AssertionError(f"bench-extract {' '.join(args)}: exit {r.returncode}, wanted "
+                             f"{check}\n{r.stdout}\n{r.stderr}")
+    return r
+
+
+class Extract(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls._tmp = tempfile.TemporaryDirectory()
+        tmp = cls.tmp = cls._tmp.name
+        cls.root = os.path.join(tmp, "results")
+        # 1 and 2 ranks; micro batch 64 runs out of the 24 MB budget.
+        s = write_sweep(tmp, "grid", "axes:\n  launch.ranks: [1, 2]\n  train.micro_batch: [2, 64]\n")
+        bench_sweep("run", s, "--out", os.path.join(cls.root, "grid"), check=1)
+        # A point killed while it runs, runner and all, as a crash or a lost node would.
+        s = write_sweep(tmp, "killed", "axes:\n  train.micro_batch: [2]\n", steps=100000)
+        out = os.path.join(cls.root, "killed")
+        proc = subprocess.Popen([BENCH_SWEEP, "run", s, "--out", out], env=ENV,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            status = [os.path.join(out, d, "status.json") for d in os.listdir(out)] \
+                if os.path.isdir(out) else []
+            if any(os.path.exists(p) and read_json(p)["status"] == "running" for p in status):
+                break
+            time.sleep(0.1)
+        time.sleep(0.5)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        subprocess.run(["pkill", "-KILL", "-f", "--", "--out " + out])
+        # A copy of an ok 2-rank point whose rank 1 file was cut short.
+        grid = read_json(os.path.join(cls.root, "grid", "manifest.json"))["points"]
+        cls.grid = {p["tag"]: p for p in grid}
+        ok2 = [p["tag"] for p in grid if p["varying"] == {"launch.ranks": 2,
+                                                           "train.micro_batch": 2}][0]
+        cls.cut = os.path.join(cls.root, "cut", ok2)
+        shutil.copytree(os.path.join(cls.root, "grid", ok2), cls.cut)
+        rank1 = os.path.join(cls.cut, "rank-00001.h5")
+        os.truncate(rank1, os.path.getsize(rank1) // 2)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls._tmp.cleanup()
+
+    def table(self, *extra):
+        r = extract("-i", self.root, *extra)
+        return pd.read_csv(io.StringIO(r.stdout)), r
+
+    def test_every_point_is_a_row_with_its_status(self):
+        df, r = self.table()
+        self.assertEqual(len(df), 6, df[["tag", "status"]])
+        grid = df[df["sweep"] == "grid"]
+        statuses = {(int(row["launch.ranks"]), int(row["train.micro_batch"])): row["status"]
+                    for _, row in grid.iterrows()}
+        self.assertEqual(statuses, {(1, 2): "ok", (2, 2): "ok", (1, 64): "oom", (2, 64): "oom"})
+        for _, row in grid[grid["status"] == "oom"].iterrows():
+            self.assertIn("out of memory", row["reason"])
+        killed = df[df["sweep"] == "killed"].iloc[0]
+        self.assertEqual(killed["status"], "incomplete")
+        self.assertIn("killed", killed["reason"])
+        cut = df[df["tag"] == os.path.basename(self.cut)]
+        cut = cut[cut["sweep"].isna()].iloc[0]  # the copy has no manifest beside it
+        self.assertEqual(cut["status"], "incomplete")
+        self.assertIn("rank-00001.h5", cut["reason"])
+        self.assertIn("rank-00001.h5", r.stderr)  # the warning names the file
+
+    def test_metrics_match_what_bench_train_printed(self):
+        df, _ = self.table()
+        ok = df[(df["sweep"] == "grid") & (df["status"] == "ok")]
+        self.assertEqual(len(ok), 2)
+        for _, row in ok.iterrows():
+            summary = read_json(os.path.join(self.root, "grid", row["tag"], "summary.json"))
+            metrics = summary["metrics"]
+            for col in ("train_tokens_per_second", "step_time_median_s", "train_loss",
+                        "eval_loss", "tflops_per_device", "mem_peak_bytes", "mt_per_hour"):
+                self.assertAlmostEqual(row[col], metrics[col], delta=abs(metrics[col]) * 1e-12,
+                                       msg=col)
+            self.assertEqual(row["world_size"], row["launch.ranks"])
+            self.assertEqual(row["device"], "cpu")
+
+    def test_formats_output_file_and_options(self):
+        out = os.path.join(self.tmp, "t.json")
+        extract("-i", self.root, "-o", out)
+        rows = read_json(out)
+        self.assertEqual(len(rows), 6)
+        self.assertEqual({r["status"] for r in rows}, {"ok", "oom", "incomplete"})
+        r = extract("-i", self.root, "-o", out, check=3)  # never replaced without -f
+        self.assertIn("add -f", r.stderr)
+        extract("-i", self.root, "-o", out, "-f", "--format", "jsonl")
+        with open(out) as f:
+            self.assertEqual(len([json.loads(line) for line in f]), 6)
+        md = extract("-i", self.root, "--format", "md", "--drop-constant", "--keep",
+                     "model.preset").stdout.splitlines()
+        header = [c.strip() for c in md[0].strip("|").split("|")]
+        self.assertIn("model.preset", header)  # constant, kept
+        self.assertNotIn("data.seq_len", header)  # constant, dropped
+        self.assertIn("train.micro_batch", header)
+        self.assertEqual(len(md), 2 + 6)
+        extract("-i", self.root, "--strict", check=1)  # incomplete points fail --strict
+        r = extract("-i", os.path.join(self.tmp, "nowhere"), check=2)
+        self.assertIn("is not a directory", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
