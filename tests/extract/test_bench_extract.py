@@ -14,6 +14,7 @@ import sys
 import tempfile
 import time
 import unittest
+import xml.etree.ElementTree as ET
 
 import pandas as pd
 
@@ -22,6 +23,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests",
 from e2e import BENCH_SWEEP, BIN, ENV, bench_sweep, read_json  # noqa: E402
 
 BENCH_EXTRACT = os.path.join(BIN, "bench-extract")
+BENCH_PLOT = os.path.join(BIN, "bench-plot")
 
 BASE = """\
 base:
@@ -146,6 +148,62 @@ class Extract(unittest.TestCase):
         extract("-i", self.root, "--strict", check=1)  # incomplete points fail --strict
         r = extract("-i", os.path.join(self.tmp, "nowhere"), check=2)
         self.assertIn("is not a directory", r.stderr)
+
+    def test_each_plot_kind_renders_png_and_svg(self):
+        csv = os.path.join(self.tmp, "grid.csv")
+        extract("-i", os.path.join(self.root, "grid"), "-o", csv, "-f")
+        kinds = {"bar": ["--x", "train.micro_batch", "--hue", "launch.ranks"],
+                 "line": ["--x", "launch.ranks"],
+                 "scaling": ["--metric", "tokens_per_second_per_device"]}
+        for kind, args in kinds.items():
+            for ext in ("png", "svg"):
+                fig = os.path.join(self.tmp, f"{kind}.{ext}")
+                cmd = [BENCH_PLOT, "-i", csv, "-o", fig, "--kind", kind]
+                if "--metric" not in args:
+                    cmd += ["--metric", "train_tokens_per_second"]
+                r = subprocess.run(cmd + args, capture_output=True, text=True, timeout=120)
+                self.assertEqual(r.returncode, 0, f"{kind} {ext}: {r.stderr}")
+                self.assertIn("rows left out", r.stderr)  # the oom points are not plotted
+                with open(fig, "rb") as f:
+                    head = f.read()
+                if ext == "png":
+                    self.assertTrue(head.startswith(b"\x89PNG\r\n\x1a\n"), kind)
+                    self.assertGreater(len(head), 2000, kind)
+                else:
+                    root = ET.fromstring(head)
+                    self.assertTrue(root.tag.endswith("svg"), kind)
+                    self.assertIn(b"<path", head)
+        # --script keeps the gnuplot script and its data, which gnuplot runs again as they are.
+        script = os.path.join(self.tmp, "bar.gp")
+        subprocess.run([BENCH_PLOT, "-i", csv, "-o", os.path.join(self.tmp, "again.png"),
+                        "--metric", "train_loss", "--script", script], check=True,
+                       capture_output=True)
+        self.assertTrue(os.path.exists(script + ".dat"))
+        os.remove(os.path.join(self.tmp, "again.png"))
+        subprocess.run(["gnuplot", script], check=True, capture_output=True)
+        self.assertTrue(os.path.getsize(os.path.join(self.tmp, "again.png")) > 0)
+
+    def test_plot_errors_are_clear(self):
+        csv = os.path.join(self.tmp, "errors.csv")
+        extract("-i", os.path.join(self.root, "grid"), "-o", csv, "-f")
+        fig = os.path.join(self.tmp, "e.png")
+
+        def plot(*args, env=None):
+            return subprocess.run([BENCH_PLOT, "-i", csv, "-o", fig, *args], capture_output=True,
+                                  text=True, env=env, timeout=120)
+        r = plot("--metric", "train_tokens_per_secnd")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("did you mean 'train_tokens_per_second'", r.stderr)
+        self.assertIn("the columns are: sweep, tag,", r.stderr)
+        r = plot("--metric", "reason")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("nothing to plot", r.stderr)
+        r = plot("--metric", "model.preset")
+        self.assertIn("is not a numeric column", r.stderr)
+        r = plot("--metric", "train_loss", env={"PATH": "/nonexistent"})
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("gnuplot: error: not found", r.stderr)
+        self.assertFalse(os.path.exists(fig))
 
 
 if __name__ == "__main__":

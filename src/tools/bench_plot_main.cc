@@ -1,0 +1,11 @@
+// bench-plot: see src/plot/plot.h.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "plot/plot.h"
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  return sweepbench::bench_plot_main(args, std::cout, std::cerr);
+}

@@ -1,0 +1,86 @@
+// bench-plot's pieces without gnuplot: reading CSV, grouping repeats, and the script's shape.
+#include "plot/plot.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "support/expect_error.h"
+
+namespace sweepbench {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+TEST(ParseCsv, QuotesNewlinesAndRaggedRows) {
+  CsvTable t = parse_csv("a,b,c\n1,\"x, \"\"y\"\"\",\"two\nlines\"\r\n\n2,,3\n", "t.csv");
+  EXPECT_THAT(t.columns, ElementsAre("a", "b", "c"));
+  ASSERT_EQ(t.rows.size(), 2u);
+  EXPECT_THAT(t.rows[0], ElementsAre("1", "x, \"y\"", "two\nlines"));
+  EXPECT_THAT(t.rows[1], ElementsAre("2", "", "3"));
+  Error e = testing::error_of([] { parse_csv("a,b\n1,2\n3\n", "t.csv"); });
+  EXPECT_EQ(e.mark().str(), "t.csv:3");
+  EXPECT_THAT(e.message(), HasSubstr("1 fields, the header has 2"));
+}
+
+CsvTable results() {
+  return parse_csv(
+      "tag,status,mb,ranks,tps\n"
+      "a,ok,2,1,100\n"
+      "a,ok,2,1,120\n"  // a repeat
+      "b,ok,4,1,200\n"
+      "c,oom,8,1,\n"
+      "d,ok,2,2,180\n",
+      "r.csv");
+}
+
+TEST(PlotPoints, MeanAndStdOverRepeatsOnlyOkRows) {
+  PlotSpec spec;
+  spec.metric = "tps";
+  spec.x = "mb";
+  spec.hue = "ranks";
+  size_t left_out = 0;
+  std::vector<PlotPoint> p = plot_points(results(), spec, &left_out);
+  EXPECT_EQ(left_out, 1u);
+  ASSERT_EQ(p.size(), 3u);
+  EXPECT_EQ(p[0].x, "2");
+  EXPECT_EQ(p[0].hue, "1");
+  EXPECT_EQ(p[0].count, 2u);
+  EXPECT_DOUBLE_EQ(p[0].mean, 110);
+  EXPECT_NEAR(p[0].std, 14.142135623730951, 1e-12);
+  EXPECT_EQ(p[2].hue, "2");
+  spec.x = "nope";
+  Error e = testing::error_of([&] { plot_points(results(), spec, &left_out); });
+  EXPECT_THAT(e.hint(), HasSubstr("the columns are: tag, status, mb, ranks, tps"));
+}
+
+TEST(GnuplotScript, BarsPerHueAndAnIdealLineForScaling) {
+  PlotSpec spec;
+  spec.metric = "tps";
+  spec.x = "mb";
+  spec.hue = "ranks";
+  spec.output = "/o/f.png";
+  size_t left_out = 0;
+  std::string data;
+  std::string s = gnuplot_script(plot_points(results(), spec, &left_out), spec, "/o/d", &data);
+  EXPECT_THAT(s, HasSubstr("set terminal pngcairo"));
+  EXPECT_THAT(s, HasSubstr("plot \"/o/d\" using 2:3:xtic(1) title \"ranks=1\", \\\n"
+                           "    \"/o/d\" using 4:5 title \"ranks=2\"\n"));
+  EXPECT_EQ(data,
+            "# x\t1_mean\tstd\t2_mean\tstd\n"
+            "\"2\"\t110.0\t14.142135623730951\t180.0\t0.0\n"
+            "\"4\"\t200.0\t0.0\tNaN\tNaN\n");
+  spec.kind = "scaling";
+  spec.x = "ranks";
+  spec.hue = "";
+  spec.output = "/o/f.svg";
+  s = gnuplot_script(plot_points(results(), spec, &left_out), spec, "/o/d", &data);
+  EXPECT_THAT(s, HasSubstr("set terminal svg"));
+  EXPECT_THAT(s, HasSubstr("set logscale x 2\n"));
+  EXPECT_THAT(s, HasSubstr("with yerrorlines"));
+  EXPECT_THAT(s, HasSubstr(" * x / 1 with lines dt 2 lc rgb 'gray40' title 'ideal'"));
+}
+
+}  // namespace
+}  // namespace sweepbench
