@@ -1,7 +1,7 @@
 // What one rank measured in one run: the data model of DIR/rank-NNNNN.h5.
 //
 // Plain values, no HDF5 and no torch: bench-train fills it, rank_file.h writes it, and
-// bench-extract (later) reads it back. docs/results-format.md describes the file; a test reads it
+// bench-extract reads it back (rank_reader.h). docs/results-format.md describes the file; a test reads it
 // with h5py and checks that description.
 #pragma once
 
