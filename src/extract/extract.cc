@@ -14,6 +14,7 @@
 #include "core/schema.h"
 #include "core/text.h"
 #include "core/yaml_io.h"
+#include "extract/tool_main.h"
 #include "results/rank_reader.h"
 #include "results/summary.h"
 #include "run/point_state.h"
@@ -27,7 +28,7 @@ namespace fs = std::filesystem;
 namespace po = boost::program_options;
 
 const std::vector<std::string>& identity_columns() {
-  static const std::vector<std::string> c = {"sweep", "tag",    "index", "scenario",
+  static const std::vector<std::string> c = {"sweep",  "tag",    "index", "scenario",
                                              "repeat", "status", "reason"};
   return c;
 }
@@ -117,8 +118,8 @@ std::vector<std::string> find_point_dirs(const std::vector<std::string>& paths) 
       throw Error::input(Mark::in(p), "", "is not a directory", "give a results directory");
     }
     if (is_point_dir(p)) found.insert(fs::absolute(p).lexically_normal().string());
-    for (auto it = fs::recursive_directory_iterator(p, ec); it != fs::recursive_directory_iterator();
-         it.increment(ec)) {
+    for (auto it = fs::recursive_directory_iterator(p, ec);
+         it != fs::recursive_directory_iterator(); it.increment(ec)) {
       if (ec) break;
       if (!it->is_directory(ec)) continue;
       std::string name = it->path().filename().string();
@@ -234,8 +235,8 @@ ExtractTable extract_points(const std::vector<std::string>& point_dirs) {
 void drop_constant_columns(ExtractTable* t, const std::vector<std::string>& keep) {
   std::vector<std::string> kept;
   for (const std::string& c : t->columns) {
-    bool always = c == "tag" || c == "status" ||
-                  std::find(keep.begin(), keep.end(), c) != keep.end();
+    bool always =
+        c == "tag" || c == "status" || std::find(keep.begin(), keep.end(), c) != keep.end();
     std::set<std::string> values;
     for (const auto& row : t->rows) {
       auto it = row.find(c);
@@ -306,9 +307,12 @@ void print_table(const ExtractTable& t, ExtractFormat format, std::ostream& out)
       auto md = [](std::string s) {
         std::string o;
         for (char ch : s) {
-          if (ch == '|') o += "\\|";
-          else if (ch == '\n') o += ' ';
-          else o += ch;
+          if (ch == '|')
+            o += "\\|";
+          else if (ch == '\n')
+            o += ' ';
+          else
+            o += ch;
         }
         return o;
       };
@@ -351,67 +355,55 @@ Options:
 
 }  // namespace
 
-int bench_extract_main(const std::vector<std::string>& args, std::ostream& out,
-                       std::ostream& err) {
+int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description desc;
   desc.add_options()("help,h", "Show this help")(
       "input,i", po::value<std::vector<std::string>>()->multitoken()->composing(),
       "Results directories (searched recursively)")("output,o", po::value<std::string>(),
-                                                   "The output file; standard output if absent")(
+                                                    "The output file; standard output if absent")(
       "force,f", "Replace an existing output file")(
       "format", po::value<std::string>(), "csv, json, jsonl or md (default: from -o, else csv)")(
       "drop-constant", "Leave out columns with one value in every row")(
       "keep", po::value<std::vector<std::string>>()->composing(),
       "Keep this column even with --drop-constant (repeatable)")(
       "strict", "Exit 1 when a point is incomplete");
-  try {
-    po::variables_map vm;
-    po::store(po::command_line_parser(args).options(desc).run(), vm);
-    po::notify(vm);
-    if (vm.count("help")) {
-      out << kUsage << desc;
-      return 0;
-    }
-    if (!vm.count("input")) {
-      err << "bench-extract: error: no input given\nusage: bench-extract -i PATH [-o OUT]  "
-             "(bench-extract --help)\n";
-      return 2;
-    }
-    std::optional<std::string> output;
-    if (vm.count("output")) output = vm["output"].as<std::string>();
-    ExtractFormat format = vm.count("format") ? parse_extract_format(vm["format"].as<std::string>())
-                           : output           ? extract_format_of_path(*output)
-                                              : ExtractFormat::kCsv;
-    if (output && !vm.count("force") && fs::exists(*output)) {
-      throw Error(ErrorKind::kConflict, Mark::in(*output), "", "the output file exists",
-                  "add -f to replace it, or choose another -o");
-    }
-    ExtractTable table =
-        extract_points(find_point_dirs(vm["input"].as<std::vector<std::string>>()));
-    for (const std::string& w : table.warnings) err << "bench-extract: warning: " << w << "\n";
-    if (vm.count("drop-constant")) {
-      drop_constant_columns(&table, vm.count("keep") ? vm["keep"].as<std::vector<std::string>>()
-                                                     : std::vector<std::string>{});
-    }
-    std::ostringstream text;
-    print_table(table, format, text);
-    if (output) {
-      write_file_atomic(*output, text.str());
-      err << "bench-extract: " << plural(table.rows.size(), "point") << " written to " << *output
-          << (table.incomplete ? " (" + std::to_string(table.incomplete) + " incomplete)" : "")
-          << "\n";
-    } else {
-      out << text.str();
-    }
-    return vm.count("strict") && table.incomplete > 0 ? 1 : 0;
-  } catch (const Error& e) {
-    err << (e.mark().known() ? e.mark().str() + ": " : std::string("bench-extract: "))
-        << "error: " << e.detail() << "\n";
-    return exit_code_for(e.kind());
-  } catch (const po::error& e) {
-    err << "bench-extract: error: " << e.what() << " (bench-extract --help lists the options)\n";
-    return 2;
-  }
+  return run_tool(
+      "bench-extract", args, desc, kUsage, out, err, [&](const po::variables_map& vm) -> int {
+        if (!vm.count("input")) {
+          err << "bench-extract: error: no input given\nusage: bench-extract -i PATH [-o OUT]  "
+                 "(bench-extract --help)\n";
+          return 2;
+        }
+        std::optional<std::string> output;
+        if (vm.count("output")) output = vm["output"].as<std::string>();
+        ExtractFormat format = vm.count("format")
+                                   ? parse_extract_format(vm["format"].as<std::string>())
+                               : output ? extract_format_of_path(*output)
+                                        : ExtractFormat::kCsv;
+        if (output && !vm.count("force") && fs::exists(*output)) {
+          throw Error(ErrorKind::kConflict, Mark::in(*output), "", "the output file exists",
+                      "add -f to replace it, or choose another -o");
+        }
+        ExtractTable table =
+            extract_points(find_point_dirs(vm["input"].as<std::vector<std::string>>()));
+        for (const std::string& w : table.warnings) err << "bench-extract: warning: " << w << "\n";
+        if (vm.count("drop-constant")) {
+          drop_constant_columns(&table, vm.count("keep") ? vm["keep"].as<std::vector<std::string>>()
+                                                         : std::vector<std::string>{});
+        }
+        std::ostringstream text;
+        print_table(table, format, text);
+        if (output) {
+          write_file_atomic(*output, text.str());
+          err << "bench-extract: " << plural(table.rows.size(), "point") << " written to "
+              << *output
+              << (table.incomplete ? " (" + std::to_string(table.incomplete) + " incomplete)" : "")
+              << "\n";
+        } else {
+          out << text.str();
+        }
+        return vm.count("strict") && table.incomplete > 0 ? 1 : 0;
+      });
 }
 
 }  // namespace sweepbench

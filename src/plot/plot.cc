@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/fs.h"
 #include "core/text.h"
+#include "extract/tool_main.h"
 #include "results/summary.h"
 #include "run/process.h"
 
@@ -155,11 +156,11 @@ std::vector<PlotPoint> plot_points(const CsvTable& t, const PlotSpec& spec, size
     groups[key].push_back(*v);
   }
   if (groups.empty()) {
-    throw Error::input(Mark::in("--metric " + spec.metric), "",
-                       any_text ? "is not a numeric column"
-                                : "nothing to plot: no row with status ok has a value",
-                       any_text ? "choose a metric column such as train_tokens_per_second"
-                                : "check the CSV's status column (bench-extract)");
+    throw Error::input(
+        Mark::in("--metric " + spec.metric), "",
+        any_text ? "is not a numeric column" : "nothing to plot: no row with status ok has a value",
+        any_text ? "choose a metric column such as train_tokens_per_second"
+                 : "check the CSV's status column (bench-extract)");
   }
   std::vector<PlotPoint> points;
   for (const auto& key : order) {
@@ -221,16 +222,16 @@ std::string gnuplot_script(const std::vector<PlotPoint>& points, const PlotSpec&
       << "set style fill solid 0.8 border -1\nset boxwidth 0.9\nset xtics noenhanced\n";
     s << "plot";
     for (size_t k = 0; k < hues.size(); ++k) {
-      s << (k ? ", \\\n    " : " ") << data_file << " using " << (2 + 2 * k) << ":"
-        << (3 + 2 * k) << (k == 0 ? ":xtic(1)" : "") << " title " << title_of(hues[k]);
+      s << (k ? ", \\\n    " : " ") << data_file << " using " << (2 + 2 * k) << ":" << (3 + 2 * k)
+        << (k == 0 ? ":xtic(1)" : "") << " title " << title_of(hues[k]);
     }
     s << "\n";
   } else {
     if (!numeric_order(xs)) {
-      throw Error::input(Mark::in("--x " + spec.x), "",
-                         "a " + spec.kind + " plot needs a numeric x, and '" + spec.x +
-                             "' has text values",
-                         "use --kind bar, or another --x");
+      throw Error::input(
+          Mark::in("--x " + spec.x), "",
+          "a " + spec.kind + " plot needs a numeric x, and '" + spec.x + "' has text values",
+          "use --kind bar, or another --x");
     }
     if (spec.kind == "scaling") s << "set logscale x 2\n";
     std::string tics;
@@ -238,8 +239,8 @@ std::string gnuplot_script(const std::vector<PlotPoint>& points, const PlotSpec&
     s << "set xtics (" << tics << ")\nset offsets graph 0.05, graph 0.05, 0, 0\n";
     s << "plot";
     for (size_t k = 0; k < hues.size(); ++k) {
-      s << (k ? ", \\\n    " : " ") << data_file << " using 1:" << (2 + 2 * k) << ":"
-        << (3 + 2 * k) << " with yerrorlines lw 2 pt 7 title " << title_of(hues[k]);
+      s << (k ? ", \\\n    " : " ") << data_file << " using 1:" << (2 + 2 * k) << ":" << (3 + 2 * k)
+        << " with yerrorlines lw 2 pt 7 title " << title_of(hues[k]);
     }
     if (spec.kind == "scaling") {
       // Ideal: from the smallest world size, per-device numbers stay level and totals grow in
@@ -250,8 +251,9 @@ std::string gnuplot_script(const std::vector<PlotPoint>& points, const PlotSpec&
                           spec.metric.find("mfu") != std::string::npos ||
                           spec.metric.find("time") != std::string::npos;
         std::string x0 = xs.front();
-        s << ", \\\n    " << (per_device ? format_float_repr(base->mean)
-                                         : format_float_repr(base->mean) + " * x / " + x0)
+        s << ", \\\n    "
+          << (per_device ? format_float_repr(base->mean)
+                         : format_float_repr(base->mean) + " * x / " + x0)
           << " with lines dt 2 lc rgb 'gray40' title 'ideal'";
       }
     }
@@ -292,78 +294,69 @@ int bench_plot_main(const std::vector<std::string>& args, std::ostream& out, std
       "kind", po::value<std::string>()->default_value("bar"), "bar, line or scaling")(
       "title", po::value<std::string>(), "The title (default: the metric)")(
       "script", po::value<std::string>(), "Also write the gnuplot script here (and its data)");
-  try {
-    po::variables_map vm;
-    po::store(po::command_line_parser(args).options(desc).run(), vm);
-    po::notify(vm);
-    if (vm.count("help")) {
-      out << kUsage << desc;
-      return 0;
-    }
-    for (const char* required : {"input", "output", "metric"}) {
-      if (!vm.count(required)) {
-        err << "bench-plot: error: --" << required << " is missing\n"
-            << "usage: bench-plot -i results.csv -o fig.png --metric COL  (bench-plot --help)\n";
-        return 2;
-      }
-    }
-    PlotSpec spec;
-    spec.kind = vm["kind"].as<std::string>();
-    if (spec.kind != "bar" && spec.kind != "line" && spec.kind != "scaling") {
-      throw Error::input(Mark::in("--kind " + spec.kind), "", "unknown kind",
-                         "use bar, line or scaling");
-    }
-    spec.metric = vm["metric"].as<std::string>();
-    spec.output = fs::absolute(vm["output"].as<std::string>()).string();
-    spec.x = vm.count("x") ? vm["x"].as<std::string>()
-                           : (spec.kind == "scaling" ? "world_size" : "tag");
-    if (vm.count("hue")) spec.hue = vm["hue"].as<std::string>();
-    if (vm.count("title")) spec.title = vm["title"].as<std::string>();
-    terminal_for(spec.output);  // a bad extension is an error before any work
+  return run_tool(
+      "bench-plot", args, desc, kUsage, out, err, [&](const po::variables_map& vm) -> int {
+        for (const char* required : {"input", "output", "metric"}) {
+          if (!vm.count(required)) {
+            err << "bench-plot: error: --" << required << " is missing\n"
+                << "usage: bench-plot -i results.csv -o fig.png --metric COL  (bench-plot "
+                   "--help)\n";
+            return 2;
+          }
+        }
+        PlotSpec spec;
+        spec.kind = vm["kind"].as<std::string>();
+        if (spec.kind != "bar" && spec.kind != "line" && spec.kind != "scaling") {
+          throw Error::input(Mark::in("--kind " + spec.kind), "", "unknown kind",
+                             "use bar, line or scaling");
+        }
+        spec.metric = vm["metric"].as<std::string>();
+        spec.output = fs::absolute(vm["output"].as<std::string>()).string();
+        spec.x = vm.count("x") ? vm["x"].as<std::string>()
+                               : (spec.kind == "scaling" ? "world_size" : "tag");
+        if (vm.count("hue")) spec.hue = vm["hue"].as<std::string>();
+        if (vm.count("title")) spec.title = vm["title"].as<std::string>();
+        terminal_for(spec.output);  // a bad extension is an error before any work
 
-    std::string input = vm["input"].as<std::string>();
-    std::optional<std::string> text = read_file_if_exists(input);
-    if (!text) throw Error::input(Mark::in(input), "", "no such file", "give bench-extract's CSV");
-    CsvTable table = parse_csv(*text, input);
-    size_t left_out = 0;
-    std::vector<PlotPoint> points = plot_points(table, spec, &left_out);
+        std::string input = vm["input"].as<std::string>();
+        std::optional<std::string> text = read_file_if_exists(input);
+        if (!text)
+          throw Error::input(Mark::in(input), "", "no such file", "give bench-extract's CSV");
+        CsvTable table = parse_csv(*text, input);
+        size_t left_out = 0;
+        std::vector<PlotPoint> points = plot_points(table, spec, &left_out);
 
-    std::string script_path = vm.count("script")
-                                  ? fs::absolute(vm["script"].as<std::string>()).string()
-                                  : spec.output + ".gp";
-    std::string data_path = script_path + ".dat";
-    std::string data;
-    std::string script = gnuplot_script(points, spec, data_path, &data);
-    write_file_atomic(data_path, data);
-    write_file_atomic(script_path, script);
-    Captured run = capture_process({"gnuplot", script_path}, 120);
-    if (!vm.count("script")) {
-      std::error_code ec;
-      fs::remove(script_path, ec);
-      fs::remove(data_path, ec);
-    }
-    if (!run.started) {
-      throw Error::input(Mark::in("gnuplot"), "", "not found",
-                         "install gnuplot (Debian: gnuplot-nox; scripts/install-deps does)");
-    }
-    if (!run.ok()) {
-      throw Error(ErrorKind::kIo, Mark::in(spec.output), "",
-                  "gnuplot failed: " + trim(run.err.empty() ? run.out : run.err));
-    }
-    err << "bench-plot: " << spec.output << ": " << plural(points.size(), "value") << " of "
-        << spec.metric << (left_out ? ", " + std::to_string(left_out) + " rows left out (not ok "
-                                                                         "or no value)"
-                                    : "")
-        << (vm.count("script") ? "; script " + script_path : "") << "\n";
-    return 0;
-  } catch (const Error& e) {
-    err << (e.mark().known() ? e.mark().str() + ": " : std::string("bench-plot: ")) << "error: "
-        << e.detail() << "\n";
-    return exit_code_for(e.kind());
-  } catch (const po::error& e) {
-    err << "bench-plot: error: " << e.what() << " (bench-plot --help lists the options)\n";
-    return 2;
-  }
+        std::string script_path = vm.count("script")
+                                      ? fs::absolute(vm["script"].as<std::string>()).string()
+                                      : spec.output + ".gp";
+        std::string data_path = script_path + ".dat";
+        std::string data;
+        std::string script = gnuplot_script(points, spec, data_path, &data);
+        write_file_atomic(data_path, data);
+        write_file_atomic(script_path, script);
+        Captured run = capture_process({"gnuplot", script_path}, 120);
+        if (!vm.count("script")) {
+          std::error_code ec;
+          fs::remove(script_path, ec);
+          fs::remove(data_path, ec);
+        }
+        if (!run.started) {
+          throw Error::input(Mark::in("gnuplot"), "", "not found",
+                             "install gnuplot (Debian: gnuplot-nox; scripts/install-deps does)");
+        }
+        if (!run.ok()) {
+          throw Error(ErrorKind::kIo, Mark::in(spec.output), "",
+                      "gnuplot failed: " + trim(run.err.empty() ? run.out : run.err));
+        }
+        err << "bench-plot: " << spec.output << ": " << plural(points.size(), "value") << " of "
+            << spec.metric
+            << (left_out ? ", " + std::to_string(left_out) +
+                               " rows left out (not ok "
+                               "or no value)"
+                         : "")
+            << (vm.count("script") ? "; script " + script_path : "") << "\n";
+        return 0;
+      });
 }
 
 }  // namespace sweepbench

@@ -1,0 +1,31 @@
+#include "extract/tool_main.h"
+
+#include "core/error.h"
+
+namespace sweepbench {
+
+int run_tool(const std::string& tool, const std::vector<std::string>& args,
+             const boost::program_options::options_description& desc, const char* usage,
+             std::ostream& out, std::ostream& err,
+             const std::function<int(const boost::program_options::variables_map&)>& body) {
+  namespace po = boost::program_options;
+  try {
+    po::variables_map vm;
+    po::store(po::command_line_parser(args).options(desc).run(), vm);
+    po::notify(vm);
+    if (vm.count("help")) {
+      out << usage << desc;
+      return 0;
+    }
+    return body(vm);
+  } catch (const Error& e) {
+    err << (e.mark().known() ? e.mark().str() + ": " : tool + ": ") << "error: " << e.detail()
+        << "\n";
+    return exit_code_for(e.kind());
+  } catch (const po::error& e) {
+    err << tool << ": error: " << e.what() << " (" << tool << " --help lists the options)\n";
+    return 2;
+  }
+}
+
+}  // namespace sweepbench
