@@ -135,12 +135,13 @@ std::vector<std::string> find_point_dirs(const std::vector<std::string>& paths) 
   return {found.begin(), found.end()};
 }
 
-ExtractTable extract_points(const std::vector<std::string>& point_dirs) {
+ExtractTable extract_points(const std::vector<std::string>& point_dirs, double price_per_hour) {
   ExtractTable t;
   t.columns = identity_columns();
   for (const KeySpec& k : Schema::get().keys()) t.columns.push_back(k.path);
   t.columns.insert(t.columns.end(), {"world_size", "device"});
   for (const std::string& m : metric_columns()) t.columns.push_back(m);
+  t.columns.push_back("cost_usd_per_mtok");
   Manifests manifests(&t.warnings);
   for (const std::string& d : point_dirs) {
     fs::path dir(d);
@@ -223,13 +224,89 @@ ExtractTable extract_points(const std::vector<std::string>& point_dirs) {
     if (!ranks.empty() && incomplete.empty()) {
       row["world_size"] = Value::integer(ranks.front().world_size);
       row["device"] = Value::string(ranks.front().device_type);
+      double mt_per_hour = 0;
       for (const Metric& m : summarize(summary_input_from_ranks(ranks))) {
         row[m.name] = number_or_null(m.value);
+        if (m.name == "mt_per_hour") mt_per_hour = m.value;
+      }
+      double price = price_per_hour;
+      if (auto it = row.find("hardware.price_per_hour");
+          it != row.end() && it->second.is_number()) {
+        price = it->second.as_float();
+      }
+      if (price >= 0 && mt_per_hour > 0) {
+        row["cost_usd_per_mtok"] =
+            Value::real(price * static_cast<double>(ranks.front().world_size) / mt_per_hour);
       }
     }
     t.rows.push_back(std::move(row));
   }
   return t;
+}
+
+void group_repeats(ExtractTable* t) {
+  std::set<std::string> metrics(metric_columns().begin(), metric_columns().end());
+  metrics.insert("cost_usd_per_mtok");
+  std::set<std::string> not_key = {"tag", "index", "repeat", "status", "reason"};
+  not_key.insert(metrics.begin(), metrics.end());
+  std::vector<std::vector<size_t>> groups;
+  std::map<std::string, size_t> group_of;
+  for (size_t i = 0; i < t->rows.size(); ++i) {
+    std::string key;
+    for (const std::string& c : t->columns) {
+      if (not_key.count(c) != 0) continue;
+      auto it = t->rows[i].find(c);
+      key += c + "=" + (it == t->rows[i].end() ? "" : cell_text(it->second)) + "\n";
+    }
+    auto [it, fresh] = group_of.emplace(key, groups.size());
+    if (fresh) groups.emplace_back();
+    groups[it->second].push_back(i);
+  }
+  std::vector<std::map<std::string, Value>> rows;
+  for (const std::vector<size_t>& g : groups) {
+    std::map<std::string, Value> row = t->rows[g.front()];
+    std::vector<size_t> ok;
+    for (size_t i : g) {
+      if (cell_text(t->rows[i]["status"]) == "ok") ok.push_back(i);
+    }
+    row["repeats"] = Value::integer(static_cast<std::int64_t>(g.size()));
+    if (ok.size() != g.size()) {
+      for (size_t i : g) {
+        if (cell_text(t->rows[i]["status"]) != "ok") {
+          row["status"] = t->rows[i]["status"];
+          row["reason"] =
+              Value::string(std::to_string(ok.size()) + " of " + std::to_string(g.size()) +
+                            " repeats ok; " + cell_text(t->rows[i]["reason"]));
+          break;
+        }
+      }
+    }
+    for (const std::string& m : metrics) {
+      std::vector<double> values;
+      for (size_t i : ok) {
+        auto it = t->rows[i].find(m);
+        if (it != t->rows[i].end() && it->second.is_number())
+          values.push_back(it->second.as_float());
+      }
+      row.erase(m);
+      if (!values.empty()) {
+        row[m] = Value::real(mean(values));
+        row[m + "_std"] = Value::real(stddev(values));
+      }
+    }
+    rows.push_back(std::move(row));
+  }
+  std::vector<std::string> columns;
+  for (const std::string& c : t->columns) {
+    if (c == "repeat") {
+      columns.push_back("repeats");
+    } else {
+      columns.push_back(c);
+      if (metrics.count(c) != 0) columns.push_back(c + "_std");
+    }
+  }
+  t->columns = columns;
+  t->rows = rows;
 }
 
 void drop_constant_columns(ExtractTable* t, const std::vector<std::string>& keep) {
@@ -335,14 +412,17 @@ namespace {
 
 const char* const kUsage = R"(bench-extract: results trees to one table, one row per point.
 Usage: bench-extract -i PATH [PATH...] [-o OUT] [-f] [--format csv|json|jsonl|md]
-                     [--drop-constant] [--keep COL]... [--strict]
+                     [--drop-constant] [--keep COL]... [--group-repeats]
+                     [--price-per-hour X] [--strict]
 Searches each PATH for point directories (a config.yaml, status.json or rank-NNNNN.h5 files;
 attempts/ is history and left out) and prints one row per point: sweep, tag, index, scenario,
 repeat, status, reason, every config key as a dotted column, world_size, device, then the
 metrics of docs/metrics.md computed from every rank's file (the slowest rank's step times,
 warm-up left out). Points that failed, ran out of memory or timed out are rows with their status
 and reason; a rank file that cannot be read gives a warning naming it and a row with status
-incomplete.
+incomplete. --group-repeats gives one row per point over its repeats (mean, and a _std column
+per metric); --price-per-hour (USD per device-hour, unless the point's hardware.price_per_hour
+says) fills cost_usd_per_mtok.
 Output: -o OUT (format from its extension unless --format; an existing file is refused unless
 -f; written whole or not at all), else standard output (CSV unless --format).
 Examples:
@@ -366,7 +446,10 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
       "drop-constant", "Leave out columns with one value in every row")(
       "keep", po::value<std::vector<std::string>>()->composing(),
       "Keep this column even with --drop-constant (repeatable)")(
-      "strict", "Exit 1 when a point is incomplete");
+      "strict", "Exit 1 when a point is incomplete")(
+      "group-repeats", "One row per point over its repeats: mean and _std columns")(
+      "price-per-hour", po::value<double>(),
+      "USD per device-hour for cost_usd_per_mtok (hardware.price_per_hour wins)");
   return run_tool(
       "bench-extract", args, desc, kUsage, out, err, [&](const po::variables_map& vm) -> int {
         if (!vm.count("input")) {
@@ -384,9 +467,14 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
           throw Error(ErrorKind::kConflict, Mark::in(*output), "", "the output file exists",
                       "add -f to replace it, or choose another -o");
         }
+        double price = vm.count("price-per-hour") ? vm["price-per-hour"].as<double>() : -1;
+        if (vm.count("price-per-hour") && !(price >= 0)) {
+          throw Error::input(Mark::in("--price-per-hour"), "", "must be 0 or more");
+        }
         ExtractTable table =
-            extract_points(find_point_dirs(vm["input"].as<std::vector<std::string>>()));
+            extract_points(find_point_dirs(vm["input"].as<std::vector<std::string>>()), price);
         for (const std::string& w : table.warnings) err << "bench-extract: warning: " << w << "\n";
+        if (vm.count("group-repeats")) group_repeats(&table);
         if (vm.count("drop-constant")) {
           drop_constant_columns(&table, vm.count("keep") ? vm["keep"].as<std::vector<std::string>>()
                                                          : std::vector<std::string>{});

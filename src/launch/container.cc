@@ -44,9 +44,7 @@ std::vector<Bind> binds_of(const ContainerSpec& spec, const ContainerContext& ct
   return out;
 }
 
-std::string bind_text(const Bind& b) {
-  return b.src + ":" + b.dst + (b.read_only ? ":ro" : "");
-}
+std::string bind_text(const Bind& b) { return b.src + ":" + b.dst + (b.read_only ? ":ro" : ""); }
 
 bool under_tmp(const std::string& path) { return path == "/tmp" || starts_with(path, "/tmp/"); }
 
@@ -133,8 +131,8 @@ class PodmanPlatform : public ContainerPlatform {
   std::string program() const override { return "podman"; }
   std::vector<std::string> wrap(const ContainerSpec& spec, const ContainerContext& ctx,
                                 const std::vector<std::string>& inner) const override {
-    std::vector<std::string> argv = {"podman", "run", "--rm", "--network=host", "--ipc=host",
-                                     "--pid=host"};
+    std::vector<std::string> argv = {"podman",         "run",        "--rm",
+                                     "--network=host", "--ipc=host", "--pid=host"};
     if (ctx.gpus) argv.push_back("--device=nvidia.com/gpu=all");
     for (const Bind& b : binds_of(spec, ctx)) argv.push_back("--volume=" + bind_text(b));
     for (const std::string& name : ctx.env_keep) argv.push_back("--env=" + name);
@@ -253,13 +251,19 @@ const std::vector<std::string>& default_env_keep() {
   // What a rank needs from its launcher (SLURM, Open MPI, PMIx, MPICH/Hydra), which GPUs it may
   // use, the runtimes' own markers (bench-train records the container from them), the locale
   // and the home directory, and sweepbench's own settings.
-  static const std::vector<std::string> keep = {
-      "SLURM_*",       "SLURMD_*",     "OMPI_*",   "PMIX_*",     "PMI_*",
-      "PRTE_*",        "OPAL_*",       "HYDRA_*",  "MPI_LOCAL*", "CUDA_VISIBLE_DEVICES",
-      "NVIDIA_*",      "ROCR_VISIBLE_DEVICES",     "APPTAINER_*", "SINGULARITY_*",
-      "CH_RUNNING",    "container",    "ENROOT_*", "PYXIS_*",    "HOME",
-      "USER",          "LANG",         "LC_ALL",   "TZ",         "TMPDIR",
-      "SWEEPBENCH_*"};
+  static const std::vector<std::string> keep = {"SLURM_*",     "SLURMD_*",
+                                                "OMPI_*",      "PMIX_*",
+                                                "PMI_*",       "PRTE_*",
+                                                "OPAL_*",      "HYDRA_*",
+                                                "MPI_LOCAL*",  "CUDA_VISIBLE_DEVICES",
+                                                "NVIDIA_*",    "ROCR_VISIBLE_DEVICES",
+                                                "APPTAINER_*", "SINGULARITY_*",
+                                                "CH_RUNNING",  "container",
+                                                "ENROOT_*",    "PYXIS_*",
+                                                "HOME",        "USER",
+                                                "LANG",        "LC_ALL",
+                                                "TZ",          "TMPDIR",
+                                                "SWEEPBENCH_*"};
   return keep;
 }
 
@@ -282,10 +286,10 @@ void check_container(const ContainerSpec& spec, const ContainerContext& ctx,
     throw Error::input(Mark::in(where), "container.runtime",
                        "container.runtime '" + spec.runtime + "' needs '" + needed +
                            "', which is not on PATH here",
-                       found.empty() ? "this machine has none of " +
-                                           join(container_runtime_names(), ", ") +
-                                           "; install one, or use container.runtime: none"
-                                     : "found here: " + join(found, ", "));
+                       found.empty()
+                           ? "this machine has none of " + join(container_runtime_names(), ", ") +
+                                 "; install one, or use container.runtime: none"
+                           : "found here: " + join(found, ", "));
   }
   if (image_is_path(spec.runtime, spec.image)) {
     std::error_code ec;

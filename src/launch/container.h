@@ -38,9 +38,9 @@ struct ContainerSpec {
 
 // What the platform needs to know about the point besides its container section.
 struct ContainerContext {
-  bool gpus = false;                 // launch.gpus_per_rank > 0
-  std::string out_dir;               // the point's directory, bound at the same path
-  std::vector<std::string> env_keep; // the variables bench-train keeps inside (globs)
+  bool gpus = false;                  // launch.gpus_per_rank > 0
+  std::string out_dir;                // the point's directory, bound at the same path
+  std::vector<std::string> env_keep;  // the variables bench-train keeps inside (globs)
 };
 
 class ContainerPlatform {
@@ -57,9 +57,7 @@ class ContainerPlatform {
     return {};
   }
   // Environment the launcher must carry for the container (pyxis reads container.env from it).
-  virtual std::map<std::string, std::string> launcher_env(const ContainerSpec&) const {
-    return {};
-  }
+  virtual std::map<std::string, std::string> launcher_env(const ContainerSpec&) const { return {}; }
   // `inner` (the program and its arguments, as run inside the container) wrapped in the runtime.
   virtual std::vector<std::string> wrap(const ContainerSpec& spec, const ContainerContext& ctx,
                                         const std::vector<std::string>& inner) const = 0;

@@ -37,8 +37,7 @@ struct PlotPoint {
 
 // Groups the ok rows; Error(kInput) for an unknown column (listing the columns), a metric that is
 // not numeric, or nothing to plot. `left_out` counts rows that are not ok or have no value.
-std::vector<PlotPoint> plot_points(const CsvTable& table, const PlotSpec& spec,
-                                   size_t* left_out);
+std::vector<PlotPoint> plot_points(const CsvTable& table, const PlotSpec& spec, size_t* left_out);
 
 // The gnuplot script that draws `points` from the data file `data_path` into spec.output; the
 // data file's text goes to *data.

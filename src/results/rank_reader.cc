@@ -204,7 +204,7 @@ void take(const std::optional<T>& value, U* out) {
 RankRead read_rank_file(const std::string& path) {
   RankRead read;
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);  // problems are reported, not printed by HDF5
-  if (H5Fis_hdf5(path.c_str()) <= 0) {  // H5Fis_accessible is 1.12+; Debian 12 has 1.10
+  if (H5Fis_hdf5(path.c_str()) <= 0) {          // H5Fis_accessible is 1.12+; Debian 12 has 1.10
     read.problems.push_back("not an HDF5 file (cut short, or not a result)");
     return read;
   }
@@ -306,8 +306,8 @@ RankRead read_rank_file(const std::string& path) {
       steps_ok = true;
       auto check = [&](const auto& column, const char* name) {
         if (column && column->size() != n) {
-          in.problem(p + name, std::to_string(column->size()) + " values for " +
-                                   std::to_string(n) + " steps");
+          in.problem(p + name, std::to_string(column->size()) + " values for " + std::to_string(n) +
+                                   " steps");
           steps_ok = false;
         }
       };

@@ -11,9 +11,9 @@ namespace sweepbench {
 namespace {
 
 // squeue -t all lists ended jobs too; these are the ones still to run or running.
-const char* const kLiveStates[] = {"PENDING",    "RUNNING",      "CONFIGURING", "COMPLETING",
-                                   "SUSPENDED",  "REQUEUED",     "REQUEUE_FED", "REQUEUE_HOLD",
-                                   "RESIZING",   "SIGNALING",    "STAGE_OUT",   "STOPPED",
+const char* const kLiveStates[] = {"PENDING",      "RUNNING",   "CONFIGURING", "COMPLETING",
+                                   "SUSPENDED",    "REQUEUED",  "REQUEUE_FED", "REQUEUE_HOLD",
+                                   "RESIZING",     "SIGNALING", "STAGE_OUT",   "STOPPED",
                                    "RESV_DEL_HOLD"};
 
 std::vector<std::string> split(const std::string& line, char sep) {
@@ -38,8 +38,8 @@ bool is_live_slurm_state(const std::string& state) {
 
 std::optional<PointStatus> status_of_slurm_state(const std::string& state) {
   if (state == "RUNNING" || state == "COMPLETING" || state == "CONFIGURING" ||
-      state == "SIGNALING" || state == "STAGE_OUT" || state == "SUSPENDED" ||
-      state == "STOPPED" || state == "RESIZING") {
+      state == "SIGNALING" || state == "STAGE_OUT" || state == "SUSPENDED" || state == "STOPPED" ||
+      state == "RESIZING") {
     return PointStatus::kRunning;
   }
   if (is_live_slurm_state(state)) return PointStatus::kPending;

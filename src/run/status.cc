@@ -63,14 +63,15 @@ PointView merge_point_state(const PointEvidence& e, const std::optional<SlurmJob
     if (auto job = lookup(slurm, r->slurm_job_id)) {
       if (is_live_slurm_state(job->state)) return v;
       v.status = status_of_slurm_state(job->state).value_or(PointStatus::kFailed);
-      v.note = described(r->slurm_job_id, *job) + ": the job ended before its runner could "
+      v.note = described(r->slurm_job_id, *job) +
+               ": the job ended before its runner could "
                "record the point";
       return v;
     }
     if (!e.claim || e.claim_holder_dead) {
       v.status = PointStatus::kCancelled;
-      v.note = "its runner (" + (e.claim ? e.claim->describe() : r->host + ":" +
-                                                                    std::to_string(r->pid)) +
+      v.note = "its runner (" +
+               (e.claim ? e.claim->describe() : r->host + ":" + std::to_string(r->pid)) +
                ") is gone; `bench-sweep run` runs it again";
     }
     return v;
@@ -78,9 +79,9 @@ PointView merge_point_state(const PointEvidence& e, const std::optional<SlurmJob
   if (r && r->status == PointStatus::kCancelled) {
     // SLURM knows better why the job was stopped: the runner only saw a SIGTERM.
     if (auto job = lookup(slurm, r->slurm_job_id)) {
-      if (auto s = status_of_slurm_state(job->state);
-          s == PointStatus::kPreempted || s == PointStatus::kNodeFail ||
-          s == PointStatus::kTimeout) {
+      if (auto s = status_of_slurm_state(job->state); s == PointStatus::kPreempted ||
+                                                      s == PointStatus::kNodeFail ||
+                                                      s == PointStatus::kTimeout) {
         v.status = *s;
         v.note = described(r->slurm_job_id, *job) + "; " + r->reason;
       }
@@ -178,7 +179,8 @@ void print_status(const StatusReport& report, const std::string& out_dir, bool j
     root.set("points", list);
     Value totals = Value::map();
     for (PointStatus s : all_point_statuses()) {
-      if (counts[s] > 0) totals.set(to_string(s), Value::integer(static_cast<std::int64_t>(counts[s])));
+      if (counts[s] > 0)
+        totals.set(to_string(s), Value::integer(static_cast<std::int64_t>(counts[s])));
     }
     root.set("totals", totals);
     out << emit_json(root, 2, false) << "\n";
@@ -186,8 +188,10 @@ void print_status(const StatusReport& report, const std::string& out_dir, bool j
   }
   size_t tag_width = 3;
   for (const PointView& p : report.points) tag_width = std::max(tag_width, p.tag.size());
-  out << std::setw(5) << "index" << "  " << std::left << std::setw(9) << "status" << "  "
-      << std::setw(static_cast<int>(tag_width)) << "tag" << "  " << std::setw(10) << "job"
+  out << std::setw(5) << "index"
+      << "  " << std::left << std::setw(9) << "status"
+      << "  " << std::setw(static_cast<int>(tag_width)) << "tag"
+      << "  " << std::setw(10) << "job"
       << "  note" << std::right << "\n";
   for (const PointView& p : report.points) {
     out << std::setw(5) << p.index << "  " << std::left << std::setw(9) << to_string(p.status)
@@ -198,7 +202,9 @@ void print_status(const StatusReport& report, const std::string& out_dir, bool j
   for (PointStatus s : all_point_statuses()) {
     if (counts[s] > 0) out << " " << to_string(s) << " " << counts[s];
   }
-  out << (report.slurm_answered || !report.slurm_asked ? "" : " (SLURM did not answer: from the directory alone)")
+  out << (report.slurm_answered || !report.slurm_asked
+              ? ""
+              : " (SLURM did not answer: from the directory alone)")
       << "\n";
 }
 

@@ -30,9 +30,9 @@ void check_directive_value(const std::string& value, const std::string& key,
     if (u < 0x20 || u == 0x7f || c == ' ' || c == '"' || c == '\'' || c == '\\') {
       throw Error::input(Mark::in(sweep_path), key,
                          "the value '" + value + "' cannot go into an #SBATCH line: it holds " +
-                             (c == ' '    ? std::string("a space")
-                              : u < 0x20  ? std::string("a control character")
-                                          : std::string("the character ") + c),
+                             (c == ' '   ? std::string("a space")
+                              : u < 0x20 ? std::string("a control character")
+                                         : std::string("the character ") + c),
                          "SLURM names, times and sizes have no spaces or quotes; use one "
                          "without them");
     }
@@ -109,7 +109,8 @@ std::map<std::string, std::string> submitted_tasks(const std::string& out_dir) {
   for (const Value& e : points->items()) {
     const Value* tag = e.find("tag");
     const Value* job = e.find("slurm_job");
-    if (tag && job && tag->is_string() && job->is_string()) out[tag->as_string()] = job->as_string();
+    if (tag && job && tag->is_string() && job->is_string())
+      out[tag->as_string()] = job->as_string();
   }
   return out;
 }
@@ -183,8 +184,9 @@ std::vector<ArrayJob> group_into_arrays(const std::vector<const SweepPoint*>& po
   for (const ArrayJob& g : groups) {
     for (size_t start = 0; start < g.points.size(); start += chunk) {
       size_t end = std::min(g.points.size(), start + chunk);
-      arrays.push_back(ArrayJob{g.options, {g.points.begin() + static_cast<long>(start),
-                                            g.points.begin() + static_cast<long>(end)}});
+      arrays.push_back(ArrayJob{g.options,
+                                {g.points.begin() + static_cast<long>(start),
+                                 g.points.begin() + static_cast<long>(end)}});
     }
   }
   return arrays;
@@ -217,10 +219,10 @@ SubmitReport submit_sweep(const Plan& plan, const SubmitOptions& o, std::ostream
   std::vector<std::string> queued_ids;
   for (const auto& [tag, task] : queued) queued_ids.push_back(task);
   std::sort(queued_ids.begin(), queued_ids.end());
-  queued_ids.erase(std::unique(queued_ids.begin(), queued_ids.end(), [](auto& a, auto& b) {
-                     return slurm_base_job_id(a) == slurm_base_job_id(b);
-                   }),
-                   queued_ids.end());
+  queued_ids.erase(
+      std::unique(queued_ids.begin(), queued_ids.end(),
+                  [](auto& a, auto& b) { return slurm_base_job_id(a) == slurm_base_job_id(b); }),
+      queued_ids.end());
   SlurmJobStates live = query_slurm_jobs(queued_ids).value_or(SlurmJobStates{});
   out << "# bench-sweep submit: sweep " << plan.sweep_name << ", out " << o.out_dir
       << (o.dry_run ? " (dry run: nothing is written or submitted)" : "") << "\n";
@@ -262,13 +264,12 @@ SubmitReport submit_sweep(const Plan& plan, const SubmitOptions& o, std::ostream
       out << "# scontrol did not answer: MaxArraySize " << kDefaultMaxArraySize << " assumed\n";
     }
   }
-  std::vector<ArrayJob> arrays = group_into_arrays(points, plan.sweep_name, plan.sweep_path,
-                                                   max_array);
+  std::vector<ArrayJob> arrays =
+      group_into_arrays(points, plan.sweep_name, plan.sweep_path, max_array);
   fs::path submit_dir = root / "submit";
   fs::path log_dir = submit_dir / "logs";
   check_directive_value(log_dir.string(), "--out", o.out_dir);  // it goes into --output
-  std::vector<std::string> run_argv = {o.bench_sweep, "run", o.sweep_path, "--out",
-                                       root.string()};
+  std::vector<std::string> run_argv = {o.bench_sweep, "run", o.sweep_path, "--out", root.string()};
   run_argv.insert(run_argv.end(), o.run_args.begin(), o.run_args.end());
   if (o.force) run_argv.push_back("--force");
   if (o.retry_failed) run_argv.push_back("--retry-failed");
@@ -276,18 +277,17 @@ SubmitReport submit_sweep(const Plan& plan, const SubmitOptions& o, std::ostream
   std::string stamp = compact_stamp();
   for (size_t g = 0; g < arrays.size(); ++g) {
     const ArrayJob& job = arrays[g];
-    std::string path = o.dry_run ? (submit_dir / (stamp + "-" + std::to_string(g + 1) + ".sbatch"))
-                                       .string()
-                                 : unique_script_path(submit_dir, stamp + "-" +
-                                                                      std::to_string(g + 1));
-    std::string header =
-        "# Written by `bench-sweep submit` at " + utc_now_iso8601() + ": sweep " +
-        plan.sweep_name + ", " + plural(job.points.size(), "point") +
-        " asking for the same resources, one array task each.\n"
-        "# `sbatch " + path + "` submits it again; points already ok are kept.\n";
+    std::string path =
+        o.dry_run ? (submit_dir / (stamp + "-" + std::to_string(g + 1) + ".sbatch")).string()
+                  : unique_script_path(submit_dir, stamp + "-" + std::to_string(g + 1));
+    std::string header = "# Written by `bench-sweep submit` at " + utc_now_iso8601() + ": sweep " +
+                         plan.sweep_name + ", " + plural(job.points.size(), "point") +
+                         " asking for the same resources, one array task each.\n"
+                         "# `sbatch " +
+                         path + "` submits it again; points already ok are kept.\n";
     std::string script = array_script(job, run_argv, o.max_parallel, log_dir.string(), header);
-    out << "# array " << (g + 1) << "/" << arrays.size() << ": " << plural(job.points.size(), "point")
-        << ", " << join(job.options, " ") << "\n";
+    out << "# array " << (g + 1) << "/" << arrays.size() << ": "
+        << plural(job.points.size(), "point") << ", " << join(job.options, " ") << "\n";
     if (o.dry_run) {
       out << "# ---- " << path << " ----\n" << script << "# ---- end ----\n";
       out << shell_join({"sbatch", "--parsable", path}) << "\n";

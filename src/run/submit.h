@@ -23,10 +23,10 @@ struct SubmitOptions {
   bool force = false;
   bool retry_failed = false;
   bool dry_run = false;
-  long max_parallel = 0;                // %K on each array; 0: no throttle
-  std::string bench_sweep;              // the bench-sweep the jobs run
-  std::vector<std::string> run_args;    // passed on to `bench-sweep run` (--scenario, --set, ...)
-  long max_array_size = 0;              // 0: ask scontrol
+  long max_parallel = 0;              // %K on each array; 0: no throttle
+  std::string bench_sweep;            // the bench-sweep the jobs run
+  std::vector<std::string> run_args;  // passed on to `bench-sweep run` (--scenario, --set, ...)
+  long max_array_size = 0;            // 0: ask scontrol
 };
 
 // One array job: the #SBATCH options its points share, and its points in task order.

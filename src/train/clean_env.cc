@@ -55,7 +55,8 @@ void reexec_with_kept_environment(int argc, char** argv) {
   // the list kept the caller's.
   bool has_path = false;
   for (const std::string& e : kept) has_path = has_path || e.rfind("PATH=", 0) == 0;
-  if (!has_path) kept.push_back("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+  if (!has_path)
+    kept.push_back("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
   std::vector<char*> new_argv, new_env;
   for (std::string& a : args) new_argv.push_back(a.data());
   new_argv.push_back(nullptr);

@@ -60,6 +60,10 @@ class Extract(unittest.TestCase):
         # 1 and 2 ranks; micro batch 64 runs out of the 24 MB budget.
         s = write_sweep(tmp, "grid", "axes:\n  launch.ranks: [1, 2]\n  train.micro_batch: [2, 64]\n")
         bench_sweep("run", s, "--out", os.path.join(cls.root, "grid"), check=1)
+        # Two repeats of one point, outside the tree the other tests count.
+        s = write_sweep(tmp, "rep", "repeats: 2\naxes:\n  train.micro_batch: [2]\n")
+        cls.rep = os.path.join(tmp, "rep")
+        bench_sweep("run", s, "--out", cls.rep, check=0)
         # A point killed while it runs, runner and all, as a crash or a lost node would.
         s = write_sweep(tmp, "killed", "axes:\n  train.micro_batch: [2]\n", steps=100000)
         out = os.path.join(cls.root, "killed")
@@ -148,6 +152,22 @@ class Extract(unittest.TestCase):
         extract("-i", self.root, "--strict", check=1)  # incomplete points fail --strict
         r = extract("-i", os.path.join(self.tmp, "nowhere"), check=2)
         self.assertIn("is not a directory", r.stderr)
+
+    def test_group_repeats_and_cost(self):
+        df = pd.read_csv(io.StringIO(extract("-i", self.rep, "--price-per-hour", "2.5").stdout))
+        self.assertEqual(list(df["repeat"]), [0, 1])
+        for _, row in df.iterrows():
+            self.assertAlmostEqual(row["cost_usd_per_mtok"],
+                                   2.5 * row["world_size"] / row["mt_per_hour"])
+        g = pd.read_csv(io.StringIO(extract("-i", self.rep, "--group-repeats").stdout))
+        self.assertEqual(len(g), 1)
+        self.assertEqual(g["repeats"][0], 2)
+        self.assertEqual(g["status"][0], "ok")
+        tps = df["train_tokens_per_second"]
+        self.assertAlmostEqual(g["train_tokens_per_second"][0], tps.mean())
+        self.assertAlmostEqual(g["train_tokens_per_second_std"][0], tps.std())  # n - 1
+        self.assertNotIn("repeat", g.columns)
+        self.assertTrue(g["cost_usd_per_mtok"].isna().all())  # no price given
 
     def test_each_plot_kind_renders_png_and_svg(self):
         csv = os.path.join(self.tmp, "grid.csv")
