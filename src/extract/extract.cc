@@ -101,6 +101,51 @@ class Manifests {
 
 Value number_or_null(double v) { return std::isfinite(v) ? Value::real(v) : Value::null(); }
 
+const char* const kMemoryColumns[] = {"mem_torch_mem_alloc_in_bytes",
+                                      "mem_peak_torch_mem_alloc_in_bytes",
+                                      "mem_nvidia_mem_reserved", "cpu_percent_mean", "ram_peak_mb"};
+
+// The memory columns of docs/extract.md into `row`: fms-acceleration's from rank 0's stages (as
+// the Hugging Face Trainer logs rank 0 only), the sampler's over every rank.
+void memory_columns(const std::vector<RankResult>& ranks, std::map<std::string, Value>* row) {
+  const RankResult* rank0 = &ranks.front();
+  for (const RankResult& r : ranks) {
+    if (r.rank == 0) rank0 = &r;
+  }
+  const StageMemory* before = nullptr;
+  std::map<std::string, const StageMemory*> stage;
+  for (const StageMemory& m : rank0->memory_stages) {
+    stage[m.stage] = &m;
+    if (m.stage == "before_init") before = &m;
+  }
+  if (before != nullptr && stage.count("init") != 0 && stage.count("train") != 0) {
+    auto alloc = [](const StageMemory* m) { return static_cast<double>(m->end - m->begin); };
+    auto peaked = [](const StageMemory* m) {
+      return static_cast<double>(std::max<std::int64_t>(0, m->peak - m->end));
+    };
+    double base = static_cast<double>(before->end);
+    const StageMemory* init = stage["init"];
+    const StageMemory* train = stage["train"];
+    (*row)["mem_torch_mem_alloc_in_bytes"] = Value::real(base + alloc(init) + alloc(train));
+    (*row)["mem_peak_torch_mem_alloc_in_bytes"] =
+        Value::real(base + alloc(init) + peaked(init) + alloc(train) + peaked(train));
+  }
+  std::vector<double> reserved, cpu;
+  double ram_peak = -1;
+  for (const RankResult& r : ranks) {
+    const std::vector<std::int64_t>& dev = r.samples.device_bytes;
+    if (r.samples.device_source == "nvml" && !dev.empty()) {
+      reserved.push_back(
+          static_cast<double>(*std::max_element(dev.begin(), dev.end()) - dev.front()));
+    }
+    cpu.insert(cpu.end(), r.samples.cpu_percent.begin(), r.samples.cpu_percent.end());
+    for (double mb : r.samples.ram_used_mb) ram_peak = std::max(ram_peak, mb);
+  }
+  if (!reserved.empty()) (*row)["mem_nvidia_mem_reserved"] = Value::real(mean(reserved));
+  if (!cpu.empty()) (*row)["cpu_percent_mean"] = Value::real(mean(cpu));
+  if (ram_peak >= 0) (*row)["ram_peak_mb"] = Value::real(ram_peak);
+}
+
 std::string cell_text(const Value& v) {
   if (v.is_null()) return "";
   if (v.is_string()) return v.as_string();
@@ -141,6 +186,7 @@ ExtractTable extract_points(const std::vector<std::string>& point_dirs, double p
   for (const KeySpec& k : Schema::get().keys()) t.columns.push_back(k.path);
   t.columns.insert(t.columns.end(), {"world_size", "device"});
   for (const std::string& m : metric_columns()) t.columns.push_back(m);
+  for (const char* m : kMemoryColumns) t.columns.push_back(m);
   t.columns.push_back("cost_usd_per_mtok");
   Manifests manifests(&t.warnings);
   for (const std::string& d : point_dirs) {
@@ -229,6 +275,7 @@ ExtractTable extract_points(const std::vector<std::string>& point_dirs, double p
         row[m.name] = number_or_null(m.value);
         if (m.name == "mt_per_hour") mt_per_hour = m.value;
       }
+      memory_columns(ranks, &row);
       double price = price_per_hour;
       if (auto it = row.find("hardware.price_per_hour");
           it != row.end() && it->second.is_number()) {
@@ -246,6 +293,7 @@ ExtractTable extract_points(const std::vector<std::string>& point_dirs, double p
 
 void group_repeats(ExtractTable* t) {
   std::set<std::string> metrics(metric_columns().begin(), metric_columns().end());
+  metrics.insert(std::begin(kMemoryColumns), std::end(kMemoryColumns));
   metrics.insert("cost_usd_per_mtok");
   std::set<std::string> not_key = {"tag", "index", "repeat", "status", "reason"};
   not_key.insert(metrics.begin(), metrics.end());

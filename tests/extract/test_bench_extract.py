@@ -16,6 +16,7 @@ import time
 import unittest
 import xml.etree.ElementTree as ET
 
+import h5py
 import pandas as pd
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -130,6 +131,20 @@ class Extract(unittest.TestCase):
                                        msg=col)
             self.assertEqual(row["world_size"], row["launch.ranks"])
             self.assertEqual(row["device"], "cpu")
+            # fms-acceleration's memory columns from rank 0's stages, read here with h5py.
+            with h5py.File(os.path.join(self.root, "grid", row["tag"], "rank-00000.h5")) as h5:
+                m = h5["memory"]
+                st = {name: (b, e, p) for name, b, e, p in zip(
+                    m["stage"].asstr()[:], m["begin_bytes"][:], m["end_bytes"][:],
+                    m["peak_bytes"][:])}
+            base = st["before_init"][1]
+            alloc = {k: st[k][1] - st[k][0] for k in ("init", "train")}
+            peaked = {k: max(0, st[k][2] - st[k][1]) for k in ("init", "train")}
+            self.assertEqual(row["mem_torch_mem_alloc_in_bytes"],
+                             base + alloc["init"] + alloc["train"])
+            self.assertEqual(row["mem_peak_torch_mem_alloc_in_bytes"],
+                             base + alloc["init"] + peaked["init"] + alloc["train"]
+                             + peaked["train"])
 
     def test_formats_output_file_and_options(self):
         out = os.path.join(self.tmp, "t.json")
