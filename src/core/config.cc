@@ -206,16 +206,7 @@ void check_rules(const Value& full) {
   }
   for (const Value& bind : at("container.binds").items()) {
     const std::string& text = bind.as_string();
-    size_t colon = text.find(':');
-    std::string src = text.substr(0, colon);
-    std::string dst = colon == std::string::npos ? src : text.substr(colon + 1);
-    std::string mode;
-    if (size_t second = dst.find(':'); second != std::string::npos) {
-      mode = dst.substr(second + 1);
-      dst = dst.substr(0, second);
-    }
-    if (src.empty() || src[0] != '/' || dst.empty() || dst[0] != '/' ||
-        (!mode.empty() && mode != "ro" && mode != "rw")) {
+    if (!parse_bind_spec(text)) {
       throw rule_error(bind, "container.binds",
                        "'" + text + "' is not SRC:DST[:ro] with absolute paths",
                        "write e.g. /scratch/data:/data:ro (or /scratch/data for the same path)");
@@ -343,6 +334,24 @@ const Value& config_at(const Value& resolved, std::string_view path) {
   const Value* v = resolved.find_path(path);
   if (v == nullptr) throw std::logic_error("config has no key " + std::string(path));
   return *v;
+}
+
+std::optional<BindSpec> parse_bind_spec(const std::string& text) {
+  size_t colon = text.find(':');
+  BindSpec b;
+  b.src = text.substr(0, colon);
+  b.dst = colon == std::string::npos ? b.src : text.substr(colon + 1);
+  std::string mode;
+  if (size_t second = b.dst.find(':'); second != std::string::npos) {
+    mode = b.dst.substr(second + 1);
+    b.dst = b.dst.substr(0, second);
+  }
+  if (b.src.empty() || b.src[0] != '/' || b.dst.empty() || b.dst[0] != '/' ||
+      (!mode.empty() && mode != "ro" && mode != "rw")) {
+    return std::nullopt;
+  }
+  b.read_only = mode == "ro";
+  return b;
 }
 
 }  // namespace sweepbench

@@ -7,6 +7,7 @@
 // model.block_size, eval.micro_batch from train.micro_batch), then cross-key checks.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -63,5 +64,13 @@ Value load_point_config(const std::string& path, const std::vector<Override>& ov
 
 // Gets a key of a resolved config; throws a std::logic_error if the schema lacks it.
 const Value& config_at(const Value& resolved, std::string_view path);
+
+// One entry of container.binds: "SRC", "SRC:DST" or "SRC:DST:ro|rw", with absolute paths.
+struct BindSpec {
+  std::string src, dst;
+  bool read_only = false;
+};
+// nullopt when the text is not of that form.
+std::optional<BindSpec> parse_bind_spec(const std::string& text);
 
 }  // namespace sweepbench

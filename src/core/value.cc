@@ -218,4 +218,9 @@ std::vector<std::string> split_path(std::string_view dotted) {
   return parts;
 }
 
+std::string text_field(const Value& map, std::string_view key) {
+  const Value* f = map.find(key);
+  return f != nullptr && f->is_string() ? f->as_string() : std::string();
+}
+
 }  // namespace sweepbench

@@ -95,6 +95,10 @@ inline bool operator!=(const Value& a, const Value& b) { return !(a == b); }
 // Deep merge: maps merge key by key (over wins), anything else is replaced by `over`.
 void merge_into(Value& base, const Value& over);
 
+// The string at map[key], or "" when there is none or it is not a string: for reading files that
+// other tools or older versions may have written (status.json, manifests, claims).
+std::string text_field(const Value& map, std::string_view key);
+
 // Splits "a.b.c" into {"a","b","c"}.
 std::vector<std::string> split_path(std::string_view dotted);
 

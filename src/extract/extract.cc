@@ -67,11 +67,6 @@ std::optional<Value> read_json_or_yaml(const fs::path& path, std::vector<std::st
   return std::nullopt;
 }
 
-std::string text_at(const Value& v, const char* key) {
-  const Value* f = v.is_map() ? v.find(key) : nullptr;
-  return f != nullptr && f->is_string() ? f->as_string() : "";
-}
-
 // What the manifest beside a point says about it (index, scenario, repeat, sweep).
 class Manifests {
  public:
@@ -84,12 +79,12 @@ class Manifests {
       it = cache_.emplace(parent.string(), m.value_or(Value())).first;
     }
     const Value& manifest = it->second;
-    *sweep = text_at(manifest, "sweep");
+    *sweep = text_field(manifest, "sweep");
     const Value* points = manifest.is_map() ? manifest.find("points") : nullptr;
     if (points == nullptr || !points->is_list()) return nullptr;
     std::string tag = point_dir.filename().string();
     for (const Value& e : points->items()) {
-      if (text_at(e, "tag") == tag) return &e;
+      if (text_field(e, "tag") == tag) return &e;
     }
     return nullptr;
   }
@@ -242,8 +237,8 @@ ExtractTable extract_points(const std::vector<std::string>& point_dirs, double p
     }
 
     // Status: the runner's record first (it knows about kills and pruning), else the ranks'.
-    std::string status = record ? text_at(*record, "status") : "";
-    std::string reason = record ? text_at(*record, "reason") : "";
+    std::string status = record ? text_field(*record, "status") : "";
+    std::string reason = record ? text_field(*record, "reason") : "";
     if (status.empty() && !ranks.empty()) {
       status = ranks.front().status;
       reason = ranks.front().reason;

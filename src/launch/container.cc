@@ -17,30 +17,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Bind {
-  std::string src, dst;
-  bool read_only = false;
-};
-
-// "src[:dst[:ro|rw]]", checked by the config rules (absolute paths).
-Bind parse_bind(const std::string& text) {
-  Bind b;
-  size_t colon = text.find(':');
-  b.src = text.substr(0, colon);
-  b.dst = b.src;
-  if (colon != std::string::npos) {
-    std::string rest = text.substr(colon + 1);
-    size_t second = rest.find(':');
-    b.dst = rest.substr(0, second);
-    b.read_only = second != std::string::npos && rest.substr(second + 1) == "ro";
-  }
-  return b;
-}
+using Bind = BindSpec;
 
 // The point's directory first, then container.binds.
 std::vector<Bind> binds_of(const ContainerSpec& spec, const ContainerContext& ctx) {
   std::vector<Bind> out = {Bind{ctx.out_dir, ctx.out_dir, false}};
-  for (const std::string& b : spec.binds) out.push_back(parse_bind(b));
+  for (const std::string& b : spec.binds) {
+    if (auto bind = parse_bind_spec(b)) out.push_back(*bind);  // the config rules checked them
+  }
   return out;
 }
 

@@ -44,11 +44,6 @@ constexpr StatusName kNames[] = {
     {PointStatus::kSkipped, "skipped"},
 };
 
-std::string text_or(const Value& v, const char* key) {
-  const Value* f = v.find(key);
-  return f != nullptr && f->is_string() ? f->as_string() : std::string();
-}
-
 std::int64_t int_or(const Value& v, const char* key, std::int64_t fallback) {
   const Value* f = v.find(key);
   return f != nullptr && f->is_int() ? f->as_int() : fallback;
@@ -114,22 +109,22 @@ Value PointRecord::to_value() const {
 
 PointRecord PointRecord::from_value(const Value& v) {
   PointRecord r;
-  r.status = parse_point_status(text_or(v, "status")).value_or(PointStatus::kPending);
-  r.reason = text_or(v, "reason");
-  r.config_hash = text_or(v, "config_hash");
+  r.status = parse_point_status(text_field(v, "status")).value_or(PointStatus::kPending);
+  r.reason = text_field(v, "reason");
+  r.config_hash = text_field(v, "config_hash");
   r.attempt = int_or(v, "attempt", 0);
   r.exit_code = int_or(v, "exit_code", -1);
-  r.launcher = text_or(v, "launcher");
+  r.launcher = text_field(v, "launcher");
   if (const Value* cmd = v.find("command"); cmd != nullptr && cmd->is_list()) {
     for (const Value& a : cmd->items()) {
       if (a.is_string()) r.command.push_back(a.as_string());
     }
   }
-  r.host = text_or(v, "host");
+  r.host = text_field(v, "host");
   r.pid = int_or(v, "pid", 0);
-  r.slurm_job_id = text_or(v, "slurm_job_id");
-  r.started = text_or(v, "started");
-  r.ended = text_or(v, "ended");
+  r.slurm_job_id = text_field(v, "slurm_job_id");
+  r.started = text_field(v, "started");
+  r.ended = text_field(v, "ended");
   if (const Value* s = v.find("seconds"); s != nullptr && s->is_number()) r.seconds = s->as_float();
   return r;
 }
@@ -179,11 +174,11 @@ std::optional<ClaimHolder> PointClaim::holder_of(const std::string& point_dir) {
   try {
     Value v = parse_yaml(*text, path);
     if (v.is_map()) {
-      h.host = text_or(v, "host");
+      h.host = text_field(v, "host");
       h.pid = int_or(v, "pid", 0);
-      h.slurm_job_id = text_or(v, "slurm_job_id");
+      h.slurm_job_id = text_field(v, "slurm_job_id");
       h.slurm_restart = int_or(v, "slurm_restart", 0);
-      h.since = text_or(v, "since");
+      h.since = text_field(v, "since");
     }
   } catch (const Error&) {
     // Being written right now (it is created, then filled): a live holder, details unknown.

@@ -29,11 +29,6 @@ std::string described(const std::string& job, const SlurmJobState& s) {
 
 bool ended(PointStatus s) { return s != PointStatus::kPending && s != PointStatus::kRunning; }
 
-std::string text_or_empty(const Value& v, const char* key) {
-  const Value* f = v.find(key);
-  return f != nullptr && f->is_string() ? f->as_string() : "";
-}
-
 }  // namespace
 
 PointView merge_point_state(const PointEvidence& e, const std::optional<SlurmJobStates>& slurm) {
@@ -125,14 +120,14 @@ StatusReport sweep_status(const std::string& out_dir) {
       const Value* in_sweep = p.find("in_sweep");
       if (in_sweep != nullptr && in_sweep->is_bool() && !in_sweep->as_bool()) continue;
       PointView view;
-      view.tag = text_or_empty(p, "tag");
+      view.tag = text_field(p, "tag");
       if (const Value* i = p.find("index"); i != nullptr && i->is_int()) view.index = i->as_int();
       std::string dir = (fs::path(out_dir) / view.tag).string();
       PointEvidence e;
       e.record = read_point_record(dir);
       e.claim = PointClaim::holder_of(dir);
       e.claim_holder_dead = e.claim && PointClaim::holder_is_dead(*e.claim);
-      e.submitted_job = text_or_empty(p, "slurm_job");
+      e.submitted_job = text_field(p, "slurm_job");
       for (const std::string& j : {e.submitted_job, e.record ? e.record->slurm_job_id : "",
                                    e.claim ? e.claim->slurm_job_id : ""}) {
         if (!j.empty()) jobs.insert(j);

@@ -107,10 +107,8 @@ std::map<std::string, std::string> submitted_tasks(const std::string& out_dir) {
   const Value* points = manifest.find("points");
   if (points == nullptr || !points->is_list()) return out;
   for (const Value& e : points->items()) {
-    const Value* tag = e.find("tag");
-    const Value* job = e.find("slurm_job");
-    if (tag && job && tag->is_string() && job->is_string())
-      out[tag->as_string()] = job->as_string();
+    std::string tag = text_field(e, "tag"), job = text_field(e, "slurm_job");
+    if (!tag.empty() && !job.empty()) out[tag] = job;
   }
   return out;
 }

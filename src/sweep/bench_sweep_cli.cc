@@ -268,12 +268,18 @@ void write_plan_locked(const Plan& plan, const std::string& out_dir, std::ostrea
       << written.unchanged << " unchanged\n";
 }
 
+// This bench-sweep's own path; empty when /proc cannot tell.
+std::filesystem::path self_path() {
+  std::error_code ec;
+  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::filesystem::path() : self;
+}
+
 // bench-train beside this executable (the build tree and an install both put it there), else
 // whatever PATH finds.
 std::string default_bench_train() {
-  std::error_code ec;
-  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
+  std::filesystem::path self = self_path();
+  if (!self.empty()) {
     std::filesystem::path sibling = self.parent_path() / "bench-train";
     if (::access(sibling.c_str(), X_OK) == 0) return sibling.string();
   }
@@ -349,9 +355,8 @@ int run_submit(const std::vector<std::string>& args, std::ostream& out, std::ost
   submit.retry_failed = vm.count("retry-failed") > 0;
   submit.dry_run = vm.count("dry-run") > 0;
   submit.max_parallel = vm["max-parallel"].as<long>();
-  std::error_code ec;
-  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  submit.bench_sweep = ec ? "bench-sweep" : self.string();
+  std::filesystem::path self = self_path();
+  submit.bench_sweep = self.empty() ? "bench-sweep" : self.string();
   // What the jobs' `bench-sweep run` needs to plan the same points.
   if (vm.count("scenario")) {
     for (const std::string& name : split_commas(vm["scenario"].as<std::vector<std::string>>())) {
