@@ -348,12 +348,8 @@ RankRead read_rank_file(const std::string& path) {
     take(in.integer(g.get(), p, "tokens"), &r.eval.tokens);
     take(in.real(g.get(), p, "loss"), &r.eval.loss);
     take(in.real(g.get(), p, "seconds"), &r.eval.seconds);
-    if (auto v = in.numbers<double>(g.get(), p, "batch_loss", H5T_NATIVE_DOUBLE)) {
-      r.eval.batch_loss = *v;
-    }
-    if (auto v = in.numbers<double>(g.get(), p, "batch_s", H5T_NATIVE_DOUBLE)) {
-      r.eval.batch_s = *v;
-    }
+    take(in.numbers<double>(g.get(), p, "batch_loss", H5T_NATIVE_DOUBLE), &r.eval.batch_loss);
+    take(in.numbers<double>(g.get(), p, "batch_s", H5T_NATIVE_DOUBLE), &r.eval.batch_s);
   }
 
   if (Id g = in.group(f, "memory"); g.ok()) {
@@ -378,19 +374,12 @@ RankRead read_rank_file(const std::string& path) {
   if (Id g = in.group(f, "samples"); g.ok()) {
     const std::string p = "samples/";
     take(in.text(g.get(), p, "device_source"), &r.samples.device_source);
-    if (auto v = in.numbers<double>(g.get(), p, "time_s", H5T_NATIVE_DOUBLE)) r.samples.time_s = *v;
-    if (auto v = in.numbers<std::int64_t>(g.get(), p, "device_bytes", H5T_NATIVE_INT64)) {
-      r.samples.device_bytes = *v;
-    }
-    if (auto v = in.numbers<std::int64_t>(g.get(), p, "rss_bytes", H5T_NATIVE_INT64)) {
-      r.samples.rss_bytes = *v;
-    }
-    if (auto v = in.numbers<double>(g.get(), p, "cpu_percent", H5T_NATIVE_DOUBLE)) {
-      r.samples.cpu_percent = *v;
-    }
-    if (auto v = in.numbers<double>(g.get(), p, "ram_used_mb", H5T_NATIVE_DOUBLE)) {
-      r.samples.ram_used_mb = *v;
-    }
+    SampleSeries& m = r.samples;
+    take(in.numbers<double>(g.get(), p, "time_s", H5T_NATIVE_DOUBLE), &m.time_s);
+    take(in.numbers<std::int64_t>(g.get(), p, "device_bytes", H5T_NATIVE_INT64), &m.device_bytes);
+    take(in.numbers<std::int64_t>(g.get(), p, "rss_bytes", H5T_NATIVE_INT64), &m.rss_bytes);
+    take(in.numbers<double>(g.get(), p, "cpu_percent", H5T_NATIVE_DOUBLE), &m.cpu_percent);
+    take(in.numbers<double>(g.get(), p, "ram_used_mb", H5T_NATIVE_DOUBLE), &m.ram_used_mb);
   }
   if (identity && steps_ok) read.result = std::move(r);
   return read;
