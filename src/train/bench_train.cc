@@ -33,8 +33,8 @@
 #include "core/yaml_io.h"
 #include "results/rank_file.h"
 #include "results/summary.h"
-#include "train/data.h"
 #include "train/clean_env.h"
+#include "train/data.h"
 #include "train/host_memory.h"
 #include "train/mpi_env.h"
 #include "train/run_info.h"
@@ -112,11 +112,20 @@ std::atomic<int> g_signal{0};
 
 extern "C" void on_signal(int sig) { g_signal.store(sig); }
 
+// First thing in main: a time-limit warning that comes while the ranks start (MPI, the model, a
+// slow file system) is still a timeout with a result, not a rank killed by SIGUSR1. The --env-keep
+// restart blocks these signals across execve (a pending one stays pending) and this unblocks them.
 void install_signal_handlers() {
   struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
-  for (int sig : {SIGTERM, SIGUSR1, SIGINT, SIGUSR2}) sigaction(sig, &sa, nullptr);
+  sigset_t stops;
+  sigemptyset(&stops);
+  for (int sig : kStopSignals) {
+    sigaction(sig, &sa, nullptr);
+    sigaddset(&stops, sig);
+  }
+  sigprocmask(SIG_UNBLOCK, &stops, nullptr);
 }
 
 // The status a received signal asks for: SIGTERM and SIGUSR1 are SLURM's time-limit warnings;
@@ -372,7 +381,6 @@ class Run {
       }
       if (int code = agree_on_start(local, message)) return code;
     }
-    install_signal_handlers();
     fill_identity();
     banner();
 
@@ -778,7 +786,9 @@ class Run {
 }  // namespace
 
 int bench_train_main(int argc, char** argv) {
-  reexec_with_kept_environment(argc, argv);  // --env-keep: before anything reads the environment
+  install_signal_handlers();
+  reexec_with_kept_environment(
+      argc, argv, g_signal.load());  // --env-keep: before anything reads the environment
   po::options_description desc;
   Args args;
   try {

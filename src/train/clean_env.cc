@@ -1,6 +1,7 @@
 #include "train/clean_env.h"
 
 #include <fnmatch.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -27,7 +28,7 @@ std::vector<std::string> filter_environment(const std::vector<std::string>& envi
   return out;
 }
 
-void reexec_with_kept_environment(int argc, char** argv) {
+void reexec_with_kept_environment(int argc, char** argv, int caught_signal) {
   std::string list;
   bool found = false;
   std::vector<std::string> args;
@@ -62,7 +63,16 @@ void reexec_with_kept_environment(int argc, char** argv) {
   new_argv.push_back(nullptr);
   for (std::string& e : kept) new_env.push_back(e.data());
   new_env.push_back(nullptr);
+  // The new image starts with default handlers: a stop signal that comes before it has its own
+  // must wait, blocked, rather than kill it (the mask and pending signals survive execve). One
+  // this image caught already is raised again to wait the same way.
+  sigset_t stops, before;
+  sigemptyset(&stops);
+  for (int sig : kStopSignals) sigaddset(&stops, sig);
+  sigprocmask(SIG_BLOCK, &stops, &before);
+  if (caught_signal != 0) ::raise(caught_signal);
   ::execve("/proc/self/exe", new_argv.data(), new_env.data());
+  sigprocmask(SIG_SETMASK, &before, nullptr);
   std::fprintf(stderr, "bench-train: cannot restart with --env-keep: %s\n", std::strerror(errno));
 }
 

@@ -307,6 +307,28 @@ class Failures(BenchTrainCase):
                 self.assertEqual(f.attrs["status"], "timeout")
                 self.assertIn("SIGUSR1", f.attrs["reason"])
 
+    def test_a_warning_during_start_up_is_a_timeout_with_a_result(self):
+        # SLURM's warning can come while the ranks still start (slow file systems, big models).
+        # The signal is blocked in the child before bench-train runs, so it is pending from the
+        # first instruction on, and with --env-keep it must also survive the restart.
+        config = self.config(steps=100000)
+        block = lambda: signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
+        for keep in ([], ["--env-keep", "PATH,HOME,OMPI_*"]):
+            with self.subTest(env_keep=bool(keep)):
+                out = os.path.join(self.tmp, "out-keep" if keep else "out")
+                proc = subprocess.Popen([BENCH_TRAIN, "--config", config, "--out", out, *keep],
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                        text=True, env=ENV, preexec_fn=block)
+                proc.send_signal(signal.SIGUSR1)
+                stdout, err = proc.communicate(timeout=120)
+                self.assertEqual(proc.returncode, 21, err + stdout)
+                with h5py.File(os.path.join(out, "rank-00000.h5"), "r") as f:
+                    self.assertEqual(f.attrs["status"], "timeout")
+                    self.assertEqual(f.attrs["reason"], "received SIGUSR1")
+                    # Seen at the first step's end: that step completes, as after any warning.
+                    self.assertEqual(list(f["steps/step"][:]), [0])
+                self.assertIn("# FAILED: timeout", stdout)
+
 
 class BadInput(BenchTrainCase):
     def assertRejected(self, args, message, code=2):
