@@ -91,6 +91,13 @@ class SlurmCase(unittest.TestCase):
             time.sleep(0.5)
         self.fail(f"waited {seconds} s for {what}\n{self.cluster.logs()}")
 
+    def start_requeued_job(self, job):
+        # SLURM holds a requeued job back for two minutes (BeginTime); the tests wait 2 s only.
+        # Not less: slurmd refuses a job credential made within the second it revoked the last
+        # one ("Job credential revoked") and the job would end FAILED without running.
+        time.sleep(2)
+        self.cluster.run("scontrol", "update", "JobId=" + job, "StartTime=now")
+
     def assert_all(self, out, status, count):
         points = self.status(out)
         self.assertEqual(len(points), count, points)
@@ -243,7 +250,7 @@ class PreemptRequeue(SlurmCase):
             p = self.status(out)[tag]
             return p["status"] == "pending" and "last attempt ended" in p["note"]
         self.wait_for(requeued, 120, "SLURM to requeue the preempted task")
-        self.cluster.run("scontrol", "update", "JobId=" + job, "StartTime=now")
+        self.start_requeued_job(job)
         self.cluster.wait_until_idle(300)
         p = self.status(out)[tag]
         self.assertEqual(p["status"], "ok", f"{p}\n{self.job_logs(out)}")
@@ -339,11 +346,7 @@ class Timeout(SlurmCase):
             p = self.status(out)[tag]
             return p["status"] == "pending" and "timeout" in p["note"]
         self.wait_for(requeued, 150, "the timed-out task to be requeued")
-        # SLURM holds a requeued job back for two minutes (BeginTime); this test waits 2 s only.
-        # Not less: slurmd refuses a job credential made within the second it revoked the last
-        # one ("Job credential revoked") and the job would end FAILED without running.
-        time.sleep(2)
-        self.cluster.run("scontrol", "update", "JobId=" + job, "StartTime=now")
+        self.start_requeued_job(job)
         self.cluster.wait_until_idle(200)
 
         p = self.status(out)[tag]
