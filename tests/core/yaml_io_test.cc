@@ -156,5 +156,97 @@ TEST(Json, EmitsInsertionOrderOrSorted) {
   EXPECT_EQ(parse_yaml(emit_json(v, 2), "back.json"), v);
 }
 
+// What sweepbench writes, with every kind of value and key its files can hold.
+Value own_file_value() {
+  Value inner = Value::map();
+  inner.set("micro_batch", Value::integer(8));
+  inner.set("lr", Value::real(1e-05));
+  inner.set("three", Value::real(3.0));
+  inner.set("neg", Value::real(-0.25));
+  inner.set("big", Value::integer(-9223372036854775807 - 1));
+  inner.set("none", Value::null());
+  inner.set("on", Value::boolean(true));
+  inner.set("off", Value::boolean(false));
+  inner.set("empty_map", Value::map());
+  inner.set("empty_list", Value::list());
+  Value list = Value::list();
+  list.items().push_back(Value::string("--bind"));
+  list.items().push_back(Value::string("a \"quoted\" \\ back\\slash\ttab\nnewline \x01 control"));
+  list.items().push_back(Value::string("unicode: é ü 東京 🚀"));
+  list.items().push_back(Value::integer(-3));
+  list.items().push_back(Value::null());
+  Value nested = Value::map();
+  nested.set("NCCL_DEBUG", Value::string("INFO"));
+  nested.set("key with: colon", Value::string("# not a comment"));
+  nested.set("", Value::string(""));
+  list.items().push_back(nested);
+  inner.set("list", list);
+  Value root = Value::map();
+  root.set("train", inner);
+  root.set("true", Value::string("a key that reads as a boolean"));
+  root.set("123", Value::string("yes"));
+  root.set("tag", Value::string("micro_batch=8.seq_len=128.ws=2.bac5ba59.r0"));
+  return root;
+}
+
+TEST(OwnYaml, ReadsCanonicalYamlAndJsonAsParseYamlDoes) {
+  Value v = own_file_value();
+  for (const std::string& text :
+       {emit_canonical_yaml(v), emit_json(v, 2), emit_json(v, -1),
+        "# a header comment\n# config_hash: 00\n" + emit_canonical_yaml(v)}) {
+    SCOPED_TRACE(text);
+    Value fast = parse_own_yaml(text, "own.yaml");
+    EXPECT_EQ(fast, parse_yaml(text, "own.yaml"));
+    EXPECT_EQ(fast, v);
+    EXPECT_EQ(fast.mark().column, 0) << "the direct parser read it (its marks have no column)";
+    EXPECT_THAT(fast.find("train")->find("lr")->mark().str(), ::testing::StartsWith("own.yaml:"));
+  }
+  // Non-finite floats: canonical YAML spells them; JSON has no spelling and writes null.
+  Value f = Value::map();
+  f.set("nan", Value::real(NAN));
+  f.set("inf", Value::real(-INFINITY));
+  Value back = parse_own_yaml(emit_canonical_yaml(f), "f.yaml");
+  EXPECT_TRUE(std::isnan(back.find("nan")->as_float()));
+  EXPECT_EQ(back.find("inf")->as_float(), -INFINITY);
+  EXPECT_EQ(back.find("nan")->mark().str(), "f.yaml:2");  // keys sorted: inf, then nan
+}
+
+TEST(OwnYaml, AnythingElseGoesToParseYaml) {
+  // Outside the subset: each is read as parse_yaml reads it, marks with columns and all.
+  for (const char* text :
+       {"a: 1 # a comment after a value\n", "a:\n  - 1\n  - 2\n", "a: &x 1\nb: *x\n", "a: ~\n",
+        "a: 'single'\n", "a:\n\tb: 1\n", "a: plain words\n", "a: !!str 1\n", "a:\n    b: 1\n",
+        "a: -\n", "a:\nb: 1\n", "- 1\n- 2\n", "{\"a\": \"\\ud83d\\ude80\"}", "a: \"x\ny\"\n",
+        "{\"a\": 1,}"}) {
+    SCOPED_TRACE(text);
+    Value own, parsed;
+    std::string own_error, parsed_error;
+    try {
+      own = parse_own_yaml(text, "x.yaml");
+    } catch (const Error& e) {
+      own_error = e.mark().str() + ": " + e.message();
+    }
+    try {
+      parsed = parse_yaml(text, "x.yaml");
+    } catch (const Error& e) {
+      parsed_error = e.mark().str() + ": " + e.message();
+    }
+    EXPECT_EQ(own_error, parsed_error);
+    EXPECT_EQ(own, parsed);
+    if (parsed_error.empty()) {
+      EXPECT_EQ(own.mark().str(), parsed.mark().str());
+    }
+  }
+}
+
+TEST(OwnYaml, ItsErrorsAreParseYamlsErrors) {
+  Error dup = error_of([] { parse_own_yaml("a: 1\na: 2\n", "d.yaml"); });
+  EXPECT_EQ(dup.mark().str(), "d.yaml:2:1");
+  EXPECT_THAT(dup.message(), HasSubstr("duplicate key 'a'"));
+  Error big = error_of([] { parse_own_yaml("a: 99999999999999999999\n", "b.yaml"); });
+  EXPECT_THAT(big.message(), HasSubstr("does not fit in 64 bits"));
+  Error bad = error_of([] { parse_own_yaml("a: \"\xff\"\n", "u.yaml"); });
+  EXPECT_THAT(bad.message(), HasSubstr("not valid UTF-8"));
+}
 }  // namespace
 }  // namespace sweepbench
