@@ -113,7 +113,10 @@ class Reader {
     if (!n) return std::nullopt;
     std::vector<char*> raw(*n, nullptr);
     Id mem = string_type(type.get());
-    if (*n > 0 && H5Dread(d.get(), mem.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, raw.data()) < 0) {
+    // The conversion buffer: HDF5 zeroes 1 MiB by default for a few names.
+    Id xfer(H5Pcreate(H5P_DATASET_XFER), H5Pclose);
+    H5Pset_buffer(xfer.get(), 64 * 1024, nullptr, nullptr);
+    if (*n > 0 && H5Dread(d.get(), mem.get(), H5S_ALL, H5S_ALL, xfer.get(), raw.data()) < 0) {
       problem(prefix + name, "cannot be read");
       return std::nullopt;
     }
@@ -126,12 +129,9 @@ class Reader {
   }
 
   Id group(hid_t file, const char* name) {
-    if (H5Lexists(file, name, H5P_DEFAULT) <= 0) {
-      problem(name, "is missing");
-      return Id(-1, H5Gclose);
-    }
     Id g(H5Gopen2(file, name, H5P_DEFAULT), H5Gclose);
-    if (!g.ok()) problem(name, "is not a group");
+    if (!g.ok())
+      problem(name, H5Lexists(file, name, H5P_DEFAULT) <= 0 ? "is missing" : "is not a group");
     return g;
   }
 
@@ -144,15 +144,12 @@ class Reader {
     H5Tset_cset(mem.get(), H5Tget_cset(file_type));
     return mem;
   }
+  // Opening first and asking why only on failure: each lookup by name costs (docs/performance.md).
   Id open_attr(hid_t where, const std::string& prefix, const char* name, H5T_class_t want) {
     if (where < 0) return Id(-1, H5Aclose);
-    if (H5Aexists(where, name) <= 0) {
-      problem(prefix + name, "is missing");
-      return Id(-1, H5Aclose);
-    }
     Id a(H5Aopen(where, name, H5P_DEFAULT), H5Aclose);
     if (!a.ok()) {
-      problem(prefix + name, "cannot be opened");
+      problem(prefix + name, H5Aexists(where, name) <= 0 ? "is missing" : "cannot be opened");
       return Id(-1, H5Aclose);
     }
     Id type(H5Aget_type(a.get()), H5Tclose);
@@ -171,12 +168,11 @@ class Reader {
   }
   Id open_dataset(hid_t group, const std::string& prefix, const char* name) {
     if (group < 0) return Id(-1, H5Dclose);
-    if (H5Lexists(group, name, H5P_DEFAULT) <= 0) {
-      problem(prefix + name, "is missing");
-      return Id(-1, H5Dclose);
-    }
     Id d(H5Dopen2(group, name, H5P_DEFAULT), H5Dclose);
-    if (!d.ok()) problem(prefix + name, "is not a dataset");
+    if (!d.ok()) {
+      problem(prefix + name,
+              H5Lexists(group, name, H5P_DEFAULT) <= 0 ? "is missing" : "is not a dataset");
+    }
     return d;
   }
   std::optional<size_t> length(hid_t dataset, const std::string& where) {
@@ -201,16 +197,19 @@ void take(const std::optional<T>& value, U* out) {
 
 }  // namespace
 
-RankRead read_rank_file(const std::string& path) {
+RankRead read_rank_file(const std::string& path, RankReadScope scope) {
   RankRead read;
+  const bool all = scope == RankReadScope::kAll;
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);  // problems are reported, not printed by HDF5
-  if (H5Fis_hdf5(path.c_str()) <= 0) {          // H5Fis_accessible is 1.12+; Debian 12 has 1.10
-    read.problems.push_back("not an HDF5 file (cut short, or not a result)");
-    return read;
-  }
-  Id file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  // The core driver reads the file whole at open: one read instead of one per object.
+  Id fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+  H5Pset_fapl_core(fapl.get(), 1 << 20, 0);
+  Id file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()), H5Fclose);
   if (!file.ok()) {
-    read.problems.push_back("cannot be opened");
+    // H5Fis_accessible is 1.12+; Debian 12 has 1.10.
+    read.problems.push_back(H5Fis_hdf5(path.c_str()) <= 0
+                                ? "not an HDF5 file (cut short, or not a result)"
+                                : "cannot be opened");
     return read;
   }
   Reader in(&read.problems);
@@ -236,52 +235,60 @@ RankRead read_rank_file(const std::string& path) {
     std::string RankResult::*field;
   };
   for (auto [name, field] : {TextField{"config_yaml", &RankResult::config_yaml},
-                             {"config_hash", &RankResult::config_hash},
-                             {"tag", &RankResult::tag},
-                             {"hostname", &RankResult::hostname},
                              {"device_type", &RankResult::device_type},
-                             {"device_name", &RankResult::device_name},
-                             {"sweepbench_version", &RankResult::sweepbench_version},
-                             {"torch_version", &RankResult::torch_version},
-                             {"cuda_version", &RankResult::cuda_version},
-                             {"nccl_version", &RankResult::nccl_version},
-                             {"mpi_version", &RankResult::mpi_version},
-                             {"container_runtime", &RankResult::container_runtime},
-                             {"container_image", &RankResult::container_image},
-                             {"container_digest", &RankResult::container_digest},
-                             {"slurm_job_id", &RankResult::slurm_job_id},
-                             {"slurm_array_job_id", &RankResult::slurm_array_job_id},
-                             {"slurm_array_task_id", &RankResult::slurm_array_task_id},
-                             {"slurm_step_id", &RankResult::slurm_step_id},
-                             {"start_time", &RankResult::start_time},
-                             {"end_time", &RankResult::end_time},
                              {"reason", &RankResult::reason},
-                             {"rank_status", &RankResult::rank_status},
-                             {"peak_tflops_source", &RankResult::peak_tflops_source},
-                             {"parameter_sha256", &RankResult::parameter_sha256}}) {
+                             {"rank_status", &RankResult::rank_status}}) {
     take(in.text(f, "", name), &(r.*field));
   }
-  // Added within schema 1: older files lack it, which is no problem.
-  if (H5Aexists(f, "container_env_kept") > 0) {
-    take(in.text(f, "", "container_env_kept"), &r.container_env_kept);
+  if (all) {
+    for (auto [name, field] : {TextField{"config_hash", &RankResult::config_hash},
+                               {"tag", &RankResult::tag},
+                               {"hostname", &RankResult::hostname},
+                               {"device_name", &RankResult::device_name},
+                               {"sweepbench_version", &RankResult::sweepbench_version},
+                               {"torch_version", &RankResult::torch_version},
+                               {"cuda_version", &RankResult::cuda_version},
+                               {"nccl_version", &RankResult::nccl_version},
+                               {"mpi_version", &RankResult::mpi_version},
+                               {"container_runtime", &RankResult::container_runtime},
+                               {"container_image", &RankResult::container_image},
+                               {"container_digest", &RankResult::container_digest},
+                               {"slurm_job_id", &RankResult::slurm_job_id},
+                               {"slurm_array_job_id", &RankResult::slurm_array_job_id},
+                               {"slurm_array_task_id", &RankResult::slurm_array_task_id},
+                               {"slurm_step_id", &RankResult::slurm_step_id},
+                               {"start_time", &RankResult::start_time},
+                               {"end_time", &RankResult::end_time},
+                               {"peak_tflops_source", &RankResult::peak_tflops_source},
+                               {"parameter_sha256", &RankResult::parameter_sha256}}) {
+      take(in.text(f, "", name), &(r.*field));
+    }
+    // Added within schema 1: older files lack it, which is no problem.
+    if (H5Aexists(f, "container_env_kept") > 0) {
+      take(in.text(f, "", "container_env_kept"), &r.container_env_kept);
+    }
   }
   struct IntField {
     const char* name;
     std::int64_t RankResult::*field;
   };
-  for (auto [name, field] : {IntField{"local_rank", &RankResult::local_rank},
-                             {"device_count", &RankResult::device_count},
-                             {"threads", &RankResult::threads},
-                             {"parameter_count", &RankResult::parameter_count},
-                             {"steps_planned", &RankResult::steps_planned},
-                             {"warmup_steps", &RankResult::warmup_steps},
-                             {"seq_len", &RankResult::seq_len},
+  for (auto [name, field] : {IntField{"seq_len", &RankResult::seq_len},
                              {"micro_batch", &RankResult::micro_batch},
                              {"grad_accum", &RankResult::grad_accum}}) {
     take(in.integer(f, "", name), &(r.*field));
   }
+  if (all) {
+    for (auto [name, field] : {IntField{"local_rank", &RankResult::local_rank},
+                               {"device_count", &RankResult::device_count},
+                               {"threads", &RankResult::threads},
+                               {"parameter_count", &RankResult::parameter_count},
+                               {"steps_planned", &RankResult::steps_planned},
+                               {"warmup_steps", &RankResult::warmup_steps}}) {
+      take(in.integer(f, "", name), &(r.*field));
+    }
+    take(in.real(f, "", "flops_per_token_6n"), &r.flops_per_token_6n);
+  }
   take(in.real(f, "", "flops_per_token"), &r.flops_per_token);
-  take(in.real(f, "", "flops_per_token_6n"), &r.flops_per_token_6n);
   take(in.real(f, "", "peak_tflops"), &r.peak_tflops);
 
   // Steps: every column must have one value per step.
@@ -295,12 +302,16 @@ RankRead read_rank_file(const std::string& path) {
     auto u = [&](const char* n) {
       return in.numbers<std::uint8_t>(g.get(), p, n, H5T_NATIVE_UINT8);
     };
+    using Doubles = std::optional<std::vector<double>>;
+    using Ints = std::optional<std::vector<std::int64_t>>;
     auto step = i("step");
     auto total = d("total_s"), data = d("data_s"), fwd = d("forward_s"), bwd = d("backward_s"),
-         comm = d("comm_s"), opt = d("optimizer_s"), loss = d("loss"), lr = d("lr"),
-         norm = d("grad_norm"), scale = d("loss_scale");
-    auto tokens = i("tokens"), samples = i("samples");
-    auto skipped = u("skipped"), measured = u("measured");
+         comm = d("comm_s"), opt = d("optimizer_s"), loss = d("loss");
+    Doubles lr = all ? d("lr") : Doubles(), norm = all ? d("grad_norm") : Doubles(),
+            scale = all ? d("loss_scale") : Doubles();
+    Ints tokens = all ? i("tokens") : Ints(), samples = all ? i("samples") : Ints();
+    auto skipped = all ? u("skipped") : std::optional<std::vector<std::uint8_t>>();
+    auto measured = u("measured");
     if (step && total && measured) {
       size_t n = step->size();
       steps_ok = true;
@@ -343,16 +354,25 @@ RankRead read_rank_file(const std::string& path) {
   if (Id g = in.group(f, "eval"); g.ok()) {
     const std::string p = "eval/";
     if (auto ran = in.integer(g.get(), p, "ran")) r.eval.ran = *ran != 0;
-    take(in.integer(g.get(), p, "steps"), &r.eval.steps);
     take(in.integer(g.get(), p, "samples"), &r.eval.samples);
-    take(in.integer(g.get(), p, "tokens"), &r.eval.tokens);
     take(in.real(g.get(), p, "loss"), &r.eval.loss);
     take(in.real(g.get(), p, "seconds"), &r.eval.seconds);
-    take(in.numbers<double>(g.get(), p, "batch_loss", H5T_NATIVE_DOUBLE), &r.eval.batch_loss);
-    take(in.numbers<double>(g.get(), p, "batch_s", H5T_NATIVE_DOUBLE), &r.eval.batch_s);
+    if (all) {
+      take(in.integer(g.get(), p, "steps"), &r.eval.steps);
+      take(in.integer(g.get(), p, "tokens"), &r.eval.tokens);
+      take(in.numbers<double>(g.get(), p, "batch_loss", H5T_NATIVE_DOUBLE), &r.eval.batch_loss);
+      take(in.numbers<double>(g.get(), p, "batch_s", H5T_NATIVE_DOUBLE), &r.eval.batch_s);
+    }
   }
 
-  if (Id g = in.group(f, "memory"); g.ok()) {
+  if (Id g = in.group(f, "memory"); g.ok() && !all && rank && *rank != 0) {
+    // Other ranks' stages matter for their peaks only (mem_peak_bytes).
+    const std::string p = "memory/";
+    take(in.text(g.get(), p, "stage_source"), &r.memory_stage_source);
+    if (auto peak = in.numbers<std::int64_t>(g.get(), p, "peak_bytes", H5T_NATIVE_INT64)) {
+      for (std::int64_t v : *peak) r.memory_stages.push_back({"", 0, 0, v});
+    }
+  } else if (g.ok()) {
     const std::string p = "memory/";
     take(in.text(g.get(), p, "stage_source"), &r.memory_stage_source);
     auto names = in.strings(g.get(), p, "stage");
@@ -375,9 +395,11 @@ RankRead read_rank_file(const std::string& path) {
     const std::string p = "samples/";
     take(in.text(g.get(), p, "device_source"), &r.samples.device_source);
     SampleSeries& m = r.samples;
-    take(in.numbers<double>(g.get(), p, "time_s", H5T_NATIVE_DOUBLE), &m.time_s);
     take(in.numbers<std::int64_t>(g.get(), p, "device_bytes", H5T_NATIVE_INT64), &m.device_bytes);
-    take(in.numbers<std::int64_t>(g.get(), p, "rss_bytes", H5T_NATIVE_INT64), &m.rss_bytes);
+    if (all) {
+      take(in.numbers<double>(g.get(), p, "time_s", H5T_NATIVE_DOUBLE), &m.time_s);
+      take(in.numbers<std::int64_t>(g.get(), p, "rss_bytes", H5T_NATIVE_INT64), &m.rss_bytes);
+    }
     take(in.numbers<double>(g.get(), p, "cpu_percent", H5T_NATIVE_DOUBLE), &m.cpu_percent);
     take(in.numbers<double>(g.get(), p, "ram_used_mb", H5T_NATIVE_DOUBLE), &m.ram_used_mb);
   }

@@ -20,6 +20,13 @@ struct RankRead {
   std::vector<std::string> problems;  // "steps/loss: 3 values, the other step columns have 5"
 };
 
-RankRead read_rank_file(const std::string& path);
+// What to read: everything, or what bench-extract's row needs (identity, status, the step times,
+// loss and measured flags, eval totals, rank 0's memory stages and the others' stage peaks
+// (unnamed), the sampler's device, CPU and RAM series; not the per-step lr, norms, token counts,
+// eval batches, host or software names). Each object costs HDF5 about 15 us to open.
+// Problems are found only in what is read.
+enum class RankReadScope { kAll, kSummary };
+
+RankRead read_rank_file(const std::string& path, RankReadScope scope = RankReadScope::kAll);
 
 }  // namespace sweepbench

@@ -10,13 +10,22 @@
 namespace sweepbench {
 
 double percentile(std::vector<double> values, double q) {
-  if (values.empty()) return std::numeric_limits<double>::quiet_NaN();
-  std::sort(values.begin(), values.end());
+  // A NaN has no place in an order (and would break the selection below).
+  if (values.empty() ||
+      std::any_of(values.begin(), values.end(), [](double v) { return std::isnan(v); })) {
+    return std::numeric_limits<double>::quiet_NaN();
+  }
   double pos = q * static_cast<double>(values.size() - 1);
   size_t lo = static_cast<size_t>(std::floor(pos));
   size_t hi = std::min(lo + 1, values.size() - 1);
   double frac = pos - static_cast<double>(lo);
-  return values[lo] + (values[hi] - values[lo]) * frac;
+  // Selection, not a sort: the lo-th value, then the smallest of those after it.
+  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(lo), values.end());
+  double low = values[lo];
+  double high = hi == lo ? low
+                         : *std::min_element(values.begin() + static_cast<std::ptrdiff_t>(lo) + 1,
+                                             values.end());
+  return frac == 0 ? low : low + (high - low) * frac;
 }
 
 double mean(const std::vector<double>& values) {

@@ -2,15 +2,16 @@
 // names, never crashes or exceptions.
 #include "results/rank_reader.h"
 
-#include <hdf5.h>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <hdf5.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
 #include "results/rank_file.h"
+#include "results/summary.h"
 #include "support/temp_dir.h"
 
 namespace sweepbench {
@@ -142,8 +143,8 @@ TEST(RankReader, WrongTypesShapesAndMissingPartsAreNamedProblems) {
     H5Ldelete(f, "steps/loss", H5P_DEFAULT);  // a column with 2 values for 3 steps
     hsize_t two[1] = {2};
     hid_t space = H5Screate_simple(1, two, nullptr);
-    hid_t d = H5Dcreate2(f, "steps/loss", H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT,
-                         H5P_DEFAULT);
+    hid_t d =
+        H5Dcreate2(f, "steps/loss", H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     H5Dclose(d);
     H5Sclose(space);
     H5Adelete(f, "world_size");  // an integer that became a string
@@ -179,5 +180,59 @@ TEST(RankReader, AMissingOptionalPartLeavesAUsableResult) {
   EXPECT_EQ(read.result->steps.size(), 3u);
 }
 
+TEST(RankReader, TheSummaryScopeReadsWhatTheMetricsNeed) {
+  sweepbench::testing::TempDir dir;
+  for (std::int64_t rank : {0, 1}) {
+    SCOPED_TRACE(rank);
+    std::string path = dir.file("rank-0000" + std::to_string(rank) + ".h5");
+    RankResult w = sample(rank, 2);
+    w.memory_stages = {{"before_init", 0, 5, 5}, {"init", 10, 20, 30}, {"train", 20, 40, 50}};
+    write_rank_file(w, path);
+    RankRead all = read_rank_file(path);
+    RankRead some = read_rank_file(path, RankReadScope::kSummary);
+    ASSERT_TRUE(all.result && some.result);
+    EXPECT_TRUE(some.problems.empty()) << ::testing::PrintToString(some.problems);
+    // What extraction uses is the same either way, so the metrics are.
+    std::vector<RankResult> a = {*all.result}, b = {*some.result};
+    std::vector<Metric> ma = summarize(summary_input_from_ranks(a));
+    std::vector<Metric> mb = summarize(summary_input_from_ranks(b));
+    ASSERT_EQ(ma.size(), mb.size());
+    for (size_t i = 0; i < ma.size(); ++i) {
+      EXPECT_EQ(ma[i].name, mb[i].name);
+      EXPECT_EQ(ma[i].value, mb[i].value) << ma[i].name;
+    }
+    const RankResult& r = *some.result;
+    EXPECT_EQ(r.status, "oom");
+    EXPECT_EQ(r.reason, w.reason);
+    EXPECT_EQ(r.device_type, "cpu");
+    EXPECT_EQ(r.config_yaml, w.config_yaml);
+    EXPECT_EQ(r.samples.cpu_percent, w.samples.cpu_percent);
+    EXPECT_EQ(r.samples.ram_used_mb, w.samples.ram_used_mb);
+    EXPECT_EQ(r.samples.device_bytes, w.samples.device_bytes);
+    // Left out: names, per-step extras, eval batches, the sampler's clock.
+    EXPECT_EQ(r.hostname, "");
+    EXPECT_EQ(r.steps[2].skipped, false);
+    EXPECT_EQ(r.steps[1].tokens, 0);
+    EXPECT_TRUE(r.eval.batch_loss.empty());
+    EXPECT_TRUE(r.samples.time_s.empty());
+    // Rank 0's stages whole (fms-acceleration's columns); the others' peaks only.
+    ASSERT_EQ(r.memory_stages.size(), 3u);
+    EXPECT_EQ(r.memory_stages[2].peak, 50);
+    EXPECT_EQ(r.memory_stages[1].stage, rank == 0 ? "init" : "");
+    EXPECT_EQ(r.memory_stages[1].end, rank == 0 ? 20 : 0);
+  }
+}
+
+TEST(Percentile, InterpolatesBetweenNeighboursAndRefusesNaN) {
+  std::vector<double> v = {5, 1, 4, 2, 3};
+  EXPECT_EQ(percentile(v, 0.5), 3);
+  EXPECT_EQ(percentile(v, 0.0), 1);
+  EXPECT_EQ(percentile(v, 1.0), 5);
+  EXPECT_DOUBLE_EQ(percentile(v, 0.1), 1.4);
+  EXPECT_DOUBLE_EQ(percentile(v, 0.9), 4.6);
+  EXPECT_DOUBLE_EQ(percentile({2, 1}, 0.5), 1.5);
+  EXPECT_TRUE(std::isnan(percentile({}, 0.5)));
+  EXPECT_TRUE(std::isnan(percentile({1, std::nan(""), 3}, 0.5)));
+}
 }  // namespace
 }  // namespace sweepbench
