@@ -21,14 +21,21 @@ Error io_error(const std::string& path, const std::string& what, int err) {
   return Error(ErrorKind::kIo, Mark::in(path), "", what + ": " + std::strerror(err));
 }
 
+std::atomic<unsigned> g_tmp_counter{0};
+
+// A name beside `path` that no other writer uses: ".NAME.tmp.PID.N".
+fs::path temporary_beside(const std::string& path) {
+  fs::path target(path);
+  return target.parent_path() /
+         ("." + target.filename().string() + ".tmp." + std::to_string(::getpid()) + "." +
+          std::to_string(g_tmp_counter++));
+}
+
 }  // namespace
 
 void write_file_atomic(const std::string& path, std::string_view text) {
-  static std::atomic<unsigned> counter{0};
   fs::path target(path);
-  fs::path tmp =
-      target.parent_path() / ("." + target.filename().string() + ".tmp." +
-                              std::to_string(::getpid()) + "." + std::to_string(counter++));
+  fs::path tmp = temporary_beside(path);
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) throw io_error(path, "cannot create a temporary file beside it", errno);
   const char* p = text.data();
@@ -55,6 +62,34 @@ void write_file_atomic(const std::string& path, std::string_view text) {
     ::unlink(tmp.c_str());
     throw io_error(path, "cannot rename the temporary file into place", err);
   }
+}
+
+AtomicFile::AtomicFile(std::string path) : path_(std::move(path)), tmp_(temporary_beside(path_)) {
+  out_.open(tmp_, std::ios::binary | std::ios::trunc);
+  if (!out_) throw io_error(path_, "cannot create a temporary file beside it", errno);
+}
+
+AtomicFile::~AtomicFile() {
+  if (committed_) return;
+  out_.close();
+  ::unlink(tmp_.c_str());
+}
+
+void AtomicFile::commit() {
+  out_.flush();
+  bool written = static_cast<bool>(out_);
+  out_.close();
+  int fd = written ? ::open(tmp_.c_str(), O_RDONLY | O_CLOEXEC) : -1;
+  if (fd < 0 || ::fsync(fd) != 0) {
+    int err = written ? errno : EIO;
+    if (fd >= 0) ::close(fd);
+    throw io_error(path_, "cannot write", err);
+  }
+  ::close(fd);
+  if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
+    throw io_error(path_, "cannot rename the temporary file into place", errno);
+  }
+  committed_ = true;
 }
 
 std::optional<std::string> read_file_if_exists(const std::string& path) {

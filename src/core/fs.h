@@ -2,6 +2,7 @@
 // temporary name in its own directory, flushed, and renamed over the final name when complete.
 #pragma once
 
+#include <fstream>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -11,6 +12,24 @@ namespace sweepbench {
 // Writes `text` to `path` atomically. Throws Error(kIo) naming the path on failure, and leaves no
 // temporary file behind.
 void write_file_atomic(const std::string& path, std::string_view text);
+
+// For output written a piece at a time: stream() writes to a temporary file beside `path`, and
+// commit() flushes it and renames it over `path`. Without commit() (an error on the way) the
+// temporary file is removed and `path` is untouched.
+class AtomicFile {
+ public:
+  explicit AtomicFile(std::string path);
+  ~AtomicFile();
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+  std::ostream& stream() { return out_; }
+  void commit();  // throws Error(kIo) naming the path
+
+ private:
+  std::string path_, tmp_;
+  std::ofstream out_;
+  bool committed_ = false;
+};
 
 // The whole file, or nullopt when it does not exist. Throws Error(kIo) when it exists but cannot
 // be read.

@@ -1,8 +1,17 @@
 #include "extract/extract.h"
 
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <boost/program_options.hpp>
+#include <cerrno>
 #include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <iomanip>
 #include <optional>
@@ -60,7 +69,7 @@ bool is_point_dir(const fs::path& dir) {
 
 std::optional<Value> read_json_or_yaml(const fs::path& path, std::vector<std::string>* warnings) {
   try {
-    if (auto text = read_file_if_exists(path.string())) return parse_yaml(*text, path.string());
+    if (auto text = read_file_if_exists(path.string())) return parse_own_yaml(*text, path.string());
   } catch (const Error& e) {
     warnings->push_back(path.string() + ": cannot be read: " + e.message());
   }
@@ -75,23 +84,29 @@ class Manifests {
     fs::path parent = point_dir.parent_path();
     auto it = cache_.find(parent.string());
     if (it == cache_.end()) {
-      std::optional<Value> m = read_json_or_yaml(parent / "manifest.json", warnings_);
-      it = cache_.emplace(parent.string(), m.value_or(Value())).first;
+      it = cache_.emplace(parent.string(), Manifest()).first;
+      Manifest& m = it->second;
+      m.root = read_json_or_yaml(parent / "manifest.json", warnings_).value_or(Value());
+      m.sweep = text_field(m.root, "sweep");
+      const Value* points = m.root.is_map() ? m.root.find("points") : nullptr;
+      if (points != nullptr && points->is_list()) {
+        for (const Value& e : points->items()) m.by_tag.emplace(text_field(e, "tag"), &e);
+      }
     }
-    const Value& manifest = it->second;
-    *sweep = text_field(manifest, "sweep");
-    const Value* points = manifest.is_map() ? manifest.find("points") : nullptr;
-    if (points == nullptr || !points->is_list()) return nullptr;
-    std::string tag = point_dir.filename().string();
-    for (const Value& e : points->items()) {
-      if (text_field(e, "tag") == tag) return &e;
-    }
-    return nullptr;
+    const Manifest& manifest = it->second;
+    *sweep = manifest.sweep;
+    auto e = manifest.by_tag.find(point_dir.filename().string());
+    return e == manifest.by_tag.end() ? nullptr : e->second;
   }
 
  private:
+  struct Manifest {
+    Value root;
+    std::string sweep;
+    std::map<std::string, const Value*> by_tag;  // into root, which never moves once loaded
+  };
   std::vector<std::string>* warnings_;
-  std::map<std::string, Value> cache_;
+  std::map<std::string, Manifest> cache_;
 };
 
 Value number_or_null(double v) { return std::isfinite(v) ? Value::real(v) : Value::null(); }
@@ -114,9 +129,12 @@ void memory_columns(const std::vector<RankResult>& ranks, std::map<std::string, 
     if (m.stage == "before_init") before = &m;
   }
   if (before != nullptr && stage.count("init") != 0 && stage.count("train") != 0) {
-    auto alloc = [](const StageMemory* m) { return static_cast<double>(m->end - m->begin); };
+    // In double: the values come from files, and int64 differences could overflow.
+    auto alloc = [](const StageMemory* m) {
+      return static_cast<double>(m->end) - static_cast<double>(m->begin);
+    };
     auto peaked = [](const StageMemory* m) {
-      return static_cast<double>(std::max<std::int64_t>(0, m->peak - m->end));
+      return std::max(0.0, static_cast<double>(m->peak) - static_cast<double>(m->end));
     };
     double base = static_cast<double>(before->end);
     const StageMemory* init = stage["init"];
@@ -175,18 +193,15 @@ std::vector<std::string> find_point_dirs(const std::vector<std::string>& paths) 
   return {found.begin(), found.end()};
 }
 
-ExtractTable extract_points(const std::vector<std::string>& point_dirs, double price_per_hour) {
-  ExtractTable t;
-  t.columns = identity_columns();
-  for (const KeySpec& k : Schema::get().keys()) t.columns.push_back(k.path);
-  t.columns.insert(t.columns.end(), {"world_size", "device"});
-  for (const std::string& m : metric_columns()) t.columns.push_back(m);
-  for (const char* m : kMemoryColumns) t.columns.push_back(m);
-  t.columns.push_back("cost_usd_per_mtok");
-  Manifests manifests(&t.warnings);
-  for (const std::string& d : point_dirs) {
+namespace {
+
+// One point's row, and what went wrong reading it.
+ExtractedPoint extract_point(const std::string& d, Manifests& manifests, double price_per_hour) {
+  ExtractedPoint out;
+  std::map<std::string, Value>& row = out.row;
+  std::vector<std::string>& warnings = out.warnings;
+  {
     fs::path dir(d);
-    std::map<std::string, Value> row;
     std::string sweep;
     row["tag"] = Value::string(dir.filename().string());
     if (const Value* e = manifests.entry(dir, &sweep)) {
@@ -195,7 +210,7 @@ ExtractTable extract_points(const std::vector<std::string>& point_dirs, double p
       }
     }
     if (!sweep.empty()) row["sweep"] = Value::string(sweep);
-    std::optional<Value> record = read_json_or_yaml(dir / "status.json", &t.warnings);
+    std::optional<Value> record = read_json_or_yaml(dir / "status.json", &warnings);
 
     // Every rank's file, read and checked.
     std::vector<RankResult> ranks;
@@ -208,8 +223,8 @@ ExtractTable extract_points(const std::vector<std::string>& point_dirs, double p
     std::sort(files.begin(), files.end());
     std::string incomplete;
     for (const fs::path& f : files) {
-      RankRead read = read_rank_file(f.string());
-      for (const std::string& p : read.problems) t.warnings.push_back(f.string() + ": " + p);
+      RankRead read = read_rank_file(f.string(), RankReadScope::kSummary);
+      for (const std::string& p : read.problems) warnings.push_back(f.string() + ": " + p);
       if (read.result) {
         ranks.push_back(std::move(*read.result));
       } else {
@@ -223,7 +238,7 @@ ExtractTable extract_points(const std::vector<std::string>& point_dirs, double p
     }
 
     // The config: the point's config.yaml, else the one the rank files carry.
-    std::optional<Value> config = read_json_or_yaml(dir / "config.yaml", &t.warnings);
+    std::optional<Value> config = read_json_or_yaml(dir / "config.yaml", &warnings);
     if (!config && !ranks.empty()) {
       try {
         config = parse_yaml(ranks.front().config_yaml, (dir / files.front()).string());
@@ -258,7 +273,7 @@ ExtractTable extract_points(const std::vector<std::string>& point_dirs, double p
         reason = "no results: its run was killed or never finished";
       }
     }
-    if (status == "incomplete") ++t.incomplete;
+    out.incomplete = status == "incomplete";
     row["status"] = Value::string(status);
     row["reason"] = Value::string(reason);
 
@@ -281,8 +296,319 @@ ExtractTable extract_points(const std::vector<std::string>& point_dirs, double p
             Value::real(price * static_cast<double>(ranks.front().world_size) / mt_per_hour);
       }
     }
-    t.rows.push_back(std::move(row));
   }
+  return out;
+}
+
+// -- rows between processes -------------------------------------------------------------------
+// A reader process sends each point as one record: u32 length, then the encoded point. Values
+// keep their types (a config's lists and maps too), so the parent gets what it would have read.
+
+void put_u32(std::string* out, std::uint32_t v) {
+  out->append(reinterpret_cast<const char*>(&v), 4);
+}
+void put_text(std::string* out, const std::string& text) {
+  put_u32(out, static_cast<std::uint32_t>(text.size()));
+  out->append(text);
+}
+void put_value(std::string* out, const Value& v) {
+  out->push_back(static_cast<char>(v.type()));
+  switch (v.type()) {
+    case Value::Type::kNull:
+      return;
+    case Value::Type::kBool:
+      out->push_back(v.as_bool() ? 1 : 0);
+      return;
+    case Value::Type::kInt: {
+      std::int64_t i = v.as_int();
+      out->append(reinterpret_cast<const char*>(&i), sizeof(i));
+      return;
+    }
+    case Value::Type::kFloat: {
+      double f = v.as_float();
+      out->append(reinterpret_cast<const char*>(&f), sizeof(f));
+      return;
+    }
+    case Value::Type::kString:
+      put_text(out, v.as_string());
+      return;
+    case Value::Type::kList:
+      put_u32(out, static_cast<std::uint32_t>(v.items().size()));
+      for (const Value& item : v.items()) put_value(out, item);
+      return;
+    case Value::Type::kMap:
+      put_u32(out, static_cast<std::uint32_t>(v.entries().size()));
+      for (const Value::Entry& e : v.entries()) {
+        put_text(out, e.key);
+        put_value(out, e.value);
+      }
+      return;
+  }
+}
+
+class RecordReader {
+ public:
+  explicit RecordReader(const std::string& data)
+      : p_(data.data()), end_(data.data() + data.size()) {}
+  std::uint32_t u32() {
+    std::uint32_t v = 0;
+    take(&v, 4);
+    return v;
+  }
+  std::string text() {
+    std::uint32_t n = u32();
+    need(n);
+    std::string s(p_, n);
+    p_ += n;
+    return s;
+  }
+  Value value() {
+    need(1);
+    auto type = static_cast<Value::Type>(*p_++);
+    switch (type) {
+      case Value::Type::kNull:
+        return Value::null();
+      case Value::Type::kBool:
+        need(1);
+        return Value::boolean(*p_++ != 0);
+      case Value::Type::kInt: {
+        std::int64_t i = 0;
+        take(&i, sizeof(i));
+        return Value::integer(i);
+      }
+      case Value::Type::kFloat: {
+        double f = 0;
+        take(&f, sizeof(f));
+        return Value::real(f);
+      }
+      case Value::Type::kString:
+        return Value::string(text());
+      case Value::Type::kList: {
+        Value list = Value::list();
+        for (std::uint32_t n = u32(); n > 0; --n) list.items().push_back(value());
+        return list;
+      }
+      case Value::Type::kMap: {
+        Value map = Value::map();
+        for (std::uint32_t n = u32(); n > 0; --n) {
+          std::string key = text();
+          map.entries().push_back({key, Mark(), value()});
+        }
+        return map;
+      }
+    }
+    throw std::runtime_error("bad value type");
+  }
+
+ private:
+  void need(size_t n) {
+    if (static_cast<size_t>(end_ - p_) < n) throw std::runtime_error("record cut short");
+  }
+  void take(void* dst, size_t n) {
+    need(n);
+    std::memcpy(dst, p_, n);
+    p_ += n;
+  }
+  const char* p_;
+  const char* end_;
+};
+
+// Kinds of record: a point, or the error that stopped the reader.
+constexpr char kPointRecord = 'P', kErrorRecord = 'E';
+
+std::string encode_point(const ExtractedPoint& p) {
+  std::string body(1, kPointRecord);
+  body.push_back(p.incomplete ? 1 : 0);
+  put_u32(&body, static_cast<std::uint32_t>(p.warnings.size()));
+  for (const std::string& w : p.warnings) put_text(&body, w);
+  put_u32(&body, static_cast<std::uint32_t>(p.row.size()));
+  for (const auto& [k, v] : p.row) {
+    put_text(&body, k);
+    put_value(&body, v);
+  }
+  return body;
+}
+
+ExtractedPoint decode_point(const std::string& body) {
+  ExtractedPoint p;
+  p.incomplete = body.size() > 1 && body[1] != 0;
+  std::string rest = body.size() > 2 ? body.substr(2) : std::string();
+  RecordReader r(rest);
+  for (std::uint32_t n = r.u32(); n > 0; --n) p.warnings.push_back(r.text());
+  for (std::uint32_t n = r.u32(); n > 0; --n) {
+    std::string key = r.text();
+    p.row.emplace(key, r.value());
+  }
+  return p;
+}
+
+bool write_all(int fd, const std::string& data) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// false at end of file before any byte; an exception when cut short within the record.
+bool read_record(int fd, std::string* body) {
+  auto read_exact = [fd](char* dst, size_t n) {
+    size_t done = 0;
+    while (done < n) {
+      ssize_t got = ::read(fd, dst + done, n - done);
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) return done;
+      done += static_cast<size_t>(got);
+    }
+    return done;
+  };
+  std::uint32_t n = 0;
+  size_t got = read_exact(reinterpret_cast<char*>(&n), 4);
+  if (got == 0) return false;
+  body->resize(n);
+  if (got != 4 || read_exact(body->data(), n) != n) throw std::runtime_error("record cut short");
+  return true;
+}
+
+void send_record(int fd, const std::string& body) {
+  std::string framed;
+  put_u32(&framed, static_cast<std::uint32_t>(body.size()));
+  framed += body;
+  if (!write_all(fd, framed)) ::_exit(3);  // the parent is gone
+}
+
+// A reader process: points worker, worker + jobs, ... to `fd`, then exits.
+[[noreturn]] void reader_process(const std::vector<std::string>& dirs, size_t worker, size_t jobs,
+                                 Manifests& manifests, double price, int fd) {
+  try {
+    for (size_t i = worker; i < dirs.size(); i += jobs) {
+      send_record(fd, encode_point(extract_point(dirs[i], manifests, price)));
+    }
+  } catch (const Error& e) {
+    std::string body(1, kErrorRecord);
+    body.push_back(static_cast<char>(e.kind()));
+    put_text(&body, e.what());
+    send_record(fd, body);
+  } catch (const std::exception& e) {
+    std::string body(1, kErrorRecord);
+    body.push_back(static_cast<char>(ErrorKind::kIo));
+    put_text(&body, e.what());
+    send_record(fd, body);
+  }
+  ::close(fd);
+  ::_exit(0);
+}
+
+}  // namespace
+
+std::vector<std::string> extract_columns() {
+  std::vector<std::string> columns = identity_columns();
+  for (const KeySpec& k : Schema::get().keys()) columns.push_back(k.path);
+  columns.insert(columns.end(), {"world_size", "device"});
+  for (const std::string& m : metric_columns()) columns.push_back(m);
+  for (const char* m : kMemoryColumns) columns.push_back(m);
+  columns.push_back("cost_usd_per_mtok");
+  return columns;
+}
+
+void extract_each(const std::vector<std::string>& dirs, const ExtractOptions& o,
+                  const std::function<void(const std::string&)>& warning,
+                  const std::function<void(ExtractedPoint&&)>& sink) {
+  // Every manifest read once, here, before the readers start: they share it.
+  std::vector<std::string> manifest_warnings;
+  Manifests manifests(&manifest_warnings);
+  std::string ignored;
+  for (const std::string& d : dirs) manifests.entry(fs::path(d), &ignored);
+  for (const std::string& w : manifest_warnings) warning(w);
+  metric_columns();  // computed once, before the fork
+
+  size_t jobs = std::min<size_t>(static_cast<size_t>(std::max(1, o.jobs)), dirs.size());
+  if (jobs <= 1) {
+    for (const std::string& d : dirs) sink(extract_point(d, manifests, o.price_per_hour));
+    return;
+  }
+  std::vector<int> fds;
+  std::vector<pid_t> pids;
+  auto stop_readers = [&] {  // after an error: the readers' work is not wanted any more
+    for (int fd : fds) ::close(fd);
+    for (pid_t pid : pids) {
+      if (pid <= 0) continue;
+      ::kill(pid, SIGTERM);
+      ::waitpid(pid, nullptr, 0);
+    }
+    fds.clear();
+    pids.clear();
+  };
+  std::fflush(nullptr);
+  for (size_t w = 0; w < jobs; ++w) {
+    int pipe_fds[2];
+    if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
+      stop_readers();
+      throw Error(ErrorKind::kIo, Mark(), "",
+                  std::string("cannot make a pipe: ") + std::strerror(errno));
+    }
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      ::close(pipe_fds[0]);
+      for (int fd : fds) ::close(fd);
+      reader_process(dirs, w, jobs, manifests, o.price_per_hour, pipe_fds[1]);
+    }
+    ::close(pipe_fds[1]);
+    if (pid < 0) {
+      ::close(pipe_fds[0]);
+      stop_readers();
+      throw Error(ErrorKind::kIo, Mark(), "", std::string("cannot fork: ") + std::strerror(errno));
+    }
+    fds.push_back(pipe_fds[0]);
+    pids.push_back(pid);
+  }
+  try {
+    // Point i comes from reader i % jobs, each reader's points in order: reading them round
+    // robin gives the table's order, and no reader runs more than a pipe's worth ahead.
+    std::string body;
+    for (size_t i = 0; i < dirs.size(); ++i) {
+      size_t w = i % jobs;
+      if (!read_record(fds[w], &body)) {
+        int status = 0;
+        ::waitpid(pids[w], &status, 0);
+        pids[w] = -1;
+        std::string how = WIFSIGNALED(status)
+                              ? "was killed by signal " + std::to_string(WTERMSIG(status))
+                              : "ended with exit code " + std::to_string(WEXITSTATUS(status));
+        throw Error(ErrorKind::kIo, Mark::in(dirs[i]), "",
+                    "the process reading this point " + how +
+                        " (bench-extract --jobs 1 reads in one process)");
+      }
+      if (body.size() > 1 && body[0] == kErrorRecord) {
+        std::string message = body.substr(2);
+        RecordReader r(message);
+        throw Error(static_cast<ErrorKind>(body[1]), Mark(), "", r.text());
+      }
+      sink(decode_point(body));
+    }
+  } catch (...) {
+    stop_readers();
+    throw;
+  }
+  for (int fd : fds) ::close(fd);
+  fds.clear();
+  for (pid_t pid : pids) ::waitpid(pid, nullptr, 0);
+  pids.clear();
+}
+
+ExtractTable extract_points(const std::vector<std::string>& dirs, const ExtractOptions& o) {
+  ExtractTable t;
+  t.columns = extract_columns();
+  extract_each(
+      dirs, o, [&](const std::string& w) { t.warnings.push_back(w); },
+      [&](ExtractedPoint&& p) {
+        t.warnings.insert(t.warnings.end(), p.warnings.begin(), p.warnings.end());
+        if (p.incomplete) ++t.incomplete;
+        t.rows.push_back(std::move(p.row));
+      });
   return t;
 }
 
@@ -389,69 +715,100 @@ ExtractFormat extract_format_of_path(const std::string& path) {
                      "name the file .csv, .json, .jsonl or .md, or give --format");
 }
 
-void print_table(const ExtractTable& t, ExtractFormat format, std::ostream& out) {
-  auto cell = [](const std::map<std::string, Value>& row, const std::string& c) {
-    auto it = row.find(c);
-    return it == row.end() ? Value::null() : it->second;
-  };
-  switch (format) {
-    case ExtractFormat::kCsv: {
-      for (size_t i = 0; i < t.columns.size(); ++i) {
-        out << (i ? "," : "") << csv_field(t.columns[i]);
-      }
-      out << "\n";
-      for (const auto& row : t.rows) {
-        for (size_t i = 0; i < t.columns.size(); ++i) {
-          out << (i ? "," : "") << csv_field(cell_text(cell(row, t.columns[i])));
-        }
-        out << "\n";
-      }
+namespace {
+
+std::string markdown_cell(const std::string& s) {
+  std::string o;
+  for (char ch : s) {
+    if (ch == '|')
+      o += "\\|";
+    else if (ch == '\n')
+      o += ' ';
+    else
+      o += ch;
+  }
+  return o;
+}
+
+}  // namespace
+
+TableWriter::TableWriter(std::vector<std::string> columns, ExtractFormat format, std::ostream& out)
+    : columns_(std::move(columns)), format_(format), out_(out) {
+  switch (format_) {
+    case ExtractFormat::kCsv:
+      for (size_t i = 0; i < columns_.size(); ++i) out_ << (i ? "," : "") << csv_field(columns_[i]);
+      out_ << "\n";
       return;
-    }
+    case ExtractFormat::kMarkdown:
+      out_ << "|";
+      for (const std::string& c : columns_) out_ << " " << markdown_cell(c) << " |";
+      out_ << "\n|";
+      for (size_t i = 0; i < columns_.size(); ++i) out_ << "---|";
+      out_ << "\n";
+      return;
     case ExtractFormat::kJson:
-    case ExtractFormat::kJsonl: {
-      Value list = Value::list();
-      for (const auto& row : t.rows) {
-        Value obj = Value::map();
-        for (const std::string& c : t.columns) obj.set(c, cell(row, c));
-        if (format == ExtractFormat::kJsonl) {
-          out << emit_json(obj, -1) << "\n";  // one line per point
-        } else {
-          list.items().push_back(obj);
-        }
-      }
-      if (format == ExtractFormat::kJson) out << emit_json(list, 2) << "\n";
+    case ExtractFormat::kJsonl:
       return;
-    }
-    case ExtractFormat::kMarkdown: {
-      auto md = [](std::string s) {
-        std::string o;
-        for (char ch : s) {
-          if (ch == '|')
-            o += "\\|";
-          else if (ch == '\n')
-            o += ' ';
-          else
-            o += ch;
-        }
-        return o;
-      };
-      out << "|";
-      for (const std::string& c : t.columns) out << " " << md(c) << " |";
-      out << "\n|";
-      for (size_t i = 0; i < t.columns.size(); ++i) out << "---|";
-      out << "\n";
-      for (const auto& row : t.rows) {
-        out << "|";
-        for (const std::string& c : t.columns) out << " " << md(cell_text(cell(row, c))) << " |";
-        out << "\n";
-      }
-      return;
-    }
   }
 }
 
+void TableWriter::row(const std::map<std::string, Value>& row) {
+  auto cell = [&row](const std::string& c) {
+    auto it = row.find(c);
+    return it == row.end() ? Value::null() : it->second;
+  };
+  switch (format_) {
+    case ExtractFormat::kCsv:
+      for (size_t i = 0; i < columns_.size(); ++i) {
+        out_ << (i ? "," : "") << csv_field(cell_text(cell(columns_[i])));
+      }
+      out_ << "\n";
+      break;
+    case ExtractFormat::kMarkdown:
+      out_ << "|";
+      for (const std::string& c : columns_)
+        out_ << " " << markdown_cell(cell_text(cell(c))) << " |";
+      out_ << "\n";
+      break;
+    case ExtractFormat::kJson:
+    case ExtractFormat::kJsonl: {
+      Value obj = Value::map();
+      for (const std::string& c : columns_) obj.set(c, cell(c));
+      if (format_ == ExtractFormat::kJsonl) {
+        out_ << emit_json(obj, -1) << "\n";  // one line per point
+        break;
+      }
+      // What emit_json gives for the whole list, one element at a time.
+      std::string text = emit_json(obj, 2);
+      out_ << (rows_ == 0 ? "[" : ",") << "\n  ";
+      for (char ch : text) {
+        out_ << ch;
+        if (ch == '\n') out_ << "  ";
+      }
+      break;
+    }
+  }
+  ++rows_;
+}
+
+void TableWriter::finish() {
+  if (format_ == ExtractFormat::kJson) out_ << (rows_ == 0 ? "[]\n" : "\n]\n");
+  out_.flush();
+}
+
+void print_table(const ExtractTable& t, ExtractFormat format, std::ostream& out) {
+  TableWriter w(t.columns, format, out);
+  for (const auto& row : t.rows) w.row(row);
+  w.finish();
+}
+
 namespace {
+
+int default_jobs() {
+  cpu_set_t set;
+  if (::sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return 1;
+}
 
 const char* const kUsage = R"(bench-extract: results trees to one table, one row per point.
 Usage: bench-extract -i PATH [PATH...] [-o OUT] [-f] [--format csv|json|jsonl|md]
@@ -492,7 +849,9 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
       "strict", "Exit 1 when a point is incomplete")(
       "group-repeats", "One row per point over its repeats: mean and _std columns")(
       "price-per-hour", po::value<double>(),
-      "USD per device-hour for cost_usd_per_mtok (hardware.price_per_hour wins)");
+      "USD per device-hour for cost_usd_per_mtok (hardware.price_per_hour wins)")(
+      "jobs,j", po::value<int>()->default_value(default_jobs()),
+      "Reader processes (default: the CPUs this process may use)");
   return run_tool(
       "bench-extract", args, desc, kUsage, out, err, [&](const po::variables_map& vm) -> int {
         if (!vm.count("input")) {
@@ -514,26 +873,53 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
         if (vm.count("price-per-hour") && !(price >= 0)) {
           throw Error::input(Mark::in("--price-per-hour"), "", "must be 0 or more");
         }
-        ExtractTable table =
-            extract_points(find_point_dirs(vm["input"].as<std::vector<std::string>>()), price);
-        for (const std::string& w : table.warnings) err << "bench-extract: warning: " << w << "\n";
-        if (vm.count("group-repeats")) group_repeats(&table);
-        if (vm.count("drop-constant")) {
-          drop_constant_columns(&table, vm.count("keep") ? vm["keep"].as<std::vector<std::string>>()
-                                                         : std::vector<std::string>{});
+        ExtractOptions options;
+        options.price_per_hour = price;
+        options.jobs = vm["jobs"].as<int>();
+        if (options.jobs < 1) {
+          throw Error::input(Mark::in("--jobs"), "", "must be 1 or more");
         }
-        std::ostringstream text;
-        print_table(table, format, text);
-        if (output) {
-          write_file_atomic(*output, text.str());
-          err << "bench-extract: " << plural(table.rows.size(), "point") << " written to "
-              << *output
-              << (table.incomplete ? " (" + std::to_string(table.incomplete) + " incomplete)" : "")
-              << "\n";
+        std::vector<std::string> dirs = find_point_dirs(vm["input"].as<std::vector<std::string>>());
+        auto warn = [&err](const std::string& w) {
+          err << "bench-extract: warning: " << w << "\n";
+        };
+        std::optional<AtomicFile> file;
+        if (output) file.emplace(*output);
+        std::ostream& sink = file ? file->stream() : out;
+        size_t rows = 0, incomplete = 0;
+        if (vm.count("group-repeats") || vm.count("drop-constant")) {
+          // Both need every row before the first is printed.
+          ExtractTable table;
+          table.columns = extract_columns();
+          extract_each(dirs, options, warn, [&](ExtractedPoint&& p) {
+            for (const std::string& w : p.warnings) warn(w);
+            if (p.incomplete) ++incomplete;
+            table.rows.push_back(std::move(p.row));
+          });
+          if (vm.count("group-repeats")) group_repeats(&table);
+          if (vm.count("drop-constant")) {
+            drop_constant_columns(&table, vm.count("keep")
+                                              ? vm["keep"].as<std::vector<std::string>>()
+                                              : std::vector<std::string>{});
+          }
+          print_table(table, format, sink);
+          rows = table.rows.size();
         } else {
-          out << text.str();
+          TableWriter writer(extract_columns(), format, sink);
+          extract_each(dirs, options, warn, [&](ExtractedPoint&& p) {
+            for (const std::string& w : p.warnings) warn(w);
+            if (p.incomplete) ++incomplete;
+            writer.row(p.row);
+            ++rows;
+          });
+          writer.finish();
         }
-        return vm.count("strict") && table.incomplete > 0 ? 1 : 0;
+        if (file) {
+          file->commit();
+          err << "bench-extract: " << plural(rows, "point") << " written to " << *output
+              << (incomplete ? " (" + std::to_string(incomplete) + " incomplete)" : "") << "\n";
+        }
+        return vm.count("strict") && incomplete > 0 ? 1 : 0;
       });
 }
 

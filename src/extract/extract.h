@@ -5,11 +5,16 @@
 // scenario, repeat from the manifest beside it), status and reason (status.json, else the rank
 // files), every config key as a dotted column, then the metrics of docs/metrics.md computed from
 // all ranks' files with summary_input_from_ranks(). A point that failed is a row with its status;
-// a rank file that cannot be read makes the row `incomplete` and a warning naming the file. One
-// table, many printers (CSV, JSON, JSON lines, Markdown), as for plans. Leaves out, for now: the
-// fms-acceleration memory columns, the sampler's columns, streaming of huge trees.
+// a rank file that cannot be read makes the row `incomplete` and a warning naming the file.
+//
+// Points stream: each is read, turned into its row and handed on before the next, by `jobs`
+// reader processes (HDF5 serializes the threads of one process) whose rows come back in order,
+// so memory stays that of a few points however big the tree. Only --group-repeats and
+// --drop-constant hold the table, as they must see every row. One table, many printers (CSV,
+// JSON, JSON lines, Markdown), as for plans.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <ostream>
 #include <string>
@@ -18,6 +23,13 @@
 #include "core/value.h"
 
 namespace sweepbench {
+
+// One point's row and what went wrong while reading it.
+struct ExtractedPoint {
+  std::map<std::string, Value> row;   // absent cell = empty
+  std::vector<std::string> warnings;  // "PATH: problem"
+  bool incomplete = false;
+};
 
 struct ExtractTable {
   std::vector<std::string> columns;
@@ -29,9 +41,25 @@ struct ExtractTable {
 // The point directories under each path (a path may itself be one), in sorted order.
 std::vector<std::string> find_point_dirs(const std::vector<std::string>& paths);
 
-// `price_per_hour` (USD per device-hour; < 0: none) is the default for points whose
-// hardware.price_per_hour is null; cost_usd_per_mtok = price x world_size / mt_per_hour.
-ExtractTable extract_points(const std::vector<std::string>& point_dirs, double price_per_hour = -1);
+// Every column a row may have, in order.
+std::vector<std::string> extract_columns();
+
+struct ExtractOptions {
+  // USD per device-hour; < 0: none. The default for points whose hardware.price_per_hour is
+  // null; cost_usd_per_mtok = price x world_size / mt_per_hour.
+  double price_per_hour = -1;
+  int jobs = 1;  // reader processes; 1 reads in this one
+};
+
+// Reads the points in order and hands each row to `sink`, in order. Warnings that concern no
+// point (a manifest that cannot be read) go to `warning` first. Error when a reader process dies.
+void extract_each(const std::vector<std::string>& point_dirs, const ExtractOptions& options,
+                  const std::function<void(const std::string&)>& warning,
+                  const std::function<void(ExtractedPoint&&)>& sink);
+
+// The whole table at once (extract_each collected).
+ExtractTable extract_points(const std::vector<std::string>& point_dirs,
+                            const ExtractOptions& options = {});
 
 // One row per point over its repeats (rows that differ only in tag, index and repeat): `repeats`
 // counts them, each metric becomes the mean over the ok repeats and gains a `_std` column (sample
@@ -48,6 +76,20 @@ enum class ExtractFormat { kCsv, kJson, kJsonl, kMarkdown };
 ExtractFormat parse_extract_format(const std::string& name);
 // From an output file's extension (.csv, .json, .jsonl, .md); Error(kInput) for others.
 ExtractFormat extract_format_of_path(const std::string& path);
+
+// Prints rows as they come: the header first, then a row at a time, then what closes the table.
+class TableWriter {
+ public:
+  TableWriter(std::vector<std::string> columns, ExtractFormat format, std::ostream& out);
+  void row(const std::map<std::string, Value>& row);
+  void finish();
+
+ private:
+  std::vector<std::string> columns_;
+  ExtractFormat format_;
+  std::ostream& out_;
+  size_t rows_ = 0;
+};
 
 void print_table(const ExtractTable& table, ExtractFormat format, std::ostream& out);
 

@@ -146,6 +146,19 @@ class Extract(unittest.TestCase):
                              base + alloc["init"] + peaked["init"] + alloc["train"]
                              + peaked["train"])
 
+    def test_reader_processes_give_the_same_table_in_the_same_order(self):
+        # Points are read by --jobs processes and come back in order: any number of them gives
+        # the same bytes, warnings included, as reading in one process.
+        for fmt in ("csv", "json", "jsonl", "md"):
+            one = extract("-i", self.root, self.rep, "--format", fmt, "-j", "1")
+            for jobs in ("2", "5"):
+                many = extract("-i", self.root, self.rep, "--format", fmt, "-j", jobs)
+                self.assertEqual(many.stdout, one.stdout, (fmt, jobs))
+                self.assertEqual(many.stderr, one.stderr, (fmt, jobs))
+        self.assertIn("rank-00001.h5", one.stderr)
+        r = extract("-i", self.root, "-j", "0", check=2)
+        self.assertIn("--jobs: error: must be 1 or more", r.stderr)
+
     def test_formats_output_file_and_options(self):
         out = os.path.join(self.tmp, "t.json")
         extract("-i", self.root, "-o", out)
