@@ -813,7 +813,7 @@ int default_jobs() {
 const char* const kUsage = R"(bench-extract: results trees to one table, one row per point.
 Usage: bench-extract -i PATH [PATH...] [-o OUT] [-f] [--format csv|json|jsonl|md]
                      [--drop-constant] [--keep COL]... [--group-repeats]
-                     [--price-per-hour X] [--strict]
+                     [--price-per-hour X] [--strict] [-j N]
 Searches each PATH for point directories (a config.yaml, status.json or rank-NNNNN.h5 files;
 attempts/ is history and left out) and prints one row per point: sweep, tag, index, scenario,
 repeat, status, reason, every config key as a dotted column, world_size, device, then the
@@ -822,7 +822,8 @@ warm-up left out). Points that failed, ran out of memory or timed out are rows w
 and reason; a rank file that cannot be read gives a warning naming it and a row with status
 incomplete. --group-repeats gives one row per point over its repeats (mean, and a _std column
 per metric); --price-per-hour (USD per device-hour, unless the point's hardware.price_per_hour
-says) fills cost_usd_per_mtok.
+says) fills cost_usd_per_mtok. Points stream through -j reader processes (the output is the
+same for any number); only --group-repeats and --drop-constant hold the whole table.
 Output: -o OUT (format from its extension unless --format; an existing file is refused unless
 -f; written whole or not at all), else standard output (CSV unless --format).
 Examples:
