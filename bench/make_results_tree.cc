@@ -164,9 +164,9 @@ int run(const Options& o) {
     std::fprintf(stderr, "make_results_tree: %s has no points\n", manifest.c_str());
     return 2;
   }
-  std::vector<std::pair<std::string, std::string>> todo;  // tag, hash
+  std::vector<std::pair<std::string, std::string>> pending;  // tag, hash
   for (const sb::Value& p : points->items()) {
-    todo.emplace_back(sb::text_field(p, "tag"), sb::text_field(p, "config_hash"));
+    pending.emplace_back(sb::text_field(p, "tag"), sb::text_field(p, "config_hash"));
   }
   // Worker processes, each taking every jobs-th point: HDF5 serializes threads.
   std::vector<pid_t> children;
@@ -174,9 +174,10 @@ int run(const Options& o) {
     pid_t pid = ::fork();
     if (pid == 0) {
       try {
-        for (size_t i = static_cast<size_t>(j); i < todo.size(); i += static_cast<size_t>(o.jobs)) {
-          fill_point(fs::path(o.out) / todo[i].first, todo[i].second, static_cast<std::int64_t>(i),
-                     o);
+        for (size_t i = static_cast<size_t>(j); i < pending.size();
+             i += static_cast<size_t>(o.jobs)) {
+          fill_point(fs::path(o.out) / pending[i].first, pending[i].second,
+                     static_cast<std::int64_t>(i), o);
         }
       } catch (const sb::Error& e) {
         std::fprintf(stderr, "make_results_tree: %s\n", e.message().c_str());
@@ -192,7 +193,7 @@ int run(const Options& o) {
     ::waitpid(pid, &status, 0);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) failed = 1;
   }
-  std::printf("make_results_tree: %zu points x %lld ranks x %lld steps in %s\n", todo.size(),
+  std::printf("make_results_tree: %zu points x %lld ranks x %lld steps in %s\n", pending.size(),
               static_cast<long long>(o.ranks), static_cast<long long>(o.steps), o.out.c_str());
   return failed;
 }
