@@ -33,24 +33,27 @@ fs::path temporary_beside(const std::string& path) {
 
 }  // namespace
 
+bool write_all(int fd, std::string_view data) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
 void write_file_atomic(const std::string& path, std::string_view text) {
   fs::path target(path);
   fs::path tmp = temporary_beside(path);
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) throw io_error(path, "cannot create a temporary file beside it", errno);
-  const char* p = text.data();
-  size_t left = text.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd, p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw io_error(path, "cannot write", err);
-    }
-    p += n;
-    left -= static_cast<size_t>(n);
+  if (!write_all(fd, text)) {
+    int err = errno;
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw io_error(path, "cannot write", err);
   }
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
     int err = errno;

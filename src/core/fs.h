@@ -9,6 +9,9 @@
 
 namespace sweepbench {
 
+// Writes all of `data` to `fd`, again after EINTR and short writes; false (errno set) on failure.
+bool write_all(int fd, std::string_view data);
+
 // Writes `text` to `path` atomically. Throws Error(kIo) naming the path on failure, and leaves no
 // temporary file behind.
 void write_file_atomic(const std::string& path, std::string_view text);

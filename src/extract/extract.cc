@@ -442,17 +442,6 @@ ExtractedPoint decode_point(const std::string& body) {
   return p;
 }
 
-bool write_all(int fd, const std::string& data) {
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
-
 // false at end of file before any byte; an exception when cut short within the record.
 bool read_record(int fd, std::string* body) {
   auto read_exact = [fd](char* dst, size_t n) {
