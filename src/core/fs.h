@@ -26,6 +26,8 @@ class AtomicFile {
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
   std::ostream& stream() { return out_; }
+  // The temporary file, for a child process to write instead of stream() (gnuplot's output).
+  const std::string& temporary_path() const { return tmp_; }
   void commit();  // throws Error(kIo) naming the path
 
  private:

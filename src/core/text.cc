@@ -263,4 +263,19 @@ std::string utc_now_iso8601() {
   return buf;
 }
 
+std::vector<std::string> split_commas(const std::vector<std::string>& values) {
+  std::vector<std::string> out;
+  for (const std::string& v : values) {
+    size_t start = 0;
+    while (start <= v.size()) {
+      size_t comma = v.find(',', start);
+      std::string part = trim(v.substr(start, comma == std::string::npos ? comma : comma - start));
+      if (!part.empty()) out.push_back(part);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  return out;
+}
+
 }  // namespace sweepbench

@@ -31,6 +31,10 @@ std::optional<std::string> closest_match(std::string_view word,
 
 std::string join(const std::vector<std::string>& parts, std::string_view sep);
 
+// Option values that may each hold a comma-separated list ("a,b" "c" -> a b c), trimmed, empty
+// parts dropped.
+std::vector<std::string> split_commas(const std::vector<std::string>& values);
+
 // The current time in UTC as ISO 8601, to the second: "2026-11-22T06:30:00Z".
 std::string utc_now_iso8601();
 bool starts_with(std::string_view s, std::string_view prefix);

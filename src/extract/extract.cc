@@ -835,7 +835,7 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
       "format", po::value<std::string>(), "csv, json, jsonl or md (default: from -o, else csv)")(
       "drop-constant", "Leave out columns with one value in every row")(
       "keep", po::value<std::vector<std::string>>()->composing(),
-      "Keep this column even with --drop-constant (repeatable)")(
+      "Keep this column even with --drop-constant (repeatable, or A,B)")(
       "strict", "Exit 1 when a point is incomplete")(
       "group-repeats", "One row per point over its repeats: mean and _std columns")(
       "price-per-hour", po::value<double>(),
@@ -888,9 +888,9 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
           });
           if (vm.count("group-repeats")) group_repeats(&table);
           if (vm.count("drop-constant")) {
-            drop_constant_columns(&table, vm.count("keep")
-                                              ? vm["keep"].as<std::vector<std::string>>()
-                                              : std::vector<std::string>{});
+            drop_constant_columns(
+                &table, vm.count("keep") ? split_commas(vm["keep"].as<std::vector<std::string>>())
+                                         : std::vector<std::string>{});
           }
           print_table(table, format, sink);
           rows = table.rows.size();

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <optional>
 #include <set>
+#include <tuple>
 #include <sstream>
 
 #include "core/error.h"
@@ -128,7 +129,11 @@ CsvTable parse_csv(const std::string& text, const std::string& source) {
 }
 
 std::vector<PlotPoint> plot_points(const CsvTable& t, const PlotSpec& spec, size_t* left_out) {
-  size_t metric = column_index(t, spec.metric, "--metric");
+  if (spec.metrics.empty()) {
+    throw Error::input(Mark::in("--metric"), "", "is missing", "name a column to plot");
+  }
+  std::vector<size_t> metrics;
+  for (const std::string& m : spec.metrics) metrics.push_back(column_index(t, m, "--metric"));
   size_t x = column_index(t, spec.x, "--x");
   std::optional<size_t> hue;
   if (!spec.hue.empty()) hue = column_index(t, spec.hue, "--hue");
@@ -136,66 +141,95 @@ std::vector<PlotPoint> plot_points(const CsvTable& t, const PlotSpec& spec, size
   if (std::find(t.columns.begin(), t.columns.end(), "status") != t.columns.end()) {
     status = column_index(t, "status", "status");
   }
-  std::map<std::pair<std::string, std::string>, std::vector<double>> groups;
-  std::vector<std::pair<std::string, std::string>> order;
+  // Key: (metric's position, x, hue), in the order first seen within each metric.
+  using Key = std::tuple<size_t, std::string, std::string>;
+  std::map<Key, std::vector<double>> groups;
+  std::vector<Key> order;
+  std::vector<bool> any_value(metrics.size(), false), any_text(metrics.size(), false);
   *left_out = 0;
-  bool any_text = false;
   for (const auto& row : t.rows) {
     if (status && row[*status] != "ok") {
       ++*left_out;
       continue;
     }
-    std::optional<double> v = number(row[metric]);
-    if (!v) {
-      any_text = any_text || !row[metric].empty();
-      ++*left_out;
-      continue;
+    bool complete = true;
+    for (size_t m = 0; m < metrics.size(); ++m) {
+      const std::string& cell = row[metrics[m]];
+      std::optional<double> v = number(cell);
+      if (!v) {
+        any_text[m] = any_text[m] || !cell.empty();
+        complete = false;
+        continue;
+      }
+      any_value[m] = true;
+      Key key{m, row[x], hue ? row[*hue] : std::string()};
+      if (groups.find(key) == groups.end()) order.push_back(key);
+      groups[key].push_back(*v);
     }
-    auto key = std::make_pair(row[x], hue ? row[*hue] : std::string());
-    if (groups.find(key) == groups.end()) order.push_back(key);
-    groups[key].push_back(*v);
+    if (!complete) ++*left_out;
   }
-  if (groups.empty()) {
-    throw Error::input(
-        Mark::in("--metric " + spec.metric), "",
-        any_text ? "is not a numeric column" : "nothing to plot: no row with status ok has a value",
-        any_text ? "choose a metric column such as train_tokens_per_second"
-                 : "check the CSV's status column (bench-extract)");
+  for (size_t m = 0; m < metrics.size(); ++m) {
+    if (any_value[m]) continue;
+    throw Error::input(Mark::in("--metric " + spec.metrics[m]), "",
+                       any_text[m] ? "is not a numeric column"
+                                   : "nothing to plot: no row with status ok has a value",
+                       any_text[m] ? "choose a metric column such as train_tokens_per_second"
+                                   : "check the CSV's status column (bench-extract)");
   }
+  std::stable_sort(order.begin(), order.end(),
+                   [](const Key& a, const Key& b) { return std::get<0>(a) < std::get<0>(b); });
   std::vector<PlotPoint> points;
-  for (const auto& key : order) {
+  for (const Key& key : order) {
     const std::vector<double>& values = groups[key];
-    points.push_back({key.first, key.second, mean(values), stddev(values), values.size()});
+    points.push_back({spec.metrics[std::get<0>(key)], std::get<1>(key), std::get<2>(key),
+                      mean(values), stddev(values), values.size()});
   }
   return points;
 }
 
 std::string gnuplot_script(const std::vector<PlotPoint>& points, const PlotSpec& spec,
                            const std::string& data_path, std::string* data) {
-  std::vector<std::string> xs, hues;
+  // A series is one (metric, hue) pair, in the order plot_points gives them.
+  struct Series {
+    std::string metric, hue;
+  };
+  std::vector<std::string> xs;
+  std::vector<Series> series;
   for (const PlotPoint& p : points) {
     if (std::find(xs.begin(), xs.end(), p.x) == xs.end()) xs.push_back(p.x);
-    if (std::find(hues.begin(), hues.end(), p.hue) == hues.end()) hues.push_back(p.hue);
+    bool known = std::any_of(series.begin(), series.end(), [&](const Series& q) {
+      return q.metric == p.metric && q.hue == p.hue;
+    });
+    if (!known) series.push_back({p.metric, p.hue});
   }
   if (numeric_order(xs)) {
     std::sort(xs.begin(), xs.end(),
               [](const std::string& a, const std::string& b) { return *number(a) < *number(b); });
   }
-  auto find = [&](const std::string& x, const std::string& hue) -> const PlotPoint* {
+  auto find = [&](const std::string& x, const Series& q) -> const PlotPoint* {
     for (const PlotPoint& p : points) {
-      if (p.x == x && p.hue == hue) return &p;
+      if (p.x == x && p.metric == q.metric && p.hue == q.hue) return &p;
     }
     return nullptr;
   };
-  // The data: one row per x; per hue, mean and std ("NaN" where a hue has no point).
+  bool several = spec.metrics.size() > 1;
+  auto label_of = [&](const Series& q) {
+    if (q.hue.empty()) return q.metric;
+    std::string h = spec.hue + "=" + q.hue;
+    return several ? q.metric + ", " + h : h;
+  };
+  // The data: one row per x; per series, mean and std ("NaN" where a series has no point).
   std::ostringstream d;
   d << "# x";
-  for (const std::string& h : hues) d << "\t" << (h.empty() ? spec.metric : h) << "_mean\tstd";
+  for (const Series& q : series) {
+    std::string name = q.hue.empty() ? q.metric : (several ? q.metric + ":" : "") + q.hue;
+    d << "\t" << name << "_mean\tstd";
+  }
   d << "\n";
   for (size_t i = 0; i < xs.size(); ++i) {
     d << gp_string(xs[i]);
-    for (const std::string& h : hues) {
-      const PlotPoint* p = find(xs[i], h);
+    for (const Series& q : series) {
+      const PlotPoint* p = find(xs[i], q);
       d << "\t" << (p ? format_float_repr(p->mean) : "NaN") << "\t"
         << (p ? format_float_repr(p->std) : "NaN");
     }
@@ -203,27 +237,25 @@ std::string gnuplot_script(const std::vector<PlotPoint>& points, const PlotSpec&
   }
   *data = d.str();
 
+  std::string metrics = join(spec.metrics, ", ");
   std::ostringstream s;
-  s << "# Written by bench-plot: " << spec.kind << " of " << spec.metric << " against " << spec.x
+  s << "# Written by bench-plot: " << spec.kind << " of " << metrics << " against " << spec.x
     << (spec.hue.empty() ? "" : " by " + spec.hue) << ". Edit and run: gnuplot THIS_FILE\n";
   s << "set terminal " << terminal_for(spec.output) << "\n";
-  s << "set output " << gp_string(spec.output) << "\n";
+  s << "set output " << gp_string(spec.draw_to.empty() ? spec.output : spec.draw_to) << "\n";
   s << "set datafile separator tab\nset datafile missing 'NaN'\n";
-  s << "set title " << gp_string(spec.title.empty() ? spec.metric : spec.title) << " noenhanced\n";
-  s << "set ylabel " << gp_string(spec.metric) << " noenhanced\n";
+  s << "set title " << gp_string(spec.title.empty() ? metrics : spec.title) << " noenhanced\n";
+  s << "set ylabel " << gp_string(metrics) << " noenhanced\n";
   s << "set xlabel " << gp_string(spec.x) << " noenhanced\n";
   s << "set key outside right top noenhanced\nset grid ytics\nset yrange [0:*]\n";
   std::string data_file = gp_string(data_path);
-  auto title_of = [&](const std::string& h) {
-    return gp_string(h.empty() ? spec.metric : spec.hue + "=" + h);
-  };
   if (spec.kind == "bar") {
     s << "set style data histogram\nset style histogram errorbars gap 1 lw 1\n"
       << "set style fill solid 0.8 border -1\nset boxwidth 0.9\nset xtics noenhanced\n";
     s << "plot";
-    for (size_t k = 0; k < hues.size(); ++k) {
-      s << (k ? ", \\\n    " : " ") << data_file << " using " << (2 + 2 * k) << ":" << (3 + 2 * k)
-        << (k == 0 ? ":xtic(1)" : "") << " title " << title_of(hues[k]);
+    for (size_t k = 0; k < series.size(); ++k) {
+      s << (k ? ", \\\n    " : " ") << data_file << " using " << (2 + 2 * k) << ":"
+        << (3 + 2 * k) << (k == 0 ? ":xtic(1)" : "") << " title " << gp_string(label_of(series[k]));
     }
     s << "\n";
   } else {
@@ -238,23 +270,27 @@ std::string gnuplot_script(const std::vector<PlotPoint>& points, const PlotSpec&
     for (size_t i = 0; i < xs.size(); ++i) tics += (i ? ", " : "") + xs[i];
     s << "set xtics (" << tics << ")\nset offsets graph 0.05, graph 0.05, 0, 0\n";
     s << "plot";
-    for (size_t k = 0; k < hues.size(); ++k) {
-      s << (k ? ", \\\n    " : " ") << data_file << " using 1:" << (2 + 2 * k) << ":" << (3 + 2 * k)
-        << " with yerrorlines lw 2 pt 7 title " << title_of(hues[k]);
+    for (size_t k = 0; k < series.size(); ++k) {
+      s << (k ? ", \\\n    " : " ") << data_file << " using 1:" << (2 + 2 * k) << ":"
+        << (3 + 2 * k) << " with yerrorlines lw 2 pt 7 title " << gp_string(label_of(series[k]));
     }
     if (spec.kind == "scaling") {
-      // Ideal: from the smallest world size, per-device numbers stay level and totals grow in
-      // proportion to it.
-      const PlotPoint* base = find(xs.front(), hues.front());
-      if (base != nullptr) {
-        bool per_device = spec.metric.find("per_device") != std::string::npos ||
-                          spec.metric.find("mfu") != std::string::npos ||
-                          spec.metric.find("time") != std::string::npos;
+      // Ideal, per metric: from its first series at the smallest world size, per-device numbers
+      // stay level and totals grow in proportion to it.
+      for (const std::string& metric : spec.metrics) {
+        auto first = std::find_if(series.begin(), series.end(),
+                                  [&](const Series& q) { return q.metric == metric; });
+        const PlotPoint* base = first == series.end() ? nullptr : find(xs.front(), *first);
+        if (base == nullptr) continue;
+        bool per_device = metric.find("per_device") != std::string::npos ||
+                          metric.find("mfu") != std::string::npos ||
+                          metric.find("time") != std::string::npos;
         std::string x0 = xs.front();
         s << ", \\\n    "
           << (per_device ? format_float_repr(base->mean)
                          : format_float_repr(base->mean) + " * x / " + x0)
-          << " with lines dt 2 lc rgb 'gray40' title 'ideal'";
+          << " with lines dt 2 lc rgb 'gray40' title "
+          << gp_string(several ? "ideal (" + metric + ")" : "ideal");
       }
     }
     s << "\n";
@@ -265,19 +301,21 @@ std::string gnuplot_script(const std::vector<PlotPoint>& points, const PlotSpec&
 namespace {
 
 const char* const kUsage = R"(bench-plot: a bench-extract CSV to a figure (gnuplot).
-Usage: bench-plot -i results.csv -o fig.png|svg|pdf --metric COL [--x COL] [--hue COL]
+Usage: bench-plot -i results.csv -o fig.png|svg|pdf --metric COL[,COL...] [--x COL] [--hue COL]
                   [--kind bar|line|scaling] [--title T] [--script out.gp]
-Plots the mean of --metric over the rows with status ok that share --x (and --hue), with the
-standard deviation over repeats as error bars. bar: clustered bars per x, one colour per hue.
-line: one line per hue over a numeric x. scaling: the metric against world size (log2 axis, --x
-defaults to world_size) with the ideal line from the smallest world size (level for per-device
-metrics, proportional for totals). --script also writes the gnuplot script and its data file
-(out.gp.dat) so the figure can be restyled.
+Plots the mean of each --metric over the rows with status ok that share --x (and --hue), with the
+standard deviation over repeats as error bars; several metrics stand side by side, one series per
+metric (and hue). bar: clustered bars per x, one colour per series. line: one line per series over
+a numeric x. scaling: the metric against world size (log2 axis, --x defaults to world_size) with
+the ideal line from the smallest world size (level for per-device metrics, proportional for
+totals). --script also writes the gnuplot script and its data file (out.gp.dat) so the figure can
+be restyled. The figure is replaced only when gnuplot succeeds.
 Examples:
   bench-plot -i runs/qs.csv -o qs.png --metric train_tokens_per_second --x train.micro_batch --hue data.seq_len
+  bench-plot -i runs/gpus.csv -o gpus.png --metric train_samples_per_second,eval_samples_per_second --x device
   bench-plot -i scaling.csv -o scaling.svg --kind scaling --metric tokens_per_second_per_device
 Docs: docs/extract.md. Exit codes: 0, 2 bad input (unknown column, nothing to plot, no gnuplot),
-4 file-system error.
+4 file-system error or gnuplot failed.
 Options:
 )";
 
@@ -288,11 +326,12 @@ int bench_plot_main(const std::vector<std::string>& args, std::ostream& out, std
   desc.add_options()("help,h", "Show this help")("input,i", po::value<std::string>(),
                                                  "The CSV (bench-extract)")(
       "output,o", po::value<std::string>(), "The figure: .png, .svg or .pdf")(
-      "metric", po::value<std::string>(), "The column to plot")(
+      "metric", po::value<std::vector<std::string>>()->composing(),
+      "The column to plot; repeat it (or give A,B) for metrics side by side")(
       "x", po::value<std::string>(), "The x column (default: tag; world_size for scaling)")(
       "hue", po::value<std::string>(), "One series per value of this column")(
       "kind", po::value<std::string>()->default_value("bar"), "bar, line or scaling")(
-      "title", po::value<std::string>(), "The title (default: the metric)")(
+      "title", po::value<std::string>(), "The title (default: the metrics)")(
       "script", po::value<std::string>(), "Also write the gnuplot script here (and its data)");
   return run_tool(
       "bench-plot", args, desc, kUsage, out, err, [&](const po::variables_map& vm) -> int {
@@ -310,7 +349,7 @@ int bench_plot_main(const std::vector<std::string>& args, std::ostream& out, std
           throw Error::input(Mark::in("--kind " + spec.kind), "", "unknown kind",
                              "use bar, line or scaling");
         }
-        spec.metric = vm["metric"].as<std::string>();
+        spec.metrics = split_commas(vm["metric"].as<std::vector<std::string>>());
         spec.output = fs::absolute(vm["output"].as<std::string>()).string();
         spec.x = vm.count("x") ? vm["x"].as<std::string>()
                                : (spec.kind == "scaling" ? "world_size" : "tag");
@@ -331,15 +370,20 @@ int bench_plot_main(const std::vector<std::string>& args, std::ostream& out, std
                                       : spec.output + ".gp";
         std::string data_path = script_path + ".dat";
         std::string data;
-        std::string script = gnuplot_script(points, spec, data_path, &data);
+        // gnuplot draws into a temporary file that replaces the figure only when it succeeds; the
+        // script kept for the user names the figure itself.
+        AtomicFile figure(spec.output);
+        PlotSpec drawing = spec;
+        drawing.draw_to = figure.temporary_path();
+        std::string script = gnuplot_script(points, drawing, data_path, &data);
+        std::string run_path = script_path + ".run";
         write_file_atomic(data_path, data);
-        write_file_atomic(script_path, script);
-        Captured run = capture_process({"gnuplot", script_path}, 120);
-        if (!vm.count("script")) {
-          std::error_code ec;
-          fs::remove(script_path, ec);
-          fs::remove(data_path, ec);
-        }
+        write_file_atomic(run_path, script);
+        if (vm.count("script")) write_file_atomic(script_path, gnuplot_script(points, spec, data_path, &data));
+        Captured run = capture_process({"gnuplot", run_path}, 120);
+        std::error_code ec;
+        fs::remove(run_path, ec);
+        if (!vm.count("script")) fs::remove(data_path, ec);
         if (!run.started) {
           throw Error::input(Mark::in("gnuplot"), "", "not found",
                              "install gnuplot (Debian: gnuplot-nox; scripts/install-deps does)");
@@ -348,8 +392,9 @@ int bench_plot_main(const std::vector<std::string>& args, std::ostream& out, std
           throw Error(ErrorKind::kIo, Mark::in(spec.output), "",
                       "gnuplot failed: " + trim(run.err.empty() ? run.out : run.err));
         }
+        figure.commit();
         err << "bench-plot: " << spec.output << ": " << plural(points.size(), "value") << " of "
-            << spec.metric
+            << join(spec.metrics, ", ")
             << (left_out ? ", " + std::to_string(left_out) +
                                " rows left out (not ok "
                                "or no value)"

@@ -1,11 +1,13 @@
 // bench-plot: a bench-extract CSV to a figure, rendered by gnuplot.
 //
 // Reads the table, keeps the rows whose status is ok, groups them by (x, hue) and plots the mean
-// of --metric with the standard deviation over repeats as error bars. Three kinds: bar (clustered
-// bars per x, one colour per hue), line (one line per hue over a numeric x) and scaling (the
-// metric against world size on a log2 axis, with the ideal line from the smallest world size).
-// gnuplot runs as a child process on a script we write; --script keeps the script and its data
-// so a figure can be restyled. Leaves out: facets, two metrics side by side.
+// of each --metric with the standard deviation over repeats as error bars. A series is one
+// (metric, hue) pair, so two metrics (training and evaluation samples/s, say) stand side by side.
+// Three kinds: bar (clustered bars per x, one colour per series), line (one line per series over
+// a numeric x) and scaling (the metric against world size on a log2 axis, with the ideal line from
+// the smallest world size). gnuplot runs as a child process on a script we write, drawing into a
+// temporary file renamed over the figure when done; --script keeps the script and its data so a
+// figure can be restyled. Leaves out: facets, a second y axis.
 #pragma once
 
 #include <map>
@@ -25,18 +27,21 @@ struct CsvTable {
 CsvTable parse_csv(const std::string& text, const std::string& source);
 
 struct PlotSpec {
-  std::string metric, x, hue, kind = "bar", title, output;
+  std::vector<std::string> metrics;  // one or more columns, plotted side by side
+  std::string x, hue, kind = "bar", title, output;
+  std::string draw_to;  // the file gnuplot writes, when not `output` (a temporary file)
 };
 
-// One plotted value: the mean and sample standard deviation over `count` rows.
+// One plotted value: the mean and sample standard deviation of `metric` over `count` rows.
 struct PlotPoint {
-  std::string x, hue;
+  std::string metric, x, hue;
   double mean = 0, std = 0;
   size_t count = 0;
 };
 
-// Groups the ok rows; Error(kInput) for an unknown column (listing the columns), a metric that is
-// not numeric, or nothing to plot. `left_out` counts rows that are not ok or have no value.
+// Groups the ok rows, metric by metric; Error(kInput) for an unknown column (listing the
+// columns), a metric that is not numeric, or a metric with nothing to plot. `left_out` counts rows
+// that are not ok or lack a value of some metric.
 std::vector<PlotPoint> plot_points(const CsvTable& table, const PlotSpec& spec, size_t* left_out);
 
 // The gnuplot script that draws `points` from the data file `data_path` into spec.output; the

@@ -157,21 +157,6 @@ void print_options(const po::options_description& desc, std::ostream& out) {
   out << text.str();
 }
 
-std::vector<std::string> split_commas(const std::vector<std::string>& values) {
-  std::vector<std::string> out;
-  for (const std::string& v : values) {
-    size_t start = 0;
-    while (start <= v.size()) {
-      size_t comma = v.find(',', start);
-      std::string part = trim(v.substr(start, comma == std::string::npos ? comma : comma - start));
-      if (!part.empty()) out.push_back(part);
-      if (comma == std::string::npos) break;
-      start = comma + 1;
-    }
-  }
-  return out;
-}
-
 po::variables_map parse(const std::vector<std::string>& args, const po::options_description& desc,
                         const po::positional_options_description& positional) {
   po::variables_map vm;

@@ -58,6 +58,12 @@ TEST(ClosestMatch, FindsPlausibleTypos) {
   EXPECT_EQ(edit_distance("kitten", "sitting"), 3u);
 }
 
+TEST(SplitCommas, ListsInRepeatedOptions) {
+  EXPECT_EQ(split_commas({"a,b", " c ", "", "d,,e,"}),
+            (std::vector<std::string>{"a", "b", "c", "d", "e"}));
+  EXPECT_TRUE(split_commas({",", ""}).empty());
+}
+
 TEST(ParseInt64, RejectsJunkAndOverflow) {
   EXPECT_EQ(parse_int64("42"), 42);
   EXPECT_EQ(parse_int64("-9223372036854775808"), INT64_MIN);

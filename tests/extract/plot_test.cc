@@ -26,18 +26,18 @@ TEST(ParseCsv, QuotesNewlinesAndRaggedRows) {
 
 CsvTable results() {
   return parse_csv(
-      "tag,status,mb,ranks,tps\n"
-      "a,ok,2,1,100\n"
-      "a,ok,2,1,120\n"  // a repeat
-      "b,ok,4,1,200\n"
-      "c,oom,8,1,\n"
-      "d,ok,2,2,180\n",
+      "tag,status,mb,ranks,tps,eval\n"
+      "a,ok,2,1,100,300\n"
+      "a,ok,2,1,120,\n"  // a repeat without evaluation
+      "b,ok,4,1,200,500\n"
+      "c,oom,8,1,,\n"
+      "d,ok,2,2,180,360\n",
       "r.csv");
 }
 
 TEST(PlotPoints, MeanAndStdOverRepeatsOnlyOkRows) {
   PlotSpec spec;
-  spec.metric = "tps";
+  spec.metrics = {"tps"};
   spec.x = "mb";
   spec.hue = "ranks";
   size_t left_out = 0;
@@ -52,12 +52,12 @@ TEST(PlotPoints, MeanAndStdOverRepeatsOnlyOkRows) {
   EXPECT_EQ(p[2].hue, "2");
   spec.x = "nope";
   Error e = testing::error_of([&] { plot_points(results(), spec, &left_out); });
-  EXPECT_THAT(e.hint(), HasSubstr("the columns are: tag, status, mb, ranks, tps"));
+  EXPECT_THAT(e.hint(), HasSubstr("the columns are: tag, status, mb, ranks, tps, eval"));
 }
 
 TEST(GnuplotScript, BarsPerHueAndAnIdealLineForScaling) {
   PlotSpec spec;
-  spec.metric = "tps";
+  spec.metrics = {"tps"};
   spec.x = "mb";
   spec.hue = "ranks";
   spec.output = "/o/f.png";
@@ -79,7 +79,41 @@ TEST(GnuplotScript, BarsPerHueAndAnIdealLineForScaling) {
   EXPECT_THAT(s, HasSubstr("set terminal svg"));
   EXPECT_THAT(s, HasSubstr("set logscale x 2\n"));
   EXPECT_THAT(s, HasSubstr("with yerrorlines"));
-  EXPECT_THAT(s, HasSubstr(" * x / 1 with lines dt 2 lc rgb 'gray40' title 'ideal'"));
+  EXPECT_THAT(s, HasSubstr(" * x / 1 with lines dt 2 lc rgb 'gray40' title \"ideal\""));
+}
+
+TEST(PlotPoints, TwoMetricsSideBySide) {
+  PlotSpec spec;
+  spec.metrics = {"tps", "eval"};
+  spec.x = "mb";
+  size_t left_out = 0;
+  std::vector<PlotPoint> p = plot_points(results(), spec, &left_out);
+  EXPECT_EQ(left_out, 2u);  // the oom row, and the repeat without an eval value
+  ASSERT_EQ(p.size(), 4u);  // the first metric's points, then the second's
+  EXPECT_EQ(p[0].metric, "tps");
+  EXPECT_EQ(p[0].count, 3u);  // mb=2: 100, 120, 180
+  EXPECT_DOUBLE_EQ(p[0].mean, 400.0 / 3);
+  EXPECT_EQ(p[2].metric, "eval");
+  EXPECT_EQ(p[2].x, "2");
+  EXPECT_EQ(p[2].count, 2u);  // 300 and 360: a missing value is not a zero
+  EXPECT_DOUBLE_EQ(p[2].mean, 330);
+  EXPECT_EQ(p[3].x, "4");
+  EXPECT_DOUBLE_EQ(p[3].mean, 500);
+
+  spec.output = "/o/f.png";
+  spec.hue = "ranks";
+  std::string data;
+  std::string s = gnuplot_script(plot_points(results(), spec, &left_out), spec, "/o/d", &data);
+  EXPECT_THAT(s, HasSubstr("using 2:3:xtic(1) title \"tps, ranks=1\""));
+  EXPECT_THAT(s, HasSubstr("using 8:9 title \"eval, ranks=2\"\n"));
+  EXPECT_THAT(s, HasSubstr("set ylabel \"tps, eval\""));
+  EXPECT_EQ(data.substr(0, data.find('\n')),
+            "# x\ttps:1_mean\tstd\ttps:2_mean\tstd\teval:1_mean\tstd\teval:2_mean\tstd");
+
+  spec.metrics = {"tps", "status"};
+  Error e = testing::error_of([&] { plot_points(results(), spec, &left_out); });
+  EXPECT_EQ(e.mark().str(), "--metric status");
+  EXPECT_THAT(e.message(), HasSubstr("is not a numeric column"));
 }
 
 }  // namespace

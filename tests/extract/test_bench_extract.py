@@ -200,13 +200,18 @@ class Extract(unittest.TestCase):
     def test_each_plot_kind_renders_png_and_svg(self):
         csv = os.path.join(self.tmp, "grid.csv")
         extract("-i", os.path.join(self.root, "grid"), "-o", csv, "-f")
+        figs = os.path.join(self.tmp, "figures")
+        os.makedirs(figs)
         kinds = {"bar": ["--x", "train.micro_batch", "--hue", "launch.ranks"],
                  "line": ["--x", "launch.ranks"],
-                 "scaling": ["--metric", "tokens_per_second_per_device"]}
+                 "scaling": ["--metric", "tokens_per_second_per_device"],
+                 # training and evaluation side by side, as in the WikiText-2 benchmark's figure
+                 "two": ["--metric", "train_samples_per_second,eval_samples_per_second",
+                         "--x", "train.micro_batch"]}
         for kind, args in kinds.items():
             for ext in ("png", "svg"):
-                fig = os.path.join(self.tmp, f"{kind}.{ext}")
-                cmd = [BENCH_PLOT, "-i", csv, "-o", fig, "--kind", kind]
+                fig = os.path.join(figs, f"{kind}.{ext}")
+                cmd = [BENCH_PLOT, "-i", csv, "-o", fig, "--kind", "bar" if kind == "two" else kind]
                 if "--metric" not in args:
                     cmd += ["--metric", "train_tokens_per_second"]
                 r = subprocess.run(cmd + args, capture_output=True, text=True, timeout=120)
@@ -221,6 +226,11 @@ class Extract(unittest.TestCase):
                     root = ET.fromstring(head)
                     self.assertTrue(root.tag.endswith("svg"), kind)
                     self.assertIn(b"<path", head)
+                    if kind == "two":  # one legend entry per metric
+                        self.assertIn(b"train_samples_per_second", head)
+                        self.assertIn(b"eval_samples_per_second", head)
+        self.assertEqual(sorted(os.listdir(figs)),
+                         sorted(f"{k}.{e}" for k in kinds for e in ("png", "svg")))  # no leftovers
         # --script keeps the gnuplot script and its data, which gnuplot runs again as they are.
         script = os.path.join(self.tmp, "bar.gp")
         subprocess.run([BENCH_PLOT, "-i", csv, "-o", os.path.join(self.tmp, "again.png"),
@@ -234,7 +244,9 @@ class Extract(unittest.TestCase):
     def test_plot_errors_are_clear(self):
         csv = os.path.join(self.tmp, "errors.csv")
         extract("-i", os.path.join(self.root, "grid"), "-o", csv, "-f")
-        fig = os.path.join(self.tmp, "e.png")
+        figs = os.path.join(self.tmp, "error-figures")
+        os.makedirs(figs)
+        fig = os.path.join(figs, "e.png")
 
         def plot(*args, env=None):
             return subprocess.run([BENCH_PLOT, "-i", csv, "-o", fig, *args], capture_output=True,
@@ -252,6 +264,23 @@ class Extract(unittest.TestCase):
         self.assertEqual(r.returncode, 2)
         self.assertIn("gnuplot: error: not found", r.stderr)
         self.assertFalse(os.path.exists(fig))
+        # A figure gnuplot fails to draw leaves the one already there as it was. (A stand-in
+        # gnuplot that fails: the real one does not fail on the scripts we write.)
+        subprocess.run([BENCH_PLOT, "-i", csv, "-o", fig, "--metric", "train_loss"], check=True,
+                       capture_output=True)
+        with open(fig, "rb") as f:
+            before = f.read()
+        bin_dir = os.path.join(self.tmp, "failing-gnuplot")
+        os.makedirs(bin_dir)
+        with open(os.path.join(bin_dir, "gnuplot"), "w") as f:
+            f.write("#!/bin/sh\necho 'set output: half a figure' >&2\nexit 1\n")
+        os.chmod(os.path.join(bin_dir, "gnuplot"), 0o755)
+        r = plot("--metric", "train_loss", env={"PATH": bin_dir + ":/usr/bin:/bin"})
+        self.assertEqual(r.returncode, 4, r.stderr)
+        self.assertIn("gnuplot failed: set output: half a figure", r.stderr)
+        with open(fig, "rb") as f:
+            self.assertEqual(f.read(), before)
+        self.assertEqual(os.listdir(figs), ["e.png"])  # no temporary figure, script or data
 
 
 if __name__ == "__main__":
