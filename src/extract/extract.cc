@@ -148,8 +148,8 @@ void memory_columns(const std::vector<RankResult>& ranks, std::map<std::string, 
   for (const RankResult& r : ranks) {
     const std::vector<std::int64_t>& dev = r.samples.device_bytes;
     if (r.samples.device_source == "nvml" && !dev.empty()) {
-      reserved.push_back(
-          static_cast<double>(*std::max_element(dev.begin(), dev.end()) - dev.front()));
+      reserved.push_back(static_cast<double>(*std::max_element(dev.begin(), dev.end())) -
+                         static_cast<double>(dev.front()));
     }
     cpu.insert(cpu.end(), r.samples.cpu_percent.begin(), r.samples.cpu_percent.end());
     for (double mb : r.samples.ram_used_mb) ram_peak = std::max(ram_peak, mb);
@@ -221,21 +221,40 @@ ExtractedPoint extract_point(const std::string& d, Manifests& manifests, double 
       if (starts_with(name, "rank-") && ends_with(name, ".h5")) files.push_back(e.path());
     }
     std::sort(files.begin(), files.end());
-    std::string incomplete;
+    std::string incomplete;  // the first reason the files do not make one run
+    auto flag = [&](const std::string& why) {
+      if (incomplete.empty()) incomplete = why;
+    };
+    std::map<std::int64_t, std::string> file_of;  // rank -> the file that holds it
+    std::string first_name;                       // the first readable file
     for (const fs::path& f : files) {
       RankRead read = read_rank_file(f.string(), RankReadScope::kSummary);
       for (const std::string& p : read.problems) warnings.push_back(f.string() + ": " + p);
-      if (read.result) {
-        ranks.push_back(std::move(*read.result));
-      } else {
-        incomplete = f.filename().string() + " cannot be read";
+      std::string name = f.filename().string();
+      if (!read.result) {
+        flag(name + " cannot be read");
+        continue;
       }
+      if (ranks.empty()) {
+        first_name = name;
+      } else if (read.result->world_size != ranks.front().world_size) {
+        flag(name + " says world_size " + std::to_string(read.result->world_size) + ", " +
+             first_name + " " + std::to_string(ranks.front().world_size));
+      }
+      auto [it, fresh] = file_of.emplace(read.result->rank, name);
+      if (!fresh) {
+        flag(it->second + " and " + name + " both hold rank " + std::to_string(read.result->rank));
+      }
+      ranks.push_back(std::move(*read.result));
     }
-    if (incomplete.empty() && !ranks.empty() &&
-        static_cast<std::int64_t>(ranks.size()) != ranks.front().world_size) {
-      incomplete = std::to_string(ranks.size()) + " rank files for world_size " +
-                   std::to_string(ranks.front().world_size);
+    if (!ranks.empty() && static_cast<std::int64_t>(ranks.size()) != ranks.front().world_size) {
+      flag(std::to_string(ranks.size()) + " rank files for world_size " +
+           std::to_string(ranks.front().world_size));
     }
+    // Rank 0 first: it carries what the run shares (rank_reader.h). Complete means ranks
+    // 0..world_size-1, each once.
+    std::stable_sort(ranks.begin(), ranks.end(),
+                     [](const RankResult& a, const RankResult& b) { return a.rank < b.rank; });
 
     // The config: the point's config.yaml, else the one the rank files carry.
     std::optional<Value> config = read_json_or_yaml(dir / "config.yaml", &warnings);

@@ -91,7 +91,7 @@ class Reader {
       problem(prefix + name, "is not numeric");
       return std::nullopt;
     }
-    std::optional<size_t> n = length(d.get(), prefix + name);
+    std::optional<size_t> n = length(d.get(), type.get(), prefix + name);
     if (!n) return std::nullopt;
     std::vector<T> out(*n);
     if (*n > 0 && H5Dread(d.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()) < 0) {
@@ -109,7 +109,7 @@ class Reader {
       problem(prefix + name, "is not a list of strings");
       return std::nullopt;
     }
-    std::optional<size_t> n = length(d.get(), prefix + name);
+    std::optional<size_t> n = length(d.get(), type.get(), prefix + name);
     if (!n) return std::nullopt;
     std::vector<char*> raw(*n, nullptr);
     Id mem = string_type(type.get());
@@ -175,7 +175,7 @@ class Reader {
     }
     return d;
   }
-  std::optional<size_t> length(hid_t dataset, const std::string& where) {
+  std::optional<size_t> length(hid_t dataset, hid_t type, const std::string& where) {
     Id space(H5Dget_space(dataset), H5Sclose);
     if (H5Sget_simple_extent_ndims(space.get()) != 1) {
       problem(where, "is not one-dimensional");
@@ -183,6 +183,15 @@ class Reader {
     }
     hsize_t dims[1] = {0};
     H5Sget_simple_extent_dims(space.get(), dims, nullptr);
+    // Our writer stores every value. A length the file has no bytes for (a damaged or foreign
+    // file: HDF5 would make up fill values) must not become a vector of that length.
+    size_t element = H5Tget_size(type);
+    hsize_t stored = H5Dget_storage_size(dataset);
+    if (dims[0] > 0 && (element == 0 || stored / element < dims[0])) {
+      problem(where, "declares " + std::to_string(dims[0]) + " values and stores " +
+                         std::to_string(element == 0 ? 0 : stored / element));
+      return std::nullopt;
+    }
     return static_cast<size_t>(dims[0]);
   }
 
@@ -201,10 +210,15 @@ RankRead read_rank_file(const std::string& path, RankReadScope scope) {
   RankRead read;
   const bool all = scope == RankReadScope::kAll;
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);  // problems are reported, not printed by HDF5
-  // The core driver reads the file whole at open: one read instead of one per object.
-  Id fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
-  H5Pset_fapl_core(fapl.get(), 1 << 20, 0);
-  Id file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()), H5Fclose);
+  // The core driver reads the file whole at open: one read instead of one per object. One
+  // property list serves every file (HDF5 ids are per process, like the files bench-extract's
+  // reader processes read one at a time).
+  static const hid_t fapl = [] {
+    hid_t p = H5Pcreate(H5P_FILE_ACCESS);
+    H5Pset_fapl_core(p, 1 << 20, 0);
+    return p;
+  }();
+  Id file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl), H5Fclose);
   if (!file.ok()) {
     // H5Fis_accessible is 1.12+; Debian 12 has 1.10.
     read.problems.push_back(H5Fis_hdf5(path.c_str()) <= 0
@@ -226,6 +240,9 @@ RankRead read_rank_file(const std::string& path, RankReadScope scope) {
   take(status, &r.status);
   take(rank, &r.rank);
   take(world, &r.world_size);
+  // What the whole run shares (its config, shapes, FLOPs, evaluation loss) comes from rank 0;
+  // in the summary scope the other ranks' files are read for their own measurements only.
+  const bool lead = all || (rank && *rank == 0);
   if (auto v = in.integer(f, "", "schema_version"); v && *v > kResultsSchemaVersion) {
     in.problem("schema_version", std::to_string(*v) + " is newer than this reader's " +
                                      std::to_string(kResultsSchemaVersion));
@@ -234,11 +251,13 @@ RankRead read_rank_file(const std::string& path, RankReadScope scope) {
     const char* name;
     std::string RankResult::*field;
   };
-  for (auto [name, field] : {TextField{"config_yaml", &RankResult::config_yaml},
-                             {"device_type", &RankResult::device_type},
-                             {"reason", &RankResult::reason},
-                             {"rank_status", &RankResult::rank_status}}) {
-    take(in.text(f, "", name), &(r.*field));
+  take(in.text(f, "", "reason"), &r.reason);
+  if (lead) {
+    for (auto [name, field] : {TextField{"config_yaml", &RankResult::config_yaml},
+                               {"device_type", &RankResult::device_type},
+                               {"rank_status", &RankResult::rank_status}}) {
+      take(in.text(f, "", name), &(r.*field));
+    }
   }
   if (all) {
     for (auto [name, field] : {TextField{"config_hash", &RankResult::config_hash},
@@ -272,10 +291,14 @@ RankRead read_rank_file(const std::string& path, RankReadScope scope) {
     const char* name;
     std::int64_t RankResult::*field;
   };
-  for (auto [name, field] : {IntField{"seq_len", &RankResult::seq_len},
-                             {"micro_batch", &RankResult::micro_batch},
-                             {"grad_accum", &RankResult::grad_accum}}) {
-    take(in.integer(f, "", name), &(r.*field));
+  if (lead) {
+    for (auto [name, field] : {IntField{"seq_len", &RankResult::seq_len},
+                               {"micro_batch", &RankResult::micro_batch},
+                               {"grad_accum", &RankResult::grad_accum}}) {
+      take(in.integer(f, "", name), &(r.*field));
+    }
+    take(in.real(f, "", "flops_per_token"), &r.flops_per_token);
+    take(in.real(f, "", "peak_tflops"), &r.peak_tflops);
   }
   if (all) {
     for (auto [name, field] : {IntField{"local_rank", &RankResult::local_rank},
@@ -288,8 +311,6 @@ RankRead read_rank_file(const std::string& path, RankReadScope scope) {
     }
     take(in.real(f, "", "flops_per_token_6n"), &r.flops_per_token_6n);
   }
-  take(in.real(f, "", "flops_per_token"), &r.flops_per_token);
-  take(in.real(f, "", "peak_tflops"), &r.peak_tflops);
 
   // Steps: every column must have one value per step.
   bool steps_ok = false;
@@ -304,7 +325,7 @@ RankRead read_rank_file(const std::string& path, RankReadScope scope) {
     };
     using Doubles = std::optional<std::vector<double>>;
     using Ints = std::optional<std::vector<std::int64_t>>;
-    auto step = i("step");
+    auto step = all ? i("step") : Ints();
     auto total = d("total_s"), data = d("data_s"), fwd = d("forward_s"), bwd = d("backward_s"),
          comm = d("comm_s"), opt = d("optimizer_s"), loss = d("loss");
     Doubles lr = all ? d("lr") : Doubles(), norm = all ? d("grad_norm") : Doubles(),
@@ -312,8 +333,8 @@ RankRead read_rank_file(const std::string& path, RankReadScope scope) {
     Ints tokens = all ? i("tokens") : Ints(), samples = all ? i("samples") : Ints();
     auto skipped = all ? u("skipped") : std::optional<std::vector<std::uint8_t>>();
     auto measured = u("measured");
-    if (step && total && measured) {
-      size_t n = step->size();
+    if ((step || !all) && total && measured) {
+      size_t n = total->size();
       steps_ok = true;
       auto check = [&](const auto& column, const char* name) {
         if (column && column->size() != n) {
@@ -322,7 +343,7 @@ RankRead read_rank_file(const std::string& path, RankReadScope scope) {
           steps_ok = false;
         }
       };
-      check(total, "total_s"), check(data, "data_s"), check(fwd, "forward_s");
+      check(step, "step"), check(data, "data_s"), check(fwd, "forward_s");
       check(bwd, "backward_s"), check(comm, "comm_s"), check(opt, "optimizer_s");
       check(loss, "loss"), check(lr, "lr"), check(norm, "grad_norm");
       check(scale, "loss_scale"), check(tokens, "tokens"), check(samples, "samples");
@@ -331,7 +352,7 @@ RankRead read_rank_file(const std::string& path, RankReadScope scope) {
         r.steps.resize(n);
         for (size_t k = 0; k < n; ++k) {
           StepRecord& s = r.steps[k];
-          s.step = (*step)[k];
+          s.step = step ? (*step)[k] : static_cast<std::int64_t>(k);
           s.total_s = (*total)[k];
           s.measured = (*measured)[k] != 0;
           if (data) s.data_s = (*data)[k];
@@ -353,9 +374,11 @@ RankRead read_rank_file(const std::string& path, RankReadScope scope) {
 
   if (Id g = in.group(f, "eval"); g.ok()) {
     const std::string p = "eval/";
-    if (auto ran = in.integer(g.get(), p, "ran")) r.eval.ran = *ran != 0;
+    if (lead) {
+      if (auto ran = in.integer(g.get(), p, "ran")) r.eval.ran = *ran != 0;
+      take(in.real(g.get(), p, "loss"), &r.eval.loss);
+    }
     take(in.integer(g.get(), p, "samples"), &r.eval.samples);
-    take(in.real(g.get(), p, "loss"), &r.eval.loss);
     take(in.real(g.get(), p, "seconds"), &r.eval.seconds);
     if (all) {
       take(in.integer(g.get(), p, "steps"), &r.eval.steps);
@@ -365,10 +388,9 @@ RankRead read_rank_file(const std::string& path, RankReadScope scope) {
     }
   }
 
-  if (Id g = in.group(f, "memory"); g.ok() && !all && rank && *rank != 0) {
+  if (Id g = in.group(f, "memory"); g.ok() && !lead) {
     // Other ranks' stages matter for their peaks only (mem_peak_bytes).
     const std::string p = "memory/";
-    take(in.text(g.get(), p, "stage_source"), &r.memory_stage_source);
     if (auto peak = in.numbers<std::int64_t>(g.get(), p, "peak_bytes", H5T_NATIVE_INT64)) {
       for (std::int64_t v : *peak) r.memory_stages.push_back({"", 0, 0, v});
     }
@@ -395,7 +417,11 @@ RankRead read_rank_file(const std::string& path, RankReadScope scope) {
     const std::string p = "samples/";
     take(in.text(g.get(), p, "device_source"), &r.samples.device_source);
     SampleSeries& m = r.samples;
-    take(in.numbers<std::int64_t>(g.get(), p, "device_bytes", H5T_NATIVE_INT64), &m.device_bytes);
+    // Device memory counts only where NVML measured it (mem_nvidia_mem_reserved).
+    if (all || m.device_source == "nvml") {
+      take(in.numbers<std::int64_t>(g.get(), p, "device_bytes", H5T_NATIVE_INT64),
+           &m.device_bytes);
+    }
     if (all) {
       take(in.numbers<double>(g.get(), p, "time_s", H5T_NATIVE_DOUBLE), &m.time_s);
       take(in.numbers<std::int64_t>(g.get(), p, "rss_bytes", H5T_NATIVE_INT64), &m.rss_bytes);

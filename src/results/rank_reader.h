@@ -20,11 +20,14 @@ struct RankRead {
   std::vector<std::string> problems;  // "steps/loss: 3 values, the other step columns have 5"
 };
 
-// What to read: everything, or what bench-extract's row needs (identity, status, the step times,
-// loss and measured flags, eval totals, rank 0's memory stages and the others' stage peaks
-// (unnamed), the sampler's device, CPU and RAM series; not the per-step lr, norms, token counts,
-// eval batches, host or software names). Each object costs HDF5 about 15 us to open.
-// Problems are found only in what is read.
+// What to read: everything, or what bench-extract's row needs. The summary scope reads from
+// every rank its identity, status and reason, the step times, loss and measured flags (not the
+// step numbers: StepRecord::step is the position), eval samples and seconds, its memory stage
+// peaks and the sampler's CPU, RAM and (where NVML measured) device series; and from rank 0 only
+// what the run shares: the config, device type, rank status, shapes, FLOPs per token, peak
+// TFLOPS, whether eval ran and its loss, the named memory stages. Not read: the per-step lr,
+// norms, token counts, eval batches, host or software names. Each object costs HDF5 15 to 30 us
+// to open (docs/performance.md). Problems are found only in what is read.
 enum class RankReadScope { kAll, kSummary };
 
 RankRead read_rank_file(const std::string& path, RankReadScope scope = RankReadScope::kAll);

@@ -45,8 +45,8 @@ std::vector<Metric> summarize(const SummaryInput& in) {
   std::vector<Metric> m;
   double runtime = std::accumulate(in.step_s.begin(), in.step_s.end(), 0.0);
   double steps = static_cast<double>(in.step_s.size());
-  double tokens = static_cast<double>(in.tokens_per_step) * steps;
-  double samples = static_cast<double>(in.samples_per_step) * steps;
+  double tokens = in.tokens_per_step * steps;
+  double samples = in.samples_per_step * steps;
   double tps = runtime > 0 ? tokens / runtime : 0;
   double per_device = tps / std::max(1, in.world_size);
   m.push_back({"train_runtime", runtime, "s"});
@@ -106,8 +106,10 @@ SummaryInput summary_input_from_ranks(const std::vector<RankResult>& ranks) {
   in.optimizer_s = slowest(&StepRecord::optimizer_s);
   const RankResult& first = ranks.front();
   in.world_size = static_cast<int>(first.world_size);
-  in.tokens_per_step = first.micro_batch * first.seq_len * first.grad_accum * first.world_size;
-  in.samples_per_step = first.micro_batch * first.grad_accum * first.world_size;
+  auto d = [](std::int64_t v) { return static_cast<double>(v); };
+  in.tokens_per_step =
+      d(first.micro_batch) * d(first.seq_len) * d(first.grad_accum) * d(first.world_size);
+  in.samples_per_step = d(first.micro_batch) * d(first.grad_accum) * d(first.world_size);
   in.flops_per_token = first.flops_per_token;
   in.peak_tflops = first.peak_tflops;
   double loss = 0, eval_samples = 0, eval_seconds = 0, peak = -1;

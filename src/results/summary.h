@@ -21,8 +21,10 @@ struct Metric {
 struct SummaryInput {
   // Per measured step, each the maximum over ranks.
   std::vector<double> step_s, forward_s, backward_s, comm_s, optimizer_s, data_s;
-  std::int64_t tokens_per_step = 0;   // all ranks
-  std::int64_t samples_per_step = 0;  // all ranks
+  // All ranks. Doubles: micro batch x sequence x accumulation x ranks may come from a file, where
+  // any value can be, and must not overflow.
+  double tokens_per_step = 0;
+  double samples_per_step = 0;
   int world_size = 1;
   double flops_per_token = 0;
   double peak_tflops = 0;  // per device; 0 = unknown, no MFU

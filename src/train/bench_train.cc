@@ -693,8 +693,9 @@ class Run {
          {&in.step_s, &in.data_s, &in.forward_s, &in.backward_s, &in.comm_s, &in.optimizer_s}) {
       mpi_.allreduce_max(v->data(), v->size());
     }
-    in.tokens_per_step = plan_.micro_batch * plan_.trainer.seq_len * plan_.grad_accum * mpi_.size();
-    in.samples_per_step = plan_.micro_batch * plan_.grad_accum * mpi_.size();
+    in.tokens_per_step = static_cast<double>(plan_.micro_batch * plan_.trainer.seq_len *
+                                             plan_.grad_accum * mpi_.size());
+    in.samples_per_step = static_cast<double>(plan_.micro_batch * plan_.grad_accum * mpi_.size());
     in.world_size = mpi_.size();
     in.flops_per_token = r.flops_per_token;
     in.peak_tflops = r.peak_tflops;

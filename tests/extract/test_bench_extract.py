@@ -118,6 +118,30 @@ class Extract(unittest.TestCase):
         self.assertIn("rank-00001.h5", cut["reason"])
         self.assertIn("rank-00001.h5", r.stderr)  # the warning names the file
 
+    def test_rank_files_that_do_not_make_one_run_are_incomplete(self):
+        grid = os.path.join(self.root, "grid")
+        by_ranks = {p["varying"]["launch.ranks"]: p["tag"] for p in self.grid.values()
+                    if p["varying"]["train.micro_batch"] == 2}
+        mixed = os.path.join(self.tmp, "mixed")
+        # Rank 0's file twice (a copy gone wrong), and a 1-rank run's file posing as rank 1.
+        twice = os.path.join(mixed, "twice")
+        foreign = os.path.join(mixed, "foreign")
+        for d in (twice, foreign):
+            shutil.copytree(os.path.join(grid, by_ranks[2]), d)
+            os.remove(os.path.join(d, "rank-00001.h5"))
+        shutil.copy(os.path.join(twice, "rank-00000.h5"), os.path.join(twice, "rank-00001.h5"))
+        shutil.copy(os.path.join(grid, by_ranks[1], "rank-00000.h5"),
+                    os.path.join(foreign, "rank-00001.h5"))
+        r = extract("-i", mixed, "--format", "jsonl")
+        rows = {json.loads(line)["tag"]: json.loads(line) for line in r.stdout.splitlines()}
+        self.assertEqual(rows["twice"]["status"], "incomplete")
+        self.assertEqual(rows["twice"]["reason"], "rank-00000.h5 and rank-00001.h5 both hold rank 0")
+        self.assertEqual(rows["foreign"]["status"], "incomplete")
+        self.assertEqual(rows["foreign"]["reason"],
+                         "rank-00001.h5 says world_size 1, rank-00000.h5 2")
+        for row in rows.values():
+            self.assertIsNone(row["train_tokens_per_second"])  # no metrics from a broken run
+
     def test_metrics_match_what_bench_train_printed(self):
         df, _ = self.table()
         ok = df[(df["sweep"] == "grid") & (df["status"] == "ok")]

@@ -145,6 +145,8 @@ TEST(RankReader, WrongTypesShapesAndMissingPartsAreNamedProblems) {
     hid_t space = H5Screate_simple(1, two, nullptr);
     hid_t d =
         H5Dcreate2(f, "steps/loss", H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    const double values[2] = {1, 2};
+    H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values);
     H5Dclose(d);
     H5Sclose(space);
     H5Adelete(f, "world_size");  // an integer that became a string
@@ -165,6 +167,29 @@ TEST(RankReader, WrongTypesShapesAndMissingPartsAreNamedProblems) {
   EXPECT_THAT(read.problems, Contains("memory: is missing"));
 }
 
+TEST(RankReader, ALengthWithoutTheBytesIsAProblemNotAnAllocation) {
+  sweepbench::testing::TempDir dir;
+  std::string path = dir.file("rank-00001.h5");
+  write_rank_file(sample(), path);
+  edit(path, [](hid_t f) {
+    // 2^40 steps declared and nothing stored: HDF5 would hand out 8 TiB of fill values.
+    H5Ldelete(f, "steps/total_s", H5P_DEFAULT);
+    hsize_t huge[1] = {hsize_t{1} << 40};
+    hid_t space = H5Screate_simple(1, huge, nullptr);
+    hid_t d = H5Dcreate2(f, "steps/total_s", H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT,
+                         H5P_DEFAULT);
+    ASSERT_GE(d, 0);
+    H5Dclose(d);
+    H5Sclose(space);
+  });
+  for (RankReadScope scope : {RankReadScope::kAll, RankReadScope::kSummary}) {
+    RankRead read = read_rank_file(path, scope);
+    EXPECT_FALSE(read.result.has_value());
+    EXPECT_THAT(read.problems,
+                Contains("steps/total_s: declares 1099511627776 values and stores 0"));
+  }
+}
+
 TEST(RankReader, AMissingOptionalPartLeavesAUsableResult) {
   sweepbench::testing::TempDir dir;
   std::string path = dir.file("rank-00001.h5");
@@ -182,33 +207,36 @@ TEST(RankReader, AMissingOptionalPartLeavesAUsableResult) {
 
 TEST(RankReader, TheSummaryScopeReadsWhatTheMetricsNeed) {
   sweepbench::testing::TempDir dir;
+  std::vector<RankResult> all_ranks, summary_ranks;
   for (std::int64_t rank : {0, 1}) {
     SCOPED_TRACE(rank);
     std::string path = dir.file("rank-0000" + std::to_string(rank) + ".h5");
     RankResult w = sample(rank, 2);
     w.memory_stages = {{"before_init", 0, 5, 5}, {"init", 10, 20, 30}, {"train", 20, 40, 50}};
+    if (rank == 1) w.samples.device_source = "nvml";
     write_rank_file(w, path);
     RankRead all = read_rank_file(path);
     RankRead some = read_rank_file(path, RankReadScope::kSummary);
     ASSERT_TRUE(all.result && some.result);
     EXPECT_TRUE(some.problems.empty()) << ::testing::PrintToString(some.problems);
-    // What extraction uses is the same either way, so the metrics are.
-    std::vector<RankResult> a = {*all.result}, b = {*some.result};
-    std::vector<Metric> ma = summarize(summary_input_from_ranks(a));
-    std::vector<Metric> mb = summarize(summary_input_from_ranks(b));
-    ASSERT_EQ(ma.size(), mb.size());
-    for (size_t i = 0; i < ma.size(); ++i) {
-      EXPECT_EQ(ma[i].name, mb[i].name);
-      EXPECT_EQ(ma[i].value, mb[i].value) << ma[i].name;
-    }
+    all_ranks.push_back(*all.result);
+    summary_ranks.push_back(*some.result);
     const RankResult& r = *some.result;
     EXPECT_EQ(r.status, "oom");
     EXPECT_EQ(r.reason, w.reason);
-    EXPECT_EQ(r.device_type, "cpu");
-    EXPECT_EQ(r.config_yaml, w.config_yaml);
     EXPECT_EQ(r.samples.cpu_percent, w.samples.cpu_percent);
     EXPECT_EQ(r.samples.ram_used_mb, w.samples.ram_used_mb);
-    EXPECT_EQ(r.samples.device_bytes, w.samples.device_bytes);
+    ASSERT_EQ(r.steps.size(), 3u);
+    EXPECT_EQ(r.steps[2].total_s, w.steps[2].total_s);
+    EXPECT_EQ(r.steps[2].step, 2);  // the position: the step numbers are not read
+    // What the run shares comes from rank 0 only.
+    EXPECT_EQ(r.device_type, rank == 0 ? "cpu" : "");
+    EXPECT_EQ(r.config_yaml, rank == 0 ? w.config_yaml : "");
+    EXPECT_EQ(r.seq_len, rank == 0 ? w.seq_len : 0);
+    EXPECT_EQ(r.flops_per_token, rank == 0 ? w.flops_per_token : 0);
+    // Device memory only where NVML measured it.
+    EXPECT_EQ(r.samples.device_bytes, rank == 1 ? w.samples.device_bytes
+                                                : std::vector<std::int64_t>{});
     // Left out: names, per-step extras, eval batches, the sampler's clock.
     EXPECT_EQ(r.hostname, "");
     EXPECT_EQ(r.steps[2].skipped, false);
@@ -220,6 +248,14 @@ TEST(RankReader, TheSummaryScopeReadsWhatTheMetricsNeed) {
     EXPECT_EQ(r.memory_stages[2].peak, 50);
     EXPECT_EQ(r.memory_stages[1].stage, rank == 0 ? "init" : "");
     EXPECT_EQ(r.memory_stages[1].end, rank == 0 ? 20 : 0);
+  }
+  // The run's metrics are the same either way.
+  std::vector<Metric> ma = summarize(summary_input_from_ranks(all_ranks));
+  std::vector<Metric> mb = summarize(summary_input_from_ranks(summary_ranks));
+  ASSERT_EQ(ma.size(), mb.size());
+  for (size_t i = 0; i < ma.size(); ++i) {
+    EXPECT_EQ(ma[i].name, mb[i].name);
+    EXPECT_EQ(ma[i].value, mb[i].value) << ma[i].name;
   }
 }
 
