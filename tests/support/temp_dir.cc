@@ -47,4 +47,21 @@ std::string read_text(const std::string& path) {
 std::string source_dir() { return SWEEPBENCH_SOURCE_DIR; }
 std::string bin_dir() { return SWEEPBENCH_BIN_DIR; }
 
+size_t for_each_kept_input(
+    const std::string& dirs,
+    const std::function<void(const std::string&, const std::string&)>& each) {
+  std::istringstream list(dirs);
+  std::string dir;
+  size_t count = 0;
+  while (std::getline(list, dir, ':')) {
+    if (!std::filesystem::exists(dir)) continue;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+      if (!entry.is_regular_file() || entry.path().filename() == "README.md") continue;
+      each(entry.path().string(), read_text(entry.path().string()));
+      ++count;
+    }
+  }
+  return count;
+}
+
 }  // namespace sweepbench::testing

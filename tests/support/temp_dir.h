@@ -1,6 +1,7 @@
 // Test helpers: a temporary directory that cleans up after itself, and small file utilities.
 #pragma once
 
+#include <functional>
 #include <string>
 
 namespace sweepbench::testing {
@@ -23,6 +24,11 @@ class TempDir {
 };
 
 std::string read_text(const std::string& path);
+
+// Calls `each(path, contents)` for every file (README.md aside) in the ':'-separated directories
+// that exist; returns how many. The fuzz targets' kept inputs run through their entry points so.
+size_t for_each_kept_input(const std::string& dirs,
+                           const std::function<void(const std::string&, const std::string&)>& each);
 
 // The repository root and the directory holding the built binaries.
 std::string source_dir();
