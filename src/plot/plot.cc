@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <optional>
 #include <set>
-#include <tuple>
 #include <sstream>
+#include <tuple>
 
 #include "core/error.h"
 #include "core/fs.h"
@@ -254,8 +254,8 @@ std::string gnuplot_script(const std::vector<PlotPoint>& points, const PlotSpec&
       << "set style fill solid 0.8 border -1\nset boxwidth 0.9\nset xtics noenhanced\n";
     s << "plot";
     for (size_t k = 0; k < series.size(); ++k) {
-      s << (k ? ", \\\n    " : " ") << data_file << " using " << (2 + 2 * k) << ":"
-        << (3 + 2 * k) << (k == 0 ? ":xtic(1)" : "") << " title " << gp_string(label_of(series[k]));
+      s << (k ? ", \\\n    " : " ") << data_file << " using " << (2 + 2 * k) << ":" << (3 + 2 * k)
+        << (k == 0 ? ":xtic(1)" : "") << " title " << gp_string(label_of(series[k]));
     }
     s << "\n";
   } else {
@@ -271,8 +271,8 @@ std::string gnuplot_script(const std::vector<PlotPoint>& points, const PlotSpec&
     s << "set xtics (" << tics << ")\nset offsets graph 0.05, graph 0.05, 0, 0\n";
     s << "plot";
     for (size_t k = 0; k < series.size(); ++k) {
-      s << (k ? ", \\\n    " : " ") << data_file << " using 1:" << (2 + 2 * k) << ":"
-        << (3 + 2 * k) << " with yerrorlines lw 2 pt 7 title " << gp_string(label_of(series[k]));
+      s << (k ? ", \\\n    " : " ") << data_file << " using 1:" << (2 + 2 * k) << ":" << (3 + 2 * k)
+        << " with yerrorlines lw 2 pt 7 title " << gp_string(label_of(series[k]));
     }
     if (spec.kind == "scaling") {
       // Ideal, per metric: from its first series at the smallest world size, per-device numbers
@@ -379,7 +379,8 @@ int bench_plot_main(const std::vector<std::string>& args, std::ostream& out, std
         std::string run_path = script_path + ".run";
         write_file_atomic(data_path, data);
         write_file_atomic(run_path, script);
-        if (vm.count("script")) write_file_atomic(script_path, gnuplot_script(points, spec, data_path, &data));
+        if (vm.count("script"))
+          write_file_atomic(script_path, gnuplot_script(points, spec, data_path, &data));
         Captured run = capture_process({"gnuplot", run_path}, 120);
         std::error_code ec;
         fs::remove(run_path, ec);

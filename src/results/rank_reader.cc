@@ -113,10 +113,14 @@ class Reader {
     if (!n) return std::nullopt;
     std::vector<char*> raw(*n, nullptr);
     Id mem = string_type(type.get());
-    // The conversion buffer: HDF5 zeroes 1 MiB by default for a few names.
-    Id xfer(H5Pcreate(H5P_DATASET_XFER), H5Pclose);
-    H5Pset_buffer(xfer.get(), 64 * 1024, nullptr, nullptr);
-    if (*n > 0 && H5Dread(d.get(), mem.get(), H5S_ALL, H5S_ALL, xfer.get(), raw.data()) < 0) {
+    // The conversion buffer: HDF5 zeroes 1 MiB by default for a few names. One list for every
+    // read, as the file-access list in read_rank_file.
+    static const hid_t xfer = [] {
+      hid_t p = H5Pcreate(H5P_DATASET_XFER);
+      H5Pset_buffer(p, 64 * 1024, nullptr, nullptr);
+      return p;
+    }();
+    if (*n > 0 && H5Dread(d.get(), mem.get(), H5S_ALL, H5S_ALL, xfer, raw.data()) < 0) {
       problem(prefix + name, "cannot be read");
       return std::nullopt;
     }
@@ -419,8 +423,7 @@ RankRead read_rank_file(const std::string& path, RankReadScope scope) {
     SampleSeries& m = r.samples;
     // Device memory counts only where NVML measured it (mem_nvidia_mem_reserved).
     if (all || m.device_source == "nvml") {
-      take(in.numbers<std::int64_t>(g.get(), p, "device_bytes", H5T_NATIVE_INT64),
-           &m.device_bytes);
+      take(in.numbers<std::int64_t>(g.get(), p, "device_bytes", H5T_NATIVE_INT64), &m.device_bytes);
     }
     if (all) {
       take(in.numbers<double>(g.get(), p, "time_s", H5T_NATIVE_DOUBLE), &m.time_s);

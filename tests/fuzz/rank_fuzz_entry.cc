@@ -201,12 +201,18 @@ RankResult base_result(std::int64_t rank, std::int64_t world, size_t steps, size
 // One HDF5 type to write with, and its in-memory layout (the same: native little-endian).
 hid_t make_type(std::uint8_t choice, size_t fixed_len) {
   switch (choice % 10) {
-    case 0: return H5Tcopy(H5T_NATIVE_INT64);
-    case 1: return H5Tcopy(H5T_NATIVE_INT32);
-    case 2: return H5Tcopy(H5T_NATIVE_UINT64);
-    case 3: return H5Tcopy(H5T_NATIVE_UINT8);
-    case 4: return H5Tcopy(H5T_NATIVE_DOUBLE);
-    case 5: return H5Tcopy(H5T_NATIVE_FLOAT);
+    case 0:
+      return H5Tcopy(H5T_NATIVE_INT64);
+    case 1:
+      return H5Tcopy(H5T_NATIVE_INT32);
+    case 2:
+      return H5Tcopy(H5T_NATIVE_UINT64);
+    case 3:
+      return H5Tcopy(H5T_NATIVE_UINT8);
+    case 4:
+      return H5Tcopy(H5T_NATIVE_DOUBLE);
+    case 5:
+      return H5Tcopy(H5T_NATIVE_FLOAT);
     case 6: {
       hid_t t = H5Tcopy(H5T_C_S1);
       H5Tset_size(t, H5T_VARIABLE);
@@ -239,7 +245,8 @@ hid_t make_type(std::uint8_t choice, size_t fixed_len) {
 hid_t make_space(Bytes& in, size_t steps) {
   std::uint8_t shape = in.byte();
   switch (shape % 7) {
-    case 0: return H5Screate(H5S_SCALAR);
+    case 0:
+      return H5Screate(H5S_SCALAR);
     case 1: {
       hsize_t n = steps;
       return H5Screate_simple(1, &n, nullptr);
@@ -253,7 +260,8 @@ hid_t make_space(Bytes& in, size_t steps) {
                          static_cast<hsize_t>(1 + in.byte() % 3)};
       return H5Screate_simple(2, dims, nullptr);
     }
-    case 4: return H5Screate(H5S_NULL);
+    case 4:
+      return H5Screate(H5S_NULL);
     case 5: {
       hsize_t n = hsize_t{1} << (32 + in.byte() % 24);
       return H5Screate_simple(1, &n, nullptr);
@@ -530,9 +538,10 @@ void run_rank_fuzz_input(const std::uint8_t* data, std::size_t size) {
     if (table.rows.size() != 1) invariant_broken("one point, not one row");
     const auto& row = table.rows.front();
     auto status = row.find("status");
-    if (status == row.end() || !status->second.is_string()) invariant_broken("a row without status");
-    if (edits == 0 && (status->second.as_string() != "ok" || table.incomplete != 0 ||
-                       !table.warnings.empty())) {
+    if (status == row.end() || !status->second.is_string())
+      invariant_broken("a row without status");
+    if (edits == 0 &&
+        (status->second.as_string() != "ok" || table.incomplete != 0 || !table.warnings.empty())) {
       invariant_broken("an unedited point extracts as " + status->second.as_string());
     }
     std::ostringstream sink;

@@ -235,8 +235,8 @@ TEST(RankReader, TheSummaryScopeReadsWhatTheMetricsNeed) {
     EXPECT_EQ(r.seq_len, rank == 0 ? w.seq_len : 0);
     EXPECT_EQ(r.flops_per_token, rank == 0 ? w.flops_per_token : 0);
     // Device memory only where NVML measured it.
-    EXPECT_EQ(r.samples.device_bytes, rank == 1 ? w.samples.device_bytes
-                                                : std::vector<std::int64_t>{});
+    EXPECT_EQ(r.samples.device_bytes,
+              rank == 1 ? w.samples.device_bytes : std::vector<std::int64_t>{});
     // Left out: names, per-step extras, eval batches, the sampler's clock.
     EXPECT_EQ(r.hostname, "");
     EXPECT_EQ(r.steps[2].skipped, false);
