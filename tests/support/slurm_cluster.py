@@ -147,6 +147,13 @@ PreemptMode={self.preempt_mode}
 """
         with open(self.path("slurm.conf"), "w") as f:
             f.write(conf)
+        # slurmstepd's PMIx plugin makes /tmp/spmix_appdir_<uid>_<job>.<step> by default. Every
+        # test cluster numbers its jobs from 1, so two clusters (ctest -j2), or a step killed
+        # before it could clean up, collide there and srun --mpi=pmix fails with "File exists".
+        # slurmd reads mpi.conf from slurm.conf's directory.
+        os.makedirs(self.path("pmix"))
+        with open(self.path("mpi.conf"), "w") as f:
+            f.write(f"PMIxCliTmpDirBase={d}/pmix\n")
 
     def _node_idle(self):
         for name, p in self.procs.items():
