@@ -26,6 +26,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+SCHEMA = 2  # the results schema bench-train writes (kResultsSchemaVersion, docs/results-format.md)
 ROOT = os.path.dirname(HERE)
 
 
@@ -66,7 +67,8 @@ def main():
     p.add_argument("--steps", type=int, default=1000)
     p.add_argument("--rounds", type=int, default=3)
     args = p.parse_args()
-    tree = os.path.join(args.tree, f"p{args.points}-r{args.ranks}-s{args.steps}")
+    # The schema in the name: a tree written by an older writer is not reused.
+    tree = os.path.join(args.tree, f"p{args.points}-r{args.ranks}-s{args.steps}-schema{SCHEMA}")
     os.makedirs(args.tree, exist_ok=True)
 
     t0 = time.monotonic()

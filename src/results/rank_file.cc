@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -113,6 +114,48 @@ class Writer {
     array(where, name, string_type_, string_type_, ptrs.data(), ptrs.size());
   }
 
+  // The steps as one table (a compound dataset, schema 2): one object for the reader to open
+  // where fifteen columns were (docs/performance.md). Members in the documented order, packed.
+  void steps_table(const std::vector<StepRecord>& steps) {
+    struct Row {
+      std::int64_t step;
+      double total_s, data_s, forward_s, backward_s, comm_s, optimizer_s;
+      std::int64_t tokens, samples;
+      double loss, lr, grad_norm, loss_scale;
+      std::uint8_t skipped, measured;
+    };
+    Handle mem(H5_CHECK(H5Tcreate(H5T_COMPOUND, sizeof(Row))), H5Tclose);
+    Handle file(H5_CHECK(H5Tcreate(H5T_COMPOUND, sizeof(Row))), H5Tclose);
+    auto member = [&](const char* name, size_t offset, hid_t native, hid_t stored) {
+      H5_CHECK(H5Tinsert(mem.get(), name, offset, native));
+      H5_CHECK(H5Tinsert(file.get(), name, offset, stored));
+    };
+    member("step", offsetof(Row, step), H5T_NATIVE_INT64, H5T_STD_I64LE);
+    member("total_s", offsetof(Row, total_s), H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE);
+    member("data_s", offsetof(Row, data_s), H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE);
+    member("forward_s", offsetof(Row, forward_s), H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE);
+    member("backward_s", offsetof(Row, backward_s), H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE);
+    member("comm_s", offsetof(Row, comm_s), H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE);
+    member("optimizer_s", offsetof(Row, optimizer_s), H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE);
+    member("tokens", offsetof(Row, tokens), H5T_NATIVE_INT64, H5T_STD_I64LE);
+    member("samples", offsetof(Row, samples), H5T_NATIVE_INT64, H5T_STD_I64LE);
+    member("loss", offsetof(Row, loss), H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE);
+    member("lr", offsetof(Row, lr), H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE);
+    member("grad_norm", offsetof(Row, grad_norm), H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE);
+    member("loss_scale", offsetof(Row, loss_scale), H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE);
+    member("skipped", offsetof(Row, skipped), H5T_NATIVE_UINT8, H5T_STD_U8LE);
+    member("measured", offsetof(Row, measured), H5T_NATIVE_UINT8, H5T_STD_U8LE);
+    H5_CHECK(H5Tpack(file.get()));
+    std::vector<Row> rows;
+    rows.reserve(steps.size());
+    for (const StepRecord& s : steps) {
+      rows.push_back({s.step, s.total_s, s.data_s, s.forward_s, s.backward_s, s.comm_s,
+                      s.optimizer_s, s.tokens, s.samples, s.loss, s.lr, s.grad_norm, s.loss_scale,
+                      static_cast<std::uint8_t>(s.skipped), static_cast<std::uint8_t>(s.measured)});
+    }
+    array(file_, "steps", mem.get(), file.get(), rows.data(), rows.size());
+  }
+
   void close() {
     for (hid_t g : groups_) H5Gclose(g);
     groups_.clear();
@@ -145,14 +188,6 @@ class Writer {
   hid_t string_type_ = -1;
   std::vector<hid_t> groups_;
 };
-
-template <typename T, typename F>
-std::vector<T> column(const std::vector<StepRecord>& steps, F get) {
-  std::vector<T> out;
-  out.reserve(steps.size());
-  for (const StepRecord& s : steps) out.push_back(static_cast<T>(get(s)));
-  return out;
-}
 
 void write_all(Writer& w, const RankResult& r) {
   hid_t root = w.root();
@@ -198,29 +233,7 @@ void write_all(Writer& w, const RankResult& r) {
   w.attr(root, "grad_accum", r.grad_accum);
   w.attr(root, "parameter_sha256", r.parameter_sha256);
 
-  hid_t steps = w.group("steps");
-  const auto& s = r.steps;
-  w.dataset(steps, "step", column<std::int64_t>(s, [](const StepRecord& x) { return x.step; }));
-  w.dataset(steps, "total_s", column<double>(s, [](const StepRecord& x) { return x.total_s; }));
-  w.dataset(steps, "data_s", column<double>(s, [](const StepRecord& x) { return x.data_s; }));
-  w.dataset(steps, "forward_s", column<double>(s, [](const StepRecord& x) { return x.forward_s; }));
-  w.dataset(steps, "backward_s",
-            column<double>(s, [](const StepRecord& x) { return x.backward_s; }));
-  w.dataset(steps, "comm_s", column<double>(s, [](const StepRecord& x) { return x.comm_s; }));
-  w.dataset(steps, "optimizer_s",
-            column<double>(s, [](const StepRecord& x) { return x.optimizer_s; }));
-  w.dataset(steps, "tokens", column<std::int64_t>(s, [](const StepRecord& x) { return x.tokens; }));
-  w.dataset(steps, "samples",
-            column<std::int64_t>(s, [](const StepRecord& x) { return x.samples; }));
-  w.dataset(steps, "loss", column<double>(s, [](const StepRecord& x) { return x.loss; }));
-  w.dataset(steps, "lr", column<double>(s, [](const StepRecord& x) { return x.lr; }));
-  w.dataset(steps, "grad_norm", column<double>(s, [](const StepRecord& x) { return x.grad_norm; }));
-  w.dataset(steps, "loss_scale",
-            column<double>(s, [](const StepRecord& x) { return x.loss_scale; }));
-  w.dataset(steps, "skipped",
-            column<std::uint8_t>(s, [](const StepRecord& x) { return x.skipped; }));
-  w.dataset(steps, "measured",
-            column<std::uint8_t>(s, [](const StepRecord& x) { return x.measured; }));
+  w.steps_table(r.steps);
 
   hid_t eval = w.group("eval");
   w.attr(eval, "ran", static_cast<std::int64_t>(r.eval.ran));

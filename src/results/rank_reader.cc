@@ -2,7 +2,10 @@
 
 #include <hdf5.h>
 
+#include <cstring>
 #include <functional>
+#include <type_traits>
+#include <utility>
 
 namespace sweepbench {
 namespace {
@@ -132,6 +135,83 @@ class Reader {
     return out;
   }
 
+  // Members of a 1-D compound dataset (a table), each converted to T: one open and one read for
+  // every column asked for. A column that is absent or not numeric stays nullopt, with a problem.
+  template <typename T>
+  struct Column {
+    const char* name;
+    std::optional<std::vector<T>>* out;
+  };
+  void table(hid_t where, const char* name, const std::vector<Column<double>>& reals,
+             const std::vector<Column<std::int64_t>>& integers,
+             const std::vector<Column<std::uint8_t>>& flags) {
+    const std::string at = name;
+    Id d = open_dataset(where, "", name);
+    if (!d.ok()) return;
+    Id type(H5Dget_type(d.get()), H5Tclose);
+    if (H5Tget_class(type.get()) != H5T_COMPOUND) {
+      problem(at, "is not a table (a compound dataset)");
+      return;
+    }
+    std::optional<size_t> n = length(d.get(), type.get(), at);
+    if (!n) return;
+    // One memory row holds every column asked for that the file has as a number.
+    size_t width = 0;
+    std::vector<std::pair<const char*, hid_t>> members;
+    auto want = [&](const char* member, hid_t native) {
+      int index = H5Tget_member_index(type.get(), member);
+      if (index < 0) {
+        problem(at + "." + member, "is missing");
+        return false;
+      }
+      H5T_class_t cls = H5Tget_member_class(type.get(), static_cast<unsigned>(index));
+      if (cls != H5T_INTEGER && cls != H5T_FLOAT) {
+        problem(at + "." + member, "is not numeric");
+        return false;
+      }
+      members.emplace_back(member, native);
+      width += H5Tget_size(native);
+      return true;
+    };
+    std::vector<std::pair<size_t, std::optional<std::vector<double>>*>> real_at;
+    std::vector<std::pair<size_t, std::optional<std::vector<std::int64_t>>*>> integer_at;
+    std::vector<std::pair<size_t, std::optional<std::vector<std::uint8_t>>*>> flag_at;
+    for (const auto& c : reals) {
+      if (want(c.name, H5T_NATIVE_DOUBLE)) real_at.emplace_back(width - sizeof(double), c.out);
+    }
+    for (const auto& c : integers) {
+      if (want(c.name, H5T_NATIVE_INT64)) {
+        integer_at.emplace_back(width - sizeof(std::int64_t), c.out);
+      }
+    }
+    for (const auto& c : flags) {
+      if (want(c.name, H5T_NATIVE_UINT8)) flag_at.emplace_back(width - 1, c.out);
+    }
+    if (members.empty()) return;
+    Id mem(H5Tcreate(H5T_COMPOUND, width), H5Tclose);
+    size_t offset = 0;
+    for (auto [member, native] : members) {
+      H5Tinsert(mem.get(), member, offset, native);
+      offset += H5Tget_size(native);
+    }
+    std::vector<unsigned char> rows(*n * width);
+    if (*n > 0 && H5Dread(d.get(), mem.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()) < 0) {
+      problem(at, "cannot be read");
+      return;
+    }
+    auto split = [&](auto& columns) {
+      for (auto [offset_in_row, out] : columns) {
+        using T = typename std::decay_t<decltype(**out)>::value_type;
+        std::vector<T> v(*n);
+        for (size_t k = 0; k < *n; ++k) {
+          std::memcpy(&v[k], rows.data() + k * width + offset_in_row, sizeof(T));
+        }
+        *out = std::move(v);
+      }
+    };
+    split(real_at), split(integer_at), split(flag_at);
+  }
+
   Id group(hid_t file, const char* name) {
     Id g(H5Gopen2(file, name, H5P_DEFAULT), H5Gclose);
     if (!g.ok())
@@ -247,8 +327,9 @@ RankRead read_rank_file(const std::string& path, RankReadScope scope) {
   // What the whole run shares (its config, shapes, FLOPs, evaluation loss) comes from rank 0;
   // in the summary scope the other ranks' files are read for their own measurements only.
   const bool lead = all || (rank && *rank == 0);
-  if (auto v = in.integer(f, "", "schema_version"); v && *v > kResultsSchemaVersion) {
-    in.problem("schema_version", std::to_string(*v) + " is newer than this reader's " +
+  const std::optional<std::int64_t> schema = in.integer(f, "", "schema_version");
+  if (schema && *schema > kResultsSchemaVersion) {
+    in.problem("schema_version", std::to_string(*schema) + " is newer than this reader's " +
                                      std::to_string(kResultsSchemaVersion));
   }
   struct TextField {
@@ -316,62 +397,79 @@ RankRead read_rank_file(const std::string& path, RankReadScope scope) {
     take(in.real(f, "", "flops_per_token_6n"), &r.flops_per_token_6n);
   }
 
-  // Steps: every column must have one value per step.
+  // Steps: every column must have one value per step. Schema 1 kept them as one dataset per
+  // column in a group; schema 2 as one table.
+  using Doubles = std::optional<std::vector<double>>;
+  using Ints = std::optional<std::vector<std::int64_t>>;
+  using Flags = std::optional<std::vector<std::uint8_t>>;
+  Doubles total, data, fwd, bwd, comm, opt, loss, lr, norm, scale;
+  Ints step, tokens, samples;
+  Flags skipped, measured;
+  std::vector<Reader::Column<double>> reals = {
+      {"total_s", &total}, {"data_s", &data},     {"forward_s", &fwd}, {"backward_s", &bwd},
+      {"comm_s", &comm},   {"optimizer_s", &opt}, {"loss", &loss}};
+  std::vector<Reader::Column<std::int64_t>> integers;
+  std::vector<Reader::Column<std::uint8_t>> flags = {{"measured", &measured}};
+  if (all) {
+    reals.insert(reals.end(), {{"lr", &lr}, {"grad_norm", &norm}, {"loss_scale", &scale}});
+    integers = {{"step", &step}, {"tokens", &tokens}, {"samples", &samples}};
+    flags.push_back({"skipped", &skipped});
+  }
+  const bool columns = schema && *schema == 1;
+  const std::string sp = columns ? "steps/" : "steps.";
+  bool steps_found = false;
+  if (columns) {
+    if (Id g = in.group(f, "steps"); g.ok()) {
+      steps_found = true;
+      for (const auto& c : reals) {
+        *c.out = in.numbers<double>(g.get(), sp, c.name, H5T_NATIVE_DOUBLE);
+      }
+      for (const auto& c : integers) {
+        *c.out = in.numbers<std::int64_t>(g.get(), sp, c.name, H5T_NATIVE_INT64);
+      }
+      for (const auto& c : flags) {
+        *c.out = in.numbers<std::uint8_t>(g.get(), sp, c.name, H5T_NATIVE_UINT8);
+      }
+    }
+  } else {
+    steps_found = true;
+    in.table(f, "steps", reals, integers, flags);
+  }
   bool steps_ok = false;
-  if (Id g = in.group(f, "steps"); g.ok()) {
-    const std::string p = "steps/";
-    auto d = [&](const char* n) { return in.numbers<double>(g.get(), p, n, H5T_NATIVE_DOUBLE); };
-    auto i = [&](const char* n) {
-      return in.numbers<std::int64_t>(g.get(), p, n, H5T_NATIVE_INT64);
+  if (steps_found && (step || !all) && total && measured) {
+    size_t n = total->size();
+    steps_ok = true;
+    auto check = [&](const auto& column, const char* name) {
+      if (column && column->size() != n) {
+        in.problem(sp + name,
+                   std::to_string(column->size()) + " values for " + std::to_string(n) + " steps");
+        steps_ok = false;
+      }
     };
-    auto u = [&](const char* n) {
-      return in.numbers<std::uint8_t>(g.get(), p, n, H5T_NATIVE_UINT8);
-    };
-    using Doubles = std::optional<std::vector<double>>;
-    using Ints = std::optional<std::vector<std::int64_t>>;
-    auto step = all ? i("step") : Ints();
-    auto total = d("total_s"), data = d("data_s"), fwd = d("forward_s"), bwd = d("backward_s"),
-         comm = d("comm_s"), opt = d("optimizer_s"), loss = d("loss");
-    Doubles lr = all ? d("lr") : Doubles(), norm = all ? d("grad_norm") : Doubles(),
-            scale = all ? d("loss_scale") : Doubles();
-    Ints tokens = all ? i("tokens") : Ints(), samples = all ? i("samples") : Ints();
-    auto skipped = all ? u("skipped") : std::optional<std::vector<std::uint8_t>>();
-    auto measured = u("measured");
-    if ((step || !all) && total && measured) {
-      size_t n = total->size();
-      steps_ok = true;
-      auto check = [&](const auto& column, const char* name) {
-        if (column && column->size() != n) {
-          in.problem(p + name, std::to_string(column->size()) + " values for " + std::to_string(n) +
-                                   " steps");
-          steps_ok = false;
-        }
-      };
-      check(step, "step"), check(data, "data_s"), check(fwd, "forward_s");
-      check(bwd, "backward_s"), check(comm, "comm_s"), check(opt, "optimizer_s");
-      check(loss, "loss"), check(lr, "lr"), check(norm, "grad_norm");
-      check(scale, "loss_scale"), check(tokens, "tokens"), check(samples, "samples");
-      check(skipped, "skipped"), check(measured, "measured");
-      if (steps_ok) {
-        r.steps.resize(n);
-        for (size_t k = 0; k < n; ++k) {
-          StepRecord& s = r.steps[k];
-          s.step = step ? (*step)[k] : static_cast<std::int64_t>(k);
-          s.total_s = (*total)[k];
-          s.measured = (*measured)[k] != 0;
-          if (data) s.data_s = (*data)[k];
-          if (fwd) s.forward_s = (*fwd)[k];
-          if (bwd) s.backward_s = (*bwd)[k];
-          if (comm) s.comm_s = (*comm)[k];
-          if (opt) s.optimizer_s = (*opt)[k];
-          if (loss) s.loss = (*loss)[k];
-          if (lr) s.lr = (*lr)[k];
-          if (norm) s.grad_norm = (*norm)[k];
-          if (scale) s.loss_scale = (*scale)[k];
-          if (tokens) s.tokens = (*tokens)[k];
-          if (samples) s.samples = (*samples)[k];
-          if (skipped) s.skipped = (*skipped)[k] != 0;
-        }
+    check(step, "step"), check(data, "data_s"), check(fwd, "forward_s");
+    check(bwd, "backward_s"), check(comm, "comm_s"), check(opt, "optimizer_s");
+    check(loss, "loss"), check(lr, "lr"), check(norm, "grad_norm");
+    check(scale, "loss_scale"), check(tokens, "tokens"), check(samples, "samples");
+    check(skipped, "skipped"), check(measured, "measured");
+    if (steps_ok) {
+      r.steps.resize(n);
+      for (size_t k = 0; k < n; ++k) {
+        StepRecord& s = r.steps[k];
+        s.step = step ? (*step)[k] : static_cast<std::int64_t>(k);
+        s.total_s = (*total)[k];
+        s.measured = (*measured)[k] != 0;
+        if (data) s.data_s = (*data)[k];
+        if (fwd) s.forward_s = (*fwd)[k];
+        if (bwd) s.backward_s = (*bwd)[k];
+        if (comm) s.comm_s = (*comm)[k];
+        if (opt) s.optimizer_s = (*opt)[k];
+        if (loss) s.loss = (*loss)[k];
+        if (lr) s.lr = (*lr)[k];
+        if (norm) s.grad_norm = (*norm)[k];
+        if (scale) s.loss_scale = (*scale)[k];
+        if (tokens) s.tokens = (*tokens)[k];
+        if (samples) s.samples = (*samples)[k];
+        if (skipped) s.skipped = (*skipped)[k] != 0;
       }
     }
   }

@@ -17,7 +17,7 @@ namespace sweepbench {
 
 struct RankRead {
   std::optional<RankResult> result;   // nullopt: not usable (problems say why)
-  std::vector<std::string> problems;  // "steps/loss: 3 values, the other step columns have 5"
+  std::vector<std::string> problems;  // "steps.loss: is missing"
 };
 
 // What to read: everything, or what bench-extract's row needs. The summary scope reads from

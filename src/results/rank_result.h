@@ -11,7 +11,9 @@
 
 namespace sweepbench {
 
-constexpr std::int64_t kResultsSchemaVersion = 1;
+// 2: the steps as one compound dataset /steps (1: a group /steps of one dataset per column;
+// still read).
+constexpr std::int64_t kResultsSchemaVersion = 2;
 
 // One optimizer step. Times in seconds; the step's total includes data loading, forward,
 // backward, the agreement between ranks, gradient communication and the optimizer.

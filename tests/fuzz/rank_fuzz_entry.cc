@@ -53,8 +53,9 @@ class Bytes {
   size_t n_;
 };
 
-// Every object of the layout (docs/results-format.md): where it hangs and what it is.
-enum class Kind { kAttr, kDataset, kGroup };
+// Every object of the layout (docs/results-format.md): where it hangs and what it is. In schema
+// 2 /steps is a table (a compound dataset) of members; in schema 1 it was a group of datasets.
+enum class Kind { kAttr, kDataset, kGroup, kTable, kMember };
 struct Object {
   const char* parent;  // "/" or a group
   const char* name;
@@ -88,22 +89,22 @@ const Object kObjects[] = {
     {"/", "seq_len", Kind::kAttr},
     {"/", "micro_batch", Kind::kAttr},
     {"/", "grad_accum", Kind::kAttr},
-    {"/", "steps", Kind::kGroup},
-    {"steps", "step", Kind::kDataset},
-    {"steps", "total_s", Kind::kDataset},
-    {"steps", "data_s", Kind::kDataset},
-    {"steps", "forward_s", Kind::kDataset},
-    {"steps", "backward_s", Kind::kDataset},
-    {"steps", "comm_s", Kind::kDataset},
-    {"steps", "optimizer_s", Kind::kDataset},
-    {"steps", "tokens", Kind::kDataset},
-    {"steps", "samples", Kind::kDataset},
-    {"steps", "loss", Kind::kDataset},
-    {"steps", "lr", Kind::kDataset},
-    {"steps", "grad_norm", Kind::kDataset},
-    {"steps", "loss_scale", Kind::kDataset},
-    {"steps", "skipped", Kind::kDataset},
-    {"steps", "measured", Kind::kDataset},
+    {"/", "steps", Kind::kTable},
+    {"steps", "step", Kind::kMember},
+    {"steps", "total_s", Kind::kMember},
+    {"steps", "data_s", Kind::kMember},
+    {"steps", "forward_s", Kind::kMember},
+    {"steps", "backward_s", Kind::kMember},
+    {"steps", "comm_s", Kind::kMember},
+    {"steps", "optimizer_s", Kind::kMember},
+    {"steps", "tokens", Kind::kMember},
+    {"steps", "samples", Kind::kMember},
+    {"steps", "loss", Kind::kMember},
+    {"steps", "lr", Kind::kMember},
+    {"steps", "grad_norm", Kind::kMember},
+    {"steps", "loss_scale", Kind::kMember},
+    {"steps", "skipped", Kind::kMember},
+    {"steps", "measured", Kind::kMember},
     {"/", "eval", Kind::kGroup},
     {"eval", "ran", Kind::kAttr},
     {"eval", "steps", Kind::kAttr},
@@ -384,17 +385,165 @@ void poke(hid_t parent, const Object& o, Bytes& in) {
   H5Dclose(d);
 }
 
+// A compound type of one member, for reading or writing that member alone (HDF5 matches
+// members by name).
+hid_t one_member(const char* name, hid_t type) {
+  hid_t t = H5Tcreate(H5T_COMPOUND, H5Tget_size(type));
+  H5Tinsert(t, name, 0, type);
+  return t;
+}
+
+// The table /steps, each member's values as bytes of its own type (nullopt: not a small table).
+struct Table {
+  struct Member {
+    std::string name;
+    hid_t type;  // owned
+    std::vector<std::uint8_t> values;
+  };
+  std::vector<Member> members;
+  size_t rows = 0;
+  ~Table() {
+    for (Member& m : members) H5Tclose(m.type);
+  }
+};
+bool read_table(hid_t file, Table* t) {
+  if (H5Lexists(file, "steps", H5P_DEFAULT) <= 0) return false;
+  hid_t d = H5Dopen2(file, "steps", H5P_DEFAULT);
+  if (d < 0) return false;
+  hid_t type = H5Dget_type(d), space = H5Dget_space(d);
+  bool ok = H5Tget_class(type) == H5T_COMPOUND && H5Sget_simple_extent_ndims(space) == 1 &&
+            element_count(space) <= kMaxWritten;
+  if (ok) {
+    t->rows = element_count(space);
+    for (int k = 0; k < H5Tget_nmembers(type); ++k) {
+      char* name = H5Tget_member_name(type, static_cast<unsigned>(k));
+      hid_t member = H5Tget_member_type(type, static_cast<unsigned>(k));
+      // Strings and other classes a fuzz edit made are not carried over: numbers are enough.
+      H5T_class_t cls = H5Tget_class(member);
+      if (cls == H5T_INTEGER || cls == H5T_FLOAT) {
+        Table::Member m{name, H5Tget_native_type(member, H5T_DIR_ASCEND), {}};
+        m.values.resize(std::max<size_t>(1, t->rows * H5Tget_size(m.type)));
+        hid_t mem = one_member(name, m.type);
+        if (t->rows > 0) H5Dread(d, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, m.values.data());
+        H5Tclose(mem);
+        t->members.push_back(std::move(m));
+      }
+      H5Tclose(member);
+      H5free_memory(name);
+    }
+  }
+  H5Sclose(space);
+  H5Tclose(type);
+  H5Dclose(d);
+  return ok;
+}
+
+// Replaces /steps with a table of `t`'s members, then writes member `extra` (any type, values
+// from the input) when given.
+void write_table(hid_t file, const Table& t, const char* extra, Bytes& in) {
+  hid_t extra_type = extra ? make_type(in.byte(), 1 + in.byte() % 16) : -1;
+  size_t width = 0;
+  for (const Table::Member& m : t.members) width += H5Tget_size(m.type);
+  if (extra) width += H5Tget_size(extra_type);
+  H5Ldelete(file, "steps", H5P_DEFAULT);
+  hid_t type = H5Tcreate(H5T_COMPOUND, std::max<size_t>(1, width));
+  size_t offset = 0;
+  for (const Table::Member& m : t.members) {
+    H5Tinsert(type, m.name.c_str(), offset, m.type);
+    offset += H5Tget_size(m.type);
+  }
+  if (extra) H5Tinsert(type, extra, offset, extra_type);
+  hsize_t n = t.rows;
+  hid_t space = H5Screate_simple(1, &n, nullptr);
+  hid_t d = H5Dcreate2(file, "steps", type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  if (d >= 0 && n > 0) {
+    for (const Table::Member& m : t.members) {
+      hid_t mem = one_member(m.name.c_str(), m.type);
+      H5Dwrite(d, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, m.values.data());
+      H5Tclose(mem);
+    }
+    if (extra) {
+      Buffer values = make_values(in, extra_type, t.rows);
+      hid_t mem = one_member(extra, extra_type);
+      H5Dwrite(d, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data());
+      H5Tclose(mem);
+    }
+  }
+  if (d >= 0) H5Dclose(d);
+  H5Sclose(space);
+  H5Tclose(type);
+  if (extra) H5Tclose(extra_type);
+}
+
+// One edit of member `name` of the table: gone (0), another type with any values (1, 2),
+// renamed (3), any bit pattern in one row (4, 5).
+void edit_member(hid_t file, const char* name, std::uint8_t op, Bytes& in) {
+  Table t;
+  if (!read_table(file, &t)) return;
+  auto it = std::find_if(t.members.begin(), t.members.end(),
+                         [&](const Table::Member& m) { return m.name == name; });
+  if (it == t.members.end()) return;
+  if (op == 4 || op == 5) {
+    if (t.rows == 0) return;
+    size_t size = H5Tget_size(it->type);
+    in.fill(it->values.data() + (in.byte() % t.rows) * size, size);
+    write_table(file, t, nullptr, in);
+    return;
+  }
+  Table::Member m = std::move(*it);
+  t.members.erase(it);
+  if (op == 3) {
+    m.name += "_renamed";
+    t.members.push_back(std::move(m));
+    write_table(file, t, nullptr, in);
+  } else {
+    H5Tclose(m.type);
+    write_table(file, t, op == 0 ? nullptr : name, in);
+  }
+}
+
+// Rewrites a schema 2 file as schema 1 wrote it: /steps a group of one dataset per column.
+void to_schema1(const std::string& path) {
+  hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  Table t;
+  if (file < 0 || !read_table(file, &t)) invariant_broken("cannot rewrite as schema 1: " + path);
+  H5Ldelete(file, "steps", H5P_DEFAULT);
+  hid_t group = H5Gcreate2(file, "steps", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  hsize_t n = t.rows;
+  hid_t space = H5Screate_simple(1, &n, nullptr);
+  for (const Table::Member& m : t.members) {
+    hid_t d =
+        H5Dcreate2(group, m.name.c_str(), m.type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (n > 0) H5Dwrite(d, m.type, H5S_ALL, H5S_ALL, H5P_DEFAULT, m.values.data());
+    H5Dclose(d);
+  }
+  H5Sclose(space);
+  H5Gclose(group);
+  std::int64_t one = 1;
+  hid_t a = H5Aopen(file, "schema_version", H5P_DEFAULT);
+  H5Awrite(a, H5T_NATIVE_INT64, &one);
+  H5Aclose(a);
+  H5Fclose(file);
+}
+
 // Applies the input's edits to one file; returns how many were tried.
-int edit_file(const std::string& path, Bytes& in, size_t steps, size_t* cut_to) {
+int edit_file(const std::string& path, Bytes& in, size_t steps, bool schema1, size_t* cut_to) {
   hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
   if (file < 0) invariant_broken("cannot open the file just written: " + path);
   int edits = 0;
   for (int count = in.byte() % 6; count > 0 && !in.empty(); --count) {
-    const Object& o = kObjects[in.byte() % kObjectCount];
-    hid_t parent = std::strcmp(o.parent, "/") == 0 ? H5Gopen2(file, "/", H5P_DEFAULT)
-                                                   : H5Gopen2(file, o.parent, H5P_DEFAULT);
+    Object o = kObjects[in.byte() % kObjectCount];
     std::uint8_t op = in.byte();
     ++edits;
+    if (o.kind == Kind::kMember && !schema1) {
+      edit_member(file, o.name, static_cast<std::uint8_t>(op % 7 == 6 ? 0 : op % 7), in);
+      continue;
+    }
+    // Otherwise the table is one more dataset, and in schema 1 its members were datasets.
+    if (o.kind == Kind::kTable) o.kind = schema1 ? Kind::kGroup : Kind::kDataset;
+    if (o.kind == Kind::kMember) o.kind = Kind::kDataset;
+    hid_t parent = std::strcmp(o.parent, "/") == 0 ? H5Gopen2(file, "/", H5P_DEFAULT)
+                                                   : H5Gopen2(file, o.parent, H5P_DEFAULT);
     if (parent < 0) continue;  // an earlier edit replaced the group
     switch (op % 7) {
       case 0:  // gone
@@ -502,7 +651,7 @@ void run_rank_fuzz_input(const std::uint8_t* data, std::size_t size) {
   std::int64_t world = 1 + (head & 1);
   size_t steps = in.byte() % 6;
   size_t warmup = std::min<size_t>(in.byte() % 3, steps);
-  bool eval = (head & 2) != 0, nvml = (head & 4) != 0;
+  bool eval = (head & 2) != 0, nvml = (head & 4) != 0, schema1 = (head & 8) != 0;
 
   fs::path point = fs::path(temp_root()) / "point";
   std::error_code ec;
@@ -514,11 +663,12 @@ void run_rank_fuzz_input(const std::uint8_t* data, std::size_t size) {
     written.push_back(base_result(r, world, steps, warmup, eval, nvml));
     paths.push_back((point / rank_file_name(r)).string());
     write_rank_file(written.back(), paths.back());
+    if (schema1) to_schema1(paths.back());
   }
   int edits = 0;
   for (const std::string& path : paths) {
     size_t cut_to = SIZE_MAX;
-    edits += edit_file(path, in, steps, &cut_to);
+    edits += edit_file(path, in, steps, schema1, &cut_to);
     if (cut_to != SIZE_MAX) fs::resize_file(path, cut_to % (fs::file_size(path) + 1));
   }
 

@@ -23,6 +23,8 @@ TEST(RankFuzzRegression, AnUneditedPointReadsBack) {
   run_rank_fuzz_input(nullptr, 0);
   const std::uint8_t two_ranks_five_steps[] = {0x07, 5, 2, 0};
   run_rank_fuzz_input(two_ranks_five_steps, sizeof two_ranks_five_steps);
+  const std::uint8_t as_schema1[] = {0x0f, 5, 2, 0};  // rewritten as schema 1 wrote it
+  run_rank_fuzz_input(as_schema1, sizeof as_schema1);
 }
 
 }  // namespace

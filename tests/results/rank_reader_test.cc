@@ -9,6 +9,9 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "results/rank_file.h"
 #include "results/summary.h"
@@ -135,20 +138,61 @@ void edit(const std::string& path, const std::function<void(hid_t)>& change) {
   H5Fclose(f);
 }
 
+// Replaces /steps with a table of `rows` rows whose members are (name, file type), each member's
+// value in row k being k + 1 (strings: "k").
+void replace_steps(hid_t f, const std::vector<std::pair<const char*, hid_t>>& members, hsize_t rows,
+                   bool write = true) {
+  H5Ldelete(f, "steps", H5P_DEFAULT);
+  size_t width = 0;
+  for (auto [name, type] : members) width += H5Tget_size(type);
+  hid_t table = H5Tcreate(H5T_COMPOUND, width);
+  size_t offset = 0;
+  for (auto [name, type] : members) {
+    H5Tinsert(table, name, offset, type);
+    offset += H5Tget_size(type);
+  }
+  hid_t space = H5Screate_simple(1, &rows, nullptr);
+  hid_t d = H5Dcreate2(f, "steps", table, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  ASSERT_GE(d, 0);
+  if (write) {
+    for (auto [name, type] : members) {  // one member at a time, converted by HDF5
+      bool text = H5Tget_class(type) == H5T_STRING;
+      hid_t mem = H5Tcreate(H5T_COMPOUND, text ? sizeof(char*) : sizeof(double));
+      hid_t value_type = H5T_NATIVE_DOUBLE;
+      if (text) {
+        value_type = H5Tcopy(H5T_C_S1);
+        H5Tset_size(value_type, H5T_VARIABLE);
+      }
+      H5Tinsert(mem, name, 0, value_type);
+      std::vector<double> numbers;
+      std::vector<std::string> strings;
+      std::vector<const char*> pointers;
+      for (hsize_t k = 0; k < rows; ++k) {
+        numbers.push_back(static_cast<double>(k + 1));
+        strings.push_back(std::to_string(k));
+      }
+      for (const std::string& t : strings) pointers.push_back(t.c_str());
+      H5Dwrite(d, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT,
+               text ? static_cast<const void*>(pointers.data()) : numbers.data());
+      if (text) H5Tclose(value_type);
+      H5Tclose(mem);
+    }
+  }
+  H5Dclose(d);
+  H5Sclose(space);
+  H5Tclose(table);
+}
+
 TEST(RankReader, WrongTypesShapesAndMissingPartsAreNamedProblems) {
   sweepbench::testing::TempDir dir;
   std::string path = dir.file("rank-00001.h5");
   write_rank_file(sample(), path);
   edit(path, [](hid_t f) {
-    H5Ldelete(f, "steps/loss", H5P_DEFAULT);  // a column with 2 values for 3 steps
-    hsize_t two[1] = {2};
-    hid_t space = H5Screate_simple(1, two, nullptr);
-    hid_t d =
-        H5Dcreate2(f, "steps/loss", H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    const double values[2] = {1, 2};
-    H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values);
-    H5Dclose(d);
-    H5Sclose(space);
+    hid_t text = H5Tcopy(H5T_C_S1);
+    H5Tset_size(text, H5T_VARIABLE);
+    // No loss, and `measured` as strings.
+    replace_steps(f, {{"step", H5T_STD_I64LE}, {"total_s", H5T_IEEE_F64LE}, {"measured", text}}, 3);
+    H5Tclose(text);
     H5Adelete(f, "world_size");  // an integer that became a string
     hid_t s = H5Screate(H5S_SCALAR);
     hid_t t = H5Tcopy(H5T_C_S1);
@@ -163,8 +207,47 @@ TEST(RankReader, WrongTypesShapesAndMissingPartsAreNamedProblems) {
   RankRead read = read_rank_file(path);
   EXPECT_FALSE(read.result.has_value());  // no world size: the rank cannot be placed
   EXPECT_THAT(read.problems, Contains("world_size: is not an integer"));
-  EXPECT_THAT(read.problems, Contains("steps/loss: 2 values for 3 steps"));
+  EXPECT_THAT(read.problems, Contains("steps.loss: is missing"));
+  EXPECT_THAT(read.problems, Contains("steps.measured: is not numeric"));
   EXPECT_THAT(read.problems, Contains("memory: is missing"));
+
+  // Steps as a plain array rather than a table.
+  edit(path, [](hid_t f) {
+    H5Ldelete(f, "steps", H5P_DEFAULT);
+    hsize_t three = 3;
+    hid_t space = H5Screate_simple(1, &three, nullptr);
+    H5Dclose(H5Dcreate2(f, "steps", H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    H5Sclose(space);
+  });
+  EXPECT_THAT(read_rank_file(path).problems,
+              Contains("steps: is not a table (a compound dataset)"));
+}
+
+TEST(RankReader, TableMembersOfOtherNumericTypesConvert) {
+  sweepbench::testing::TempDir dir;
+  std::string path = dir.file("rank-00001.h5");
+  write_rank_file(sample(), path);
+  // Members in another order and width, as another writer (h5py, pandas) might store them.
+  edit(path, [](hid_t f) {
+    replace_steps(f,
+                  {{"measured", H5T_STD_I32LE},
+                   {"loss", H5T_IEEE_F32LE},
+                   {"total_s", H5T_IEEE_F32BE},
+                   {"step", H5T_STD_U16LE}},
+                  4);
+  });
+  RankRead read = read_rank_file(path);
+  ASSERT_TRUE(read.result.has_value()) << ::testing::PrintToString(read.problems);
+  EXPECT_THAT(read.problems, Contains("steps.data_s: is missing"));
+  const auto& steps = read.result->steps;
+  ASSERT_EQ(steps.size(), 4u);
+  for (size_t k = 0; k < 4; ++k) {
+    EXPECT_EQ(steps[k].step, static_cast<std::int64_t>(k + 1));
+    EXPECT_EQ(steps[k].total_s, static_cast<double>(k + 1));
+    EXPECT_EQ(steps[k].loss, static_cast<double>(k + 1));
+    EXPECT_TRUE(steps[k].measured);
+    EXPECT_EQ(steps[k].data_s, 0);
+  }
 }
 
 TEST(RankReader, ALengthWithoutTheBytesIsAProblemNotAnAllocation) {
@@ -172,21 +255,63 @@ TEST(RankReader, ALengthWithoutTheBytesIsAProblemNotAnAllocation) {
   std::string path = dir.file("rank-00001.h5");
   write_rank_file(sample(), path);
   edit(path, [](hid_t f) {
-    // 2^40 steps declared and nothing stored: HDF5 would hand out 8 TiB of fill values.
-    H5Ldelete(f, "steps/total_s", H5P_DEFAULT);
-    hsize_t huge[1] = {hsize_t{1} << 40};
-    hid_t space = H5Screate_simple(1, huge, nullptr);
-    hid_t d = H5Dcreate2(f, "steps/total_s", H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT,
-                         H5P_DEFAULT);
-    ASSERT_GE(d, 0);
-    H5Dclose(d);
-    H5Sclose(space);
+    // 2^40 steps declared and nothing stored: HDF5 would hand out 16 TiB of fill values.
+    replace_steps(f, {{"total_s", H5T_IEEE_F64LE}, {"measured", H5T_STD_U8LE}}, hsize_t{1} << 40,
+                  false);
   });
   for (RankReadScope scope : {RankReadScope::kAll, RankReadScope::kSummary}) {
     RankRead read = read_rank_file(path, scope);
     EXPECT_FALSE(read.result.has_value());
-    EXPECT_THAT(read.problems,
-                Contains("steps/total_s: declares 1099511627776 values and stores 0"));
+    EXPECT_THAT(read.problems, Contains("steps: declares 1099511627776 values and stores 0"));
+  }
+}
+
+// Files of schema 1 (steps as a group of columns), written by bench-train before schema 2
+// (tests/results/schema1/README.md), read as they were: every column, both scopes.
+TEST(RankReader, ReadsSchema1Files) {
+  for (const char* name : {"rank-00000.h5", "rank-00001.h5"}) {
+    SCOPED_TRACE(name);
+    std::string path = std::string(SWEEPBENCH_SCHEMA1_DIR) + "/" + name;
+    hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    ASSERT_GE(f, 0);
+    auto column = [&](const char* c) {
+      hid_t d = H5Dopen2(f, (std::string("steps/") + c).c_str(), H5P_DEFAULT);
+      hid_t space = H5Dget_space(d);
+      std::vector<double> v(static_cast<size_t>(H5Sget_simple_extent_npoints(space)));
+      H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data());
+      H5Sclose(space);
+      H5Dclose(d);
+      return v;
+    };
+    std::int64_t version = 0;
+    hid_t a = H5Aopen(f, "schema_version", H5P_DEFAULT);
+    H5Aread(a, H5T_NATIVE_INT64, &version);
+    H5Aclose(a);
+    EXPECT_EQ(version, 1);
+    std::vector<double> step = column("step"), total = column("total_s"), loss = column("loss"),
+                        comm = column("comm_s"), tokens = column("tokens"),
+                        measured = column("measured"), lr = column("lr");
+    H5Fclose(f);
+    ASSERT_EQ(step.size(), 6u);
+    for (RankReadScope scope : {RankReadScope::kAll, RankReadScope::kSummary}) {
+      RankRead read = read_rank_file(path, scope);
+      EXPECT_TRUE(read.problems.empty()) << ::testing::PrintToString(read.problems);
+      ASSERT_TRUE(read.result.has_value());
+      const auto& steps = read.result->steps;
+      ASSERT_EQ(steps.size(), step.size());
+      for (size_t k = 0; k < steps.size(); ++k) {
+        EXPECT_EQ(static_cast<double>(steps[k].step), step[k]);
+        EXPECT_EQ(steps[k].total_s, total[k]);
+        EXPECT_EQ(steps[k].loss, loss[k]);
+        EXPECT_EQ(steps[k].comm_s, comm[k]);
+        EXPECT_EQ(steps[k].measured, measured[k] != 0);
+        if (scope == RankReadScope::kAll) {
+          EXPECT_EQ(static_cast<double>(steps[k].tokens), tokens[k]);
+          EXPECT_EQ(steps[k].lr, lr[k]);
+        }
+      }
+      EXPECT_EQ(read.result->world_size, 2);
+    }
   }
 }
 

@@ -52,12 +52,13 @@ def read_json(path):
 
 
 def documented_layout():
-    """The tables of docs/results-format.md: {section: [(name, type)]}."""
+    """The tables of docs/results-format.md: {section: [(name, type)]}; a table's section
+    ("/steps" of "## Table `/steps`") lists its members in order."""
     layout, section = {}, None
     for line in open(os.path.join(SOURCE, "docs", "results-format.md")):
-        heading = re.match(r"## (Root attributes|Group `/(\w+)`)", line)
+        heading = re.match(r"## (Root attributes|Group `/(\w+)`|Table `/(\w+)`)", line)
         if heading:
-            section = "/" if heading.group(1) == "Root attributes" else "/" + heading.group(2)
+            section = "/" if heading.group(1) == "Root attributes" else "/" + (heading.group(2) or heading.group(3))
             continue
         if line.startswith("## "):
             section = None
@@ -95,6 +96,12 @@ class BenchTrainCase(unittest.TestCase):
         with h5py.File(path, "r") as f:
             for section, entries in documented_layout().items():
                 node = f[section]
+                if isinstance(node, h5py.Dataset):  # a table: a 1-D compound dataset
+                    self.assertEqual(node.ndim, 1, section)
+                    self.assertEqual(node.dtype.names, tuple(n for n, _ in entries), section)
+                    for name, kind in entries:
+                        self.assertEqual(node.dtype[name], np.dtype(kind), f"{section}.{name}")
+                    continue
                 for name, kind in entries:
                     if "[" in kind:  # a dataset: element type and one dimension
                         self.assertIn(name, node, f"{section}/{name} is documented but missing")
@@ -115,7 +122,7 @@ class BenchTrainCase(unittest.TestCase):
             # And nothing undocumented.
             documented = documented_layout()
             self.assertEqual(set(f.attrs), {n for n, _ in documented["/"]})
-            for group in ("steps", "eval", "memory", "samples"):
+            for group in ("eval", "memory", "samples"):
                 names = {n for n, _ in documented["/" + group]}
                 self.assertEqual(set(f[group].keys()) | set(f[group].attrs), names, group)
 
@@ -213,20 +220,20 @@ class TwoRanks(BenchTrainCase):
         for i, f in enumerate(files):
             self.assertDocumentedLayout(f.filename)
             self.assertEqual((f.attrs["rank"], f.attrs["world_size"], f.attrs["status"]), (i, 2, "ok"))
-            self.assertLess(f["steps/loss"][-3:].mean(), f["steps/loss"][:3].mean())
-            self.assertGreater(f["steps/comm_s"][2:].min(), 0)  # the all-reduce ran
+            self.assertLess(f["steps"]["loss"][-3:].mean(), f["steps"]["loss"][:3].mean())
+            self.assertGreater(f["steps"]["comm_s"][2:].min(), 0)  # the all-reduce ran
         digests = [f.attrs["parameter_sha256"] for f in files]
         self.assertEqual(len(digests[0]), 64)
         self.assertEqual(digests[0], digests[1], "ranks must end with bitwise identical parameters")
         # Each rank trains on its own shard: their step losses differ.
-        self.assertFalse(np.array_equal(files[0]["steps/loss"][:], files[1]["steps/loss"][:]))
+        self.assertFalse(np.array_equal(files[0]["steps"]["loss"][:], files[1]["steps"]["loss"][:]))
         # The gradient norm is global: equal on both ranks.
-        np.testing.assert_array_equal(files[0]["steps/grad_norm"][:], files[1]["steps/grad_norm"][:])
+        np.testing.assert_array_equal(files[0]["steps"]["grad_norm"][:], files[1]["steps"]["grad_norm"][:])
         self.assertEqual(files[0]["eval"].attrs["loss"], files[1]["eval"].attrs["loss"])
         summary = read_json(os.path.join(out, "summary.json"))
         self.assertEqual(summary["world_size"], 2)
         # Throughput counts both ranks' tokens over the slowest rank's step times.
-        slowest = np.maximum(files[0]["steps/total_s"][2:], files[1]["steps/total_s"][2:])
+        slowest = np.maximum(files[0]["steps"]["total_s"][2:], files[1]["steps"]["total_s"][2:])
         self.assertAlmostEqual(summary["metrics"]["train_tokens_per_second"],
                                2 * 4 * 32 * len(slowest) / slowest.sum(), delta=1e-6 * summary["metrics"]["train_tokens_per_second"])
 
@@ -238,7 +245,7 @@ class TwoRanks(BenchTrainCase):
         with h5py.File(os.path.join(out, "rank-00000.h5"), "r") as f0, h5py.File(os.path.join(out, "rank-00001.h5"), "r") as f1:
             self.assertEqual(f0.attrs["parameter_count"], 158016)
             self.assertEqual(f0.attrs["parameter_sha256"], f1.attrs["parameter_sha256"])
-            self.assertTrue((f0["steps/tokens"][:] == 2 * 4 * 32).all())
+            self.assertTrue((f0["steps"]["tokens"][:] == 2 * 4 * 32).all())
 
 
 class Failures(BenchTrainCase):
@@ -251,7 +258,7 @@ class Failures(BenchTrainCase):
             self.assertEqual(f.attrs["status"], "oom")
             self.assertEqual(f.attrs["rank_status"], "oom")
             self.assertIn("allocate", f.attrs["reason"])
-            self.assertEqual(len(f["steps/step"]), 0)
+            self.assertEqual(len(f["steps"]["step"]), 0)
         self.assertEqual(read_json(os.path.join(out, "summary.json"))["status"], "oom")
         self.assertIn("# FAILED: oom", r.stdout)
 
@@ -269,7 +276,7 @@ class Failures(BenchTrainCase):
         self.assertEqual((f0.attrs["status"], f0.attrs["rank_status"]), ("oom", "ok"))
         self.assertEqual((f1.attrs["status"], f1.attrs["rank_status"]), ("oom", "oom"))
         self.assertTrue(f0.attrs["reason"].startswith("rank 1: "), f0.attrs["reason"])
-        self.assertEqual(len(f0["steps/step"]), len(f1["steps/step"]))
+        self.assertEqual(len(f0["steps"]["step"]), len(f1["steps"]["step"]))
 
     def _start_and_signal(self, cmd, sig):
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
@@ -289,10 +296,10 @@ class Failures(BenchTrainCase):
         with h5py.File(os.path.join(out, "rank-00000.h5"), "r") as f:
             self.assertEqual(f.attrs["status"], "timeout")
             self.assertEqual(f.attrs["reason"], "received SIGTERM")
-            done = len(f["steps/step"])
+            done = len(f["steps"]["step"])
             self.assertGreaterEqual(done, 5)
             self.assertLess(done, 100000)
-            self.assertEqual(list(f["steps/step"][:]), list(range(done)))  # the last step completed
+            self.assertEqual(list(f["steps"]["step"][:]), list(range(done)))  # the last step completed
         self.assertIn("# FAILED: timeout", stdout)
 
     def test_slurm_warning_signal_reaches_every_rank_under_mpirun(self):
@@ -326,7 +333,7 @@ class Failures(BenchTrainCase):
                     self.assertEqual(f.attrs["status"], "timeout")
                     self.assertEqual(f.attrs["reason"], "received SIGUSR1")
                     # Seen at the first step's end: that step completes, as after any warning.
-                    self.assertEqual(list(f["steps/step"][:]), [0])
+                    self.assertEqual(list(f["steps"]["step"][:]), [0])
                 self.assertIn("# FAILED: timeout", stdout)
 
 
