@@ -2,10 +2,12 @@
 
 #include <hdf5.h>
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <type_traits>
 #include <utility>
+#include <variant>
 
 namespace sweepbench {
 namespace {
@@ -155,61 +157,87 @@ class Reader {
     }
     std::optional<size_t> n = length(d.get(), type.get(), at);
     if (!n) return;
-    // One memory row holds every column asked for that the file has as a number.
-    size_t width = 0;
-    std::vector<std::pair<const char*, hid_t>> members;
-    auto want = [&](const char* member, hid_t native) {
+    // Which members are wanted, where they are and what they are.
+    struct Wanted {
+      const char* name;
+      hid_t native;
+      std::variant<std::optional<std::vector<double>>*, std::optional<std::vector<std::int64_t>>*,
+                   std::optional<std::vector<std::uint8_t>>*>
+          out;  // of the native type
+      size_t offset = 0;
+    };
+    std::vector<Wanted> wanted;
+    auto want = [&](const char* member, hid_t native, auto* out) {
       int index = H5Tget_member_index(type.get(), member);
       if (index < 0) {
         problem(at + "." + member, "is missing");
-        return false;
+        return;
       }
       H5T_class_t cls = H5Tget_member_class(type.get(), static_cast<unsigned>(index));
       if (cls != H5T_INTEGER && cls != H5T_FLOAT) {
         problem(at + "." + member, "is not numeric");
-        return false;
+        return;
       }
-      members.emplace_back(member, native);
-      width += H5Tget_size(native);
-      return true;
+      wanted.push_back(
+          {member, native, out, H5Tget_member_offset(type.get(), static_cast<unsigned>(index))});
     };
-    std::vector<std::pair<size_t, std::optional<std::vector<double>>*>> real_at;
-    std::vector<std::pair<size_t, std::optional<std::vector<std::int64_t>>*>> integer_at;
-    std::vector<std::pair<size_t, std::optional<std::vector<std::uint8_t>>*>> flag_at;
-    for (const auto& c : reals) {
-      if (want(c.name, H5T_NATIVE_DOUBLE)) real_at.emplace_back(width - sizeof(double), c.out);
+    for (const auto& c : reals) want(c.name, H5T_NATIVE_DOUBLE, c.out);
+    for (const auto& c : integers) want(c.name, H5T_NATIVE_INT64, c.out);
+    for (const auto& c : flags) want(c.name, H5T_NATIVE_UINT8, c.out);
+    if (wanted.empty()) return;
+    // A table of numbers only (ours) is read as stored, with no conversion of whole rows (HDF5's
+    // compound conversion costs more than the read); each column is converted alone where its
+    // type is not the one wanted. Otherwise HDF5 converts the wanted members into a packed row.
+    bool plain = true;
+    for (int k = 0; plain && k < H5Tget_nmembers(type.get()); ++k) {
+      H5T_class_t cls = H5Tget_member_class(type.get(), static_cast<unsigned>(k));
+      plain = cls == H5T_INTEGER || cls == H5T_FLOAT;
     }
-    for (const auto& c : integers) {
-      if (want(c.name, H5T_NATIVE_INT64)) {
-        integer_at.emplace_back(width - sizeof(std::int64_t), c.out);
+    size_t width = 0;
+    if (plain) {
+      width = H5Tget_size(type.get());
+    } else {
+      for (Wanted& w : wanted) {
+        w.offset = width;
+        width += H5Tget_size(w.native);
       }
     }
-    for (const auto& c : flags) {
-      if (want(c.name, H5T_NATIVE_UINT8)) flag_at.emplace_back(width - 1, c.out);
-    }
-    if (members.empty()) return;
-    Id mem(H5Tcreate(H5T_COMPOUND, width), H5Tclose);
-    size_t offset = 0;
-    for (auto [member, native] : members) {
-      H5Tinsert(mem.get(), member, offset, native);
-      offset += H5Tget_size(native);
+    Id mem(plain ? H5Tcopy(type.get()) : H5Tcreate(H5T_COMPOUND, width), H5Tclose);
+    for (const Wanted& w : wanted) {
+      if (!plain) H5Tinsert(mem.get(), w.name, w.offset, w.native);
     }
     std::vector<unsigned char> rows(*n * width);
     if (*n > 0 && H5Dread(d.get(), mem.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()) < 0) {
       problem(at, "cannot be read");
       return;
     }
-    auto split = [&](auto& columns) {
-      for (auto [offset_in_row, out] : columns) {
-        using T = typename std::decay_t<decltype(**out)>::value_type;
-        std::vector<T> v(*n);
-        for (size_t k = 0; k < *n; ++k) {
-          std::memcpy(&v[k], rows.data() + k * width + offset_in_row, sizeof(T));
-        }
-        *out = std::move(v);
+    for (const Wanted& w : wanted) {
+      size_t size = H5Tget_size(w.native);
+      Id stored(plain ? H5Tget_member_type(type.get(), static_cast<unsigned>(
+                                                           H5Tget_member_index(type.get(), w.name)))
+                      : H5Tcopy(w.native),
+                H5Tclose);
+      size_t stored_size = H5Tget_size(stored.get());
+      // The column, gathered, then converted in place (room for the larger of the two sizes).
+      std::vector<unsigned char> column(*n * std::max(size, stored_size));
+      for (size_t k = 0; k < *n; ++k) {
+        std::memcpy(column.data() + k * stored_size, rows.data() + k * width + w.offset,
+                    stored_size);
       }
-    };
-    split(real_at), split(integer_at), split(flag_at);
+      if (*n > 0 && H5Tequal(stored.get(), w.native) <= 0 &&
+          H5Tconvert(stored.get(), w.native, *n, column.data(), nullptr, H5P_DEFAULT) < 0) {
+        problem(at + "." + w.name, "cannot be read");
+        continue;
+      }
+      std::visit(
+          [&](auto* out) {
+            using T = typename std::decay_t<decltype(**out)>::value_type;
+            std::vector<T> v(*n);
+            if (*n > 0) std::memcpy(v.data(), column.data(), *n * sizeof(T));
+            *out = std::move(v);
+          },
+          w.out);
+    }
   }
 
   Id group(hid_t file, const char* name) {
