@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <functional>
 #include <type_traits>
 #include <utility>
 #include <variant>
