@@ -162,7 +162,8 @@ class Reader {
       hid_t native;
       std::variant<std::optional<std::vector<double>>*, std::optional<std::vector<std::int64_t>>*,
                    std::optional<std::vector<std::uint8_t>>*>
-          out;  // of the native type
+          out;         // of the native type
+      unsigned index;  // in the file's table
       size_t offset = 0;
     };
     std::vector<Wanted> wanted;
@@ -177,8 +178,8 @@ class Reader {
         problem(at + "." + member, "is not numeric");
         return;
       }
-      wanted.push_back(
-          {member, native, out, H5Tget_member_offset(type.get(), static_cast<unsigned>(index))});
+      auto at_index = static_cast<unsigned>(index);
+      wanted.push_back({member, native, out, at_index, H5Tget_member_offset(type.get(), at_index)});
     };
     for (const auto& c : reals) want(c.name, H5T_NATIVE_DOUBLE, c.out);
     for (const auto& c : integers) want(c.name, H5T_NATIVE_INT64, c.out);
@@ -212,10 +213,7 @@ class Reader {
     }
     for (const Wanted& w : wanted) {
       size_t size = H5Tget_size(w.native);
-      Id stored(plain ? H5Tget_member_type(type.get(), static_cast<unsigned>(
-                                                           H5Tget_member_index(type.get(), w.name)))
-                      : H5Tcopy(w.native),
-                H5Tclose);
+      Id stored(plain ? H5Tget_member_type(type.get(), w.index) : H5Tcopy(w.native), H5Tclose);
       size_t stored_size = H5Tget_size(stored.get());
       // The column, gathered, then converted in place (room for the larger of the two sizes).
       std::vector<unsigned char> column(*n * std::max(size, stored_size));
