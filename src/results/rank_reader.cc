@@ -30,6 +30,26 @@ class Id {
   herr_t (*close_)(hid_t);
 };
 
+// A numeric column to fill: its name, and where its values go (the pointer's type says which
+// values: double, int64 or uint8).
+struct Column {
+  const char* name;
+  std::variant<std::optional<std::vector<double>>*, std::optional<std::vector<std::int64_t>>*,
+               std::optional<std::vector<std::uint8_t>>*>
+      out;
+};
+
+// The native HDF5 type of values of type T.
+template <typename T>
+hid_t native_type() {
+  if constexpr (std::is_same_v<T, double>) return H5T_NATIVE_DOUBLE;
+  if constexpr (std::is_same_v<T, std::int64_t>) return H5T_NATIVE_INT64;
+  return H5T_NATIVE_UINT8;
+}
+// The type of the values behind a Column's pointer.
+template <typename Out>
+using ValueOf = typename std::decay_t<decltype(*std::declval<Out>())>::value_type::value_type;
+
 class Reader {
  public:
   explicit Reader(std::vector<std::string>* problems) : problems_(problems) {}
@@ -136,16 +156,10 @@ class Reader {
     return out;
   }
 
-  // Members of a 1-D compound dataset (a table), each converted to T: one open and one read for
-  // every column asked for. A column that is absent or not numeric stays nullopt, with a problem.
-  template <typename T>
-  struct Column {
-    const char* name;
-    std::optional<std::vector<T>>* out;
-  };
-  void table(hid_t where, const char* name, const std::vector<Column<double>>& reals,
-             const std::vector<Column<std::int64_t>>& integers,
-             const std::vector<Column<std::uint8_t>>& flags) {
+  // Members of a 1-D compound dataset (a table), each converted to its column's type: one open
+  // and one read for every column asked for. A column that is absent or not numeric stays
+  // nullopt, with a problem.
+  void table(hid_t where, const char* name, const std::vector<Column>& columns) {
     const std::string at = name;
     Id d = open_dataset(where, "", name);
     if (!d.ok()) return;
@@ -158,32 +172,28 @@ class Reader {
     if (!n) return;
     // Which members are wanted, where they are and what they are.
     struct Wanted {
-      const char* name;
-      hid_t native;
-      std::variant<std::optional<std::vector<double>>*, std::optional<std::vector<std::int64_t>>*,
-                   std::optional<std::vector<std::uint8_t>>*>
-          out;         // of the native type
+      const Column* column;
+      hid_t native;    // of the column's values
       unsigned index;  // in the file's table
-      size_t offset = 0;
+      size_t offset;   // in a row read
     };
     std::vector<Wanted> wanted;
-    auto want = [&](const char* member, hid_t native, auto* out) {
-      int index = H5Tget_member_index(type.get(), member);
+    for (const Column& c : columns) {
+      int index = H5Tget_member_index(type.get(), c.name);
       if (index < 0) {
-        problem(at + "." + member, "is missing");
-        return;
+        problem(at + "." + c.name, "is missing");
+        continue;
       }
-      H5T_class_t cls = H5Tget_member_class(type.get(), static_cast<unsigned>(index));
+      auto i = static_cast<unsigned>(index);
+      H5T_class_t cls = H5Tget_member_class(type.get(), i);
       if (cls != H5T_INTEGER && cls != H5T_FLOAT) {
-        problem(at + "." + member, "is not numeric");
-        return;
+        problem(at + "." + c.name, "is not numeric");
+        continue;
       }
-      auto at_index = static_cast<unsigned>(index);
-      wanted.push_back({member, native, out, at_index, H5Tget_member_offset(type.get(), at_index)});
-    };
-    for (const auto& c : reals) want(c.name, H5T_NATIVE_DOUBLE, c.out);
-    for (const auto& c : integers) want(c.name, H5T_NATIVE_INT64, c.out);
-    for (const auto& c : flags) want(c.name, H5T_NATIVE_UINT8, c.out);
+      hid_t native =
+          std::visit([](auto* out) { return native_type<ValueOf<decltype(out)>>(); }, c.out);
+      wanted.push_back({&c, native, i, H5Tget_member_offset(type.get(), i)});
+    }
     if (wanted.empty()) return;
     // A table of numbers only (ours) is read as stored, with no conversion of whole rows (HDF5's
     // compound conversion costs more than the read); each column is converted alone where its
@@ -204,7 +214,7 @@ class Reader {
     }
     Id mem(plain ? H5Tcopy(type.get()) : H5Tcreate(H5T_COMPOUND, width), H5Tclose);
     for (const Wanted& w : wanted) {
-      if (!plain) H5Tinsert(mem.get(), w.name, w.offset, w.native);
+      if (!plain) H5Tinsert(mem.get(), w.column->name, w.offset, w.native);
     }
     std::vector<unsigned char> rows(*n * width);
     if (*n > 0 && H5Dread(d.get(), mem.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()) < 0) {
@@ -223,17 +233,17 @@ class Reader {
       }
       if (*n > 0 && H5Tequal(stored.get(), w.native) <= 0 &&
           H5Tconvert(stored.get(), w.native, *n, column.data(), nullptr, H5P_DEFAULT) < 0) {
-        problem(at + "." + w.name, "cannot be read");
+        problem(at + "." + w.column->name, "cannot be read");
         continue;
       }
       std::visit(
           [&](auto* out) {
-            using T = typename std::decay_t<decltype(**out)>::value_type;
+            using T = ValueOf<decltype(out)>;
             std::vector<T> v(*n);
             if (*n > 0) std::memcpy(v.data(), column.data(), *n * sizeof(T));
             *out = std::move(v);
           },
-          w.out);
+          w.column->out);
     }
   }
 
@@ -430,15 +440,17 @@ RankRead read_rank_file(const std::string& path, RankReadScope scope) {
   Doubles total, data, fwd, bwd, comm, opt, loss, lr, norm, scale;
   Ints step, tokens, samples;
   Flags skipped, measured;
-  std::vector<Reader::Column<double>> reals = {
-      {"total_s", &total}, {"data_s", &data},     {"forward_s", &fwd}, {"backward_s", &bwd},
-      {"comm_s", &comm},   {"optimizer_s", &opt}, {"loss", &loss}};
-  std::vector<Reader::Column<std::int64_t>> integers;
-  std::vector<Reader::Column<std::uint8_t>> flags = {{"measured", &measured}};
+  std::vector<Column> wanted = {{"total_s", &total},  {"data_s", &data},      {"forward_s", &fwd},
+                                {"backward_s", &bwd}, {"comm_s", &comm},      {"optimizer_s", &opt},
+                                {"loss", &loss},      {"measured", &measured}};
   if (all) {
-    reals.insert(reals.end(), {{"lr", &lr}, {"grad_norm", &norm}, {"loss_scale", &scale}});
-    integers = {{"step", &step}, {"tokens", &tokens}, {"samples", &samples}};
-    flags.push_back({"skipped", &skipped});
+    wanted.insert(wanted.end(), {{"lr", &lr},
+                                 {"grad_norm", &norm},
+                                 {"loss_scale", &scale},
+                                 {"step", &step},
+                                 {"tokens", &tokens},
+                                 {"samples", &samples},
+                                 {"skipped", &skipped}});
   }
   const bool columns = schema && *schema == 1;
   const std::string sp = columns ? "steps/" : "steps.";
@@ -446,19 +458,18 @@ RankRead read_rank_file(const std::string& path, RankReadScope scope) {
   if (columns) {
     if (Id g = in.group(f, "steps"); g.ok()) {
       steps_found = true;
-      for (const auto& c : reals) {
-        *c.out = in.numbers<double>(g.get(), sp, c.name, H5T_NATIVE_DOUBLE);
-      }
-      for (const auto& c : integers) {
-        *c.out = in.numbers<std::int64_t>(g.get(), sp, c.name, H5T_NATIVE_INT64);
-      }
-      for (const auto& c : flags) {
-        *c.out = in.numbers<std::uint8_t>(g.get(), sp, c.name, H5T_NATIVE_UINT8);
+      for (const Column& c : wanted) {
+        std::visit(
+            [&](auto* out) {
+              using T = ValueOf<decltype(out)>;
+              *out = in.numbers<T>(g.get(), sp, c.name, native_type<T>());
+            },
+            c.out);
       }
     }
   } else {
     steps_found = true;
-    in.table(f, "steps", reals, integers, flags);
+    in.table(f, "steps", wanted);
   }
   bool steps_ok = false;
   if (steps_found && (step || !all) && total && measured) {
