@@ -340,6 +340,12 @@ class TorchTrainer : public Trainer {
       torch::Tensor sq =
           torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device_));
       for (FlatGroup& g : groups_) {
+        if (device_.is_cuda()) {
+          // One reduction kernel per group; CUDA's tree reduction is accurate in fp32 (the
+          // chunks below bound the error of the CPU's sequential blocks).
+          sq += g.grad.norm().to(torch::kDouble).pow(2);
+          continue;
+        }
         const std::int64_t n = g.grad.numel();
         for (std::int64_t start = 0; start < n; start += kNormChunk) {
           sq += g.grad.narrow(0, start, std::min(kNormChunk, n - start))
@@ -412,8 +418,9 @@ class TorchTrainer : public Trainer {
 #ifdef SWEEPBENCH_WITH_CUDA
     if (device_.is_cuda()) {
       auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device_.index());
-      constexpr size_t kAll =
-          static_cast<size_t>(c10::cuda::CUDACachingAllocator::StatType::AGGREGATE);
+      // Element 0 is StatType::AGGREGATE (all pools) in every libtorch; the enum moved from
+      // c10::cuda::CUDACachingAllocator to c10::CachingAllocator in 2.x, so it is not named here.
+      constexpr size_t kAll = 0;
       m.current = stats.allocated_bytes[kAll].current;
       m.peak = stats.allocated_bytes[kAll].peak;
       return m;
@@ -519,6 +526,22 @@ class TorchTrainer : public Trainer {
     ++adam_steps_;
     const double bc1 = 1.0 - std::pow(o_.beta1, static_cast<double>(adam_steps_));
     const double bc2_sqrt = std::sqrt(1.0 - std::pow(o_.beta2, static_cast<double>(adam_steps_)));
+#if TORCH_VERSION_MAJOR >= 2
+    if (device_.is_cuda()) {
+      // PyTorch's fused AdamW kernel (torch.optim.AdamW(fused=True)): the same update in one
+      // pass over parameters, gradients and moments instead of about ten.
+      if (!adam_step_count_.defined()) {
+        adam_step_count_ = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat).device(device_));
+      }
+      adam_step_count_.fill_(static_cast<double>(adam_steps_));
+      for (FlatGroup& g : groups_) {
+        at::_fused_adamw_({g.data}, {g.grad}, {g.exp_avg}, {g.exp_avg_sq}, {}, {adam_step_count_}, lr,
+                          o_.beta1, o_.beta2, g.weight_decay, o_.eps, /*amsgrad=*/false,
+                          /*maximize=*/false, {}, {});
+      }
+      return;
+    }
+#endif
     for (FlatGroup& g : groups_) {
       if (g.weight_decay != 0) g.data.mul_(1.0 - lr * g.weight_decay);
       g.exp_avg.mul_(o_.beta1).add_(g.grad, 1.0 - o_.beta1);
@@ -600,6 +623,7 @@ class TorchTrainer : public Trainer {
   };
   std::vector<FlatGroup> groups_;
   torch::Tensor scratch_;  // AdamW's denominator, one chunk at a time
+  torch::Tensor adam_step_count_;  // the fused kernel's step, a float on the device
   std::int64_t adam_steps_ = 0;
   torch::Tensor loss_sum_, grad_norm_;
   double loss_scale_ = 1.0;
