@@ -216,7 +216,17 @@ torch::Tensor TransformerLMImpl::hidden(const torch::Tensor& tokens) {
 torch::Tensor TransformerLMImpl::forward(const torch::Tensor& tokens) {
   torch::Tensor h = hidden(tokens);
   // GPT-2's head is the token embedding, transposed (weight tying).
-  return lm_head ? lm_head(h) : torch::nn::functional::linear(h, wte->weight);  // (B, T, V)
+  const torch::Tensor& w = lm_head ? lm_head->weight : wte->weight;  // (V, C)
+  const std::int64_t v = w.size(0);
+  const std::int64_t padded = (v + 63) / 64 * 64;
+  if (padded == v || !h.is_cuda()) return torch::nn::functional::linear(h, w);  // (B, T, V)
+  // On a GPU the logits' rows are padded to a multiple of 64 for the product and cut back: with
+  // an odd row length (GPT-2's 50257) cuBLAS can only use its unaligned kernels, which made the
+  // head's three products (forward and two backward) a third of the step on an H100. The padding
+  // rows are zeros and are cut off, so logits and gradients are the same as without.
+  namespace F = torch::nn::functional;
+  torch::Tensor w_padded = F::pad(w, F::PadFuncOptions({0, 0, 0, padded - v}));
+  return F::linear(h, w_padded).narrow(-1, 0, v);  // (B, T, V), rows 64-aligned
 }
 
 torch::Tensor TransformerLMImpl::loss(const torch::Tensor& tokens, const torch::Tensor& targets) {
