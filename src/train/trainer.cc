@@ -524,24 +524,25 @@ class TorchTrainer : public Trainer {
   // denominator goes through a bounded scratch buffer, chunk by chunk.
   void adamw_step(double lr) {
     ++adam_steps_;
-    const double bc1 = 1.0 - std::pow(o_.beta1, static_cast<double>(adam_steps_));
-    const double bc2_sqrt = std::sqrt(1.0 - std::pow(o_.beta2, static_cast<double>(adam_steps_)));
 #if TORCH_VERSION_MAJOR >= 2
     if (device_.is_cuda()) {
       // PyTorch's fused AdamW kernel (torch.optim.AdamW(fused=True)): the same update in one
       // pass over parameters, gradients and moments instead of about ten.
       if (!adam_step_count_.defined()) {
-        adam_step_count_ = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat).device(device_));
+        adam_step_count_ =
+            torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat).device(device_));
       }
       adam_step_count_.fill_(static_cast<double>(adam_steps_));
       for (FlatGroup& g : groups_) {
-        at::_fused_adamw_({g.data}, {g.grad}, {g.exp_avg}, {g.exp_avg_sq}, {}, {adam_step_count_}, lr,
-                          o_.beta1, o_.beta2, g.weight_decay, o_.eps, /*amsgrad=*/false,
-                          /*maximize=*/false, {}, {});
+        at::_fused_adamw_({g.data}, {g.grad}, {g.exp_avg}, {g.exp_avg_sq}, {},
+                          {adam_step_count_}, lr, o_.beta1, o_.beta2, g.weight_decay, o_.eps,
+                          /*amsgrad=*/false, /*maximize=*/false, {}, {});
       }
       return;
     }
 #endif
+    const double bc1 = 1.0 - std::pow(o_.beta1, static_cast<double>(adam_steps_));
+    const double bc2_sqrt = std::sqrt(1.0 - std::pow(o_.beta2, static_cast<double>(adam_steps_)));
     for (FlatGroup& g : groups_) {
       if (g.weight_decay != 0) g.data.mul_(1.0 - lr * g.weight_decay);
       g.exp_avg.mul_(o_.beta1).add_(g.grad, 1.0 - o_.beta1);
