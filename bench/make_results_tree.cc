@@ -49,6 +49,7 @@ sb::RankResult make_rank(const std::string& config_yaml, const std::string& hash
   r.config_yaml = config_yaml;
   r.config_hash = hash;
   r.tag = tag;
+  r.run_id = "run" + std::to_string(index);
   r.rank = rank;
   r.world_size = o.ranks;
   r.local_rank = rank % 8;

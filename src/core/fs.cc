@@ -5,9 +5,11 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "core/error.h"
@@ -110,6 +112,38 @@ void make_directories(const std::string& path) {
   fs::create_directories(path, ec);
   if (ec)
     throw Error(ErrorKind::kIo, Mark::in(path), "", "cannot create the directory: " + ec.message());
+}
+
+void check_stream(const std::ostream& out, const std::string& name) {
+  if (out.good()) return;
+  int err = errno != 0 ? errno : EIO;
+  throw io_error(name, "cannot write", err);
+}
+
+int close_standard_output(const char* tool, int code) {
+  errno = 0;
+  std::cout.flush();
+  bool ok = std::cout.good();
+  int err = errno;
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    ok = false;
+    err = errno;
+  }
+  // fclose reports what the last write left pending (NFS, some pipes). A standard output that was
+  // closed before we started (EBADF, `>&-`) and never written to is not an error.
+  if (std::fclose(stdout) != 0 && !(errno == EBADF && ok)) {
+    ok = false;
+    err = errno;
+  }
+  if (ok) return code;
+  // A run that already failed on a write has said so; one message is enough.
+  if (code == exit_code_for(ErrorKind::kIo)) return code;
+  // The write that failed may lie far back (stdio keeps only the error flag, not its errno).
+  std::fprintf(stderr,
+               "%s: error: standard output: cannot write: %s; what was printed is cut "
+               "short\n",
+               tool, err != 0 ? std::strerror(err) : "a write failed");
+  return exit_code_for(ErrorKind::kIo);
 }
 
 }  // namespace sweepbench

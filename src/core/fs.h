@@ -43,4 +43,16 @@ std::optional<std::string> read_file_if_exists(const std::string& path);
 // mkdir -p; throws Error(kIo) naming the path.
 void make_directories(const std::string& path);
 
+// Throws Error(kIo) naming `name` ("standard output", a file) when `out` has failed a write: a
+// writer that streams (bench-extract's rows) checks after each piece and stops at the first
+// refusal instead of reading on into a full disk.
+void check_stream(const std::ostream& out, const std::string& name);
+
+// The end of every binary's main: flushes std::cout and closes standard output, so that a write
+// refused late (a full disk behind `> out.csv`, /dev/full, NFS reporting at close) is an error.
+// Returns `code` when everything printed reached its file; otherwise prints
+// "TOOL: error: standard output: cannot write: REASON; ..." to standard error and returns 4 (a
+// file-system error, docs/exit-codes.md), whatever `code` was.
+int close_standard_output(const char* tool, int code);
+
 }  // namespace sweepbench

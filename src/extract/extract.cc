@@ -20,6 +20,7 @@
 
 #include "core/error.h"
 #include "core/fs.h"
+#include "core/results_layout.h"
 #include "core/schema.h"
 #include "core/text.h"
 #include "core/yaml_io.h"
@@ -57,14 +58,9 @@ const std::vector<std::string>& metric_columns() {
   return c;
 }
 
-bool is_point_dir(const fs::path& dir) {
-  std::error_code ec;
-  if (fs::exists(dir / "config.yaml", ec) || fs::exists(dir / "status.json", ec)) return true;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    std::string name = e.path().filename().string();
-    if (starts_with(name, "rank-") && ends_with(name, ".h5")) return true;
-  }
-  return false;
+// A file whose presence makes its directory a point.
+bool is_point_file(const std::string& name) {
+  return name == kConfigFile || name == kStatusFile || is_rank_file_name(name);
 }
 
 std::optional<Value> read_json_or_yaml(const fs::path& path, std::vector<std::string>* warnings) {
@@ -86,7 +82,7 @@ class Manifests {
     if (it == cache_.end()) {
       it = cache_.emplace(parent.string(), Manifest()).first;
       Manifest& m = it->second;
-      m.root = read_json_or_yaml(parent / "manifest.json", warnings_).value_or(Value());
+      m.root = read_json_or_yaml(parent / kManifestFile, warnings_).value_or(Value());
       m.sweep = text_field(m.root, "sweep");
       const Value* points = m.root.is_map() ? m.root.find("points") : nullptr;
       if (points != nullptr && points->is_list()) {
@@ -168,29 +164,92 @@ std::string cell_text(const Value& v) {
 
 }  // namespace
 
-std::vector<std::string> find_point_dirs(const std::vector<std::string>& paths) {
-  std::set<std::string> found;
+namespace {
+
+// Walks one directory tree for points. Each directory is listed once, and a directory that cannot
+// be listed costs only itself (a running sweep moves attempts aside; a colleague's tree may hold a
+// directory we may not read).
+class PointWalk {
+ public:
+  explicit PointWalk(PointSearch* out) : out_(out), manifests_(&manifest_warnings_) {}
+
+  void walk(const fs::path& dir) {
+    std::error_code ec;
+    fs::directory_iterator it(dir, ec);
+    if (ec) {
+      unreadable(dir, ec);
+      return;
+    }
+    bool point = false;
+    std::vector<fs::path> subdirs;
+    for (; it != fs::directory_iterator(); it.increment(ec)) {
+      std::string name = it->path().filename().string();
+      if (is_point_file(name)) point = true;
+      // Directory symlinks are not followed (as find(1) does not): a link may close a loop.
+      std::error_code type_ec;
+      if (it->is_directory(type_ec) && !it->is_symlink(type_ec)) subdirs.push_back(it->path());
+    }
+    if (ec) {
+      unreadable(dir, ec);
+      return;
+    }
+    if (point) found_.insert(normal(dir));
+    std::sort(subdirs.begin(), subdirs.end());
+    for (const fs::path& sub : subdirs) {
+      std::string name = sub.filename().string();
+      // History, logs and scripts are not points, nor is anything hidden.
+      if (name == "attempts" || name == "logs" || name == "submit" || starts_with(name, "."))
+        continue;
+      walk(sub);
+    }
+  }
+
+  // A manifest that cannot be read is reported by the extraction that reads it again.
+  void finish() { out_->points.assign(found_.begin(), found_.end()); }
+
+ private:
+  static std::string normal(const fs::path& p) {
+    return fs::absolute(p).lexically_normal().string();
+  }
+
+  // A point its manifest names is still a point (extract_point says it cannot be read); any
+  // other directory is a warning.
+  void unreadable(const fs::path& dir, const std::error_code& ec) {
+    std::string sweep;
+    fs::path absolute = fs::absolute(dir).lexically_normal();
+    if (absolute.filename().empty()) absolute = absolute.parent_path();
+    if (manifests_.entry(absolute, &sweep) != nullptr) {
+      found_.insert(absolute.string());
+      return;
+    }
+    out_->warnings.push_back(dir.string() + ": cannot be read: " + ec.message() +
+                             " (any points under it are left out)");
+  }
+
+  PointSearch* out_;
+  std::vector<std::string> manifest_warnings_;
+  Manifests manifests_;
+  std::set<std::string> found_;
+};
+
+}  // namespace
+
+PointSearch find_point_dirs(const std::vector<std::string>& paths) {
+  PointSearch search;
+  PointWalk walk(&search);
   for (const std::string& p : paths) {
     std::error_code ec;
     if (!fs::is_directory(p, ec)) {
-      throw Error::input(Mark::in(p), "", "is not a directory", "give a results directory");
-    }
-    if (is_point_dir(p)) found.insert(fs::absolute(p).lexically_normal().string());
-    for (auto it = fs::recursive_directory_iterator(p, ec);
-         it != fs::recursive_directory_iterator(); it.increment(ec)) {
-      if (ec) break;
-      if (!it->is_directory(ec)) continue;
-      std::string name = it->path().filename().string();
-      if (name == "attempts" || name == "logs" || name == "submit" || starts_with(name, ".")) {
-        it.disable_recursion_pending();  // history, logs and scripts: not points
+      if (ec && ec != std::errc::no_such_file_or_directory) {
+        walk.walk(p);  // a directory we may not look into: the walk says so
         continue;
       }
-      if (is_point_dir(it->path())) {
-        found.insert(fs::absolute(it->path()).lexically_normal().string());
-      }
+      throw Error::input(Mark::in(p), "", "is not a directory", "give a results directory");
     }
+    walk.walk(p);
   }
-  return {found.begin(), found.end()};
+  walk.finish();
+  return search;
 }
 
 namespace {
@@ -204,27 +263,41 @@ ExtractedPoint extract_point(const std::string& d, Manifests& manifests, double 
     fs::path dir(d);
     std::string sweep;
     row["tag"] = Value::string(dir.filename().string());
+    std::string planned_hash;  // the config this directory was planned for
     if (const Value* e = manifests.entry(dir, &sweep)) {
       for (const char* key : {"index", "scenario", "repeat"}) {
         if (const Value* v = e->find(key)) row[key] = *v;
       }
+      planned_hash = text_field(*e, "config_hash");
     }
     if (!sweep.empty()) row["sweep"] = Value::string(sweep);
-    std::optional<Value> record = read_json_or_yaml(dir / "status.json", &warnings);
+    std::string incomplete;  // the first reason the files do not make one run
+    auto flag = [&](const std::string& why) {
+      if (incomplete.empty()) incomplete = why;
+    };
+    // A file that is there but cannot be read makes the row incomplete (and a warning).
+    auto read_point_file = [&](const char* name) {
+      size_t before = warnings.size();
+      std::optional<Value> v = read_json_or_yaml(dir / name, &warnings);
+      if (warnings.size() != before) flag(std::string(name) + " cannot be read");
+      return v;
+    };
+    std::optional<Value> record = read_point_file(kStatusFile);
 
     // Every rank's file, read and checked.
     std::vector<RankResult> ranks;
     std::vector<fs::path> files;
     std::error_code ec;
-    for (const auto& e : fs::directory_iterator(dir, ec)) {
-      std::string name = e.path().filename().string();
-      if (starts_with(name, "rank-") && ends_with(name, ".h5")) files.push_back(e.path());
+    fs::directory_iterator listing(dir, ec);
+    for (; !ec && listing != fs::directory_iterator(); listing.increment(ec)) {
+      std::string name = listing->path().filename().string();
+      if (is_rank_file_name(name)) files.push_back(listing->path());
+    }
+    if (ec) {
+      warnings.push_back(d + ": cannot be read: " + ec.message());
+      flag("its directory cannot be read (" + ec.message() + ")");
     }
     std::sort(files.begin(), files.end());
-    std::string incomplete;  // the first reason the files do not make one run
-    auto flag = [&](const std::string& why) {
-      if (incomplete.empty()) incomplete = why;
-    };
     std::map<std::int64_t, std::string> file_of;  // rank -> the file that holds it
     std::string first_name;                       // the first readable file
     for (const fs::path& f : files) {
@@ -255,9 +328,33 @@ ExtractedPoint extract_point(const std::string& d, Manifests& manifests, double 
     // 0..world_size-1, each once.
     std::stable_sort(ranks.begin(), ranks.end(),
                      [](const RankResult& a, const RankResult& b) { return a.rank < b.rank; });
+    // The files must be this point's and of one run: a rank file copied from another point, or
+    // one rank of another run of this point, would give a row with someone else's numbers.
+    if (planned_hash.empty() && record) planned_hash = text_field(*record, "config_hash");
+    if (!ranks.empty()) {
+      const RankResult& lead = ranks.front();
+      const std::string& lead_name = file_of[lead.rank];
+      if (!planned_hash.empty() && !lead.config_hash.empty() && lead.config_hash != planned_hash) {
+        std::string why = lead_name + " holds the results of another config (config_hash " +
+                          lead.config_hash.substr(0, 12) + "..., this point's is " +
+                          planned_hash.substr(0, 12) + "...)";
+        warnings.push_back((dir / lead_name).string() + ": " + why);
+        flag(why);
+      }
+      for (const RankResult& other : ranks) {
+        if (other.run_id == lead.run_id) continue;
+        const std::string& name = file_of[other.rank];
+        std::string why = name + " is from another run than " + lead_name + " (run_id " +
+                          (other.run_id.empty() ? "missing" : other.run_id) + ", " +
+                          (lead.run_id.empty() ? "missing" : lead.run_id) + ")";
+        warnings.push_back((dir / name).string() + ": " + why);
+        flag(why);
+        break;
+      }
+    }
 
     // The config: the point's config.yaml, else the one the rank files carry.
-    std::optional<Value> config = read_json_or_yaml(dir / "config.yaml", &warnings);
+    std::optional<Value> config = read_point_file(kConfigFile);
     if (!config && !ranks.empty()) {
       try {
         config = parse_yaml(ranks.front().config_yaml, (dir / files.front()).string());
@@ -818,6 +915,31 @@ int default_jobs() {
   return 1;
 }
 
+// -o must never replace a result: not a file named as a sweep directory's files are, and nothing
+// inside a point directory (one holding config.yaml, status.json or rank-00000.h5), whether or not
+// it is among the inputs. Symbolic links and ".." are resolved first.
+void refuse_output_among_results(const std::string& output) {
+  fs::path target = fs::weakly_canonical(fs::absolute(output));
+  if (is_results_file_name(target.filename().string())) {
+    throw Error::input(Mark::in(output), "",
+                       "is named as a sweep's results files are, and would replace one",
+                       "choose another name for the table, such as results.csv");
+  }
+  for (fs::path dir = target.parent_path();; dir = dir.parent_path()) {
+    std::error_code ec;
+    for (const std::string& name :
+         {std::string(kConfigFile), std::string(kStatusFile), rank_file_name(0)}) {
+      if (fs::exists(dir / name, ec)) {
+        throw Error::input(
+            Mark::in(output), "",
+            "is inside the point directory " + dir.string() + " (it holds " + name + ")",
+            "write the table outside the results tree's point directories");
+      }
+    }
+    if (dir == dir.root_path() || dir.empty()) break;
+  }
+}
+
 const char* const kUsage = R"(bench-extract: results trees to one table, one row per point.
 Usage: bench-extract -i PATH [PATH...] [-o OUT] [-f] [--format csv|json|jsonl|md]
                      [--drop-constant] [--keep COL]... [--group-repeats]
@@ -837,8 +959,10 @@ Output: -o OUT (format from its extension unless --format; an existing file is r
 Examples:
   bench-extract -i runs/quickstart -o runs/quickstart.csv
   bench-extract -i runs/a runs/b --format md --drop-constant --keep train.micro_batch
-Docs: docs/extract.md. Exit codes: 0 (also with incomplete points, unless --strict: then 1),
-2 bad input, 3 the output exists (use -f), 4 file-system error.
+-o never names a results file (rank-NNNNN.h5, manifest.json, ...) nor a path in a point directory.
+Docs: docs/extract.md. Exit codes: 0 (also with incomplete points or unreadable directories,
+unless --strict: then 1), 2 bad input, 3 the output exists (use -f), 4 file-system error (also
+a refused write to standard output).
 Options:
 )";
 
@@ -870,6 +994,7 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
         }
         std::optional<std::string> output;
         if (vm.count("output")) output = vm["output"].as<std::string>();
+        if (output) refuse_output_among_results(*output);
         ExtractFormat format = vm.count("format")
                                    ? parse_extract_format(vm["format"].as<std::string>())
                                : output ? extract_format_of_path(*output)
@@ -888,13 +1013,17 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
         if (options.jobs < 1) {
           throw Error::input(Mark::in("--jobs"), "", "must be 1 or more");
         }
-        std::vector<std::string> dirs = find_point_dirs(vm["input"].as<std::vector<std::string>>());
+        PointSearch search = find_point_dirs(vm["input"].as<std::vector<std::string>>());
+        const std::vector<std::string>& dirs = search.points;
         auto warn = [&err](const std::string& w) {
           err << "bench-extract: warning: " << w << "\n";
         };
+        for (const std::string& w : search.warnings) warn(w);
         std::optional<AtomicFile> file;
         if (output) file.emplace(*output);
         std::ostream& sink = file ? file->stream() : out;
+        // A refused write (a full disk) stops the extraction at once rather than at the end.
+        const std::string sink_name = output ? *output : "standard output";
         size_t rows = 0, incomplete = 0;
         if (vm.count("group-repeats") || vm.count("drop-constant")) {
           // Both need every row before the first is printed.
@@ -912,6 +1041,7 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
                                          : std::vector<std::string>{});
           }
           print_table(table, format, sink);
+          check_stream(sink, sink_name);
           rows = table.rows.size();
         } else {
           TableWriter writer(extract_columns(), format, sink);
@@ -919,16 +1049,23 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
             for (const std::string& w : p.warnings) warn(w);
             if (p.incomplete) ++incomplete;
             writer.row(p.row);
+            check_stream(sink, sink_name);
             ++rows;
           });
           writer.finish();
+          check_stream(sink, sink_name);
         }
         if (file) {
           file->commit();
           err << "bench-extract: " << plural(rows, "point") << " written to " << *output
               << (incomplete ? " (" + std::to_string(incomplete) + " incomplete)" : "") << "\n";
         }
-        return vm.count("strict") && incomplete > 0 ? 1 : 0;
+        bool unread = incomplete > 0 || !search.warnings.empty();
+        if (!search.warnings.empty()) {
+          err << "bench-extract: " << plural(search.warnings.size(), "directory", "directories")
+              << " could not be read; points under them are missing from the table\n";
+        }
+        return vm.count("strict") && unread ? 1 : 0;
       });
 }
 

@@ -38,8 +38,15 @@ struct ExtractTable {
   size_t incomplete = 0;
 };
 
-// The point directories under each path (a path may itself be one), in sorted order.
-std::vector<std::string> find_point_dirs(const std::vector<std::string>& paths);
+// The point directories under each path (a path may itself be one), in sorted order. A
+// directory that cannot be listed (permission denied, removed while the walk reads it) ends
+// nothing but itself: when the manifest beside it names it, it is still a point (its row says it
+// is incomplete and why); otherwise it is a warning naming it.
+struct PointSearch {
+  std::vector<std::string> points;
+  std::vector<std::string> warnings;  // "PATH: cannot be read: REASON ..."
+};
+PointSearch find_point_dirs(const std::vector<std::string>& paths);
 
 // Every column a row may have, in order.
 std::vector<std::string> extract_columns();

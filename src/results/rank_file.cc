@@ -195,6 +195,7 @@ void write_all(Writer& w, const RankResult& r) {
   w.attr(root, "config_yaml", r.config_yaml);
   w.attr(root, "config_hash", r.config_hash);
   w.attr(root, "tag", r.tag);
+  w.attr(root, "run_id", r.run_id);
   w.attr(root, "rank", r.rank);
   w.attr(root, "world_size", r.world_size);
   w.attr(root, "local_rank", r.local_rank);
@@ -270,12 +271,6 @@ void write_all(Writer& w, const RankResult& r) {
 }
 
 }  // namespace
-
-std::string rank_file_name(std::int64_t rank) {
-  char name[32];
-  std::snprintf(name, sizeof(name), "rank-%05lld.h5", static_cast<long long>(rank));
-  return name;
-}
 
 void write_rank_file(const RankResult& result, const std::string& path) {
   fs::path target(path);

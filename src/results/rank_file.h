@@ -4,12 +4,10 @@
 
 #include <string>
 
+#include "core/results_layout.h"  // rank_file_name
 #include "results/rank_result.h"
 
 namespace sweepbench {
-
-// DIR/rank-00003.h5 for rank 3.
-std::string rank_file_name(std::int64_t rank);
 
 // Writes `result` to `path` (via "<dir>/.<name>.partial"). Refuses to replace an existing file:
 // throws Error(kConflict). HDF5 failures throw Error(kIo) naming the path and HDF5's message.

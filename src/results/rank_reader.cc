@@ -372,16 +372,19 @@ RankRead read_rank_file(const std::string& path, RankReadScope scope) {
     std::string RankResult::*field;
   };
   take(in.text(f, "", "reason"), &r.reason);
+  // What ties the file to its point and run (bench-extract compares them); run_id was added
+  // within schema 2, so older files lack it.
+  if (H5Aexists(f, "run_id") > 0) take(in.text(f, "", "run_id"), &r.run_id);
   if (lead) {
     for (auto [name, field] : {TextField{"config_yaml", &RankResult::config_yaml},
+                               {"config_hash", &RankResult::config_hash},
                                {"device_type", &RankResult::device_type},
                                {"rank_status", &RankResult::rank_status}}) {
       take(in.text(f, "", name), &(r.*field));
     }
   }
   if (all) {
-    for (auto [name, field] : {TextField{"config_hash", &RankResult::config_hash},
-                               {"tag", &RankResult::tag},
+    for (auto [name, field] : {TextField{"tag", &RankResult::tag},
                                {"hostname", &RankResult::hostname},
                                {"device_name", &RankResult::device_name},
                                {"sweepbench_version", &RankResult::sweepbench_version},

@@ -58,6 +58,8 @@ struct SampleSeries {
 struct RankResult {
   // Identity of the point and the process.
   std::string config_yaml, config_hash, tag;
+  // 32 hex digits drawn by rank 0 at the start and shared by every rank: the files of one run.
+  std::string run_id;
   std::int64_t rank = 0, world_size = 1, local_rank = 0;
   std::string hostname;
   // Software and hardware.

@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "core/fs.h"
+#include "core/results_layout.h"
 #include "core/text.h"
 #include "core/yaml_io.h"
 #include "run/slurm.h"
@@ -22,9 +23,6 @@ namespace sweepbench {
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr const char* kClaimFile = ".claim";
-constexpr const char* kAttemptsDir = "attempts";
 
 struct StatusName {
   PointStatus status;
@@ -130,7 +128,7 @@ PointRecord PointRecord::from_value(const Value& v) {
 }
 
 std::string status_path(const std::string& point_dir) {
-  return (fs::path(point_dir) / "status.json").string();
+  return (fs::path(point_dir) / kStatusFile).string();
 }
 
 std::optional<PointRecord> read_point_record(const std::string& point_dir) {
@@ -249,7 +247,7 @@ int archive_previous_attempt(const std::string& point_dir) {
   std::error_code ec;
   for (const fs::directory_entry& e : fs::directory_iterator(point_dir, ec)) {
     std::string name = e.path().filename().string();
-    if (name == "config.yaml" || name == kClaimFile || name == kAttemptsDir) continue;
+    if (name == kConfigFile || name == kClaimFile || name == kAttemptsDir) continue;
     to_move.push_back(e.path());
   }
   if (ec) throw Error(ErrorKind::kIo, Mark::in(point_dir), "", "cannot list: " + ec.message(), "");
@@ -268,7 +266,7 @@ int archive_previous_attempt(const std::string& point_dir) {
 }
 
 DirLock::DirLock(const std::string& dir) {
-  std::string path = (fs::path(dir) / ".lock").string();
+  std::string path = (fs::path(dir) / kLockFile).string();
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd_ < 0) throw io_error(path, "cannot open the lock file");
   while (::flock(fd_, LOCK_EX) != 0) {
@@ -282,7 +280,7 @@ DirLock::~DirLock() {
 
 void update_manifest(const std::string& out_dir, const std::function<void(Value&)>& change) {
   DirLock lock(out_dir);
-  std::string path = (fs::path(out_dir) / "manifest.json").string();
+  std::string path = (fs::path(out_dir) / kManifestFile).string();
   std::optional<std::string> text = read_file_if_exists(path);
   if (!text) return;
   Value manifest = parse_yaml(*text, path);

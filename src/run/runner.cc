@@ -13,6 +13,7 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "core/fs.h"
+#include "core/results_layout.h"
 #include "core/text.h"
 #include "core/yaml_io.h"
 #include "launch/shell.h"
@@ -35,8 +36,8 @@ std::string first_line(const std::string& text, size_t max) {
 // Why a point ended as it did: bench-train's summary.json reason, else its last stderr line.
 std::string reason_of(const std::string& point_dir, const ProcessResult& r) {
   try {
-    if (auto text = read_file_if_exists((fs::path(point_dir) / "summary.json").string())) {
-      Value s = parse_yaml(*text, "summary.json");
+    if (auto text = read_file_if_exists((fs::path(point_dir) / kSummaryFile).string())) {
+      Value s = parse_yaml(*text, kSummaryFile);
       if (const Value* why = s.find("reason");
           why != nullptr && why->is_string() && !why->as_string().empty()) {
         return first_line(why->as_string(), 300);
@@ -47,7 +48,7 @@ std::string reason_of(const std::string& point_dir, const ProcessResult& r) {
   }
   std::string last;
   try {
-    if (auto err = read_file_if_exists((fs::path(point_dir) / "logs" / "stderr.txt").string())) {
+    if (auto err = read_file_if_exists((fs::path(point_dir) / kLogsDir / "stderr.txt").string())) {
       std::istringstream lines(*err);
       for (std::string line; std::getline(lines, line);) {
         if (!trim(line).empty()) last = trim(line);
@@ -58,6 +59,16 @@ std::string reason_of(const std::string& point_dir, const ProcessResult& r) {
   std::string what = "bench-train: " + r.describe();
   if (r.term_signal == SIGKILL) what += " (the kernel's out-of-memory killer, or a user)";
   return last.empty() ? what : what + ": " + first_line(last, 300);
+}
+
+// The first of rank-00000.h5 ... rank-(ranks-1).h5 that is not in the point directory.
+std::optional<std::string> missing_rank_file(const std::string& point_dir, std::int64_t ranks) {
+  for (std::int64_t rank = 0; rank < ranks; ++rank) {
+    std::error_code ec;
+    std::string name = rank_file_name(rank);
+    if (!fs::exists(fs::path(point_dir) / name, ec)) return name;
+  }
+  return std::nullopt;
 }
 
 Value manifest_fields(const PointRecord& r) {
@@ -119,7 +130,7 @@ class SweepRun {
  private:
   std::string point_dir(const SweepPoint& p) const { return (root_ / p.tag).string(); }
   std::string config_path(const SweepPoint& p) const {
-    return (root_ / p.tag / "config.yaml").string();
+    return (root_ / p.tag / kConfigFile).string();
   }
 
   void load_records() {
@@ -208,7 +219,7 @@ class SweepRun {
          << ")\n";
     out_.flush();
 
-    fs::path logs = fs::path(point_dir(p)) / "logs";
+    fs::path logs = fs::path(point_dir(p)) / kLogsDir;
     make_directories(logs.string());
     auto t0 = std::chrono::steady_clock::now();
     ProcessResult result = run_process(cmd.argv, cmd.env, (logs / "stdout.txt").string(),
@@ -218,6 +229,15 @@ class SweepRun {
     r.exit_code = result.term_signal != 0 ? 128 + result.term_signal : result.exit_code;
     r.status = status_from_exit(result.exit_code, result.term_signal);
     r.reason = r.status == PointStatus::kOk ? "" : reason_of(point_dir(p), result);
+    if (r.status == PointStatus::kOk) {
+      // Success is a result, not an exit code: a program that exits 0 having written nothing
+      // (a wrapper script that swallows the failure, say) did not measure anything.
+      std::int64_t ranks = config_at(p.config, "launch.ranks").as_int();
+      if (std::optional<std::string> missing = missing_rank_file(point_dir(p), ranks)) {
+        r.status = PointStatus::kFailed;
+        r.reason = "bench-train exited 0 without results: no " + *missing;
+      }
+    }
     if (int sig = received_stop_signal(); sig != 0 && r.status != PointStatus::kOk) {
       // The runner knows why its point stopped better than the point does.
       r.status = sig == SIGUSR1 ? PointStatus::kTimeout : PointStatus::kCancelled;

@@ -3,9 +3,11 @@
 #include <string>
 #include <vector>
 
+#include "core/fs.h"
 #include "sweep/bench_sweep_cli.h"
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  return sweepbench::bench_sweep_main(args, std::cout, std::cerr);
+  return sweepbench::close_standard_output(
+      "bench-sweep", sweepbench::bench_sweep_main(args, std::cout, std::cerr));
 }

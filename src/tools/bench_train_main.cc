@@ -1,4 +1,7 @@
 // bench-train: see src/train/bench_train.h.
+#include "core/fs.h"
 #include "train/bench_train.h"
 
-int main(int argc, char** argv) { return sweepbench::bench_train_main(argc, argv); }
+int main(int argc, char** argv) {
+  return sweepbench::close_standard_output("bench-train", sweepbench::bench_train_main(argc, argv));
+}

@@ -21,6 +21,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <random>
 #include <sstream>
 #include <thread>
 
@@ -566,11 +567,24 @@ class Run {
     return status;
   }
 
+  // 128 random bits from rank 0, the same on every rank: bench-extract accepts rank files as one
+  // run only when they share it.
+  std::string draw_run_id() {
+    char id[33] = {};
+    if (mpi_.rank() == 0) {
+      std::random_device entropy;  // /dev/urandom
+      for (int i = 0; i < 4; ++i) std::snprintf(id + 8 * i, 9, "%08x", entropy());
+    }
+    mpi_.broadcast(id, 32, 0);
+    return std::string(id, 32);
+  }
+
   void fill_identity() {
     RankResult& r = result_;
     r.config_yaml = plan_.config_yaml;
     r.config_hash = plan_.config_hash;
     r.tag = plan_.tag;
+    r.run_id = draw_run_id();
     r.rank = mpi_.rank();
     r.world_size = mpi_.size();
     r.local_rank = mpi_.local_rank();
@@ -734,6 +748,7 @@ class Run {
     root.set("reason", Value::string(reason_));
     root.set("tag", Value::string(plan_.tag));
     root.set("config_hash", Value::string(plan_.config_hash));
+    root.set("run_id", Value::string(result_.run_id));
     root.set("world_size", Value::integer(mpi_.size()));
     root.set("measured_steps", Value::integer(static_cast<std::int64_t>(measured)));
     Value values = Value::map();

@@ -108,6 +108,22 @@ class LocalRun(unittest.TestCase):
                 self.assertIn("--config", c)
                 self.assertTrue(c[c.index("--config") + 1].startswith(os.path.abspath(out)))
 
+    def test_a_program_that_exits_0_without_results_has_failed(self):
+        # Issue 14, W2: success is a result file, not an exit code.
+        with tempfile.TemporaryDirectory() as tmp:
+            s = sweep(tmp, "empty", "axes:\n  launch.ranks: [1]\n")
+            out = os.path.join(tmp, "out")
+            r = run("run", s, "--out", out, "--bench-train", "/bin/true", check=1)
+            tag = manifest_points(out)[0]["tag"]
+            record = read_json(os.path.join(out, tag, "status.json"))
+            self.assertEqual(record["status"], "failed", r.stdout)
+            self.assertEqual(record["exit_code"], 0)
+            self.assertIn("exited 0 without results: no rank-00000.h5", record["reason"])
+            extract = subprocess.run([os.path.join(os.path.dirname(BENCH_SWEEP), "bench-extract"),
+                                      "-i", out, "--strict", "--format", "jsonl"],
+                                     capture_output=True, text=True)
+            self.assertEqual(json.loads(extract.stdout)["status"], "failed")
+
     def test_bad_input_writes_nothing(self):
         with tempfile.TemporaryDirectory() as tmp:
             s = sweep(tmp, "bad", "axes:\n  train.micro_batch: [1, 2]\n")

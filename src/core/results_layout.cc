@@ -1,0 +1,32 @@
+#include "core/results_layout.h"
+
+#include <cstdio>
+
+namespace sweepbench {
+
+std::string rank_file_name(std::int64_t rank) {
+  char name[32];
+  std::snprintf(name, sizeof(name), "rank-%05lld.h5", static_cast<long long>(rank));
+  return name;
+}
+
+bool is_rank_file_name(const std::string& name) {
+  const std::string prefix = "rank-", suffix = ".h5";
+  if (name.size() <= prefix.size() + suffix.size()) return false;
+  if (name.compare(0, prefix.size(), prefix) != 0) return false;
+  if (name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) return false;
+  for (size_t i = prefix.size(); i < name.size() - suffix.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return false;
+  }
+  return true;
+}
+
+bool is_results_file_name(const std::string& name) {
+  for (const char* fixed :
+       {kManifestFile, kLockFile, kConfigFile, kStatusFile, kClaimFile, kSummaryFile}) {
+    if (name == fixed) return true;
+  }
+  return is_rank_file_name(name);
+}
+
+}  // namespace sweepbench

@@ -1,0 +1,37 @@
+// The names of the files in a sweep's directory (docs/results-format.md, docs/running.md):
+//
+//   DIR/manifest.json              the plan: every point's tag, index, scenario, repeat, state
+//   DIR/.lock                      serializes read-modify-write of the manifest
+//   DIR/<tag>/config.yaml          the point's resolved config
+//   DIR/<tag>/status.json          how the point ended (the runner's record)
+//   DIR/<tag>/.claim               the runner that is running it
+//   DIR/<tag>/rank-NNNNN.h5        what each rank measured
+//   DIR/<tag>/summary.json         rank 0's summary of the run
+//   DIR/<tag>/logs/, attempts/N/   the program's output; earlier attempts, moved aside
+//
+// Spelled here once so that the runner, bench-train and bench-extract agree, and so that no tool
+// writes its own output under one of these names.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace sweepbench {
+
+inline constexpr const char* kManifestFile = "manifest.json";
+inline constexpr const char* kLockFile = ".lock";
+inline constexpr const char* kConfigFile = "config.yaml";
+inline constexpr const char* kStatusFile = "status.json";
+inline constexpr const char* kClaimFile = ".claim";
+inline constexpr const char* kSummaryFile = "summary.json";
+inline constexpr const char* kLogsDir = "logs";
+inline constexpr const char* kAttemptsDir = "attempts";
+
+// "rank-00003.h5" for rank 3.
+std::string rank_file_name(std::int64_t rank);
+// True for "rank-" + digits + ".h5".
+bool is_rank_file_name(const std::string& name);
+// True for any of the file names above: no tool writes its own output under such a name.
+bool is_results_file_name(const std::string& name);
+
+}  // namespace sweepbench
