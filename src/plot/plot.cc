@@ -41,16 +41,50 @@ size_t column_index(const CsvTable& t, const std::string& name, const std::strin
   throw Error::input(Mark::in(option + " " + name), "", "no column '" + name + "'", hint);
 }
 
-// gnuplot's string syntax: double quotes with backslash escapes.
+// Text into a gnuplot script: a single-quoted string, the one gnuplot form in which nothing is
+// expanded (inside double quotes gnuplot runs `backquoted` commands). A quote is doubled; a
+// single-quoted string cannot span lines, so line breaks become spaces, and NUL (which would end
+// the script's line) is left out. Every text from the table, the options or a path goes
+// through here.
 std::string gp_string(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "''";
+    } else if (c == '\n' || c == '\r') {
+      out += ' ';
+    } else if (c != '\0') {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+// Text in a comment line: a line break would end the comment and make the rest a command.
+std::string one_line(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\n' || c == '\r' || c == '\t') {
+      out += ' ';
+    } else if (c != '\0') {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// Text as a field of the tab-separated data file: gnuplot reads data without expanding anything,
+// but a tab or a line break would split the field and a double quote would end it.
+std::string gp_data_text(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
+    if (c == '"') {
+      out += '\'';
+    } else if (c == '\t' || c == '\n' || c == '\r') {
+      out += ' ';
+    } else if (c != '\0') {
+      out += c;
     }
-    out += c;
   }
   return out + "\"";
 }
@@ -62,6 +96,30 @@ std::string terminal_for(const std::string& output) {
   if (ext == ".pdf") return "pdfcairo size 6in,3.75in enhanced font 'sans,9'";
   throw Error::input(Mark::in(output), "", "cannot tell the image format from '" + ext + "'",
                      "name the output .png, .svg or .pdf");
+}
+
+// "nan", "inf", "-inf" and their spellings: numbers, but none a figure can show.
+bool is_nonfinite_number(const std::string& text) {
+  if (text.empty()) return false;
+  char* end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  return end != text.c_str() && *end == '\0' && !std::isfinite(v);
+}
+
+// A column after `device` (where bench-extract's metrics start) with a number in some ok row,
+// other than `not_this`: a suggestion that exists in this table.
+std::optional<std::string> numeric_metric_column(const CsvTable& t, std::optional<size_t> status,
+                                                 size_t not_this) {
+  auto device = std::find(t.columns.begin(), t.columns.end(), "device");
+  size_t first =
+      device == t.columns.end() ? 0 : static_cast<size_t>(device - t.columns.begin()) + 1;
+  for (size_t c = first; c < t.columns.size(); ++c) {
+    if (c == not_this) continue;
+    for (const auto& row : t.rows) {
+      if ((!status || row[*status] == "ok") && number(row[c])) return t.columns[c];
+    }
+  }
+  return std::nullopt;
 }
 
 bool numeric_order(const std::vector<std::string>& values) {
@@ -145,7 +203,8 @@ std::vector<PlotPoint> plot_points(const CsvTable& t, const PlotSpec& spec, size
   using Key = std::tuple<size_t, std::string, std::string>;
   std::map<Key, std::vector<double>> groups;
   std::vector<Key> order;
-  std::vector<bool> any_value(metrics.size(), false), any_text(metrics.size(), false);
+  std::vector<bool> any_value(metrics.size(), false), any_text(metrics.size(), false),
+      any_nonfinite(metrics.size(), false);
   *left_out = 0;
   for (const auto& row : t.rows) {
     if (status && row[*status] != "ok") {
@@ -157,7 +216,11 @@ std::vector<PlotPoint> plot_points(const CsvTable& t, const PlotSpec& spec, size
       const std::string& cell = row[metrics[m]];
       std::optional<double> v = number(cell);
       if (!v) {
-        any_text[m] = any_text[m] || !cell.empty();
+        if (is_nonfinite_number(cell)) {
+          any_nonfinite[m] = true;
+        } else if (!cell.empty()) {
+          any_text[m] = true;
+        }
         complete = false;
         continue;
       }
@@ -170,11 +233,21 @@ std::vector<PlotPoint> plot_points(const CsvTable& t, const PlotSpec& spec, size
   }
   for (size_t m = 0; m < metrics.size(); ++m) {
     if (any_value[m]) continue;
-    throw Error::input(Mark::in("--metric " + spec.metrics[m]), "",
-                       any_text[m] ? "is not a numeric column"
-                                   : "nothing to plot: no row with status ok has a value",
-                       any_text[m] ? "choose a metric column such as train_tokens_per_second"
-                                   : "check the CSV's status column (bench-extract)");
+    Mark where = Mark::in("--metric " + spec.metrics[m]);
+    if (any_text[m]) {
+      std::optional<std::string> other = numeric_metric_column(t, status, metrics[m]);
+      throw Error::input(
+          where, "", "is not a numeric column",
+          other ? "choose a column of numbers, such as " + *other : "choose a column of numbers");
+    }
+    if (any_nonfinite[m]) {
+      throw Error::input(where, "",
+                         "nothing to plot: in the rows with status ok its every value is nan or "
+                         "inf (a metric the runs could not define)",
+                         "choose another metric, or see the points' reasons in the CSV");
+    }
+    throw Error::input(where, "", "nothing to plot: no row with status ok has a value",
+                       "check the CSV's status column (bench-extract)");
   }
   std::stable_sort(order.begin(), order.end(),
                    [](const Key& a, const Key& b) { return std::get<0>(a) < std::get<0>(b); });
@@ -223,11 +296,11 @@ std::string gnuplot_script(const std::vector<PlotPoint>& points, const PlotSpec&
   d << "# x";
   for (const Series& q : series) {
     std::string name = q.hue.empty() ? q.metric : (several ? q.metric + ":" : "") + q.hue;
-    d << "\t" << name << "_mean\tstd";
+    d << "\t" << one_line(name) << "_mean\tstd";
   }
   d << "\n";
   for (size_t i = 0; i < xs.size(); ++i) {
-    d << gp_string(xs[i]);
+    d << gp_data_text(xs[i]);
     for (const Series& q : series) {
       const PlotPoint* p = find(xs[i], q);
       d << "\t" << (p ? format_float_repr(p->mean) : "NaN") << "\t"
@@ -239,8 +312,10 @@ std::string gnuplot_script(const std::vector<PlotPoint>& points, const PlotSpec&
 
   std::string metrics = join(spec.metrics, ", ");
   std::ostringstream s;
-  s << "# Written by bench-plot: " << spec.kind << " of " << metrics << " against " << spec.x
-    << (spec.hue.empty() ? "" : " by " + spec.hue) << ". Edit and run: gnuplot THIS_FILE\n";
+  s << "# Written by bench-plot: "
+    << one_line(spec.kind + " of " + metrics + " against " + spec.x +
+                (spec.hue.empty() ? "" : " by " + spec.hue))
+    << ". Edit and run: gnuplot THIS_FILE\n";
   s << "set terminal " << terminal_for(spec.output) << "\n";
   s << "set output " << gp_string(spec.draw_to.empty() ? spec.output : spec.draw_to) << "\n";
   s << "set datafile separator tab\nset datafile missing 'NaN'\n";
@@ -267,7 +342,9 @@ std::string gnuplot_script(const std::vector<PlotPoint>& points, const PlotSpec&
     }
     if (spec.kind == "scaling") s << "set logscale x 2\n";
     std::string tics;
-    for (size_t i = 0; i < xs.size(); ++i) tics += (i ? ", " : "") + xs[i];
+    // The numbers as we print them, not as the table spelled them (" 1" and "1e0" are numbers).
+    for (size_t i = 0; i < xs.size(); ++i)
+      tics += (i ? ", " : "") + format_float_repr(*number(xs[i]));
     s << "set xtics (" << tics << ")\nset offsets graph 0.05, graph 0.05, 0, 0\n";
     s << "plot";
     for (size_t k = 0; k < series.size(); ++k) {
@@ -285,7 +362,7 @@ std::string gnuplot_script(const std::vector<PlotPoint>& points, const PlotSpec&
         bool per_device = metric.find("per_device") != std::string::npos ||
                           metric.find("mfu") != std::string::npos ||
                           metric.find("time") != std::string::npos;
-        std::string x0 = xs.front();
+        std::string x0 = format_float_repr(*number(xs.front()));
         s << ", \\\n    "
           << (per_device ? format_float_repr(base->mean)
                          : format_float_repr(base->mean) + " * x / " + x0)

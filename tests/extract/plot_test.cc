@@ -65,8 +65,8 @@ TEST(GnuplotScript, BarsPerHueAndAnIdealLineForScaling) {
   std::string data;
   std::string s = gnuplot_script(plot_points(results(), spec, &left_out), spec, "/o/d", &data);
   EXPECT_THAT(s, HasSubstr("set terminal pngcairo"));
-  EXPECT_THAT(s, HasSubstr("plot \"/o/d\" using 2:3:xtic(1) title \"ranks=1\", \\\n"
-                           "    \"/o/d\" using 4:5 title \"ranks=2\"\n"));
+  EXPECT_THAT(s, HasSubstr("plot '/o/d' using 2:3:xtic(1) title 'ranks=1', \\\n"
+                           "    '/o/d' using 4:5 title 'ranks=2'\n"));
   EXPECT_EQ(data,
             "# x\t1_mean\tstd\t2_mean\tstd\n"
             "\"2\"\t110.0\t14.142135623730951\t180.0\t0.0\n"
@@ -79,7 +79,58 @@ TEST(GnuplotScript, BarsPerHueAndAnIdealLineForScaling) {
   EXPECT_THAT(s, HasSubstr("set terminal svg"));
   EXPECT_THAT(s, HasSubstr("set logscale x 2\n"));
   EXPECT_THAT(s, HasSubstr("with yerrorlines"));
-  EXPECT_THAT(s, HasSubstr(" * x / 1 with lines dt 2 lc rgb 'gray40' title \"ideal\""));
+  EXPECT_THAT(s, HasSubstr("set xtics (1.0, 2.0)\n"));
+  EXPECT_THAT(s, HasSubstr(" * x / 1.0 with lines dt 2 lc rgb 'gray40' title 'ideal'"));
+}
+
+// Issue 14, I1: inside double quotes gnuplot runs `backquoted` commands. Every text reaches the
+// script single-quoted (quotes doubled, no line breaks, no NUL) and the data file without tabs,
+// line breaks or double quotes. (test_extract_faults.py runs such scripts in the real gnuplot.)
+TEST(GnuplotScript, TextIsSingleQuotedAndOnOneLine) {
+  std::string csv = "tag,status,mb,who,tps\n"
+                    "a,ok,2,\"`touch x` $(touch y) it's\nz\",100\n"
+                    "b,ok,4,\"q\"\"\t\",200\n";
+  csv.insert(csv.find("\nz"), 1, '\0');
+  CsvTable t = parse_csv(csv, "t.csv");
+  PlotSpec spec;
+  spec.metrics = {"tps"};
+  spec.x = "who";
+  spec.hue = "who";
+  spec.title = "T `a` \" \\ ' system(\"b\")\nplot";
+  spec.output = "/o/`c`'.png";
+  size_t left_out = 0;
+  std::string data;
+  std::string s = gnuplot_script(plot_points(t, spec, &left_out), spec, "/o/d'", &data);
+  EXPECT_THAT(s, HasSubstr("set title 'T `a` \" \\ '' system(\"b\") plot' noenhanced\n"));
+  EXPECT_THAT(s, HasSubstr("set output '/o/`c`''.png'\n"));
+  EXPECT_THAT(s, HasSubstr("'/o/d''' using 2:3:xtic(1) title 'who=`touch x` $(touch y) it''s z'"));
+  EXPECT_EQ(s.find("\"`"), std::string::npos);
+  EXPECT_EQ(s.find('\0'), std::string::npos);
+  EXPECT_EQ(s.find('\r'), std::string::npos);
+  EXPECT_EQ(data.find('\0'), std::string::npos);
+  EXPECT_THAT(data, HasSubstr("\"`touch x` $(touch y) it's z\"\t"));
+  EXPECT_THAT(data, HasSubstr("\"q' \"\t"));
+}
+
+// W11: a column of nan is not "not numeric", and the suggestion is never the column itself.
+TEST(PlotPoints, AllNanAndTextColumnsSayWhatIsWrong) {
+  CsvTable t = parse_csv(
+      "tag,status,device,mfu,train_tokens_per_second,note\na,ok,cpu,nan,5,x\nb,ok,cpu,inf,6,y\n",
+      "t.csv");
+  PlotSpec spec;
+  spec.x = "tag";
+  size_t left_out = 0;
+  spec.metrics = {"mfu"};
+  Error e = testing::error_of([&] { plot_points(t, spec, &left_out); });
+  EXPECT_THAT(e.message(), HasSubstr("every value is nan or inf"));
+  spec.metrics = {"note"};
+  e = testing::error_of([&] { plot_points(t, spec, &left_out); });
+  EXPECT_THAT(e.message(), HasSubstr("is not a numeric column"));
+  EXPECT_EQ(e.hint(), "choose a column of numbers, such as train_tokens_per_second");
+  t = parse_csv("tag,status,device,train_tokens_per_second\na,ok,cpu,fast\n", "t.csv");
+  spec.metrics = {"train_tokens_per_second"};
+  e = testing::error_of([&] { plot_points(t, spec, &left_out); });
+  EXPECT_EQ(e.hint(), "choose a column of numbers");
 }
 
 TEST(PlotPoints, TwoMetricsSideBySide) {
@@ -104,9 +155,9 @@ TEST(PlotPoints, TwoMetricsSideBySide) {
   spec.hue = "ranks";
   std::string data;
   std::string s = gnuplot_script(plot_points(results(), spec, &left_out), spec, "/o/d", &data);
-  EXPECT_THAT(s, HasSubstr("using 2:3:xtic(1) title \"tps, ranks=1\""));
-  EXPECT_THAT(s, HasSubstr("using 8:9 title \"eval, ranks=2\"\n"));
-  EXPECT_THAT(s, HasSubstr("set ylabel \"tps, eval\""));
+  EXPECT_THAT(s, HasSubstr("using 2:3:xtic(1) title 'tps, ranks=1'"));
+  EXPECT_THAT(s, HasSubstr("using 8:9 title 'eval, ranks=2'\n"));
+  EXPECT_THAT(s, HasSubstr("set ylabel 'tps, eval'"));
   EXPECT_EQ(data.substr(0, data.find('\n')),
             "# x\ttps:1_mean\tstd\ttps:2_mean\tstd\teval:1_mean\tstd\teval:2_mean\tstd");
 

@@ -327,5 +327,59 @@ class OutputAmongResults(unittest.TestCase):
             self.assertEqual(len(pd.read_csv(os.path.join(tree, "table.csv"))), 2)
 
 
+class PlotInjection(unittest.TestCase):
+    """I1: no text that reaches gnuplot runs anything: legends, x labels, column names, the
+    title, the figure's and the script's paths, with the real gnuplot."""
+
+    def test_hostile_text_everywhere_is_drawn_not_run(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            marks = os.path.join(tmp, "ran")
+            os.makedirs(marks)
+
+            def payloads(n):
+                p = os.path.join(marks, str(n))
+                return [f"`touch {p}a`", f"$(touch {p}b)", f"system(\"touch {p}c\")",
+                        f"\" . system('touch {p}d') . \"", f"' . system(\"touch {p}e\") . '",
+                        f"x\nsystem('touch {p}f')", f"@GPVAL_TERM `touch {p}g`"]
+
+            hues = payloads(1)
+            xs = payloads(2)
+            metric = "`touch %s/3`" % marks
+            header = ["tag", "status", "device", "x", "hue", metric]
+            lines = []
+            for i, (x, hue) in enumerate(zip(xs, hues)):
+                lines.append([f"t{i}", "ok", "cpu", x + "\0z", hue, str(10 + i)])
+
+            def csv_field(v):
+                return '"' + v.replace('"', '""') + '"'
+
+            data = "\n".join(",".join(csv_field(v) for v in row) for row in [header] + lines)
+            csv = os.path.join(tmp, "t.csv")
+            with open(csv, "wb") as f:
+                f.write(data.encode() + b"\n")
+            # Paths cannot hold "/" in a name: these marks are relative to bench-plot's cwd.
+            out_dir = os.path.join(tmp, "`touch ran:4`")
+            os.makedirs(out_dir)
+            title = payloads(5)
+            for kind, x in (("bar", "x"), ("line", "tag"), ("bar", "hue")):
+                figure = os.path.join(out_dir, f"it's {kind} $(touch ran:6).svg")
+                script = os.path.join(out_dir, f"`touch ran:7`.gp")
+                argv = [os.path.join(BIN, "bench-plot"), "-i", csv, "-o", figure, "--metric",
+                        metric, "--x", x, "--hue", "hue", "--kind", kind, "--title",
+                        " ".join(t.replace("\n", " ") for t in title), "--script", script]
+                if kind == "line":
+                    # A line plot needs a numeric x: the row number, hostile hues stay.
+                    argv[argv.index("--x") + 1] = metric
+                r = subprocess.run(argv, capture_output=True, text=True, cwd=tmp, timeout=120)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                with open(figure) as f:
+                    svg = f.read()
+                self.assertIn("touch", svg)
+                # The kept script, run again by the user, runs nothing either.
+                subprocess.run(["gnuplot", script], capture_output=True, cwd=tmp, check=True)
+            self.assertEqual(os.listdir(marks), [], "gnuplot ran a command")
+            self.assertEqual([f for f in os.listdir(tmp) if f.startswith("ran:")], [])
+
+
 if __name__ == "__main__":
     unittest.main()
