@@ -206,10 +206,18 @@ void check_rules(const Value& full) {
   }
   for (const Value& bind : at("container.binds").items()) {
     const std::string& text = bind.as_string();
+    if (text.find(',') != std::string::npos) {
+      throw rule_error(bind, "container.binds",
+                       "'" + text +
+                           "' holds a ',', which Apptainer and Singularity read as "
+                           "the end of one bind and the start of another",
+                       "bind a path without ',' (a symbolic link to it, say)");
+    }
     if (!parse_bind_spec(text)) {
       throw rule_error(bind, "container.binds",
                        "'" + text + "' is not SRC:DST[:ro] with absolute paths",
-                       "write e.g. /scratch/data:/data:ro (or /scratch/data for the same path)");
+                       "write e.g. /scratch/data:/data:ro (or /scratch/data for the same path); "
+                       "a path that holds ':' cannot be bound, as every runtime splits there");
     }
   }
 }

@@ -160,7 +160,8 @@ std::vector<KeySpec> build_table() {
       K("launch.srun_args", T::kStringList, L(), "Extra arguments for srun"),
       K("launch.env", T::kStringMap, M(), "Environment variables set for every rank"),
       K("launch.malloc_cache", T::kBool, B(true),
-        "Keep freed host memory in the process (glibc: no mmap, no trim) so steps do not page-fault "
+        "Keep freed host memory in the process (glibc: no mmap, no trim) so steps do not "
+        "page-fault "
         "it back; the resident set then stays at its peak"),
 
       // ---- metrics ----
@@ -378,6 +379,44 @@ Error Schema::unknown_key(std::string_view path, const Mark& mark) const {
                                    "describes them");
 }
 
+namespace {
+
+// A NUL ends the string for every program it is passed to (argv, the environment, gnuplot) and
+// truncates the CSV for pandas: no config string may hold one.
+void refuse_nul(const Value& v, const std::string& path) {
+  if (v.as_string().find('\0') == std::string::npos) return;
+  throw Error::input(v.mark(), path, "contains a NUL character (\\0)",
+                     "no program can be given it; remove it");
+}
+
+bool is_environment_name(const std::string& name) {
+  if (name.empty() || (name[0] >= '0' && name[0] <= '9')) return false;
+  for (char c : name) {
+    bool ok =
+        (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// A name for a message: control characters (NUL among them) as \xNN.
+std::string printable(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (static_cast<unsigned char>(c) < 0x20) {
+      const char* hex = "0123456789abcdef";
+      out += "\\x";
+      out += hex[(c >> 4) & 15];
+      out += hex[c & 15];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 Value Schema::coerce(const KeySpec& spec, const Value& value) const {
   const Mark& mark = value.mark();
   auto fail = [&](const std::string& why, const std::string& hint = {}) {
@@ -425,9 +464,11 @@ Value Schema::coerce(const KeySpec& spec, const Value& value) const {
         }
         throw expected();
       }
+      refuse_nul(value, spec.path);
       return value;
     case KeyType::kEnum: {
       if (!value.is_string()) throw expected();
+      refuse_nul(value, spec.path);
       const std::string& s = value.as_string();
       if (std::find(spec.choices.begin(), spec.choices.end(), s) != spec.choices.end()) {
         return value;
@@ -446,6 +487,7 @@ Value Schema::coerce(const KeySpec& spec, const Value& value) const {
                              "expected a list of strings, but an item is " + item.describe(),
                              item.is_scalar() ? "quote it to make it a string" : "");
         }
+        refuse_nul(item, spec.path);
       }
       return value;
     }
@@ -477,8 +519,16 @@ Value Schema::coerce_map_entry(const KeySpec& spec, const std::string& entry,
                                const Value& value) const {
   std::string path = spec.path + "." + entry;
   if (entry.empty()) throw Error::input(value.mark(), spec.path, "an entry has an empty name");
+  // The maps are environments (launch.env, container.env): setenv() refuses a name with '=' and
+  // `env NAME=VALUE` would split it elsewhere, so a bad name must not pass silently.
+  if (!is_environment_name(entry)) {
+    throw Error::input(
+        value.mark(), spec.path, "'" + printable(entry) + "' is not an environment variable name",
+        "use letters, digits and _, not starting with a digit, e.g. OMP_NUM_THREADS");
+  }
   switch (value.type()) {
     case Value::Type::kString:
+      refuse_nul(value, path);
       return value;
     case Value::Type::kInt:
       return Value::string(std::to_string(value.as_int()), value.mark());

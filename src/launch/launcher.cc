@@ -154,8 +154,7 @@ PointCommand point_command(const Value& resolved, const LaunchSite& site,
   cmd.container = ContainerSpec::from_config(resolved);
   std::vector<std::string> inner = {bench_train, "--config", config_path, "--out", out_dir};
   if (cmd.container.enabled()) {
-    std::unique_ptr<ContainerPlatform> platform =
-        make_container_platform(cmd.container.runtime);
+    std::unique_ptr<ContainerPlatform> platform = make_container_platform(cmd.container.runtime);
     std::string needs = platform->required_launcher();
     if (!needs.empty() && needs != cmd.launcher) {
       throw Error::input(Mark::in(config_path), "launch.launcher",
@@ -169,6 +168,14 @@ PointCommand point_command(const Value& resolved, const LaunchSite& site,
     if (std::string id = sif_id(cmd.container.image); !id.empty()) {
       cmd.container.env.emplace("SWEEPBENCH_CONTAINER_DIGEST", "sif-id:" + id);
     }
+    // The point directory is bound at its own path, and bind lists are split at ',' (Apptainer,
+    // Singularity) and ':' (every runtime): such a path would bind something else.
+    if (size_t bad = out_dir.find_first_of(",:"); bad != std::string::npos) {
+      throw Error::input(Mark::in("--out"), "",
+                         "the point directory " + out_dir + " holds '" + out_dir[bad] +
+                             "', which container runtimes read as a separator in bind mounts",
+                         "choose an --out path without ',' or ':'");
+    }
     ContainerContext ctx;
     ctx.gpus = r.gpus_per_rank > 0;
     ctx.out_dir = out_dir;
@@ -179,7 +186,7 @@ PointCommand point_command(const Value& resolved, const LaunchSite& site,
     }
     // bench-train as the image installs it, keeping only the variables listed.
     inner = {"bench-train", "--env-keep", join(ctx.env_keep, ","), "--config", config_path,
-             "--out", out_dir};
+             "--out",       out_dir};
     std::vector<std::string> options = platform->launcher_options(cmd.container, ctx);
     cmd.argv.insert(cmd.argv.end(), options.begin(), options.end());
     inner = platform->wrap(cmd.container, ctx, inner);

@@ -52,6 +52,29 @@ TEST(PartialConfig, MapKeysTakeAnyNames) {
   EXPECT_EQ(dotted.find_path("launch.env")->find("OMP_NUM_THREADS")->as_string(), "4");
 }
 
+// Issue 14, W3: a variable setenv() cannot set, or a NUL that ends a string wherever it is passed,
+// is refused where it is written instead of being lost on the way.
+TEST(PartialConfig, EnvironmentNamesAndNulAreChecked) {
+  EXPECT_EQ(error_text("launch:\n  env: {\"A=B\": x}\n"),
+            "c.yaml:2:16: launch.env: 'A=B' is not an environment variable name (use letters, "
+            "digits and _, not starting with a digit, e.g. OMP_NUM_THREADS)");
+  for (const char* bad : {"\"1X\"", "\"A B\"", "\"A-B\"", "\"A\\0\""}) {
+    EXPECT_THAT(error_text(std::string("container.env: {") + bad + ": x}\n"),
+                HasSubstr("is not an environment variable name"))
+        << bad;
+  }
+  EXPECT_THAT(error_text("container.env: {\"A\\0\": x}\n"), HasSubstr("'A\\x00'"));
+  for (const char* bad : {"hardware.name: \"a\\0b\"\n", "launch.env: {A: \"x\\0\"}\n",
+                          "container.extra_args: [\"--x\\0\"]\n", "model.preset: \"gpt2\\0\"\n"}) {
+    std::string text = error_text(bad);
+    EXPECT_THAT(text, HasSubstr("contains a NUL character")) << bad;
+  }
+  EXPECT_THAT(error_text("hardware.name: \"a\\0b\"\n"),
+              HasSubstr("hardware.name: contains a NUL character (\\0) (no program can be given "
+                        "it; remove it)"));
+  EXPECT_NO_THROW(resolved("launch.env: {_X1: a, lower_case: b}\n"));
+}
+
 TEST(Overrides, AreTypedLikeYaml) {
   EXPECT_TRUE(parse_override("train.lr=1e-3").partial.find_path("train.lr")->is_float());
   EXPECT_EQ(parse_override("train.micro_batch=16").partial.find_path("train.micro_batch")->as_int(),
@@ -168,8 +191,8 @@ TEST(PointConfigFile, RoundTripsWithTheSameHash) {
 TEST(PointConfigFile, DerivedValuesFollowTheirSourceUnderOverrides) {
   testing::TempDir dir;
   std::string path = dir.write(
-      "config.yaml",
-      point_config_file_text(resolved("model: {preset: gpt2-tiny, n_layer: 3}\ntrain.micro_batch: 4\n")));
+      "config.yaml", point_config_file_text(resolved(
+                         "model: {preset: gpt2-tiny, n_layer: 3}\ntrain.micro_batch: 4\n")));
   Value llama = load_point_config(path, {parse_override("model.preset=llama-tiny")});
   EXPECT_EQ(config_at(llama, "model.arch").as_string(), "llama");
   EXPECT_EQ(config_at(llama, "model.n_kv_head").as_int(), 2);
@@ -180,7 +203,9 @@ TEST(PointConfigFile, DerivedValuesFollowTheirSourceUnderOverrides) {
   Value seq = load_point_config(path, {parse_override("model.block_size=64")});
   EXPECT_EQ(config_at(seq, "data.seq_len").as_int(), 64);
   // Without overrides the file is taken as it is.
-  EXPECT_EQ(config_hash(load_point_config(path, {})), config_hash(resolved("model: {preset: gpt2-tiny, n_layer: 3}\ntrain.micro_batch: 4\n")));
+  EXPECT_EQ(
+      config_hash(load_point_config(path, {})),
+      config_hash(resolved("model: {preset: gpt2-tiny, n_layer: 3}\ntrain.micro_batch: 4\n")));
 }
 
 }  // namespace

@@ -45,7 +45,7 @@ std::string keep(const Argv& extra = {}) {
 // bench-train inside, as every runtime runs it.
 Argv inner(const Argv& extra_keep = {}) {
   return {"bench-train", "--env-keep", keep(extra_keep), "--config", "/r/t/config.yaml",
-          "--out", "/r/t"};
+          "--out",       "/r/t"};
 }
 
 Argv cat(std::initializer_list<Argv> parts) {
@@ -60,16 +60,19 @@ PointCommand command(const std::vector<std::string>& sets, bool allocation = fal
 }
 
 const Argv kMpirun2 = {"mpirun", "-n", "2", "--bind-to", "none"};
-const Argv kSrun2 = {"srun", "--mpi=pmix", "--ntasks=2", "--nodes=1", "--cpus-per-task=4",
-                     "--exact"};
-const Argv kSrun2Gpu = {"srun",   "--mpi=pmix", "--ntasks=2",       "--nodes=1",
-                        "--cpus-per-task=4",    "--exact",          "--gpus-per-task=1"};
+const Argv kSrun2 = {"srun",      "--mpi=pmix",        "--ntasks=2",
+                     "--nodes=1", "--cpus-per-task=4", "--exact"};
+const Argv kSrun2Gpu = {
+    "srun",    "--mpi=pmix",       "--ntasks=2", "--nodes=1", "--cpus-per-task=4",
+    "--exact", "--gpus-per-task=1"};
 
 // The options every test below sets, besides the runtime.
 std::vector<std::string> full(const std::string& runtime, const std::string& image) {
-  return {"container.runtime=" + runtime, "container.image=" + image,
+  return {"container.runtime=" + runtime,
+          "container.image=" + image,
           "container.binds=[/data:/data:ro, /scratch:/mnt/s]",
-          "container.env={HF_HOME: /mnt/s/hf}", "container.workdir=/work",
+          "container.env={HF_HOME: /mnt/s/hf}",
+          "container.workdir=/work",
           "container.extra_args=[--x]"};
 }
 
@@ -94,35 +97,34 @@ TEST(Apptainer, PlainUnderEachLauncher) {
 
 TEST(Apptainer, GpusBindsEnvWorkdirUnderEachLauncher) {
   for (const std::string runtime : {"apptainer", "singularity"}) {
-    Argv wrapped = cat({{runtime, "exec", "--nv", "--bind", "/r/t:/r/t", "--bind",
-                         "/data:/data:ro", "--bind", "/scratch:/mnt/s", "--env",
-                         "HF_HOME=/mnt/s/hf", "--env", "SWEEPBENCH_CONTAINER_IMAGE=/img/a.sif",
-                         "--env", "SWEEPBENCH_CONTAINER_RUNTIME=" + runtime, "--pwd", "/work",
-                         "--x", "/img/a.sif"},
-                        inner({"HF_HOME"})});
+    Argv wrapped =
+        cat({{runtime, "exec", "--nv", "--bind", "/r/t:/r/t", "--bind", "/data:/data:ro", "--bind",
+              "/scratch:/mnt/s", "--env", "HF_HOME=/mnt/s/hf", "--env",
+              "SWEEPBENCH_CONTAINER_IMAGE=/img/a.sif", "--env",
+              "SWEEPBENCH_CONTAINER_RUNTIME=" + runtime, "--pwd", "/work", "--x", "/img/a.sif"},
+             inner({"HF_HOME"})});
     std::vector<std::string> sets = full(runtime, "/img/a.sif");
     sets.push_back("launch.gpus_per_rank=1");
     EXPECT_THAT(command(sets).argv, ElementsAreArray(wrapped)) << runtime;
     sets.push_back("launch.ranks=2");
     EXPECT_THAT(command(sets).argv, ElementsAreArray(cat({kMpirun2, wrapped}))) << runtime;
-    EXPECT_THAT(command(sets, true).argv, ElementsAreArray(cat({kSrun2Gpu, wrapped})))
-        << runtime;
+    EXPECT_THAT(command(sets, true).argv, ElementsAreArray(cat({kSrun2Gpu, wrapped}))) << runtime;
   }
 }
 
 TEST(Charliecloud, BindsOutsideTmpEnvAsGivenNoGpuFlag) {
-  Argv wrapped = cat({{"ch-run", "--bind=/data:/data", "--bind=/scratch:/mnt/s",
-                       "--env-no-expand", "--set-env=HF_HOME=/mnt/s/hf",
-                       "--set-env=SWEEPBENCH_CONTAINER_IMAGE=/img/dir",
-                       "--set-env=SWEEPBENCH_CONTAINER_RUNTIME=charliecloud", "--cd=/work", "--x",
-                       "/img/dir", "--"},
-                      {"bench-train", "--env-keep", keep({"HF_HOME"}), "--config",
-                       "/tmp/r/t/config.yaml", "--out", "/tmp/r/t"}});
+  Argv wrapped =
+      cat({{"ch-run", "--bind=/data:/data", "--bind=/scratch:/mnt/s", "--env-no-expand",
+            "--set-env=HF_HOME=/mnt/s/hf", "--set-env=SWEEPBENCH_CONTAINER_IMAGE=/img/dir",
+            "--set-env=SWEEPBENCH_CONTAINER_RUNTIME=charliecloud", "--cd=/work", "--x", "/img/dir",
+            "--"},
+           {"bench-train", "--env-keep", keep({"HF_HOME"}), "--config", "/tmp/r/t/config.yaml",
+            "--out", "/tmp/r/t"}});
   std::vector<std::string> sets = full("charliecloud", "/img/dir");
   sets.push_back("launch.gpus_per_rank=1");
   auto at_tmp = [&](bool allocation) {
-    return point_command(config_with(sets), site(allocation), "bench-train",
-                         "/tmp/r/t/config.yaml", "/tmp/r/t")
+    return point_command(config_with(sets), site(allocation), "bench-train", "/tmp/r/t/config.yaml",
+                         "/tmp/r/t")
         .argv;
   };
   // The point's directory is under /tmp, which ch-run shares already: no --bind for it.
@@ -132,26 +134,25 @@ TEST(Charliecloud, BindsOutsideTmpEnvAsGivenNoGpuFlag) {
   EXPECT_THAT(at_tmp(true), ElementsAreArray(cat({kSrun2Gpu, wrapped})));
   // Elsewhere it is bound at the same path.
   EXPECT_THAT(command({"container.runtime=charliecloud", "container.image=/img/dir"}).argv,
-              ElementsAreArray(cat({{"ch-run", "--bind=/r/t:/r/t", "--env-no-expand",
-                                     "--set-env=SWEEPBENCH_CONTAINER_IMAGE=/img/dir",
-                                     "--set-env=SWEEPBENCH_CONTAINER_RUNTIME=charliecloud",
-                                     "/img/dir", "--"},
-                                    inner()})));
+              ElementsAreArray(
+                  cat({{"ch-run", "--bind=/r/t:/r/t", "--env-no-expand",
+                        "--set-env=SWEEPBENCH_CONTAINER_IMAGE=/img/dir",
+                        "--set-env=SWEEPBENCH_CONTAINER_RUNTIME=charliecloud", "/img/dir", "--"},
+                       inner()})));
 }
 
 TEST(Podman, SharesHostNamespacesAndNamesTheVariablesItPasses) {
   Argv env_flags;
   for (const std::string& g : default_env_keep()) env_flags.push_back("--env=" + g);
   env_flags.push_back("--env=HF_HOME");
-  Argv wrapped = cat({{"podman", "run", "--rm", "--network=host", "--ipc=host", "--pid=host",
-                       "--device=nvidia.com/gpu=all", "--volume=/r/t:/r/t",
-                       "--volume=/data:/data:ro", "--volume=/scratch:/mnt/s"},
-                      env_flags,
-                      {"--env=HF_HOME=/mnt/s/hf",
-                       "--env=SWEEPBENCH_CONTAINER_IMAGE=localhost/sb:1",
-                       "--env=SWEEPBENCH_CONTAINER_RUNTIME=podman", "--workdir=/work", "--x",
-                       "localhost/sb:1"},
-                      inner({"HF_HOME"})});
+  Argv wrapped = cat(
+      {{"podman", "run", "--rm", "--network=host", "--ipc=host", "--pid=host",
+        "--device=nvidia.com/gpu=all", "--volume=/r/t:/r/t", "--volume=/data:/data:ro",
+        "--volume=/scratch:/mnt/s"},
+       env_flags,
+       {"--env=HF_HOME=/mnt/s/hf", "--env=SWEEPBENCH_CONTAINER_IMAGE=localhost/sb:1",
+        "--env=SWEEPBENCH_CONTAINER_RUNTIME=podman", "--workdir=/work", "--x", "localhost/sb:1"},
+       inner({"HF_HOME"})});
   std::vector<std::string> sets = full("podman", "localhost/sb:1");
   sets.push_back("launch.gpus_per_rank=1");
   EXPECT_THAT(command(sets).argv, ElementsAreArray(wrapped));
@@ -200,9 +201,42 @@ TEST(ContainerConfig, BindsMustBeAbsoluteSrcDstAndAMode) {
   }
   EXPECT_NO_THROW(config_with({"container.runtime=apptainer", "container.image=/i.sif",
                                "container.binds=[/a, /b:/c, /d:/e:ro, /f:/g:rw]"}));
+  // Issue 14, I2: Apptainer and Singularity split --bind at ','; every runtime splits at ':'.
+  for (const char* bad : {"/x,y:/c", "/x:/c,d", "/a,b"}) {
+    Error e = testing::error_of([&] {
+      config_with({"container.runtime=apptainer", "container.image=/i.sif",
+                   std::string("container.binds=[\"") + bad + "\"]"});
+    });
+    EXPECT_EQ(e.key(), "container.binds") << bad;
+    EXPECT_THAT(e.message(), HasSubstr("holds a ','")) << bad;
+  }
+  Error colon = testing::error_of([&] {
+    config_with(
+        {"container.runtime=apptainer", "container.image=/i.sif", "container.binds=[\"/a:b:/c\"]"});
+  });
+  EXPECT_THAT(colon.hint(), HasSubstr("a path that holds ':' cannot be bound"));
   Error e = testing::error_of([&] { make_container_platform("docker"); });
   EXPECT_EQ(e.key(), "container.runtime");
   EXPECT_THAT(e.detail(), HasSubstr("apptainer, singularity, charliecloud, podman, enroot"));
+}
+
+// I2: the point directory is bound at its own path in every runtime, so an --out with ',' or ':'
+// is refused before anything runs, naming --out; without a container it is fine.
+TEST(ContainerCommand, APointDirectoryWithACommaOrColonIsRefused) {
+  for (const char* runtime : {"apptainer", "singularity", "charliecloud", "podman"}) {
+    for (const char* dir : {"/runs/a,b/t", "/runs/a:b/t"}) {
+      Error e = testing::error_of([&] {
+        point_command(
+            config_with({std::string("container.runtime=") + runtime, "container.image=/i.sif"}),
+            site(false), "bench-train", std::string(dir) + "/config.yaml", dir);
+      });
+      EXPECT_EQ(e.mark().str(), "--out") << runtime << " " << dir;
+      EXPECT_THAT(e.message(), HasSubstr("separator in bind mounts"));
+      EXPECT_EQ(e.hint(), "choose an --out path without ',' or ':'");
+    }
+  }
+  EXPECT_NO_THROW(point_command(config_with({}), site(false), "bench-train",
+                                "/runs/a,b:c/t/config.yaml", "/runs/a,b:c/t"));
 }
 
 TEST(CheckContainer, MissingRuntimeListsWhatIsHereMissingImageSaysSo) {
