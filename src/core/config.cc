@@ -1,5 +1,6 @@
 #include "core/config.h"
 
+#include <cstdio>
 #include <set>
 #include <stdexcept>
 
@@ -30,8 +31,10 @@ void normalize_into(const Value& node, const std::string& prefix, const Mark& co
   const Schema& schema = Schema::get();
   if (node.is_null()) return;
   if (!node.is_map()) {
+    // A whole document (no prefix) may be any file: its text is not echoed.
     throw Error::input(node.mark().known() ? node.mark() : context_mark, prefix,
-                       "expected a mapping of keys, got " + node.describe());
+                       "expected a mapping of keys, got " +
+                           (prefix.empty() ? node.describe_without_text() : node.describe()));
   }
   for (const Value::Entry& e : node.entries()) {
     const Mark& key_mark = e.key_mark.known() ? e.key_mark : context_mark;
@@ -139,6 +142,46 @@ void derive(Value& full) {
   fill("eval.micro_batch", Value::integer(mb.as_int(), mb.mark()));
 }
 
+// The largest tensor no machine can hold: 16 TiB (a GPU holds 0.2 TiB, the biggest hosts tens).
+constexpr double kMaxTensorBytes = 16.0 * 1024 * 1024 * 1024 * 1024;
+
+std::string bytes_text(double bytes) {
+  const char* units[] = {"B", "KB", "MB", "GB", "TB", "PB", "EB"};
+  int u = 0;
+  while (bytes >= 1000 && u < 6) {
+    bytes /= 1000;
+    ++u;
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), bytes < 10 ? "%.1f %s" : "%.0f %s", bytes, units[u]);
+  return buf;
+}
+
+// A micro batch so large that one activation cannot exist anywhere (or whose element count
+// overflows) is refused here, where the shapes are known, instead of ending in bad_alloc or a
+// crash after the run has started. Sizes in double: the products may overflow 64 bits.
+void check_tensor_sizes(const Value& full) {
+  const double seq = static_cast<double>(required(full, "data.seq_len").as_int());
+  const double vocab = static_cast<double>(required(full, "model.vocab_size").as_int());
+  const double heads = static_cast<double>(required(full, "model.n_head").as_int());
+  for (const char* key : {"train.micro_batch", "eval.micro_batch"}) {
+    const Value& mb = required(full, key);
+    const double b = static_cast<double>(mb.as_int());
+    // fp32 logits (B, T, V) and attention scores (B, H, T, T): the two largest activations.
+    double logits = b * seq * vocab * 4, scores = b * heads * seq * seq * 4;
+    bool by_logits = logits >= scores;
+    double bytes = by_logits ? logits : scores;
+    if (bytes <= kMaxTensorBytes) continue;
+    std::string shape = by_logits
+                            ? "the logits (micro_batch x seq_len x vocab_size floats)"
+                            : "the attention scores (micro_batch x n_head x seq_len^2 floats)";
+    throw rule_error(mb, key,
+                     std::to_string(mb.as_int()) + " is too large: " + shape + " would need " +
+                         bytes_text(bytes) + ", more than any machine holds",
+                     "lower it (use train.grad_accum for a larger batch per step)");
+  }
+}
+
 void check_rules(const Value& full) {
   auto at = [&](const char* path) -> const Value& { return required(full, path); };
   const Value& n_embd = at("model.n_embd");
@@ -175,6 +218,7 @@ void check_rules(const Value& full) {
                          std::to_string(steps.as_int()) + ")",
                      "make train.warmup_steps less than train.steps");
   }
+  check_tensor_sizes(full);
   const Value& ranks = at("launch.ranks");
   const Value& nodes = at("launch.nodes");
   if (ranks.as_int() % nodes.as_int() != 0) {

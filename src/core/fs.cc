@@ -114,6 +114,18 @@ void make_directories(const std::string& path) {
     throw Error(ErrorKind::kIo, Mark::in(path), "", "cannot create the directory: " + ec.message());
 }
 
+void check_writable_directory(const std::string& dir) {
+  fs::path probe = temporary_beside((fs::path(dir) / "write-test").string());
+  int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) throw io_error(dir, "cannot write into this directory", errno);
+  bool ok = write_all(fd, "x") && ::fsync(fd) == 0;
+  int err = errno;
+  ok = ::close(fd) == 0 && ok;
+  if (!ok && err == 0) err = errno;
+  ::unlink(probe.c_str());
+  if (!ok) throw io_error(dir, "cannot write into this directory", err != 0 ? err : EIO);
+}
+
 void check_stream(const std::ostream& out, const std::string& name) {
   if (out.good()) return;
   int err = errno != 0 ? errno : EIO;

@@ -43,6 +43,11 @@ std::optional<std::string> read_file_if_exists(const std::string& path);
 // mkdir -p; throws Error(kIo) naming the path.
 void make_directories(const std::string& path);
 
+// Creates, writes a byte to, flushes and removes a file in `dir`, so a run finds out before any
+// work that it could not keep its results (read-only, no permission, a full disk). Throws
+// Error(kIo) naming the directory.
+void check_writable_directory(const std::string& dir);
+
 // Throws Error(kIo) naming `name` ("standard output", a file) when `out` has failed a write: a
 // writer that streams (bench-extract's rows) checks after each piece and stops at the first
 // refusal instead of reading on into a full disk.

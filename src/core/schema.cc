@@ -355,6 +355,13 @@ Schema::Lookup Schema::lookup(std::string_view path) const {
 }
 
 Error Schema::unknown_key(std::string_view path, const Mark& mark) const {
+  if (!is_key_like(path)) {
+    return Error::input(mark, "",
+                        "not a config key: a key is a name such as train.micro_batch (letters, "
+                        "digits, '_', '-', '.'), and this text is none",
+                        "is it a config or defaults file? they hold sections such as model:, "
+                        "train:, launch: (docs/config.md)");
+  }
   std::optional<std::string> suggestion = closest_match(path, all_paths_);
   if (!suggestion) {
     // "microbatch" alone: match the last part against every key's last part.

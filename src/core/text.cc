@@ -247,6 +247,16 @@ std::optional<double> parse_double(std::string_view s) {
   return value;
 }
 
+bool is_key_like(std::string_view text) {
+  if (text.empty() || text.size() > 100) return false;
+  for (char c : text) {
+    bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-' || c == '.';
+    if (!ok) return false;
+  }
+  return true;
+}
+
 std::string plural(size_t n, std::string_view singular, std::string_view plural_form) {
   std::string word =
       n == 1 ? std::string(singular)

@@ -48,6 +48,11 @@ std::optional<std::int64_t> parse_int64(std::string_view s, int base = 10);
 std::optional<double> parse_double(std::string_view s);
 
 // "1 point", "2 points".
+// Whether `text` could be a key a user meant (letters, digits, '_', '-', '.'; at most 100
+// characters). Error messages quote only such keys: anything else may be a line of a file that
+// is not a config at all (/etc/shadow given as a defaults file) and is not echoed.
+bool is_key_like(std::string_view text);
+
 std::string plural(size_t n, std::string_view singular, std::string_view plural_form = {});
 
 }  // namespace sweepbench

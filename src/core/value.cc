@@ -163,6 +163,12 @@ std::string Value::describe() const {
   return "?";
 }
 
+std::string Value::describe_without_text() const {
+  if (type_ != Type::kString) return describe();
+  return "a string of " + std::to_string(s_.size()) +
+         (s_.size() == 1 ? " character" : " characters");
+}
+
 bool operator==(const Value& a, const Value& b) {
   if (a.type() != b.type()) return false;
   switch (a.type()) {

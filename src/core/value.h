@@ -70,6 +70,9 @@ class Value {
   std::string type_name() const;
   // "the integer 3", "the string \"x\"", "a list of 2 items" for error messages.
   std::string describe() const;
+  // The same without the content of a string ("a string of 31 characters"): for a whole
+  // document that is not a mapping, which may be any file (/etc/shadow) and is not echoed.
+  std::string describe_without_text() const;
 
  private:
   Type type_ = Type::kNull;

@@ -1,12 +1,16 @@
 #include "core/yaml_io.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <set>
@@ -119,7 +123,14 @@ Error yaml_error(const Mark& mark, const std::string& message, const std::string
   return Error::input(mark, "", message, hint);
 }
 
-// Records where each document's first event is, and nothing else.
+// Thrown by DocumentStarts at the first node past a limit, so that a huge or deep input stops
+// there instead of being built whole first (yaml-cpp's Load builds every node).
+struct LimitReached {
+  YAML::Mark mark;
+  std::string message, hint;
+};
+
+// Records where each document's first event is, and counts nodes and nesting as they stream by.
 class DocumentStarts : public YAML::EventHandler {
  public:
   std::vector<YAML::Mark> starts;
@@ -134,20 +145,34 @@ class DocumentStarts : public YAML::EventHandler {
   void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t,
                        YAML::EmitterStyle::value) override {
     note(m);
+    enter(m);
   }
-  void OnSequenceEnd() override {}
+  void OnSequenceEnd() override { --depth_; }
   void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t,
                   YAML::EmitterStyle::value) override {
     note(m);
+    enter(m);
   }
-  void OnMapEnd() override {}
+  void OnMapEnd() override { --depth_; }
 
  private:
   void note(const YAML::Mark& m) {
     if (pending_) starts.push_back(m);
     pending_ = false;
+    if (++nodes_ > kMaxNodes) {
+      throw LimitReached{m, "more than " + std::to_string(kMaxNodes) + " values",
+                         "no sweep needs so many: an axis can list at most --max-points values"};
+    }
+  }
+  void enter(const YAML::Mark& m) {
+    if (++depth_ > kMaxDepth) {
+      throw LimitReached{m, "nesting deeper than " + std::to_string(kMaxDepth) + " levels",
+                         "no config nests so deep; sections are two levels"};
+    }
   }
   bool pending_ = false;
+  size_t nodes_ = 0;
+  int depth_ = 0;
 };
 
 // The number of documents, counting at most two. yaml-cpp 0.7's LoadAll loops forever on some
@@ -159,7 +184,12 @@ void check_single_document(const std::string& text, const Mark& root) {
   YAML::Parser parser(stream);
   DocumentStarts handler;
   int documents = 0;
-  while (documents < 2 && parser.HandleNextDocument(handler)) ++documents;
+  try {
+    while (documents < 2 && parser.HandleNextDocument(handler)) ++documents;
+  } catch (const LimitReached& limit) {
+    throw yaml_error(Mark{root.source, limit.mark.line + 1, limit.mark.column + 1}, limit.message,
+                     limit.hint);
+  }
   if (documents < 2) return;
   if (handler.starts.size() == 2 && handler.starts[0].pos == handler.starts[1].pos) {
     const YAML::Mark& m = handler.starts[0];
@@ -275,15 +305,63 @@ class Converter {
   size_t nodes_ = 0;
 };
 
+// Sweep files, defaults files and configs are a few kilobytes: the limit keeps /dev/zero, a
+// dataset given by mistake or a runaway generator from being read into memory whole.
+constexpr std::uintmax_t kMaxInputBytes = std::uintmax_t{64} << 20;
+
+Error file_error(const std::string& display, const std::string& message, const std::string& hint) {
+  return Error(ErrorKind::kInput, Mark::in(display), "", message, hint);
+}
+
+// Only regular files are read (a directory read as a stream is empty, and a FIFO blocks), and
+// only up to kMaxInputBytes.
 std::string read_file_text(const std::string& path, const std::string& display) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw Error(ErrorKind::kInput, Mark::in(display), "", "cannot read the file",
-                "check that it exists and is readable");
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    int err = errno;
+    if (err == ENOENT) {
+      throw file_error(display, "no such file", "check the path (relative paths start here)");
+    }
+    throw file_error(display, std::string("cannot read the file: ") + std::strerror(err),
+                     "check that it exists and is readable");
   }
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
+  if (S_ISDIR(st.st_mode)) {
+    throw file_error(display, "is a directory, not a YAML file", "give the path of the file");
+  }
+  if (!S_ISREG(st.st_mode)) {
+    throw file_error(display, "is not a regular file (a FIFO, socket or device), not a YAML file",
+                     "give the path of a YAML file");
+  }
+  auto too_big = [&] {
+    return file_error(display, "is larger than 64 MiB, which no sweep file or config is",
+                      "is it the file you meant?");
+  };
+  if (static_cast<std::uintmax_t>(st.st_size) > kMaxInputBytes) throw too_big();
+  // O_NONBLOCK: should the path become a FIFO after the check, reading does not hang.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    throw file_error(display, std::string("cannot read the file: ") + std::strerror(errno),
+                     "check that it is readable");
+  }
+  std::string text;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int err = errno;
+      ::close(fd);
+      throw file_error(display, std::string("cannot read the file: ") + std::strerror(err), "");
+    }
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+    if (text.size() > kMaxInputBytes) {
+      ::close(fd);
+      throw too_big();
+    }
+  }
+  ::close(fd);
+  return text;
 }
 
 bool is_plain_key(const std::string& key) {
@@ -436,24 +514,57 @@ Value type_plain_scalar(const std::string& text, Mark mark) {
   return Value::string(text, std::move(mark));
 }
 
+namespace {
+
+// Where a position is, 1-based, for messages about the raw text.
+Mark text_mark(const Mark& root, std::string_view text, size_t at) {
+  int line = 1;
+  size_t line_start = 0;
+  for (size_t i = 0; i < at && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      line_start = i + 1;
+    }
+  }
+  return Mark{root.source, line, static_cast<int>(at - line_start) + 1};
+}
+
+// The text of a 1-based line, without its end.
+std::string_view line_of(std::string_view text, int line) {
+  size_t start = 0;
+  for (int l = 1; l < line && start != std::string_view::npos; ++l) {
+    start = text.find('\n', start);
+    if (start != std::string_view::npos) ++start;
+  }
+  if (start == std::string_view::npos || start > text.size()) return {};
+  size_t end = text.find('\n', start);
+  return text.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+}
+
+}  // namespace
+
 Value parse_yaml(std::string_view text, const std::string& source) {
   Mark root = Mark::in(source);
+  // Control characters (NUL first of all) mean a binary file, not YAML: say so, where, and
+  // without echoing what follows.
+  for (size_t i = 0; i < text.size(); ++i) {
+    auto c = static_cast<unsigned char>(text[i]);
+    if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f) {
+      char byte[8];
+      std::snprintf(byte, sizeof(byte), "0x%02x", c);
+      throw yaml_error(
+          text_mark(root, text, i),
+          std::string("a control character (byte ") + byte + "), which a YAML file cannot hold",
+          "is this a text file? give the sweep file or config itself");
+    }
+  }
   // YAML is Unicode text; yaml-cpp lets stray bytes through, which would then not survive the
   // canonical form. Refuse them here, where the position is still known.
   size_t bad = find_invalid_utf8(text);
   if (bad != std::string_view::npos) {
-    int line = 1;
-    size_t line_start = 0;
-    for (size_t i = 0; i < bad; ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        line_start = i + 1;
-      }
-    }
-    int column = static_cast<int>(bad - line_start) + 1;
     char byte[8];
     std::snprintf(byte, sizeof(byte), "0x%02x", static_cast<unsigned char>(text[bad]));
-    throw yaml_error(Mark{root.source, line, column},
+    throw yaml_error(text_mark(root, text, bad),
                      std::string("the text is not valid UTF-8 (byte ") + byte + ")",
                      "save the file as UTF-8");
   }
@@ -464,8 +575,19 @@ Value parse_yaml(std::string_view text, const std::string& source) {
     doc = YAML::Load(owned);
   } catch (const YAML::Exception& e) {
     Mark at = root;
-    if (e.mark.line >= 0) at = Mark{root.source, e.mark.line + 1, e.mark.column + 1};
-    throw yaml_error(at, "YAML syntax error: " + e.msg);
+    std::string hint;
+    if (e.mark.line >= 0) {
+      at = Mark{root.source, e.mark.line + 1, e.mark.column + 1};
+      // yaml-cpp's words for a tab ("illegal map value", "end of map not found") never say tab.
+      for (int l = std::max(1, at.line - 1); l <= at.line; ++l) {
+        if (line_of(text, l).find('\t') != std::string_view::npos) {
+          hint = "line " + std::to_string(l) +
+                 " holds a tab: YAML indents with spaces only; replace the tabs with spaces";
+          break;
+        }
+      }
+    }
+    throw yaml_error(at, "YAML syntax error: " + e.msg, hint);
   }
   try {
     return Converter(root).convert(doc, root, 0);

@@ -1,5 +1,6 @@
 #include "results/rank_file.h"
 
+#include <fcntl.h>
 #include <hdf5.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/fs.h"
 
 namespace sweepbench {
 namespace {
@@ -62,11 +64,16 @@ class Handle {
   herr_t (*close_)(hid_t);
 };
 
+// Builds the file in memory (HDF5's core driver without a backing store): HDF5 never touches the
+// disk, so a full disk is one failed write of ours, checked, instead of HDF5 failing half-way
+// through its metadata and again in its exit handler (which crashed).
 class Writer {
  public:
   explicit Writer(std::string path) : path_(std::move(path)) {
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);  // errors become exceptions, not stderr noise
-    file_ = H5_CHECK(H5Fcreate(path_.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT));
+    Handle fapl(H5_CHECK(H5Pcreate(H5P_FILE_ACCESS)), H5Pclose);
+    H5_CHECK(H5Pset_fapl_core(fapl.get(), 1 << 20, 0));
+    file_ = H5_CHECK(H5Fcreate(path_.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl.get()));
     string_type_ = H5_CHECK(H5Tcopy(H5T_C_S1));
     H5_CHECK(H5Tset_size(string_type_, H5T_VARIABLE));
     H5_CHECK(H5Tset_cset(string_type_, H5T_CSET_UTF8));
@@ -156,13 +163,18 @@ class Writer {
     array(file_, "steps", mem.get(), file.get(), rows.data(), rows.size());
   }
 
-  void close() {
+  // The finished file's bytes.
+  std::string image() {
     for (hid_t g : groups_) H5Gclose(g);
     groups_.clear();
     H5_CHECK(H5Fflush(file_, H5F_SCOPE_GLOBAL));
+    ssize_t size = H5_CHECK(H5Fget_file_image(file_, nullptr, 0));
+    std::string bytes(static_cast<size_t>(size), '\0');
+    H5_CHECK(H5Fget_file_image(file_, bytes.data(), bytes.size()));
     hid_t f = file_;
     file_ = -1;
     H5_CHECK(H5Fclose(f));
+    return bytes;
   }
 
  private:
@@ -189,7 +201,7 @@ class Writer {
   std::vector<hid_t> groups_;
 };
 
-void write_all(Writer& w, const RankResult& r) {
+void write_result(Writer& w, const RankResult& r) {
   hid_t root = w.root();
   w.attr(root, "schema_version", kResultsSchemaVersion);
   w.attr(root, "config_yaml", r.config_yaml);
@@ -281,10 +293,31 @@ void write_rank_file(const RankResult& result, const std::string& path) {
   }
   fs::path partial = target.parent_path() / ("." + target.filename().string() + ".partial");
   fs::remove(partial, ec);  // a partial file can only be left by a run that died while writing
+  std::string bytes;
   {
-    Writer w(partial.string());
-    write_all(w, result);
-    w.close();
+    Writer w(partial.string());  // in memory; the name is only HDF5's label for it
+    write_result(w, result);
+    bytes = w.image();
+  }
+  // Every write checked, flushed to the disk, and nothing left behind when one fails.
+  int fd = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    throw Error(
+        ErrorKind::kIo, Mark::in(path), "",
+        std::string("cannot create ") + partial.filename().string() + ": " + std::strerror(errno));
+  }
+  if (!write_all(fd, bytes) || ::fsync(fd) != 0) {
+    int err = errno;
+    ::close(fd);
+    fs::remove(partial, ec);
+    throw Error(ErrorKind::kIo, Mark::in(path), "",
+                std::string("cannot write the results: ") + std::strerror(err));
+  }
+  if (::close(fd) != 0) {
+    int err = errno;
+    fs::remove(partial, ec);
+    throw Error(ErrorKind::kIo, Mark::in(path), "",
+                std::string("cannot write the results: ") + std::strerror(err));
   }
   // link(2) refuses an existing target atomically, which rename(2) would silently replace.
   if (::link(partial.c_str(), target.c_str()) != 0) {

@@ -197,7 +197,10 @@ std::string array_script(const ArrayJob& job, const std::vector<std::string>& ru
   for (const std::string& o : job.options) s += "#SBATCH " + o + "\n";
   s += "#SBATCH --array=" + ranges(job.points.size()) +
        (max_parallel > 0 ? "%" + std::to_string(max_parallel) : "") + "\n";
-  s += "#SBATCH --output=" + (fs::path(log_dir) / "%A_%a.out").string() + "\n";
+  // sbatch expands %j, %u, %x... in the name: the directory's own '%' are written as "%%".
+  std::string literal_dir;
+  for (char c : log_dir) literal_dir += c == '%' ? std::string("%%") : std::string(1, c);
+  s += "#SBATCH --output=" + (fs::path(literal_dir) / "%A_%a.out").string() + "\n";
   s += "set -eu\n";
   s += "# Array task i runs points[i]; `bench-sweep plan` lists the indices.\n";
   s += "points=(\n";

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <filesystem>
 #include <sstream>
@@ -177,6 +178,26 @@ void add_plan_options(po::options_description& desc) {
       "Refuse sweeps with more points than this");
 }
 
+// The values of --scenario or --only, split at commas. An empty one is refused: selecting nothing
+// by mistake (--only "$UNSET") must not select every point.
+std::vector<std::string> selectors(const po::variables_map& vm, const char* option) {
+  const auto& given = vm[option].as<std::vector<std::string>>();
+  for (const std::string& value : given) {
+    std::vector<std::string> parts = split_commas({value});
+    size_t commas = static_cast<size_t>(std::count(value.begin(), value.end(), ','));
+    if (parts.size() != commas + 1) {
+      throw Error::input(
+          Mark::in("--" + std::string(option) + " '" + value + "'"), "",
+          "an empty " +
+              std::string(option == std::string("only") ? "index or tag" : "scenario name") +
+              " selects nothing",
+          option == std::string("only") ? "give indices or tags; bench-sweep plan lists them"
+                                        : "name a scenario; the sweep file lists them");
+    }
+  }
+  return split_commas(given);
+}
+
 // Parses with the sweep file as the one positional argument.
 po::variables_map parse_with_sweep(const std::vector<std::string>& args,
                                    const po::options_description& desc) {
@@ -190,7 +211,7 @@ PlanOptions plan_options_of(const po::variables_map& vm) {
   PlanOptions options;
   options.max_points = vm["max-points"].as<size_t>();
   if (vm.count("scenario")) {
-    options.scenarios = split_commas(vm["scenario"].as<std::vector<std::string>>());
+    options.scenarios = selectors(vm, "scenario");
   }
   if (vm.count("set")) {
     options.overrides = parse_overrides(vm["set"].as<std::vector<std::string>>());
@@ -238,9 +259,10 @@ int run_plan(const std::vector<std::string>& args, std::ostream& out, std::ostre
 bool lacks_sweep_or_out(const std::string& command, const po::variables_map& vm,
                         std::ostream& err) {
   if (vm.count("sweep") && vm.count("out")) return false;
-  err << "bench-sweep " << command << ": error: "
-      << (vm.count("sweep") ? "--out DIR is missing" : "no sweep file given") << "\nusage: bench-sweep "
-      << command << " SWEEP.yaml --out DIR [options]  (bench-sweep " << command << " --help)\n";
+  err << "bench-sweep " << command
+      << ": error: " << (vm.count("sweep") ? "--out DIR is missing" : "no sweep file given")
+      << "\nusage: bench-sweep " << command << " SWEEP.yaml --out DIR [options]  (bench-sweep "
+      << command << " --help)\n";
   return true;
 }
 
@@ -294,7 +316,7 @@ int run_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
 
   RunOptions run;
   run.out_dir = vm["out"].as<std::string>();
-  if (vm.count("only")) run.only = split_commas(vm["only"].as<std::vector<std::string>>());
+  if (vm.count("only")) run.only = selectors(vm, "only");
   run.force = vm.count("force") > 0;
   run.retry_failed = vm.count("retry-failed") > 0;
   run.dry_run = vm.count("dry-run") > 0;
@@ -335,7 +357,7 @@ int run_submit(const std::vector<std::string>& args, std::ostream& out, std::ost
   SubmitOptions submit;
   submit.out_dir = vm["out"].as<std::string>();
   submit.sweep_path = std::filesystem::absolute(vm["sweep"].as<std::string>()).string();
-  if (vm.count("only")) submit.only = split_commas(vm["only"].as<std::vector<std::string>>());
+  if (vm.count("only")) submit.only = selectors(vm, "only");
   submit.force = vm.count("force") > 0;
   submit.retry_failed = vm.count("retry-failed") > 0;
   submit.dry_run = vm.count("dry-run") > 0;
@@ -344,7 +366,7 @@ int run_submit(const std::vector<std::string>& args, std::ostream& out, std::ost
   submit.bench_sweep = self.empty() ? "bench-sweep" : self.string();
   // What the jobs' `bench-sweep run` needs to plan the same points.
   if (vm.count("scenario")) {
-    for (const std::string& name : split_commas(vm["scenario"].as<std::vector<std::string>>())) {
+    for (const std::string& name : selectors(vm, "scenario")) {
       submit.run_args.insert(submit.run_args.end(), {"--scenario", name});
     }
   }

@@ -21,7 +21,33 @@ struct Candidate {
   Value config;  // resolved
   std::string hash;
   std::string description;
+  Mark mark;  // what made it: its scenario's first axis, or its include entry
 };
+
+// Where a scenario's points come from, for messages: its first axis, else the scenario, else the
+// file.
+Mark origin_of(const Scenario& sc, const SweepSpec& spec) {
+  if (!sc.dimensions.empty() && sc.dimensions.front().mark.known()) {
+    return sc.dimensions.front().mark;
+  }
+  return sc.mark.known() ? sc.mark : Mark::in(spec.path);
+}
+
+// "axes.train.lr (100 values) x axes.train.micro_batch (200 values)" for each scenario with
+// axes, the scenarios joined by "; ".
+std::string axes_product(const SweepSpec& spec) {
+  std::vector<std::string> parts;
+  for (const Scenario& sc : spec.scenarios) {
+    std::vector<std::string> dims;
+    for (const SweepDimension& d : sc.dimensions) {
+      dims.push_back(d.label + " (" + plural(d.assignments.size(), "value") + ")");
+    }
+    if (dims.empty()) continue;
+    parts.push_back((spec.named_scenarios ? "scenario " + sc.name + ": " : std::string()) +
+                    join(dims, " x "));
+  }
+  return join(parts, "; ");
+}
 
 bool plain_display(const std::string& s) {
   if (s.empty()) return false;
@@ -112,10 +138,10 @@ void expand_scenario(const Scenario& sc, const SweepSpec& spec, const PlanOption
   size_t limit = options.max_points;
   while (true) {  // one pass per combination
     if (raw_budget == 0) {
-      throw Error::input(Mark::in(spec.path), "",
+      throw Error::input(origin_of(sc, spec), "",
                          "the axes multiply to more than " +
                              std::to_string(saturating_mul(limit, kRawPerPoint)) +
-                             " combinations before exclude",
+                             " combinations before exclude: " + axes_product(spec),
                          "pass --max-points N to allow larger sweeps");
     }
     --raw_budget;
@@ -130,7 +156,7 @@ void expand_scenario(const Scenario& sc, const SweepSpec& spec, const PlanOption
     std::string description = describe_assignment(sc.name, spec.named_scenarios, assigned);
     Value resolved = resolve_with_context(partial, description);
     if (!excluded(resolved, sc.excludes)) {
-      out.push_back(Candidate{sc.name, std::move(resolved), "", description});
+      out.push_back(Candidate{sc.name, std::move(resolved), "", description, origin_of(sc, spec)});
     }
     if (!advance(index, dims)) break;
   }
@@ -140,7 +166,8 @@ void expand_scenario(const Scenario& sc, const SweepSpec& spec, const PlanOption
     std::string description =
         "(" + std::string(spec.named_scenarios ? "scenario " + sc.name + ": " : "") + "include[" +
         std::to_string(i) + "] at " + sc.includes[i].mark.str() + ")";
-    out.push_back(Candidate{sc.name, resolve_with_context(partial, description), "", description});
+    out.push_back(Candidate{sc.name, resolve_with_context(partial, description), "", description,
+                            sc.includes[i].mark});
   }
 }
 
@@ -179,12 +206,14 @@ void reject_duplicates(const std::vector<Candidate>& candidates, const SweepSpec
     const Candidate& a = candidates[it->second];
     const Candidate& b = candidates[i];
     bool same_text = emit_canonical_yaml(a.config) == emit_canonical_yaml(b.config);
-    throw Error::input(
-        Mark::in(spec.path), "",
-        "two points resolve to the same config: " + a.description + " and " + b.description,
-        same_text ? "remove one of them (use repeats: to run a point several times)"
-                  : "they differ only in keys that cannot change a measurement and "
-                    "are left out of config_hash (docs/config.md)");
+    throw Error::input(b.mark.known() ? b.mark : Mark::in(spec.path), "",
+                       "two points resolve to the same config: " + a.description +
+                           (a.mark.known() && a.mark.str() != b.mark.str() ? " from " + a.mark.str()
+                                                                           : std::string()) +
+                           " and " + b.description,
+                       same_text ? "remove one of them; use repeats: to run a point several times"
+                                 : "they differ only in keys that cannot change a measurement and "
+                                   "are left out of config_hash (docs/config.md)");
   }
 }
 
@@ -244,10 +273,20 @@ Plan plan_sweep(const SweepSpec& spec, const PlanOptions& options) {
   }
   size_t total = saturating_mul(candidates.size(), repeats);
   if (total > options.max_points) {
+    std::string product = axes_product(spec);
+    Mark where = Mark::in(spec.path);
+    for (const Scenario& sc : spec.scenarios) {
+      if (!sc.dimensions.empty()) {
+        where = origin_of(sc, spec);
+        break;
+      }
+    }
     throw Error::input(
-        Mark::in(spec.path), "",
+        where, "",
         "the sweep has " + std::to_string(total) + " points, more than " +
-            std::to_string(options.max_points),
+            std::to_string(options.max_points) +
+            (product.empty() ? std::string() : ": " + product) +
+            (repeats > 1 ? " x " + std::to_string(repeats) + " repeats" : std::string()),
         "pass --max-points " + std::to_string(total) + " if you mean it, or narrow the axes");
   }
   for (Candidate& c : candidates) c.hash = config_hash(c.config);

@@ -26,6 +26,12 @@ const std::vector<std::string> kTopLevelSections = {"launch", "container", "slur
 
 Error unknown_sweep_key(const std::string& where, const std::string& key, const Mark& mark,
                         const std::vector<std::string>& allowed) {
+  if (!is_key_like(key)) {
+    return Error::input(mark, "",
+                        "not a key of " + (where.empty() ? std::string("this mapping") : where) +
+                            ", nor a name at all",
+                        "is it a sweep file? allowed here: " + join(allowed, ", "));
+  }
   std::string message = "unknown key '" + key + "'" + (where.empty() ? "" : " in " + where);
   if (auto near = closest_match(key, allowed)) {
     return Error::input(mark, "", message + " (did you mean '" + *near + "'?)");
@@ -413,8 +419,9 @@ SweepSpec parse_sweep(const Value& root, const std::string& path, const SweepFil
                        "see sweeps/quickstart.yaml for a small example");
   }
   if (!root.is_map()) {
-    throw Error::input(mark_or(root, file_mark), "",
-                       "a sweep file is a mapping (name, base, axes, ...), got " + root.describe());
+    throw Error::input(
+        mark_or(root, file_mark), "",
+        "a sweep file is a mapping (name, base, axes, ...), got " + root.describe_without_text());
   }
   for (const Value::Entry& e : root.entries()) {
     if (std::find(kTopLevelKeys.begin(), kTopLevelKeys.end(), e.key) != kTopLevelKeys.end()) {
@@ -488,9 +495,10 @@ SweepSpec parse_sweep(const Value& root, const std::string& path, const SweepFil
         loaded = reader(resolved.string(), resolved.string());
       } catch (const Error& err) {
         if (err.mark().line > 0) throw;
-        throw Error::input(mark_or(entry, file_mark), "defaults",
-                           "cannot read '" + rel + "' (looked at " + resolved.string() + ")",
-                           "paths in defaults are relative to the sweep file");
+        throw Error::input(
+            mark_or(entry, file_mark), "defaults",
+            "cannot read '" + rel + "' (looked at " + resolved.string() + "): " + err.message(),
+            err.hint().empty() ? "paths in defaults are relative to the sweep file" : err.hint());
       }
       merge_into(base, normalize_partial_config(loaded));
     }

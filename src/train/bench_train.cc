@@ -21,6 +21,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -176,12 +177,19 @@ Args parse_args(int argc, char** argv, po::options_description& desc) {
   po::notify(vm);
   a.help = vm.count("help") > 0;
   a.version = vm.count("version") > 0;
+  // In bytes it must fit an int64 (N << 20).
+  constexpr std::int64_t kMaxBudgetMb = std::numeric_limits<std::int64_t>::max() >> 20;
+  if (a.max_memory_mb < 0 || a.max_memory_mb > kMaxBudgetMb) {
+    throw Error::input(Mark::in("--max-memory-mb " + std::to_string(a.max_memory_mb)), "",
+                       "must be from 0 (no limit) to " + std::to_string(kMaxBudgetMb),
+                       "give a number of MB, or leave it out");
+  }
   // The same budget from the environment, so a sweep can set it per point (launch.env).
   if (const char* env = std::getenv("SWEEPBENCH_MAX_MEMORY_MB");
       env && vm["max-memory-mb"].defaulted()) {
     char* end = nullptr;
     long long mb = std::strtoll(env, &end, 10);
-    if (end == env || *end != '\0' || mb < 0) {
+    if (end == env || *end != '\0' || mb < 0 || mb > kMaxBudgetMb) {
       throw Error::input(Mark::in("SWEEPBENCH_MAX_MEMORY_MB"), "",
                          std::string("is '") + env + "', not a number of MB",
                          "unset it, or give N >= 0");
@@ -373,9 +381,11 @@ class Run {
                                    : "bench-train: error: " + e.detail();
       }
       if (int code = agree_on_start(local, message)) return code;
-      // Only now, with every rank's inputs good, is anything created.
+      // Only now, with every rank's inputs good, is anything created; and every rank checks
+      // that it can write there before the run rather than after it.
       try {
         make_directories(args_.out);
+        check_writable_directory(args_.out);
       } catch (const Error& e) {
         local = sweepbench::exit_code_for(e.kind());
         message = e.mark().str() + ": error: " + e.detail();
@@ -473,6 +483,19 @@ class Run {
     return agreed;
   }
 
+  // A batch the host cannot hold is out of memory like any other allocation, not a crash.
+  template <typename F>
+  static PhaseStatus load_batches(F&& load) {
+    try {
+      load();
+      return {};
+    } catch (const std::bad_alloc&) {
+      return {Outcome::kOom, "loading a batch: std::bad_alloc: the host is out of memory"};
+    } catch (const std::length_error& e) {
+      return {Outcome::kOom, std::string("loading a batch: ") + e.what()};
+    }
+  }
+
   RunStatus train() {
     const std::int64_t tokens_per_step =
         plan_.micro_batch * plan_.trainer.seq_len * plan_.grad_accum;
@@ -485,11 +508,13 @@ class Run {
     for (std::int64_t step = 0; step < plan_.steps; ++step) {
       double t0 = now_s();
       std::vector<Batch> batches;
-      for (std::int64_t i = 0; i < plan_.grad_accum; ++i)
-        batches.push_back(data_->next_train(plan_.micro_batch));
+      PhaseStatus fb = load_batches([&] {
+        for (std::int64_t i = 0; i < plan_.grad_accum; ++i)
+          batches.push_back(data_->next_train(plan_.micro_batch));
+      });
       double data_s = now_s() - t0;
 
-      PhaseStatus fb = trainer_->forward_backward(batches);
+      if (fb.outcome == Outcome::kOk) fb = trainer_->forward_backward(batches);
       RunStatus local = fb.outcome != Outcome::kOk ? from_outcome(fb.outcome) : signal_status();
       status = agree(local, fb.outcome != Outcome::kOk ? fb.reason : "received " + signal_text());
       if (status >= RunStatus::kOom) break;  // no update: the step is lost on every rank
@@ -542,8 +567,10 @@ class Run {
     EvalSummary& e = result_.eval;
     for (std::int64_t i = 0; i < plan_.eval_steps; ++i) {
       double b0 = now_s();
-      Batch batch = data_->next_eval(plan_.eval_batch);
-      EvalOutput out = trainer_->evaluate(batch);
+      Batch batch;
+      EvalOutput out;
+      out.status = load_batches([&] { batch = data_->next_eval(plan_.eval_batch); });
+      if (out.status.outcome == Outcome::kOk) out = trainer_->evaluate(batch);
       RunStatus local =
           out.status.outcome != Outcome::kOk ? from_outcome(out.status.outcome) : signal_status();
       status = agree(local, out.status.outcome != Outcome::kOk ? "evaluation: " + out.status.reason
@@ -730,15 +757,36 @@ class Run {
     in.memory_peak_bytes = peak;
     std::vector<Metric> metrics = summarize(in);
 
+    // Each rank writes its own file; the run's outcome stands only if every rank's did, so the
+    // ranks agree before rank 0 writes the summary or says OK.
     int code = exit_code_for(status);
+    int local = 0;
+    std::string failure;
+    auto fail = [&](const Error& e) {
+      std::fprintf(stderr, "%s: error: %s\n", e.mark().str().c_str(), e.detail().c_str());
+      local = sweepbench::exit_code_for(e.kind());
+      failure = e.detail();
+    };
     try {
       write_rank_file(r, plan_.rank_path);
-      if (mpi_.rank() == 0) write_summary_json(status, metrics, measured.size());
     } catch (const Error& e) {
-      std::fprintf(stderr, "%s: error: %s\n", e.mark().str().c_str(), e.detail().c_str());
-      code = sweepbench::exit_code_for(e.kind());
+      fail(e);
     }
-    print_summary(status, metrics, measured.size());
+    Collectives::Max written = mpi_.allreduce_max(local);
+    if (written.value == 0 && mpi_.rank() == 0) {
+      try {
+        write_summary_json(status, metrics, measured.size());
+      } catch (const Error& e) {
+        fail(e);
+        written = {local, 0};
+      }
+    }
+    if (written.value != 0) {
+      code = written.value;
+      failure = "rank " + std::to_string(written.rank) + " could not write its results" +
+                (written.rank == mpi_.rank() ? ": " + failure : " (its error is above)");
+    }
+    print_summary(status, metrics, measured.size(), failure);
     return code;
   }
 
@@ -762,7 +810,9 @@ class Run {
     write_file_atomic((fs::path(args_.out) / "summary.json").string(), emit_json(root, 2) + "\n");
   }
 
-  void print_summary(RunStatus status, const std::vector<Metric>& metrics, size_t measured) {
+  // `write_failure`: why the results are not all written; then nothing is claimed.
+  void print_summary(RunStatus status, const std::vector<Metric>& metrics, size_t measured,
+                     const std::string& write_failure) {
     if (!console_.enabled()) return;
     console_.line(
         "# summary: %zu measured step(s) after %lld warm-up; a step's time is the slowest of %d "
@@ -772,7 +822,10 @@ class Run {
     for (const Metric& m : metrics) {
       console_.line("   %-32s %16.6g  %s", m.name.c_str(), m.value, m.unit.c_str());
     }
-    if (status == RunStatus::kOk) {
+    if (!write_failure.empty()) {
+      console_.line("# FAILED: %s; the results in %s are not complete", write_failure.c_str(),
+                    args_.out.c_str());
+    } else if (status == RunStatus::kOk) {
       console_.line("# OK: results in %s (rank-*.h5, summary.json)", args_.out.c_str());
     } else {
       console_.line("# FAILED: %s: %s; results in %s", status_name(status), reason_.c_str(),

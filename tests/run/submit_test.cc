@@ -6,8 +6,8 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "sweep/sweep_test_util.h"
 #include "support/expect_error.h"
+#include "sweep/sweep_test_util.h"
 
 namespace sweepbench {
 namespace {
@@ -25,13 +25,13 @@ base:
 std::vector<const SweepPoint*> all(const Plan& plan) { return plan.selected_points(); }
 
 TEST(SbatchOptions, FollowTheConfig) {
-  Plan plan = plan_text(std::string(kBase) +
-                        "axes:\n  launch.ranks: [2]\n  launch.gpus_per_rank: [1]\n");
-  EXPECT_THAT(sbatch_options(plan.points[0], "sub", "s.yaml"),
-              ElementsAre("--job-name=sweepbench-sub", "--partition=gpu", "--nodes=1",
-                          "--ntasks=2", "--ntasks-per-node=2", "--gpus-per-task=1",
-                          "--exclusive", "--time=1:00:00", "--signal=B:USR1@120", "--requeue",
-                          "--open-mode=append", "--gres=gpu:8"));
+  Plan plan =
+      plan_text(std::string(kBase) + "axes:\n  launch.ranks: [2]\n  launch.gpus_per_rank: [1]\n");
+  EXPECT_THAT(
+      sbatch_options(plan.points[0], "sub", "s.yaml"),
+      ElementsAre("--job-name=sweepbench-sub", "--partition=gpu", "--nodes=1", "--ntasks=2",
+                  "--ntasks-per-node=2", "--gpus-per-task=1", "--exclusive", "--time=1:00:00",
+                  "--signal=B:USR1@120", "--requeue", "--open-mode=append", "--gres=gpu:8"));
 }
 
 TEST(SbatchOptions, RefuseValuesAnSbatchLineCannotHold) {
@@ -70,10 +70,10 @@ TEST(ArrayScript, QuotesTheCommandOnceAndMapsTasksToTags) {
   Plan plan = plan_text(std::string(kBase) + "axes:\n  train.micro_batch: [1, 2]\n");
   std::vector<ArrayJob> arrays = group_into_arrays(all(plan), "sub", "s.yaml", 1001);
   ASSERT_EQ(arrays.size(), 1u);
-  std::string script =
-      array_script(arrays[0], {"/bin/bench-sweep", "run", "/x/s.yaml", "--out", "/o", "--set",
-                               "launch.env={A: \"$(touch /tmp/p); `x`\"}"},
-                   3, "/o/submit/logs", "# header\n");
+  std::string script = array_script(arrays[0],
+                                    {"/bin/bench-sweep", "run", "/x/s.yaml", "--out", "/o", "--set",
+                                     "launch.env={A: \"$(touch /tmp/p); `x`\"}"},
+                                    3, "/o/submit/logs", "# header\n");
   EXPECT_THAT(script, HasSubstr("#!/bin/bash\n# header\n#SBATCH --job-name=sweepbench-sub\n"));
   EXPECT_THAT(script, HasSubstr("#SBATCH --array=0-1%3\n"));
   EXPECT_THAT(script, HasSubstr("#SBATCH --output=/o/submit/logs/%A_%a.out\n"));
@@ -81,6 +81,9 @@ TEST(ArrayScript, QuotesTheCommandOnceAndMapsTasksToTags) {
   EXPECT_THAT(script, HasSubstr("exec /bin/bench-sweep run /x/s.yaml --out /o --set "
                                 "'launch.env={A: \"$(touch /tmp/p); `x`\"}' --only "
                                 "\"${points[$SLURM_ARRAY_TASK_ID]}\"\n"));
+  // Issue 14, W7: sbatch expands %j, %x... in --output; a '%' of the directory stays literal.
+  script = array_script(arrays[0], {"/bin/bench-sweep"}, 0, "/x/o%j%%/submit/logs", "");
+  EXPECT_THAT(script, HasSubstr("#SBATCH --output=/x/o%%j%%%%/submit/logs/%A_%a.out\n"));
 }
 
 }  // namespace

@@ -388,6 +388,18 @@ class Injection(SlurmCase):
         config = read_yaml(os.path.join(out, tag, "config.yaml"))
         self.assertEqual([config["launch"]["env"][f"V{i}"] for i in range(len(values))], values)
 
+    def test_a_percent_in_the_output_directory_stays_literal(self):
+        # Issue 14, W7: sbatch expands %j, %x... in --output; the job's log must land in the
+        # directory named, not in one SLURM made up.
+        s = sweep_file(self.tmp, "pct", axes="  train.micro_batch: [2]\n")
+        out = os.path.join(self.tmp, "o%j%x")
+        self.bench_sweep("submit", s, "--out", out)
+        self.cluster.wait_until_idle()
+        self.assert_all(out, "ok", 1)
+        self.assertEqual(len(os.listdir(os.path.join(out, "submit", "logs"))), 1)
+        self.assertEqual(sorted(n for n in os.listdir(self.tmp) if n.startswith("o")),
+                         ["o%j%x"])
+
     def test_sbatch_line_values_are_refused_or_passed_as_names(self):
         pwned = os.path.join(self.tmp, "pwned")
         s = sweep_file(self.tmp, "name", axes="  train.micro_batch: [2]\n",

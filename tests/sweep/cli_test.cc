@@ -1,6 +1,7 @@
 // bench-sweep as a user meets it: help, exit codes, messages, and every example sweep.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -82,7 +83,82 @@ TEST(Cli, ABadSweepFileNamesTheSpotAndWritesNothing) {
             "--set train.lr=fast: error: train.lr: expected float > 0, got the string \"fast\"\n");
   CliRun missing = bench_sweep({"plan", dir.file("nope.yaml")});
   EXPECT_EQ(missing.code, 2);
-  EXPECT_THAT(missing.err, HasSubstr("nope.yaml: error: cannot read the file"));
+  EXPECT_THAT(missing.err, HasSubstr("nope.yaml: error: no such file"));
+}
+
+// Issue 14: files that are not sweep files (C4, C5, W6), inputs too big or deep (C6, W12),
+// selectors that select everything (W4), and errors without a place (W5).
+TEST(Cli, HostileInputsAreRefusedClearlyAndQuickly) {
+  testing::TempDir dir;
+  auto plan = [&](const std::string& body, std::vector<std::string> extra = {}) {
+    std::string sweep = dir.write("s.yaml", body);
+    std::vector<std::string> args = {"plan", sweep};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return bench_sweep(args);
+  };
+  const std::string base = "name: s\nbase: {model: {preset: gpt2-tiny}}\n";
+  fs::create_directories(dir.file("a-dir"));
+  ASSERT_EQ(::mkfifo(dir.file("a-fifo").c_str(), 0644), 0);
+  struct Case {
+    std::string body;
+    std::string wanted;
+  };
+  std::vector<Case> cases = {
+      {base + "defaults: [a-dir]\n", "cannot read 'a-dir' (looked at " + dir.file("a-dir") +
+                                         "): is a directory, not a YAML file"},
+      {base + "defaults: [a-fifo]\n", "is not a regular file (a FIFO, socket or device)"},
+      {base + "defaults: [/dev/zero]\n", "is not a regular file"},
+      {base + "axes:\n  train.micro_batch: [1, 1]\n",
+       "s.yaml:4:3: error: two points resolve to the same config"},
+      {base + "axes:\n  train.micro_batch: [1, 2, 3]\n  train.lr: [1.0e-3, 2.0e-3]\n",
+       "s.yaml:4:3: error: the sweep has 6 points, more than 5: axes.train.micro_batch (3 values) "
+       "x axes.train.lr (2 values)"},
+      {"name: s\nbase:\n\tmodel: {preset: gpt2}\n",
+       "line 3 holds a tab: YAML indents with spaces only"},
+      {base + "axes: " + std::string(100000, '[') + std::string(100000, ']') + "\n",
+       "s.yaml:3:70: error: nesting deeper than 64 levels"},
+      {std::string(1, '\0') + "name: s\n", "s.yaml:1:1: error: a control character (byte 0x00)"},
+  };
+  for (const Case& c : cases) {
+    CliRun r = plan(c.body, {"--max-points", "5"});
+    EXPECT_EQ(r.code, 2) << c.wanted;
+    EXPECT_THAT(r.err, HasSubstr(c.wanted));
+    EXPECT_EQ(r.err.find('\0'), std::string::npos);
+  }
+  for (const char* path : {"/dev/zero", "a-dir"}) {
+    CliRun r = bench_sweep({"plan", path[0] == '/' ? path : dir.file(path)});
+    EXPECT_EQ(r.code, 2) << path;
+    EXPECT_THAT(r.err, HasSubstr("not a YAML file")) << path;
+  }
+  // C6: a million values stop the parse where they are passed, not after building them all.
+  std::string huge = base + "axes:\n  train.micro_batch: [1";
+  for (int i = 2; i <= 1'000'001; ++i) huge += ", " + std::to_string(i);
+  CliRun big = plan(huge + "]\n");
+  EXPECT_EQ(big.code, 2);
+  EXPECT_THAT(big.err, HasSubstr("s.yaml:4:"));
+  EXPECT_THAT(big.err, HasSubstr("more than 1000000 values"));
+  // W6: a file that is no YAML config is not echoed.
+  dir.write("secret", "root:$6$salt$hash:20228:0:99999:7:::\ndaemon:*:20228:0:99999:7:::\n");
+  dir.write("words", "the password is hunter2\n");
+  for (const char* file : {"secret", "words"}) {
+    CliRun r = plan(base + "defaults: [" + file + "]\n");
+    EXPECT_EQ(r.code, 2) << file;
+    EXPECT_EQ(r.err.find("hash"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("hunter2"), std::string::npos) << r.err;
+  }
+  EXPECT_THAT(bench_sweep({"plan", dir.write("w.yaml", "the password is hunter2\n")}).err,
+              HasSubstr("a sweep file is a mapping (name, base, axes, ...), got a string of 23 "
+                        "characters"));
+  // W4: an empty selector would select every point.
+  std::string ok = dir.write("ok.yaml", base + "axes:\n  train.micro_batch: [1, 2]\n");
+  CliRun scenario = bench_sweep({"plan", ok, "--scenario", ""});
+  EXPECT_EQ(scenario.code, 2);
+  EXPECT_THAT(scenario.err, HasSubstr("--scenario '': error: an empty scenario name selects"));
+  for (const char* only : {"", " ", "0,,1", ","}) {
+    CliRun r = bench_sweep({"run", ok, "--out", dir.file("o"), "--only", only, "--dry-run"});
+    EXPECT_EQ(r.code, 2) << only;
+    EXPECT_THAT(r.err, HasSubstr("an empty index or tag selects nothing")) << only;
+  }
 }
 
 TEST(Cli, ConflictingOutputExitsThree) {

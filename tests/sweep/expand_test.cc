@@ -152,9 +152,9 @@ TEST(Expansion, PointErrorsNameThePoint) {
 TEST(Expansion, IdenticalPointsAreAnError) {
   Error e = error_of([&] { plan_text(kTiny + "axes:\n  train.micro_batch: [1, 2, 1]\n"); });
   EXPECT_EQ(std::string(e.what()),
-            "s.yaml: two points resolve to the same config: (train.micro_batch=1) and "
-            "(train.micro_batch=1) (remove one of them (use repeats: to run a point several "
-            "times))");
+            "s.yaml:5:3: two points resolve to the same config: (train.micro_batch=1) and "
+            "(train.micro_batch=1) (remove one of them; use repeats: to run a point several "
+            "times)");
   Error sched = error_of([&] { plan_text(kTiny + "axes:\n  slurm.time: [10, 20]\n"); });
   EXPECT_THAT(sched.what(), HasSubstr("they differ only in keys that cannot change a measurement"));
   Error across = error_of([&] {
@@ -162,8 +162,10 @@ TEST(Expansion, IdenticalPointsAreAnError) {
               "scenarios:\n  - {name: a, base: {train.lr: 0.1}}\n  - {name: b, base: {train.lr: "
               "1e-1}}\n");
   });
-  EXPECT_THAT(across.what(),
-              HasSubstr("(scenario a: the base point) and (scenario b: the base point)"));
+  // Issue 14, W5: the place of the second point, and of the first when it differs.
+  EXPECT_THAT(across.what(), HasSubstr("s.yaml:6:5: two points resolve to the same config: "
+                                       "(scenario a: the base point) from s.yaml:5:5 and "
+                                       "(scenario b: the base point)"));
 }
 
 TEST(Expansion, GuardsAgainstHugeSweeps) {
@@ -173,8 +175,10 @@ TEST(Expansion, GuardsAgainstHugeSweeps) {
   }
   Error e = error_of([&] { plan_text(kTiny + axes); });  // 11^4 = 14641 points
   EXPECT_EQ(std::string(e.what()),
-            "s.yaml: the sweep has 14641 points, more than 10000 (pass --max-points 14641 if you "
-            "mean it, or narrow the axes)");
+            "s.yaml:5:3: the sweep has 14641 points, more than 10000: axes.train.micro_batch (11 "
+            "values) x axes.train.grad_accum (11 values) x axes.train.seed (11 values) x "
+            "axes.eval.steps (11 values) (pass --max-points 14641 if you mean it, or narrow the "
+            "axes)");
   PlanOptions allow;
   allow.max_points = 15000;
   EXPECT_EQ(plan_text(kTiny + axes, allow).points.size(), 14641u);

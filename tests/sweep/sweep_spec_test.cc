@@ -146,7 +146,7 @@ TEST(SweepFileErrors, MissingDefaultsFile) {
   std::string path = dir.write("sweep.yaml", "defaults: [nope.yaml]\n");
   Error e = error_of([&] { load_sweep_file(path); });
   EXPECT_THAT(e.what(), HasSubstr("sweep.yaml:1:12: defaults: cannot read 'nope.yaml' (looked at " +
-                                  dir.file("nope.yaml") + ")"));
+                                  dir.file("nope.yaml") + "): no such file"));
   dir.write("bad.yaml", "train:\n  lr: fast\n");
   std::string bad = dir.write("sweep2.yaml", "defaults: bad.yaml\n");
   EXPECT_EQ(std::string(error_of([&] { load_sweep_file(bad); }).what()),

@@ -384,6 +384,76 @@ class BadInput(BenchTrainCase):
         self.assertIn("results are already there", again.stderr)
         self.assertEqual({n: os.stat(os.path.join(out, n)).st_mtime_ns for n in os.listdir(out)}, before)
 
+    def test_hostile_inputs_are_refused_before_any_work(self):
+        # Issue 14: C4 (a directory read as an empty config trained GPT-2 124M), C3 (sizes whose
+        # tensors cannot exist: bad_alloc and exit 70, or a crash), W10 (a negative budget).
+        directory = os.path.join(self.tmp, "a-directory")
+        os.makedirs(directory)
+        out = os.path.join(self.tmp, "out")
+        r = subprocess.run([BENCH_TRAIN, "--config", directory, "--out", out], capture_output=True,
+                           text=True, env=ENV, timeout=60)
+        self.assertEqual(r.returncode, 2, r.stderr + r.stdout)
+        self.assertIn("is a directory, not a YAML file", r.stderr)
+        self.assertFalse(os.path.exists(out))
+        for mb in ("1000000000", str(2 ** 58), str(2 ** 62)):
+            self.assertRejected(["--set", f"train.micro_batch={mb}"], "is too large: the logits")
+        self.assertRejected(["--max-memory-mb", "-1"], "--max-memory-mb -1: error: must be from 0")
+
+
+def in_mount_namespace(script, *args, timeout=300):
+    """Runs `sh -c script sh ARGS...` in a mount namespace of its own (a tmpfs mounted there is
+    gone when it ends). As root, the only way here to make a directory read-only or full."""
+    return subprocess.run(["unshare", "--mount", "sh", "-c", script, "sh", *args],
+                          capture_output=True, text=True, timeout=timeout, env=ENV)
+
+
+class Storage(BenchTrainCase):
+    """Issue 14: W1 (an unwritable --out trained the whole run, then failed) and C2 (a full disk:
+    HDF5's error, then '# OK', then a crash in HDF5's exit handler, a .partial left)."""
+
+    def test_an_unwritable_out_fails_before_the_run(self):
+        disk = os.path.join(self.tmp, "disk")
+        os.makedirs(disk)
+        script = ('mount -t tmpfs -o size=1m tmpfs "$1" && mkdir "$1/out" && '
+                  'mount -o remount,ro "$1" && exec "$2" --config "$3" --out "$1/out"')
+        r = in_mount_namespace(script, disk, BENCH_TRAIN, self.config(steps=200))
+        self.assertEqual(r.returncode, 4, r.stderr + r.stdout)
+        self.assertIn("cannot write into this directory: Read-only file system", r.stderr)
+        self.assertNotIn("step", r.stdout.split("# data:")[-1])  # no step ran
+
+    def test_a_full_disk_is_exit_4_with_nothing_claimed_or_left(self):
+        # Full but for two pages: the start-up check passes, the rank file does not fit.
+        disk = os.path.join(self.tmp, "disk")
+        os.makedirs(disk)
+        script = ('mount -t tmpfs -o size=256k tmpfs "$1" && mkdir "$1/out" && '
+                  '{ dd if=/dev/zero of="$1/filler" bs=4k 2>/dev/null; '
+                  'truncate -s -8k "$1/filler"; } && "$2" --config "$3" --out "$1/out"; rc=$?; '
+                  'echo "LISTING:"; ls -A "$1/out"; exit $rc')
+        r = in_mount_namespace(script, disk, BENCH_TRAIN, self.config(steps=4))
+        self.assertEqual(r.returncode, 4, r.stderr + r.stdout)
+        self.assertIn("No space left on device", r.stderr)
+        self.assertIn("# FAILED: rank 0 could not write its results", r.stdout)
+        self.assertNotIn("# OK", r.stdout)
+        self.assertEqual(r.stdout.split("LISTING:")[-1].split(), [], "files left in --out")
+
+    def test_a_host_out_of_memory_while_loading_is_oom_with_results(self):
+        # C3: an allocation outside libtorch (the batch) was an internal error (exit 70, no
+        # results); under an address-space limit it is out of memory like any other.
+        import resource
+
+        def limit():
+            resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+        out = os.path.join(self.tmp, "out")
+        cmd = [BENCH_TRAIN, "--config", self.config(steps=4), "--out", out,
+               "--set", "data.source=synthetic", "--set", "train.micro_batch=10000000"]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=ENV,
+                           preexec_fn=limit)
+        self.assertEqual(r.returncode, 20, r.stderr + r.stdout)
+        self.assertEqual(read_json(os.path.join(out, "summary.json"))["status"], "oom")
+        with h5py.File(os.path.join(out, "rank-00000.h5"), "r") as f:
+            self.assertIn("loading a batch: std::bad_alloc", f.attrs["reason"])
+
 
 if __name__ == "__main__":
     unittest.main()
