@@ -133,7 +133,17 @@ void derive(Value& full) {
              : std::max<std::int64_t>(1, n_head.as_int() * s.n_kv_head / s.n_head);
   }
   fill("model.n_kv_head", Value::integer(kv, n_head.mark()));
-  fill("model.ffn_dim", Value::integer(s.ffn_dim, from_preset));
+  // The MLP's width follows the model's: the preset's own where the width and architecture are
+  // the preset's, else the architecture's rule ({preset: gpt2, n_embd: 128} is 512 wide, not
+  // the preset's 3072).
+  const Value& n_embd = required(full, "model.n_embd");
+  const Value& arch = required(full, "model.arch");
+  if (n_embd.as_int() == s.n_embd && arch.as_string() == s.arch) {
+    fill("model.ffn_dim", Value::integer(s.ffn_dim, from_preset));
+  } else {
+    fill("model.ffn_dim",
+         Value::integer(ffn_dim_for(arch.as_string(), n_embd.as_int()), n_embd.mark()));
+  }
   fill("model.vocab_size", Value::integer(s.vocab_size, from_preset));
   fill("model.block_size", Value::integer(s.block_size, from_preset));
   const Value& block = required(full, "model.block_size");

@@ -61,6 +61,15 @@ std::vector<std::string> model_preset_names() {
 
 std::vector<std::string> model_arch_names() { return {"gpt2", "llama"}; }
 
+std::int64_t ffn_dim_for(const std::string& arch, std::int64_t n_embd) {
+  if (arch == "llama") {
+    constexpr std::int64_t kMultiple = 256;
+    std::int64_t hidden = 2 * (4 * n_embd) / 3;
+    return (hidden + kMultiple - 1) / kMultiple * kMultiple;
+  }
+  return 4 * n_embd;
+}
+
 std::int64_t parameter_count(const ModelShape& s) {
   const std::int64_t d = s.n_embd;
   const std::int64_t head_dim = s.n_head > 0 ? d / s.n_head : 0;

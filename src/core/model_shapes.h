@@ -38,6 +38,11 @@ const ModelPreset* find_model_preset(std::string_view name);
 std::vector<std::string> model_preset_names();
 std::vector<std::string> model_arch_names();
 
+// The MLP width an architecture gives a model of width `n_embd` (n_embd <= 2^20): GPT-2 4 d (as
+// Hugging Face's GPT2Config derives n_inner); Llama 8/3 d rounded up to a multiple of 256 (Llama
+// 2 7B: 4096 -> 11008).
+std::int64_t ffn_dim_for(const std::string& arch, std::int64_t n_embd);
+
 // Every trainable parameter of the model as bench-train builds it (tied head counted once).
 std::int64_t parameter_count(const ModelShape& shape);
 // The learned position embeddings (GPT-2: block_size x n_embd; Llama: none, rotary).

@@ -74,7 +74,10 @@ std::vector<KeySpec> build_table() {
           .choices(model_arch_names())
           .derived(),
       K("model.n_layer", T::kInt, N(), "Transformer blocks; null = the preset's").min(1).derived(),
-      K("model.n_embd", T::kInt, N(), "Model width d; null = the preset's").min(1).derived(),
+      K("model.n_embd", T::kInt, N(), "Model width d; null = the preset's")
+          .min(1)
+          .max(1 << 20)
+          .derived(),
       K("model.n_head", T::kInt, N(),
         "Attention heads; must divide model.n_embd; null = the preset's")
           .min(1)
@@ -83,8 +86,12 @@ std::vector<KeySpec> build_table() {
         "Key/value heads (grouped-query attention); must divide model.n_head; null = the preset's")
           .min(1)
           .derived(),
-      K("model.ffn_dim", T::kInt, N(), "Hidden width of the MLP; null = the preset's")
+      K("model.ffn_dim", T::kInt, N(),
+        "Hidden width of the MLP; null = the preset's, or, when model.n_embd or model.arch is "
+        "not the preset's, the architecture's rule (gpt2: 4 n_embd; llama: 8/3 n_embd rounded "
+        "up to a multiple of 256)")
           .min(1)
+          .max(1 << 24)
           .derived(),
       K("model.vocab_size", T::kInt, N(), "Vocabulary size; null = the preset's").min(1).derived(),
       K("model.block_size", T::kInt, N(),

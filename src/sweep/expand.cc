@@ -171,8 +171,12 @@ void expand_scenario(const Scenario& sc, const SweepSpec& spec, const PlanOption
   }
 }
 
+// The keys whose values differ between points, in the order the sweep names them and then the
+// schema's; derived keys the sweep does not name go to *derived (they follow other keys: shown by
+// the plan, left out of tags).
 std::vector<std::string> find_varying_keys(const std::vector<Candidate>& candidates,
-                                           const SweepSpec& spec) {
+                                           const SweepSpec& spec,
+                                           std::vector<std::string>* derived) {
   std::vector<std::string> varying;
   if (candidates.empty()) return varying;
   std::vector<std::string> ordered = spec.explicit_keys;
@@ -186,15 +190,25 @@ std::vector<std::string> find_varying_keys(const std::vector<Candidate>& candida
     if (ks == nullptr) continue;  // map entries vary through their map key
     bool is_explicit = std::find(spec.explicit_keys.begin(), spec.explicit_keys.end(), key) !=
                        spec.explicit_keys.end();
-    if (ks->derived && !is_explicit) continue;
+    bool follows = ks->derived && !is_explicit;
     const Value& first = config_at(candidates.front().config, key);
     for (const Candidate& c : candidates) {
       if (config_at(c.config, key) != first) {
-        varying.push_back(key);
+        (follows ? *derived : varying).push_back(key);
         break;
       }
     }
   }
+  // A derived key that merely copies a varying one (eval.micro_batch = train.micro_batch) says
+  // nothing new.
+  auto copies = [&](const std::string& d) {
+    return std::any_of(varying.begin(), varying.end(), [&](const std::string& v) {
+      return std::all_of(candidates.begin(), candidates.end(), [&](const Candidate& c) {
+        return config_at(c.config, d) == config_at(c.config, v);
+      });
+    });
+  };
+  derived->erase(std::remove_if(derived->begin(), derived->end(), copies), derived->end());
   return varying;
 }
 
@@ -297,7 +311,7 @@ Plan plan_sweep(const SweepSpec& spec, const PlanOptions& options) {
   plan.sweep_path = spec.path;
   plan.named_scenarios = spec.named_scenarios;
   plan.repeats = spec.repeats;
-  plan.varying_keys = find_varying_keys(candidates, spec);
+  plan.varying_keys = find_varying_keys(candidates, spec, &plan.derived_varying_keys);
 
   for (Candidate& c : candidates) {
     for (size_t r = 0; r < repeats; ++r) {

@@ -38,6 +38,9 @@ struct Plan {
   // Keys derived from others (model dimensions from a swept preset) are left out unless the
   // file sets them itself.
   std::vector<std::string> varying_keys;
+  // Those derived keys that vary as their sources do (model.ffn_dim with a swept model.n_embd,
+  // eval.micro_batch with train.micro_batch): columns of the printed plan, not part of tags.
+  std::vector<std::string> derived_varying_keys;
   std::vector<SweepPoint> points;  // the whole sweep; `selected` marks what --scenario chose
 
   std::vector<const SweepPoint*> selected_points() const;

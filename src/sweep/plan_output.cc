@@ -29,14 +29,14 @@ Table plan_table(const Plan& plan) {
   t.header = {"index", "tag"};
   if (show_scenario) t.header.push_back("scenario");
   if (show_repeat) t.header.push_back("repeat");
-  for (const std::string& k : plan.varying_keys) t.header.push_back(k);
+  std::vector<std::string> shown = plan.varying_keys;
+  shown.insert(shown.end(), plan.derived_varying_keys.begin(), plan.derived_varying_keys.end());
+  for (const std::string& k : shown) t.header.push_back(k);
   for (const SweepPoint* p : plan.selected_points()) {
     std::vector<std::string> row = {std::to_string(p->index), p->tag};
     if (show_scenario) row.push_back(p->scenario);
     if (show_repeat) row.push_back(std::to_string(p->repeat));
-    for (const std::string& k : plan.varying_keys) {
-      row.push_back(display_value(config_at(p->config, k)));
-    }
+    for (const std::string& k : shown) row.push_back(display_value(config_at(p->config, k)));
     t.rows.push_back(std::move(row));
   }
   return t;

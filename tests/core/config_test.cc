@@ -120,6 +120,32 @@ TEST(Resolve, FillsDerivedKeysFromThePreset) {
   EXPECT_EQ(model_shape_of(resolved("model.preset: gpt2\n")).n_embd, 768);
 }
 
+// Issue 14, W13: a width override keeps the MLP's ratio, not the preset's absolute width.
+TEST(Resolve, TheMlpWidthFollowsAnOverriddenWidth) {
+  auto ffn = [](const std::string& text) {
+    return config_at(resolved(text), "model.ffn_dim").as_int();
+  };
+  EXPECT_EQ(ffn("model: {preset: gpt2}\n"), 3072);
+  EXPECT_EQ(ffn("model: {preset: gpt2, n_embd: 128, n_head: 4}\n"), 512);  // HF: n_inner = 4 d
+  EXPECT_EQ(ffn("model: {preset: gpt2, n_embd: 768}\n"), 3072);
+  EXPECT_EQ(ffn("model: {preset: gpt2, n_embd: 128, n_head: 4, ffn_dim: 100}\n"), 100);
+  EXPECT_EQ(ffn("model: {preset: llama2-7b}\n"), 11008);
+  EXPECT_EQ(ffn("model: {preset: llama-tiny}\n"), 176);  // the preset's own, kept
+  EXPECT_EQ(ffn("model: {preset: llama2-13b, n_embd: 4096, n_head: 32}\n"), 11008);  // 8/3 d, 256s
+  EXPECT_EQ(ffn("model: {preset: llama-tiny, n_embd: 128}\n"), 512);
+  EXPECT_EQ(ffn("model: {preset: gpt2-tiny, arch: llama}\n"), 256);
+  // The parameter count follows: 2.25M parameters were a 24x MLP; 4x is what users expect.
+  EXPECT_EQ(ffn_dim_for("gpt2", 1600), 6400);    // GPT-2 XL's own ratio
+  EXPECT_EQ(ffn_dim_for("llama", 5120), 13824);  // Llama 2 13B's
+  // A config written out by plan keeps following: --set n_embd on a written gpt2 config.
+  testing::TempDir dir;
+  std::string path =
+      dir.write("config.yaml", point_config_file_text(resolved("model.preset: gpt2\n")));
+  Value loaded = load_point_config(
+      path, {parse_override("model.n_embd=256"), parse_override("model.n_head=4")});
+  EXPECT_EQ(config_at(loaded, "model.ffn_dim").as_int(), 1024);
+}
+
 TEST(Resolve, ChecksCrossKeyRules) {
   EXPECT_EQ(error_text("model: {preset: gpt2, n_head: 7}\n"),
             "c.yaml:1:31: model.n_head: 7 does not divide model.n_embd (768)");

@@ -41,6 +41,20 @@ std::map<std::string, fs::file_time_type> snapshot(const std::string& dir) {
   return files;
 }
 
+// Issue 14, W13: derived values that follow a swept key are shown (a copy of one is not), and
+// stay out of tags.
+TEST(PlanTable, ShowsDerivedKeysThatVary) {
+  Plan plan = plan_text(
+      "name: w\nbase: {model.preset: gpt2-tiny}\naxes:\n  model.n_embd: [64, 128]\n"
+      "  train.micro_batch: [2, 4]\n");
+  std::string table = printed(plan, PlanFormat::kTable);
+  EXPECT_THAT(table, HasSubstr("model.n_embd  train.micro_batch  model.ffn_dim\n"));
+  EXPECT_EQ(table.find("eval.micro_batch"), std::string::npos);
+  EXPECT_EQ(plan.points[2].tag.find("ffn"), std::string::npos);
+  EXPECT_THAT(printed(plan, PlanFormat::kCsv),
+              HasSubstr("index,tag,config_hash,model.n_embd,train.micro_batch,model.ffn_dim\n"));
+}
+
 TEST(PlanTable, HasHeaderRowsAndFooter) {
   Plan plan = plan_text(kSweep);
   std::string text = printed(plan, PlanFormat::kTable);
