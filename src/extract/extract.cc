@@ -383,8 +383,8 @@ ExtractedPoint extract_point(const std::string& d, Manifests& manifests, double 
     }
     // A run that never finished: its runner recorded `running`, and nobody holds the point now.
     if (status == "running" && files.empty()) {
-      std::optional<ClaimHolder> holder = PointClaim::holder_of(d);
-      if (!holder || PointClaim::holder_is_dead(*holder)) {
+      ClaimState claim = PointClaim::inspect(d);
+      if (!claim.present || claim.stale) {
         status = "incomplete";
         reason = "no results: its run was killed or never finished";
       }

@@ -2,8 +2,9 @@
 //
 // status.json is the authority on how a point ended (docs/running.md): bench-train's own HDF5
 // status says what that process saw (a signal, an OOM), status.json says what the sweep makes of
-// it. A runner claims a point by creating DIR/<tag>/.claim exclusively before touching anything
-// else there, so two runners over the same DIR never run one point twice. A rerun first moves the
+// it. A runner claims a point by locking DIR/<tag>/.claim before touching anything else there
+// (PointClaim), so two runners over the same DIR never run one point twice, nor a rerun beside
+// the processes of a runner that was killed. A rerun first moves the
 // previous attempt's files into DIR/<tag>/attempts/<N>/: nothing is deleted or overwritten.
 #pragma once
 
@@ -66,25 +67,44 @@ void write_point_record(const std::string& point_dir, const PointRecord& record)
 // The holder of a claim, as its file says.
 struct ClaimHolder {
   std::string host;
-  std::int64_t pid = 0;
+  std::int64_t pid = 0;  // the runner's
   std::string slurm_job_id;
   std::int64_t slurm_restart = 0;  // SLURM_RESTART_COUNT of the holder's job
   std::string since;
-  std::string describe() const;  // "host:pid (SLURM job 12_3) since ..."
+  bool readable = true;          // false: the file is empty or holds no claim
+  std::string describe() const;  // "host:pid (SLURM job 12_3) since ...", or what is unreadable
 };
 
-// An exclusive claim on a point directory, released (its file removed) when destroyed.
+// What a point's claim is now.
+struct ClaimState {
+  bool present = false;   // DIR/<tag>/.claim exists
+  bool held = false;      // its lock is held: by a runner, or by the point's processes
+  bool orphaned = false;  // held, but the runner it names (on this host) is gone
+  bool stale = false;     // present, and nothing runs the point: the next runner takes it over
+  ClaimHolder holder;
+  // For messages: "claimed by ...", with what to do when it is orphaned or unreadable.
+  std::string describe(const std::string& point_dir) const;
+};
+
+// An exclusive claim on a point directory: the file DIR/<tag>/.claim, created if need be and
+// locked (flock) by the runner, which writes who it is into it. The point's processes inherit
+// the locked descriptor (fd()), so the lock stays held while any of them lives, even when the
+// runner is killed: a claim is free only when nothing of its run is left, and a rerun never
+// starts a second copy beside an orphan. On release the file is removed, then unlocked.
+//
+// A claim whose lock is free is stale when its holder was on this host, or is an unreadable file
+// older than a few seconds, or belonged to a SLURM job that has ended or been requeued since (a
+// lost node's lock may outlive it on a network file system). A free claim from another host that
+// SLURM does not say is gone is left alone: its file system may not share locks.
 class PointClaim {
  public:
-  // Claims DIR/<tag>; when another live runner holds it, returns nullopt and fills *holder.
-  // A claim left by a runner that died (same host, no such process) is taken over.
-  static std::optional<PointClaim> acquire(const std::string& point_dir, ClaimHolder* holder);
-  // Who holds it now, if anyone.
-  static std::optional<ClaimHolder> holder_of(const std::string& point_dir);
-  // True when the holder is known to be gone: same host and its process is not running; or an
-  // earlier run of this very SLURM job (requeued since); or a SLURM job that squeue or sacct says
-  // has ended (its node may be lost).
-  static bool holder_is_dead(const ClaimHolder& h);
+  // Claims DIR/<tag> (taking a stale claim over); when it is taken, returns nullopt and fills
+  // *busy with what holds it.
+  static std::optional<PointClaim> acquire(const std::string& point_dir, ClaimState* busy);
+  // The claim as it is now; changes nothing.
+  static ClaimState inspect(const std::string& point_dir);
+
+  int fd() const { return fd_; }
 
   PointClaim(PointClaim&& other) noexcept;
   PointClaim& operator=(PointClaim&&) = delete;
@@ -92,8 +112,9 @@ class PointClaim {
   ~PointClaim();
 
  private:
-  explicit PointClaim(std::string path) : path_(std::move(path)) {}
+  PointClaim(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
   std::string path_;
+  int fd_ = -1;
 };
 
 // Moves everything in the point directory except config.yaml, the claim and attempts/ into

@@ -2,16 +2,18 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 
 #include "core/error.h"
 
@@ -21,21 +23,58 @@ namespace {
 std::atomic<pid_t> g_child_group{0};
 std::atomic<int> g_stop_signal{0};
 std::atomic<int> g_stop_count{0};
+std::atomic<long long> g_first_stop_ns{0};
+std::atomic<bool> g_killed{false};
+
+// One Ctrl-C can arrive twice: under `timeout`, the terminal signals both timeout and its child,
+// and timeout passes its own on. Stop signals within this long of the first count as one.
+constexpr long long kSameStopNs = 1'000'000'000;
 
 int forwarded(int sig) { return sig == SIGUSR1 ? SIGUSR1 : SIGUSR2; }
+
+long long monotonic_ns() {
+  timespec t{};
+  ::clock_gettime(CLOCK_MONOTONIC, &t);  // async-signal-safe
+  return static_cast<long long>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+}
 
 extern "C" void on_stop_signal(int sig) {
   int expected = 0;
   g_stop_signal.compare_exchange_strong(expected, sig);
-  int count = sig == SIGUSR1 ? g_stop_count.load() : g_stop_count.fetch_add(1) + 1;
   pid_t group = g_child_group.load();
-  if (group > 0) ::kill(-group, count >= 2 ? SIGKILL : forwarded(sig));
+  if (sig == SIGUSR1) {
+    if (group > 0) ::kill(-group, SIGUSR1);
+    return;
+  }
+  long long now = monotonic_ns();
+  long long first = 0;
+  if (g_first_stop_ns.compare_exchange_strong(first, now)) {
+    g_stop_count.store(1);
+    if (group > 0) ::kill(-group, forwarded(sig));
+    return;
+  }
+  if (now - first < kSameStopNs) return;  // the same stop, delivered twice
+  g_stop_count.fetch_add(1);
+  if (group > 0) {
+    // A second, deliberate stop: the user will not wait for the step to end.
+    g_killed.store(true);
+    static const char kMessage[] =
+        "bench-sweep: second stop signal: killing the running point now; a point writes its "
+        "results only when it ends, so this attempt leaves none\n";
+    ssize_t ignored = ::write(2, kMessage, sizeof(kMessage) - 1);
+    (void)ignored;
+    ::kill(-group, SIGKILL);
+  }
 }
 
 [[noreturn]] void exec_child(const std::vector<std::string>& argv,
-                             const std::map<std::string, std::string>& env, int out_fd,
-                             int err_fd) {
+                             const std::map<std::string, std::string>& env, int out_fd, int err_fd,
+                             int inherit_fd, pid_t parent) {
   ::setpgid(0, 0);
+  // The runner's death reaches the point as "stop after this step"; if it died already, now.
+  ::prctl(PR_SET_PDEATHSIG, SIGUSR2);
+  if (::getppid() != parent) ::_exit(128 + SIGUSR2);
+  if (inherit_fd >= 0) ::fcntl(inherit_fd, F_SETFD, 0);  // kept across exec
   struct sigaction sa {};
   sa.sa_handler = SIG_DFL;
   sigemptyset(&sa.sa_mask);
@@ -110,9 +149,12 @@ void install_stop_signal_handlers() {
 
 int received_stop_signal() { return g_stop_signal.load(); }
 
+bool killed_by_second_stop() { return g_killed.load(); }
+
 ProcessResult run_process(const std::vector<std::string>& argv,
                           const std::map<std::string, std::string>& env,
-                          const std::string& stdout_path, const std::string& stderr_path) {
+                          const std::string& stdout_path, const std::string& stderr_path,
+                          int inherit_fd) {
   int out_fd = open_log(stdout_path);
   int err_fd = -1;
   try {
@@ -122,8 +164,9 @@ ProcessResult run_process(const std::vector<std::string>& argv,
     throw;
   }
   std::fflush(nullptr);
+  pid_t parent = ::getpid();
   pid_t pid = ::fork();
-  if (pid == 0) exec_child(argv, env, out_fd, err_fd);
+  if (pid == 0) exec_child(argv, env, out_fd, err_fd, inherit_fd, parent);
   ::close(out_fd);
   ::close(err_fd);
   if (pid < 0) {

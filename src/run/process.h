@@ -4,7 +4,8 @@
 // While it runs, the runner's SIGINT, SIGTERM and SIGHUP become SIGUSR2 for the group ("stop after
 // this step": bench-train records `cancelled`; mpirun and srun pass SIGUSR2 on to every rank
 // rather than ending the job as they do on SIGINT), and SIGUSR1 (SLURM's time-limit warning)
-// stays SIGUSR1 (bench-train records `timeout`). A second SIGINT or SIGTERM kills the group.
+// stays SIGUSR1 (bench-train records `timeout`). A second SIGINT or SIGTERM, a second or more
+// after the first, kills the group (and says that no results are left).
 #pragma once
 
 #include <map>
@@ -23,13 +24,21 @@ struct ProcessResult {
 void install_stop_signal_handlers();
 // The first stop signal received (SIGINT, SIGTERM, SIGHUP or SIGUSR1), or 0.
 int received_stop_signal();
+// True when a second stop signal (more than a second after the first: one Ctrl-C can arrive
+// twice, through `timeout`) killed the running point with SIGKILL.
+bool killed_by_second_stop();
 
 // Runs argv (argv[0] looked up in PATH) with `env` added to this process's environment. Throws
 // Error(kIo) when the log files cannot be created; a program that cannot be started exits 127 with
 // the reason in its stderr file, as a shell would.
+//
+// `inherit_fd` (the point's claim, when >= 0) stays open in the command and what it starts, so the
+// claim's lock lives as long as they do. Should this process die first (SIGKILL), the command
+// gets SIGUSR2 (PR_SET_PDEATHSIG): bench-train stops after its step and writes its results.
 ProcessResult run_process(const std::vector<std::string>& argv,
                           const std::map<std::string, std::string>& env,
-                          const std::string& stdout_path, const std::string& stderr_path);
+                          const std::string& stdout_path, const std::string& stderr_path,
+                          int inherit_fd = -1);
 
 std::string signal_name(int sig);
 

@@ -178,11 +178,15 @@ class SweepRun {
       row(p, to_string(record->status), "kept: " + record->reason + " (--retry-failed reruns it)");
       return;
     }
-    ClaimHolder holder;
-    std::optional<PointClaim> claim = PointClaim::acquire(point_dir(p), &holder);
+    ClaimState busy;
+    std::optional<PointClaim> claim = PointClaim::acquire(point_dir(p), &busy);
     if (!claim) {
+      // Another runner has it, or the processes of one that was killed still run: never a
+      // second copy beside them.
       ++report_.busy_elsewhere;
-      row(p, "running", "elsewhere: claimed by " + holder.describe());
+      row(p, busy.orphaned ? "running (orphaned)" : "running",
+          busy.orphaned ? busy.describe(point_dir(p))
+                        : "elsewhere: " + busy.describe(point_dir(p)));
       return;
     }
     // Another runner may have finished it between our reading and our claim.
@@ -223,7 +227,7 @@ class SweepRun {
     make_directories(logs.string());
     auto t0 = std::chrono::steady_clock::now();
     ProcessResult result = run_process(cmd.argv, cmd.env, (logs / "stdout.txt").string(),
-                                       (logs / "stderr.txt").string());
+                                       (logs / "stderr.txt").string(), claim->fd());
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     ++report_.ran;
     r.exit_code = result.term_signal != 0 ? 128 + result.term_signal : result.exit_code;
@@ -241,9 +245,12 @@ class SweepRun {
     if (int sig = received_stop_signal(); sig != 0 && r.status != PointStatus::kOk) {
       // The runner knows why its point stopped better than the point does.
       r.status = sig == SIGUSR1 ? PointStatus::kTimeout : PointStatus::kCancelled;
-      r.reason = "bench-sweep received " + signal_name(sig) +
-                 (sig == SIGUSR1 ? " (the time limit is near)" : "") +
-                 "; bench-train: " + result.describe();
+      r.reason =
+          "bench-sweep received " + signal_name(sig) +
+          (sig == SIGUSR1 ? " (the time limit is near)" : "") +
+          "; bench-train: " + result.describe() +
+          (killed_by_second_stop() ? " by a second stop signal, before it could write its results"
+                                   : "");
     }
     r.ended = utc_now_iso8601();
     finish(p, r);

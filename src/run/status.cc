@@ -63,11 +63,15 @@ PointView merge_point_state(const PointEvidence& e, const std::optional<SlurmJob
                "record the point";
       return v;
     }
-    if (!e.claim || e.claim_holder_dead) {
+    if (e.claim.orphaned) {
+      v.orphaned = true;
+      v.note = e.claim.describe(e.point_dir);
+    } else if (!e.claim.present || e.claim.stale) {
       v.status = PointStatus::kCancelled;
-      v.note = "its runner (" +
-               (e.claim ? e.claim->describe() : r->host + ":" + std::to_string(r->pid)) +
-               ") is gone; `bench-sweep run` runs it again";
+      v.note =
+          "its runner (" +
+          (e.claim.present ? e.claim.holder.describe() : r->host + ":" + std::to_string(r->pid)) +
+          ") is gone; `bench-sweep run` runs it again";
     }
     return v;
   }
@@ -92,9 +96,10 @@ PointView merge_point_state(const PointEvidence& e, const std::optional<SlurmJob
         return v;
       }
     }
-    if (e.claim && !e.claim_holder_dead) {
+    if (e.claim.present && !e.claim.stale) {
       v.status = PointStatus::kRunning;
-      v.note = "starting: claimed by " + e.claim->describe();
+      v.orphaned = e.claim.orphaned;
+      v.note = (e.claim.orphaned ? "" : "starting: ") + e.claim.describe(e.point_dir);
     } else if (!e.submitted_job.empty()) {
       v.job = e.submitted_job;
       v.note = "submitted as " + e.submitted_job;
@@ -125,11 +130,11 @@ StatusReport sweep_status(const std::string& out_dir) {
       std::string dir = (fs::path(out_dir) / view.tag).string();
       PointEvidence e;
       e.record = read_point_record(dir);
-      e.claim = PointClaim::holder_of(dir);
-      e.claim_holder_dead = e.claim && PointClaim::holder_is_dead(*e.claim);
+      e.claim = PointClaim::inspect(dir);
+      e.point_dir = dir;
       e.submitted_job = text_field(p, "slurm_job");
-      for (const std::string& j : {e.submitted_job, e.record ? e.record->slurm_job_id : "",
-                                   e.claim ? e.claim->slurm_job_id : ""}) {
+      for (const std::string& j :
+           {e.submitted_job, e.record ? e.record->slurm_job_id : "", e.claim.holder.slurm_job_id}) {
         if (!j.empty()) jobs.insert(j);
       }
       report.points.push_back(view);
@@ -167,6 +172,7 @@ void print_status(const StatusReport& report, const std::string& out_dir, bool j
       e.set("index", Value::integer(p.index));
       e.set("tag", Value::string(p.tag));
       e.set("status", Value::string(to_string(p.status)));
+      if (p.orphaned) e.set("orphaned", Value::boolean(true));
       e.set("job", Value::string(p.job));
       e.set("note", Value::string(p.note));
       list.items().push_back(e);
@@ -181,17 +187,23 @@ void print_status(const StatusReport& report, const std::string& out_dir, bool j
     out << emit_json(root, 2, false) << "\n";
     return;
   }
-  size_t tag_width = 3;
-  for (const PointView& p : report.points) tag_width = std::max(tag_width, p.tag.size());
+  size_t tag_width = 3, status_width = 9;
+  auto status_text = [](const PointView& p) {
+    return to_string(p.status) + (p.orphaned ? " (orphaned)" : "");
+  };
+  for (const PointView& p : report.points) {
+    tag_width = std::max(tag_width, p.tag.size());
+    status_width = std::max(status_width, status_text(p).size());
+  }
   out << std::setw(5) << "index"
-      << "  " << std::left << std::setw(9) << "status"
+      << "  " << std::left << std::setw(static_cast<int>(status_width)) << "status"
       << "  " << std::setw(static_cast<int>(tag_width)) << "tag"
       << "  " << std::setw(10) << "job"
       << "  note" << std::right << "\n";
   for (const PointView& p : report.points) {
-    out << std::setw(5) << p.index << "  " << std::left << std::setw(9) << to_string(p.status)
-        << "  " << std::setw(static_cast<int>(tag_width)) << p.tag << "  " << std::setw(10)
-        << (p.job.empty() ? "-" : p.job) << "  " << p.note << std::right << "\n";
+    out << std::setw(5) << p.index << "  " << std::left << std::setw(static_cast<int>(status_width))
+        << status_text(p) << "  " << std::setw(static_cast<int>(tag_width)) << p.tag << "  "
+        << std::setw(10) << (p.job.empty() ? "-" : p.job) << "  " << p.note << std::right << "\n";
   }
   out << "# " << plural(report.points.size(), "point") << ":";
   for (PointStatus s : all_point_statuses()) {

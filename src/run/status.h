@@ -21,16 +21,17 @@ struct PointView {
   std::int64_t index = -1;
   std::string tag;
   PointStatus status = PointStatus::kPending;
-  std::string job;   // the SLURM job or array task the state comes from, if any
-  std::string note;  // the reason, or where the state comes from
+  std::string job;        // the SLURM job or array task the state comes from, if any
+  std::string note;       // the reason, or where the state comes from
+  bool orphaned = false;  // running, but its runner is gone and its processes still run
 };
 
 // What one point's files say, and the job it was last submitted as.
 struct PointEvidence {
   std::optional<PointRecord> record;
-  std::optional<ClaimHolder> claim;
-  bool claim_holder_dead = false;  // same host, process gone
-  std::string submitted_job;       // "123_4" from the manifest, "" if never submitted
+  ClaimState claim;
+  std::string point_dir;      // for messages that name the claim file
+  std::string submitted_job;  // "123_4" from the manifest, "" if never submitted
 };
 
 // Merges a point's files with SLURM's answer (nullopt: SLURM did not answer).

@@ -2,11 +2,13 @@
 // to statuses, claims and attempts on disk.
 #include "run/runner.h"
 
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -149,27 +151,95 @@ TEST(PointState, AClaimIsExclusiveAndADeadHoldersClaimIsTakenOver) {
   {
     std::optional<PointClaim> first = PointClaim::acquire(dir.path(), nullptr);
     ASSERT_TRUE(first.has_value());
-    ClaimHolder holder;
-    EXPECT_FALSE(PointClaim::acquire(dir.path(), &holder).has_value());
-    EXPECT_EQ(holder.pid, ::getpid());
-    EXPECT_EQ(holder.host, this_host());
+    ClaimState busy;
+    EXPECT_FALSE(PointClaim::acquire(dir.path(), &busy).has_value());
+    EXPECT_TRUE(busy.held);
+    EXPECT_FALSE(busy.orphaned);  // its runner (this process) lives
+    EXPECT_EQ(busy.holder.pid, ::getpid());
+    EXPECT_EQ(busy.holder.host, this_host());
   }
-  EXPECT_FALSE(PointClaim::holder_of(dir.path()).has_value()) << "released when destroyed";
+  EXPECT_FALSE(PointClaim::inspect(dir.path()).present) << "released when destroyed";
 
-  // A claim by a process that has exited: start one, wait for it, write its pid into a claim.
+  // A claim by a process that has exited (its lock went with it): start one, wait for it, write
+  // its pid into a claim.
   pid_t child = ::fork();
   if (child == 0) ::_exit(0);
   int status = 0;
   ::waitpid(child, &status, 0);
   std::ofstream(dir.file(".claim"))
       << "{\"host\": \"" << this_host() << "\", \"pid\": " << child << "}\n";
+  EXPECT_TRUE(PointClaim::inspect(dir.path()).stale);
   EXPECT_TRUE(PointClaim::acquire(dir.path(), nullptr).has_value());
 
-  // A claim from another host is never taken over from here.
+  // A claim from another host whose lock is free is never taken over from here: its file
+  // system may not share locks.
   std::ofstream(dir.file(".claim")) << "{\"host\": \"elsewhere\", \"pid\": 1}\n";
-  ClaimHolder holder;
-  EXPECT_FALSE(PointClaim::acquire(dir.path(), &holder).has_value());
-  EXPECT_EQ(holder.host, "elsewhere");
+  ClaimState busy;
+  EXPECT_FALSE(PointClaim::acquire(dir.path(), &busy).has_value());
+  EXPECT_EQ(busy.holder.host, "elsewhere");
+  EXPECT_FALSE(busy.held);
+  fs::remove(dir.file(".claim"));
+}
+
+// Issue 14, D3: the lock lives as long as any process that inherited it, so the processes of a
+// killed runner keep the point claimed; and its runner being gone makes it orphaned, not free.
+TEST(PointState, AnOrphansInheritedLockKeepsThePointClaimed) {
+  testing::TempDir dir;
+  int ready[2], release[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  ASSERT_EQ(::pipe(release), 0);
+  pid_t runner = ::fork();
+  if (runner == 0) {
+    // The "runner": claims, starts a "point" that inherits the lock, then dies at once.
+    std::optional<PointClaim> claim = PointClaim::acquire(dir.path(), nullptr);
+    if (!claim) ::_exit(1);
+    if (::fork() == 0) {
+      ::fcntl(claim->fd(), F_SETFD, 0);
+      char c = 0;
+      ssize_t n = ::write(ready[1], "x", 1);
+      n = ::read(release[0], &c, 1);  // the point runs until the test lets it go
+      (void)n;
+      ::_exit(0);
+    }
+    ::_exit(0);  // without releasing: as if SIGKILLed
+  }
+  int status = 0;
+  ::waitpid(runner, &status, 0);
+  char c = 0;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  ClaimState orphan = PointClaim::inspect(dir.path());
+  EXPECT_TRUE(orphan.held);
+  EXPECT_TRUE(orphan.orphaned);
+  EXPECT_FALSE(orphan.stale);
+  EXPECT_THAT(orphan.describe(dir.path()), HasSubstr("orphaned: its runner"));
+  ClaimState busy;
+  EXPECT_FALSE(PointClaim::acquire(dir.path(), &busy).has_value()) << "never a second copy";
+  EXPECT_TRUE(busy.orphaned);
+  // The point ends: the claim is free and stale, and the next runner takes it.
+  ASSERT_EQ(::write(release[1], "x", 1), 1);
+  for (int i = 0; i < 200 && PointClaim::inspect(dir.path()).held; ++i) ::usleep(10'000);
+  EXPECT_TRUE(PointClaim::inspect(dir.path()).stale);
+  EXPECT_TRUE(PointClaim::acquire(dir.path(), nullptr).has_value());
+  for (int fd : {ready[0], ready[1], release[0], release[1]}) ::close(fd);
+}
+
+// W9: an empty or garbage claim was "claimed by :0" forever. A free one older than a few
+// seconds is stale; a young one is being written; a held one says how to release it.
+TEST(PointState, AnUnreadableClaimIsStaleOnceItIsOld) {
+  testing::TempDir dir;
+  for (const char* text : {"", "garbage {{{", "{\"pid\": 3}"}) {
+    std::string path = dir.write(".claim", text);
+    ClaimState young = PointClaim::inspect(dir.path());
+    EXPECT_TRUE(young.present);
+    EXPECT_FALSE(young.holder.readable) << text;
+    EXPECT_FALSE(young.stale) << "it may be being written";
+    EXPECT_THAT(young.describe(dir.path()), HasSubstr("if no bench-sweep or bench-train runs"));
+    auto old = fs::file_time_type::clock::now() - std::chrono::seconds(60);
+    fs::last_write_time(path, old);
+    EXPECT_TRUE(PointClaim::inspect(dir.path()).stale) << text;
+    std::optional<PointClaim> claim = PointClaim::acquire(dir.path(), nullptr);
+    EXPECT_TRUE(claim.has_value()) << text;
+  }
 }
 
 TEST(PointState, AnEarlierAttemptMovesAsideAndNothingIsLost) {

@@ -63,8 +63,7 @@ TEST(MergePointState, QueuedTaskWithoutFilesIsPending) {
   EXPECT_EQ(v.status, PointStatus::kPending);
   EXPECT_EQ(v.job, "7_1");
   EXPECT_EQ(v.note, "job 7_1 PENDING (Priority)");
-  EXPECT_EQ(merge_point_state(e, states({{"7_1", {"RUNNING", ""}}})).status,
-            PointStatus::kRunning);
+  EXPECT_EQ(merge_point_state(e, states({{"7_1", {"RUNNING", ""}}})).status, PointStatus::kRunning);
   // Cancelled before it started.
   EXPECT_EQ(merge_point_state(e, states({{"7_1", {"CANCELLED", ""}}})).status,
             PointStatus::kCancelled);
@@ -77,8 +76,7 @@ TEST(MergePointState, QueuedTaskWithoutFilesIsPending) {
 TEST(MergePointState, RunningRecordOfAnEndedJobShowsTheJobsEnd) {
   PointEvidence e;
   e.record = record(PointStatus::kRunning, "9");
-  EXPECT_EQ(merge_point_state(e, states({{"9", {"RUNNING", ""}}})).status,
-            PointStatus::kRunning);
+  EXPECT_EQ(merge_point_state(e, states({{"9", {"RUNNING", ""}}})).status, PointStatus::kRunning);
   for (auto [state, want] : {std::pair{"TIMEOUT", PointStatus::kTimeout},
                              {"NODE_FAIL", PointStatus::kNodeFail},
                              {"PREEMPTED", PointStatus::kPreempted},
@@ -93,9 +91,18 @@ TEST(MergePointState, RunningRecordOfAnEndedJobShowsTheJobsEnd) {
 TEST(MergePointState, RunningRecordOfADeadLocalRunnerIsCancelled) {
   PointEvidence e;
   e.record = record(PointStatus::kRunning, "");
-  e.claim = ClaimHolder{"host", 42, "", 0, "then"};
+  e.claim.present = true;
+  e.claim.held = true;
+  e.claim.holder = ClaimHolder{"host", 42, "", 0, "then"};
   EXPECT_EQ(merge_point_state(e, std::nullopt).status, PointStatus::kRunning);
-  e.claim_holder_dead = true;
+  // Issue 14, D3: its runner gone but its processes alive: running (orphaned), not cancelled.
+  e.claim.orphaned = true;
+  PointView orphan = merge_point_state(e, std::nullopt);
+  EXPECT_EQ(orphan.status, PointStatus::kRunning);
+  EXPECT_TRUE(orphan.orphaned);
+  EXPECT_NE(orphan.note.find("orphaned: its runner host:42"), std::string::npos) << orphan.note;
+  e.claim.held = e.claim.orphaned = false;
+  e.claim.stale = true;
   PointView v = merge_point_state(e, std::nullopt);
   EXPECT_EQ(v.status, PointStatus::kCancelled);
   EXPECT_NE(v.note.find("host:42"), std::string::npos) << v.note;

@@ -192,6 +192,192 @@ class Resume(unittest.TestCase):
             self.assertEqual(list(statuses(out).values()), ["cancelled", "pending"])
 
 
+def bench_train_pids(out):
+    """The bench-train processes running a point of `out` (their --out names it)."""
+    r = subprocess.run(["pgrep", "-f", "--", "bench-train.*--out " + out + "/"],
+                       capture_output=True, text=True)
+    return [int(p) for p in r.stdout.split()]
+
+
+def wait_until(ready, timeout, what):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if ready():
+            return
+        time.sleep(0.05)
+    raise AssertionError("timed out waiting for " + what)
+
+
+class Orphans(unittest.TestCase):
+    """Issue 14, D3: a runner killed with SIGKILL left bench-train running, and a rerun ran the
+    point a second time beside it. Now the point's processes hold the claim's lock (inherited),
+    get SIGUSR2 when their runner dies (stop after this step, results written), and a rerun never
+    starts a second copy while they live."""
+
+    def start(self, s, out, *extra):
+        return subprocess.Popen([BENCH_SWEEP, "run", s, "--out", out, *extra], env=ENV,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
+
+    def point_dir(self, out, index):
+        return os.path.join(out, manifest_points(out)[index]["tag"])
+
+    @staticmethod
+    def training(out, index):
+        """True once the point's bench-train has printed a step."""
+        path = os.path.join(out, manifest_points(out)[index]["tag"], "logs", "stdout.txt")
+        if not os.path.exists(path):
+            return False
+        with open(path) as f:
+            return "/" in f.read().split("# data:")[-1]
+
+    def test_killing_the_runner_stops_its_point_with_results_and_a_rerun_finishes(self):
+        for moment, whole_group in (("starting", True), ("training", False), ("training", True)):
+            with self.subTest(moment=moment, whole_group=whole_group), \
+                    tempfile.TemporaryDirectory() as tmp:
+                # 400 steps: a few seconds a point, long enough to be killed while training.
+                s = sweep(tmp, "orphan", "axes:\n  train.micro_batch: [1, 2, 3, 4]\n", steps=400)
+                out = os.path.join(tmp, "out")
+                proc = self.start(s, out)
+                wait_until(lambda: os.path.exists(os.path.join(out, "manifest.json")) and
+                           statuses(out)[manifest_points(out)[0]["tag"]] == "running",
+                           120, "the first point to start")
+                if moment == "training":
+                    wait_until(lambda: self.training(out, 0), 120, "a training step")
+                if whole_group:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                else:
+                    proc.kill()
+                proc.wait()
+                # Its point stops by itself (SIGUSR2 from its runner's death): no orphan
+                # trains on.
+                wait_until(lambda: not bench_train_pids(out), 120, "bench-train to end")
+                point = self.point_dir(out, 0)
+                if moment == "training":
+                    summary = read_json(os.path.join(point, "summary.json"))
+                    self.assertEqual(summary["status"], "cancelled")
+                    self.assertLess(summary["measured_steps"], 399)
+                # The rerun runs every point once; the stopped attempt is kept.
+                r = run("run", s, "--out", out, check=0)
+                self.assertEqual(set(statuses(out).values()), {"ok"}, r.stdout)
+                self.assertEqual(read_json(os.path.join(point, "status.json"))["attempt"], 2)
+                if moment == "training":
+                    kept = os.path.join(point, "attempts", "1", "summary.json")
+                    self.assertEqual(read_json(kept)["status"], "cancelled")
+
+    def test_killing_bench_train_is_a_failed_point_and_the_sweep_goes_on(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            s = sweep(tmp, "killtrain", "axes:\n  train.micro_batch: [1, 2]\n", steps=100000)
+            out = os.path.join(tmp, "out")
+            proc = self.start(s, out)
+            wait_until(lambda: os.path.exists(os.path.join(out, "manifest.json")) and
+                       self.training(out, 0), 120, "a training step")
+            for pid in bench_train_pids(out):
+                os.kill(pid, signal.SIGKILL)
+            wait_until(lambda: os.path.exists(os.path.join(self.point_dir(out, 1), "logs")),
+                       120, "the second point to start")
+            proc.kill()
+            proc.wait()
+            wait_until(lambda: not bench_train_pids(out), 120, "bench-train to end")
+            record = read_json(os.path.join(self.point_dir(out, 0), "status.json"))
+            self.assertEqual(record["status"], "failed")
+            self.assertIn("killed by SIGKILL", record["reason"])
+
+    def test_a_rerun_never_runs_a_point_beside_its_orphan(self):
+        # An orphan that outlives its runner: a wrapper that ignores SIGUSR2 for a while (as a
+        # program stuck in a long step would) before bench-train starts.
+        with tempfile.TemporaryDirectory() as tmp:
+            wrapper = os.path.join(tmp, "slow-bench-train")
+            release = os.path.join(tmp, "release")
+            real = os.path.join(os.path.dirname(BENCH_SWEEP), "bench-train")
+            with open(wrapper, "w") as f:
+                f.write("#!/bin/sh\ntrap '' USR2\n"
+                        f"while [ ! -e {shlex.quote(release)} ]; do sleep 0.1; done\n"
+                        f"exec {shlex.quote(real)} \"$@\"\n")
+            os.chmod(wrapper, 0o755)
+            s = sweep(tmp, "outlive", "axes:\n  train.micro_batch: [1, 2]\n", steps=4)
+            out = os.path.join(tmp, "out")
+            proc = self.start(s, out, "--bench-train", wrapper)
+            wait_until(lambda: os.path.exists(os.path.join(out, "manifest.json")) and
+                       statuses(out)[manifest_points(out)[0]["tag"]] == "running",
+                       120, "the first point to start")
+            proc.kill()
+            proc.wait()
+            point = self.point_dir(out, 0)
+            # The rerun finds the orphan holding the point: it reports it and starts nothing.
+            r = run("run", s, "--out", out, "--only", "0", "--bench-train", wrapper, check=1)
+            self.assertIn("running (orphaned)", r.stdout)
+            self.assertIn("orphaned: its runner", r.stdout)
+            self.assertFalse(os.path.exists(os.path.join(point, "attempts")), "nothing moved")
+            st = json.loads(run("status", "--out", out, "--format", "json", check=0).stdout)
+            self.assertEqual(st["points"][0]["status"], "running")
+            self.assertTrue(st["points"][0]["orphaned"])
+            table = run("status", "--out", out, check=0).stdout
+            self.assertIn("running (orphaned)", table)
+            # The orphan ends with its results; only then does a rerun run the point again.
+            open(release, "w").close()
+            wait_until(lambda: os.path.exists(os.path.join(point, "summary.json")), 120,
+                       "the orphan to finish")
+            wait_until(lambda: not bench_train_pids(out), 120, "bench-train to end")
+            self.assertEqual(read_json(os.path.join(point, "summary.json"))["status"], "ok")
+            r = run("run", s, "--out", out, check=0)
+            self.assertEqual(set(statuses(out).values()), {"ok"}, r.stdout)
+            # Nothing lost: the orphan's results were moved aside, not overwritten.
+            self.assertEqual(
+                read_json(os.path.join(point, "attempts", "1", "summary.json"))["status"], "ok")
+
+
+class CtrlC(unittest.TestCase):
+    """Issue 14, W8: one Ctrl-C under `timeout` reaches the runner twice (from the terminal and
+    from timeout); that second copy killed the point with SIGKILL and no results."""
+
+    def test_one_ctrl_c_under_timeout_still_leaves_results(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            s = sweep(tmp, "timeout", "axes:\n  train.micro_batch: [1, 2]\n", steps=100000)
+            out = os.path.join(tmp, "out")
+            # As an interactive shell starts it: timeout leads the job's process group, and the
+            # terminal's SIGINT goes to the whole group.
+            proc = subprocess.Popen(["timeout", "600", BENCH_SWEEP, "run", s, "--out", out],
+                                    env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    text=True, start_new_session=True)
+            wait_until(lambda: os.path.exists(os.path.join(out, "manifest.json")) and
+                       Orphans.training(out, 0), 120, "a training step")
+            os.killpg(proc.pid, signal.SIGINT)
+            stdout, _ = proc.communicate(timeout=120)
+            point = os.path.join(out, manifest_points(out)[0]["tag"])
+            record = read_json(os.path.join(point, "status.json"))
+            self.assertEqual(record["status"], "cancelled", stdout)
+            self.assertNotIn("SIGKILL", record["reason"])
+            self.assertEqual(read_json(os.path.join(point, "summary.json"))["status"], "cancelled")
+            self.assertNotIn("second stop signal", stdout)
+
+    def test_a_second_ctrl_c_kills_the_point_and_says_so(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            # A point that ignores the first stop for a while, so the second one is needed.
+            wrapper = os.path.join(tmp, "stubborn-bench-train")
+            with open(wrapper, "w") as f:
+                f.write("#!/bin/sh\ntrap '' USR2\nsleep 60\n")
+            os.chmod(wrapper, 0o755)
+            s = sweep(tmp, "twice", "axes:\n  train.micro_batch: [1]\n", steps=4)
+            out = os.path.join(tmp, "out")
+            proc = subprocess.Popen([BENCH_SWEEP, "run", s, "--out", out, "--bench-train",
+                                     wrapper], env=ENV, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, text=True)
+            wait_until(lambda: os.path.exists(os.path.join(out, "manifest.json")) and
+                       statuses(out)[manifest_points(out)[0]["tag"]] == "running",
+                       120, "the point to start")
+            proc.send_signal(signal.SIGINT)
+            time.sleep(1.5)
+            proc.send_signal(signal.SIGINT)
+            stdout, _ = proc.communicate(timeout=120)
+            self.assertEqual(proc.returncode, 6, stdout)
+            self.assertIn("second stop signal: killing the running point now", stdout)
+            record = read_json(os.path.join(out, manifest_points(out)[0]["tag"], "status.json"))
+            self.assertEqual(record["status"], "cancelled")
+            self.assertIn("by a second stop signal, before it could write its results",
+                          record["reason"])
+
+
 class Prune(unittest.TestCase):
     def test_an_out_of_memory_point_prunes_the_larger_ones(self):
         with tempfile.TemporaryDirectory() as tmp:
