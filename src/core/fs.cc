@@ -69,28 +69,81 @@ void write_file_atomic(const std::string& path, std::string_view text) {
   }
 }
 
-AtomicFile::AtomicFile(std::string path) : path_(std::move(path)), tmp_(temporary_beside(path_)) {
-  out_.open(tmp_, std::ios::binary | std::ios::trunc);
-  if (!out_) throw io_error(path_, "cannot create a temporary file beside it", errno);
+namespace {
+
+// An ostream's buffer over a descriptor it does not own; write errors set the stream's badbit
+// with errno as write(2) left it.
+class FdBuf : public std::streambuf {
+ public:
+  explicit FdBuf(int fd) : fd_(fd) { setp(buf_, buf_ + sizeof(buf_)); }
+  ~FdBuf() override = default;
+
+ protected:
+  int_type overflow(int_type c) override {
+    if (sync() != 0) return traits_type::eof();
+    if (!traits_type::eq_int_type(c, traits_type::eof())) {
+      *pptr() = traits_type::to_char_type(c);
+      pbump(1);
+    }
+    return traits_type::not_eof(c);
+  }
+  int sync() override {
+    std::string_view pending(pbase(), static_cast<size_t>(pptr() - pbase()));
+    if (!pending.empty() && !write_all(fd_, pending)) return -1;
+    setp(buf_, buf_ + sizeof(buf_));
+    return 0;
+  }
+
+ private:
+  int fd_;
+  char buf_[1 << 16];
+};
+
+}  // namespace
+
+AtomicFile::AtomicFile(std::string path, Kind kind) : path_(std::move(path)) {
+  fs::path dir = fs::path(path_).parent_path();
+  if (dir.empty()) dir = ".";
+  if (kind == Kind::kUnnamed) {
+    fd_ = ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+    // Not every file system has O_TMPFILE (NFS): then a named file, as for kNamed.
+  }
+  if (fd_ < 0) {
+    tmp_ = temporary_beside(path_).string();
+    fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw io_error(path_, "cannot create a temporary file beside it", errno);
+  }
+  buf_ = std::make_unique<FdBuf>(fd_);
+  out_ = std::make_unique<std::ostream>(buf_.get());
 }
 
 AtomicFile::~AtomicFile() {
-  if (committed_) return;
-  out_.close();
-  ::unlink(tmp_.c_str());
+  out_.reset();
+  buf_.reset();
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_ && !tmp_.empty()) ::unlink(tmp_.c_str());
 }
 
 void AtomicFile::commit() {
-  out_.flush();
-  bool written = static_cast<bool>(out_);
-  out_.close();
-  int fd = written ? ::open(tmp_.c_str(), O_RDONLY | O_CLOEXEC) : -1;
-  if (fd < 0 || ::fsync(fd) != 0) {
-    int err = written ? errno : EIO;
-    if (fd >= 0) ::close(fd);
-    throw io_error(path_, "cannot write", err);
+  errno = 0;
+  out_->flush();
+  if (!out_->good()) throw io_error(path_, "cannot write", errno != 0 ? errno : EIO);
+  if (::fsync(fd_) != 0) throw io_error(path_, "cannot write", errno);
+  if (tmp_.empty()) {
+    // Give the unnamed file a temporary name, then rename it over the target (linkat cannot
+    // replace a file).
+    std::string named = temporary_beside(path_).string();
+    std::string self = "/proc/self/fd/" + std::to_string(fd_);
+    if (::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, named.c_str(), AT_SYMLINK_FOLLOW) != 0) {
+      throw io_error(path_, "cannot give the finished file a name", errno);
+    }
+    tmp_ = named;
   }
-  ::close(fd);
+  if (::close(fd_) != 0) {
+    fd_ = -1;
+    throw io_error(path_, "cannot write", errno);
+  }
+  fd_ = -1;
   if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
     throw io_error(path_, "cannot rename the temporary file into place", errno);
   }

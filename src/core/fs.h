@@ -3,6 +3,7 @@
 #pragma once
 
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,20 +20,27 @@ void write_file_atomic(const std::string& path, std::string_view text);
 // For output written a piece at a time: stream() writes to a temporary file beside `path`, and
 // commit() flushes it and renames it over `path`. Without commit() (an error on the way) the
 // temporary file is removed and `path` is untouched.
+//
+// kUnnamed (for stream()): the temporary file has no name until commit() (O_TMPFILE where the
+// file system has it), so even a process killed with SIGKILL leaves nothing behind. kNamed: it
+// has a name from the start, temporary_path(), for a child process to write (gnuplot's figure).
 class AtomicFile {
  public:
-  explicit AtomicFile(std::string path);
+  enum class Kind { kUnnamed, kNamed };
+  explicit AtomicFile(std::string path, Kind kind = Kind::kUnnamed);
   ~AtomicFile();
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
-  std::ostream& stream() { return out_; }
-  // The temporary file, for a child process to write instead of stream() (gnuplot's output).
+  std::ostream& stream() { return *out_; }
+  // kNamed only: the temporary file, for a child process to write instead of stream().
   const std::string& temporary_path() const { return tmp_; }
   void commit();  // throws Error(kIo) naming the path
 
  private:
-  std::string path_, tmp_;
-  std::ofstream out_;
+  std::string path_, tmp_;  // tmp_ is empty while an unnamed file has no name
+  int fd_ = -1;
+  std::unique_ptr<std::streambuf> buf_;
+  std::unique_ptr<std::ostream> out_;
   bool committed_ = false;
 };
 

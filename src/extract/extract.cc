@@ -1,6 +1,7 @@
 #include "extract/extract.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -8,6 +9,7 @@
 #include <algorithm>
 #include <boost/program_options.hpp>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -255,7 +257,10 @@ PointSearch find_point_dirs(const std::vector<std::string>& paths) {
 namespace {
 
 // One point's row, and what went wrong reading it.
-ExtractedPoint extract_point(const std::string& d, Manifests& manifests, double price_per_hour) {
+// `unread`: why the rank files were not read (their reader crashed or hung on them); the row is
+// then built from what else the directory says, and is incomplete.
+ExtractedPoint extract_point(const std::string& d, Manifests& manifests, double price_per_hour,
+                             const std::string& unread = {}) {
   ExtractedPoint out;
   std::map<std::string, Value>& row = out.row;
   std::vector<std::string>& warnings = out.warnings;
@@ -300,6 +305,11 @@ ExtractedPoint extract_point(const std::string& d, Manifests& manifests, double 
     std::sort(files.begin(), files.end());
     std::map<std::int64_t, std::string> file_of;  // rank -> the file that holds it
     std::string first_name;                       // the first readable file
+    if (!unread.empty()) {
+      warnings.push_back(d + ": " + unread);
+      flag(unread);
+      files.clear();
+    }
     for (const fs::path& f : files) {
       RankRead read = read_rank_file(f.string(), RankReadScope::kSummary);
       for (const std::string& p : read.problems) warnings.push_back(f.string() + ": " + p);
@@ -585,11 +595,11 @@ void send_record(int fd, const std::string& body) {
   if (!write_all(fd, framed)) ::_exit(3);  // the parent is gone
 }
 
-// A reader process: points worker, worker + jobs, ... to `fd`, then exits.
-[[noreturn]] void reader_process(const std::vector<std::string>& dirs, size_t worker, size_t jobs,
+// A reader process: points first, first + jobs, ... to `fd`, then exits.
+[[noreturn]] void reader_process(const std::vector<std::string>& dirs, size_t first, size_t jobs,
                                  Manifests& manifests, double price, int fd) {
   try {
-    for (size_t i = worker; i < dirs.size(); i += jobs) {
+    for (size_t i = first; i < dirs.size(); i += jobs) {
       send_record(fd, encode_point(extract_point(dirs[i], manifests, price)));
     }
   } catch (const Error& e) {
@@ -606,6 +616,149 @@ void send_record(int fd, const std::string& body) {
   ::close(fd);
   ::_exit(0);
 }
+
+// Waits up to `seconds` for `fd` to be readable; false when the time ran out.
+bool wait_readable(int fd, double seconds) {
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    deadline - std::chrono::steady_clock::now())
+                    .count();
+    if (left <= 0) return false;
+    pollfd p{fd, POLLIN, 0};
+    int n = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000)));
+    if (n > 0) return true;
+    if (n < 0 && errno != EINTR) return true;  // let the read report it
+  }
+}
+
+// The reader processes of extract_each: reader w reads points w, w + jobs, ... A reader that
+// dies (HDF5 crashes on some damaged files) or takes longer than the budget on one point (HDF5
+// loops on others) costs only that point: it is stopped and a fresh one goes on from the next.
+class ReaderPool {
+ public:
+  ReaderPool(const std::vector<std::string>& dirs, size_t jobs, Manifests& manifests,
+             const ExtractOptions& o)
+      : dirs_(dirs), jobs_(jobs), manifests_(manifests), o_(o), fds_(jobs, -1), pids_(jobs, -1) {}
+  ~ReaderPool() { stop_all(); }
+
+  void start_all() {
+    for (size_t w = 0; w < jobs_; ++w) start(w, w);
+  }
+
+  // Point i, read by its reader; an incomplete row naming what happened if the reader failed.
+  ExtractedPoint next(size_t i) {
+    size_t w = i % jobs_;
+    if (fds_[w] < 0) start(w, i);
+    std::string body;
+    std::string lost;
+    if (!wait_readable(fds_[w], o_.point_timeout_s)) {
+      lost = "reading its rank files took longer than " + seconds_text(o_.point_timeout_s) +
+             " s; the reader was stopped (a damaged HDF5 file can make HDF5 loop)";
+    } else {
+      bool got = false;
+      try {
+        got = read_record(fds_[w], &body);
+      } catch (const std::exception&) {
+      }
+      if (!got) {
+        int status = 0;
+        ::close(fds_[w]);
+        fds_[w] = -1;
+        ::waitpid(pids_[w], &status, 0);
+        pids_[w] = -1;
+        lost =
+            "reading its rank files " +
+            (WIFSIGNALED(status) ? "killed the reader process (" + signal_text(WTERMSIG(status)) +
+                                       "; HDF5 crashes on some damaged files)"
+                                 : "ended the reader process with exit code " +
+                                       std::to_string(WEXITSTATUS(status)));
+      }
+    }
+    if (!lost.empty()) {
+      stop(w);
+      start_after(w, i);
+      return extract_point(dirs_[i], manifests_, o_.price_per_hour, lost);
+    }
+    if (body.size() > 1 && body[0] == kErrorRecord) {
+      std::string message = body.substr(2);
+      RecordReader r(message);
+      throw Error(static_cast<ErrorKind>(body[1]), Mark(), "", r.text());
+    }
+    return decode_point(body);
+  }
+
+  // Waits for every reader to end (after the last point).
+  void finish() {
+    for (size_t w = 0; w < jobs_; ++w) {
+      if (fds_[w] >= 0) ::close(fds_[w]);
+      fds_[w] = -1;
+      if (pids_[w] > 0) ::waitpid(pids_[w], nullptr, 0);
+      pids_[w] = -1;
+    }
+  }
+
+ private:
+  static std::string seconds_text(double s) {
+    std::ostringstream t;
+    t << s;
+    return t.str();
+  }
+  static std::string signal_text(int sig) {
+    const char* name = ::sigdescr_np(sig);
+    return "signal " + std::to_string(sig) + (name ? std::string(", ") + name : std::string());
+  }
+
+  void start(size_t w, size_t first) {
+    if (first >= dirs_.size()) return;
+    int pipe_fds[2];
+    if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
+      throw Error(ErrorKind::kIo, Mark(), "",
+                  std::string("cannot make a pipe: ") + std::strerror(errno));
+    }
+    std::fflush(nullptr);
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      ::close(pipe_fds[0]);
+      for (int fd : fds_) {
+        if (fd >= 0) ::close(fd);
+      }
+      reader_process(dirs_, first, jobs_, manifests_, o_.price_per_hour, pipe_fds[1]);
+    }
+    ::close(pipe_fds[1]);
+    if (pid < 0) {
+      ::close(pipe_fds[0]);
+      throw Error(ErrorKind::kIo, Mark(), "", std::string("cannot fork: ") + std::strerror(errno));
+    }
+    fds_[w] = pipe_fds[0];
+    pids_[w] = pid;
+  }
+
+  // A fresh reader w for the points after i that are its.
+  void start_after(size_t w, size_t i) { start(w, i + jobs_); }
+
+  void stop(size_t w) {
+    if (fds_[w] >= 0) ::close(fds_[w]);
+    fds_[w] = -1;
+    if (pids_[w] > 0) {
+      ::kill(pids_[w], SIGKILL);
+      ::waitpid(pids_[w], nullptr, 0);
+    }
+    pids_[w] = -1;
+  }
+
+  void stop_all() {
+    for (size_t w = 0; w < jobs_; ++w) stop(w);
+  }
+
+  const std::vector<std::string>& dirs_;
+  size_t jobs_;
+  Manifests& manifests_;
+  const ExtractOptions& o_;
+  std::vector<int> fds_;
+  std::vector<pid_t> pids_;
+};
 
 }  // namespace
 
@@ -630,78 +783,15 @@ void extract_each(const std::vector<std::string>& dirs, const ExtractOptions& o,
   for (const std::string& w : manifest_warnings) warning(w);
   metric_columns();  // computed once, before the fork
 
+  // Always in reader processes, --jobs 1 too: no file, however damaged, can take bench-extract
+  // down with it. Point i comes from reader i % jobs, each reader's points in order: reading them
+  // round robin gives the table's order, and no reader runs more than a pipe's worth ahead.
   size_t jobs = std::min<size_t>(static_cast<size_t>(std::max(1, o.jobs)), dirs.size());
-  if (jobs <= 1) {
-    for (const std::string& d : dirs) sink(extract_point(d, manifests, o.price_per_hour));
-    return;
-  }
-  std::vector<int> fds;
-  std::vector<pid_t> pids;
-  auto stop_readers = [&] {  // after an error: the readers' work is not wanted any more
-    for (int fd : fds) ::close(fd);
-    for (pid_t pid : pids) {
-      if (pid <= 0) continue;
-      ::kill(pid, SIGTERM);
-      ::waitpid(pid, nullptr, 0);
-    }
-    fds.clear();
-    pids.clear();
-  };
-  std::fflush(nullptr);
-  for (size_t w = 0; w < jobs; ++w) {
-    int pipe_fds[2];
-    if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
-      stop_readers();
-      throw Error(ErrorKind::kIo, Mark(), "",
-                  std::string("cannot make a pipe: ") + std::strerror(errno));
-    }
-    pid_t pid = ::fork();
-    if (pid == 0) {
-      ::close(pipe_fds[0]);
-      for (int fd : fds) ::close(fd);
-      reader_process(dirs, w, jobs, manifests, o.price_per_hour, pipe_fds[1]);
-    }
-    ::close(pipe_fds[1]);
-    if (pid < 0) {
-      ::close(pipe_fds[0]);
-      stop_readers();
-      throw Error(ErrorKind::kIo, Mark(), "", std::string("cannot fork: ") + std::strerror(errno));
-    }
-    fds.push_back(pipe_fds[0]);
-    pids.push_back(pid);
-  }
-  try {
-    // Point i comes from reader i % jobs, each reader's points in order: reading them round
-    // robin gives the table's order, and no reader runs more than a pipe's worth ahead.
-    std::string body;
-    for (size_t i = 0; i < dirs.size(); ++i) {
-      size_t w = i % jobs;
-      if (!read_record(fds[w], &body)) {
-        int status = 0;
-        ::waitpid(pids[w], &status, 0);
-        pids[w] = -1;
-        std::string how = WIFSIGNALED(status)
-                              ? "was killed by signal " + std::to_string(WTERMSIG(status))
-                              : "ended with exit code " + std::to_string(WEXITSTATUS(status));
-        throw Error(ErrorKind::kIo, Mark::in(dirs[i]), "",
-                    "the process reading this point " + how +
-                        " (bench-extract --jobs 1 reads in one process)");
-      }
-      if (body.size() > 1 && body[0] == kErrorRecord) {
-        std::string message = body.substr(2);
-        RecordReader r(message);
-        throw Error(static_cast<ErrorKind>(body[1]), Mark(), "", r.text());
-      }
-      sink(decode_point(body));
-    }
-  } catch (...) {
-    stop_readers();
-    throw;
-  }
-  for (int fd : fds) ::close(fd);
-  fds.clear();
-  for (pid_t pid : pids) ::waitpid(pid, nullptr, 0);
-  pids.clear();
+  if (jobs == 0) return;
+  ReaderPool pool(dirs, jobs, manifests, o);
+  pool.start_all();
+  for (size_t i = 0; i < dirs.size(); ++i) sink(pool.next(i));
+  pool.finish();
 }
 
 ExtractTable extract_points(const std::vector<std::string>& dirs, const ExtractOptions& o) {
@@ -953,7 +1043,9 @@ and reason; a rank file that cannot be read gives a warning naming it and a row 
 incomplete. --group-repeats gives one row per point over its repeats (mean, and a _std column
 per metric); --price-per-hour (USD per device-hour, unless the point's hardware.price_per_hour
 says) fills cost_usd_per_mtok. Points stream through -j reader processes (the output is the
-same for any number); only --group-repeats and --drop-constant hold the whole table.
+same for any number); only --group-repeats and --drop-constant hold the whole table. A reader
+that crashes on a damaged file, or spends more than --point-timeout seconds on one point, costs
+only that point (incomplete, with a warning); a fresh reader goes on with the rest.
 Output: -o OUT (format from its extension unless --format; an existing file is refused unless
 -f; written whole or not at all), else standard output (CSV unless --format).
 Examples:
@@ -984,7 +1076,10 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
       "price-per-hour", po::value<double>(),
       "USD per device-hour for cost_usd_per_mtok (hardware.price_per_hour wins)")(
       "jobs,j", po::value<int>()->default_value(default_jobs()),
-      "Reader processes (default: the CPUs this process may use)");
+      "Reader processes (default: the CPUs this process may use)")(
+      "point-timeout", po::value<double>()->default_value(60),
+      "Seconds a reader may spend on one point's files before it is stopped and the point is "
+      "incomplete");
   return run_tool(
       "bench-extract", args, desc, kUsage, out, err, [&](const po::variables_map& vm) -> int {
         if (!vm.count("input")) {
@@ -1012,6 +1107,10 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
         options.jobs = vm["jobs"].as<int>();
         if (options.jobs < 1) {
           throw Error::input(Mark::in("--jobs"), "", "must be 1 or more");
+        }
+        options.point_timeout_s = vm["point-timeout"].as<double>();
+        if (!(options.point_timeout_s > 0) || options.point_timeout_s > 1e6) {
+          throw Error::input(Mark::in("--point-timeout"), "", "must be more than 0 seconds");
         }
         PointSearch search = find_point_dirs(vm["input"].as<std::vector<std::string>>());
         const std::vector<std::string>& dirs = search.points;

@@ -55,7 +55,9 @@ struct ExtractOptions {
   // USD per device-hour; < 0: none. The default for points whose hardware.price_per_hour is
   // null; cost_usd_per_mtok = price x world_size / mt_per_hour.
   double price_per_hour = -1;
-  int jobs = 1;  // reader processes; 1 reads in this one
+  int jobs = 1;  // reader processes (always at least one: a crash in HDF5 costs only its point)
+  // The most a reader may spend on one point before it is stopped and the point is incomplete.
+  double point_timeout_s = 60;
 };
 
 // Reads the points in order and hands each row to `sink`, in order. Warnings that concern no

@@ -449,7 +449,7 @@ int bench_plot_main(const std::vector<std::string>& args, std::ostream& out, std
         std::string data;
         // gnuplot draws into a temporary file that replaces the figure only when it succeeds; the
         // script kept for the user names the figure itself.
-        AtomicFile figure(spec.output);
+        AtomicFile figure(spec.output, AtomicFile::Kind::kNamed);
         PlotSpec drawing = spec;
         drawing.draw_to = figure.temporary_path();
         std::string script = gnuplot_script(points, drawing, data_path, &data);

@@ -8,6 +8,8 @@
 #include <utility>
 #include <variant>
 
+#include "core/text.h"
+
 namespace sweepbench {
 namespace {
 
@@ -72,7 +74,7 @@ class Reader {
       }
       std::string out(value != nullptr ? value : "");
       if (value != nullptr) H5free_memory(value);
-      return out;
+      return utf8(prefix, name, std::move(out));
     }
     size_t size = H5Tget_size(type.get());
     std::string out(size, '\0');
@@ -80,7 +82,13 @@ class Reader {
       problem(prefix + name, "cannot be read");
       return std::nullopt;
     }
-    return out.substr(0, out.find('\0'));
+    return utf8(prefix, name, out.substr(0, out.find('\0')));
+  }
+  // Our files hold UTF-8 text; anything else is damage, and would reach tables raw.
+  std::optional<std::string> utf8(const std::string& prefix, const char* name, std::string text) {
+    if (find_invalid_utf8(text) == std::string::npos) return text;
+    problem(prefix + name, "is not valid UTF-8 text (damaged)");
+    return std::nullopt;
   }
   std::optional<std::int64_t> integer(hid_t where, const std::string& prefix, const char* name) {
     Id a = open_attr(where, prefix, name, H5T_INTEGER);
@@ -323,6 +331,14 @@ void take(const std::optional<T>& value, U* out) {
   if (value) *out = static_cast<U>(*value);
 }
 
+// The statuses bench-train writes (rank_result.h).
+bool known_status(const std::string& s) {
+  for (const char* known : {"ok", "oom", "timeout", "cancelled", "failed", "running"}) {
+    if (s == known) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 RankRead read_rank_file(const std::string& path, RankReadScope scope) {
@@ -352,6 +368,10 @@ RankRead read_rank_file(const std::string& path, RankReadScope scope) {
   std::optional<std::string> status = in.text(f, "", "status");
   std::optional<std::int64_t> rank = in.integer(f, "", "rank");
   std::optional<std::int64_t> world = in.integer(f, "", "world_size");
+  if (status && !known_status(*status)) {
+    in.problem("status", "is '" + *status + "', which no sweepbench writes (damaged?)");
+    status.reset();
+  }
   bool identity = status && rank && world && *world >= 1 && *rank >= 0 && *rank < *world;
   if (status && rank && world && !identity) {
     in.problem("rank", "is " + std::to_string(*rank) + " of world_size " + std::to_string(*world));
