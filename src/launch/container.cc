@@ -106,17 +106,19 @@ class CharliecloudPlatform : public ContainerPlatform {
   }
 };
 
-// Podman: a fresh container per rank that shares the host's network, IPC and PID namespaces
-// (MPI's shared memory and PMIx need them). It passes no host variable unless named, so the
-// variables a rank needs go in as --env GLOB (Podman takes their values from the host).
+// Podman: a fresh container per rank that shares the host's network, IPC, PID and UTS namespaces
+// (MPI's shared memory and PMIx need the first three; with its own host name each container
+// would look like a node of its own to Open MPI, and the results would record container ids). It
+// passes no host variable unless named, so the variables a rank needs go in as --env GLOB (Podman
+// takes their values from the host).
 class PodmanPlatform : public ContainerPlatform {
  public:
   std::string name() const override { return "podman"; }
   std::string program() const override { return "podman"; }
   std::vector<std::string> wrap(const ContainerSpec& spec, const ContainerContext& ctx,
                                 const std::vector<std::string>& inner) const override {
-    std::vector<std::string> argv = {"podman",         "run",        "--rm",
-                                     "--network=host", "--ipc=host", "--pid=host"};
+    std::vector<std::string> argv = {"podman",     "run",        "--rm",      "--network=host",
+                                     "--ipc=host", "--pid=host", "--uts=host"};
     if (ctx.gpus) argv.push_back("--device=nvidia.com/gpu=all");
     for (const Bind& b : binds_of(spec, ctx)) argv.push_back("--volume=" + bind_text(b));
     for (const std::string& name : ctx.env_keep) argv.push_back("--env=" + name);

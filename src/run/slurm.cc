@@ -65,12 +65,40 @@ void parse_squeue_lines(const std::string& text, SlurmJobStates* states) {
   }
 }
 
+namespace {
+
+// The task ids of "12_[0-3,7%2]": sacct consolidates the array tasks that never started into
+// one line (Slurm 22.05's sacct has no --array to expand them). Empty for anything else.
+std::vector<std::string> expand_array_tasks(const std::string& id) {
+  size_t open = id.find("_[");
+  if (open == std::string::npos || id.back() != ']') return {};
+  std::string job = id.substr(0, open);
+  std::string list = id.substr(open + 2, id.size() - open - 3);
+  list = list.substr(0, list.find('%'));  // the throttle
+  std::vector<std::string> tasks;
+  for (const std::string& range : split(list, ',')) {
+    size_t dash = range.find('-');
+    std::optional<std::int64_t> first = parse_int64(range.substr(0, dash));
+    std::optional<std::int64_t> last =
+        dash == std::string::npos ? first : parse_int64(range.substr(dash + 1));
+    if (!first || !last || *first < 0 || *last < *first || *last - *first > 1'000'000) return {};
+    for (std::int64_t t = *first; t <= *last; ++t) tasks.push_back(job + "_" + std::to_string(t));
+  }
+  return tasks;
+}
+
+}  // namespace
+
 void parse_sacct_lines(const std::string& text, SlurmJobStates* states) {
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) {
     std::vector<std::string> f = split(line, '|');
     if (f.size() < 2 || f[0].empty() || f[0].find('.') != std::string::npos) continue;
-    if (states->count(f[0]) == 0) (*states)[f[0]] = SlurmJobState{first_word(f[1]), ""};
+    std::vector<std::string> ids = expand_array_tasks(f[0]);
+    if (ids.empty()) ids.push_back(f[0]);
+    for (const std::string& id : ids) {
+      if (states->count(id) == 0) (*states)[id] = SlurmJobState{first_word(f[1]), ""};
+    }
   }
 }
 

@@ -146,7 +146,7 @@ TEST(Podman, SharesHostNamespacesAndNamesTheVariablesItPasses) {
   for (const std::string& g : default_env_keep()) env_flags.push_back("--env=" + g);
   env_flags.push_back("--env=HF_HOME");
   Argv wrapped = cat(
-      {{"podman", "run", "--rm", "--network=host", "--ipc=host", "--pid=host",
+      {{"podman", "run", "--rm", "--network=host", "--ipc=host", "--pid=host", "--uts=host",
         "--device=nvidia.com/gpu=all", "--volume=/r/t:/r/t", "--volume=/data:/data:ro",
         "--volume=/scratch:/mnt/s"},
        env_flags,

@@ -40,6 +40,12 @@ TEST(SlurmParsing, SqueueAndSacctLines) {
   EXPECT_EQ(s["14"].state, "CANCELLED");
   EXPECT_EQ(s.count("14.batch"), 0u);
   EXPECT_EQ(s["12_0"].state, "RUNNING");
+  // Issue 14: sacct consolidates array tasks that never started ("15_[0-2,5%2]"); each task
+  // gets the state (what Slurm 22.05's sacct printed for a held array that was cancelled).
+  parse_sacct_lines("15_[0-2,5%2]|CANCELLED by 0\n16_[x]|FAILED\n", &s);
+  for (const char* task : {"15_0", "15_1", "15_2", "15_5"}) EXPECT_EQ(s[task].state, "CANCELLED");
+  EXPECT_EQ(s.count("15_3"), 0u);
+  EXPECT_EQ(s["16_[x]"].state, "FAILED");  // not a list it can read: kept as it is
   EXPECT_EQ(slurm_base_job_id("12_3"), "12");
   EXPECT_EQ(slurm_base_job_id("12"), "12");
 }

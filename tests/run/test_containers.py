@@ -2,8 +2,10 @@
 """Sweeps in a real container: containers/sweepbench-cpu.def built by tests/container/build-image
 (its %post in a debootstrapped Debian 12, since Apptainer is not packaged for Debian) and run with
 Charliecloud's ch-run through the container layer, locally (plain exec and mpirun) and through
-the local SLURM cluster (srun --mpi=pmix); the definition file's %test run in the image; and the
-errors for a missing image or runtime.
+the local SLURM cluster (srun --mpi=pmix); the same image imported into Podman (Debian's podman
+with runc, storage of its own: tests/support/podman.py) and run locally and through srun on a
+two-node cluster; the definition file's %test run in the image; and the errors for a missing
+image or runtime.
 
 The image build is the ctest fixture container_image (minutes, cached by the recipe's hash in
 SWEEPBENCH_IMAGE_CACHE); these tests call build-image again, which then only prints the path.
@@ -22,6 +24,7 @@ import h5py
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "support"))
 from e2e import BIN, ENV, SOURCE, bench_sweep, read_json, read_yaml  # noqa: E402
+from podman import LocalPodman  # noqa: E402
 from slurm_cluster import LocalSlurm  # noqa: E402
 
 DEF = os.path.join(SOURCE, "containers", "sweepbench-cpu.def")
@@ -35,7 +38,7 @@ def image():
     return r.stdout.strip().splitlines()[-1]
 
 
-def sweep_file(tmp, img, runtime="charliecloud"):
+def sweep_file(tmp, img, runtime="charliecloud", ranks="[1, 2]", nodes=1):
     path = os.path.join(tmp, "in-container.yaml")
     with open(path, "w") as f:
         f.write(f"""\
@@ -46,11 +49,11 @@ base:
   train: {{steps: 4, warmup_steps: 1, micro_batch: 2}}
   eval: {{steps: 1}}
   metrics: {{sample_interval_ms: 0, system: false}}
-  launch: {{cpus_per_rank: 1}}
+  launch: {{cpus_per_rank: 1, nodes: {nodes}}}
   slurm: {{exclusive: false}}
   container: {{runtime: {runtime}, image: {json.dumps(img)}, env: {{GREETING: "a b $x"}}}}
 axes:
-  launch.ranks: [1, 2]
+  launch.ranks: {ranks}
 """)
     return path
 
@@ -67,21 +70,25 @@ class ContainerCase(unittest.TestCase):
     def tearDown(self):
         self._tmp.cleanup()
 
-    def assert_ran_in_the_image(self, out):
+    def assert_ran_in_the_image(self, out, runtime="charliecloud", image=None, points=2):
+        """Every point ok, run by `runtime` in `image`; returns the tags and each rank's host."""
+        program = {"charliecloud": "ch-run", "podman": "podman"}[runtime]
         tags = [p["tag"] for p in read_json(os.path.join(out, "manifest.json"))["points"]]
-        self.assertEqual(len(tags), 2)
+        self.assertEqual(len(tags), points)
+        self.hosts = {}
         for tag in tags:
             record = read_json(os.path.join(out, tag, "status.json"))
             self.assertEqual(record["status"], "ok", record)
-            self.assertIn("ch-run", record["command"])
+            self.assertIn(program, record["command"])
             ranks = read_yaml(os.path.join(out, tag, "config.yaml"))["launch"]["ranks"]
             files = sorted(glob.glob(os.path.join(out, tag, "rank-*.h5")))
             self.assertEqual(len(files), ranks, tag)
             for path in files:
                 with h5py.File(path) as h5:
                     attrs = dict(h5.attrs)
-                self.assertEqual(attrs["container_runtime"], "charliecloud")
-                self.assertEqual(attrs["container_image"], self.image)
+                self.assertEqual(attrs["container_runtime"], runtime)
+                self.assertEqual(attrs["container_image"], image or self.image)
+                self.hosts.setdefault(tag, set()).add(attrs["hostname"])
                 kept = attrs["container_env_kept"].split(",")
                 self.assertIn("OMPI_*", kept)
                 self.assertIn("GREETING", kept)
@@ -161,6 +168,57 @@ class Slurm(ContainerCase):
                 raise AssertionError(f"{e}\n{logs}") from e
         for tag in tags:
             self.assertEqual(read_json(os.path.join(out, tag, "status.json"))["launcher"], "srun")
+
+
+class Podman(ContainerCase):
+    """The Charliecloud image, imported into Podman (issue 14): the same sweep locally (exec and
+    mpirun, a container per rank) and through srun on two nodes."""
+
+    IMAGE = "localhost/sweepbench-cpu:test"
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.podman = LocalPodman().__enter__()
+        try:
+            cls.podman.import_directory(cls.image, cls.IMAGE)
+        except BaseException:
+            cls.podman.__exit__(None, None, None)
+            raise
+        cls.env = dict(ENV, **cls.podman.env)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.podman.__exit__(None, None, None)
+
+    def test_points_run_in_the_imported_image_alone_and_under_mpirun(self):
+        out = os.path.join(self.tmp, "out")
+        bench_sweep("run", sweep_file(self.tmp, self.IMAGE, runtime="podman"), "--out", out,
+                    env=self.env, check=0)
+        tags = self.assert_ran_in_the_image(out, "podman", self.IMAGE)
+        # The ranks see the host's name (--uts=host), as Open MPI and the results need.
+        for tag in tags:
+            self.assertEqual(self.hosts[tag], {os.uname().nodename}, tag)
+
+    def test_points_run_in_the_imported_image_through_srun_on_two_nodes(self):
+        out = os.path.join(self.tmp, "out")
+        with LocalSlurm(nodes=2, cpus=2) as cluster:
+            env = dict(cluster.env, SWEEPBENCH_BIN_DIR=BIN, **self.podman.env)
+            cluster.run("sbatch", "--parsable", "-N", "2", "--output=" + self.tmp + "/%j.out",
+                        os.path.join(SOURCE, "slurm", "sweep.sh"),
+                        sweep_file(self.tmp, self.IMAGE, runtime="podman", ranks="[2]",
+                                   nodes=2), out, env=env, cwd=self.tmp)
+            cluster.wait_until_idle()
+            logs = ""
+            for path in glob.glob(self.tmp + "/*.out"):
+                with open(path) as f:
+                    logs += f.read()
+            try:
+                tags = self.assert_ran_in_the_image(out, "podman", self.IMAGE, points=1)
+            except AssertionError as e:
+                raise AssertionError(f"{e}\n{logs}") from e
+        self.assertEqual(self.hosts[tags[0]], {"n1", "n2"})
+        self.assertEqual(read_json(os.path.join(out, tags[0], "status.json"))["launcher"], "srun")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,19 @@
 """A real SLURM cluster on loopback for the tests: munged, slurmctld and slurmd from Debian's
-munge and slurm-wlm packages, with this host as its one node.
+munge and slurm-wlm packages, with this host as its one node; or as several nodes, and with
+accounting (slurmdbd on a MariaDB server of its own) for sacct.
+
+Several nodes (`nodes=2`): Debian's slurm-wlm is built with multiple-slurmd support, so each node
+is a slurmd of its own, on its own loopback address (127.0.0.2, 127.0.0.3, ...) and port, in a
+UTS namespace whose host name is the node's (n1, n2, ...): what the jobs see as their host, so
+that Open MPI's shared-memory names and the rank files' host names differ by node. Spool, pid,
+log and TmpFS directories are per node (%n).
+
+Accounting (`accounting=True`): mariadb-install-db makes a database directory of its own,
+mariadbd serves it on a free port of 127.0.0.1 and its own socket, a `slurm` user gets
+slurm_acct_db, slurmdbd (slurmdbd.conf beside slurm.conf, mode 600) talks to it, and slurmctld
+and sacct reach slurmdbd with this cluster's munge socket (AccountingStoragePass=socket=...).
+`min_job_age` makes slurmctld forget finished jobs soon, so that squeue no longer knows them and
+sacct must answer.
 
 Everything lives in a temporary directory: munge's own key and socket, a generated slurm.conf
 (reached through SLURM_CONF, so the host's /etc/slurm is never read), state, spool and logs. The
@@ -19,6 +33,7 @@ import tempfile
 import time
 
 SLURM_DAEMONS = ("munged", "slurmctld", "slurmd")
+ACCOUNTING_PROGRAMS = ("slurmdbd", "mariadbd", "mariadb-install-db", "mariadb", "sacct")
 
 
 def free_port():
@@ -27,31 +42,39 @@ def free_port():
         return s.getsockname()[1]
 
 
-def missing_programs():
-    return [p for p in SLURM_DAEMONS + ("sbatch", "srun", "squeue", "scontrol")
-            if shutil.which(p) is None and not os.path.exists("/usr/sbin/" + p)]
+def missing_programs(accounting=False):
+    wanted = SLURM_DAEMONS + ("sbatch", "srun", "squeue", "scontrol")
+    if accounting:
+        wanted += ACCOUNTING_PROGRAMS
+    return [p for p in wanted if shutil.which(p) is None and not os.path.exists("/usr/sbin/" + p)]
 
 
 class LocalSlurm:
     NODE = "sbnode"
 
-    def __init__(self, cpus=None, max_array_size=1001, kill_wait=5, preempt_mode=None):
+    def __init__(self, cpus=None, max_array_size=1001, kill_wait=5, preempt_mode=None, nodes=1,
+                 accounting=False, min_job_age=600):
         """preempt_mode (CANCEL, REQUEUE): add a partition `urgent` whose jobs preempt those of
-        the default partition `debug`."""
+        the default partition `debug`. cpus: per node."""
         self.cpus = cpus or max(4, os.cpu_count() or 1)
         self.max_array_size = max_array_size
         self.kill_wait = kill_wait
         self.preempt_mode = preempt_mode
+        self.nodes = nodes
+        self.accounting = accounting
+        self.min_job_age = min_job_age
+        self.node_names = [self.NODE] if nodes == 1 else [f"n{i + 1}" for i in range(nodes)]
         self.dir = None
         self.procs = {}
         self.env = None
 
     # -- set-up ---------------------------------------------------------------------------
     def __enter__(self):
-        missing = missing_programs()
+        missing = missing_programs(self.accounting)
         if missing:
             raise RuntimeError("LocalSlurm needs " + ", ".join(missing) +
-                               ": run scripts/install-deps (Debian's slurm-wlm and munge)")
+                               ": run scripts/install-deps (Debian's slurm-wlm, munge, slurmdbd, "
+                               "mariadb-server)")
         # Short path: the munge socket's path must fit in sockaddr_un.
         self.dir = tempfile.mkdtemp(prefix="sbslurm-", dir="/tmp")
         os.chmod(self.dir, 0o755)
@@ -77,14 +100,60 @@ class LocalSlurm:
                                "--seed-file=" + self.path("munged.seed"),
                                "--log-file=" + self.path("log", "munged.log")])
         self._wait_for(lambda: os.path.exists(self.path("munge.sock")), 15, "munged's socket")
+        if self.accounting:
+            self._start_database()
         self._write_conf()
         self.env = dict(os.environ)
         for k in [k for k in self.env if k.startswith(("SLURM_", "SBATCH_", "SRUN_", "SALLOC_"))]:
             del self.env[k]
         self.env["SLURM_CONF"] = self.path("slurm.conf")
+        if self.accounting:
+            self._spawn("slurmdbd", [self._sbin("slurmdbd"), "-D"])
+            self._wait_for(lambda: self._listening(self.dbd_port), 60, "slurmdbd's port")
         self._spawn("slurmctld", [self._sbin("slurmctld"), "-D", "-i"])
-        self._spawn("slurmd", [self._sbin("slurmd"), "-D", "-N", self.NODE])
-        self._wait_for(self._node_idle, 60, "the node to be idle")
+        if self.nodes == 1:
+            self._spawn("slurmd", [self._sbin("slurmd"), "-D", "-N", self.NODE])
+        else:
+            for name in self.node_names:
+                # The node's own host name, in a UTS namespace of its own.
+                self._spawn("slurmd-" + name,
+                            ["unshare", "--uts", "sh", "-c", 'hostname "$1" && exec "$2" -D -N "$1"',
+                             "sh", name, self._sbin("slurmd")])
+        self._wait_for(self._node_idle, 60, "the nodes to be idle")
+
+    def _listening(self, port):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.settimeout(0.5)
+            return s.connect_ex(("127.0.0.1", port)) == 0
+
+    def _start_database(self):
+        """A MariaDB server of this cluster's own, and a `slurm` user for slurmdbd."""
+        db = self.path("db")
+        r = subprocess.run(["mariadb-install-db", "--no-defaults", "--datadir=" + db, "--user=root",
+                            "--auth-root-authentication-method=normal", "--skip-test-db",
+                            "--skip-name-resolve", "--innodb-log-file-size=4M",
+                            "--innodb-buffer-pool-size=16M"],
+                           capture_output=True, text=True, timeout=300)
+        if r.returncode != 0:
+            raise RuntimeError(f"mariadb-install-db failed:\n{r.stdout}{r.stderr}")
+        self.db_port = free_port()
+        self.db_socket = self.path("mysqld.sock")
+        self._spawn("mariadbd", [self._sbin("mariadbd"), "--no-defaults", "--datadir=" + db,
+                                 "--user=root", "--socket=" + self.db_socket,
+                                 f"--port={self.db_port}", "--bind-address=127.0.0.1",
+                                 "--pid-file=" + self.path("mysqld.pid"), "--skip-name-resolve",
+                                 "--innodb-buffer-pool-size=16M", "--innodb-log-file-size=4M",
+                                 "--log-error=" + self.path("log", "mariadb.log")])
+        self._wait_for(lambda: self._listening(self.db_port), 60, "MariaDB's port")
+        self.db_password = os.urandom(8).hex()
+        sql = (f"CREATE USER 'slurm'@'127.0.0.1' IDENTIFIED BY '{self.db_password}'; "
+               f"CREATE USER 'slurm'@'localhost' IDENTIFIED BY '{self.db_password}'; "
+               "GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1'; "
+               "GRANT ALL ON slurm_acct_db.* TO 'slurm'@'localhost';")
+        r = subprocess.run(["mariadb", "--no-defaults", "--socket=" + self.db_socket, "-u", "root",
+                            "-e", sql], capture_output=True, text=True, timeout=60)
+        if r.returncode != 0:
+            raise RuntimeError(f"creating the slurm database user failed:\n{r.stderr}")
 
     def _sbin(self, name):
         return shutil.which(name) or "/usr/sbin/" + name
@@ -101,15 +170,58 @@ class LocalSlurm:
 
     def _write_conf(self):
         d = self.dir
-        os.makedirs(self.path("spool", self.NODE))
+        for name in self.node_names:
+            os.makedirs(self.path("spool", name))
+            os.makedirs(self.path("tmp", name))
         open(self.path("plugstack.conf"), "w").close()
+        if self.nodes == 1:
+            node_lines = (f"NodeName={self.NODE} NodeHostname={socket.gethostname()} "
+                          f"NodeAddr=127.0.0.1 CPUs={self.cpus} RealMemory=4000 State=UNKNOWN\n")
+            port_line = f"SlurmdPort={free_port()}\n"
+        else:
+            node_lines = "".join(
+                f"NodeName={name} NodeHostname={name} NodeAddr=127.0.0.{i + 2} "
+                f"Port={free_port()} CPUs={self.cpus} RealMemory=4000 State=UNKNOWN\n"
+                for i, name in enumerate(self.node_names))
+            port_line = ""
+        nodes = ",".join(self.node_names)
+        if self.accounting:
+            self.dbd_port = free_port()
+            accounting = f"""\
+AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost=localhost
+AccountingStoragePort={self.dbd_port}
+AccountingStoragePass=socket={d}/munge.sock
+"""
+            dbd = f"""\
+# Written by tests/support/slurm_cluster.py.
+AuthType=auth/munge
+AuthInfo=socket={d}/munge.sock
+DbdAddr=127.0.0.1
+DbdHost=localhost
+DbdPort={self.dbd_port}
+SlurmUser=root
+PidFile={d}/slurmdbd.pid
+LogFile={d}/log/slurmdbd.log
+StorageType=accounting_storage/mysql
+StorageHost=127.0.0.1
+StoragePort={self.db_port}
+StorageUser=slurm
+StoragePass={self.db_password}
+StorageLoc=slurm_acct_db
+"""
+            with open(os.open(self.path("slurmdbd.conf"), os.O_WRONLY | os.O_CREAT, 0o600),
+                      "w") as f:
+                f.write(dbd)
+        else:
+            accounting = "AccountingStorageType=accounting_storage/none\n"
         conf = f"""\
-# Written by tests/support/slurm_cluster.py: one node on loopback, everything under {d}.
+# Written by tests/support/slurm_cluster.py: {len(self.node_names)} node(s) on loopback,
+# everything under {d}.
 ClusterName=sweepbench-test
 SlurmctldHost=localhost(127.0.0.1)
 SlurmctldPort={free_port()}
-SlurmdPort={free_port()}
-SlurmUser=root
+{port_line}SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
@@ -121,6 +233,7 @@ SlurmdPidFile={d}/slurmd-%n.pid
 SlurmctldLogFile={d}/log/slurmctld.log
 SlurmdLogFile={d}/log/slurmd-%n.log
 PlugStackConfig={d}/plugstack.conf
+TmpFS={d}/tmp/%n
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 MpiDefault=none
@@ -130,18 +243,16 @@ SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 SlurmdParameters=config_overrides
 ReturnToService=2
-AccountingStorageType=accounting_storage/none
-JobAcctGatherType=jobacct_gather/none
+{accounting}JobAcctGatherType=jobacct_gather/none
 JobCompType=jobcomp/none
-MinJobAge=600
+MinJobAge={self.min_job_age}
 KillWait={self.kill_wait}
 MaxArraySize={self.max_array_size}
-NodeName={self.NODE} NodeHostname={socket.gethostname()} NodeAddr=127.0.0.1 CPUs={self.cpus} RealMemory=4000 State=UNKNOWN
-PartitionName=debug Nodes={self.NODE} Default=YES MaxTime=INFINITE State=UP PriorityTier=1
+{node_lines}PartitionName=debug Nodes={nodes} Default=YES MaxTime=INFINITE State=UP PriorityTier=1
 """
         if self.preempt_mode:
             conf += f"""\
-PartitionName=urgent Nodes={self.NODE} MaxTime=INFINITE State=UP PriorityTier=2
+PartitionName=urgent Nodes={nodes} MaxTime=INFINITE State=UP PriorityTier=2
 PreemptType=preempt/partition_prio
 PreemptMode={self.preempt_mode}
 """
@@ -150,10 +261,12 @@ PreemptMode={self.preempt_mode}
         # slurmstepd's PMIx plugin makes /tmp/spmix_appdir_<uid>_<job>.<step> by default. Every
         # test cluster numbers its jobs from 1, so two clusters (ctest -j2), or a step killed
         # before it could clean up, collide there and srun --mpi=pmix fails with "File exists".
-        # slurmd reads mpi.conf from slurm.conf's directory.
-        os.makedirs(self.path("pmix"))
-        with open(self.path("mpi.conf"), "w") as f:
-            f.write(f"PMIxCliTmpDirBase={d}/pmix\n")
+        # slurmd reads mpi.conf from slurm.conf's directory. With several nodes on one host it
+        # must be per node, which only TmpFS (above) can say (%n is not expanded here).
+        if self.nodes == 1:
+            os.makedirs(self.path("pmix"))
+            with open(self.path("mpi.conf"), "w") as f:
+                f.write(f"PMIxCliTmpDirBase={d}/pmix\n")
 
     def _node_idle(self):
         for name, p in self.procs.items():
@@ -161,8 +274,9 @@ PreemptMode={self.preempt_mode}
                 raise RuntimeError(f"{name} exited with {p.returncode}\n{self.logs()}")
         r = subprocess.run(["sinfo", "-h", "-N", "-o", "%T"], env=self.env, capture_output=True,
                            text=True)
-        states = set(r.stdout.split())  # one line per partition the node is in
-        return r.returncode == 0 and states == {"idle"}
+        states = r.stdout.split()  # one line per node and partition
+        return (r.returncode == 0 and set(states) == {"idle"} and
+                len(states) >= len(self.node_names))
 
     def _wait_for(self, ready, seconds, what):
         deadline = time.monotonic() + seconds

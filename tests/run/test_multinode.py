@@ -1,0 +1,277 @@
+#!/usr/bin/python3
+"""Sweeps on a real two-node SLURM cluster, and `bench-sweep status` against real accounting.
+
+TwoNodes: two slurmd on this host, each a node with its own address and host name
+(tests/support/slurm_cluster.py): points with launch.nodes 2 run through `bench-sweep run` inside
+an allocation (salloc), through `bench-sweep submit` arrays and through `sbatch slurm/sweep.sh`,
+their ranks spread over both nodes (the rank files record n1 and n2); sweeps/gpt2-scaling.yaml,
+shrunk to a tiny model, runs up to 16 ranks over both nodes and bench-plot draws its figure.
+
+Accounting: slurmdbd on a MariaDB server of the cluster's own, and a MinJobAge of 2 s, so that
+squeue forgets finished jobs and `bench-sweep status` must read sacct: an array cancelled before
+it started (sacct's consolidated "J_[0-1]" line), a job that reached its time limit, a job whose
+runner was killed, a requeued job, completed ones.
+
+    SWEEPBENCH_BIN_DIR=build/release/bin /usr/bin/python3 tests/run/test_multinode.py -v TwoNodes
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import h5py
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "support"))
+from e2e import BENCH_SWEEP, BIN, SOURCE, read_json, read_yaml  # noqa: E402
+from slurm_cluster import LocalSlurm  # noqa: E402
+
+SWEEP_SH = os.path.join(SOURCE, "slurm", "sweep.sh")
+
+
+def sweep_file(tmp, name, steps=4, axes="  launch.ranks: [2, 4]\n", launch="nodes: 2",
+               slurm="{exclusive: false}"):
+    path = os.path.join(tmp, name + ".yaml")
+    with open(path, "w") as f:
+        f.write(f"""\
+name: {name}
+base:
+  model: {{preset: gpt2-tiny}}
+  data: {{source: synthetic, seq_len: 32}}
+  train: {{steps: {steps}, warmup_steps: 1, micro_batch: 2}}
+  eval: {{steps: 1}}
+  metrics: {{sample_interval_ms: 0, system: false}}
+  launch: {{cpus_per_rank: 1, {launch}}}
+  slurm: {slurm}
+axes:
+{axes}""")
+    return path
+
+
+class ClusterCase(unittest.TestCase):
+    CLUSTER = {}
+
+    @classmethod
+    def setUpClass(cls):
+        cls.cluster = LocalSlurm(**cls.CLUSTER).__enter__()
+        cls.env = dict(cls.cluster.env, SWEEPBENCH_BIN_DIR=BIN)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.cluster.__exit__(None, None, None)
+
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory()
+        self.tmp = self._tmp.name
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def bench_sweep(self, *args, check=0, timeout=300):
+        r = subprocess.run([BENCH_SWEEP, *args], env=self.env, capture_output=True, text=True,
+                           timeout=timeout, cwd=self.tmp)
+        if check is not None and r.returncode != check:
+            self.fail(f"bench-sweep {' '.join(args)}: exit {r.returncode}, wanted {check}\n"
+                      f"{r.stdout}\n{r.stderr}\n{self.cluster.logs()}")
+        return r
+
+    def sbatch(self, *args):
+        r = self.cluster.run("sbatch", "--parsable", *args, env=self.env, cwd=self.tmp)
+        return r.stdout.strip().split(";")[0]
+
+    def status(self, out):
+        r = self.bench_sweep("status", "--out", out, "--format", "json")
+        return json.loads(r.stdout)
+
+    def wait_for(self, ready, seconds, what):
+        deadline = time.time() + seconds
+        while time.time() < deadline:
+            if ready():
+                return
+            time.sleep(0.5)
+        self.fail(f"waited {seconds} s for {what}\n{self.cluster.logs()}")
+
+    def tags(self, out):
+        return [p["tag"] for p in read_json(os.path.join(out, "manifest.json"))["points"]]
+
+    def assert_all_ok_on_both_nodes(self, out, points):
+        tags = self.tags(out)
+        self.assertEqual(len(tags), points)
+        for tag in tags:
+            record = read_json(os.path.join(out, tag, "status.json"))
+            self.assertEqual(record["status"], "ok", f"{tag}: {record}")
+            ranks = read_yaml(os.path.join(out, tag, "config.yaml"))["launch"]["ranks"]
+            hosts = set()
+            for r in range(ranks):
+                with h5py.File(os.path.join(out, tag, f"rank-{r:05d}.h5"), "r") as f:
+                    hosts.add(f.attrs["hostname"])
+                    self.assertEqual(f.attrs["world_size"], ranks)
+            self.assertEqual(hosts, {"n1", "n2"}, tag)
+
+
+class TwoNodes(ClusterCase):
+    CLUSTER = dict(nodes=2, cpus=8)
+
+    def test_a_two_node_point_runs_inside_an_allocation(self):
+        s = sweep_file(self.tmp, "alloc")
+        out = os.path.join(self.tmp, "out")
+        r = self.cluster.run("salloc", "-N", "2", "--exclusive", BENCH_SWEEP, "run", s, "--out", out,
+                             env=self.env, cwd=self.tmp, check=False, timeout=600)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("(srun, 2 ranks)", r.stdout)
+        self.assert_all_ok_on_both_nodes(out, 2)
+
+    def test_submit_arrays_spread_the_ranks_over_both_nodes(self):
+        s = sweep_file(self.tmp, "arrays")
+        out = os.path.join(self.tmp, "out")
+        self.bench_sweep("submit", s, "--out", out)
+        script = read_json(os.path.join(out, "manifest.json"))["jobs"][0]["script"]
+        with open(script) as f:
+            self.assertIn("#SBATCH --nodes=2\n", f.read())
+        self.cluster.wait_until_idle()
+        self.assert_all_ok_on_both_nodes(out, 2)
+
+    def test_sbatch_sweep_sh_runs_two_node_points(self):
+        s = sweep_file(self.tmp, "batch")
+        out = os.path.join(self.tmp, "out")
+        self.sbatch("-N", "2", SWEEP_SH, s, out)
+        self.cluster.wait_until_idle()
+        self.assert_all_ok_on_both_nodes(out, 2)
+
+    def test_the_scaling_sweep_runs_across_both_nodes_and_is_drawn(self):
+        # sweeps/gpt2-scaling.yaml as shipped, shrunk to a tiny model on CPUs; one repeat of each
+        # size up to 16 ranks (index 12: two nodes of eight).
+        out = os.path.join(self.tmp, "scaling")
+        shrink = ["--set", "model.preset=gpt2-tiny", "--set", "data.seq_len=32",
+                  "--set", "train.dtype=fp32", "--set", "train.micro_batch=2",
+                  "--set", "train.steps=4", "--set", "train.warmup_steps=1",
+                  "--set", "launch.device=cpu", "--set", "launch.gpus_per_rank=0",
+                  "--set", "metrics.sample_interval_ms=0", "--only", "0,3,6,9,12"]
+        self.sbatch("-N", "2", "-t", "30", SWEEP_SH, os.path.join(SOURCE, "sweeps",
+                                                                  "gpt2-scaling.yaml"),
+                    out, *shrink)
+        self.cluster.wait_until_idle(600)
+        points = read_json(os.path.join(out, "manifest.json"))["points"]
+        ran = [p for p in points if p["index"] in (0, 3, 6, 9, 12)]
+        for p in ran:
+            self.assertEqual(read_json(os.path.join(out, p["tag"], "status.json"))["status"],
+                             "ok", p["tag"])
+        sixteen = [p for p in ran if p["index"] == 12][0]["tag"]
+        hosts = set()
+        for r in range(16):
+            with h5py.File(os.path.join(out, sixteen, f"rank-{r:05d}.h5"), "r") as f:
+                hosts.add(f.attrs["hostname"])
+        self.assertEqual(hosts, {"n1", "n2"})
+        csv = os.path.join(self.tmp, "scaling.csv")
+        subprocess.run([os.path.join(BIN, "bench-extract"), "-i", out, "-o", csv], check=True,
+                       capture_output=True, timeout=300)
+        figure = os.path.join(self.tmp, "scaling.png")
+        r = subprocess.run([os.path.join(BIN, "bench-plot"), "-i", csv, "-o", figure, "--kind",
+                            "scaling", "--metric", "tokens_per_second_per_device"],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("5 values", r.stderr)
+        with open(figure, "rb") as f:
+            self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+
+
+class Accounting(ClusterCase):
+    CLUSTER = dict(nodes=1, cpus=4, accounting=True, min_job_age=2)
+
+    def forgotten(self, job):
+        """True once squeue no longer knows `job` (MinJobAge has passed and slurmctld purged it)."""
+        r = self.cluster.run("squeue", "-h", "-t", "all", "-j", job, check=False)
+        return not r.stdout.strip()
+
+    def in_sacct(self, job):
+        r = self.cluster.run("sacct", "-n", "-X", "-P", "-o", "JobID,State", "-j", job,
+                             check=False)
+        return r.returncode == 0 and r.stdout.strip()
+
+    def test_status_reads_sacct_once_squeue_has_forgotten_the_jobs(self):
+        # An array that never started: held, then cancelled. sacct shows it as one "J_[0-1]" line.
+        held = sweep_file(self.tmp, "held", launch="nodes: 1", axes="  launch.ranks: [1, 2]\n",
+                          slurm="{exclusive: false, extra_args: [--hold]}")
+        held_out = os.path.join(self.tmp, "held")
+        self.bench_sweep("submit", held, "--out", held_out)
+        # One array per size of point (1 and 2 ranks).
+        held_jobs = [j["job_id"] for j in read_json(os.path.join(held_out, "manifest.json"))["jobs"]]
+        self.assertEqual(len(held_jobs), 2)
+        self.cluster.run("scancel", *held_jobs)
+
+        # A job that reaches its time limit while its point runs, without the warning signal
+        # (SIGURG is ignored): the runner sees only SLURM's SIGTERM and records `cancelled`;
+        # SLURM's TIMEOUT says what it was.
+        long = sweep_file(self.tmp, "long", steps=1000000, launch="nodes: 1",
+                          axes="  launch.ranks: [1]\n",
+                          slurm="{exclusive: false, max_requeue: 0}")
+        long_out = os.path.join(self.tmp, "long")
+        timed = self.sbatch("--signal=B:URG@1", SWEEP_SH, long, long_out)
+
+        # A job whose runner is killed while its point runs.
+        killed_out = os.path.join(self.tmp, "killed")
+        killed = self.sbatch(SWEEP_SH, long, killed_out)
+
+        # Completed, and a job requeued while its point ran.
+        ok = sweep_file(self.tmp, "ok", launch="nodes: 1", axes="  launch.ranks: [1, 2]\n")
+        ok_out = os.path.join(self.tmp, "ok")
+        self.bench_sweep("submit", ok, "--out", ok_out)
+        requeue = sweep_file(self.tmp, "requeue", steps=400, launch="nodes: 1",
+                             axes="  launch.ranks: [1]\n")
+        requeue_out = os.path.join(self.tmp, "requeue")
+        requeued = self.sbatch(SWEEP_SH, requeue, requeue_out)
+
+        def running(out):
+            def ready():
+                if not os.path.exists(os.path.join(out, "manifest.json")):
+                    return False
+                path = os.path.join(out, self.tags(out)[0], "status.json")
+                return os.path.exists(path) and read_json(path)["status"] == "running"
+            return ready
+
+        self.wait_for(running(long_out), 120, "the long point to run")
+        end = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(time.time() + 3))
+        self.cluster.run("scontrol", "update", f"JobId={timed}", f"EndTime={end}")
+        self.wait_for(running(killed_out), 120, "the second long point to run")
+        self.cluster.run("scancel", "--batch", "--signal=KILL", killed)
+        self.wait_for(running(requeue_out), 120, "the point to requeue to run")
+        self.cluster.run("scontrol", "requeue", requeued)
+        time.sleep(2)  # then start it now rather than after SLURM's requeue delay
+        self.cluster.run("scontrol", "update", f"JobId={requeued}", "StartTime=now", check=False)
+        self.cluster.wait_until_idle(600)
+        for job in (*held_jobs, timed, killed, requeued):
+            self.wait_for(lambda: self.forgotten(job), 120, f"squeue to forget job {job}")
+            self.wait_for(lambda: self.in_sacct(job), 60, f"sacct to know job {job}")
+
+        held_points = self.status(held_out)
+        self.assertTrue(held_points["slurm_answered"])
+        submitted = {p["tag"]: p["slurm_job"]
+                     for p in read_json(os.path.join(held_out, "manifest.json"))["points"]}
+        for p in held_points["points"]:
+            self.assertEqual(p["status"], "cancelled", p)
+            self.assertIn("CANCELLED before the point started", p["note"])
+            self.assertEqual(p["job"], submitted[p["tag"]])
+            self.assertRegex(p["job"], r"^\d+_0$")
+
+        timed_point = self.status(long_out)["points"][0]
+        self.assertEqual(timed_point["status"], "timeout", timed_point)
+        self.assertIn(f"job {timed} TIMEOUT", timed_point["note"])
+        record = read_json(os.path.join(long_out, self.tags(long_out)[0], "status.json"))
+        self.assertEqual(record["status"], "cancelled", record)
+
+        killed_point = self.status(killed_out)["points"][0]
+        self.assertIn(killed_point["status"], ("failed", "cancelled"), killed_point)
+        self.assertIn(f"job {killed}", killed_point["note"])
+        self.assertIn("before its runner could record the point", killed_point["note"])
+
+        for p in self.status(ok_out)["points"] + self.status(requeue_out)["points"]:
+            self.assertEqual(p["status"], "ok", p)
+        record = read_json(os.path.join(requeue_out, self.tags(requeue_out)[0], "status.json"))
+        self.assertEqual(record["attempt"], 2, record)
+
+
+if __name__ == "__main__":
+    unittest.main()
