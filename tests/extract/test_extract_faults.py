@@ -420,7 +420,7 @@ class PlotInjection(unittest.TestCase):
             title = payloads(5)
             for kind, x in (("bar", "x"), ("line", "tag"), ("bar", "hue")):
                 figure = os.path.join(out_dir, f"it's {kind} $(touch ran:6).svg")
-                script = os.path.join(out_dir, f"`touch ran:7`.gp")
+                script = os.path.join(out_dir, "`touch ran:7`.gp")
                 argv = [os.path.join(BIN, "bench-plot"), "-i", csv, "-o", figure, "--metric",
                         metric, "--x", x, "--hue", "hue", "--kind", kind, "--title",
                         " ".join(t.replace("\n", " ") for t in title), "--script", script]

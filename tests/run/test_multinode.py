@@ -18,7 +18,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
@@ -27,7 +26,7 @@ import h5py
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "support"))
 from e2e import BENCH_SWEEP, BIN, SOURCE, read_json, read_yaml  # noqa: E402
-from slurm_cluster import LocalSlurm  # noqa: E402
+from slurm_case import SlurmCase  # noqa: E402
 
 SWEEP_SH = os.path.join(SOURCE, "slurm", "sweep.sh")
 
@@ -51,48 +50,10 @@ axes:
     return path
 
 
-class ClusterCase(unittest.TestCase):
-    CLUSTER = {}
-
-    @classmethod
-    def setUpClass(cls):
-        cls.cluster = LocalSlurm(**cls.CLUSTER).__enter__()
-        cls.env = dict(cls.cluster.env, SWEEPBENCH_BIN_DIR=BIN)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.cluster.__exit__(None, None, None)
-
-    def setUp(self):
-        self._tmp = tempfile.TemporaryDirectory()
-        self.tmp = self._tmp.name
-
-    def tearDown(self):
-        self._tmp.cleanup()
-
-    def bench_sweep(self, *args, check=0, timeout=300):
-        r = subprocess.run([BENCH_SWEEP, *args], env=self.env, capture_output=True, text=True,
-                           timeout=timeout, cwd=self.tmp)
-        if check is not None and r.returncode != check:
-            self.fail(f"bench-sweep {' '.join(args)}: exit {r.returncode}, wanted {check}\n"
-                      f"{r.stdout}\n{r.stderr}\n{self.cluster.logs()}")
-        return r
-
-    def sbatch(self, *args):
-        r = self.cluster.run("sbatch", "--parsable", *args, env=self.env, cwd=self.tmp)
-        return r.stdout.strip().split(";")[0]
-
+class ClusterCase(SlurmCase):
     def status(self, out):
         r = self.bench_sweep("status", "--out", out, "--format", "json")
         return json.loads(r.stdout)
-
-    def wait_for(self, ready, seconds, what):
-        deadline = time.time() + seconds
-        while time.time() < deadline:
-            if ready():
-                return
-            time.sleep(0.5)
-        self.fail(f"waited {seconds} s for {what}\n{self.cluster.logs()}")
 
     def tags(self, out):
         return [p["tag"] for p in read_json(os.path.join(out, "manifest.json"))["points"]]
@@ -239,8 +200,7 @@ class Accounting(ClusterCase):
         self.cluster.run("scancel", "--batch", "--signal=KILL", killed)
         self.wait_for(running(requeue_out), 120, "the point to requeue to run")
         self.cluster.run("scontrol", "requeue", requeued)
-        time.sleep(2)  # then start it now rather than after SLURM's requeue delay
-        self.cluster.run("scontrol", "update", f"JobId={requeued}", "StartTime=now", check=False)
+        self.start_requeued_job(requeued)
         self.cluster.wait_until_idle(600)
         for job in (*held_jobs, timed, killed, requeued):
             self.wait_for(lambda: self.forgotten(job), 120, f"squeue to forget job {job}")

@@ -15,14 +15,13 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "support"))
-from e2e import BENCH_SWEEP, BIN, SOURCE, read_json, read_yaml  # noqa: E402
-from slurm_cluster import LocalSlurm  # noqa: E402
+from e2e import BENCH_SWEEP, SOURCE, read_json, read_yaml  # noqa: E402
+import slurm_case  # noqa: E402
 
 SWEEP_SH = os.path.join(SOURCE, "slurm", "sweep.sh")
 
@@ -46,57 +45,10 @@ base:
     return path
 
 
-class SlurmCase(unittest.TestCase):
-    MAX_ARRAY_SIZE = 1001
-    PREEMPT_MODE = None
-
-    @classmethod
-    def setUpClass(cls):
-        cls.cluster = LocalSlurm(max_array_size=cls.MAX_ARRAY_SIZE,
-                                 preempt_mode=cls.PREEMPT_MODE).__enter__()
-        cls.env = dict(cls.cluster.env, SWEEPBENCH_BIN_DIR=BIN)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.cluster.__exit__(None, None, None)
-
-    def setUp(self):
-        self._tmp = tempfile.TemporaryDirectory()
-        self.tmp = self._tmp.name
-
-    def tearDown(self):
-        self._tmp.cleanup()
-
-    def bench_sweep(self, *args, check=0):
-        r = subprocess.run([BENCH_SWEEP, *args], env=self.env, capture_output=True, text=True,
-                           timeout=300, cwd=self.tmp)
-        if check is not None and r.returncode != check:
-            self.fail(f"bench-sweep {' '.join(args)}: exit {r.returncode}, wanted {check}\n"
-                      f"{r.stdout}\n{r.stderr}")
-        return r
-
-    def sbatch(self, *args):
-        r = self.cluster.run("sbatch", "--parsable", *args, env=self.env, cwd=self.tmp)
-        return r.stdout.strip().split(";")[0]
-
+class SlurmCase(slurm_case.SlurmCase):
     def status(self, out):
         r = self.bench_sweep("status", "--out", out, "--format", "json")
         return {p["tag"]: p for p in json.loads(r.stdout)["points"]}
-
-    def wait_for(self, ready, seconds, what):
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            if ready():
-                return
-            time.sleep(0.5)
-        self.fail(f"waited {seconds} s for {what}\n{self.cluster.logs()}")
-
-    def start_requeued_job(self, job):
-        # SLURM holds a requeued job back for two minutes (BeginTime); the tests wait 2 s only.
-        # Not less: slurmd refuses a job credential made within the second it revoked the last
-        # one ("Job credential revoked") and the job would end FAILED without running.
-        time.sleep(2)
-        self.cluster.run("scontrol", "update", "JobId=" + job, "StartTime=now")
 
     def assert_all(self, out, status, count):
         points = self.status(out)
@@ -212,7 +164,7 @@ class AllocationMode(SlurmCase):
 
 
 class Preemption(SlurmCase):
-    PREEMPT_MODE = "CANCEL"
+    CLUSTER = dict(preempt_mode="CANCEL")
 
     def test_a_preempted_point_shows_preempted_and_runs_again(self):
         s = sweep_file(self.tmp, "pre", steps=10 ** 6, axes="  launch.ranks: [2]\n",
@@ -233,7 +185,7 @@ class Preemption(SlurmCase):
 
 
 class PreemptRequeue(SlurmCase):
-    PREEMPT_MODE = "REQUEUE"
+    CLUSTER = dict(preempt_mode="REQUEUE")
 
     def test_slurm_requeues_a_preempted_point_which_then_ends_ok(self):
         s = sweep_file(self.tmp, "prq", steps=1500, axes="  launch.ranks: [2]\n",
@@ -261,7 +213,7 @@ class PreemptRequeue(SlurmCase):
 
 
 class Submit(SlurmCase):
-    MAX_ARRAY_SIZE = 2  # so that a group of three points needs two arrays
+    CLUSTER = dict(max_array_size=2)  # so that a group of three points needs two arrays
 
     def test_groups_by_resources_chunks_throttles_and_records_jobs(self):
         s = sweep_file(self.tmp, "sub",
