@@ -96,6 +96,22 @@ class ContainerCase(unittest.TestCase):
         return tags
 
 
+    def run_batch(self, cluster, env, sbatch_options, sweep, out, *expected, **kw):
+        """sbatch slurm/sweep.sh SWEEP OUT, waited for; the points checked as
+        assert_ran_in_the_image(out, *expected) checks them, with the job's log on failure."""
+        cluster.run("sbatch", "--parsable", *sbatch_options, "--output=" + self.tmp + "/%j.out",
+                    os.path.join(SOURCE, "slurm", "sweep.sh"), sweep, out, env=env, cwd=self.tmp)
+        cluster.wait_until_idle()
+        try:
+            return self.assert_ran_in_the_image(out, *expected, **kw)
+        except AssertionError as e:
+            logs = ""
+            for path in glob.glob(self.tmp + "/*.out"):
+                with open(path) as f:
+                    logs += f.read()
+            raise AssertionError(f"{e}\n{logs}") from e
+
+
 class Local(ContainerCase):
     def test_points_run_in_the_image_alone_and_under_mpirun(self):
         out = os.path.join(self.tmp, "out")
@@ -154,18 +170,8 @@ class Slurm(ContainerCase):
         out = os.path.join(self.tmp, "out")
         with LocalSlurm() as cluster:
             env = dict(cluster.env, SWEEPBENCH_BIN_DIR=BIN)
-            cluster.run("sbatch", "--parsable", "--ntasks=2", "--output=" + self.tmp + "/%j.out",
-                        os.path.join(SOURCE, "slurm", "sweep.sh"),
-                        sweep_file(self.tmp, self.image), out, env=env, cwd=self.tmp)
-            cluster.wait_until_idle()
-            logs = ""
-            for path in glob.glob(self.tmp + "/*.out"):
-                with open(path) as f:
-                    logs += f.read()
-            try:
-                tags = self.assert_ran_in_the_image(out)
-            except AssertionError as e:
-                raise AssertionError(f"{e}\n{logs}") from e
+            tags = self.run_batch(cluster, env, ["--ntasks=2"], sweep_file(self.tmp, self.image),
+                                  out)
         for tag in tags:
             self.assertEqual(read_json(os.path.join(out, tag, "status.json"))["launcher"], "srun")
 
@@ -204,19 +210,9 @@ class Podman(ContainerCase):
         out = os.path.join(self.tmp, "out")
         with LocalSlurm(nodes=2, cpus=2) as cluster:
             env = dict(cluster.env, SWEEPBENCH_BIN_DIR=BIN, **self.podman.env)
-            cluster.run("sbatch", "--parsable", "-N", "2", "--output=" + self.tmp + "/%j.out",
-                        os.path.join(SOURCE, "slurm", "sweep.sh"),
-                        sweep_file(self.tmp, self.IMAGE, runtime="podman", ranks="[2]",
-                                   nodes=2), out, env=env, cwd=self.tmp)
-            cluster.wait_until_idle()
-            logs = ""
-            for path in glob.glob(self.tmp + "/*.out"):
-                with open(path) as f:
-                    logs += f.read()
-            try:
-                tags = self.assert_ran_in_the_image(out, "podman", self.IMAGE, points=1)
-            except AssertionError as e:
-                raise AssertionError(f"{e}\n{logs}") from e
+            tags = self.run_batch(cluster, env, ["-N", "2"],
+                                  sweep_file(self.tmp, self.IMAGE, runtime="podman", ranks="[2]",
+                                             nodes=2), out, "podman", self.IMAGE, points=1)
         self.assertEqual(self.hosts[tags[0]], {"n1", "n2"})
         self.assertEqual(read_json(os.path.join(out, tags[0], "status.json"))["launcher"], "srun")
 
