@@ -46,29 +46,6 @@ bool write_all(int fd, std::string_view data) {
   return true;
 }
 
-void write_file_atomic(const std::string& path, std::string_view text) {
-  fs::path target(path);
-  fs::path tmp = temporary_beside(path);
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) throw io_error(path, "cannot create a temporary file beside it", errno);
-  if (!write_all(fd, text)) {
-    int err = errno;
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    throw io_error(path, "cannot write", err);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    throw io_error(path, "cannot flush", err);
-  }
-  if (::rename(tmp.c_str(), target.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    throw io_error(path, "cannot rename the temporary file into place", err);
-  }
-}
-
 namespace {
 
 // An ostream's buffer over a descriptor it does not own; write errors set the stream's badbit
@@ -148,6 +125,12 @@ void AtomicFile::commit() {
     throw io_error(path_, "cannot rename the temporary file into place", errno);
   }
   committed_ = true;
+}
+
+void write_file_atomic(const std::string& path, std::string_view text) {
+  AtomicFile file(path);
+  file.stream().write(text.data(), static_cast<std::streamsize>(text.size()));
+  file.commit();
 }
 
 std::optional<std::string> read_file_if_exists(const std::string& path) {

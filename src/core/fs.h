@@ -13,8 +13,8 @@ namespace sweepbench {
 // Writes all of `data` to `fd`, again after EINTR and short writes; false (errno set) on failure.
 bool write_all(int fd, std::string_view data);
 
-// Writes `text` to `path` atomically. Throws Error(kIo) naming the path on failure, and leaves no
-// temporary file behind.
+// Writes `text` to `path` atomically (an AtomicFile written at once). Throws Error(kIo) naming the
+// path on failure, and leaves no temporary file behind, not even when killed (O_TMPFILE).
 void write_file_atomic(const std::string& path, std::string_view text);
 
 // For output written a piece at a time: stream() writes to a temporary file beside `path`, and
