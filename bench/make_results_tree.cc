@@ -27,7 +27,7 @@
 #include "core/text.h"
 #include "core/yaml_io.h"
 #include "results/rank_file.h"
-#include "run/point_state.h"
+#include "layout/point_record.h"
 
 namespace sb = sweepbench;
 namespace fs = std::filesystem;

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "core/results_layout.h"  // rank_file_name
+#include "layout/paths.h"  // rank_file_name
 #include "results/rank_result.h"
 
 namespace sweepbench {

@@ -1,5 +1,5 @@
 // bench-plot's pieces without gnuplot: reading CSV, grouping repeats, and the script's shape.
-#include "plot/plot.h"
+#include "postprocess/plot.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "extract/extract.h"
+#include "postprocess/extract.h"
 #include "results/rank_file.h"
 #include "results/rank_reader.h"
 

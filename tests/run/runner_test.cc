@@ -1,6 +1,6 @@
 // The runner's rules, without running anything: what reruns, what pruning skips, how exits map
 // to statuses, claims and attempts on disk.
-#include "run/runner.h"
+#include "launch/runner.h"
 
 #include <fcntl.h>
 #include <gmock/gmock.h>
@@ -14,7 +14,8 @@
 
 #include "core/config.h"
 #include "core/yaml_io.h"
-#include "run/point_state.h"
+#include "layout/claim.h"
+#include "layout/point_record.h"
 #include "support/temp_dir.h"
 #include "sweep/sweep_spec.h"
 

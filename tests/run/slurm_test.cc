@@ -1,10 +1,11 @@
 // What SLURM's answers mean for a point, without SLURM: state mapping, squeue/sacct parsing, and
 // the merge of a point's files with its job's state that `bench-sweep status` prints.
-#include "run/slurm.h"
+#include "launch/slurm.h"
 
 #include <gtest/gtest.h>
 
-#include "run/status.h"
+#include "launch/status.h"
+#include "layout/point_status.h"
 
 namespace sweepbench {
 namespace {
@@ -62,81 +63,123 @@ SlurmJobStates states(std::initializer_list<std::pair<const std::string, SlurmJo
   return SlurmJobStates(s);
 }
 
-TEST(MergePointState, QueuedTaskWithoutFilesIsPending) {
+TEST(DecidePointStatus, QueuedTaskWithoutFilesIsPending) {
   PointEvidence e;
   e.submitted_job = "7_1";
-  PointView v = merge_point_state(e, states({{"7_1", {"PENDING", "Priority"}}}));
+  PointView v = decide_point_status(e, states({{"7_1", {"PENDING", "Priority"}}}));
   EXPECT_EQ(v.status, PointStatus::kPending);
   EXPECT_EQ(v.job, "7_1");
   EXPECT_EQ(v.note, "job 7_1 PENDING (Priority)");
-  EXPECT_EQ(merge_point_state(e, states({{"7_1", {"RUNNING", ""}}})).status, PointStatus::kRunning);
+  EXPECT_EQ(decide_point_status(e, states({{"7_1", {"RUNNING", ""}}})).status,
+            PointStatus::kRunning);
   // Cancelled before it started.
-  EXPECT_EQ(merge_point_state(e, states({{"7_1", {"CANCELLED", ""}}})).status,
+  EXPECT_EQ(decide_point_status(e, states({{"7_1", {"CANCELLED", ""}}})).status,
             PointStatus::kCancelled);
   // SLURM silent: the directory alone.
-  v = merge_point_state(e, std::nullopt);
+  v = decide_point_status(e, std::nullopt);
   EXPECT_EQ(v.status, PointStatus::kPending);
   EXPECT_EQ(v.note, "submitted as 7_1");
 }
 
-TEST(MergePointState, RunningRecordOfAnEndedJobShowsTheJobsEnd) {
+TEST(DecidePointStatus, RunningRecordOfAnEndedJobShowsTheJobsEnd) {
   PointEvidence e;
   e.record = record(PointStatus::kRunning, "9");
-  EXPECT_EQ(merge_point_state(e, states({{"9", {"RUNNING", ""}}})).status, PointStatus::kRunning);
+  EXPECT_EQ(decide_point_status(e, states({{"9", {"RUNNING", ""}}})).status, PointStatus::kRunning);
   for (auto [state, want] : {std::pair{"TIMEOUT", PointStatus::kTimeout},
                              {"NODE_FAIL", PointStatus::kNodeFail},
                              {"PREEMPTED", PointStatus::kPreempted},
                              {"OUT_OF_MEMORY", PointStatus::kOom},
                              {"COMPLETED", PointStatus::kFailed}}) {
-    PointView v = merge_point_state(e, states({{"9", {state, ""}}}));
+    PointView v = decide_point_status(e, states({{"9", {state, ""}}}));
     EXPECT_EQ(v.status, want) << state;
     EXPECT_NE(v.note.find("before its runner could record"), std::string::npos) << v.note;
   }
 }
 
-TEST(MergePointState, RunningRecordOfADeadLocalRunnerIsCancelled) {
+TEST(DecidePointStatus, RunningRecordOfADeadLocalRunnerIsIncomplete) {
   PointEvidence e;
   e.record = record(PointStatus::kRunning, "");
   e.claim.present = true;
   e.claim.held = true;
   e.claim.holder = ClaimHolder{"host", 42, "", 0, "then"};
-  EXPECT_EQ(merge_point_state(e, std::nullopt).status, PointStatus::kRunning);
+  EXPECT_EQ(decide_point_status(e, std::nullopt).status, PointStatus::kRunning);
   // Issue 14, D3: its runner gone but its processes alive: running (orphaned), not cancelled.
   e.claim.orphaned = true;
-  PointView orphan = merge_point_state(e, std::nullopt);
+  PointView orphan = decide_point_status(e, std::nullopt);
   EXPECT_EQ(orphan.status, PointStatus::kRunning);
   EXPECT_TRUE(orphan.orphaned);
   EXPECT_NE(orphan.note.find("orphaned: its runner host:42"), std::string::npos) << orphan.note;
   e.claim.held = e.claim.orphaned = false;
   e.claim.stale = true;
-  PointView v = merge_point_state(e, std::nullopt);
-  EXPECT_EQ(v.status, PointStatus::kCancelled);
+  PointView v = decide_point_status(e, std::nullopt);
+  EXPECT_EQ(v.status, PointStatus::kIncomplete);
   EXPECT_NE(v.note.find("host:42"), std::string::npos) << v.note;
+  // Its run had finished: the results are whole and summary.json says how it ended.
+  e.ranks.count = 2;
+  e.ranks.run_status = "ok";
+  v = decide_point_status(e, std::nullopt);
+  EXPECT_EQ(v.status, PointStatus::kOk);
+  EXPECT_EQ(v.note, "its runner died before recording the point");
+  e.ranks.problem = "rank-00001.h5 is missing (world_size 2)";
+  EXPECT_EQ(decide_point_status(e, std::nullopt).status, PointStatus::kIncomplete);
 }
 
-TEST(MergePointState, RequeuedTaskAfterATimeoutIsPendingAgain) {
+TEST(DecidePointStatus, OkNeedsItsRankFilesWhole) {
+  PointEvidence e;
+  e.record = record(PointStatus::kOk, "");
+  e.ranks.count = 1;
+  EXPECT_EQ(decide_point_status(e, std::nullopt).status, PointStatus::kOk);
+  e.ranks.problem = "rank-00000.h5 is cut short (100 of 8192 bytes)";
+  PointView v = decide_point_status(e, std::nullopt);
+  EXPECT_EQ(v.status, PointStatus::kIncomplete);
+  EXPECT_EQ(v.note, e.ranks.problem);
+  e.ranks = {};
+  v = decide_point_status(e, std::nullopt);
+  EXPECT_EQ(v.status, PointStatus::kIncomplete);
+  EXPECT_EQ(v.note, "no rank files: they were moved or deleted");
+  // A failure stays a failure, whatever its files.
+  e.record = record(PointStatus::kOom, "");
+  e.ranks.problem = "rank-00000.h5 is cut short (100 of 8192 bytes)";
+  EXPECT_EQ(decide_point_status(e, std::nullopt).status, PointStatus::kOom);
+}
+
+TEST(DecidePointStatus, ResultsWithoutARecordSayHowTheRunEnded) {
+  PointEvidence e;
+  EXPECT_EQ(decide_point_status(e, std::nullopt).status, PointStatus::kPending);
+  e.ranks.count = 1;
+  e.ranks.run_status = "timeout";
+  e.ranks.run_reason = "SIGUSR1";
+  PointView v = decide_point_status(e, std::nullopt);
+  EXPECT_EQ(v.status, PointStatus::kTimeout);
+  EXPECT_EQ(v.note, "SIGUSR1");
+  e.ranks.run_status.clear();
+  EXPECT_EQ(decide_point_status(e, std::nullopt).status, PointStatus::kIncomplete);
+}
+
+TEST(DecidePointStatus, RequeuedTaskAfterATimeoutIsPendingAgain) {
   PointEvidence e;
   e.record = record(PointStatus::kTimeout, "5_0");
   e.submitted_job = "5_0";
-  PointView v = merge_point_state(e, states({{"5_0", {"PENDING", "BeginTime"}}}));
+  PointView v = decide_point_status(e, states({{"5_0", {"PENDING", "BeginTime"}}}));
   EXPECT_EQ(v.status, PointStatus::kPending);
   EXPECT_EQ(v.note, "job 5_0 PENDING (BeginTime); the last attempt ended timeout");
   // Still finishing the run that timed out: the record stands.
-  EXPECT_EQ(merge_point_state(e, states({{"5_0", {"COMPLETING", ""}}})).status,
+  EXPECT_EQ(decide_point_status(e, states({{"5_0", {"COMPLETING", ""}}})).status,
             PointStatus::kTimeout);
   // An ok point stays ok whatever its task does.
   e.record = record(PointStatus::kOk, "5_0");
-  EXPECT_EQ(merge_point_state(e, states({{"5_0", {"PENDING", ""}}})).status, PointStatus::kOk);
+  e.ranks.count = 1;
+  EXPECT_EQ(decide_point_status(e, states({{"5_0", {"PENDING", ""}}})).status, PointStatus::kOk);
 }
 
-TEST(MergePointState, CancelledRunnerOfAPreemptedJobIsPreempted) {
+TEST(DecidePointStatus, CancelledRunnerOfAPreemptedJobIsPreempted) {
   PointEvidence e;
   e.record = record(PointStatus::kCancelled, "8");
-  EXPECT_EQ(merge_point_state(e, states({{"8", {"PREEMPTED", ""}}})).status,
+  EXPECT_EQ(decide_point_status(e, states({{"8", {"PREEMPTED", ""}}})).status,
             PointStatus::kPreempted);
-  EXPECT_EQ(merge_point_state(e, states({{"8", {"CANCELLED", ""}}})).status,
+  EXPECT_EQ(decide_point_status(e, states({{"8", {"CANCELLED", ""}}})).status,
             PointStatus::kCancelled);
-  EXPECT_EQ(merge_point_state(e, std::nullopt).status, PointStatus::kCancelled);
+  EXPECT_EQ(decide_point_status(e, std::nullopt).status, PointStatus::kCancelled);
 }
 
 }  // namespace

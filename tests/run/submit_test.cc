@@ -1,6 +1,6 @@
 // How `bench-sweep submit` turns points into job arrays, without SLURM: the sbatch options a
 // point asks for, grouping and MaxArraySize chunks, and the script text.
-#include "run/submit.h"
+#include "launch/submit.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -118,8 +118,8 @@ class TwoNodes(ClusterCase):
         points = read_json(os.path.join(out, "manifest.json"))["points"]
         ran = [p for p in points if p["index"] in (0, 3, 6, 9, 12)]
         for p in ran:
-            self.assertEqual(read_json(os.path.join(out, p["tag"], "status.json"))["status"],
-                             "ok", p["tag"])
+            record = read_json(os.path.join(out, p["tag"], "status.json"))
+            self.assertEqual(record["status"], "ok", f'{p["tag"]}: {record["reason"]}')
         sixteen = [p for p in ran if p["index"] == 12][0]["tag"]
         hosts = set()
         for r in range(16):

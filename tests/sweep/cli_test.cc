@@ -10,7 +10,7 @@
 
 #include "core/yaml_io.h"
 #include "support/temp_dir.h"
-#include "sweep/bench_sweep_cli.h"
+#include "launch/bench_sweep_cli.h"
 
 namespace sweepbench {
 namespace {

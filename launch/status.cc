@@ -1,4 +1,4 @@
-#include "run/status.h"
+#include "launch/status.h"
 
 #include <filesystem>
 #include <iomanip>
@@ -9,104 +9,14 @@
 #include "core/fs.h"
 #include "core/text.h"
 #include "core/yaml_io.h"
+#include "launch/slurm.h"
 
 namespace sweepbench {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::optional<SlurmJobState> lookup(const std::optional<SlurmJobStates>& slurm,
-                                    const std::string& job) {
-  if (!slurm || job.empty()) return std::nullopt;
-  auto it = slurm->find(job);
-  if (it == slurm->end()) return std::nullopt;
-  return it->second;
-}
-
-std::string described(const std::string& job, const SlurmJobState& s) {
-  return "job " + job + " " + s.state + (s.reason.empty() ? "" : " (" + s.reason + ")");
-}
-
-bool ended(PointStatus s) { return s != PointStatus::kPending && s != PointStatus::kRunning; }
-
 }  // namespace
-
-PointView merge_point_state(const PointEvidence& e, const std::optional<SlurmJobStates>& slurm) {
-  PointView v;
-  const std::optional<PointRecord>& r = e.record;
-  if (r) {
-    v.status = r->status;
-    v.note = r->reason;
-    v.job = r->slurm_job_id;
-  }
-  // A queued or running array task decides, unless the point ended in that very task already.
-  if (auto task = lookup(slurm, e.submitted_job); task && is_live_slurm_state(task->state)) {
-    PointStatus live = status_of_slurm_state(task->state).value_or(PointStatus::kPending);
-    bool same_run = r && r->slurm_job_id == e.submitted_job;
-    bool superseded = r && ended(r->status) && r->status != PointStatus::kOk &&
-                      (!same_run || live == PointStatus::kPending);
-    if (!r || !ended(r->status) || superseded) {
-      v.status = live;
-      v.job = e.submitted_job;
-      v.note = described(e.submitted_job, *task);
-      if (r && ended(r->status)) v.note += "; the last attempt ended " + to_string(r->status);
-      return v;
-    }
-    return v;
-  }
-  if (r && r->status == PointStatus::kRunning) {
-    if (auto job = lookup(slurm, r->slurm_job_id)) {
-      if (is_live_slurm_state(job->state)) return v;
-      v.status = status_of_slurm_state(job->state).value_or(PointStatus::kFailed);
-      v.note = described(r->slurm_job_id, *job) +
-               ": the job ended before its runner could "
-               "record the point";
-      return v;
-    }
-    if (e.claim.orphaned) {
-      v.orphaned = true;
-      v.note = e.claim.describe(e.point_dir);
-    } else if (!e.claim.present || e.claim.stale) {
-      v.status = PointStatus::kCancelled;
-      v.note =
-          "its runner (" +
-          (e.claim.present ? e.claim.holder.describe() : r->host + ":" + std::to_string(r->pid)) +
-          ") is gone; `bench-sweep run` runs it again";
-    }
-    return v;
-  }
-  if (r && r->status == PointStatus::kCancelled) {
-    // SLURM knows better why the job was stopped: the runner only saw a SIGTERM.
-    if (auto job = lookup(slurm, r->slurm_job_id)) {
-      if (auto s = status_of_slurm_state(job->state); s == PointStatus::kPreempted ||
-                                                      s == PointStatus::kNodeFail ||
-                                                      s == PointStatus::kTimeout) {
-        v.status = *s;
-        v.note = described(r->slurm_job_id, *job) + "; " + r->reason;
-      }
-    }
-    return v;
-  }
-  if (!r) {
-    if (auto task = lookup(slurm, e.submitted_job)) {
-      if (auto s = status_of_slurm_state(task->state); s && ended(*s)) {
-        v.status = *s;
-        v.job = e.submitted_job;
-        v.note = described(e.submitted_job, *task) + " before the point started";
-        return v;
-      }
-    }
-    if (e.claim.present && !e.claim.stale) {
-      v.status = PointStatus::kRunning;
-      v.orphaned = e.claim.orphaned;
-      v.note = (e.claim.orphaned ? "" : "starting: ") + e.claim.describe(e.point_dir);
-    } else if (!e.submitted_job.empty()) {
-      v.job = e.submitted_job;
-      v.note = "submitted as " + e.submitted_job;
-    }
-  }
-  return v;
-}
 
 StatusReport sweep_status(const std::string& out_dir) {
   std::string path = (fs::path(out_dir) / "manifest.json").string();
@@ -130,7 +40,8 @@ StatusReport sweep_status(const std::string& out_dir) {
       std::string dir = (fs::path(out_dir) / view.tag).string();
       PointEvidence e;
       e.record = read_point_record(dir);
-      e.claim = PointClaim::inspect(dir);
+      e.claim = PointClaim::inspect(dir, slurm_claim_liveness());
+      e.ranks = inspect_rank_files(dir);
       e.point_dir = dir;
       e.submitted_job = text_field(p, "slurm_job");
       for (const std::string& j :
@@ -150,7 +61,7 @@ StatusReport sweep_status(const std::string& out_dir) {
   report.slurm_asked = !jobs.empty();
   report.slurm_answered = slurm.has_value();
   for (size_t i = 0; i < evidence.size(); ++i) {
-    PointView merged = merge_point_state(evidence[i], slurm);
+    PointView merged = decide_point_status(evidence[i], slurm);
     merged.index = report.points[i].index;
     merged.tag = report.points[i].tag;
     report.points[i] = merged;

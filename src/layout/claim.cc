@@ -1,4 +1,4 @@
-#include "run/point_state.h"
+#include "layout/claim.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -11,37 +11,17 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
-#include <functional>
 
 #include "core/error.h"
 #include "core/fs.h"
-#include "core/results_layout.h"
 #include "core/text.h"
 #include "core/yaml_io.h"
-#include "run/slurm.h"
+#include "layout/paths.h"
 
 namespace sweepbench {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct StatusName {
-  PointStatus status;
-  const char* name;
-};
-
-constexpr StatusName kNames[] = {
-    {PointStatus::kPending, "pending"},
-    {PointStatus::kRunning, "running"},
-    {PointStatus::kOk, "ok"},
-    {PointStatus::kOom, "oom"},
-    {PointStatus::kFailed, "failed"},
-    {PointStatus::kTimeout, "timeout"},
-    {PointStatus::kPreempted, "preempted"},
-    {PointStatus::kCancelled, "cancelled"},
-    {PointStatus::kNodeFail, "node_fail"},
-    {PointStatus::kSkipped, "skipped"},
-};
 
 std::int64_t int_or(const Value& v, const char* key, std::int64_t fallback) {
   const Value* f = v.find(key);
@@ -53,105 +33,6 @@ Error io_error(const std::string& path, const std::string& what) {
 }
 
 }  // namespace
-
-std::string to_string(PointStatus s) {
-  for (const StatusName& n : kNames) {
-    if (n.status == s) return n.name;
-  }
-  return "unknown";
-}
-
-std::optional<PointStatus> parse_point_status(const std::string& text) {
-  for (const StatusName& n : kNames) {
-    if (text == n.name) return n.status;
-  }
-  return std::nullopt;
-}
-
-const std::vector<PointStatus>& all_point_statuses() {
-  static const std::vector<PointStatus> all = [] {
-    std::vector<PointStatus> v;
-    for (const StatusName& n : kNames) v.push_back(n.status);
-    return v;
-  }();
-  return all;
-}
-
-bool is_failure(PointStatus s) {
-  return s == PointStatus::kFailed || s == PointStatus::kOom || s == PointStatus::kTimeout;
-}
-
-bool is_interruption(PointStatus s) {
-  return s == PointStatus::kCancelled || s == PointStatus::kPreempted ||
-         s == PointStatus::kNodeFail;
-}
-
-Value PointRecord::to_value() const {
-  Value v = Value::map();
-  v.set("status", Value::string(to_string(status)));
-  v.set("reason", Value::string(reason));
-  v.set("config_hash", Value::string(config_hash));
-  v.set("attempt", Value::integer(attempt));
-  v.set("exit_code", Value::integer(exit_code));
-  v.set("launcher", Value::string(launcher));
-  Value cmd = Value::list();
-  for (const std::string& a : command) cmd.items().push_back(Value::string(a));
-  v.set("command", cmd);
-  v.set("host", Value::string(host));
-  v.set("pid", Value::integer(pid));
-  v.set("slurm_job_id", Value::string(slurm_job_id));
-  v.set("started", Value::string(started));
-  v.set("ended", Value::string(ended));
-  v.set("seconds", Value::real(seconds));
-  return v;
-}
-
-PointRecord PointRecord::from_value(const Value& v) {
-  PointRecord r;
-  r.status = parse_point_status(text_field(v, "status")).value_or(PointStatus::kPending);
-  r.reason = text_field(v, "reason");
-  r.config_hash = text_field(v, "config_hash");
-  r.attempt = int_or(v, "attempt", 0);
-  r.exit_code = int_or(v, "exit_code", -1);
-  r.launcher = text_field(v, "launcher");
-  if (const Value* cmd = v.find("command"); cmd != nullptr && cmd->is_list()) {
-    for (const Value& a : cmd->items()) {
-      if (a.is_string()) r.command.push_back(a.as_string());
-    }
-  }
-  r.host = text_field(v, "host");
-  r.pid = int_or(v, "pid", 0);
-  r.slurm_job_id = text_field(v, "slurm_job_id");
-  r.started = text_field(v, "started");
-  r.ended = text_field(v, "ended");
-  if (const Value* s = v.find("seconds"); s != nullptr && s->is_number()) r.seconds = s->as_float();
-  return r;
-}
-
-std::string status_path(const std::string& point_dir) {
-  return (fs::path(point_dir) / kStatusFile).string();
-}
-
-std::optional<PointRecord> read_point_record(const std::string& point_dir) {
-  std::string path = status_path(point_dir);
-  std::optional<std::string> text = read_file_if_exists(path);
-  if (!text) return std::nullopt;
-  Value v;
-  try {
-    v = parse_yaml(*text, path);
-  } catch (const Error& e) {
-    throw Error(ErrorKind::kIo, Mark::in(path), "", "cannot be read: " + e.message(),
-                "it is written atomically, so something else wrote it; move it away");
-  }
-  if (!v.is_map()) {
-    throw Error(ErrorKind::kIo, Mark::in(path), "", "is not a point status", "move it away");
-  }
-  return PointRecord::from_value(v);
-}
-
-void write_point_record(const std::string& point_dir, const PointRecord& record) {
-  write_file_atomic(status_path(point_dir), emit_json(record.to_value(), 2, false) + "\n");
-}
 
 std::string ClaimHolder::describe() const {
   if (!readable) return "a claim file that holds no claim (empty, or written by something else)";
@@ -201,13 +82,11 @@ ClaimHolder parse_claim(const std::string& text, const std::string& path) {
 
 // The holder is known to be gone by SLURM: an earlier run of this very job (requeued since), or a
 // job squeue or sacct says has ended.
-bool gone_by_slurm(const ClaimHolder& h) {
+// An earlier run of this very job (requeued since) is gone without asking anyone.
+bool gone_by_slurm(const ClaimHolder& h, const ClaimLiveness& gone) {
   if (h.slurm_job_id.empty()) return false;
   if (h.slurm_job_id == slurm_job_id_here()) return h.slurm_restart < slurm_restart_count_here();
-  std::optional<SlurmJobStates> states = query_slurm_jobs({h.slurm_job_id});
-  if (!states) return false;
-  auto it = states->find(h.slurm_job_id);
-  return it != states->end() && !is_live_slurm_state(it->second.state);
+  return gone && gone(h);
 }
 
 bool process_is_gone(std::int64_t pid) {
@@ -217,7 +96,8 @@ bool process_is_gone(std::int64_t pid) {
 enum class Lock { kTaken, kHeld, kUnsupported };
 
 // Fills `state` from the claim file open as `fd`, given what locking it found.
-void judge(int fd, Lock lock, const std::string& path, ClaimState* state) {
+void judge(int fd, Lock lock, const std::string& path, const ClaimLiveness& gone,
+           ClaimState* state) {
   bool held = lock == Lock::kHeld;
   state->present = true;
   state->held = held;
@@ -234,7 +114,7 @@ void judge(int fd, Lock lock, const std::string& path, ClaimState* state) {
   if (held) {
     state->orphaned = here && process_is_gone(h.pid);
     // A lost node's lock can linger on a network file system after SLURM gave up the job.
-    state->stale = h.readable && !here && gone_by_slurm(h);
+    state->stale = h.readable && !here && gone_by_slurm(h, gone);
     return;
   }
   if (!h.readable) {
@@ -246,7 +126,7 @@ void judge(int fd, Lock lock, const std::string& path, ClaimState* state) {
   // A free lock on this host means its runner and the point's processes are all gone; without
   // locks (some network file systems) only the runner's own process can tell.
   bool dead_here = here && (lock == Lock::kTaken || process_is_gone(h.pid));
-  state->stale = dead_here || gone_by_slurm(h);
+  state->stale = dead_here || gone_by_slurm(h, gone);
 }
 
 Lock try_lock(int fd, int operation) {
@@ -259,18 +139,19 @@ Lock try_lock(int fd, int operation) {
 
 }  // namespace
 
-ClaimState PointClaim::inspect(const std::string& point_dir) {
+ClaimState PointClaim::inspect(const std::string& point_dir, const ClaimLiveness& gone) {
   ClaimState state;
   std::string path = (fs::path(point_dir) / kClaimFile).string();
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return state;
   // A shared lock taken and dropped at once: free means nobody holds the exclusive one.
-  judge(fd, try_lock(fd, LOCK_SH), path, &state);
+  judge(fd, try_lock(fd, LOCK_SH), path, gone, &state);
   ::close(fd);  // drops the shared lock, if taken
   return state;
 }
 
-std::optional<PointClaim> PointClaim::acquire(const std::string& point_dir, ClaimState* busy) {
+std::optional<PointClaim> PointClaim::acquire(const std::string& point_dir, ClaimState* busy,
+                                              const ClaimLiveness& gone) {
   std::string path = (fs::path(point_dir) / kClaimFile).string();
   // Above the standard descriptors, which the point's process replaces with its own.
   auto high = [&](int opened) {
@@ -310,7 +191,7 @@ std::optional<PointClaim> PointClaim::acquire(const std::string& point_dir, Clai
     fd = high(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (fd < 0) continue;  // released between the two opens
     ClaimState state;
-    judge(fd, try_lock(fd, LOCK_EX), path, &state);
+    judge(fd, try_lock(fd, LOCK_EX), path, gone, &state);
     ::close(fd);
     if (!state.stale) {
       // A status or another runner may have held the lock for a moment: look again first.
@@ -326,7 +207,7 @@ std::optional<PointClaim> PointClaim::acquire(const std::string& point_dir, Clai
     std::string stale = path + ".stale." + std::to_string(::getpid());
     if (::rename(path.c_str(), stale.c_str()) == 0) ::unlink(stale.c_str());
   }
-  if (busy != nullptr) *busy = inspect(point_dir);
+  if (busy != nullptr) *busy = inspect(point_dir, gone);
   return std::nullopt;
 }
 
@@ -342,66 +223,6 @@ PointClaim::~PointClaim() {
   ::close(fd_);
 }
 
-int archive_previous_attempt(const std::string& point_dir) {
-  std::vector<fs::path> to_move;
-  std::error_code ec;
-  for (const fs::directory_entry& e : fs::directory_iterator(point_dir, ec)) {
-    std::string name = e.path().filename().string();
-    if (name == kConfigFile || name == kClaimFile || name == kAttemptsDir) continue;
-    to_move.push_back(e.path());
-  }
-  if (ec) throw Error(ErrorKind::kIo, Mark::in(point_dir), "", "cannot list: " + ec.message(), "");
-  if (to_move.empty()) return 0;
-  fs::path attempts = fs::path(point_dir) / kAttemptsDir;
-  make_directories(attempts.string());
-  int n = 1;
-  while (fs::exists(attempts / std::to_string(n), ec)) ++n;
-  fs::path dest = attempts / std::to_string(n);
-  if (::mkdir(dest.c_str(), 0755) != 0) throw io_error(dest.string(), "cannot create");
-  for (const fs::path& p : to_move) {
-    fs::path target = dest / p.filename();
-    if (::rename(p.c_str(), target.c_str()) != 0) throw io_error(p.string(), "cannot move");
-  }
-  return n;
-}
-
-DirLock::DirLock(const std::string& dir) {
-  std::string path = (fs::path(dir) / kLockFile).string();
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw io_error(path, "cannot open the lock file");
-  while (::flock(fd_, LOCK_EX) != 0) {
-    if (errno != EINTR) throw io_error(path, "cannot lock");
-  }
-}
-
-DirLock::~DirLock() {
-  if (fd_ >= 0) ::close(fd_);  // closing releases the lock
-}
-
-void update_manifest(const std::string& out_dir, const std::function<void(Value&)>& change) {
-  DirLock lock(out_dir);
-  std::string path = (fs::path(out_dir) / kManifestFile).string();
-  std::optional<std::string> text = read_file_if_exists(path);
-  if (!text) return;
-  Value manifest = parse_yaml(*text, path);
-  change(manifest);
-  std::string updated = emit_json(manifest, 2, false) + "\n";
-  if (updated != *text) write_file_atomic(path, updated);
-}
-
-void update_manifest_point(const std::string& out_dir, const std::string& tag,
-                           const Value& fields) {
-  update_manifest(out_dir, [&](Value& manifest) {
-    Value* points = manifest.find("points");
-    if (points == nullptr || !points->is_list()) return;
-    for (Value& e : points->items()) {
-      const Value* t = e.find("tag");
-      if (t == nullptr || !t->is_string() || t->as_string() != tag) continue;
-      for (const Value::Entry& f : fields.entries()) e.set(f.key, f.value);
-    }
-  });
-}
-
 std::string slurm_job_id_here() {
   const char* array_job = std::getenv("SLURM_ARRAY_JOB_ID");
   const char* task = std::getenv("SLURM_ARRAY_TASK_ID");
@@ -414,6 +235,11 @@ std::string this_host() {
   char buf[256] = {};
   if (::gethostname(buf, sizeof(buf) - 1) != 0) return "unknown";
   return buf;
+}
+
+long slurm_restart_count_here() {
+  const char* count = std::getenv("SLURM_RESTART_COUNT");
+  return count != nullptr ? std::strtol(count, nullptr, 10) : 0;
 }
 
 }  // namespace sweepbench

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "core/fs.h"
-#include "sweep/bench_sweep_cli.h"
+#include "launch/bench_sweep_cli.h"
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);

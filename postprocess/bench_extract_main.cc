@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "core/fs.h"
-#include "extract/extract.h"
+#include "postprocess/extract.h"
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);

@@ -1,4 +1,4 @@
-#include "core/results_layout.h"
+#include "layout/paths.h"
 
 #include <cstdio>
 

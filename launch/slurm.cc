@@ -1,20 +1,14 @@
-#include "run/slurm.h"
+#include "launch/slurm.h"
 
 #include <cstdlib>
 #include <sstream>
 
 #include "core/error.h"
+#include "core/process.h"
 #include "core/text.h"
-#include "run/process.h"
 
 namespace sweepbench {
 namespace {
-
-// squeue -t all lists ended jobs too; these are the ones still to run or running.
-const char* const kLiveStates[] = {"PENDING",      "RUNNING",   "CONFIGURING", "COMPLETING",
-                                   "SUSPENDED",    "REQUEUED",  "REQUEUE_FED", "REQUEUE_HOLD",
-                                   "RESIZING",     "SIGNALING", "STAGE_OUT",   "STOPPED",
-                                   "RESV_DEL_HOLD"};
 
 std::vector<std::string> split(const std::string& line, char sep) {
   std::vector<std::string> out;
@@ -28,31 +22,6 @@ std::vector<std::string> split(const std::string& line, char sep) {
 std::string first_word(const std::string& s) { return s.substr(0, s.find(' ')); }
 
 }  // namespace
-
-bool is_live_slurm_state(const std::string& state) {
-  for (const char* s : kLiveStates) {
-    if (state == s) return true;
-  }
-  return false;
-}
-
-std::optional<PointStatus> status_of_slurm_state(const std::string& state) {
-  if (state == "RUNNING" || state == "COMPLETING" || state == "CONFIGURING" ||
-      state == "SIGNALING" || state == "STAGE_OUT" || state == "SUSPENDED" || state == "STOPPED" ||
-      state == "RESIZING") {
-    return PointStatus::kRunning;
-  }
-  if (is_live_slurm_state(state)) return PointStatus::kPending;
-  if (state == "TIMEOUT") return PointStatus::kTimeout;
-  if (state == "PREEMPTED") return PointStatus::kPreempted;
-  if (state == "CANCELLED" || state == "REVOKED") return PointStatus::kCancelled;
-  if (state == "NODE_FAIL") return PointStatus::kNodeFail;
-  if (state == "OUT_OF_MEMORY") return PointStatus::kOom;
-  if (state == "FAILED" || state == "BOOT_FAIL" || state == "DEADLINE") {
-    return PointStatus::kFailed;
-  }
-  return std::nullopt;
-}
 
 void parse_squeue_lines(const std::string& text, SlurmJobStates* states) {
   std::istringstream in(text);
@@ -102,6 +71,15 @@ void parse_sacct_lines(const std::string& text, SlurmJobStates* states) {
   }
 }
 
+ClaimLiveness slurm_claim_liveness() {
+  return [](const ClaimHolder& h) {
+    std::optional<SlurmJobStates> states = query_slurm_jobs({h.slurm_job_id});
+    if (!states) return false;
+    auto it = states->find(h.slurm_job_id);
+    return it != states->end() && !is_live_slurm_state(it->second.state);
+  };
+}
+
 std::string slurm_base_job_id(const std::string& job_id) {
   return job_id.substr(0, job_id.find('_'));
 }
@@ -148,11 +126,6 @@ std::optional<long> slurm_max_array_size() {
     if (end != value.c_str() && n > 0) return n;
   }
   return std::nullopt;
-}
-
-long slurm_restart_count_here() {
-  const char* count = std::getenv("SLURM_RESTART_COUNT");
-  return count != nullptr ? std::strtol(count, nullptr, 10) : 0;
 }
 
 std::string slurm_requeue(const std::string& job_id) {

@@ -1,4 +1,4 @@
-#include "run/process.h"
+#include "core/process.h"
 
 #include <fcntl.h>
 #include <poll.h>

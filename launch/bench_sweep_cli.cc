@@ -1,4 +1,4 @@
-#include "sweep/bench_sweep_cli.h"
+#include "launch/bench_sweep_cli.h"
 
 #include <unistd.h>
 
@@ -10,13 +10,14 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "core/fs.h"
+#include "core/process.h"
 #include "core/schema.h"
 #include "core/text.h"
 #include "core/yaml_io.h"
-#include "run/process.h"
-#include "run/runner.h"
-#include "run/status.h"
-#include "run/submit.h"
+#include "launch/runner.h"
+#include "launch/status.h"
+#include "launch/submit.h"
+#include "layout/manifest.h"
 #include "sweep/expand.h"
 #include "sweep/plan_output.h"
 #include "sweep/sweep_spec.h"
@@ -110,10 +111,12 @@ Options:
 const char* const kStatusHelp = R"(bench-sweep status: where each point of a sweep stands.
 Usage: bench-sweep status --out DIR [--format table|json]
 One line per point: index, status (pending, running, ok, oom, failed, timeout, preempted,
-cancelled, node_fail, skipped), tag, SLURM job and a note, then the totals. It reads DIR's
-manifest, status.json files and claims, and asks squeue (then sacct) about the jobs that ran or
-were submitted there: a job that ended by its time limit, a preemption or a node failure shows
-as such even when its runner could not record it.
+cancelled, node_fail, skipped, incomplete), tag, SLURM job and a note, then the totals. It reads
+DIR's manifest, status.json files, claims and rank files, and asks squeue (then sacct) about the
+jobs that ran or were submitted there: a job that ended by its time limit, a preemption or a
+node failure shows as such even when its runner could not record it. incomplete: the files do
+not make one finished run (its runner is gone, a rank file is missing or cut short). bench-extract
+gives each point the same status (docs/running.md).
 Examples:
   bench-sweep status --out runs/scaling
   bench-sweep status --out runs/scaling --format json

@@ -1,4 +1,4 @@
-#include "plot/plot.h"
+#include "postprocess/plot.h"
 
 #include <unistd.h>
 
@@ -14,10 +14,10 @@
 
 #include "core/error.h"
 #include "core/fs.h"
+#include "core/process.h"
 #include "core/text.h"
-#include "extract/tool_main.h"
+#include "postprocess/tool_main.h"
 #include "results/summary.h"
-#include "run/process.h"
 
 namespace sweepbench {
 namespace {

@@ -1,4 +1,4 @@
-#include "run/submit.h"
+#include "launch/submit.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -10,10 +10,11 @@
 #include "core/fs.h"
 #include "core/text.h"
 #include "core/yaml_io.h"
+#include "launch/runner.h"
 #include "launch/shell.h"
-#include "run/point_state.h"
-#include "run/runner.h"
-#include "run/slurm.h"
+#include "launch/slurm.h"
+#include "layout/manifest.h"
+#include "layout/point_record.h"
 
 namespace sweepbench {
 namespace {

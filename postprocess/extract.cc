@@ -1,4 +1,4 @@
-#include "extract/extract.h"
+#include "postprocess/extract.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -34,14 +34,16 @@
 
 #include "core/error.h"
 #include "core/fs.h"
-#include "core/results_layout.h"
 #include "core/schema.h"
 #include "core/text.h"
 #include "core/yaml_io.h"
-#include "extract/tool_main.h"
+#include "layout/claim.h"
+#include "layout/paths.h"
+#include "layout/point_record.h"
+#include "layout/point_status.h"
+#include "postprocess/tool_main.h"
 #include "results/rank_reader.h"
 #include "results/summary.h"
-#include "run/point_state.h"
 #include "sweep/expand.h"
 #include "sweep/plan_output.h"
 
@@ -389,33 +391,32 @@ ExtractedPoint extract_point(const std::string& d, Manifests& manifests, double 
       }
     }
 
-    // Status: the runner's record first (it knows about kills and pruning), else the ranks'.
-    std::string status = record ? text_field(*record, "status") : "";
-    std::string reason = record ? text_field(*record, "reason") : "";
-    if (status.empty() && !ranks.empty()) {
-      status = ranks.front().status;
-      reason = ranks.front().reason;
+    // Status: decided as `bench-sweep status` decides it (layout/point_status.h), from
+    // status.json, the claim, summary.json and the rank files, with what reading them found.
+    // No liveness callback: bench-extract never asks SLURM.
+    PointEvidence evidence;
+    if (record && record->is_map()) evidence.record = PointRecord::from_value(*record);
+    evidence.claim = PointClaim::inspect(d);
+    evidence.ranks = inspect_rank_files(d);
+    evidence.point_dir = d;
+    bool whole = evidence.ranks.problem.empty() && incomplete.empty();
+    if (evidence.ranks.problem.empty()) evidence.ranks.problem = incomplete;
+    if (evidence.ranks.run_status.empty() && !ranks.empty()) {
+      evidence.ranks.run_status = ranks.front().status;
+      evidence.ranks.run_reason = ranks.front().reason;
     }
-    if (!incomplete.empty() && (status.empty() || status == "ok")) {
-      status = "incomplete";
-      reason = incomplete;
+    PointView view = decide_point_status(evidence, std::nullopt);
+    if (!incomplete.empty() && view.status == PointStatus::kPending) {
+      view.status = PointStatus::kIncomplete;  // a status.json that cannot be read
+      view.note = incomplete;
     }
-    if (status.empty()) {
-      status = files.empty() ? "pending" : "incomplete";
-    }
-    // A run that never finished: its runner recorded `running`, and nobody holds the point now.
-    if (status == "running" && files.empty()) {
-      ClaimState claim = PointClaim::inspect(d);
-      if (!claim.present || claim.stale) {
-        status = "incomplete";
-        reason = "no results: its run was killed or never finished";
-      }
-    }
+    std::string status = to_string(view.status);
+    const std::string& reason = view.note;
     out.incomplete = status == "incomplete";
     row["status"] = Value::string(status);
     row["reason"] = Value::string(reason);
 
-    if (!ranks.empty() && incomplete.empty()) {
+    if (!ranks.empty() && whole) {
       row["world_size"] = Value::integer(ranks.front().world_size);
       row["device"] = Value::string(ranks.front().device_type);
       double mt_per_hour = 0;

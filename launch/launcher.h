@@ -61,8 +61,8 @@ struct PointCommand {
   std::vector<std::string> argv;
   std::map<std::string, std::string> env;  // added to the runner's environment (launch.env)
   std::string launcher;
-  ContainerSpec container;            // runtime none when the point runs on the host
-  ContainerContext container_context; // for check_container before it runs
+  ContainerSpec container;             // runtime none when the point runs on the host
+  ContainerContext container_context;  // for check_container before it runs
 };
 
 // The full command of one point: launcher prefix [+ the container's launcher options] +

@@ -1,4 +1,4 @@
-#include "extract/tool_main.h"
+#include "postprocess/tool_main.h"
 
 #include "core/error.h"
 

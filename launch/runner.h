@@ -17,7 +17,8 @@
 #include <vector>
 
 #include "launch/launcher.h"
-#include "run/point_state.h"
+#include "layout/claim.h"
+#include "layout/point_record.h"
 #include "sweep/expand.h"
 
 namespace sweepbench {

@@ -1,4 +1,4 @@
-#include "run/runner.h"
+#include "launch/runner.h"
 
 #include <unistd.h>
 
@@ -13,12 +13,14 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "core/fs.h"
-#include "core/results_layout.h"
+#include "core/process.h"
 #include "core/text.h"
 #include "core/yaml_io.h"
 #include "launch/shell.h"
-#include "run/process.h"
-#include "run/slurm.h"
+#include "launch/slurm.h"
+#include "layout/claim.h"
+#include "layout/manifest.h"
+#include "layout/paths.h"
 
 namespace sweepbench {
 namespace {
@@ -179,7 +181,8 @@ class SweepRun {
       return;
     }
     ClaimState busy;
-    std::optional<PointClaim> claim = PointClaim::acquire(point_dir(p), &busy);
+    std::optional<PointClaim> claim =
+        PointClaim::acquire(point_dir(p), &busy, slurm_claim_liveness());
     if (!claim) {
       // Another runner has it, or the processes of one that was killed still run: never a
       // second copy beside them.

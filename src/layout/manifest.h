@@ -1,0 +1,31 @@
+// A sweep's manifest, DIR/manifest.json: the plan's points and what the runner and submit record
+// in it (docs/results-format.md). Every read-modify-write holds DIR/.lock.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "core/value.h"
+
+namespace sweepbench {
+
+// An advisory lock (flock) on DIR/.lock for read-modify-write of the manifest.
+class DirLock {
+ public:
+  explicit DirLock(const std::string& dir);
+  ~DirLock();
+  DirLock(const DirLock&) = delete;
+  DirLock& operator=(const DirLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+// Reads DIR/manifest.json, lets `change` edit it and writes it back (atomically, only when it
+// changed), all under DirLock. Does nothing when there is no manifest.
+void update_manifest(const std::string& out_dir, const std::function<void(Value&)>& change);
+
+// Sets `fields` (a map) on the manifest entry whose tag is `tag`, under DirLock.
+void update_manifest_point(const std::string& out_dir, const std::string& tag, const Value& fields);
+
+}  // namespace sweepbench
