@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <boost/program_options.hpp>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 
 #include "core/config.h"
@@ -285,17 +286,6 @@ std::filesystem::path self_path() {
   return ec ? std::filesystem::path() : self;
 }
 
-// bench-train beside this executable (the build tree and an install both put it there), else
-// whatever PATH finds.
-std::string default_bench_train() {
-  std::filesystem::path self = self_path();
-  if (!self.empty()) {
-    std::filesystem::path sibling = self.parent_path() / "bench-train";
-    if (::access(sibling.c_str(), X_OK) == 0) return sibling.string();
-  }
-  return "bench-train";
-}
-
 int run_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description desc;
   add_plan_options(desc);
@@ -323,8 +313,7 @@ int run_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   run.force = vm.count("force") > 0;
   run.retry_failed = vm.count("retry-failed") > 0;
   run.dry_run = vm.count("dry-run") > 0;
-  run.bench_train =
-      vm.count("bench-train") ? vm["bench-train"].as<std::string>() : default_bench_train();
+  if (vm.count("bench-train")) run.programs["bench-train"] = vm["bench-train"].as<std::string>();
   run.prune_after_oom = spec.prune_after_oom;
   points_to_run(plan, run.only);  // a bad --only is an error before anything is written
   if (!run.dry_run) write_plan_locked(plan, run.out_dir, out);
@@ -472,17 +461,18 @@ void report(const Error& e, std::ostream& err) {
 
 std::string schema_markdown() {
   std::ostringstream out;
-  std::string section;
+  std::optional<std::string> section;  // nullopt before the first key
   for (const KeySpec& k : Schema::get().keys()) {
     if (k.section() != section) {
       section = k.section();
-      out << "\n### `" << section << "`\n\n"
+      out << "\n### " << (section->empty() ? "Top level" : "`" + *section + "`") << "\n\n"
           << "| key | type | default | hashed | description |\n"
           << "|---|---|---|---|---|\n";
     }
     std::string type = k.type_text();
-    out << "| `" << k.path << "` | " << type << " | `" << default_text(k) << "` | "
-        << (k.hashed ? "yes" : "no") << " | " << k.description << " |\n";
+    std::string hashed = k.hashed_unless_default ? "unless default" : k.hashed ? "yes" : "no";
+    out << "| `" << k.path << "` | " << type << " | `" << default_text(k) << "` | " << hashed
+        << " | " << k.description << " |\n";
   }
   return out.str();
 }

@@ -10,13 +10,9 @@
 #include <string>
 #include <vector>
 
-namespace sweepbench {
+#include "core/exit_codes.h"  // IWYU pragma: export
 
-constexpr int kExitOk = 0;
-constexpr int kExitUsage = 2;
-constexpr int kExitNotAllOk = 1;  // run: a point did not end ok
-constexpr int kExitStopped = 6;   // run: a signal stopped the sweep
-constexpr int kExitInternal = 70;
+namespace sweepbench {
 
 int bench_sweep_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 

@@ -10,6 +10,7 @@
 
 #include "core/config.h"
 #include "core/error.h"
+#include "core/registry.h"
 #include "core/text.h"
 
 namespace sweepbench {
@@ -164,16 +165,17 @@ class EnrootPlatform : public ContainerPlatform {
   }
 };
 
-using Factory = std::function<std::unique_ptr<ContainerPlatform>()>;
-
-const std::vector<std::pair<std::string, Factory>>& registry() {
-  static const std::vector<std::pair<std::string, Factory>> r = {
-      {"apptainer", [] { return std::make_unique<ApptainerPlatform>("apptainer"); }},
-      {"singularity", [] { return std::make_unique<ApptainerPlatform>("singularity"); }},
-      {"charliecloud", [] { return std::make_unique<CharliecloudPlatform>(); }},
-      {"podman", [] { return std::make_unique<PodmanPlatform>(); }},
-      {"enroot", [] { return std::make_unique<EnrootPlatform>(); }},
-  };
+const Registry<ContainerPlatform>& registry() {
+  static const Registry<ContainerPlatform> r(
+      "container.runtime", "container runtime",
+      {
+          {"apptainer", [] { return std::make_unique<ApptainerPlatform>("apptainer"); }},
+          {"singularity", [] { return std::make_unique<ApptainerPlatform>("singularity"); }},
+          {"charliecloud", [] { return std::make_unique<CharliecloudPlatform>(); }},
+          {"podman", [] { return std::make_unique<PodmanPlatform>(); }},
+          {"enroot", [] { return std::make_unique<EnrootPlatform>(); }},
+      },
+      {"none"});
   return r;
 }
 
@@ -218,19 +220,10 @@ ContainerSpec ContainerSpec::from_config(const Value& c) {
   return s;
 }
 
-std::vector<std::string> container_runtime_names() {
-  std::vector<std::string> names;
-  for (const auto& [name, factory] : registry()) names.push_back(name);
-  return names;
-}
+std::vector<std::string> container_runtime_names() { return registry().names(); }
 
 std::unique_ptr<ContainerPlatform> make_container_platform(const std::string& name) {
-  for (const auto& [known, factory] : registry()) {
-    if (known == name) return factory();
-  }
-  throw Error::input(Mark::in("container.runtime"), "container.runtime",
-                     "unknown container runtime '" + name + "'",
-                     "use one of none, " + join(container_runtime_names(), ", "));
+  return registry().make(name);
 }
 
 const std::vector<std::string>& default_env_keep() {
@@ -255,8 +248,8 @@ const std::vector<std::string>& default_env_keep() {
 
 std::vector<std::string> container_runtimes_found() {
   std::vector<std::string> found;
-  for (const auto& [name, factory] : registry()) {
-    std::unique_ptr<ContainerPlatform> p = factory();
+  for (const std::string& name : registry().names()) {
+    std::unique_ptr<ContainerPlatform> p = registry().make(name);
     if (name == "enroot" ? on_path("enroot") : on_path(p->program())) found.push_back(name);
   }
   return found;

@@ -8,7 +8,9 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "core/hardware.h"
+#include "core/registry.h"
 #include "core/text.h"
+#include "launch/workload.h"
 
 namespace sweepbench {
 namespace {
@@ -74,14 +76,14 @@ class SrunLauncher : public Launcher {
   }
 };
 
-using Factory = std::function<std::unique_ptr<Launcher>()>;
-
-const std::vector<std::pair<std::string, Factory>>& registry() {
-  static const std::vector<std::pair<std::string, Factory>> r = {
-      {"local", [] { return std::make_unique<LocalLauncher>(); }},
-      {"mpirun", [] { return std::make_unique<MpirunLauncher>(); }},
-      {"srun", [] { return std::make_unique<SrunLauncher>(); }},
-  };
+const Registry<Launcher>& registry() {
+  static const Registry<Launcher> r(
+      "launch.launcher", "launcher",
+      {
+          {"local", [] { return std::make_unique<LocalLauncher>(); }},
+          {"mpirun", [] { return std::make_unique<MpirunLauncher>(); }},
+          {"srun", [] { return std::make_unique<SrunLauncher>(); }},
+      });
   return r;
 }
 
@@ -116,20 +118,9 @@ PointResources PointResources::from_config(const Value& c) {
   return r;
 }
 
-std::vector<std::string> launcher_names() {
-  std::vector<std::string> names;
-  for (const auto& [name, factory] : registry()) names.push_back(name);
-  return names;
-}
+std::vector<std::string> launcher_names() { return registry().names(); }
 
-std::unique_ptr<Launcher> make_launcher(const std::string& name) {
-  for (const auto& [known, factory] : registry()) {
-    if (known == name) return factory();
-  }
-  throw Error::input(Mark::in("launch.launcher"), "launch.launcher",
-                     "unknown launcher '" + name + "'",
-                     "use one of " + join(launcher_names(), ", "));
-}
+std::unique_ptr<Launcher> make_launcher(const std::string& name) { return registry().make(name); }
 
 std::string resolve_launcher_name(const PointResources& r, const LaunchSite& site) {
   if (r.launcher != "auto") return r.launcher;
@@ -138,7 +129,7 @@ std::string resolve_launcher_name(const PointResources& r, const LaunchSite& sit
 }
 
 PointCommand point_command(const Value& resolved, const LaunchSite& site,
-                           const std::string& bench_train, const std::string& config_path,
+                           const std::string& program, const std::string& config_path,
                            const std::string& out_dir) {
   PointResources r = PointResources::from_config(resolved);
   PointCommand cmd;
@@ -152,7 +143,8 @@ PointCommand point_command(const Value& resolved, const LaunchSite& site,
   cmd.argv = make_launcher(cmd.launcher)->prefix(r, site);
   cmd.env = r.env;
   cmd.container = ContainerSpec::from_config(resolved);
-  std::vector<std::string> inner = {bench_train, "--config", config_path, "--out", out_dir};
+  std::unique_ptr<Workload> workload = workload_of(resolved);
+  std::vector<std::string> inner = workload->argv({program, config_path, out_dir, false, {}});
   if (cmd.container.enabled()) {
     std::unique_ptr<ContainerPlatform> platform = make_container_platform(cmd.container.runtime);
     std::string needs = platform->required_launcher();
@@ -184,9 +176,8 @@ PointCommand point_command(const Value& resolved, const LaunchSite& site,
     for (const auto& [name, value] : cmd.container.env) {
       if (!starts_with(name, "SWEEPBENCH_")) ctx.env_keep.push_back(name);
     }
-    // bench-train as the image installs it, keeping only the variables listed.
-    inner = {"bench-train", "--env-keep", join(ctx.env_keep, ","), "--config", config_path,
-             "--out",       out_dir};
+    // The workload's program as the image installs it, keeping only the variables listed.
+    inner = workload->argv({workload->program(), config_path, out_dir, true, ctx.env_keep});
     std::vector<std::string> options = platform->launcher_options(cmd.container, ctx);
     cmd.argv.insert(cmd.argv.end(), options.begin(), options.end());
     inner = platform->wrap(cmd.container, ctx, inner);

@@ -70,7 +70,7 @@ struct PointCommand {
 // bench-train is the image's (on its PATH) and starts with --env-keep. Throws Error(kInput) for a
 // point this site cannot run (the local launcher asked for several ranks, enroot without srun).
 PointCommand point_command(const Value& resolved, const LaunchSite& site,
-                           const std::string& bench_train, const std::string& config_path,
+                           const std::string& program, const std::string& config_path,
                            const std::string& out_dir);
 
 }  // namespace sweepbench

@@ -27,16 +27,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// bench-train's exit codes (docs/exit-codes.md).
-constexpr int kTrainOom = 20, kTrainTimeout = 21, kTrainCancelled = 23;
-
 std::string first_line(const std::string& text, size_t max) {
   std::string line = text.substr(0, text.find('\n'));
   return line.size() > max ? line.substr(0, max) + "..." : line;
 }
 
-// Why a point ended as it did: bench-train's summary.json reason, else its last stderr line.
-std::string reason_of(const std::string& point_dir, const ProcessResult& r) {
+// Why a point ended as it did: its summary.json reason, else its program's last stderr line.
+std::string reason_of(const std::string& point_dir, const std::string& program,
+                      const ProcessResult& r) {
   try {
     if (auto text = read_file_if_exists((fs::path(point_dir) / kSummaryFile).string())) {
       Value s = parse_yaml(*text, kSummaryFile);
@@ -58,16 +56,16 @@ std::string reason_of(const std::string& point_dir, const ProcessResult& r) {
     }
   } catch (const Error&) {
   }
-  std::string what = "bench-train: " + r.describe();
+  std::string what = program + ": " + r.describe();
   if (r.term_signal == SIGKILL) what += " (the kernel's out-of-memory killer, or a user)";
   return last.empty() ? what : what + ": " + first_line(last, 300);
 }
 
-// The first of rank-00000.h5 ... rank-(ranks-1).h5 that is not in the point directory.
-std::optional<std::string> missing_rank_file(const std::string& point_dir, std::int64_t ranks) {
-  for (std::int64_t rank = 0; rank < ranks; ++rank) {
+// The first of the files a finished run must leave that is not in the point directory.
+std::optional<std::string> missing_result(const std::string& point_dir,
+                                          const std::vector<std::string>& files) {
+  for (const std::string& name : files) {
     std::error_code ec;
-    std::string name = rank_file_name(rank);
     if (!fs::exists(fs::path(point_dir) / name, ec)) return name;
   }
   return std::nullopt;
@@ -98,8 +96,9 @@ class SweepRun {
     // Every command is built first, so a point this site cannot run fails before any runs.
     std::vector<PointCommand> commands;
     for (const SweepPoint* p : points) {
-      commands.push_back(
-          point_command(p->config, site_, o_.bench_train, config_path(*p), point_dir(*p)));
+      commands.push_back(point_command(
+          p->config, site_, locate_program(workload_of(p->config)->program(), o_.programs),
+          config_path(*p), point_dir(*p)));
     }
     if (!o_.dry_run) {
       // A missing runtime or image is an error before any point runs.
@@ -234,15 +233,17 @@ class SweepRun {
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     ++report_.ran;
     r.exit_code = result.term_signal != 0 ? 128 + result.term_signal : result.exit_code;
-    r.status = status_from_exit(result.exit_code, result.term_signal);
-    r.reason = r.status == PointStatus::kOk ? "" : reason_of(point_dir(p), result);
+    std::unique_ptr<Workload> workload = workload_of(p.config);
+    std::string program = workload->program();
+    r.status = status_from_exit(*workload, result.exit_code, result.term_signal);
+    r.reason = r.status == PointStatus::kOk ? "" : reason_of(point_dir(p), program, result);
     if (r.status == PointStatus::kOk) {
       // Success is a result, not an exit code: a program that exits 0 having written nothing
       // (a wrapper script that swallows the failure, say) did not measure anything.
-      std::int64_t ranks = config_at(p.config, "launch.ranks").as_int();
-      if (std::optional<std::string> missing = missing_rank_file(point_dir(p), ranks)) {
+      if (std::optional<std::string> missing =
+              missing_result(point_dir(p), workload->result_files(p.config))) {
         r.status = PointStatus::kFailed;
-        r.reason = "bench-train exited 0 without results: no " + *missing;
+        r.reason = program + " exited 0 without results: no " + *missing;
       }
     }
     if (int sig = received_stop_signal(); sig != 0 && r.status != PointStatus::kOk) {
@@ -250,8 +251,8 @@ class SweepRun {
       r.status = sig == SIGUSR1 ? PointStatus::kTimeout : PointStatus::kCancelled;
       r.reason =
           "bench-sweep received " + signal_name(sig) +
-          (sig == SIGUSR1 ? " (the time limit is near)" : "") +
-          "; bench-train: " + result.describe() +
+          (sig == SIGUSR1 ? " (the time limit is near)" : "") + "; " + program + ": " +
+          result.describe() +
           (killed_by_second_stop() ? " by a second stop signal, before it could write its results"
                                    : "");
     }
@@ -353,20 +354,9 @@ std::optional<std::string> prune_reason(const SweepPoint& candidate, const Sweep
   return std::nullopt;
 }
 
-PointStatus status_from_exit(int exit_code, int term_signal) {
+PointStatus status_from_exit(const Workload& workload, int exit_code, int term_signal) {
   if (term_signal != 0) return PointStatus::kFailed;
-  switch (exit_code) {
-    case 0:
-      return PointStatus::kOk;
-    case kTrainOom:
-      return PointStatus::kOom;
-    case kTrainTimeout:
-      return PointStatus::kTimeout;
-    case kTrainCancelled:
-      return PointStatus::kCancelled;
-    default:
-      return PointStatus::kFailed;
-  }
+  return workload.status_of_exit(exit_code);
 }
 
 bool RunReport::all_ok() const {

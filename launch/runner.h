@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "launch/launcher.h"
+#include "launch/workload.h"
 #include "layout/claim.h"
 #include "layout/point_record.h"
 #include "sweep/expand.h"
@@ -29,7 +30,9 @@ struct RunOptions {
   bool force = false;             // rerun points that are already ok
   bool retry_failed = false;      // rerun points that failed or ran out of memory
   bool dry_run = false;           // print the commands, run and write nothing
-  std::string bench_train = "bench-train";
+  // Programs by name ("bench-train" -> a path; --bench-train); a workload's program not named
+  // here is the one beside bench-sweep, else PATH's (locate_program).
+  std::map<std::string, std::string> programs;
   std::vector<std::string> prune_after_oom;
 };
 
@@ -43,8 +46,8 @@ Decision decide(const std::optional<PointRecord>& record, const std::string& con
 std::optional<std::string> prune_reason(const SweepPoint& candidate, const SweepPoint& oom_point,
                                         const std::vector<std::string>& keys);
 
-// The status bench-train's exit tells: 0 ok, 20 oom, 21 timeout, 23 cancelled, else failed.
-PointStatus status_from_exit(int exit_code, int term_signal);
+// The status a program's end tells: what its workload says of its exit code; a signal: failed.
+PointStatus status_from_exit(const Workload& workload, int exit_code, int term_signal);
 
 struct RunReport {
   std::map<PointStatus, size_t> counts;  // the selected points' statuses after the run

@@ -33,6 +33,7 @@
 #endif
 
 #include "core/error.h"
+#include "core/exit_codes.h"
 #include "core/fs.h"
 #include "core/schema.h"
 #include "core/text.h"
@@ -1103,7 +1104,7 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
         if (!vm.count("input")) {
           err << "bench-extract: error: no input given\nusage: bench-extract -i PATH [-o OUT]  "
                  "(bench-extract --help)\n";
-          return 2;
+          return kExitUsage;
         }
         std::optional<std::string> output;
         if (vm.count("output")) output = vm["output"].as<std::string>();
@@ -1182,7 +1183,7 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
           err << "bench-extract: " << plural(search.warnings.size(), "directory", "directories")
               << " could not be read; points under them are missing from the table\n";
         }
-        return vm.count("strict") && unread ? 1 : 0;
+        return vm.count("strict") && unread ? kExitNotAllOk : kExitOk;
       });
 }
 

@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "core/error.h"
+#include "core/exit_codes.h"
 #include "core/fs.h"
 #include "core/process.h"
 #include "core/text.h"
@@ -417,7 +418,7 @@ int bench_plot_main(const std::vector<std::string>& args, std::ostream& out, std
             err << "bench-plot: error: --" << required << " is missing\n"
                 << "usage: bench-plot -i results.csv -o fig.png --metric COL  (bench-plot "
                    "--help)\n";
-            return 2;
+            return kExitUsage;
           }
         }
         PlotSpec spec;
@@ -478,7 +479,7 @@ int bench_plot_main(const std::vector<std::string>& args, std::ostream& out, std
                                "or no value)"
                          : "")
             << (vm.count("script") ? "; script " + script_path : "") << "\n";
-        return 0;
+        return kExitOk;
       });
 }
 

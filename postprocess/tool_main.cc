@@ -1,6 +1,7 @@
 #include "postprocess/tool_main.h"
 
 #include "core/error.h"
+#include "core/exit_codes.h"
 
 namespace sweepbench {
 
@@ -15,7 +16,7 @@ int run_tool(const std::string& tool, const std::vector<std::string>& args,
     po::notify(vm);
     if (vm.count("help")) {
       out << usage << desc;
-      return 0;
+      return kExitOk;
     }
     return body(vm);
   } catch (const Error& e) {
@@ -24,7 +25,7 @@ int run_tool(const std::string& tool, const std::vector<std::string>& args,
     return exit_code_for(e.kind());
   } catch (const po::error& e) {
     err << tool << ": error: " << e.what() << " (" << tool << " --help lists the options)\n";
-    return 2;
+    return kExitUsage;
   }
 }
 

@@ -349,8 +349,13 @@ ModelShape model_shape_of(const Value& r) {
 std::string canonical_config_text(const Value& resolved) {
   Value hashed = resolved;
   for (const KeySpec& k : Schema::get().keys()) {
-    if (k.hashed) continue;
-    if (Value* section = hashed.find(k.section())) section->erase(k.name());
+    if (k.hashed && !k.hashed_unless_default) continue;
+    if (k.hashed_unless_default) {
+      const Value* v = resolved.find_path(k.path);
+      if (v == nullptr || *v != k.default_value) continue;
+    }
+    Value* section = k.section().empty() ? &hashed : hashed.find(k.section());
+    if (section != nullptr) section->erase(k.name());
   }
   return emit_canonical_yaml(hashed);
 }

@@ -1,5 +1,7 @@
 #include "core/error.h"
 
+#include "core/exit_codes.h"
+
 namespace sweepbench {
 namespace {
 
@@ -42,13 +44,13 @@ std::string Error::detail() const { return format_error(Mark{}, key_, message_, 
 int exit_code_for(ErrorKind kind) {
   switch (kind) {
     case ErrorKind::kInput:
-      return 2;
+      return kExitUsage;
     case ErrorKind::kConflict:
-      return 3;
+      return kExitConflict;
     case ErrorKind::kIo:
-      return 4;
+      return kExitIo;
   }
-  return 1;
+  return kExitInternal;
 }
 
 }  // namespace sweepbench

@@ -41,6 +41,10 @@ class K {
     spec_.hashed = false;
     return *this;
   }
+  K& hashed_unless_default() {
+    spec_.hashed_unless_default = true;
+    return *this;
+  }
   K& derived() {
     spec_.derived = true;
     spec_.nullable = true;
@@ -64,6 +68,12 @@ using T = KeyType;
 
 std::vector<KeySpec> build_table() {
   return {
+      // ---- top level ----
+      K("benchmark", T::kEnum, S("train"),
+        "What runs at each point: a registered workload (docs/workloads.md); train is "
+        "bench-train")
+          .choices({"train"})
+          .hashed_unless_default(),
       // ---- model ----
       K("model.preset", T::kEnum, S("gpt2"),
         "Named model shape; each dimension below defaults to the preset's")
@@ -271,7 +281,10 @@ std::string range_text(const KeySpec& s) {
 
 }  // namespace
 
-std::string KeySpec::section() const { return path.substr(0, path.find('.')); }
+std::string KeySpec::section() const {
+  size_t dot = path.find('.');
+  return dot == std::string::npos ? "" : path.substr(0, dot);
+}
 
 std::string KeySpec::name() const { return path.substr(path.find('.') + 1); }
 
@@ -317,7 +330,8 @@ const Schema& Schema::get() {
 Schema::Schema() : keys_(build_table()), defaults_(Value::map()) {
   for (const KeySpec& k : keys_) {
     std::string section = k.section();
-    if (std::find(sections_.begin(), sections_.end(), section) == sections_.end()) {
+    if (!section.empty() &&
+        std::find(sections_.begin(), sections_.end(), section) == sections_.end()) {
       sections_.push_back(section);
     }
     all_paths_.push_back(k.path);

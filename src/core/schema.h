@@ -39,11 +39,16 @@ struct KeySpec {
   // false: the key only affects scheduling and cannot change a measurement; it is left out of
   // config_hash so that, e.g., raising a time limit does not orphan finished results.
   bool hashed = true;
+  // true: the key enters config_hash only when it differs from its default. For keys added
+  // after results exist whose default is what every earlier config meant (benchmark: train):
+  // earlier configs keep their hash and tag, so their results stay found.
+  bool hashed_unless_default = false;
   // true: null means "derived" (from the model preset or another key) and is filled in when the
   // config is resolved, so equal configs hash equal however they were written.
   bool derived = false;
   std::string description;
 
+  // "train" of "train.micro_batch"; "" for a top-level key such as "benchmark".
   std::string section() const;
   std::string name() const;
   // "integer >= 1", "one of fp32, bf16, fp16", "float > 0 or null" (for errors and docs).

@@ -427,11 +427,12 @@ SweepSpec parse_sweep(const Value& root, const std::string& path, const SweepFil
     if (std::find(kTopLevelKeys.begin(), kTopLevelKeys.end(), e.key) != kTopLevelKeys.end()) {
       continue;
     }
-    if (schema.is_section(e.key)) {
+    if (schema.is_section(e.key) || schema.find(e.key) != nullptr) {
       throw Error::input(e.key_mark, "",
                          "'" + e.key +
                              "' belongs under base: (only launch, container and "
-                             "slurm may stand at the top level)");
+                             "slurm may stand at the top level)",
+                         schema.is_section(e.key) ? "" : "or vary it under axes:");
     }
     throw unknown_sweep_key("the sweep file", e.key, e.key_mark, kTopLevelKeys);
   }

@@ -92,17 +92,17 @@ const char* status_name(RunStatus s) {
 int exit_code_for(RunStatus s) {
   switch (s) {
     case RunStatus::kOk:
-      return kTrainExitOk;
+      return kExitOk;
     case RunStatus::kCancelled:
-      return kTrainExitCancelled;
+      return kExitTrainCancelled;
     case RunStatus::kTimeout:
-      return kTrainExitTimeout;
+      return kExitTrainTimeout;
     case RunStatus::kOom:
-      return kTrainExitOom;
+      return kExitTrainOom;
     case RunStatus::kFailed:
-      return kTrainExitFailed;
+      return kExitTrainFailed;
   }
-  return kTrainExitFailed;
+  return kExitTrainFailed;
 }
 
 RunStatus from_outcome(Outcome o) {
@@ -867,12 +867,12 @@ int bench_train_main(int argc, char** argv) {
       std::fprintf(stderr, "bench-train: error: %s (bench-train --help lists the options)\n",
                    e.what());
     }
-    return kTrainExitUsage;
+    return kExitUsage;
   } catch (const Error& e) {
     if (launcher_rank() == 0) {
       std::fprintf(stderr, "%s: error: %s\n", e.mark().str().c_str(), e.detail().c_str());
     }
-    return kTrainExitUsage;
+    return kExitUsage;
   }
   if (args.help || args.version) {
     if (launcher_rank() == 0) {
@@ -884,7 +884,7 @@ int bench_train_main(int argc, char** argv) {
         std::printf("%s%s", kUsage, text.str().c_str());
       }
     }
-    return kTrainExitOk;
+    return kExitOk;
   }
   try {
     MpiEnv mpi(&argc, &argv);
@@ -893,11 +893,11 @@ int bench_train_main(int argc, char** argv) {
     } catch (const std::exception& e) {
       // A bug or an MPI failure mid-run: the peers may be waiting in a collective, so end the job.
       std::fprintf(stderr, "bench-train: rank %d: internal error: %s\n", mpi.rank(), e.what());
-      mpi.abort(kTrainExitInternal);
+      mpi.abort(kExitInternal);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench-train: cannot start MPI: %s\n", e.what());
-    return kTrainExitInternal;
+    return kExitInternal;
   }
 }
 

@@ -201,6 +201,20 @@ TEST(ConfigHash, LeavesOutSchedulingOnlyKeys) {
   EXPECT_THAT(canonical, HasSubstr("partition: null"));
 }
 
+TEST(ConfigHash, TheBenchmarkKeyAtItsDefaultKeepsEarlierHashes) {
+  // `benchmark` came after results existed; every earlier config meant `train`.
+  std::string h = hash_of("train.steps: 20\n");
+  EXPECT_EQ(hash_of("benchmark: train\ntrain.steps: 20\n"), h);
+  // What bench-sweep plan gave this config before the key existed (commit 9a68551).
+  EXPECT_EQ(h, "cfd915c9851338cc28528153225f1866166842859cf54f48b90c4ab67879206c");
+  EXPECT_THAT(canonical_config_text(resolved("benchmark: train\n")),
+              ::testing::Not(HasSubstr("benchmark")));
+  // The config file keeps it, so a reader sees what ran.
+  EXPECT_THAT(point_config_file_text(resolved("")), HasSubstr("benchmark: \"train\""));
+  // Only registered workloads: the error lists them.
+  EXPECT_THROW(resolved("benchmark: infer\n"), Error);
+}
+
 TEST(PointConfigFile, RoundTripsWithTheSameHash) {
   testing::TempDir dir;
   Value r = resolved("model.preset: llama-tiny\ntrain: {lr: 2e-4, dtype: bf16}\nslurm.time: 30\n");

@@ -5,12 +5,15 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
 #include "core/config.h"
+#include "core/schema.h"
 #include "core/text.h"
 #include "launch/launcher.h"
+#include "launch/workload.h"
 #include "support/expect_error.h"
 #include "support/temp_dir.h"
 
@@ -282,6 +285,89 @@ TEST(SifId, ReadsTheUuidFromASifHeader) {
                                           "as one if nobody checked the magic";
   EXPECT_EQ(sif_id(dir.path() + "/b.sif"), "");
   EXPECT_EQ(sif_id(dir.path() + "/none.sif"), "");
+}
+
+// ---- workloads x launchers x container runtimes (issue 15) ----------------------------------
+
+struct WorkloadGolden {
+  std::string name;
+  Argv host;    // the program's argv on the host (its path from RunOptions::programs)
+  Argv inside;  // and as a container runs it (the image's program)
+};
+
+// One entry per registered workload: registering a workload without its golden commands fails.
+std::vector<WorkloadGolden> workload_goldens() {
+  return {
+      {"train", {"/opt/sb/bench-train", "--config", "/r/t/config.yaml", "--out", "/r/t"}, inner()}};
+}
+
+bool ends_with(const Argv& argv, const Argv& tail) {
+  return argv.size() >= tail.size() &&
+         std::equal(tail.begin(), tail.end(), argv.end() - tail.size());
+}
+
+TEST(Workloads, EveryRegisteredWorkloadHasGoldenCommands) {
+  Argv names;
+  for (const WorkloadGolden& g : workload_goldens()) names.push_back(g.name);
+  EXPECT_EQ(names, workloads().names());
+}
+
+TEST(Workloads, TheSchemaListsTheRegisteredNames) {
+  EXPECT_EQ(Schema::get().find("benchmark")->choices, workloads().names());
+  Argv launchers = {"auto"};
+  for (const std::string& n : launcher_names()) launchers.push_back(n);
+  std::sort(launchers.begin() + 1, launchers.end());
+  Argv schema_launchers = Schema::get().find("launch.launcher")->choices;
+  std::sort(schema_launchers.begin() + 1, schema_launchers.end());
+  EXPECT_EQ(schema_launchers, launchers);
+  Argv runtimes = {"none"};
+  for (const std::string& n : container_runtime_names()) runtimes.push_back(n);
+  Argv schema_runtimes = Schema::get().find("container.runtime")->choices;
+  std::sort(runtimes.begin(), runtimes.end());
+  std::sort(schema_runtimes.begin(), schema_runtimes.end());
+  EXPECT_EQ(schema_runtimes, runtimes);
+}
+
+TEST(Workloads, ArgvUnderEveryLauncherAndContainerRuntime) {
+  struct LauncherCase {
+    std::string name;
+    std::vector<std::string> sets;
+    bool allocation;
+    Argv prefix;
+  };
+  const std::vector<LauncherCase> launchers = {
+      {"local", {"launch.ranks=1"}, false, {}},
+      {"mpirun", {"launch.ranks=2"}, false, kMpirun2},
+      {"srun", {"launch.ranks=2"}, true, kSrun2},
+  };
+  Argv runtimes = {"none"};
+  for (const std::string& n : container_runtime_names()) runtimes.push_back(n);
+  for (const WorkloadGolden& w : workload_goldens()) {
+    for (const LauncherCase& l : launchers) {
+      for (const std::string& runtime : runtimes) {
+        std::string what = w.name + " x " + l.name + " x " + runtime;
+        std::vector<std::string> sets = l.sets;
+        sets.push_back("benchmark=" + w.name);
+        if (runtime != "none") {
+          sets.push_back("container.runtime=" + runtime);
+          sets.push_back("container.image=/img/a.sif");
+        }
+        if (runtime == "enroot" && l.name != "srun") {
+          // pyxis's containers start only through srun.
+          EXPECT_THROW(command(sets, l.allocation), Error) << what;
+          continue;
+        }
+        PointCommand cmd = command(sets, l.allocation);
+        EXPECT_EQ(cmd.launcher, l.name) << what;
+        EXPECT_TRUE(std::equal(l.prefix.begin(), l.prefix.end(), cmd.argv.begin())) << what;
+        if (runtime == "none") {
+          EXPECT_THAT(cmd.argv, ElementsAreArray(cat({l.prefix, w.host}))) << what;
+        } else {
+          EXPECT_TRUE(ends_with(cmd.argv, w.inside)) << what << ": " << join(cmd.argv, " ");
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -53,14 +53,15 @@ TEST(Decide, FailuresRerunOnlyWhenAskedInterruptionsAlways) {
 }
 
 TEST(StatusFromExit, FollowsBenchTrainsExitCodes) {
-  EXPECT_EQ(status_from_exit(0, 0), PointStatus::kOk);
-  EXPECT_EQ(status_from_exit(20, 0), PointStatus::kOom);
-  EXPECT_EQ(status_from_exit(21, 0), PointStatus::kTimeout);
-  EXPECT_EQ(status_from_exit(23, 0), PointStatus::kCancelled);
-  EXPECT_EQ(status_from_exit(22, 0), PointStatus::kFailed);
-  EXPECT_EQ(status_from_exit(2, 0), PointStatus::kFailed);
-  EXPECT_EQ(status_from_exit(127, 0), PointStatus::kFailed);
-  EXPECT_EQ(status_from_exit(-1, 9), PointStatus::kFailed);
+  std::unique_ptr<Workload> train = workloads().make("train");
+  EXPECT_EQ(status_from_exit(*train, 0, 0), PointStatus::kOk);
+  EXPECT_EQ(status_from_exit(*train, 20, 0), PointStatus::kOom);
+  EXPECT_EQ(status_from_exit(*train, 21, 0), PointStatus::kTimeout);
+  EXPECT_EQ(status_from_exit(*train, 23, 0), PointStatus::kCancelled);
+  EXPECT_EQ(status_from_exit(*train, 22, 0), PointStatus::kFailed);
+  EXPECT_EQ(status_from_exit(*train, 2, 0), PointStatus::kFailed);
+  EXPECT_EQ(status_from_exit(*train, 127, 0), PointStatus::kFailed);
+  EXPECT_EQ(status_from_exit(*train, -1, 9), PointStatus::kFailed);
 }
 
 Plan plan_of(const std::string& yaml) {

@@ -1,0 +1,79 @@
+#include "launch/workload.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "core/config.h"
+#include "core/exit_codes.h"
+#include "core/text.h"
+#include "layout/paths.h"
+
+namespace sweepbench {
+namespace {
+
+// bench-train: one libtorch training run per point, every rank writing rank-NNNNN.h5
+// (docs/train.md).
+class TrainWorkload : public Workload {
+ public:
+  std::string name() const override { return "train"; }
+  std::string program() const override { return "bench-train"; }
+
+  std::vector<std::string> argv(const WorkloadCall& c) const override {
+    std::vector<std::string> out = {c.program};
+    // Inside a container bench-train starts from a clean environment but for these.
+    if (c.in_container) out.insert(out.end(), {"--env-keep", join(c.env_keep, ",")});
+    out.insert(out.end(), {"--config", c.config_path, "--out", c.out_dir});
+    return out;
+  }
+
+  PointStatus status_of_exit(int exit_code) const override {
+    switch (exit_code) {
+      case kExitOk:
+        return PointStatus::kOk;
+      case kExitTrainOom:
+        return PointStatus::kOom;
+      case kExitTrainTimeout:
+        return PointStatus::kTimeout;
+      case kExitTrainCancelled:
+        return PointStatus::kCancelled;
+      default:
+        return PointStatus::kFailed;
+    }
+  }
+
+  std::vector<std::string> result_files(const Value& resolved) const override {
+    std::vector<std::string> files;
+    std::int64_t ranks = config_at(resolved, "launch.ranks").as_int();
+    for (std::int64_t r = 0; r < ranks; ++r) files.push_back(rank_file_name(r));
+    return files;
+  }
+};
+
+}  // namespace
+
+const Registry<Workload>& workloads() {
+  static const Registry<Workload> r("benchmark", "benchmark",
+                                    {
+                                        {"train", [] { return std::make_unique<TrainWorkload>(); }},
+                                    });
+  return r;
+}
+
+std::unique_ptr<Workload> workload_of(const Value& resolved) {
+  return workloads().make(config_at(resolved, "benchmark").as_string());
+}
+
+std::string locate_program(const std::string& name,
+                           const std::map<std::string, std::string>& given) {
+  if (auto it = given.find(name); it != given.end()) return it->second;
+  std::error_code ec;
+  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    std::filesystem::path sibling = self.parent_path() / name;
+    if (::access(sibling.c_str(), X_OK) == 0) return sibling.string();
+  }
+  return name;
+}
+
+}  // namespace sweepbench
