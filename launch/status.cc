@@ -10,6 +10,8 @@
 #include "core/text.h"
 #include "core/yaml_io.h"
 #include "launch/slurm.h"
+#include "layout/manifest.h"
+#include "layout/paths.h"
 
 namespace sweepbench {
 namespace {
@@ -19,14 +21,13 @@ namespace fs = std::filesystem;
 }  // namespace
 
 StatusReport sweep_status(const std::string& out_dir) {
-  std::string path = (fs::path(out_dir) / "manifest.json").string();
-  std::optional<std::string> text = read_file_if_exists(path);
-  if (!text) {
-    throw Error::input(Mark::in(path), "", "there is no manifest: not a sweep's directory",
+  std::optional<ManifestFile> manifest = read_manifest(out_dir);
+  if (!manifest) {
+    throw Error::input(Mark::in((fs::path(out_dir) / kManifestFile).string()), "",
+                       "there is no manifest: not a sweep's directory",
                        "give the --out DIR of `bench-sweep run`, `plan --out` or `submit`");
   }
-  Value manifest = parse_yaml(*text, path);
-  const Value* points = manifest.find("points");
+  const Value* points = manifest->value.find("points");
   StatusReport report;
   std::vector<PointEvidence> evidence;
   std::set<std::string> jobs;

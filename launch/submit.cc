@@ -101,11 +101,9 @@ void record_job(const std::string& out_dir, const std::string& job_id, const std
 // The array task each point was last submitted as, from the manifest.
 std::map<std::string, std::string> submitted_tasks(const std::string& out_dir) {
   std::map<std::string, std::string> out;
-  std::string path = (fs::path(out_dir) / "manifest.json").string();
-  std::optional<std::string> text = read_file_if_exists(path);
-  if (!text) return out;
-  Value manifest = parse_yaml(*text, path);
-  const Value* points = manifest.find("points");
+  std::optional<ManifestFile> manifest = read_manifest(out_dir);
+  if (!manifest) return out;
+  const Value* points = manifest->value.find("points");
   if (points == nullptr || !points->is_list()) return out;
   for (const Value& e : points->items()) {
     std::string tag = text_field(e, "tag"), job = text_field(e, "slurm_job");

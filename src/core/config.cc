@@ -347,17 +347,16 @@ ModelShape model_shape_of(const Value& r) {
 }
 
 std::string canonical_config_text(const Value& resolved) {
-  Value hashed = resolved;
+  std::vector<std::string> skip;
   for (const KeySpec& k : Schema::get().keys()) {
     if (k.hashed && !k.hashed_unless_default) continue;
     if (k.hashed_unless_default) {
       const Value* v = resolved.find_path(k.path);
       if (v == nullptr || *v != k.default_value) continue;
     }
-    Value* section = k.section().empty() ? &hashed : hashed.find(k.section());
-    if (section != nullptr) section->erase(k.name());
+    skip.push_back(k.path);
   }
-  return emit_canonical_yaml(hashed);
+  return emit_canonical_yaml(resolved, skip);
 }
 
 std::string config_hash(const Value& resolved) {

@@ -93,8 +93,18 @@ size_t find_invalid_utf8(std::string_view s) {
   return std::string_view::npos;
 }
 
-std::string quote_json(std::string_view s) {
-  std::string out = "\"";
+void append_quoted_json(std::string& out, std::string_view s) {
+  // Most keys and values need no escape: copy them whole.
+  bool plain = std::all_of(s.begin(), s.end(), [](char ch) {
+    unsigned char c = static_cast<unsigned char>(ch);
+    return c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
+  });
+  out += '"';
+  if (plain) {
+    out.append(s);
+    out += '"';
+    return;
+  }
   for (size_t i = 0; i < s.size();) {
     unsigned char c = static_cast<unsigned char>(s[i]);
     if (c >= 0x80) {
@@ -137,7 +147,13 @@ std::string quote_json(std::string_view s) {
     }
     ++i;
   }
-  out += "\"";
+  out += '"';
+}
+
+std::string quote_json(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + 2);
+  append_quoted_json(out, s);
   return out;
 }
 

@@ -18,6 +18,8 @@ std::string format_float_repr(double value);
 // A JSON string literal (also a valid YAML double-quoted scalar): escapes quotes, backslashes and
 // control characters; bytes that are not valid UTF-8 become \u00XX.
 std::string quote_json(std::string_view s);
+// The same, appended to `out`.
+void append_quoted_json(std::string& out, std::string_view s);
 
 // The offset of the first byte that is not part of valid UTF-8, or npos when all of it is valid.
 size_t find_invalid_utf8(std::string_view s);

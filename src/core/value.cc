@@ -1,6 +1,8 @@
 #include "core/value.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 
 #include "core/text.h"
 
@@ -178,9 +180,13 @@ bool operator==(const Value& a, const Value& b) {
       return a.as_bool() == b.as_bool();
     case Value::Type::kInt:
       return a.as_int() == b.as_int();
-    case Value::Type::kFloat:
-      // Bitwise-stable comparison: NaN equals NaN, 0.0 differs from -0.0, as their text does.
-      return format_float_repr(a.as_float()) == format_float_repr(b.as_float());
+    case Value::Type::kFloat: {
+      // Equal as their text is (format_float_repr is the shortest round trip, so distinct doubles
+      // read differently): NaN equals NaN, 0.0 differs from -0.0. Compared by bits, not by text.
+      double x = a.as_float(), y = b.as_float();
+      if (std::isnan(x) || std::isnan(y)) return std::isnan(x) && std::isnan(y);
+      return std::memcmp(&x, &y, sizeof(double)) == 0;
+    }
     case Value::Type::kString:
       return a.as_string() == b.as_string();
     case Value::Type::kList:

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -373,12 +374,12 @@ bool is_plain_key(const std::string& key) {
               c == '_' || c == '-' || c == '.';
     if (!ok) return false;
   }
-  // Words the core schema would read as something other than a string.
+  // Words the core schema would read as something other than a string: starting with a letter or
+  // '_', only null, true and false in their three spellings, none longer than five characters.
+  if (key.size() > 5) return true;
   Value typed = type_plain_scalar(key, Mark{});
   return typed.is_string();
 }
-
-std::string yaml_key(const std::string& key) { return is_plain_key(key) ? key : quote_json(key); }
 
 std::string canonical_scalar(const Value& v) {
   switch (v.type()) {
@@ -401,48 +402,130 @@ std::string canonical_scalar(const Value& v) {
   }
 }
 
-std::vector<const Value::Entry*> ordered_entries(const Value& map, bool sort_keys) {
-  std::vector<const Value::Entry*> entries;
-  for (const Value::Entry& e : map.entries()) entries.push_back(&e);
-  if (sort_keys) {
-    std::sort(entries.begin(), entries.end(),
-              [](const Value::Entry* a, const Value::Entry* b) { return a->key < b->key; });
+// The entries of a map, sorted by key when `sort_keys`; no allocation for maps of up to 64
+// entries (every map of a config).
+class OrderedEntries {
+ public:
+  OrderedEntries(const Value& map, bool sort_keys) {
+    const std::vector<Value::Entry>& entries = map.entries();
+    size_ = entries.size();
+    if (size_ > kInline) {
+      heap_.reserve(size_);
+      for (const Value::Entry& e : entries) heap_.push_back(&e);
+      data_ = heap_.data();
+    } else {
+      for (size_t i = 0; i < size_; ++i) inline_[i] = &entries[i];
+      data_ = inline_;
+    }
+    if (sort_keys) {
+      std::sort(data_, data_ + size_,
+                [](const Value::Entry* a, const Value::Entry* b) { return a->key < b->key; });
+    }
   }
-  return entries;
+  OrderedEntries(const OrderedEntries&) = delete;  // data_ may point into inline_
+  OrderedEntries& operator=(const OrderedEntries&) = delete;
+  const Value::Entry* const* begin() const { return data_; }
+  const Value::Entry* const* end() const { return data_ + size_; }
+
+ private:
+  static constexpr size_t kInline = 64;
+  const Value::Entry* inline_[kInline];
+  std::vector<const Value::Entry*> heap_;
+  const Value::Entry** data_ = nullptr;
+  size_t size_ = 0;
+};
+
+OrderedEntries ordered_entries(const Value& map, bool sort_keys) {
+  return OrderedEntries(map, sort_keys);
 }
 
-// Flow style (one line) for lists and anything inside them.
+// Flow style (one line) for lists and anything inside them, appended to `out`.
+void append_canonical_flow(std::string& out, const Value& v) {
+  switch (v.type()) {
+    case Value::Type::kList:
+      out += '[';
+      for (size_t i = 0; i < v.items().size(); ++i) {
+        if (i > 0) out += ", ";
+        append_canonical_flow(out, v.items()[i]);
+      }
+      out += ']';
+      return;
+    case Value::Type::kMap: {
+      out += '{';
+      bool first = true;
+      for (const Value::Entry* e : ordered_entries(v, true)) {
+        if (!first) out += ", ";
+        first = false;
+        append_quoted_json(out, e->key);
+        out += ": ";
+        append_canonical_flow(out, e->value);
+      }
+      out += '}';
+      return;
+    }
+    case Value::Type::kString:
+      append_quoted_json(out, v.as_string());
+      return;
+    case Value::Type::kInt: {
+      char buf[24];
+      auto r = std::to_chars(buf, buf + sizeof(buf), v.as_int());
+      out.append(buf, r.ptr);
+      return;
+    }
+    default:
+      out += canonical_scalar(v);
+  }
+}
+
 std::string canonical_flow(const Value& v) {
-  if (v.is_list()) {
-    std::string out = "[";
-    for (size_t i = 0; i < v.items().size(); ++i) {
-      if (i > 0) out += ", ";
-      out += canonical_flow(v.items()[i]);
-    }
-    return out + "]";
-  }
-  if (v.is_map()) {
-    std::string out = "{";
-    bool first = true;
-    for (const Value::Entry* e : ordered_entries(v, true)) {
-      if (!first) out += ", ";
-      first = false;
-      out += quote_json(e->key) + ": " + canonical_flow(e->value);
-    }
-    return out + "}";
-  }
-  return canonical_scalar(v);
+  std::string out;
+  append_canonical_flow(out, v);
+  return out;
 }
 
-void emit_block_map(const Value& map, int indent, std::string& out) {
-  std::string pad(static_cast<size_t>(indent), ' ');
+void append_yaml_key(std::string& out, const std::string& key) {
+  if (is_plain_key(key)) {
+    out += key;
+  } else {
+    append_quoted_json(out, key);
+  }
+}
+
+// `skip`: dotted paths (of the top level and one level down) left out, with `prefix` the path of
+// `map` ("" at the top).
+void emit_block_map(const Value& map, int indent, std::string& out,
+                    const std::vector<std::string>* skip = nullptr,
+                    const std::string& prefix = "") {
   for (const Value::Entry* e : ordered_entries(map, true)) {
-    out += pad + yaml_key(e->key) + ":";
+    if (skip != nullptr) {
+      std::string path = prefix.empty() ? e->key : prefix + "." + e->key;
+      if (std::find(skip->begin(), skip->end(), path) != skip->end()) continue;
+      if (e->value.is_map() && !e->value.entries().empty() && prefix.empty()) {
+        bool all_skipped = std::all_of(
+            e->value.entries().begin(), e->value.entries().end(), [&](const Value::Entry& c) {
+              return std::find(skip->begin(), skip->end(), path + "." + c.key) != skip->end();
+            });
+        out.append(static_cast<size_t>(indent), ' ');
+        append_yaml_key(out, e->key);
+        if (all_skipped) {
+          out += ": {}\n";  // as an emptied map is written
+          continue;
+        }
+        out += ":\n";
+        emit_block_map(e->value, indent + 2, out, skip, path);
+        continue;
+      }
+    }
+    out.append(static_cast<size_t>(indent), ' ');
+    append_yaml_key(out, e->key);
+    out += ':';
     if (e->value.is_map() && !e->value.entries().empty()) {
-      out += "\n";
+      out += '\n';
       emit_block_map(e->value, indent + 2, out);
     } else {
-      out += " " + canonical_flow(e->value) + "\n";
+      out += ' ';
+      append_canonical_flow(out, e->value);
+      out += '\n';
     }
   }
 }
@@ -450,8 +533,8 @@ void emit_block_map(const Value& map, int indent, std::string& out) {
 void emit_json_into(const Value& v, int indent, int level, bool sort_keys, std::string& out) {
   auto newline = [&](int lvl) {
     if (indent < 0) return;
-    out += "\n";
-    out += std::string(static_cast<size_t>(indent * lvl), ' ');
+    out += '\n';
+    out.append(static_cast<size_t>(indent * lvl), ' ');
   };
   switch (v.type()) {
     case Value::Type::kFloat:
@@ -487,11 +570,21 @@ void emit_json_into(const Value& v, int indent, int level, bool sort_keys, std::
         if (!first) out += indent < 0 ? ", " : ",";
         first = false;
         newline(level + 1);
-        out += quote_json(e->key) + ": ";
+        append_quoted_json(out, e->key);
+        out += ": ";
         emit_json_into(e->value, indent, level + 1, sort_keys, out);
       }
       newline(level);
       out += "}";
+      return;
+    }
+    case Value::Type::kString:
+      append_quoted_json(out, v.as_string());
+      return;
+    case Value::Type::kInt: {
+      char buf[24];
+      auto r = std::to_chars(buf, buf + sizeof(buf), v.as_int());
+      out.append(buf, r.ptr);
       return;
     }
     default:
@@ -857,17 +950,18 @@ Value load_yaml_file(const std::string& path, const std::string& display) {
   return parse_yaml(read_file_text(path, name), name);
 }
 
-std::string emit_canonical_yaml(const Value& value) {
+std::string emit_canonical_yaml(const Value& value, const std::vector<std::string>& skip) {
   if (!value.is_map()) return canonical_flow(value) + "\n";
   if (value.entries().empty()) return "{}\n";
   std::string out;
-  emit_block_map(value, 0, out);
+  emit_block_map(value, 0, out, skip.empty() ? nullptr : &skip);
+  if (out.empty()) return "{}\n";
   return out;
 }
 
-std::string emit_json(const Value& value, int indent, bool sort_keys) {
+std::string emit_json(const Value& value, int indent, bool sort_keys, int level) {
   std::string out;
-  emit_json_into(value, indent, 0, sort_keys, out);
+  emit_json_into(value, indent, level, sort_keys, out);
   return out;
 }
 

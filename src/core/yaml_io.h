@@ -9,6 +9,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/value.h"
 
@@ -33,10 +34,14 @@ Value type_plain_scalar(const std::string& text, Mark mark);
 // Canonical YAML: maps in block style with keys sorted bytewise, lists in JSON flow style,
 // strings always double-quoted, floats as format_float_repr (.inf/.nan), no comments. Two equal
 // Values always give the same text, and the text parses back to an equal Value.
-std::string emit_canonical_yaml(const Value& value);
+// `skip`: dotted paths of the top level or one level down ("slurm.time") left out, as if they
+// were erased first.
+std::string emit_canonical_yaml(const Value& value, const std::vector<std::string>& skip = {});
 
 // JSON. indent < 0: one line. sort_keys: bytewise; otherwise insertion order.
 // Non-finite floats become null (JSON has no spelling for them).
-std::string emit_json(const Value& value, int indent = 2, bool sort_keys = false);
+// `level`: the nesting depth the value stands at, for its lines' indentation (a value written
+// into a larger document one part at a time).
+std::string emit_json(const Value& value, int indent = 2, bool sort_keys = false, int level = 0);
 
 }  // namespace sweepbench

@@ -39,15 +39,23 @@ DirLock::~DirLock() {
   if (fd_ >= 0) ::close(fd_);  // closing releases the lock
 }
 
+std::optional<ManifestFile> read_manifest(const std::string& out_dir) {
+  ManifestFile m;
+  m.path = (fs::path(out_dir) / kManifestFile).string();
+  std::optional<std::string> text = read_file_if_exists(m.path);
+  if (!text) return std::nullopt;
+  m.text = std::move(*text);
+  m.value = parse_own_yaml(m.text, m.path);
+  return m;
+}
+
 void update_manifest(const std::string& out_dir, const std::function<void(Value&)>& change) {
   DirLock lock(out_dir);
-  std::string path = (fs::path(out_dir) / kManifestFile).string();
-  std::optional<std::string> text = read_file_if_exists(path);
-  if (!text) return;
-  Value manifest = parse_yaml(*text, path);
-  change(manifest);
-  std::string updated = emit_json(manifest, 2, false) + "\n";
-  if (updated != *text) write_file_atomic(path, updated);
+  std::optional<ManifestFile> m = read_manifest(out_dir);
+  if (!m) return;
+  change(m->value);
+  std::string updated = emit_json(m->value, 2, false) + "\n";
+  if (updated != m->text) write_file_atomic(m->path, updated);
 }
 
 void update_manifest_point(const std::string& out_dir, const std::string& tag,

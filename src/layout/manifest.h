@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "core/value.h"
@@ -20,6 +21,18 @@ class DirLock {
  private:
   int fd_ = -1;
 };
+
+// DIR/manifest.json as it is on disk.
+struct ManifestFile {
+  std::string path;
+  std::string text;
+  Value value;
+};
+// Reads DIR/manifest.json (nullopt when there is none) with parse_own_yaml: the writer's own
+// subset is read directly, fast and whatever the number of points (parse_yaml's limit of a
+// million values guards hand-written files, and a 100,000-point manifest holds more); anything
+// else goes through parse_yaml. An unparsable file is an Error naming it.
+std::optional<ManifestFile> read_manifest(const std::string& out_dir);
 
 // Reads DIR/manifest.json, lets `change` edit it and writes it back (atomically, only when it
 // changed), all under DirLock. Does nothing when there is no manifest.

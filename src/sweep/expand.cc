@@ -1,7 +1,11 @@
 #include "sweep/expand.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
+#include <optional>
+#include <stdexcept>
+#include <string_view>
 #include <unordered_map>
 
 #include "core/schema.h"
@@ -15,14 +19,6 @@ namespace {
 // Combinations are enumerated before exclude drops some; this bounds the work an exclude-heavy
 // sweep can ask for, relative to --max-points.
 constexpr size_t kRawPerPoint = 10;
-
-struct Candidate {
-  std::string scenario;
-  Value config;  // resolved
-  std::string hash;
-  std::string description;
-  Mark mark;  // what made it: its scenario's first axis, or its include entry
-};
 
 // Where a scenario's points come from, for messages: its first axis, else the scenario, else the
 // file.
@@ -126,19 +122,77 @@ void check_overrides_not_swept(const Scenario& sc, const std::vector<Override>& 
   }
 }
 
-// Scenario expansion: product of the dimensions (last fastest), exclude, then include.
-void expand_scenario(const Scenario& sc, const SweepSpec& spec, const PlanOptions& options,
-                     size_t& raw_budget, std::vector<Candidate>& out) {
+// The base of a scenario's points: its base with --set over it.
+Value scenario_base(const Scenario& sc, const PlanOptions& options) {
   Value base = sc.base;
   check_overrides_not_swept(sc, options.overrides);
   for (const Override& o : options.overrides) merge_into(base, o.partial);
+  return base;
+}
 
+// The partial config of a scenario's combination number `n` (the last dimension fastest).
+Value combination_partial(const Value& base, const std::vector<SweepDimension>& dims,
+                          std::uint64_t n) {
+  std::vector<size_t> index(dims.size(), 0);
+  for (size_t d = dims.size(); d-- > 0;) {
+    index[d] = static_cast<size_t>(n % dims[d].assignments.size());
+    n /= dims[d].assignments.size();
+  }
+  Value partial = base;
+  for (size_t d = 0; d < dims.size(); ++d) merge_into(partial, dims[d].assignments[index[d]]);
+  return partial;
+}
+
+std::string combination_description(const Scenario& sc, bool named, const Value& partial) {
+  std::vector<std::pair<std::string, const Value*>> assigned;
+  for (const SweepDimension& d : sc.dimensions) {
+    for (const std::string& k : d.keys) {
+      if (const Value* v = partial.find_path(k)) assigned.emplace_back(k, v);
+    }
+  }
+  return describe_assignment(sc.name, named, assigned);
+}
+
+std::string include_description(const Scenario& sc, bool named, size_t i) {
+  return "(" + std::string(named ? "scenario " + sc.name + ": " : "") + "include[" +
+         std::to_string(i) + "] at " + sc.includes[i].mark.str() + ")";
+}
+
+// Where a candidate comes from: its scenario, and its combination number or include index.
+struct Recipe {
+  std::uint32_t scenario = 0;
+  bool include = false;
+  std::uint64_t number = 0;
+};
+
+Value recipe_partial(const SweepSpec& spec, const PlanOptions& options, const Recipe& r) {
+  const Scenario& sc = spec.scenarios[r.scenario];
+  Value base = scenario_base(sc, options);
+  if (!r.include) return combination_partial(base, sc.dimensions, r.number);
+  merge_into(base, sc.includes[r.number].partial);
+  return base;
+}
+
+std::string recipe_description(const SweepSpec& spec, const PlanOptions& options, const Recipe& r) {
+  const Scenario& sc = spec.scenarios[r.scenario];
+  if (r.include) return include_description(sc, spec.named_scenarios, r.number);
+  return combination_description(sc, spec.named_scenarios, recipe_partial(spec, options, r));
+}
+
+// Scenario expansion: product of the dimensions (last fastest), exclude, then include. Each
+// resolved candidate goes to `emit` with its recipe and what made it; nothing is kept here.
+void expand_scenario(size_t scenario, const SweepSpec& spec, const PlanOptions& options,
+                     size_t& raw_budget,
+                     const std::function<void(Value&&, const Recipe&, const Mark&)>& emit) {
+  const Scenario& sc = spec.scenarios[scenario];
+  Value base = scenario_base(sc, options);
   const std::vector<SweepDimension>& dims = sc.dimensions;
   std::vector<size_t> index(dims.size(), 0);
   size_t limit = options.max_points;
-  while (true) {  // one pass per combination
+  Mark origin = origin_of(sc, spec);
+  for (std::uint64_t n = 0;; ++n) {  // one pass per combination
     if (raw_budget == 0) {
-      throw Error::input(origin_of(sc, spec), "",
+      throw Error::input(origin, "",
                          "the axes multiply to more than " +
                              std::to_string(saturating_mul(limit, kRawPerPoint)) +
                              " combinations before exclude: " + axes_product(spec),
@@ -146,92 +200,100 @@ void expand_scenario(const Scenario& sc, const SweepSpec& spec, const PlanOption
     }
     --raw_budget;
     Value partial = base;
-    std::vector<std::pair<std::string, const Value*>> assigned;
     for (size_t d = 0; d < dims.size(); ++d) merge_into(partial, dims[d].assignments[index[d]]);
-    for (size_t d = 0; d < dims.size(); ++d) {
-      for (const std::string& k : dims[d].keys) {
-        if (const Value* v = partial.find_path(k)) assigned.emplace_back(k, v);
-      }
+    Value resolved;
+    try {
+      resolved = resolve_config(partial);
+    } catch (const Error& e) {
+      std::string description = combination_description(sc, spec.named_scenarios, partial);
+      throw Error(e.kind(), e.mark(), e.key(), e.message() + " in the point " + description,
+                  e.hint());
     }
-    std::string description = describe_assignment(sc.name, spec.named_scenarios, assigned);
-    Value resolved = resolve_with_context(partial, description);
     if (!excluded(resolved, sc.excludes)) {
-      out.push_back(Candidate{sc.name, std::move(resolved), "", description, origin_of(sc, spec)});
+      emit(std::move(resolved), Recipe{static_cast<std::uint32_t>(scenario), false, n}, origin);
     }
     if (!advance(index, dims)) break;
   }
   for (size_t i = 0; i < sc.includes.size(); ++i) {
     Value partial = base;
     merge_into(partial, sc.includes[i].partial);
-    std::string description =
-        "(" + std::string(spec.named_scenarios ? "scenario " + sc.name + ": " : "") + "include[" +
-        std::to_string(i) + "] at " + sc.includes[i].mark.str() + ")";
-    out.push_back(Candidate{sc.name, resolve_with_context(partial, description), "", description,
-                            sc.includes[i].mark});
+    Value resolved =
+        resolve_with_context(partial, include_description(sc, spec.named_scenarios, i));
+    emit(std::move(resolved), Recipe{static_cast<std::uint32_t>(scenario), true, i},
+         sc.includes[i].mark);
   }
 }
 
-// The keys whose values differ between points, in the order the sweep names them and then the
-// schema's; derived keys the sweep does not name go to *derived (they follow other keys: shown by
-// the plan, left out of tags).
-std::vector<std::string> find_varying_keys(const std::vector<Candidate>& candidates,
-                                           const SweepSpec& spec,
-                                           std::vector<std::string>* derived) {
-  std::vector<std::string> varying;
-  if (candidates.empty()) return varying;
-  std::vector<std::string> ordered = spec.explicit_keys;
-  for (const KeySpec& k : Schema::get().keys()) {
-    if (std::find(ordered.begin(), ordered.end(), k.path) == ordered.end()) {
-      ordered.push_back(k.path);
+// The leaves of a resolved config: the top-level keys that are no section, and each section's
+// keys (a map key such as launch.env is one leaf). Every resolved config has the same layout;
+// `paths` is filled on the first call and checked on the others.
+bool collect_leaves(Value& config, std::vector<std::string>* paths, std::vector<Value*>* out) {
+  const Schema& schema = Schema::get();
+  out->clear();
+  bool learn = paths->empty();
+  size_t n = 0;
+  auto leaf = [&](Value& v, const std::string& path) {
+    if (learn) {
+      paths->push_back(path);
+    } else if (n >= paths->size() || (*paths)[n] != path) {
+      return false;
     }
-  }
-  for (const std::string& key : ordered) {
-    const KeySpec* ks = Schema::get().find(key);
-    if (ks == nullptr) continue;  // map entries vary through their map key
-    bool is_explicit = std::find(spec.explicit_keys.begin(), spec.explicit_keys.end(), key) !=
-                       spec.explicit_keys.end();
-    bool follows = ks->derived && !is_explicit;
-    const Value& first = config_at(candidates.front().config, key);
-    for (const Candidate& c : candidates) {
-      if (config_at(c.config, key) != first) {
-        (follows ? *derived : varying).push_back(key);
-        break;
-      }
-    }
-  }
-  // A derived key that merely copies a varying one (eval.micro_batch = train.micro_batch) says
-  // nothing new.
-  auto copies = [&](const std::string& d) {
-    return std::any_of(varying.begin(), varying.end(), [&](const std::string& v) {
-      return std::all_of(candidates.begin(), candidates.end(), [&](const Candidate& c) {
-        return config_at(c.config, d) == config_at(c.config, v);
-      });
-    });
+    out->push_back(&v);
+    ++n;
+    return true;
   };
-  derived->erase(std::remove_if(derived->begin(), derived->end(), copies), derived->end());
-  return varying;
+  for (Value::Entry& e : config.entries()) {
+    if (schema.is_section(e.key) && e.value.is_map()) {
+      for (Value::Entry& k : e.value.entries()) {
+        if (!leaf(k.value, e.key + "." + k.key)) return false;
+      }
+    } else if (!leaf(e.value, e.key)) {
+      return false;
+    }
+  }
+  return n == paths->size();
 }
 
-void reject_duplicates(const std::vector<Candidate>& candidates, const SweepSpec& spec) {
-  std::unordered_map<std::string, size_t> seen;
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    auto [it, inserted] = seen.emplace(candidates[i].hash, i);
-    if (inserted) continue;
-    const Candidate& a = candidates[it->second];
-    const Candidate& b = candidates[i];
-    bool same_text = emit_canonical_yaml(a.config) == emit_canonical_yaml(b.config);
-    throw Error::input(b.mark.known() ? b.mark : Mark::in(spec.path), "",
-                       "two points resolve to the same config: " + a.description +
-                           (a.mark.known() && a.mark.str() != b.mark.str() ? " from " + a.mark.str()
-                                                                           : std::string()) +
-                           " and " + b.description,
-                       same_text ? "remove one of them; use repeats: to run a point several times"
-                                 : "they differ only in keys that cannot change a measurement and "
-                                   "are left out of config_hash (docs/config.md)");
-  }
+// A value's identity for the per-leaf tables of distinct values.
+std::string value_key(const Value& v) {
+  return std::to_string(static_cast<int>(v.type())) + emit_json(v, -1);
 }
 
 }  // namespace
+
+void PlannedSweep::for_each_point(const PointVisitor& visit, bool selected_only) const {
+  if (info_.total_points == 0) return;
+  SweepPoint p;
+  p.config = first_;
+  std::vector<std::string> paths;
+  for (const Leaf& l : leaves_) paths.push_back(l.path);
+  std::vector<Value*> slots;
+  if (!collect_leaves(p.config, &paths, &slots))
+    throw std::logic_error("plan: config layout changed");
+  std::vector<Value> originals;
+  for (Value* slot : slots) originals.push_back(*slot);
+  size_t repeats = static_cast<size_t>(std::max<std::int64_t>(info_.repeats, 1));
+  for (size_t c = 0; c < hashes_.size(); ++c) {
+    std::uint32_t scenario = candidate_scenario_[c];
+    bool selected = scenario_selected_[scenario];
+    if (selected_only && !selected) continue;
+    std::uint32_t begin = diff_begin_[c], end = diff_begin_[c + 1];
+    for (std::uint32_t d = begin; d < end; ++d) {
+      *slots[diffs_[d].first] = leaves_[diffs_[d].first].values[diffs_[d].second];
+    }
+    p.scenario = scenario_names_[scenario];
+    p.config_hash = hashes_[c];
+    p.selected = selected;
+    for (size_t r = 0; r < repeats; ++r) {
+      p.index = c * repeats + r;
+      p.repeat = static_cast<std::int64_t>(r);
+      if (p.index < tags_.size()) p.tag = tags_[p.index];  // empty while tagging
+      visit(p);
+    }
+    for (std::uint32_t d = begin; d < end; ++d)
+      *slots[diffs_[d].first] = originals[diffs_[d].first];
+  }
+}
 
 std::vector<const SweepPoint*> Plan::selected_points() const {
   std::vector<const SweepPoint*> out;
@@ -241,6 +303,11 @@ std::vector<const SweepPoint*> Plan::selected_points() const {
   return out;
 }
 
+void Plan::for_each_point(const PointVisitor& visit, bool selected_only) const {
+  for (const SweepPoint& p : points) {
+    if (p.selected || !selected_only) visit(p);
+  }
+}
 std::string display_value(const Value& value) {
   switch (value.type()) {
     case Value::Type::kString:
@@ -264,7 +331,7 @@ std::string display_value(const Value& value) {
   }
 }
 
-Plan plan_sweep(const SweepSpec& spec, const PlanOptions& options) {
+PlannedSweep stream_sweep(const SweepSpec& spec, const PlanOptions& options) {
   for (const std::string& name : options.scenarios) {
     bool found = std::any_of(spec.scenarios.begin(), spec.scenarios.end(),
                              [&](const Scenario& s) { return s.name == name; });
@@ -279,13 +346,109 @@ Plan plan_sweep(const SweepSpec& spec, const PlanOptions& options) {
     }
   }
 
-  size_t raw_budget = saturating_mul(std::max<size_t>(options.max_points, 1), kRawPerPoint);
-  std::vector<Candidate> candidates;
-  size_t repeats = static_cast<size_t>(spec.repeats);
+  PlannedSweep plan;
+  PlanInfo& info = plan.info_;
+  info.sweep_name = spec.name;
+  info.sweep_path = spec.path;
+  info.named_scenarios = spec.named_scenarios;
+  info.repeats = spec.repeats;
+  size_t repeats = static_cast<size_t>(std::max<std::int64_t>(spec.repeats, 1));
   for (const Scenario& sc : spec.scenarios) {
-    expand_scenario(sc, spec, options, raw_budget, candidates);
+    plan.scenario_names_.push_back(sc.name);
+    plan.scenario_selected_.push_back(options.scenarios.empty() ||
+                                      std::find(options.scenarios.begin(), options.scenarios.end(),
+                                                sc.name) != options.scenarios.end());
   }
-  size_t total = saturating_mul(candidates.size(), repeats);
+
+  // Pass 1: every candidate resolved once; kept: its hash, its differences from the first.
+  const Schema& schema = Schema::get();
+  std::vector<std::string> paths;
+  std::vector<Value*> leaves;
+  std::vector<Value> first_values;                                  // the first candidate's leaves
+  std::vector<std::unordered_map<std::string, std::uint32_t>> ids;  // per leaf: value -> id
+  std::vector<bool> varies;
+  std::vector<std::pair<size_t, size_t>> copies;  // (derived leaf, other leaf) equal so far
+  std::vector<Recipe> recipes;
+  std::vector<Mark> marks;  // what made each candidate, for duplicate errors
+  std::unordered_map<std::string, std::uint32_t> by_hash;
+  std::optional<Error> duplicate;
+  size_t raw_budget = saturating_mul(std::max<size_t>(options.max_points, 1), kRawPerPoint);
+  plan.diff_begin_.push_back(0);
+
+  auto rebuild = [&](std::uint32_t c) {
+    Value config = plan.first_;
+    std::vector<Value*> slots;
+    collect_leaves(config, &paths, &slots);
+    for (std::uint32_t d = plan.diff_begin_[c]; d < plan.diff_begin_[c + 1]; ++d) {
+      *slots[plan.diffs_[d].first] =
+          plan.leaves_[plan.diffs_[d].first].values[plan.diffs_[d].second];
+    }
+    return config;
+  };
+
+  auto take = [&](Value&& resolved, const Recipe& recipe, const Mark& mark) {
+    std::uint32_t c = static_cast<std::uint32_t>(plan.hashes_.size());
+    std::string hash = config_hash(resolved);
+    if (c == 0) {
+      plan.first_ = resolved;
+      collect_leaves(plan.first_, &paths, &leaves);
+      for (const std::string& path : paths) plan.leaves_.push_back(PlannedSweep::Leaf{path, {}});
+      for (Value* v : leaves) first_values.push_back(*v);
+      ids.resize(paths.size());
+      varies.assign(paths.size(), false);
+      for (size_t d = 0; d < paths.size(); ++d) {
+        const KeySpec* ks = schema.find(paths[d]);
+        if (ks == nullptr || !ks->derived) continue;
+        for (size_t k = 0; k < paths.size(); ++k) {
+          if (k != d && first_values[d] == first_values[k]) copies.emplace_back(d, k);
+        }
+      }
+    } else {
+      if (!collect_leaves(resolved, &paths, &leaves)) {
+        throw std::logic_error("plan: resolved configs differ in layout");
+      }
+      for (size_t l = 0; l < leaves.size(); ++l) {
+        if (*leaves[l] == first_values[l]) continue;
+        varies[l] = true;
+        auto [it, fresh] = ids[l].emplace(
+            value_key(*leaves[l]), static_cast<std::uint32_t>(plan.leaves_[l].values.size()));
+        if (fresh) plan.leaves_[l].values.push_back(*leaves[l]);
+        plan.diffs_.emplace_back(static_cast<std::uint32_t>(l), it->second);
+      }
+      copies.erase(std::remove_if(copies.begin(), copies.end(),
+                                  [&](const std::pair<size_t, size_t>& p) {
+                                    return !(*leaves[p.first] == *leaves[p.second]);
+                                  }),
+                   copies.end());
+    }
+    plan.diff_begin_.push_back(static_cast<std::uint32_t>(plan.diffs_.size()));
+    plan.candidate_scenario_.push_back(recipe.scenario);
+    recipes.push_back(recipe);
+    marks.push_back(mark);
+    auto [it, fresh] = by_hash.emplace(hash, c);
+    if (!fresh && !duplicate) {
+      // The first duplicate is reported once the sweep is known not to be too large.
+      std::uint32_t a = it->second;
+      bool same_text = emit_canonical_yaml(rebuild(a)) == emit_canonical_yaml(resolved);
+      const Mark& am = marks[a];
+      duplicate = Error::input(
+          mark.known() ? mark : Mark::in(spec.path), "",
+          "two points resolve to the same config: " +
+              recipe_description(spec, options, recipes[a]) +
+              (am.known() && am.str() != mark.str() ? " from " + am.str() : std::string()) +
+              " and " + recipe_description(spec, options, recipe),
+          same_text ? "remove one of them; use repeats: to run a point several times"
+                    : "they differ only in keys that cannot change a measurement and are left "
+                      "out of config_hash (docs/config.md)");
+    }
+    plan.hashes_.push_back(std::move(hash));
+  };
+  for (size_t i = 0; i < spec.scenarios.size(); ++i) {
+    expand_scenario(i, spec, options, raw_budget, take);
+  }
+
+  size_t candidates = plan.hashes_.size();
+  size_t total = saturating_mul(candidates, repeats);
   if (total > options.max_points) {
     std::string product = axes_product(spec);
     Mark where = Mark::in(spec.path);
@@ -303,48 +466,84 @@ Plan plan_sweep(const SweepSpec& spec, const PlanOptions& options) {
             (repeats > 1 ? " x " + std::to_string(repeats) + " repeats" : std::string()),
         "pass --max-points " + std::to_string(total) + " if you mean it, or narrow the axes");
   }
-  for (Candidate& c : candidates) c.hash = config_hash(c.config);
-  reject_duplicates(candidates, spec);
+  if (duplicate) throw *duplicate;
+  by_hash.clear();
+  info.total_points = total;
+  for (size_t c = 0; c < candidates; ++c) {
+    if (plan.scenario_selected_[plan.candidate_scenario_[c]]) info.selected_points += repeats;
+  }
 
-  Plan plan;
-  plan.sweep_name = spec.name;
-  plan.sweep_path = spec.path;
-  plan.named_scenarios = spec.named_scenarios;
-  plan.repeats = spec.repeats;
-  plan.varying_keys = find_varying_keys(candidates, spec, &plan.derived_varying_keys);
-
-  for (Candidate& c : candidates) {
-    for (size_t r = 0; r < repeats; ++r) {
-      SweepPoint p;
-      p.index = plan.points.size();
-      p.scenario = c.scenario;
-      p.repeat = static_cast<std::int64_t>(r);
-      p.config_hash = c.hash;
-      p.config = c.config;
-      p.selected = options.scenarios.empty() ||
-                   std::find(options.scenarios.begin(), options.scenarios.end(), c.scenario) !=
-                       options.scenarios.end();
-      plan.points.push_back(std::move(p));
+  // The varying keys: in the order the sweep names them, then the schema's; derived keys the
+  // sweep does not name follow other keys (shown by the plan, left out of tags), unless they
+  // merely copy a varying key (eval.micro_batch = train.micro_batch).
+  std::vector<std::string> ordered = spec.explicit_keys;
+  for (const KeySpec& k : schema.keys()) {
+    if (std::find(ordered.begin(), ordered.end(), k.path) == ordered.end()) {
+      ordered.push_back(k.path);
     }
   }
-
-  std::vector<TagInput> inputs;
-  inputs.reserve(plan.points.size());
-  for (const SweepPoint& p : plan.points) {
-    const Candidate& c = candidates[p.index / repeats];
-    std::string description = c.description;
-    if (repeats > 1) description += " repeat " + std::to_string(p.repeat);
-    inputs.push_back(TagInput{&p.config, p.scenario, p.repeat, p.config_hash, description});
+  std::unordered_map<std::string, size_t> leaf_of;
+  for (size_t l = 0; l < paths.size(); ++l) leaf_of.emplace(paths[l], l);
+  std::vector<std::string> derived;
+  for (const std::string& key : ordered) {
+    const KeySpec* ks = schema.find(key);
+    auto l = leaf_of.find(key);
+    if (ks == nullptr || l == leaf_of.end() || !varies[l->second]) continue;
+    bool is_explicit = std::find(spec.explicit_keys.begin(), spec.explicit_keys.end(), key) !=
+                       spec.explicit_keys.end();
+    (ks->derived && !is_explicit ? derived : info.varying_keys).push_back(key);
   }
+  for (const std::string& d : derived) {
+    bool copy =
+        std::any_of(info.varying_keys.begin(), info.varying_keys.end(), [&](const std::string& v) {
+          return std::find(copies.begin(), copies.end(), std::make_pair(leaf_of[d], leaf_of[v])) !=
+                 copies.end();
+        });
+    if (!copy) info.derived_varying_keys.push_back(d);
+  }
+
+  // Pass 2: every point's tag, and no two alike.
   TagOptions tag_options;
-  for (const std::string& k : plan.varying_keys) {
-    const KeySpec* ks = Schema::get().find(k);
+  for (const std::string& k : info.varying_keys) {
+    const KeySpec* ks = schema.find(k);
     if (ks != nullptr && ks->hashed) tag_options.varying_keys.push_back(k);
   }
   tag_options.show_scenario = spec.named_scenarios && spec.scenarios.size() > 1;
   tag_options.show_repeat = repeats > 1;
-  std::vector<std::string> tags = make_tags(spec.tag, inputs, tag_options);
-  for (size_t i = 0; i < tags.size(); ++i) plan.points[i].tag = tags[i];
+  Tagger tagger(spec.tag, tag_options);
+  plan.tags_.reserve(total);
+  std::unordered_map<std::string_view, size_t> seen;
+  seen.reserve(total);
+  auto description = [&](size_t index) {
+    std::string text = recipe_description(spec, options, recipes[index / repeats]);
+    if (repeats > 1) text += " repeat " + std::to_string(index % repeats);
+    return text;
+  };
+  plan.for_each_point(
+      [&](const SweepPoint& p) {
+        TagInput input{&p.config, p.scenario, p.repeat, p.config_hash, ""};
+        std::string tag;
+        try {
+          tag = tagger.tag(input);
+        } catch (const Error&) {
+          input.description = description(p.index);
+          tag = tagger.tag(input);  // the same error, naming the point
+        }
+        plan.tags_.push_back(std::move(tag));
+        auto [it, fresh] = seen.emplace(plan.tags_.back(), p.index);
+        if (!fresh)
+          throw tagger.collision(plan.tags_.back(), description(it->second), description(p.index));
+      },
+      false);
+  return plan;
+}
+
+Plan plan_sweep(const SweepSpec& spec, const PlanOptions& options) {
+  PlannedSweep streamed = stream_sweep(spec, options);
+  Plan plan;
+  static_cast<PlanInfo&>(plan) = streamed.info();
+  plan.points.reserve(streamed.info().total_points);
+  streamed.for_each_point([&](const SweepPoint& p) { plan.points.push_back(p); }, false);
   return plan;
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,7 +30,14 @@ struct SweepPoint {
   bool selected = true;  // chosen by --scenario (all are when none is given)
 };
 
-struct Plan {
+struct PlanOptions {
+  std::vector<std::string> scenarios;  // empty: all
+  std::vector<Override> overrides;     // --set, applied over every scenario's base
+  size_t max_points = kDefaultMaxPoints;
+};
+
+// What a plan says about the whole sweep, besides its points.
+struct PlanInfo {
   std::string sweep_name;
   std::string sweep_path;
   bool named_scenarios = false;
@@ -41,19 +49,64 @@ struct Plan {
   // Those derived keys that vary as their sources do (model.ffn_dim with a swept model.n_embd,
   // eval.micro_batch with train.micro_batch): columns of the printed plan, not part of tags.
   std::vector<std::string> derived_varying_keys;
+  size_t total_points = 0;     // the whole sweep
+  size_t selected_points = 0;  // those --scenario chose (all when none is given)
+};
+
+using PointVisitor = std::function<void(const SweepPoint&)>;
+
+// A plan as its printers and its directory writer read it: the sweep's facts, then its points
+// one at a time, in order.
+class PlanView {
+ public:
+  virtual ~PlanView() = default;
+  virtual const PlanInfo& info() const = 0;
+  // Calls `visit` for every point (selected_only: those --scenario chose). The point may be
+  // rebuilt for the call: it is valid only during it.
+  virtual void for_each_point(const PointVisitor& visit, bool selected_only) const = 0;
+};
+
+// A planned sweep that does not hold its points' configs (docs/performance.md, "Planning"):
+// expansion resolves each point once, keeps its config_hash and how its resolved config
+// differs from the first point's (as indices into per-key tables of distinct values), checks
+// duplicates by hash, finds the varying keys, then tags every point. for_each_point rebuilds one
+// point at a time in a single reused config. 100,000 points take tens of megabytes.
+class PlannedSweep : public PlanView {
+ public:
+  const PlanInfo& info() const override { return info_; }
+  void for_each_point(const PointVisitor& visit, bool selected_only) const override;
+
+ private:
+  friend PlannedSweep stream_sweep(const SweepSpec& spec, const PlanOptions& options);
+  struct Leaf {
+    std::string path;           // "train.micro_batch"
+    std::vector<Value> values;  // distinct values other than the first point's, by id
+  };
+  PlanInfo info_;
+  std::vector<std::string> scenario_names_;
+  Value first_;  // the first point's resolved config
+  std::vector<Leaf> leaves_;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> diffs_;  // (leaf, value id), by candidate
+  std::vector<std::uint32_t> diff_begin_;                       // candidate -> first diff
+  std::vector<std::uint32_t> candidate_scenario_;
+  std::vector<std::string> hashes_;  // by candidate
+  std::vector<std::string> tags_;    // by point
+  std::vector<bool> scenario_selected_;
+};
+
+// A plan with every point in memory (bench-sweep run and submit, which look points up).
+struct Plan : PlanInfo, PlanView {
   std::vector<SweepPoint> points;  // the whole sweep; `selected` marks what --scenario chose
 
   std::vector<const SweepPoint*> selected_points() const;
-};
-
-struct PlanOptions {
-  std::vector<std::string> scenarios;  // empty: all
-  std::vector<Override> overrides;     // --set, applied over every scenario's base
-  size_t max_points = kDefaultMaxPoints;
+  const PlanInfo& info() const override { return *this; }
+  void for_each_point(const PointVisitor& visit, bool selected_only) const override;
 };
 
 // Expands, resolves, checks and tags every point. Throws Error on any problem, before anything
 // is written or run.
+PlannedSweep stream_sweep(const SweepSpec& spec, const PlanOptions& options);
+// The same, every point held in memory.
 Plan plan_sweep(const SweepSpec& spec, const PlanOptions& options);
 
 // A short human description of a value for tables and messages: 8, 0.0003, bf16, [a, b].

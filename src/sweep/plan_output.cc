@@ -3,11 +3,16 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <set>
+#include <stdexcept>
+#include <string_view>
+#include <unordered_map>
 
 #include "core/config.h"
 #include "core/fs.h"
 #include "core/text.h"
 #include "core/yaml_io.h"
+#include "layout/paths.h"
 
 namespace sweepbench {
 namespace {
@@ -16,107 +21,147 @@ namespace fs = std::filesystem;
 
 constexpr std::int64_t kManifestSchemaVersion = 1;
 
-struct Table {
+// The columns every printer shares: index, tag, scenario and repeat when they tell points
+// apart, then the varying keys and the derived keys that vary with them.
+struct Columns {
+  bool show_scenario = false, show_repeat = false;
+  std::vector<std::string> keys;
   std::vector<std::string> header;
-  std::vector<std::vector<std::string>> rows;
+
+  explicit Columns(const PlanInfo& plan) {
+    show_scenario = plan.named_scenarios;
+    show_repeat = plan.repeats > 1;
+    header = {"index", "tag"};
+    if (show_scenario) header.push_back("scenario");
+    if (show_repeat) header.push_back("repeat");
+    keys = plan.varying_keys;
+    keys.insert(keys.end(), plan.derived_varying_keys.begin(), plan.derived_varying_keys.end());
+    header.insert(header.end(), keys.begin(), keys.end());
+  }
+
+  void row(const SweepPoint& p, std::vector<std::string>* out) const {
+    out->clear();
+    out->push_back(std::to_string(p.index));
+    out->push_back(p.tag);
+    if (show_scenario) out->push_back(p.scenario);
+    if (show_repeat) out->push_back(std::to_string(p.repeat));
+    for (const std::string& k : keys) out->push_back(display_value(config_at(p.config, k)));
+  }
 };
 
-// The columns every printer shares.
-Table plan_table(const Plan& plan) {
-  Table t;
-  bool show_scenario = plan.named_scenarios;
-  bool show_repeat = plan.repeats > 1;
-  t.header = {"index", "tag"};
-  if (show_scenario) t.header.push_back("scenario");
-  if (show_repeat) t.header.push_back("repeat");
-  std::vector<std::string> shown = plan.varying_keys;
-  shown.insert(shown.end(), plan.derived_varying_keys.begin(), plan.derived_varying_keys.end());
-  for (const std::string& k : shown) t.header.push_back(k);
-  for (const SweepPoint* p : plan.selected_points()) {
-    std::vector<std::string> row = {std::to_string(p->index), p->tag};
-    if (show_scenario) row.push_back(p->scenario);
-    if (show_repeat) row.push_back(std::to_string(p->repeat));
-    for (const std::string& k : shown) row.push_back(display_value(config_at(p->config, k)));
-    t.rows.push_back(std::move(row));
-  }
-  return t;
-}
-
-Value varying_values(const Plan& plan, const SweepPoint& p) {
+Value varying_values(const PlanInfo& plan, const SweepPoint& p) {
   Value v = Value::map();
   for (const std::string& k : plan.varying_keys) v.set(k, config_at(p.config, k));
   return v;
 }
 
-void print_table(const Plan& plan, std::ostream& out) {
-  Table t = plan_table(plan);
-  std::vector<size_t> width(t.header.size());
-  for (size_t c = 0; c < t.header.size(); ++c) {
-    width[c] = t.header[c].size();
-    for (const auto& row : t.rows) width[c] = std::max(width[c], row[c].size());
-  }
+// An aligned table: one pass for the column widths, one to print, holding one row at a time.
+void print_table(const PlanView& plan, std::ostream& out) {
+  const PlanInfo& info = plan.info();
+  Columns columns(info);
+  std::vector<size_t> width(columns.header.size());
+  for (size_t c = 0; c < width.size(); ++c) width[c] = columns.header[c].size();
+  std::vector<std::string> row;
+  plan.for_each_point(
+      [&](const SweepPoint& p) {
+        columns.row(p, &row);
+        for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+      },
+      true);
   width[0] = std::max<size_t>(width[0], 6);
-  auto emit_row = [&](const std::vector<std::string>& row, bool header) {
-    std::string line = header ? "#" : " ";
+  std::string line;
+  auto emit_row = [&](const std::vector<std::string>& cells, bool header) {
+    line = header ? "#" : " ";
     // The index column is right-aligned, like a number; the rest are left-aligned.
-    line += std::string(width[0] - row[0].size() - 1, ' ') + row[0];
-    for (size_t c = 1; c < row.size(); ++c) {
-      line += "  " + row[c];
-      if (c + 1 < row.size()) line += std::string(width[c] - row[c].size(), ' ');
+    line.append(width[0] - cells[0].size() - 1, ' ');
+    line += cells[0];
+    for (size_t c = 1; c < cells.size(); ++c) {
+      line += "  ";
+      line += cells[c];
+      if (c + 1 < cells.size()) line.append(width[c] - cells[c].size(), ' ');
     }
-    out << line << "\n";
+    line += '\n';
+    out << line;
   };
-  out << "# sweep " << plan.sweep_name << " (" << plan.sweep_path << ")\n";
-  emit_row(t.header, true);
-  for (const auto& row : t.rows) emit_row(row, false);
-  size_t selected = t.rows.size();
-  out << "# " << plural(selected, "point");
-  if (selected != plan.points.size()) out << " selected of " << plan.points.size();
+  out << "# sweep " << info.sweep_name << " (" << info.sweep_path << ")\n";
+  emit_row(columns.header, true);
+  plan.for_each_point(
+      [&](const SweepPoint& p) {
+        columns.row(p, &row);
+        emit_row(row, false);
+      },
+      true);
+  out << "# " << plural(info.selected_points, "point");
+  if (info.selected_points != info.total_points) out << " selected of " << info.total_points;
   out << "\n";
 }
 
-void print_csv(const Plan& plan, std::ostream& out) {
-  Table t = plan_table(plan);
+void print_csv(const PlanView& plan, std::ostream& out) {
+  Columns columns(plan.info());
+  std::string line;
   auto emit = [&](const std::vector<std::string>& row) {
+    line.clear();
     for (size_t c = 0; c < row.size(); ++c) {
-      if (c > 0) out << ",";
-      out << csv_field(row[c]);
+      if (c > 0) line += ',';
+      line += csv_field(row[c]);
     }
-    out << "\n";
+    line += '\n';
+    out << line;
   };
-  std::vector<std::string> header = t.header;
+  std::vector<std::string> header = columns.header;
   header.insert(header.begin() + 2, "config_hash");
   emit(header);
-  std::vector<const SweepPoint*> points = plan.selected_points();
-  for (size_t i = 0; i < t.rows.size(); ++i) {
-    std::vector<std::string> row = t.rows[i];
-    row.insert(row.begin() + 2, points[i]->config_hash);
-    emit(row);
-  }
+  std::vector<std::string> row;
+  plan.for_each_point(
+      [&](const SweepPoint& p) {
+        columns.row(p, &row);
+        row.insert(row.begin() + 2, p.config_hash);
+        emit(row);
+      },
+      true);
 }
 
-void print_json(const Plan& plan, std::ostream& out) {
-  Value root = Value::map();
-  root.set("sweep", Value::string(plan.sweep_name));
-  root.set("sweep_file", Value::string(plan.sweep_path));
-  root.set("total_points", Value::integer(static_cast<std::int64_t>(plan.points.size())));
+// The document emit_json(root, 2) would give, written one point at a time.
+void print_json(const PlanView& plan, std::ostream& out) {
+  const PlanInfo& info = plan.info();
+  Value head = Value::map();
+  head.set("sweep", Value::string(info.sweep_name));
+  head.set("sweep_file", Value::string(info.sweep_path));
+  head.set("total_points", Value::integer(static_cast<std::int64_t>(info.total_points)));
   Value keys = Value::list();
-  for (const std::string& k : plan.varying_keys) keys.items().push_back(Value::string(k));
-  root.set("varying_keys", keys);
-  Value points = Value::list();
-  for (const SweepPoint* p : plan.selected_points()) {
-    Value e = Value::map();
-    e.set("index", Value::integer(static_cast<std::int64_t>(p->index)));
-    e.set("scenario", Value::string(p->scenario));
-    e.set("repeat", Value::integer(p->repeat));
-    e.set("tag", Value::string(p->tag));
-    e.set("config_hash", Value::string(p->config_hash));
-    e.set("varying", varying_values(plan, *p));
-    e.set("config", p->config);
-    points.items().push_back(std::move(e));
+  for (const std::string& k : info.varying_keys) keys.items().push_back(Value::string(k));
+  head.set("varying_keys", keys);
+  std::string text = emit_json(head, 2, false);
+  text.pop_back();  // the closing brace: the points follow
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  if (info.selected_points == 0) {
+    out << text << ",\n  \"points\": []\n}\n";
+    return;
   }
-  root.set("points", points);
-  out << emit_json(root, 2, false) << "\n";
+  out << text << ",\n  \"points\": [";
+  bool first = true;
+  std::string chunk;
+  plan.for_each_point(
+      [&](const SweepPoint& p) {
+        Value e = Value::map();
+        e.set("index", Value::integer(static_cast<std::int64_t>(p.index)));
+        e.set("scenario", Value::string(p.scenario));
+        e.set("repeat", Value::integer(p.repeat));
+        e.set("tag", Value::string(p.tag));
+        e.set("config_hash", Value::string(p.config_hash));
+        e.set("varying", varying_values(info, p));
+        // Written at its depth in the document; the config spliced in as its own text.
+        chunk.assign(first ? "\n    " : ",\n    ");
+        first = false;
+        chunk += emit_json(e, 2, false, 2);
+        chunk.resize(chunk.size() - 6);  // "\n    }"
+        chunk += ",\n      \"config\": ";
+        chunk += emit_json(p.config, 2, false, 3);
+        chunk += "\n    }";
+        out << chunk;
+      },
+      true);
+  out << "\n  ]\n}\n";
 }
 
 std::string hash_in_header(const std::string& text) {
@@ -153,7 +198,7 @@ PlanFormat parse_plan_format(const std::string& name) {
                      "use table, json or csv");
 }
 
-void print_plan(const Plan& plan, PlanFormat format, std::ostream& out) {
+void print_plan(const PlanView& plan, PlanFormat format, std::ostream& out) {
   switch (format) {
     case PlanFormat::kTable:
       print_table(plan, out);
@@ -177,8 +222,14 @@ std::string csv_field(const std::string& text) {
   return out + "\"";
 }
 
-Value merge_manifest(const Value& existing, const Plan& plan) {
-  Value m = existing.is_map() ? existing : Value::map();
+std::string manifest_text(const Value& existing, const PlanView& view) {
+  const PlanInfo& plan = view.info();
+  Value m = Value::map();
+  if (existing.is_map()) {
+    for (const Value::Entry& e : existing.entries()) {
+      m.set(e.key, e.key == "points" ? Value::null() : e.value, e.key_mark);
+    }
+  }
   m.set("schema_version", Value::integer(kManifestSchemaVersion));
   m.set("sweep", Value::string(plan.sweep_name));
   m.set("sweep_file",
@@ -187,43 +238,60 @@ Value merge_manifest(const Value& existing, const Plan& plan) {
   for (const std::string& k : plan.varying_keys) keys.items().push_back(Value::string(k));
   m.set("varying_keys", keys);
 
-  std::map<std::string, Value> old_entries;
-  std::vector<std::string> old_order;
+  // Into `existing`, which outlives this function; `m` drops its copy of the points.
+  std::unordered_map<std::string_view, const Value*> old_entries;
+  std::vector<const Value*> old_order;
   if (const Value* points = existing.is_map() ? existing.find("points") : nullptr) {
     for (const Value& e : points->items()) {
       const Value* tag = e.is_map() ? e.find("tag") : nullptr;
       if (tag == nullptr || !tag->is_string()) continue;
-      old_order.push_back(tag->as_string());
-      old_entries[tag->as_string()] = e;
+      old_order.push_back(&e);
+      old_entries[tag->as_string()] = &e;
     }
   }
-  Value points = Value::list();
-  std::map<std::string, bool> in_sweep;
-  for (const SweepPoint& p : plan.points) {
-    in_sweep[p.tag] = true;
-    auto old = old_entries.find(p.tag);
-    if (!p.selected && old == old_entries.end()) continue;
-    Value e = old == old_entries.end() ? Value::map() : old->second;
-    e.set("index", Value::integer(static_cast<std::int64_t>(p.index)));
-    e.set("scenario", Value::string(p.scenario));
-    e.set("repeat", Value::integer(p.repeat));
-    e.set("tag", Value::string(p.tag));
-    e.set("config_hash", Value::string(p.config_hash));
-    e.set("varying", varying_values(plan, p));
-    e.erase("in_sweep");
-    points.items().push_back(std::move(e));
-  }
-  for (const std::string& tag : old_order) {
-    if (in_sweep.count(tag)) continue;
-    Value e = old_entries[tag];
+  // The document around the points, which are written one at a time where the marker stands.
+  const std::string marker = "\\u0001points\\u0001";  // as JSON escapes it
+  m.set("points", Value::string("\x01points\x01"));
+  std::string head = emit_json(m, 2, false);
+  size_t at = head.find("\"" + marker + "\"");
+  if (at == std::string::npos) throw std::logic_error("manifest: no place for the points");
+  std::string text = head.substr(0, at);
+  bool first = true;
+  auto add = [&](const Value& e) {
+    text += first ? "[\n    " : ",\n    ";
+    first = false;
+    text += emit_json(e, 2, false, 2);
+  };
+  std::set<std::string> in_sweep;
+  view.for_each_point(
+      [&](const SweepPoint& p) {
+        in_sweep.insert(p.tag);
+        auto old = old_entries.find(p.tag);
+        if (!p.selected && old == old_entries.end()) return;
+        Value e = old == old_entries.end() ? Value::map() : *old->second;
+        e.set("index", Value::integer(static_cast<std::int64_t>(p.index)));
+        e.set("scenario", Value::string(p.scenario));
+        e.set("repeat", Value::integer(p.repeat));
+        e.set("tag", Value::string(p.tag));
+        e.set("config_hash", Value::string(p.config_hash));
+        e.set("varying", varying_values(plan, p));
+        e.erase("in_sweep");
+        add(e);
+      },
+      false);
+  for (const Value* old : old_order) {
+    if (in_sweep.count(text_field(*old, "tag"))) continue;
+    Value e = *old;
     e.set("in_sweep", Value::boolean(false));
-    points.items().push_back(std::move(e));
+    add(e);
   }
-  m.set("points", points);
-  return m;
+  text += first ? "[]" : "\n  ]";
+  text += head.substr(at + marker.size() + 2);
+  return text + "\n";
 }
 
-PlanWriteResult write_plan(const Plan& plan, const std::string& out_dir) {
+PlanWriteResult write_plan(const PlanView& view, const std::string& out_dir) {
+  const PlanInfo& plan = view.info();
   fs::path root(out_dir);
   std::error_code ec;
   if (fs::exists(root, ec) && !fs::is_directory(root, ec)) {
@@ -231,12 +299,12 @@ PlanWriteResult write_plan(const Plan& plan, const std::string& out_dir) {
   }
 
   // Check everything first; write nothing if anything is wrong.
-  std::string manifest_path = (root / "manifest.json").string();
+  std::string manifest_path = (root / kManifestFile).string();
   std::optional<std::string> manifest_text = read_file_if_exists(manifest_path);
   Value existing_manifest;
   if (manifest_text) {
     try {
-      existing_manifest = parse_yaml(*manifest_text, manifest_path);
+      existing_manifest = parse_own_yaml(*manifest_text, manifest_path);
     } catch (const Error& e) {
       throw conflict(manifest_path, "cannot be read: " + e.message(),
                      "move it away, or plan into another --out");
@@ -252,44 +320,44 @@ PlanWriteResult write_plan(const Plan& plan, const std::string& out_dir) {
     }
   }
 
-  struct Pending {
-    std::string dir;
-    std::string path;
-    std::string text;
-  };
-  std::vector<Pending> pending;
+  // What each point's config.yaml needs: written (absent), rewritten (same config_hash, only
+  // scheduling-only keys changed), nothing, or it is a conflict. Decided twice, in a pass that
+  // checks every point and one that writes, so no point's text is held.
+  enum class Need { kWrite, kUpdate, kNothing };
   std::vector<Error> conflicts;
-  PlanWriteResult result;
-  for (const SweepPoint* p : plan.selected_points()) {
-    fs::path dir = root / p->tag;
-    std::string path = (dir / "config.yaml").string();
-    std::string text = point_config_file_text(p->config);
+  auto need_of = [&](const SweepPoint& p, const std::string& text) {
+    fs::path dir = root / p.tag;
+    std::string path = (dir / kConfigFile).string();
     if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) {
       conflicts.push_back(conflict(dir.string(), "exists and is not a directory",
                                    "move it away, or plan into another --out"));
-      continue;
+      return Need::kNothing;
     }
     std::optional<std::string> old = read_file_if_exists(path);
-    if (!old) {
-      pending.push_back(Pending{dir.string(), path, text});
-      ++result.written;
-    } else if (*old == text) {
-      ++result.unchanged;
-    } else {
-      std::string old_hash = existing_hash(path, *old);
-      if (old_hash == p->config_hash) {
-        pending.push_back(Pending{dir.string(), path, text});
-        ++result.updated;
-      } else {
-        conflicts.push_back(conflict(
-            path,
-            "holds another config (config_hash " +
-                (old_hash.empty() ? std::string("unreadable") : old_hash.substr(0, 12)) +
-                ", the plan's is " + p->config_hash.substr(0, 12) + ")",
-            "nothing was changed; plan into another --out, or move " + dir.string() + " away"));
-      }
-    }
-  }
+    if (!old) return Need::kWrite;
+    if (*old == text) return Need::kNothing;
+    std::string old_hash = existing_hash(path, *old);
+    if (old_hash == p.config_hash) return Need::kUpdate;
+    conflicts.push_back(conflict(
+        path,
+        "holds another config (config_hash " +
+            (old_hash.empty() ? std::string("unreadable") : old_hash.substr(0, 12)) +
+            ", the plan's is " + p.config_hash.substr(0, 12) + ")",
+        "nothing was changed; plan into another --out, or move " + dir.string() + " away"));
+    return Need::kNothing;
+  };
+  PlanWriteResult result;
+  view.for_each_point(
+      [&](const SweepPoint& p) {
+        std::string text = point_config_file_text(p.config);
+        size_t before = conflicts.size();
+        Need need = need_of(p, text);
+        if (conflicts.size() != before) return;
+        if (need == Need::kWrite) ++result.written;
+        if (need == Need::kUpdate) ++result.updated;
+        if (need == Need::kNothing) ++result.unchanged;
+      },
+      true);
   if (!conflicts.empty()) {
     const Error& first = conflicts.front();
     std::string more =
@@ -298,11 +366,22 @@ PlanWriteResult write_plan(const Plan& plan, const std::string& out_dir) {
   }
 
   make_directories(root.string());
-  for (const Pending& w : pending) {
-    make_directories(w.dir);
-    write_file_atomic(w.path, w.text);
+  view.for_each_point(
+      [&](const SweepPoint& p) {
+        std::string text = point_config_file_text(p.config);
+        if (need_of(p, text) == Need::kNothing) return;
+        fs::path dir = root / p.tag;
+        make_directories(dir.string());
+        write_file_atomic((dir / kConfigFile).string(), text);
+      },
+      true);
+  if (!conflicts.empty()) {
+    // Something changed the directory between the two passes.
+    throw Error(ErrorKind::kConflict, conflicts.front().mark(), "",
+                conflicts.front().message() + " (it changed while the plan was written)",
+                conflicts.front().hint());
   }
-  std::string new_manifest = emit_json(merge_manifest(existing_manifest, plan), 2, false) + "\n";
+  std::string new_manifest = sweepbench::manifest_text(existing_manifest, view);
   if (!manifest_text || *manifest_text != new_manifest) {
     write_file_atomic(manifest_path, new_manifest);
     result.manifest_changed = true;

@@ -356,90 +356,94 @@ std::map<std::string, std::string> fairseq2_tag_dict(const std::string& preset,
   return tags;
 }
 
-std::vector<std::string> make_tags(const TagSpec& spec, const std::vector<TagInput>& points,
-                                   const TagOptions& options) {
-  std::vector<std::string> tags;
-  tags.reserve(points.size());
-  std::string collision_hint;
-
+Tagger::Tagger(const TagSpec& spec, const TagOptions& options) : spec_(spec), options_(options) {
   if (spec.style == TagSpec::Style::kFairseq2) {
-    std::string format = spec.format.value_or("ps_{preset}.ws_{world_size}.{hash}");
-    std::vector<TagFormatPiece> pieces = parse_tag_format(format, spec.format_mark);
-    std::set<std::string> allowed(spec.keys.begin(), spec.keys.end());
-    for (const TagInput& p : points) {
-      std::map<std::string, std::string> dict =
-          fairseq2_tag_dict(config_at(*p.config, "model.preset").as_string(),
-                            config_at(*p.config, "launch.ranks").as_int(), *p.config, allowed);
-      std::set<std::string> unknown;
-      for (const TagFormatPiece& piece : pieces) {
-        if (piece.placeholder && dict.count(piece.text) == 0) unknown.insert(piece.text);
-      }
-      if (!unknown.empty()) {
-        throw unknown_placeholders(unknown, spec.format_mark,
-                                   "with tag.style fairseq2 a placeholder is preset, world_size, "
-                                   "hash or a config path whose every part is in tag.keys");
-      }
-      std::string tag = render(pieces, dict);
-      if (options.show_repeat) tag += repeat_suffix(p.repeat);
-      check_safe(tag, p, spec.format_mark);
-      tags.push_back(tag);
-    }
+    pieces_ = parse_tag_format(spec.format.value_or("ps_{preset}.ws_{world_size}.{hash}"),
+                               spec.format_mark);
+    allowed_ = std::set<std::string>(spec.keys.begin(), spec.keys.end());
     std::vector<std::string> names;
     for (const std::string& k : options.varying_keys) {
       for (const std::string& part : split_path(k)) {
         if (std::find(names.begin(), names.end(), part) == names.end()) names.push_back(part);
       }
     }
-    collision_hint = "add the names of the keys that vary to tag.keys: [" + join(names, ", ") + "]";
+    collision_hint_ =
+        "add the names of the keys that vary to tag.keys: [" + join(names, ", ") + "]";
   } else if (spec.format) {
-    std::vector<TagFormatPiece> pieces = parse_tag_format(*spec.format, spec.format_mark);
+    pieces_ = parse_tag_format(*spec.format, spec.format_mark);
     std::set<std::string> unknown;
-    bool has_repeat_placeholder = false;
-    for (const TagFormatPiece& piece : pieces) {
+    for (const TagFormatPiece& piece : pieces_) {
       if (!piece.placeholder) continue;
       if (!known_placeholder(piece.text)) unknown.insert(piece.text);
-      if (piece.text == "repeat") has_repeat_placeholder = true;
+      if (piece.text == "repeat") has_repeat_placeholder_ = true;
     }
     if (!unknown.empty()) {
       throw unknown_placeholders(unknown, spec.format_mark,
                                  "a placeholder is preset, world_size, hash, repeat, scenario, "
                                  "or a config key such as train.micro_batch or a.b[1]");
     }
-    for (const TagInput& p : points) {
-      std::string tag = format_tag(pieces, p, spec.format_mark);
-      if (options.show_repeat && !has_repeat_placeholder) tag += repeat_suffix(p.repeat);
-      check_safe(tag, p, spec.format_mark);
-      tags.push_back(tag);
-    }
-    collision_hint =
+    collision_hint_ =
         "add {hash} or the keys that vary (" + join(options.varying_keys, ", ") + ") to tag.format";
   } else {
-    std::vector<std::string> keys;
     for (const std::string& k : options.varying_keys) {
-      if (k != "launch.ranks") keys.push_back(k);  // the world size is always shown
+      if (k != "launch.ranks") keys_.push_back(k);  // the world size is always shown
     }
-    std::vector<std::string> labels = key_labels(keys);
-    for (const TagInput& p : points) {
-      std::string tag = readable_tag(p, keys, labels, options);
-      std::string why;
-      if (!is_safe_tag(tag, &why)) {
-        throw std::logic_error("readable tag '" + tag + "' is unsafe: " + why);
-      }
-      tags.push_back(tag);
-    }
-    collision_hint = "values that differ only in characters a tag cannot hold; set tag.format";
+    labels_ = key_labels(keys_);
+    collision_hint_ = "values that differ only in characters a tag cannot hold; set tag.format";
   }
+}
 
+std::string Tagger::tag(const TagInput& p) const {
+  if (spec_.style == TagSpec::Style::kFairseq2) {
+    std::map<std::string, std::string> dict =
+        fairseq2_tag_dict(config_at(*p.config, "model.preset").as_string(),
+                          config_at(*p.config, "launch.ranks").as_int(), *p.config, allowed_);
+    std::set<std::string> unknown;
+    for (const TagFormatPiece& piece : pieces_) {
+      if (piece.placeholder && dict.count(piece.text) == 0) unknown.insert(piece.text);
+    }
+    if (!unknown.empty()) {
+      throw unknown_placeholders(unknown, spec_.format_mark,
+                                 "with tag.style fairseq2 a placeholder is preset, world_size, "
+                                 "hash or a config path whose every part is in tag.keys");
+    }
+    std::string tag = render(pieces_, dict);
+    if (options_.show_repeat) tag += repeat_suffix(p.repeat);
+    check_safe(tag, p, spec_.format_mark);
+    return tag;
+  }
+  if (spec_.format) {
+    std::string tag = format_tag(pieces_, p, spec_.format_mark);
+    if (options_.show_repeat && !has_repeat_placeholder_) tag += repeat_suffix(p.repeat);
+    check_safe(tag, p, spec_.format_mark);
+    return tag;
+  }
+  std::string tag = readable_tag(p, keys_, labels_, options_);
+  std::string why;
+  if (!is_safe_tag(tag, &why))
+    throw std::logic_error("readable tag '" + tag + "' is unsafe: " + why);
+  return tag;
+}
+
+Error Tagger::collision(const std::string& tag, const std::string& first,
+                        const std::string& second) const {
+  const Mark& mark = spec_.format ? spec_.format_mark : Mark{};
+  return Error::input(mark, "tag",
+                      "two points get the same tag '" + tag + "': " + first + ", and " + second,
+                      collision_hint_);
+}
+
+std::vector<std::string> make_tags(const TagSpec& spec, const std::vector<TagInput>& points,
+                                   const TagOptions& options) {
+  Tagger tagger(spec, options);
+  std::vector<std::string> tags;
+  tags.reserve(points.size());
+  for (const TagInput& p : points) tags.push_back(tagger.tag(p));
   std::unordered_map<std::string, size_t> seen;
   for (size_t i = 0; i < tags.size(); ++i) {
     auto [it, inserted] = seen.emplace(tags[i], i);
-    if (!inserted) {
-      const Mark& mark = spec.format ? spec.format_mark : Mark{};
-      throw Error::input(mark, "tag",
-                         "two points get the same tag '" + tags[i] + "': " +
-                             points[it->second].description + ", and " + points[i].description,
-                         collision_hint);
-    }
+    if (!inserted)
+      throw tagger.collision(tags[i], points[it->second].description, points[i].description);
   }
   return tags;
 }

@@ -64,6 +64,26 @@ struct TagOptions {
   bool show_repeat = false;               // repeats > 1
 };
 
+// One point's tag at a time, for a sweep whose varying keys are known (the plan streams its
+// points through one). The constructor checks the format (unknown placeholders); tag() throws an
+// Error for an unsafe tag; collisions are the caller's to find (collision() is their error).
+class Tagger {
+ public:
+  Tagger(const TagSpec& spec, const TagOptions& options);
+  std::string tag(const TagInput& point) const;
+  Error collision(const std::string& tag, const std::string& first_description,
+                  const std::string& second_description) const;
+
+ private:
+  TagSpec spec_;
+  TagOptions options_;
+  std::vector<TagFormatPiece> pieces_;
+  std::set<std::string> allowed_;  // fairseq2: tag.keys
+  bool has_repeat_placeholder_ = false;
+  std::vector<std::string> keys_, labels_;  // readable: the keys shown and their labels
+  std::string collision_hint_;
+};
+
 // Tags for every point of a sweep, in order. Throws an Error for an unsafe tag or a collision.
 std::vector<std::string> make_tags(const TagSpec& spec, const std::vector<TagInput>& points,
                                    const TagOptions& options);

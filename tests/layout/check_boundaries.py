@@ -26,7 +26,7 @@ import tempfile
 ALLOWED = {
     "core": {"core"},
     "layout": {"core", "layout"},
-    "sweep": {"core", "sweep"},
+    "sweep": {"core", "layout", "sweep"},
     "metrics": {"core", "metrics"},
     "results": {"core", "layout", "metrics", "results"},
     "train": {"core", "layout", "metrics", "results", "train"},
