@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "core/config.h"
 #include "support/expect_error.h"
 #include "support/temp_dir.h"
 #include "sweep/sweep_test_util.h"
@@ -213,6 +214,55 @@ TEST(Overrides, ApplyToEveryPointButNotToSweptKeys) {
             "--set train.micro_batch=4: train.micro_batch: is swept by axes.train.micro_batch "
             "(s.yaml:5:3) (--set changes the base of every point; remove the key from the sweep "
             "to fix it with --set)");
+}
+
+// Issue 15: the streamed plan keeps each point as its differences from the first; every point it
+// rebuilds must be the config it hashed, whatever made it (axes, derived keys, include, exclude,
+// scenarios with their own base, repeats), and selected_only must follow --scenario.
+TEST(StreamedPlan, RebuildsEveryPointAsItWasHashed) {
+  std::string text = kTiny +
+                     "repeats: 2\n"
+                     "scenarios:\n"
+                     "  - name: small\n"
+                     "    axes:\n"
+                     "      train.micro_batch: [1, 2]\n"
+                     "      model.preset: [gpt2-tiny, llama-tiny]\n"
+                     "  - name: wide\n"
+                     "    base: {data.seq_len: 64, launch.env: {A: x}}\n"
+                     "    axes:\n"
+                     "      model.n_embd: [64, 128]\n"
+                     "      train.lr: [0.001, 0.002]\n"
+                     "    exclude:\n"
+                     "      - {model.n_embd: 128, train.lr: 0.002}\n"
+                     "    include:\n"
+                     "      - {model.n_embd: 256, launch.env: {B: y}}\n";
+  PlanOptions options;
+  options.scenarios = {"wide"};
+  PlannedSweep streamed = stream_sweep(testing::spec_from_text(text), options);
+  EXPECT_EQ(streamed.info().total_points, 2u * (4 + 3 + 1));
+  EXPECT_EQ(streamed.info().selected_points, 2u * 4);
+  size_t seen = 0, selected = 0;
+  std::vector<std::string> tags;
+  streamed.for_each_point(
+      [&](const SweepPoint& p) {
+        EXPECT_EQ(config_hash(p.config), p.config_hash) << p.tag;
+        EXPECT_EQ(p.index, seen++);
+        if (p.selected) ++selected;
+        tags.push_back(p.tag);
+      },
+      false);
+  EXPECT_EQ(seen, 16u);
+  EXPECT_EQ(selected, 8u);
+  // The materialised plan is the same points.
+  Plan plan = plan_sweep(testing::spec_from_text(text), options);
+  ASSERT_EQ(plan.points.size(), tags.size());
+  for (size_t i = 0; i < tags.size(); ++i) EXPECT_EQ(plan.points[i].tag, tags[i]);
+  EXPECT_EQ(at(plan, 15, "model.n_embd"), "256");
+  EXPECT_EQ(at(plan, 15, "launch.env"), "{A: x, B: y}");
+  EXPECT_EQ(at(plan, 0, "model.arch"), "gpt2");
+  EXPECT_EQ(at(plan, 2, "model.arch"), "llama");
+  // A rebuilt point leaves no trace in the next: the llama point's keys are undone.
+  EXPECT_EQ(at(plan, 4, "model.arch"), "gpt2");
 }
 
 }  // namespace
