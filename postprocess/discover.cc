@@ -1,0 +1,103 @@
+#include <algorithm>
+#include <filesystem>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/text.h"
+#include "postprocess/extract.h"
+#include "postprocess/point_row.h"
+
+namespace sweepbench {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Walks one directory tree for points. Each directory is listed once, and a directory that cannot
+// be listed costs only itself (a running sweep moves attempts aside; a colleague's tree may hold a
+// directory we may not read).
+class PointWalk {
+ public:
+  explicit PointWalk(PointSearch* out) : out_(out), manifests_(&manifest_warnings_) {}
+
+  void walk(const fs::path& dir) {
+    std::error_code ec;
+    fs::directory_iterator it(dir, ec);
+    if (ec) {
+      unreadable(dir, ec);
+      return;
+    }
+    bool point = false;
+    std::vector<fs::path> subdirs;
+    for (; it != fs::directory_iterator(); it.increment(ec)) {
+      std::string name = it->path().filename().string();
+      if (is_point_file(name)) point = true;
+      // Directory symlinks are not followed (as find(1) does not): a link may close a loop.
+      std::error_code type_ec;
+      if (it->is_directory(type_ec) && !it->is_symlink(type_ec)) subdirs.push_back(it->path());
+    }
+    if (ec) {
+      unreadable(dir, ec);
+      return;
+    }
+    if (point) found_.insert(normal(dir));
+    std::sort(subdirs.begin(), subdirs.end());
+    for (const fs::path& sub : subdirs) {
+      std::string name = sub.filename().string();
+      // History, logs and scripts are not points, nor is anything hidden.
+      if (name == "attempts" || name == "logs" || name == "submit" || starts_with(name, "."))
+        continue;
+      walk(sub);
+    }
+  }
+
+  // A manifest that cannot be read is reported by the extraction that reads it again.
+  void finish() { out_->points.assign(found_.begin(), found_.end()); }
+
+ private:
+  static std::string normal(const fs::path& p) {
+    return fs::absolute(p).lexically_normal().string();
+  }
+
+  // A point its manifest names is still a point (extract_point says it cannot be read); any
+  // other directory is a warning.
+  void unreadable(const fs::path& dir, const std::error_code& ec) {
+    std::string sweep;
+    fs::path absolute = fs::absolute(dir).lexically_normal();
+    if (absolute.filename().empty()) absolute = absolute.parent_path();
+    if (manifests_.entry(absolute, &sweep) != nullptr) {
+      found_.insert(absolute.string());
+      return;
+    }
+    out_->warnings.push_back(dir.string() + ": cannot be read: " + ec.message() +
+                             " (any points under it are left out)");
+  }
+
+  PointSearch* out_;
+  std::vector<std::string> manifest_warnings_;
+  Manifests manifests_;
+  std::set<std::string> found_;
+};
+
+}  // namespace
+
+PointSearch find_point_dirs(const std::vector<std::string>& paths) {
+  PointSearch search;
+  PointWalk walk(&search);
+  for (const std::string& p : paths) {
+    std::error_code ec;
+    if (!fs::is_directory(p, ec)) {
+      if (ec && ec != std::errc::no_such_file_or_directory) {
+        walk.walk(p);  // a directory we may not look into: the walk says so
+        continue;
+      }
+      throw Error::input(Mark::in(p), "", "is not a directory", "give a results directory");
+    }
+    walk.walk(p);
+  }
+  walk.finish();
+  return search;
+}
+
+}  // namespace sweepbench

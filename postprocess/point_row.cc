@@ -1,0 +1,342 @@
+#include "postprocess/point_row.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <iomanip>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/fs.h"
+#include "core/schema.h"
+#include "core/text.h"
+#include "core/yaml_io.h"
+#include "layout/claim.h"
+#include "layout/paths.h"
+#include "layout/point_record.h"
+#include "layout/point_status.h"
+#include "results/rank_reader.h"
+#include "results/summary.h"
+#include "sweep/expand.h"
+#include "sweep/plan_output.h"
+
+namespace sweepbench {
+
+namespace fs = std::filesystem;
+
+const std::vector<std::string>& identity_columns() {
+  static const std::vector<std::string> c = {"sweep",  "tag",    "index", "scenario",
+                                             "repeat", "status", "reason"};
+  return c;
+}
+
+// The metric columns in the order summarize() gives them, whether or not a point has them.
+const std::vector<std::string>& metric_columns() {
+  static const std::vector<std::string> c = [] {
+    SummaryInput in;
+    in.step_s = {1};
+    in.has_eval = true;
+    in.peak_tflops = 1;
+    in.memory_peak_bytes = 0;
+    std::vector<std::string> names;
+    for (const Metric& m : summarize(in)) names.push_back(m.name);
+    return names;
+  }();
+  return c;
+}
+
+// A file whose presence makes its directory a point.
+bool is_point_file(const std::string& name) {
+  return name == kConfigFile || name == kStatusFile || is_rank_file_name(name);
+}
+
+namespace {
+
+std::optional<Value> read_json_or_yaml(const fs::path& path, std::vector<std::string>* warnings) {
+  try {
+    if (auto text = read_file_if_exists(path.string())) return parse_own_yaml(*text, path.string());
+  } catch (const Error& e) {
+    warnings->push_back(path.string() + ": cannot be read: " + e.message());
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+// What the manifest beside a point says about it (index, scenario, repeat, sweep).
+const Value* Manifests::entry(const fs::path& point_dir, std::string* sweep) {
+  fs::path parent = point_dir.parent_path();
+  auto it = cache_.find(parent.string());
+  if (it == cache_.end()) {
+    it = cache_.emplace(parent.string(), Manifest()).first;
+    Manifest& m = it->second;
+    m.root = read_json_or_yaml(parent / kManifestFile, warnings_).value_or(Value());
+    m.sweep = text_field(m.root, "sweep");
+    const Value* points = m.root.is_map() ? m.root.find("points") : nullptr;
+    if (points != nullptr && points->is_list()) {
+      for (const Value& e : points->items()) m.by_tag.emplace(text_field(e, "tag"), &e);
+    }
+  }
+  const Manifest& manifest = it->second;
+  *sweep = manifest.sweep;
+  auto e = manifest.by_tag.find(point_dir.filename().string());
+  return e == manifest.by_tag.end() ? nullptr : e->second;
+}
+
+const std::vector<std::string>& memory_column_names() {
+  static const std::vector<std::string> c = {
+      "mem_torch_mem_alloc_in_bytes", "mem_peak_torch_mem_alloc_in_bytes",
+      "mem_nvidia_mem_reserved", "cpu_percent_mean", "ram_peak_mb"};
+  return c;
+}
+
+namespace {
+
+Value number_or_null(double v) { return std::isfinite(v) ? Value::real(v) : Value::null(); }
+
+// The memory columns of docs/extract.md into `row`: fms-acceleration's from rank 0's stages (as
+// the Hugging Face Trainer logs rank 0 only), the sampler's over every rank.
+void memory_columns(const std::vector<RankResult>& ranks, std::map<std::string, Value>* row) {
+  const RankResult* rank0 = &ranks.front();
+  for (const RankResult& r : ranks) {
+    if (r.rank == 0) rank0 = &r;
+  }
+  const StageMemory* before = nullptr;
+  std::map<std::string, const StageMemory*> stage;
+  for (const StageMemory& m : rank0->memory_stages) {
+    stage[m.stage] = &m;
+    if (m.stage == "before_init") before = &m;
+  }
+  if (before != nullptr && stage.count("init") != 0 && stage.count("train") != 0) {
+    // In double: the values come from files, and int64 differences could overflow.
+    auto alloc = [](const StageMemory* m) {
+      return static_cast<double>(m->end) - static_cast<double>(m->begin);
+    };
+    auto peaked = [](const StageMemory* m) {
+      return std::max(0.0, static_cast<double>(m->peak) - static_cast<double>(m->end));
+    };
+    double base = static_cast<double>(before->end);
+    const StageMemory* init = stage["init"];
+    const StageMemory* train = stage["train"];
+    (*row)["mem_torch_mem_alloc_in_bytes"] = Value::real(base + alloc(init) + alloc(train));
+    (*row)["mem_peak_torch_mem_alloc_in_bytes"] =
+        Value::real(base + alloc(init) + peaked(init) + alloc(train) + peaked(train));
+  }
+  std::vector<double> reserved, cpu;
+  double ram_peak = -1;
+  for (const RankResult& r : ranks) {
+    const std::vector<std::int64_t>& dev = r.samples.device_bytes;
+    if (r.samples.device_source == "nvml" && !dev.empty()) {
+      reserved.push_back(static_cast<double>(*std::max_element(dev.begin(), dev.end())) -
+                         static_cast<double>(dev.front()));
+    }
+    cpu.insert(cpu.end(), r.samples.cpu_percent.begin(), r.samples.cpu_percent.end());
+    for (double mb : r.samples.ram_used_mb) ram_peak = std::max(ram_peak, mb);
+  }
+  if (!reserved.empty()) (*row)["mem_nvidia_mem_reserved"] = Value::real(mean(reserved));
+  if (!cpu.empty()) (*row)["cpu_percent_mean"] = Value::real(mean(cpu));
+  if (ram_peak >= 0) (*row)["ram_peak_mb"] = Value::real(ram_peak);
+}
+
+}  // namespace
+
+std::string cell_text(const Value& v) {
+  if (v.is_null()) return "";
+  if (v.is_string()) return v.as_string();
+  if (v.is_number() && !v.is_int()) return format_float_repr(v.as_float());
+  return display_value(v);
+}
+
+std::vector<std::string> extract_columns() {
+  std::vector<std::string> columns = identity_columns();
+  for (const KeySpec& k : Schema::get().keys()) columns.push_back(k.path);
+  columns.insert(columns.end(), {"world_size", "device"});
+  for (const std::string& m : metric_columns()) columns.push_back(m);
+  for (const std::string& m : memory_column_names()) columns.push_back(m);
+  columns.push_back("cost_usd_per_mtok");
+  return columns;
+}
+
+// One point's row, and what went wrong reading it.
+// `unread`: why the rank files were not read (their reader crashed or hung on them); the row is
+// then built from what else the directory says, and is incomplete.
+ExtractedPoint extract_point(const std::string& d, Manifests& manifests, double price_per_hour,
+                             const std::string& unread) {
+  ExtractedPoint out;
+  std::map<std::string, Value>& row = out.row;
+  std::vector<std::string>& warnings = out.warnings;
+  {
+    fs::path dir(d);
+    std::string sweep;
+    row["tag"] = Value::string(dir.filename().string());
+    std::string planned_hash;  // the config this directory was planned for
+    if (const Value* e = manifests.entry(dir, &sweep)) {
+      for (const char* key : {"index", "scenario", "repeat"}) {
+        if (const Value* v = e->find(key)) row[key] = *v;
+      }
+      planned_hash = text_field(*e, "config_hash");
+    }
+    if (!sweep.empty()) row["sweep"] = Value::string(sweep);
+    std::string incomplete;  // the first reason the files do not make one run
+    auto flag = [&](const std::string& why) {
+      if (incomplete.empty()) incomplete = why;
+    };
+    // A file that is there but cannot be read makes the row incomplete (and a warning).
+    auto read_point_file = [&](const char* name) {
+      size_t before = warnings.size();
+      std::optional<Value> v = read_json_or_yaml(dir / name, &warnings);
+      if (warnings.size() != before) flag(std::string(name) + " cannot be read");
+      return v;
+    };
+    std::optional<Value> record = read_point_file(kStatusFile);
+
+    // Every rank's file, read and checked.
+    std::vector<RankResult> ranks;
+    std::vector<fs::path> files;
+    std::error_code ec;
+    fs::directory_iterator listing(dir, ec);
+    for (; !ec && listing != fs::directory_iterator(); listing.increment(ec)) {
+      std::string name = listing->path().filename().string();
+      if (is_rank_file_name(name)) files.push_back(listing->path());
+    }
+    if (ec) {
+      warnings.push_back(d + ": cannot be read: " + ec.message());
+      flag("its directory cannot be read (" + ec.message() + ")");
+    }
+    std::sort(files.begin(), files.end());
+    std::map<std::int64_t, std::string> file_of;  // rank -> the file that holds it
+    std::string first_name;                       // the first readable file
+    if (!unread.empty()) {
+      warnings.push_back(d + ": " + unread);
+      flag(unread);
+      files.clear();
+    }
+    for (const fs::path& f : files) {
+      RankRead read = read_rank_file(f.string(), RankReadScope::kSummary);
+      for (const std::string& p : read.problems) warnings.push_back(f.string() + ": " + p);
+      std::string name = f.filename().string();
+      if (!read.result) {
+        flag(name + " cannot be read");
+        continue;
+      }
+      if (ranks.empty()) {
+        first_name = name;
+      } else if (read.result->world_size != ranks.front().world_size) {
+        flag(name + " says world_size " + std::to_string(read.result->world_size) + ", " +
+             first_name + " " + std::to_string(ranks.front().world_size));
+      }
+      auto [it, fresh] = file_of.emplace(read.result->rank, name);
+      if (!fresh) {
+        flag(it->second + " and " + name + " both hold rank " + std::to_string(read.result->rank));
+      }
+      ranks.push_back(std::move(*read.result));
+    }
+    if (!ranks.empty() && static_cast<std::int64_t>(ranks.size()) != ranks.front().world_size) {
+      flag(std::to_string(ranks.size()) + " rank files for world_size " +
+           std::to_string(ranks.front().world_size));
+    }
+    // Rank 0 first: it carries what the run shares (rank_reader.h). Complete means ranks
+    // 0..world_size-1, each once.
+    std::stable_sort(ranks.begin(), ranks.end(),
+                     [](const RankResult& a, const RankResult& b) { return a.rank < b.rank; });
+    // The files must be this point's and of one run: a rank file copied from another point, or
+    // one rank of another run of this point, would give a row with someone else's numbers.
+    if (planned_hash.empty() && record) planned_hash = text_field(*record, "config_hash");
+    if (!ranks.empty()) {
+      const RankResult& lead = ranks.front();
+      const std::string& lead_name = file_of[lead.rank];
+      if (!planned_hash.empty() && !lead.config_hash.empty() && lead.config_hash != planned_hash) {
+        std::string why = lead_name + " holds the results of another config (config_hash " +
+                          lead.config_hash.substr(0, 12) + "..., this point's is " +
+                          planned_hash.substr(0, 12) + "...)";
+        warnings.push_back((dir / lead_name).string() + ": " + why);
+        flag(why);
+      }
+      for (const RankResult& other : ranks) {
+        if (other.run_id == lead.run_id) continue;
+        const std::string& name = file_of[other.rank];
+        std::string why = name + " is from another run than " + lead_name + " (run_id " +
+                          (other.run_id.empty() ? "missing" : other.run_id) + ", " +
+                          (lead.run_id.empty() ? "missing" : lead.run_id) + ")";
+        warnings.push_back((dir / name).string() + ": " + why);
+        flag(why);
+        break;
+      }
+    }
+
+    // The config: the point's config.yaml, else the one the rank files carry.
+    std::optional<Value> config = read_point_file(kConfigFile);
+    if (!config && !ranks.empty()) {
+      try {
+        config = parse_yaml(ranks.front().config_yaml, (dir / files.front()).string());
+      } catch (const Error&) {
+      }
+    }
+    if (config) {
+      for (const KeySpec& k : Schema::get().keys()) {
+        if (const Value* v = config->find_path(k.path)) row[k.path] = *v;
+      }
+    }
+
+    // Status: decided as `bench-sweep status` decides it (layout/point_status.h), from
+    // status.json, the claim, summary.json and the rank files, with what reading them found.
+    // No liveness callback: bench-extract never asks SLURM.
+    PointEvidence evidence;
+    if (record && record->is_map()) evidence.record = PointRecord::from_value(*record);
+    evidence.claim = PointClaim::inspect(d);
+    evidence.ranks = inspect_rank_files(d);
+    evidence.point_dir = d;
+    bool whole = evidence.ranks.problem.empty() && incomplete.empty();
+    if (evidence.ranks.problem.empty()) evidence.ranks.problem = incomplete;
+    if (evidence.ranks.run_status.empty() && !ranks.empty()) {
+      evidence.ranks.run_status = ranks.front().status;
+      evidence.ranks.run_reason = ranks.front().reason;
+    }
+    PointView view = decide_point_status(evidence, std::nullopt);
+    if (!incomplete.empty() && view.status == PointStatus::kPending) {
+      view.status = PointStatus::kIncomplete;  // a status.json that cannot be read
+      view.note = incomplete;
+    }
+    std::string status = to_string(view.status);
+    const std::string& reason = view.note;
+    out.incomplete = status == "incomplete";
+    row["status"] = Value::string(status);
+    row["reason"] = Value::string(reason);
+
+    if (!ranks.empty() && whole) {
+      row["world_size"] = Value::integer(ranks.front().world_size);
+      row["device"] = Value::string(ranks.front().device_type);
+      double mt_per_hour = 0;
+      for (const Metric& m : summarize(summary_input_from_ranks(ranks))) {
+        row[m.name] = number_or_null(m.value);
+        if (m.name == "mt_per_hour") mt_per_hour = m.value;
+      }
+      memory_columns(ranks, &row);
+      double price = price_per_hour;
+      if (auto it = row.find("hardware.price_per_hour");
+          it != row.end() && it->second.is_number()) {
+        price = it->second.as_float();
+      }
+      if (price >= 0 && mt_per_hour > 0) {
+        row["cost_usd_per_mtok"] =
+            Value::real(price * static_cast<double>(ranks.front().world_size) / mt_per_hour);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace sweepbench

@@ -1,0 +1,54 @@
+// One point's row (bench-extract's own, not part of its interface): what a point directory's
+// files say, decided with layout/point_status.h and computed with results/summary.h. The reader
+// processes (reader_pool.cc) call extract_point; the walk (discover.cc) and the table operations
+// share the manifests and the column lists.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/value.h"
+#include "postprocess/extract.h"
+
+namespace sweepbench {
+
+// sweep, tag, index, scenario, repeat, status, reason.
+const std::vector<std::string>& identity_columns();
+// The metric columns in the order summarize() gives them, whether or not a point has them.
+const std::vector<std::string>& metric_columns();
+// The memory columns of docs/extract.md.
+const std::vector<std::string>& memory_column_names();
+
+// A file whose presence makes its directory a point.
+bool is_point_file(const std::string& name);
+
+// A cell as text: empty for null, floats as Python prints them.
+std::string cell_text(const Value& v);
+
+// What the manifest beside a point says about it (index, scenario, repeat, sweep); each manifest
+// read once.
+class Manifests {
+ public:
+  explicit Manifests(std::vector<std::string>* warnings) : warnings_(warnings) {}
+  // The manifest entry of the point `point_dir` (nullptr when none names it); *sweep its sweep.
+  const Value* entry(const std::filesystem::path& point_dir, std::string* sweep);
+
+ private:
+  struct Manifest {
+    Value root;
+    std::string sweep;
+    std::map<std::string, const Value*> by_tag;  // into root, which never moves once loaded
+  };
+  std::vector<std::string>* warnings_;
+  std::map<std::string, Manifest> cache_;
+};
+
+// One point's row, and what went wrong reading it. `unread`: why the rank files were not read
+// (their reader crashed or hung on them); the row is then built from what else the directory
+// says, and is incomplete.
+ExtractedPoint extract_point(const std::string& dir, Manifests& manifests, double price_per_hour,
+                             const std::string& unread = {});
+
+}  // namespace sweepbench

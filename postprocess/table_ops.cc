@@ -1,0 +1,97 @@
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/text.h"
+#include "postprocess/extract.h"
+#include "postprocess/point_row.h"
+#include "results/summary.h"
+
+namespace sweepbench {
+
+void group_repeats(ExtractTable* t) {
+  std::set<std::string> metrics(metric_columns().begin(), metric_columns().end());
+  metrics.insert(memory_column_names().begin(), memory_column_names().end());
+  metrics.insert("cost_usd_per_mtok");
+  std::set<std::string> not_key = {"tag", "index", "repeat", "status", "reason"};
+  not_key.insert(metrics.begin(), metrics.end());
+  std::vector<std::vector<size_t>> groups;
+  std::map<std::string, size_t> group_of;
+  for (size_t i = 0; i < t->rows.size(); ++i) {
+    std::string key;
+    for (const std::string& c : t->columns) {
+      if (not_key.count(c) != 0) continue;
+      auto it = t->rows[i].find(c);
+      key += c + "=" + (it == t->rows[i].end() ? "" : cell_text(it->second)) + "\n";
+    }
+    auto [it, fresh] = group_of.emplace(key, groups.size());
+    if (fresh) groups.emplace_back();
+    groups[it->second].push_back(i);
+  }
+  std::vector<std::map<std::string, Value>> rows;
+  for (const std::vector<size_t>& g : groups) {
+    std::map<std::string, Value> row = t->rows[g.front()];
+    std::vector<size_t> ok;
+    for (size_t i : g) {
+      if (cell_text(t->rows[i]["status"]) == "ok") ok.push_back(i);
+    }
+    row["repeats"] = Value::integer(static_cast<std::int64_t>(g.size()));
+    if (ok.size() != g.size()) {
+      for (size_t i : g) {
+        if (cell_text(t->rows[i]["status"]) != "ok") {
+          row["status"] = t->rows[i]["status"];
+          row["reason"] =
+              Value::string(std::to_string(ok.size()) + " of " + std::to_string(g.size()) +
+                            " repeats ok; " + cell_text(t->rows[i]["reason"]));
+          break;
+        }
+      }
+    }
+    for (const std::string& m : metrics) {
+      std::vector<double> values;
+      for (size_t i : ok) {
+        auto it = t->rows[i].find(m);
+        if (it != t->rows[i].end() && it->second.is_number())
+          values.push_back(it->second.as_float());
+      }
+      row.erase(m);
+      if (!values.empty()) {
+        row[m] = Value::real(mean(values));
+        row[m + "_std"] = Value::real(stddev(values));
+      }
+    }
+    rows.push_back(std::move(row));
+  }
+  std::vector<std::string> columns;
+  for (const std::string& c : t->columns) {
+    if (c == "repeat") {
+      columns.push_back("repeats");
+    } else {
+      columns.push_back(c);
+      if (metrics.count(c) != 0) columns.push_back(c + "_std");
+    }
+  }
+  t->columns = columns;
+  t->rows = rows;
+}
+
+void drop_constant_columns(ExtractTable* t, const std::vector<std::string>& keep) {
+  std::vector<std::string> kept;
+  for (const std::string& c : t->columns) {
+    bool always =
+        c == "tag" || c == "status" || std::find(keep.begin(), keep.end(), c) != keep.end();
+    std::set<std::string> values;
+    for (const auto& row : t->rows) {
+      auto it = row.find(c);
+      values.insert(it == row.end() ? "" : cell_text(it->second));
+      if (values.size() > 1) break;
+    }
+    if (always || values.size() > 1) kept.push_back(c);
+  }
+  t->columns = kept;
+}
+
+}  // namespace sweepbench
