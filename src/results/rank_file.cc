@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/fs.h"
+#include "results/rank_fields.h"
 
 namespace sweepbench {
 namespace {
@@ -204,48 +205,13 @@ class Writer {
 void write_result(Writer& w, const RankResult& r) {
   hid_t root = w.root();
   w.attr(root, "schema_version", kResultsSchemaVersion);
-  w.attr(root, "config_yaml", r.config_yaml);
-  w.attr(root, "config_hash", r.config_hash);
-  w.attr(root, "tag", r.tag);
-  w.attr(root, "run_id", r.run_id);
   w.attr(root, "rank", r.rank);
   w.attr(root, "world_size", r.world_size);
-  w.attr(root, "local_rank", r.local_rank);
-  w.attr(root, "hostname", r.hostname);
-  w.attr(root, "device_type", r.device_type);
-  w.attr(root, "device_name", r.device_name);
-  w.attr(root, "device_count", r.device_count);
-  w.attr(root, "threads", r.threads);
-  w.attr(root, "sweepbench_version", r.sweepbench_version);
-  w.attr(root, "torch_version", r.torch_version);
-  w.attr(root, "cuda_version", r.cuda_version);
-  w.attr(root, "nccl_version", r.nccl_version);
-  w.attr(root, "mpi_version", r.mpi_version);
-  w.attr(root, "container_runtime", r.container_runtime);
-  w.attr(root, "container_image", r.container_image);
-  w.attr(root, "container_digest", r.container_digest);
-  w.attr(root, "container_env_kept", r.container_env_kept);
-  w.attr(root, "slurm_job_id", r.slurm_job_id);
-  w.attr(root, "slurm_array_job_id", r.slurm_array_job_id);
-  w.attr(root, "slurm_array_task_id", r.slurm_array_task_id);
-  w.attr(root, "slurm_step_id", r.slurm_step_id);
-  w.attr(root, "start_time", r.start_time);
-  w.attr(root, "end_time", r.end_time);
   w.attr(root, "status", r.status);
-  w.attr(root, "reason", r.reason);
-  w.attr(root, "rank_status", r.rank_status);
-  w.attr(root, "parameter_count", r.parameter_count);
-  w.attr(root, "flops_per_token", r.flops_per_token);
-  w.attr(root, "flops_per_token_6n", r.flops_per_token_6n);
-  w.attr(root, "peak_tflops", r.peak_tflops);
-  w.attr(root, "peak_tflops_source", r.peak_tflops_source);
-  w.attr(root, "steps_planned", r.steps_planned);
-  w.attr(root, "warmup_steps", r.warmup_steps);
-  w.attr(root, "seq_len", r.seq_len);
-  w.attr(root, "micro_batch", r.micro_batch);
-  w.attr(root, "grad_accum", r.grad_accum);
-  w.attr(root, "parameter_sha256", r.parameter_sha256);
-
+  // Every other root attribute, from the one list the reader reads too.
+  for (const TextAttr& a : kTextAttrs) w.attr(root, a.name, r.*a.field);
+  for (const IntAttr& a : kIntAttrs) w.attr(root, a.name, r.*a.field);
+  for (const RealAttr& a : kRealAttrs) w.attr(root, a.name, r.*a.field);
   w.steps_table(r.steps);
 
   hid_t eval = w.group("eval");

@@ -9,6 +9,7 @@
 #include <variant>
 
 #include "core/text.h"
+#include "results/rank_fields.h"
 
 namespace sweepbench {
 namespace {
@@ -387,72 +388,19 @@ RankRead read_rank_file(const std::string& path, RankReadScope scope) {
     in.problem("schema_version", std::to_string(*schema) + " is newer than this reader's " +
                                      std::to_string(kResultsSchemaVersion));
   }
-  struct TextField {
-    const char* name;
-    std::string RankResult::*field;
+  // Every other root attribute, from the one list the writer writes too (rank_fields.h).
+  auto wanted_here = [&](FieldScope needed_by) {
+    return needed_by == FieldScope::kEvery || (needed_by == FieldScope::kLead && lead) || all;
   };
-  take(in.text(f, "", "reason"), &r.reason);
-  // What ties the file to its point and run (bench-extract compares them); run_id was added
-  // within schema 2, so older files lack it.
-  if (H5Aexists(f, "run_id") > 0) take(in.text(f, "", "run_id"), &r.run_id);
-  if (lead) {
-    for (auto [name, field] : {TextField{"config_yaml", &RankResult::config_yaml},
-                               {"config_hash", &RankResult::config_hash},
-                               {"device_type", &RankResult::device_type},
-                               {"rank_status", &RankResult::rank_status}}) {
-      take(in.text(f, "", name), &(r.*field));
-    }
+  auto present = [&](const auto& a) { return !a.since_within_schema || H5Aexists(f, a.name) > 0; };
+  for (const TextAttr& a : kTextAttrs) {
+    if (wanted_here(a.scope) && present(a)) take(in.text(f, "", a.name), &(r.*a.field));
   }
-  if (all) {
-    for (auto [name, field] : {TextField{"tag", &RankResult::tag},
-                               {"hostname", &RankResult::hostname},
-                               {"device_name", &RankResult::device_name},
-                               {"sweepbench_version", &RankResult::sweepbench_version},
-                               {"torch_version", &RankResult::torch_version},
-                               {"cuda_version", &RankResult::cuda_version},
-                               {"nccl_version", &RankResult::nccl_version},
-                               {"mpi_version", &RankResult::mpi_version},
-                               {"container_runtime", &RankResult::container_runtime},
-                               {"container_image", &RankResult::container_image},
-                               {"container_digest", &RankResult::container_digest},
-                               {"slurm_job_id", &RankResult::slurm_job_id},
-                               {"slurm_array_job_id", &RankResult::slurm_array_job_id},
-                               {"slurm_array_task_id", &RankResult::slurm_array_task_id},
-                               {"slurm_step_id", &RankResult::slurm_step_id},
-                               {"start_time", &RankResult::start_time},
-                               {"end_time", &RankResult::end_time},
-                               {"peak_tflops_source", &RankResult::peak_tflops_source},
-                               {"parameter_sha256", &RankResult::parameter_sha256}}) {
-      take(in.text(f, "", name), &(r.*field));
-    }
-    // Added within schema 1: older files lack it, which is no problem.
-    if (H5Aexists(f, "container_env_kept") > 0) {
-      take(in.text(f, "", "container_env_kept"), &r.container_env_kept);
-    }
+  for (const IntAttr& a : kIntAttrs) {
+    if (wanted_here(a.scope) && present(a)) take(in.integer(f, "", a.name), &(r.*a.field));
   }
-  struct IntField {
-    const char* name;
-    std::int64_t RankResult::*field;
-  };
-  if (lead) {
-    for (auto [name, field] : {IntField{"seq_len", &RankResult::seq_len},
-                               {"micro_batch", &RankResult::micro_batch},
-                               {"grad_accum", &RankResult::grad_accum}}) {
-      take(in.integer(f, "", name), &(r.*field));
-    }
-    take(in.real(f, "", "flops_per_token"), &r.flops_per_token);
-    take(in.real(f, "", "peak_tflops"), &r.peak_tflops);
-  }
-  if (all) {
-    for (auto [name, field] : {IntField{"local_rank", &RankResult::local_rank},
-                               {"device_count", &RankResult::device_count},
-                               {"threads", &RankResult::threads},
-                               {"parameter_count", &RankResult::parameter_count},
-                               {"steps_planned", &RankResult::steps_planned},
-                               {"warmup_steps", &RankResult::warmup_steps}}) {
-      take(in.integer(f, "", name), &(r.*field));
-    }
-    take(in.real(f, "", "flops_per_token_6n"), &r.flops_per_token_6n);
+  for (const RealAttr& a : kRealAttrs) {
+    if (wanted_here(a.scope) && present(a)) take(in.real(f, "", a.name), &(r.*a.field));
   }
 
   // Steps: every column must have one value per step. Schema 1 kept them as one dataset per

@@ -1,0 +1,82 @@
+// The root attributes of a rank file, listed once: the writer (rank_file.cc) writes them in this
+// order and the reader (rank_reader.cc) reads them from this list, so a field added here is both
+// written and read (docs/results-format.md lists them for people; a test reads a file with h5py
+// against that page).
+//
+// `scope` says who needs the field when bench-extract reads a point (RankReadScope::kSummary):
+// every rank's file (kEvery), only rank 0's, which carries what the whole run shares (kLead), or
+// nobody but a full read (kFull). `since_within_schema`: added within a schema version, so an older
+// file may lack it and that is no problem.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "results/rank_result.h"
+
+namespace sweepbench {
+
+enum class FieldScope { kEvery, kLead, kFull };
+
+template <class T>
+struct RankAttr {
+  const char* name;
+  T RankResult::*field;
+  FieldScope scope;
+  bool since_within_schema = false;
+};
+
+using TextAttr = RankAttr<std::string>;
+using IntAttr = RankAttr<std::int64_t>;
+using RealAttr = RankAttr<double>;
+
+// status, rank and world_size place a file in its run and are checked on their own (they are
+// read first, whatever the scope); schema_version is the file's, not the result's.
+inline constexpr TextAttr kTextAttrs[] = {
+    {"config_yaml", &RankResult::config_yaml, FieldScope::kLead},
+    {"config_hash", &RankResult::config_hash, FieldScope::kLead},
+    {"tag", &RankResult::tag, FieldScope::kFull},
+    {"run_id", &RankResult::run_id, FieldScope::kEvery, true},
+    {"hostname", &RankResult::hostname, FieldScope::kFull},
+    {"device_type", &RankResult::device_type, FieldScope::kLead},
+    {"device_name", &RankResult::device_name, FieldScope::kFull},
+    {"sweepbench_version", &RankResult::sweepbench_version, FieldScope::kFull},
+    {"torch_version", &RankResult::torch_version, FieldScope::kFull},
+    {"cuda_version", &RankResult::cuda_version, FieldScope::kFull},
+    {"nccl_version", &RankResult::nccl_version, FieldScope::kFull},
+    {"mpi_version", &RankResult::mpi_version, FieldScope::kFull},
+    {"container_runtime", &RankResult::container_runtime, FieldScope::kFull},
+    {"container_image", &RankResult::container_image, FieldScope::kFull},
+    {"container_digest", &RankResult::container_digest, FieldScope::kFull},
+    {"container_env_kept", &RankResult::container_env_kept, FieldScope::kFull, true},
+    {"slurm_job_id", &RankResult::slurm_job_id, FieldScope::kFull},
+    {"slurm_array_job_id", &RankResult::slurm_array_job_id, FieldScope::kFull},
+    {"slurm_array_task_id", &RankResult::slurm_array_task_id, FieldScope::kFull},
+    {"slurm_step_id", &RankResult::slurm_step_id, FieldScope::kFull},
+    {"start_time", &RankResult::start_time, FieldScope::kFull},
+    {"end_time", &RankResult::end_time, FieldScope::kFull},
+    {"reason", &RankResult::reason, FieldScope::kEvery},
+    {"rank_status", &RankResult::rank_status, FieldScope::kLead},
+    {"peak_tflops_source", &RankResult::peak_tflops_source, FieldScope::kFull},
+    {"parameter_sha256", &RankResult::parameter_sha256, FieldScope::kFull},
+};
+
+inline constexpr IntAttr kIntAttrs[] = {
+    {"local_rank", &RankResult::local_rank, FieldScope::kFull},
+    {"device_count", &RankResult::device_count, FieldScope::kFull},
+    {"threads", &RankResult::threads, FieldScope::kFull},
+    {"parameter_count", &RankResult::parameter_count, FieldScope::kFull},
+    {"steps_planned", &RankResult::steps_planned, FieldScope::kFull},
+    {"warmup_steps", &RankResult::warmup_steps, FieldScope::kFull},
+    {"seq_len", &RankResult::seq_len, FieldScope::kLead},
+    {"micro_batch", &RankResult::micro_batch, FieldScope::kLead},
+    {"grad_accum", &RankResult::grad_accum, FieldScope::kLead},
+};
+
+inline constexpr RealAttr kRealAttrs[] = {
+    {"flops_per_token", &RankResult::flops_per_token, FieldScope::kLead},
+    {"flops_per_token_6n", &RankResult::flops_per_token_6n, FieldScope::kFull},
+    {"peak_tflops", &RankResult::peak_tflops, FieldScope::kLead},
+};
+
+}  // namespace sweepbench
