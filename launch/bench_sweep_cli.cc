@@ -450,13 +450,7 @@ int run_keys(const std::vector<std::string>& args, std::ostream& out) {
   return kExitOk;
 }
 
-void report(const Error& e, std::ostream& err) {
-  if (e.mark().known()) {
-    err << e.mark().str() << ": error: " << e.detail() << "\n";
-  } else {
-    err << "bench-sweep: error: " << e.detail() << "\n";
-  }
-}
+void report(const Error& e, std::ostream& err) { err << error_line(e, "bench-sweep") << "\n"; }
 
 }  // namespace
 

@@ -20,8 +20,7 @@ int run_tool(const std::string& tool, const std::vector<std::string>& args,
     }
     return body(vm);
   } catch (const Error& e) {
-    err << (e.mark().known() ? e.mark().str() + ": " : tool + ": ") << "error: " << e.detail()
-        << "\n";
+    err << error_line(e, tool) << "\n";
     return exit_code_for(e.kind());
   } catch (const po::error& e) {
     err << tool << ": error: " << e.what() << " (" << tool << " --help lists the options)\n";

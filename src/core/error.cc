@@ -41,6 +41,10 @@ Error::Error(ErrorKind kind, Mark mark, std::string key, std::string message, st
 
 std::string Error::detail() const { return format_error(Mark{}, key_, message_, hint_); }
 
+std::string error_line(const Error& e, const std::string& tool) {
+  return (e.mark().known() ? e.mark().str() : tool) + ": error: " + e.detail();
+}
+
 int exit_code_for(ErrorKind kind) {
   switch (kind) {
     case ErrorKind::kInput:

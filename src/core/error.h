@@ -58,4 +58,8 @@ class Error : public std::runtime_error {
 // Exit codes shared by every binary (docs/exit-codes.md).
 int exit_code_for(ErrorKind kind);
 
+// The one line every binary prints for an Error: "FILE:LINE:COL: error: KEY: MESSAGE (HINT)", or
+// "TOOL: error: ..." when the error has no place (docs/exit-codes.md).
+std::string error_line(const Error& e, const std::string& tool);
+
 }  // namespace sweepbench

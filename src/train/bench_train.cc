@@ -377,8 +377,7 @@ class Run {
         data_ = open_token_source(plan_.data, mpi_.rank(), mpi_.size());
       } catch (const Error& e) {
         local = sweepbench::exit_code_for(e.kind());
-        message = e.mark().known() ? e.mark().str() + ": error: " + e.detail()
-                                   : "bench-train: error: " + e.detail();
+        message = error_line(e, "bench-train");
       }
       if (int code = agree_on_start(local, message)) return code;
       // Only now, with every rank's inputs good, is anything created; and every rank checks
@@ -388,7 +387,7 @@ class Run {
         check_writable_directory(args_.out);
       } catch (const Error& e) {
         local = sweepbench::exit_code_for(e.kind());
-        message = e.mark().str() + ": error: " + e.detail();
+        message = error_line(e, "bench-train");
       }
       if (int code = agree_on_start(local, message)) return code;
     }
