@@ -1,12 +1,12 @@
 #include "launch/status.h"
 
 #include <filesystem>
-#include <iomanip>
 #include <map>
 #include <set>
 
 #include "core/error.h"
 #include "core/fs.h"
+#include "core/table.h"
 #include "core/text.h"
 #include "core/yaml_io.h"
 #include "launch/slurm.h"
@@ -99,24 +99,15 @@ void print_status(const StatusReport& report, const std::string& out_dir, bool j
     out << emit_json(root, 2, false) << "\n";
     return;
   }
-  size_t tag_width = 3, status_width = 9;
-  auto status_text = [](const PointView& p) {
-    return to_string(p.status) + (p.orphaned ? " (orphaned)" : "");
-  };
+  // The same aligned table as the plan's (core/table.h).
+  TableWriter table({"index", "status", "tag", "job", "note"}, TableFormat::kText, out);
   for (const PointView& p : report.points) {
-    tag_width = std::max(tag_width, p.tag.size());
-    status_width = std::max(status_width, status_text(p).size());
+    table.row({Value::integer(p.index),
+               Value::string(to_string(p.status) + (p.orphaned ? " (orphaned)" : "")),
+               Value::string(p.tag), Value::string(p.job.empty() ? "-" : p.job),
+               Value::string(p.note)});
   }
-  out << std::setw(5) << "index"
-      << "  " << std::left << std::setw(static_cast<int>(status_width)) << "status"
-      << "  " << std::setw(static_cast<int>(tag_width)) << "tag"
-      << "  " << std::setw(10) << "job"
-      << "  note" << std::right << "\n";
-  for (const PointView& p : report.points) {
-    out << std::setw(5) << p.index << "  " << std::left << std::setw(static_cast<int>(status_width))
-        << status_text(p) << "  " << std::setw(static_cast<int>(tag_width)) << p.tag << "  "
-        << std::setw(10) << (p.job.empty() ? "-" : p.job) << "  " << p.note << std::right << "\n";
-  }
+  table.finish();
   out << "# " << plural(report.points.size(), "point") << ":";
   for (PointStatus s : all_point_statuses()) {
     if (counts[s] > 0) out << " " << to_string(s) << " " << counts[s];

@@ -54,7 +54,7 @@ void refuse_output_among_results(const std::string& output) {
 }
 
 const char* const kUsage = R"(bench-extract: results trees to one table, one row per point.
-Usage: bench-extract -i PATH [PATH...] [-o OUT] [-f] [--format csv|json|jsonl|md]
+Usage: bench-extract -i PATH [PATH...] [-o OUT] [-f] [--format csv|json|jsonl|md|table]
                      [--drop-constant] [--keep COL]... [--group-repeats]
                      [--price-per-hour X] [--strict] [-j N]
 Searches each PATH for point directories (a config.yaml, status.json or rank-NNNNN.h5 files;
@@ -70,7 +70,9 @@ same for any number); only --group-repeats and --drop-constant hold the whole ta
 that crashes on a damaged file, or spends more than --point-timeout seconds on one point, costs
 only that point (incomplete, with a warning); a fresh reader goes on with the rest.
 Output: -o OUT (format from its extension unless --format; an existing file is refused unless
--f; written whole or not at all), else standard output (CSV unless --format).
+-f; written whole or not at all), else standard output (CSV unless --format). Markdown and the
+aligned table (--format table, for a terminal) show floats to about four significant digits;
+CSV and JSON keep full precision.
 Examples:
   bench-extract -i runs/quickstart -o runs/quickstart.csv
   bench-extract -i runs/a runs/b --format md --drop-constant --keep train.micro_batch
@@ -90,7 +92,8 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
       "Results directories (searched recursively)")("output,o", po::value<std::string>(),
                                                     "The output file; standard output if absent")(
       "force,f", "Replace an existing output file")(
-      "format", po::value<std::string>(), "csv, json, jsonl or md (default: from -o, else csv)")(
+      "format", po::value<std::string>(),
+      "csv, json, jsonl, md or table (default: from -o, else csv)")(
       "drop-constant", "Leave out columns with one value in every row")(
       "keep", po::value<std::vector<std::string>>()->composing(),
       "Keep this column even with --drop-constant (repeatable, or A,B)")(
@@ -113,10 +116,10 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
         std::optional<std::string> output;
         if (vm.count("output")) output = vm["output"].as<std::string>();
         if (output) refuse_output_among_results(*output);
-        ExtractFormat format = vm.count("format")
-                                   ? parse_extract_format(vm["format"].as<std::string>())
-                               : output ? extract_format_of_path(*output)
-                                        : ExtractFormat::kCsv;
+        TableFormat format = vm.count("format") ? parse_table_format(vm["format"].as<std::string>(),
+                                                                     extract_formats())
+                             : output           ? table_format_of_path(*output, extract_formats())
+                                                : TableFormat::kCsv;
         if (output && !vm.count("force") && fs::exists(*output)) {
           throw Error(ErrorKind::kConflict, Mark::in(*output), "", "the output file exists",
                       "add -f to replace it, or choose another -o");
@@ -166,7 +169,7 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
           check_stream(sink, sink_name);
           rows = table.rows.size();
         } else {
-          TableWriter writer(extract_columns(), format, sink);
+          ExtractWriter writer(extract_columns(), format, sink);
           extract_each(dirs, options, warn, [&](ExtractedPoint&& p) {
             for (const std::string& w : p.warnings) warn(w);
             if (p.incomplete) ++incomplete;

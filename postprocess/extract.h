@@ -11,7 +11,7 @@
 // reader processes (HDF5 serializes the threads of one process) whose rows come back in order,
 // so memory stays that of a few points however big the tree. Only --group-repeats and
 // --drop-constant hold the table, as they must see every row. One table, many printers (CSV,
-// JSON, JSON lines, Markdown), as for plans.
+// JSON, JSON lines, Markdown): core/table.h's, as for plans and status.
 #pragma once
 
 #include <functional>
@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "core/table.h"
 #include "core/value.h"
 
 namespace sweepbench {
@@ -80,27 +81,25 @@ void group_repeats(ExtractTable* table);
 // columns (tag, status).
 void drop_constant_columns(ExtractTable* table, const std::vector<std::string>& keep);
 
-enum class ExtractFormat { kCsv, kJson, kJsonl, kMarkdown };
-// csv, json, jsonl, md; Error(kInput) otherwise.
-ExtractFormat parse_extract_format(const std::string& name);
-// From an output file's extension (.csv, .json, .jsonl, .md); Error(kInput) for others.
-ExtractFormat extract_format_of_path(const std::string& path);
+// bench-extract's formats: csv, json, jsonl, md, table (core/table.h prints them; Markdown and
+// the aligned table round floats for people, the others keep full precision; the aligned table
+// holds its rows until the end, to align them).
+const std::vector<TableFormat>& extract_formats();
 
 // Prints rows as they come: the header first, then a row at a time, then what closes the table.
-class TableWriter {
+class ExtractWriter {
  public:
-  TableWriter(std::vector<std::string> columns, ExtractFormat format, std::ostream& out);
+  ExtractWriter(std::vector<std::string> columns, TableFormat format, std::ostream& out);
   void row(const std::map<std::string, Value>& row);
-  void finish();
+  void finish() { writer_.finish(); }
 
  private:
   std::vector<std::string> columns_;
-  ExtractFormat format_;
-  std::ostream& out_;
-  size_t rows_ = 0;
+  TableWriter writer_;
+  std::vector<Value> cells_;
 };
 
-void print_table(const ExtractTable& table, ExtractFormat format, std::ostream& out);
+void print_table(const ExtractTable& table, TableFormat format, std::ostream& out);
 
 int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 

@@ -950,6 +950,45 @@ Value load_yaml_file(const std::string& path, const std::string& display) {
   return parse_yaml(read_file_text(path, name), name);
 }
 
+namespace {
+
+bool plain_display(const std::string& s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (c == ' ' || c == ',' || c == '[' || c == ']' || c == '{' || c == '}' || c == '"' ||
+        c == '\n' || c == '\t' || c == '#' || c == ':') {
+      return false;
+    }
+  }
+  // Strings that would read back as another type are quoted.
+  return type_plain_scalar(s, Mark{}).is_string();
+}
+
+}  // namespace
+
+std::string display_value(const Value& value) {
+  switch (value.type()) {
+    case Value::Type::kString:
+      return plain_display(value.as_string()) ? value.as_string() : quote_json(value.as_string());
+    case Value::Type::kList: {
+      std::vector<std::string> parts;
+      for (const Value& i : value.items()) parts.push_back(display_value(i));
+      return "[" + join(parts, ", ") + "]";
+    }
+    case Value::Type::kMap: {
+      std::vector<std::string> parts;
+      for (const Value::Entry& e : value.entries()) {
+        parts.push_back(e.key + ": " + display_value(e.value));
+      }
+      return "{" + join(parts, ", ") + "}";
+    }
+    case Value::Type::kFloat:
+      return format_float_repr(value.as_float());
+    default:
+      return emit_json(value, -1);
+  }
+}
+
 std::string emit_canonical_yaml(const Value& value, const std::vector<std::string>& skip) {
   if (!value.is_map()) return canonical_flow(value) + "\n";
   if (value.entries().empty()) return "{}\n";

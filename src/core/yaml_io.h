@@ -25,6 +25,10 @@ Value parse_yaml(std::string_view text, const std::string& source);
 // parse_yaml gives; marks name the source and the line only.
 Value parse_own_yaml(std::string_view text, const std::string& source);
 
+// A short human description of a value for tables and messages: 8, 0.0003, bf16, [a, b].
+// Strings that would read back as another type, or hold YAML's punctuation, are quoted.
+std::string display_value(const Value& value);
+
 // Reads and parses a file. `display` is how marks name it (default: the path as given).
 Value load_yaml_file(const std::string& path, const std::string& display = {});
 

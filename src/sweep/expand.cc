@@ -45,17 +45,6 @@ std::string axes_product(const SweepSpec& spec) {
   return join(parts, "; ");
 }
 
-bool plain_display(const std::string& s) {
-  if (s.empty()) return false;
-  for (char c : s) {
-    if (c == ' ' || c == ',' || c == '[' || c == ']' || c == '{' || c == '}' || c == '"' ||
-        c == '\n' || c == '\t' || c == '#' || c == ':') {
-      return false;
-    }
-  }
-  // Strings that would read back as another type are quoted.
-  return type_plain_scalar(s, Mark{}).is_string();
-}
 
 size_t saturating_mul(size_t a, size_t b) {
   if (a != 0 && b > std::numeric_limits<size_t>::max() / a)
@@ -306,28 +295,6 @@ std::vector<const SweepPoint*> Plan::selected_points() const {
 void Plan::for_each_point(const PointVisitor& visit, bool selected_only) const {
   for (const SweepPoint& p : points) {
     if (p.selected || !selected_only) visit(p);
-  }
-}
-std::string display_value(const Value& value) {
-  switch (value.type()) {
-    case Value::Type::kString:
-      return plain_display(value.as_string()) ? value.as_string() : quote_json(value.as_string());
-    case Value::Type::kList: {
-      std::vector<std::string> parts;
-      for (const Value& i : value.items()) parts.push_back(display_value(i));
-      return "[" + join(parts, ", ") + "]";
-    }
-    case Value::Type::kMap: {
-      std::vector<std::string> parts;
-      for (const Value::Entry& e : value.entries()) {
-        parts.push_back(e.key + ": " + display_value(e.value));
-      }
-      return "{" + join(parts, ", ") + "}";
-    }
-    case Value::Type::kFloat:
-      return format_float_repr(value.as_float());
-    default:
-      return emit_json(value, -1);
   }
 }
 

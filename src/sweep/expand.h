@@ -13,6 +13,7 @@
 
 #include "core/config.h"
 #include "core/value.h"
+#include "core/yaml_io.h"  // display_value
 #include "sweep/sweep_spec.h"
 
 namespace sweepbench {
@@ -109,7 +110,5 @@ PlannedSweep stream_sweep(const SweepSpec& spec, const PlanOptions& options);
 // The same, every point held in memory.
 Plan plan_sweep(const SweepSpec& spec, const PlanOptions& options);
 
-// A short human description of a value for tables and messages: 8, 0.0003, bf16, [a, b].
-std::string display_value(const Value& value);
 
 }  // namespace sweepbench

@@ -10,6 +10,7 @@
 
 #include "core/config.h"
 #include "core/fs.h"
+#include "core/table.h"
 #include "core/text.h"
 #include "core/yaml_io.h"
 #include "layout/paths.h"
@@ -39,15 +40,19 @@ struct Columns {
     header.insert(header.end(), keys.begin(), keys.end());
   }
 
-  void row(const SweepPoint& p, std::vector<std::string>* out) const {
+  void row(const SweepPoint& p, std::vector<Value>* out) const {
     out->clear();
-    out->push_back(std::to_string(p.index));
-    out->push_back(p.tag);
-    if (show_scenario) out->push_back(p.scenario);
-    if (show_repeat) out->push_back(std::to_string(p.repeat));
-    for (const std::string& k : keys) out->push_back(display_value(config_at(p.config, k)));
+    out->push_back(Value::integer(static_cast<std::int64_t>(p.index)));
+    out->push_back(Value::string(p.tag));
+    if (show_scenario) out->push_back(Value::string(p.scenario));
+    if (show_repeat) out->push_back(Value::integer(p.repeat));
+    // Config values as the plan shows them everywhere (quoted when they would read back as
+    // another type), never rounded: they are what runs.
+    for (const std::string& k : keys)
+      out->push_back(Value::string(display_value(config_at(p.config, k))));
   }
 };
+;
 
 Value varying_values(const PlanInfo& plan, const SweepPoint& p) {
   Value v = Value::map();
@@ -59,38 +64,23 @@ Value varying_values(const PlanInfo& plan, const SweepPoint& p) {
 void print_table(const PlanView& plan, std::ostream& out) {
   const PlanInfo& info = plan.info();
   Columns columns(info);
-  std::vector<size_t> width(columns.header.size());
-  for (size_t c = 0; c < width.size(); ++c) width[c] = columns.header[c].size();
-  std::vector<std::string> row;
+  TableWidths widths(columns.header);
+  std::vector<Value> row;
   plan.for_each_point(
       [&](const SweepPoint& p) {
         columns.row(p, &row);
-        for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+        widths.add(row);
       },
       true);
-  width[0] = std::max<size_t>(width[0], 6);
-  std::string line;
-  auto emit_row = [&](const std::vector<std::string>& cells, bool header) {
-    line = header ? "#" : " ";
-    // The index column is right-aligned, like a number; the rest are left-aligned.
-    line.append(width[0] - cells[0].size() - 1, ' ');
-    line += cells[0];
-    for (size_t c = 1; c < cells.size(); ++c) {
-      line += "  ";
-      line += cells[c];
-      if (c + 1 < cells.size()) line.append(width[c] - cells[c].size(), ' ');
-    }
-    line += '\n';
-    out << line;
-  };
   out << "# sweep " << info.sweep_name << " (" << info.sweep_path << ")\n";
-  emit_row(columns.header, true);
+  TableWriter table(columns.header, TableFormat::kText, out, TableOptions{false, widths.widths()});
   plan.for_each_point(
       [&](const SweepPoint& p) {
         columns.row(p, &row);
-        emit_row(row, false);
+        table.row(row);
       },
       true);
+  table.finish();
   out << "# " << plural(info.selected_points, "point");
   if (info.selected_points != info.total_points) out << " selected of " << info.total_points;
   out << "\n";
@@ -98,27 +88,18 @@ void print_table(const PlanView& plan, std::ostream& out) {
 
 void print_csv(const PlanView& plan, std::ostream& out) {
   Columns columns(plan.info());
-  std::string line;
-  auto emit = [&](const std::vector<std::string>& row) {
-    line.clear();
-    for (size_t c = 0; c < row.size(); ++c) {
-      if (c > 0) line += ',';
-      line += csv_field(row[c]);
-    }
-    line += '\n';
-    out << line;
-  };
   std::vector<std::string> header = columns.header;
   header.insert(header.begin() + 2, "config_hash");
-  emit(header);
-  std::vector<std::string> row;
+  TableWriter table(header, TableFormat::kCsv, out);
+  std::vector<Value> row;
   plan.for_each_point(
       [&](const SweepPoint& p) {
         columns.row(p, &row);
-        row.insert(row.begin() + 2, p.config_hash);
-        emit(row);
+        row.insert(row.begin() + 2, Value::string(p.config_hash));
+        table.row(row);
       },
       true);
+  table.finish();
 }
 
 // The document emit_json(root, 2) would give, written one point at a time.
@@ -210,16 +191,6 @@ void print_plan(const PlanView& plan, PlanFormat format, std::ostream& out) {
       print_csv(plan, out);
       return;
   }
-}
-
-std::string csv_field(const std::string& text) {
-  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
 }
 
 std::string manifest_text(const Value& existing, const PlanView& view) {

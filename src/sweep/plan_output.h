@@ -1,12 +1,14 @@
 // One plan, many printers (table, JSON, CSV), and the plan's files on disk.
 //
 // All printers read the same columns: index, tag, scenario (when the sweep has several), repeat
-// (when it repeats), then the varying keys. Escaping lives in the printer that needs it.
+// (when it repeats), then the varying keys. The table and CSV are core/table.h's printers; JSON
+// is a document (each point's whole config).
 #pragma once
 
 #include <ostream>
 #include <string>
 
+#include "core/table.h"  // csv_field
 #include "sweep/expand.h"
 
 namespace sweepbench {
@@ -35,8 +37,5 @@ PlanWriteResult write_plan(const PlanView& plan, const std::string& out_dir);
 // points that are no longer in the sweep stay, marked "in_sweep": false. The same bytes as
 // emit_json of the whole document, so an unchanged plan leaves the file alone.
 std::string manifest_text(const Value& existing, const PlanView& plan);
-
-// CSV field quoting (RFC 4180).
-std::string csv_field(const std::string& text);
 
 }  // namespace sweepbench

@@ -724,8 +724,7 @@ void run_rank_fuzz_input(const std::uint8_t* data, std::size_t size) {
       invariant_broken("an unedited point extracts as " + status->second.as_string());
     }
     std::ostringstream sink;
-    for (ExtractFormat f : {ExtractFormat::kCsv, ExtractFormat::kJson, ExtractFormat::kJsonl,
-                            ExtractFormat::kMarkdown}) {
+    for (TableFormat f : extract_formats()) {
       print_table(table, f, sink);
     }
   } catch (const std::exception& e) {

@@ -1,0 +1,82 @@
+// One table model and one set of printers for every tabular output (the plan, `bench-sweep
+// status`, bench-extract): columns, then rows of Values, streamed.
+//
+//   text      an aligned table for a terminal: a header line starting with '#', the first
+//             column right-aligned (an index), the others left-aligned, two spaces between
+//   csv       RFC 4180, one header row
+//   json      one array of objects; jsonl: one object per line
+//   markdown  a pipe table, '|' escaped
+//
+// Escaping lives here, per format. Text and Markdown are for people: with `round` they show
+// floats to about four significant digits (human_number: "123.5", "0.01235"); CSV and JSON keep
+// full precision (the shortest text that reads back to the same double).
+#pragma once
+
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "core/value.h"
+
+namespace sweepbench {
+
+enum class TableFormat { kText, kCsv, kJson, kJsonl, kMarkdown };
+
+// "table" (text), "csv", "json", "jsonl", "md"; Error(kInput) naming `option` and the formats in
+// `allowed` otherwise.
+TableFormat parse_table_format(const std::string& name, const std::vector<TableFormat>& allowed,
+                               const std::string& option = "--format");
+std::string table_format_name(TableFormat format);
+// From a file's extension (.csv, .json, .jsonl, .md); Error(kInput) for the others.
+TableFormat table_format_of_path(const std::string& path, const std::vector<TableFormat>& allowed);
+
+// About four significant digits, fixed where that reads well: 123456 -> "123456", 123.456 ->
+// "123.5", 0.0123456 -> "0.01235", 1.5e-05 -> "1.5e-05"; integers as they are.
+std::string human_number(double v);
+
+// CSV field quoting (RFC 4180).
+std::string csv_field(const std::string& text);
+
+struct TableOptions {
+  bool round = false;  // text and Markdown: floats by human_number
+  // Text: the column widths, when the caller measured the rows first (TableWidths) and wants
+  // rows printed as they come; without them text rows are held until finish().
+  std::optional<std::vector<size_t>> widths;
+};
+
+// A cell's text in `format` (before escaping): null is empty, strings as they are, floats in
+// full or rounded, lists and maps by display_value.
+std::string cell_text(const Value& v, TableFormat format, bool round);
+
+// Measures rows for the text format, for TableOptions::widths.
+class TableWidths {
+ public:
+  explicit TableWidths(const std::vector<std::string>& columns);
+  void add(const std::vector<Value>& cells, bool round = false);
+  const std::vector<size_t>& widths() const { return widths_; }
+
+ private:
+  std::vector<size_t> widths_;
+};
+
+// Prints a table as it comes: the header at construction, then a row at a time, then what
+// closes the table at finish() (text without widths: everything at finish()).
+class TableWriter {
+ public:
+  TableWriter(std::vector<std::string> columns, TableFormat format, std::ostream& out,
+              TableOptions options = {});
+  void row(const std::vector<Value>& cells);  // one cell per column, in order
+  void finish();
+
+ private:
+  void text_line(const std::vector<std::string>& cells, bool header);
+  std::vector<std::string> columns_;
+  TableFormat format_;
+  std::ostream& out_;
+  TableOptions options_;
+  std::vector<std::vector<std::string>> held_;  // text rows waiting for their widths
+  size_t rows_ = 0;
+};
+
+}  // namespace sweepbench
