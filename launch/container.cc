@@ -11,6 +11,7 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "core/registry.h"
+#include "core/settings.h"
 #include "core/text.h"
 
 namespace sweepbench {
@@ -179,12 +180,6 @@ const Registry<ContainerPlatform>& registry() {
   return r;
 }
 
-std::vector<std::string> strings_of(const Value& list) {
-  std::vector<std::string> out;
-  for (const Value& v : list.items()) out.push_back(v.as_string());
-  return out;
-}
-
 }  // namespace
 
 std::string sif_id(const std::string& path) {
@@ -206,17 +201,14 @@ std::string sif_id(const std::string& path) {
 }
 
 ContainerSpec ContainerSpec::from_config(const Value& c) {
+  const ContainerSettings k = Settings::of(c).container;
   ContainerSpec s;
-  s.runtime = config_at(c, "container.runtime").as_string();
-  if (const Value& image = config_at(c, "container.image"); !image.is_null()) {
-    s.image = image.as_string();
-  }
-  s.binds = strings_of(config_at(c, "container.binds"));
-  for (const Value::Entry& e : config_at(c, "container.env").entries()) {
-    s.env[e.key] = e.value.as_string();
-  }
-  if (const Value& w = config_at(c, "container.workdir"); !w.is_null()) s.workdir = w.as_string();
-  s.extra_args = strings_of(config_at(c, "container.extra_args"));
+  s.runtime = k.runtime;
+  s.image = k.image;
+  s.binds = k.binds;
+  s.env = k.env;
+  s.workdir = k.workdir;
+  s.extra_args = k.extra_args;
   return s;
 }
 

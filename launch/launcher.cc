@@ -9,17 +9,12 @@
 #include "core/error.h"
 #include "core/hardware.h"
 #include "core/registry.h"
+#include "core/settings.h"
 #include "core/text.h"
 #include "launch/workload.h"
 
 namespace sweepbench {
 namespace {
-
-std::vector<std::string> strings_of(const Value& list) {
-  std::vector<std::string> out;
-  for (const Value& v : list.items()) out.push_back(v.as_string());
-  return out;
-}
 
 bool mentions(const std::vector<std::string>& args, const std::string& option) {
   for (const std::string& a : args) {
@@ -103,18 +98,16 @@ LaunchSite LaunchSite::detect() {
 }
 
 PointResources PointResources::from_config(const Value& c) {
+  const LaunchSettings l = Settings::of(c).launch;
   PointResources r;
-  r.ranks = config_at(c, "launch.ranks").as_int();
-  r.nodes = config_at(c, "launch.nodes").as_int();
-  r.gpus_per_rank = config_at(c, "launch.gpus_per_rank").as_int();
-  const Value& cpus = config_at(c, "launch.cpus_per_rank");
-  if (!cpus.is_null()) r.cpus_per_rank = cpus.as_int();
-  r.launcher = config_at(c, "launch.launcher").as_string();
-  r.mpirun_args = strings_of(config_at(c, "launch.mpirun_args"));
-  r.srun_args = strings_of(config_at(c, "launch.srun_args"));
-  for (const Value::Entry& e : config_at(c, "launch.env").entries()) {
-    r.env[e.key] = e.value.as_string();
-  }
+  r.ranks = l.ranks;
+  r.nodes = l.nodes;
+  r.gpus_per_rank = l.gpus_per_rank;
+  r.cpus_per_rank = l.cpus_per_rank;
+  r.launcher = l.launcher;
+  r.mpirun_args = l.mpirun_args;
+  r.srun_args = l.srun_args;
+  r.env = l.env;
   return r;
 }
 

@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/fs.h"
 #include "core/process.h"
+#include "core/settings.h"
 #include "core/text.h"
 #include "core/yaml_io.h"
 #include "launch/shell.h"
@@ -221,8 +222,7 @@ class SweepRun {
     write_point_record(point_dir(p), r);
     update_manifest_point(o_.out_dir, p.tag, manifest_fields(r));
     out_ << "# " << (i + 1) << "/" << n << " running " << p.tag << " (" << cmd.launcher << ", "
-         << plural(static_cast<size_t>(config_at(p.config, "launch.ranks").as_int()), "rank")
-         << ")\n";
+         << plural(static_cast<size_t>(Settings::of(p.config).launch.ranks), "rank") << ")\n";
     out_.flush();
 
     fs::path logs = fs::path(point_dir(p)) / kLogsDir;
@@ -270,7 +270,7 @@ class SweepRun {
     std::string job = slurm_job_id_here();
     const char* environment = std::getenv("ENVIRONMENT");  // sbatch sets BATCH
     if (job.empty() || environment == nullptr || std::string(environment) != "BATCH") return;
-    std::int64_t max_requeue = config_at(timed_out_.front()->config, "slurm.max_requeue").as_int();
+    std::int64_t max_requeue = Settings::of(timed_out_.front()->config).slurm.max_requeue;
     long restarts = slurm_restart_count_here();
     if (restarts >= max_requeue) {
       out_ << "# not requeued: job " << job << " ran " << (restarts + 1)

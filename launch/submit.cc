@@ -8,6 +8,7 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "core/fs.h"
+#include "core/settings.h"
 #include "core/text.h"
 #include "core/yaml_io.h"
 #include "launch/runner.h"
@@ -130,30 +131,30 @@ std::vector<std::string> sbatch_options(const SweepPoint& point, const std::stri
   add("--partition", "slurm.partition");
   add("--account", "slurm.account");
   add("--qos", "slurm.qos");
-  std::int64_t nodes = config_at(c, "launch.nodes").as_int();
-  std::int64_t ranks = config_at(c, "launch.ranks").as_int();
+  const Settings set = Settings::of(c);
+  std::int64_t nodes = set.launch.nodes;
+  std::int64_t ranks = set.launch.ranks;
   o.push_back("--nodes=" + std::to_string(nodes));
   o.push_back("--ntasks=" + std::to_string(ranks));
   o.push_back("--ntasks-per-node=" + std::to_string(ranks / std::max<std::int64_t>(1, nodes)));
-  if (const Value& cpus = config_at(c, "launch.cpus_per_rank"); !cpus.is_null()) {
-    o.push_back("--cpus-per-task=" + std::to_string(cpus.as_int()));
+  if (set.launch.cpus_per_rank) {
+    o.push_back("--cpus-per-task=" + std::to_string(*set.launch.cpus_per_rank));
   }
-  if (std::int64_t gpus = config_at(c, "launch.gpus_per_rank").as_int(); gpus > 0) {
+  if (std::int64_t gpus = set.launch.gpus_per_rank; gpus > 0) {
     o.push_back("--gpus-per-task=" + std::to_string(gpus));
   }
   add("--mem", "slurm.mem");
   add("--constraint", "slurm.constraint");
-  if (config_at(c, "slurm.exclusive").as_bool()) o.push_back("--exclusive");
+  if (set.slurm.exclusive) o.push_back("--exclusive");
   add("--time", "slurm.time");
-  if (std::int64_t s = config_at(c, "slurm.signal_seconds").as_int(); s > 0) {
+  if (std::int64_t s = set.slurm.signal_seconds; s > 0) {
     o.push_back("--signal=B:USR1@" + std::to_string(s));
   }
   o.push_back("--requeue");
   o.push_back("--open-mode=append");  // a requeued task's log continues its first run's
   add("--mail-type", "slurm.mail_type");
   add("--mail-user", "slurm.mail_user");
-  for (const Value& extra : config_at(c, "slurm.extra_args").items()) {
-    std::string arg = extra.as_string();
+  for (const std::string& arg : set.slurm.extra_args) {
     check_directive_value(arg, "slurm.extra_args", sweep_path);
     if (!starts_with(arg, "-")) {
       throw Error::input(Mark::in(sweep_path), "slurm.extra_args",

@@ -31,6 +31,7 @@
 #include "core/fs.h"
 #include "core/hardware.h"
 #include "core/model_shapes.h"
+#include "core/settings.h"
 #include "core/text.h"
 #include "core/yaml_io.h"
 #include "results/rank_file.h"
@@ -282,22 +283,23 @@ Plan make_plan(const Args& args, const MpiEnv& mpi) {
   p.config_yaml = emit_canonical_yaml(c);
   p.config_hash = config_hash(c);
   p.tag = tag_of(args.config);
-  p.preset = config_at(c, "model.preset").as_string();
-  p.dtype = config_at(c, "train.dtype").as_string();
-  p.steps = config_at(c, "train.steps").as_int();
-  p.warmup = config_at(c, "train.warmup_steps").as_int();
-  p.micro_batch = config_at(c, "train.micro_batch").as_int();
-  p.grad_accum = config_at(c, "train.grad_accum").as_int();
-  p.eval_steps = config_at(c, "eval.steps").as_int();
-  p.eval_batch = config_at(c, "eval.micro_batch").as_int();
-  p.lr = config_at(c, "train.lr").as_float();
-  p.log_every = static_cast<int>(config_at(c, "metrics.log_every").as_int());
-  p.sample_interval_ms = static_cast<int>(config_at(c, "metrics.sample_interval_ms").as_int());
-  p.system_metrics = config_at(c, "metrics.system").as_bool();
-  const Value& peak = config_at(c, "hardware.peak_tflops");
-  if (!peak.is_null()) p.configured_peak = peak.as_float();
+  // Read once, typed (core/settings.h).
+  const Settings set = Settings::of(c);
+  p.preset = set.model_preset;
+  p.dtype = to_string(set.train.dtype);
+  p.steps = set.train.steps;
+  p.warmup = set.train.warmup_steps;
+  p.micro_batch = set.train.micro_batch;
+  p.grad_accum = set.train.grad_accum;
+  p.eval_steps = set.eval.steps;
+  p.eval_batch = set.eval.micro_batch;
+  p.lr = set.train.lr;
+  p.log_every = static_cast<int>(set.metrics.log_every);
+  p.sample_interval_ms = static_cast<int>(set.metrics.sample_interval_ms);
+  p.system_metrics = set.metrics.system;
+  p.configured_peak = set.hardware.peak_tflops;
 
-  std::int64_t world = config_at(c, "launch.ranks").as_int();
+  std::int64_t world = set.launch.ranks;
   if (world != mpi.size()) {
     // A mismatch is allowed (run a point by hand with fewer ranks), but said.
     if (mpi.rank() == 0) {
@@ -311,35 +313,34 @@ Plan make_plan(const Args& args, const MpiEnv& mpi) {
   TrainerOptions& t = p.trainer;
   t.shape = model_shape_of(c);
   t.preset = p.preset;
-  t.seq_len = config_at(c, "data.seq_len").as_int();
+  t.seq_len = set.data.seq_len;
   t.grad_accum = p.grad_accum;
-  t.dtype = p.dtype;
-  t.activation_checkpointing = config_at(c, "train.activation_checkpointing").as_bool();
+  t.dtype = set.train.dtype;
+  t.activation_checkpointing = set.train.activation_checkpointing;
   t.lr = p.lr;
-  t.beta1 = config_at(c, "train.beta1").as_float();
-  t.beta2 = config_at(c, "train.beta2").as_float();
-  t.eps = config_at(c, "train.eps").as_float();
-  t.weight_decay = config_at(c, "train.weight_decay").as_float();
-  t.grad_clip = config_at(c, "train.grad_clip").as_float();
-  t.loss_scale = config_at(c, "train.loss_scale").as_float();
-  t.seed = static_cast<std::uint64_t>(config_at(c, "train.seed").as_int());
-  t.device = config_at(c, "launch.device").as_string();
+  t.beta1 = set.train.beta1;
+  t.beta2 = set.train.beta2;
+  t.eps = set.train.eps;
+  t.weight_decay = set.train.weight_decay;
+  t.grad_clip = set.train.grad_clip;
+  t.loss_scale = set.train.loss_scale;
+  t.seed = set.train.seed;
+  t.device = set.launch.device;
   t.local_rank = mpi.local_rank();
   t.cpu_memory_budget = args.max_memory_mb * 1024 * 1024;
-  p.malloc_cache = config_at(c, "launch.malloc_cache").as_bool();
-  const Value& cpus = config_at(c, "launch.cpus_per_rank");
+  p.malloc_cache = set.launch.malloc_cache;
   // Each rank's share of the machine, but no more cores than it may run on (SLURM, mpirun's
   // binding and taskset narrow the affinity mask).
   const int machine = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  t.threads = cpus.is_null() ? std::max(1, std::min(usable_cpu_count(), machine / mpi.local_size()))
-                             : static_cast<int>(cpus.as_int());
+  t.threads = set.launch.cpus_per_rank
+                  ? static_cast<int>(*set.launch.cpus_per_rank)
+                  : std::max(1, std::min(usable_cpu_count(), machine / mpi.local_size()));
 
   DataOptions& d = p.data;
-  d.source = config_at(c, "data.source").as_string();
-  const Value& path = config_at(c, "data.path");
-  d.path = path.is_null() ? "" : path.as_string();
-  d.token_dtype = config_at(c, "data.token_dtype").as_string();
-  d.eval_fraction = config_at(c, "data.eval_fraction").as_float();
+  d.source = set.data.source;
+  d.path = set.data.path.value_or("");
+  d.token_dtype = set.data.token_dtype;
+  d.eval_fraction = set.data.eval_fraction;
   d.seq_len = t.seq_len;
   d.vocab_size = t.shape.vocab_size;
   d.seed = t.seed;

@@ -173,7 +173,7 @@ class FileSource : public TokenSource {
   std::string describe() const override {
     std::string kind =
         info_.bytes_per_token == 1 ? "bytes" : (info_.bytes_per_token == 2 ? "uint16" : "uint32");
-    return o_.source + " file " + o_.path + " (" + info_.format + ", " + kind + ", " +
+    return to_string(o_.source) + " file " + o_.path + " (" + info_.format + ", " + kind + ", " +
            human_count(info_.tokens) + " tokens; this rank's shard " + human_count(shard_tokens_) +
            ", held out " + human_count(eval_tokens_) + ")";
   }
@@ -238,8 +238,8 @@ class FileSource : public TokenSource {
 
 }  // namespace
 
-TokenFileInfo inspect_token_file(const std::string& path, const std::string& source,
-                                 const std::string& token_dtype) {
+TokenFileInfo inspect_token_file(const std::string& path, DataSource source,
+                                 TokenDType token_dtype) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     throw data_error(path, std::string("cannot read the data file: ") + std::strerror(errno),
@@ -247,7 +247,7 @@ TokenFileInfo inspect_token_file(const std::string& path, const std::string& sou
   }
   std::int64_t size = static_cast<std::int64_t>(st.st_size);
   TokenFileInfo info;
-  if (source == "text") {
+  if (source == DataSource::kText) {
     info.format = "text";
     info.bytes_per_token = 1;
     info.tokens = size;
@@ -282,18 +282,21 @@ TokenFileInfo inspect_token_file(const std::string& path, const std::string& sou
     return info;
   }
   info.format = "raw";
-  info.bytes_per_token = token_dtype == "uint32" ? 4 : 2;
+  info.bytes_per_token = token_dtype == TokenDType::kUint32 ? 4 : 2;
   if (size % info.bytes_per_token != 0) {
-    throw data_error(
-        path, std::to_string(size) + " bytes is not a whole number of " + token_dtype + " tokens",
-        "check data.token_dtype");
+    throw data_error(path,
+                     std::to_string(size) + " bytes is not a whole number of " +
+                         to_string(token_dtype) + " tokens",
+                     "check data.token_dtype");
   }
   info.tokens = size / info.bytes_per_token;
   return info;
 }
 
 std::unique_ptr<TokenSource> open_token_source(const DataOptions& options, int rank, int world) {
-  if (options.source == "synthetic") return std::make_unique<SyntheticSource>(options, rank);
+  if (options.source == DataSource::kSynthetic) {
+    return std::make_unique<SyntheticSource>(options, rank);
+  }
   return std::make_unique<FileSource>(options, rank, world);
 }
 

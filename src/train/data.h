@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "core/settings.h"
+
 namespace sweepbench {
 
 struct Batch {
@@ -22,9 +24,9 @@ struct Batch {
 };
 
 struct DataOptions {
-  std::string source = "synthetic";  // synthetic | tokens | text
+  DataSource source = DataSource::kSynthetic;
   std::string path;
-  std::string token_dtype = "uint16";  // headerless token files: uint16 | uint32
+  TokenDType token_dtype = TokenDType::kUint16;  // headerless token files
   double eval_fraction = 0.1;
   std::int64_t seq_len = 0;
   std::int64_t vocab_size = 0;
@@ -60,8 +62,8 @@ class TokenSource {
 std::unique_ptr<TokenSource> open_token_source(const DataOptions& options, int rank, int world);
 
 // Reads a token file's header (or infers its layout). Throws sweepbench::Error.
-TokenFileInfo inspect_token_file(const std::string& path, const std::string& source,
-                                 const std::string& token_dtype);
+TokenFileInfo inspect_token_file(const std::string& path, DataSource source,
+                                 TokenDType token_dtype);
 
 // llm.c's header magic numbers: GPT-2 token files (uint16) and Llama 3 token files (uint32).
 constexpr std::int32_t kLlmcMagicGpt2 = 20240520;

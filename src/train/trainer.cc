@@ -261,9 +261,9 @@ class TorchTrainer : public Trainer {
         clock_(info_.type == "cuda") {
     if (o_.cpu_memory_budget > 0 && !device_.is_cuda())
       BudgetCpuAllocator::install(o_.cpu_memory_budget);
-    if (o_.dtype == "bf16") autocast_dtype_ = at::kBFloat16;
-    if (o_.dtype == "fp16") autocast_dtype_ = at::kHalf;
-    loss_scale_ = o_.dtype == "fp16" ? o_.loss_scale : 1.0;
+    if (o_.dtype == DType::kBf16) autocast_dtype_ = at::kBFloat16;
+    if (o_.dtype == DType::kFp16) autocast_dtype_ = at::kHalf;
+    loss_scale_ = o_.dtype == DType::kFp16 ? o_.loss_scale : 1.0;
 
     ModelOptions mo;
     mo.shape = o_.shape;
@@ -356,7 +356,7 @@ class TorchTrainer : public Trainer {
       }
       grad_norm_ = sq.sqrt();
       skipped_ = false;
-      if (o_.dtype == "fp16") {
+      if (o_.dtype == DType::kFp16) {
         // Dynamic loss scaling: skip the update and halve the scale on inf/nan gradients; double
         // it after 2000 clean steps (torch.cuda.amp.GradScaler's defaults).
         used_scale_ = loss_scale_;
@@ -392,7 +392,7 @@ class TorchTrainer : public Trainer {
     t.optimizer_s = clock_.seconds(kOptimizer);
     if (loss_sum_.defined()) t.loss = loss_sum_.item<double>();
     if (grad_norm_.defined()) t.grad_norm = grad_norm_.item<double>();
-    t.loss_scale = o_.dtype == "fp16" ? used_scale_ : 1.0;
+    t.loss_scale = o_.dtype == DType::kFp16 ? used_scale_ : 1.0;
     t.skipped = skipped_;
     return t;
   }
@@ -534,8 +534,8 @@ class TorchTrainer : public Trainer {
       }
       adam_step_count_.fill_(static_cast<double>(adam_steps_));
       for (FlatGroup& g : groups_) {
-        at::_fused_adamw_({g.data}, {g.grad}, {g.exp_avg}, {g.exp_avg_sq}, {},
-                          {adam_step_count_}, lr, o_.beta1, o_.beta2, g.weight_decay, o_.eps,
+        at::_fused_adamw_({g.data}, {g.grad}, {g.exp_avg}, {g.exp_avg_sq}, {}, {adam_step_count_},
+                          lr, o_.beta1, o_.beta2, g.weight_decay, o_.eps,
                           /*amsgrad=*/false, /*maximize=*/false, {}, {});
       }
       return;
@@ -623,7 +623,7 @@ class TorchTrainer : public Trainer {
     double weight_decay = 0;
   };
   std::vector<FlatGroup> groups_;
-  torch::Tensor scratch_;  // AdamW's denominator, one chunk at a time
+  torch::Tensor scratch_;          // AdamW's denominator, one chunk at a time
   torch::Tensor adam_step_count_;  // the fused kernel's step, a float on the device
   std::int64_t adam_steps_ = 0;
   torch::Tensor loss_sum_, grad_norm_;
@@ -642,15 +642,15 @@ DeviceInfo select_device(const TrainerOptions& o) {
   info.torch_version = TORCH_VERSION;
   if (o.threads > 0) torch::set_num_threads(o.threads);
   info.threads = torch::get_num_threads();
-  bool want_cuda = o.device == "cuda" || (o.device == "auto" && cuda_available());
-  if (o.device == "cuda" && !cuda_available()) {
+  bool want_cuda = o.device == Device::kCuda || (o.device == Device::kAuto && cuda_available());
+  if (o.device == Device::kCuda && !cuda_available()) {
     throw Error::input(Mark{}, "launch.device",
                        "cuda was asked for, but this libtorch (" + std::string(TORCH_VERSION) +
                            ") sees no CUDA device",
                        "run on a GPU node, or set launch.device: cpu");
   }
   if (!want_cuda) {
-    if (o.dtype == "fp16") {
+    if (o.dtype == DType::kFp16) {
       throw Error::input(Mark{}, "train.dtype",
                          "fp16 needs a GPU: CPU kernels for half precision are missing",
                          "use bf16 or fp32 on a CPU");

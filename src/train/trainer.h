@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/model_shapes.h"
+#include "core/settings.h"
 #include "train/collectives.h"
 #include "train/data.h"
 
@@ -25,13 +26,13 @@ struct TrainerOptions {
   std::string preset;
   std::int64_t seq_len = 0;
   std::int64_t grad_accum = 1;
-  std::string dtype = "fp32";  // fp32 | bf16 | fp16
+  DType dtype = DType::kFp32;
   bool activation_checkpointing = false;
   double lr = 3e-4, beta1 = 0.9, beta2 = 0.95, eps = 1e-8, weight_decay = 0.1;
   double grad_clip = 1.0;     // 0: off
   double loss_scale = 65536;  // fp16's initial dynamic loss scale
   std::uint64_t seed = 0;
-  std::string device = "auto";  // auto | cpu | cuda
+  Device device = Device::kAuto;
   int local_rank = 0;
   int threads = 0;                  // 0: leave libtorch's default
   size_t bucket_bytes = 25u << 20;  // MPI all-reduce pieces, as PyTorch DDP's bucket default

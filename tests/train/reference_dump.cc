@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
   o.weight_decay = 0.1;
   o.grad_clip = 0.5;  // low enough to be active
   o.seed = 5;
-  o.device = "cpu";
+  o.device = Device::kCpu;
   o.threads = 1;
   SingleProcess comm;
   std::unique_ptr<Trainer> trainer = make_trainer(o, comm);

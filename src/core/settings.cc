@@ -1,0 +1,169 @@
+#include "core/settings.h"
+
+#include <stdexcept>
+
+#include "core/config.h"
+
+namespace sweepbench {
+namespace {
+
+const Value& at(const Value& c, const char* path) { return config_at(c, path); }
+
+std::optional<std::string> text_or_null(const Value& c, const char* path) {
+  const Value& v = at(c, path);
+  if (v.is_null()) return std::nullopt;
+  return v.as_string();
+}
+
+std::vector<std::string> strings(const Value& c, const char* path) {
+  std::vector<std::string> out;
+  for (const Value& v : at(c, path).items()) out.push_back(v.as_string());
+  return out;
+}
+
+std::map<std::string, std::string> string_map(const Value& c, const char* path) {
+  std::map<std::string, std::string> out;
+  for (const Value::Entry& e : at(c, path).entries()) out[e.key] = e.value.as_string();
+  return out;
+}
+
+// The schema has checked the value is one of its choices; anything else is a bug.
+template <class E>
+E choice(const Value& c, const char* path, std::initializer_list<std::pair<const char*, E>> all) {
+  const std::string& s = at(c, path).as_string();
+  for (const auto& [name, value] : all) {
+    if (s == name) return value;
+  }
+  throw std::logic_error(std::string(path) + ": unexpected value '" + s + "'");
+}
+
+}  // namespace
+
+std::string to_string(DType d) {
+  switch (d) {
+    case DType::kFp32:
+      return "fp32";
+    case DType::kBf16:
+      return "bf16";
+    case DType::kFp16:
+      return "fp16";
+  }
+  return "fp32";
+}
+
+std::string to_string(Device d) {
+  switch (d) {
+    case Device::kAuto:
+      return "auto";
+    case Device::kCpu:
+      return "cpu";
+    case Device::kCuda:
+      return "cuda";
+  }
+  return "auto";
+}
+
+std::string to_string(DataSource s) {
+  switch (s) {
+    case DataSource::kSynthetic:
+      return "synthetic";
+    case DataSource::kTokens:
+      return "tokens";
+    case DataSource::kText:
+      return "text";
+  }
+  return "synthetic";
+}
+
+std::string to_string(TokenDType t) { return t == TokenDType::kUint32 ? "uint32" : "uint16"; }
+
+Settings Settings::of(const Value& c) {
+  Settings s;
+  s.benchmark = at(c, "benchmark").as_string();
+  s.model_preset = at(c, "model.preset").as_string();
+
+  TrainSettings& t = s.train;
+  t.steps = at(c, "train.steps").as_int();
+  t.warmup_steps = at(c, "train.warmup_steps").as_int();
+  t.micro_batch = at(c, "train.micro_batch").as_int();
+  t.grad_accum = at(c, "train.grad_accum").as_int();
+  t.dtype = choice<DType>(c, "train.dtype",
+                          {{"fp32", DType::kFp32}, {"bf16", DType::kBf16}, {"fp16", DType::kFp16}});
+  t.lr = at(c, "train.lr").as_float();
+  t.weight_decay = at(c, "train.weight_decay").as_float();
+  t.beta1 = at(c, "train.beta1").as_float();
+  t.beta2 = at(c, "train.beta2").as_float();
+  t.eps = at(c, "train.eps").as_float();
+  t.grad_clip = at(c, "train.grad_clip").as_float();
+  t.seed = static_cast<std::uint64_t>(at(c, "train.seed").as_int());
+  t.activation_checkpointing = at(c, "train.activation_checkpointing").as_bool();
+  t.loss_scale = at(c, "train.loss_scale").as_float();
+
+  s.eval.steps = at(c, "eval.steps").as_int();
+  s.eval.micro_batch = at(c, "eval.micro_batch").as_int();
+
+  DataSettings& d = s.data;
+  d.source = choice<DataSource>(c, "data.source",
+                                {{"synthetic", DataSource::kSynthetic},
+                                 {"tokens", DataSource::kTokens},
+                                 {"text", DataSource::kText}});
+  d.path = text_or_null(c, "data.path");
+  d.seq_len = at(c, "data.seq_len").as_int();
+  d.token_dtype = choice<TokenDType>(
+      c, "data.token_dtype", {{"uint16", TokenDType::kUint16}, {"uint32", TokenDType::kUint32}});
+  d.eval_fraction = at(c, "data.eval_fraction").as_float();
+
+  LaunchSettings& l = s.launch;
+  l.ranks = at(c, "launch.ranks").as_int();
+  l.nodes = at(c, "launch.nodes").as_int();
+  l.gpus_per_rank = at(c, "launch.gpus_per_rank").as_int();
+  if (const Value& cpus = at(c, "launch.cpus_per_rank"); !cpus.is_null()) {
+    l.cpus_per_rank = cpus.as_int();
+  }
+  l.device =
+      choice<Device>(c, "launch.device",
+                     {{"auto", Device::kAuto}, {"cpu", Device::kCpu}, {"cuda", Device::kCuda}});
+  l.launcher = at(c, "launch.launcher").as_string();
+  l.mpirun_args = strings(c, "launch.mpirun_args");
+  l.srun_args = strings(c, "launch.srun_args");
+  l.env = string_map(c, "launch.env");
+  l.malloc_cache = at(c, "launch.malloc_cache").as_bool();
+
+  s.metrics.sample_interval_ms = at(c, "metrics.sample_interval_ms").as_int();
+  s.metrics.system = at(c, "metrics.system").as_bool();
+  s.metrics.log_every = at(c, "metrics.log_every").as_int();
+
+  ContainerSettings& k = s.container;
+  k.runtime = at(c, "container.runtime").as_string();
+  k.image = text_or_null(c, "container.image").value_or("");
+  k.binds = strings(c, "container.binds");
+  k.env = string_map(c, "container.env");
+  k.workdir = text_or_null(c, "container.workdir");
+  k.extra_args = strings(c, "container.extra_args");
+
+  SlurmSettings& u = s.slurm;
+  u.partition = text_or_null(c, "slurm.partition");
+  u.time = text_or_null(c, "slurm.time");
+  u.account = text_or_null(c, "slurm.account");
+  u.qos = text_or_null(c, "slurm.qos");
+  u.constraint = text_or_null(c, "slurm.constraint");
+  u.mem = text_or_null(c, "slurm.mem");
+  u.exclusive = at(c, "slurm.exclusive").as_bool();
+  u.max_requeue = at(c, "slurm.max_requeue").as_int();
+  u.signal_seconds = at(c, "slurm.signal_seconds").as_int();
+  u.job_name = text_or_null(c, "slurm.job_name");
+  u.mail_type = text_or_null(c, "slurm.mail_type");
+  u.mail_user = text_or_null(c, "slurm.mail_user");
+  u.extra_args = strings(c, "slurm.extra_args");
+
+  s.hardware.name = text_or_null(c, "hardware.name");
+  if (const Value& v = at(c, "hardware.peak_tflops"); !v.is_null()) {
+    s.hardware.peak_tflops = v.as_float();
+  }
+  if (const Value& v = at(c, "hardware.price_per_hour"); !v.is_null()) {
+    s.hardware.price_per_hour = v.as_float();
+  }
+  return s;
+}
+
+}  // namespace sweepbench

@@ -1,0 +1,101 @@
+// A resolved config read once into typed settings (docs/config.md lists the keys). The code that
+// runs a point reads these fields, not keys by string path; choices with a fixed set of values
+// are enums. The launcher and the container runtime stay names: they are keys of registries
+// (launch/), which a new backend extends without an edit here.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/value.h"
+
+namespace sweepbench {
+
+enum class DType { kFp32, kBf16, kFp16 };
+enum class Device { kAuto, kCpu, kCuda };
+enum class DataSource { kSynthetic, kTokens, kText };
+enum class TokenDType { kUint16, kUint32 };
+
+std::string to_string(DType d);
+std::string to_string(Device d);
+std::string to_string(DataSource s);
+std::string to_string(TokenDType t);
+
+struct TrainSettings {
+  std::int64_t steps = 50, warmup_steps = 10, micro_batch = 8, grad_accum = 1;
+  DType dtype = DType::kFp32;
+  double lr = 3e-4, weight_decay = 0.1, beta1 = 0.9, beta2 = 0.95, eps = 1e-8, grad_clip = 1.0;
+  std::uint64_t seed = 1234;
+  bool activation_checkpointing = false;
+  double loss_scale = 65536;
+};
+
+struct EvalSettings {
+  std::int64_t steps = 10, micro_batch = 8;
+};
+
+struct DataSettings {
+  DataSource source = DataSource::kSynthetic;
+  std::optional<std::string> path;
+  std::int64_t seq_len = 0;
+  TokenDType token_dtype = TokenDType::kUint16;
+  double eval_fraction = 0.1;
+};
+
+struct LaunchSettings {
+  std::int64_t ranks = 1, nodes = 1, gpus_per_rank = 0;
+  std::optional<std::int64_t> cpus_per_rank;
+  Device device = Device::kAuto;
+  std::string launcher = "auto";  // a registered launcher's name, or auto
+  std::vector<std::string> mpirun_args, srun_args;
+  std::map<std::string, std::string> env;
+  bool malloc_cache = true;
+};
+
+struct MetricsSettings {
+  std::int64_t sample_interval_ms = 1000, log_every = 10;
+  bool system = true;
+};
+
+struct ContainerSettings {
+  std::string runtime = "none";  // a registered runtime's name, or none
+  std::string image;             // "" when null
+  std::vector<std::string> binds;
+  std::map<std::string, std::string> env;
+  std::optional<std::string> workdir;
+  std::vector<std::string> extra_args;
+};
+
+struct SlurmSettings {
+  std::optional<std::string> partition, time, account, qos, constraint, mem, job_name, mail_type,
+      mail_user;
+  bool exclusive = true;
+  std::int64_t max_requeue = 1, signal_seconds = 120;
+  std::vector<std::string> extra_args;
+};
+
+struct HardwareSettings {
+  std::optional<std::string> name;
+  std::optional<double> peak_tflops, price_per_hour;
+};
+
+struct Settings {
+  std::string benchmark = "train";
+  std::string model_preset;
+  TrainSettings train;
+  EvalSettings eval;
+  DataSettings data;
+  LaunchSettings launch;
+  MetricsSettings metrics;
+  ContainerSettings container;
+  SlurmSettings slurm;
+  HardwareSettings hardware;
+
+  // Every key of a resolved config (resolve_config's output: every key present and checked).
+  static Settings of(const Value& resolved);
+};
+
+}  // namespace sweepbench
