@@ -16,6 +16,7 @@
 #include "core/exit_codes.h"
 #include "core/fs.h"
 #include "core/process.h"
+#include "core/registry.h"
 #include "core/text.h"
 #include "postprocess/tool_main.h"
 #include "results/summary.h"
@@ -261,12 +262,120 @@ std::vector<PlotPoint> plot_points(const CsvTable& t, const PlotSpec& spec, size
   return points;
 }
 
+namespace {
+
+// A series is one (metric, hue) pair, in the order plot_points gives them.
+struct Series {
+  std::string metric, hue;
+};
+
+// What a kind of plot needs to draw its lines.
+struct PlotContext {
+  const PlotSpec& spec;
+  const std::vector<Series>& series;
+  const std::vector<std::string>& xs;  // in plotting order
+  std::string data_file;               // as a gnuplot string
+  std::function<const PlotPoint*(const std::string& x, const Series& q)> find;
+  std::function<std::string(const Series& q)> label;
+  bool several = false;  // several metrics side by side
+};
+
+// A kind of plot (--kind), registered by name: its default x, whether x must be numeric, its
+// axes and its plot command.
+class PlotKind {
+ public:
+  virtual ~PlotKind() = default;
+  virtual std::string default_x() const { return "tag"; }
+  virtual bool numeric_x() const { return true; }
+  virtual void draw(std::ostream& s, const PlotContext& c) const = 0;
+};
+
+// Clustered bars per x, one colour per series.
+class BarKind : public PlotKind {
+ public:
+  bool numeric_x() const override { return false; }
+  void draw(std::ostream& s, const PlotContext& c) const override {
+    s << "set style data histogram\nset style histogram errorbars gap 1 lw 1\n"
+      << "set style fill solid 0.8 border -1\nset boxwidth 0.9\nset xtics noenhanced\n";
+    s << "plot";
+    for (size_t k = 0; k < c.series.size(); ++k) {
+      s << (k ? ", \\\n    " : " ") << c.data_file << " using " << (2 + 2 * k) << ":" << (3 + 2 * k)
+        << (k == 0 ? ":xtic(1)" : "") << " title " << gp_string(c.label(c.series[k]));
+    }
+    s << "\n";
+  }
+};
+
+// One line per series over a numeric x.
+class LineKind : public PlotKind {
+ public:
+  void draw(std::ostream& s, const PlotContext& c) const override {
+    axes(s);
+    std::string tics;
+    // The numbers as we print them, not as the table spelled them (" 1" and "1e0" are numbers).
+    for (size_t i = 0; i < c.xs.size(); ++i) {
+      tics += (i ? ", " : "") + format_float_repr(*number(c.xs[i]));
+    }
+    s << "set xtics (" << tics << ")\nset offsets graph 0.05, graph 0.05, 0, 0\n";
+    s << "plot";
+    for (size_t k = 0; k < c.series.size(); ++k) {
+      s << (k ? ", \\\n    " : " ") << c.data_file << " using 1:" << (2 + 2 * k) << ":"
+        << (3 + 2 * k) << " with yerrorlines lw 2 pt 7 title " << gp_string(c.label(c.series[k]));
+    }
+    extra_lines(s, c);
+    s << "\n";
+  }
+
+ protected:
+  virtual void axes(std::ostream&) const {}
+  virtual void extra_lines(std::ostream&, const PlotContext&) const {}
+};
+
+// The metric against world size (log2 axis) with the ideal line from the smallest world size.
+class ScalingKind : public LineKind {
+ public:
+  std::string default_x() const override { return "world_size"; }
+
+ protected:
+  void axes(std::ostream& s) const override { s << "set logscale x 2\n"; }
+  void extra_lines(std::ostream& s, const PlotContext& c) const override {
+    // Ideal, per metric: from its first series at the smallest world size, per-device numbers
+    // stay level and totals grow in proportion to it.
+    for (const std::string& metric : c.spec.metrics) {
+      auto first = std::find_if(c.series.begin(), c.series.end(),
+                                [&](const Series& q) { return q.metric == metric; });
+      const PlotPoint* base = first == c.series.end() ? nullptr : c.find(c.xs.front(), *first);
+      if (base == nullptr) continue;
+      bool per_device = metric.find("per_device") != std::string::npos ||
+                        metric.find("mfu") != std::string::npos ||
+                        metric.find("time") != std::string::npos;
+      std::string x0 = format_float_repr(*number(c.xs.front()));
+      s << ", \\\n    "
+        << (per_device ? format_float_repr(base->mean)
+                       : format_float_repr(base->mean) + " * x / " + x0)
+        << " with lines dt 2 lc rgb 'gray40' title "
+        << gp_string(c.several ? "ideal (" + metric + ")" : "ideal");
+    }
+  }
+};
+
+const Registry<PlotKind>& plot_kinds() {
+  static const Registry<PlotKind> r("--kind", "plot kind",
+                                    {
+                                        {"bar", [] { return std::make_unique<BarKind>(); }},
+                                        {"line", [] { return std::make_unique<LineKind>(); }},
+                                        {"scaling", [] { return std::make_unique<ScalingKind>(); }},
+                                    });
+  return r;
+}
+
+}  // namespace
+
+std::vector<std::string> plot_kind_names() { return plot_kinds().names(); }
+
 std::string gnuplot_script(const std::vector<PlotPoint>& points, const PlotSpec& spec,
                            const std::string& data_path, std::string* data) {
-  // A series is one (metric, hue) pair, in the order plot_points gives them.
-  struct Series {
-    std::string metric, hue;
-  };
+  std::unique_ptr<PlotKind> kind = plot_kinds().make(spec.kind);
   std::vector<std::string> xs;
   std::vector<Series> series;
   for (const PlotPoint& p : points) {
@@ -325,54 +434,13 @@ std::string gnuplot_script(const std::vector<PlotPoint>& points, const PlotSpec&
   s << "set xlabel " << gp_string(spec.x) << " noenhanced\n";
   s << "set key outside right top noenhanced\nset grid ytics\nset yrange [0:*]\n";
   std::string data_file = gp_string(data_path);
-  if (spec.kind == "bar") {
-    s << "set style data histogram\nset style histogram errorbars gap 1 lw 1\n"
-      << "set style fill solid 0.8 border -1\nset boxwidth 0.9\nset xtics noenhanced\n";
-    s << "plot";
-    for (size_t k = 0; k < series.size(); ++k) {
-      s << (k ? ", \\\n    " : " ") << data_file << " using " << (2 + 2 * k) << ":" << (3 + 2 * k)
-        << (k == 0 ? ":xtic(1)" : "") << " title " << gp_string(label_of(series[k]));
-    }
-    s << "\n";
-  } else {
-    if (!numeric_order(xs)) {
-      throw Error::input(
-          Mark::in("--x " + spec.x), "",
-          "a " + spec.kind + " plot needs a numeric x, and '" + spec.x + "' has text values",
-          "use --kind bar, or another --x");
-    }
-    if (spec.kind == "scaling") s << "set logscale x 2\n";
-    std::string tics;
-    // The numbers as we print them, not as the table spelled them (" 1" and "1e0" are numbers).
-    for (size_t i = 0; i < xs.size(); ++i)
-      tics += (i ? ", " : "") + format_float_repr(*number(xs[i]));
-    s << "set xtics (" << tics << ")\nset offsets graph 0.05, graph 0.05, 0, 0\n";
-    s << "plot";
-    for (size_t k = 0; k < series.size(); ++k) {
-      s << (k ? ", \\\n    " : " ") << data_file << " using 1:" << (2 + 2 * k) << ":" << (3 + 2 * k)
-        << " with yerrorlines lw 2 pt 7 title " << gp_string(label_of(series[k]));
-    }
-    if (spec.kind == "scaling") {
-      // Ideal, per metric: from its first series at the smallest world size, per-device numbers
-      // stay level and totals grow in proportion to it.
-      for (const std::string& metric : spec.metrics) {
-        auto first = std::find_if(series.begin(), series.end(),
-                                  [&](const Series& q) { return q.metric == metric; });
-        const PlotPoint* base = first == series.end() ? nullptr : find(xs.front(), *first);
-        if (base == nullptr) continue;
-        bool per_device = metric.find("per_device") != std::string::npos ||
-                          metric.find("mfu") != std::string::npos ||
-                          metric.find("time") != std::string::npos;
-        std::string x0 = format_float_repr(*number(xs.front()));
-        s << ", \\\n    "
-          << (per_device ? format_float_repr(base->mean)
-                         : format_float_repr(base->mean) + " * x / " + x0)
-          << " with lines dt 2 lc rgb 'gray40' title "
-          << gp_string(several ? "ideal (" + metric + ")" : "ideal");
-      }
-    }
-    s << "\n";
+  if (kind->numeric_x() && !numeric_order(xs)) {
+    throw Error::input(
+        Mark::in("--x " + spec.x), "",
+        "a " + spec.kind + " plot needs a numeric x, and '" + spec.x + "' has text values",
+        "use --kind bar, or another --x");
   }
+  kind->draw(s, PlotContext{spec, series, xs, data_file, find, label_of, several});
   return s.str();
 }
 
@@ -423,14 +491,10 @@ int bench_plot_main(const std::vector<std::string>& args, std::ostream& out, std
         }
         PlotSpec spec;
         spec.kind = vm["kind"].as<std::string>();
-        if (spec.kind != "bar" && spec.kind != "line" && spec.kind != "scaling") {
-          throw Error::input(Mark::in("--kind " + spec.kind), "", "unknown kind",
-                             "use bar, line or scaling");
-        }
+        std::unique_ptr<PlotKind> kind = plot_kinds().make(spec.kind);  // unknown: an error
         spec.metrics = split_commas(vm["metric"].as<std::vector<std::string>>());
         spec.output = fs::absolute(vm["output"].as<std::string>()).string();
-        spec.x = vm.count("x") ? vm["x"].as<std::string>()
-                               : (spec.kind == "scaling" ? "world_size" : "tag");
+        spec.x = vm.count("x") ? vm["x"].as<std::string>() : kind->default_x();
         if (vm.count("hue")) spec.hue = vm["hue"].as<std::string>();
         if (vm.count("title")) spec.title = vm["title"].as<std::string>();
         terminal_for(spec.output);  // a bad extension is an error before any work

@@ -49,6 +49,9 @@ std::vector<PlotPoint> plot_points(const CsvTable& table, const PlotSpec& spec, 
 std::string gnuplot_script(const std::vector<PlotPoint>& points, const PlotSpec& spec,
                            const std::string& data_path, std::string* data);
 
+// The registered plot kinds (--kind): bar, line, scaling.
+std::vector<std::string> plot_kind_names();
+
 int bench_plot_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 }  // namespace sweepbench

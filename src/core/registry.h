@@ -54,8 +54,11 @@ class Registry {
     }
     std::vector<std::string> valid = also_valid_;
     for (const Entry& e : entries_) valid.push_back(e.name);
-    throw Error::input(Mark::in(key_), key_, "unknown " + what_ + " '" + name + "'",
-                       "use one of " + join(valid, ", "));
+    // A command-line option is named with its value ("--kind pie: error: ..."), a config key
+    // as the key of the error.
+    bool option = key_.rfind("--", 0) == 0;
+    throw Error::input(Mark::in(option ? key_ + " " + name : key_), option ? "" : key_,
+                       "unknown " + what_ + " '" + name + "'", "use one of " + join(valid, ", "));
   }
 
  private:

@@ -167,5 +167,9 @@ TEST(PlotPoints, TwoMetricsSideBySide) {
   EXPECT_THAT(e.message(), HasSubstr("is not a numeric column"));
 }
 
+TEST(PlotKinds, AreRegisteredByName) {
+  EXPECT_EQ(plot_kind_names(), (std::vector<std::string>{"bar", "line", "scaling"}));
+}
+
 }  // namespace
 }  // namespace sweepbench
