@@ -15,6 +15,9 @@
 
 namespace sweepbench {
 
+// Deep enough for any config (ours nest three levels); shallow enough that recursion is safe.
+inline constexpr int kYamlMaxDepth = 64;
+
 // Parses YAML text; `source` names it in error marks (a path, or "--set a.b=c").
 Value parse_yaml(std::string_view text, const std::string& source);
 

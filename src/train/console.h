@@ -1,0 +1,36 @@
+// What bench-train prints: on rank 0 only, a line at a time, and its number formats.
+#pragma once
+
+#include <cstdarg>
+#include <cstdio>
+#include <string>
+
+namespace sweepbench {
+
+// Output on rank 0 only (llm.c's printf0), flushed per line so progress shows under mpirun.
+class Console {
+ public:
+  explicit Console(bool enabled) : enabled_(enabled) {}
+  bool enabled() const { return enabled_; }
+  __attribute__((format(printf, 2, 3))) void line(const char* format, ...) {
+    if (!enabled_) return;
+    va_list args;
+    va_start(args, format);
+    std::vprintf(format, args);
+    va_end(args);
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+
+ private:
+  bool enabled_;
+};
+
+// 1234567 -> "1,234,567".
+std::string with_commas(double v);
+// 42.0 -> "42.0s", 125 -> "2m05s", 7300 -> "2h01m".
+std::string duration_text(double s);
+// A monotonic clock, in seconds.
+double now_s();
+
+}  // namespace sweepbench

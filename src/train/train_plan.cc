@@ -1,0 +1,122 @@
+#include "train/train_plan.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include "core/config.h"
+#include "core/error.h"
+#include "core/fs.h"
+#include "core/hardware.h"
+#include "core/model_shapes.h"
+#include "core/settings.h"
+#include "core/yaml_io.h"
+#include "layout/paths.h"
+
+namespace sweepbench {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The tag is the name of the directory holding the config (as bench-sweep lays points out).
+std::string tag_of(const std::string& config_path) {
+  return fs::absolute(config_path).lexically_normal().parent_path().filename().string();
+}
+
+}  // namespace
+
+TrainPlan make_plan(const Args& args, const MpiEnv& mpi) {
+  if (args.config.empty()) {
+    throw Error::input(Mark::in("bench-train"), "", "--config is missing", "bench-train --help");
+  }
+  if (args.out.empty()) {
+    throw Error::input(Mark::in("bench-train"), "", "--out is missing", "bench-train --help");
+  }
+  TrainPlan p;
+  p.config = load_point_config(args.config, parse_overrides(args.sets));
+  const Value& c = p.config;
+  p.config_yaml = emit_canonical_yaml(c);
+  p.config_hash = config_hash(c);
+  p.tag = tag_of(args.config);
+  // Read once, typed (core/settings.h).
+  const Settings set = Settings::of(c);
+  p.preset = set.model_preset;
+  p.dtype = to_string(set.train.dtype);
+  p.steps = set.train.steps;
+  p.warmup = set.train.warmup_steps;
+  p.micro_batch = set.train.micro_batch;
+  p.grad_accum = set.train.grad_accum;
+  p.eval_steps = set.eval.steps;
+  p.eval_batch = set.eval.micro_batch;
+  p.lr = set.train.lr;
+  p.log_every = static_cast<int>(set.metrics.log_every);
+  p.sample_interval_ms = static_cast<int>(set.metrics.sample_interval_ms);
+  p.system_metrics = set.metrics.system;
+  p.configured_peak = set.hardware.peak_tflops;
+
+  std::int64_t world = set.launch.ranks;
+  if (world != mpi.size()) {
+    // A mismatch is allowed (run a point by hand with fewer ranks), but said.
+    if (mpi.rank() == 0) {
+      std::fprintf(stderr,
+                   "bench-train: note: launch.ranks is %lld but %d rank(s) are running; the "
+                   "results record the ranks that ran\n",
+                   static_cast<long long>(world), mpi.size());
+    }
+  }
+
+  TrainerOptions& t = p.trainer;
+  t.shape = model_shape_of(c);
+  t.preset = p.preset;
+  t.seq_len = set.data.seq_len;
+  t.grad_accum = p.grad_accum;
+  t.dtype = set.train.dtype;
+  t.activation_checkpointing = set.train.activation_checkpointing;
+  t.lr = p.lr;
+  t.beta1 = set.train.beta1;
+  t.beta2 = set.train.beta2;
+  t.eps = set.train.eps;
+  t.weight_decay = set.train.weight_decay;
+  t.grad_clip = set.train.grad_clip;
+  t.loss_scale = set.train.loss_scale;
+  t.seed = set.train.seed;
+  t.device = set.launch.device;
+  t.local_rank = mpi.local_rank();
+  t.cpu_memory_budget = args.max_memory_mb * 1024 * 1024;
+  p.malloc_cache = set.launch.malloc_cache;
+  // Each rank's share of the machine, but no more cores than it may run on (SLURM, mpirun's
+  // binding and taskset narrow the affinity mask).
+  const int machine = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  t.threads = set.launch.cpus_per_rank
+                  ? static_cast<int>(*set.launch.cpus_per_rank)
+                  : std::max(1, std::min(usable_cpu_count(), machine / mpi.local_size()));
+
+  DataOptions& d = p.data;
+  d.source = set.data.source;
+  d.path = set.data.path.value_or("");
+  d.token_dtype = set.data.token_dtype;
+  d.eval_fraction = set.data.eval_fraction;
+  d.seq_len = t.seq_len;
+  d.vocab_size = t.shape.vocab_size;
+  d.seed = t.seed;
+  d.train_batch = p.micro_batch;
+  d.eval_batch = p.eval_batch;
+  d.needs_eval = p.eval_steps > 0;
+
+  p.rank_path = (fs::path(args.out) / rank_file_name(mpi.rank())).string();
+  std::error_code ec;
+  if (fs::exists(p.rank_path, ec)) {
+    throw Error(ErrorKind::kConflict, Mark::in(p.rank_path), "", "results are already there",
+                "results are never overwritten; choose another --out");
+  }
+  return p;
+}
+
+std::vector<double> column(const std::vector<StepRecord>& steps, double StepRecord::*field) {
+  std::vector<double> out;
+  for (const StepRecord& s : steps) out.push_back(s.*field);
+  return out;
+}
+
+}  // namespace sweepbench

@@ -1,0 +1,43 @@
+// What a bench-train run will do, decided before any work and identical on all ranks: the
+// point's config read once into typed settings (core/settings.h) and turned into the trainer's,
+// the data's and the loop's options.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/value.h"
+#include "results/rank_result.h"
+#include "train/data.h"
+#include "train/mpi_env.h"
+#include "train/train_args.h"
+#include "train/trainer.h"
+
+namespace sweepbench {
+
+// Everything decided before any work, identical on all ranks.
+struct TrainPlan {
+  Value config;
+  std::string config_yaml, config_hash, tag;
+  TrainerOptions trainer;
+  DataOptions data;
+  std::int64_t steps = 0, warmup = 0, micro_batch = 0, grad_accum = 1, eval_steps = 0,
+               eval_batch = 0;
+  double lr = 0;
+  int log_every = 10, sample_interval_ms = 1000;
+  bool system_metrics = true, malloc_cache = true;
+  std::string dtype, preset;
+  std::optional<double> configured_peak;
+  std::string rank_path;
+};
+
+// Reads and checks the config; Error(kInput) for bad input, Error(kConflict) when this rank's
+// results are already in --out.
+TrainPlan make_plan(const Args& args, const MpiEnv& mpi);
+
+// One field of every step.
+std::vector<double> column(const std::vector<StepRecord>& steps, double StepRecord::*field);
+
+}  // namespace sweepbench
