@@ -27,24 +27,23 @@ StatusReport sweep_status(const std::string& out_dir) {
                        "there is no manifest: not a sweep's directory",
                        "give the --out DIR of `bench-sweep run`, `plan --out` or `submit`");
   }
-  const Value* points = manifest->value.find("points");
+  const Manifest typed = Manifest::from_value(manifest->value);
   StatusReport report;
   std::vector<PointEvidence> evidence;
   std::set<std::string> jobs;
-  if (points != nullptr && points->is_list()) {
-    for (const Value& p : points->items()) {
-      const Value* in_sweep = p.find("in_sweep");
-      if (in_sweep != nullptr && in_sweep->is_bool() && !in_sweep->as_bool()) continue;
+  {
+    for (const ManifestPoint& p : typed.points) {
+      if (!p.in_sweep) continue;
       PointView view;
-      view.tag = text_field(p, "tag");
-      if (const Value* i = p.find("index"); i != nullptr && i->is_int()) view.index = i->as_int();
+      view.tag = p.tag;
+      view.index = p.index.value_or(-1);
       std::string dir = (fs::path(out_dir) / view.tag).string();
       PointEvidence e;
       e.record = read_point_record(dir);
       e.claim = PointClaim::inspect(dir, slurm_claim_liveness());
       e.ranks = inspect_rank_files(dir);
       e.point_dir = dir;
-      e.submitted_job = text_field(p, "slurm_job");
+      e.submitted_job = p.slurm_job;
       for (const std::string& j :
            {e.submitted_job, e.record ? e.record->slurm_job_id : "", e.claim.holder.slurm_job_id}) {
         if (!j.empty()) jobs.insert(j);

@@ -104,11 +104,8 @@ std::map<std::string, std::string> submitted_tasks(const std::string& out_dir) {
   std::map<std::string, std::string> out;
   std::optional<ManifestFile> manifest = read_manifest(out_dir);
   if (!manifest) return out;
-  const Value* points = manifest->value.find("points");
-  if (points == nullptr || !points->is_list()) return out;
-  for (const Value& e : points->items()) {
-    std::string tag = text_field(e, "tag"), job = text_field(e, "slurm_job");
-    if (!tag.empty() && !job.empty()) out[tag] = job;
+  for (const ManifestPoint& p : Manifest::from_value(manifest->value).points) {
+    if (!p.tag.empty() && !p.slurm_job.empty()) out[p.tag] = p.slurm_job;
   }
   return out;
 }

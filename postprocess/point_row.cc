@@ -77,23 +77,16 @@ std::optional<Value> read_json_or_yaml(const fs::path& path, std::vector<std::st
 }  // namespace
 
 // What the manifest beside a point says about it (index, scenario, repeat, sweep).
-const Value* Manifests::entry(const fs::path& point_dir, std::string* sweep) {
+const ManifestPoint* Manifests::entry(const fs::path& point_dir, std::string* sweep) {
   fs::path parent = point_dir.parent_path();
   auto it = cache_.find(parent.string());
   if (it == cache_.end()) {
-    it = cache_.emplace(parent.string(), Manifest()).first;
-    Manifest& m = it->second;
-    m.root = read_json_or_yaml(parent / kManifestFile, warnings_).value_or(Value());
-    m.sweep = text_field(m.root, "sweep");
-    const Value* points = m.root.is_map() ? m.root.find("points") : nullptr;
-    if (points != nullptr && points->is_list()) {
-      for (const Value& e : points->items()) m.by_tag.emplace(text_field(e, "tag"), &e);
-    }
+    Value root = read_json_or_yaml(parent / kManifestFile, warnings_).value_or(Value());
+    it = cache_.emplace(parent.string(), Manifest::from_value(root)).first;
   }
   const Manifest& manifest = it->second;
   *sweep = manifest.sweep;
-  auto e = manifest.by_tag.find(point_dir.filename().string());
-  return e == manifest.by_tag.end() ? nullptr : e->second;
+  return manifest.find(point_dir.filename().string());
 }
 
 const std::vector<std::string>& memory_column_names() {
@@ -183,11 +176,11 @@ ExtractedPoint extract_point(const std::string& d, Manifests& manifests, double 
     std::string sweep;
     row["tag"] = Value::string(dir.filename().string());
     std::string planned_hash;  // the config this directory was planned for
-    if (const Value* e = manifests.entry(dir, &sweep)) {
-      for (const char* key : {"index", "scenario", "repeat"}) {
-        if (const Value* v = e->find(key)) row[key] = *v;
-      }
-      planned_hash = text_field(*e, "config_hash");
+    if (const ManifestPoint* e = manifests.entry(dir, &sweep)) {
+      if (e->index) row["index"] = Value::integer(*e->index);
+      if (e->scenario) row["scenario"] = Value::string(*e->scenario);
+      if (e->repeat) row["repeat"] = Value::integer(*e->repeat);
+      planned_hash = e->config_hash;
     }
     if (!sweep.empty()) row["sweep"] = Value::string(sweep);
     std::string incomplete;  // the first reason the files do not make one run

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/value.h"
+#include "layout/manifest.h"
 #include "postprocess/extract.h"
 
 namespace sweepbench {
@@ -33,16 +34,11 @@ class Manifests {
  public:
   explicit Manifests(std::vector<std::string>* warnings) : warnings_(warnings) {}
   // The manifest entry of the point `point_dir` (nullptr when none names it); *sweep its sweep.
-  const Value* entry(const std::filesystem::path& point_dir, std::string* sweep);
+  const ManifestPoint* entry(const std::filesystem::path& point_dir, std::string* sweep);
 
  private:
-  struct Manifest {
-    Value root;
-    std::string sweep;
-    std::map<std::string, const Value*> by_tag;  // into root, which never moves once loaded
-  };
   std::vector<std::string>* warnings_;
-  std::map<std::string, Manifest> cache_;
+  std::map<std::string, Manifest> cache_;  // by directory
 };
 
 // One point's row, and what went wrong reading it. `unread`: why the rank files were not read

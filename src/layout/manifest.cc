@@ -39,6 +39,43 @@ DirLock::~DirLock() {
   if (fd_ >= 0) ::close(fd_);  // closing releases the lock
 }
 
+Manifest Manifest::from_value(const Value& v) {
+  Manifest m;
+  if (!v.is_map()) return m;
+  m.sweep = text_field(v, "sweep");
+  m.sweep_file = text_field(v, "sweep_file");
+  if (const Value* keys = v.find("varying_keys"); keys != nullptr && keys->is_list()) {
+    for (const Value& k : keys->items()) {
+      if (k.is_string()) m.varying_keys.push_back(k.as_string());
+    }
+  }
+  const Value* points = v.find("points");
+  if (points == nullptr || !points->is_list()) return m;
+  for (const Value& e : points->items()) {
+    if (!e.is_map()) continue;
+    ManifestPoint p;
+    p.tag = text_field(e, "tag");
+    if (const Value* i = e.find("index"); i != nullptr && i->is_int()) p.index = i->as_int();
+    if (const Value* r = e.find("repeat"); r != nullptr && r->is_int()) p.repeat = r->as_int();
+    if (const Value* s = e.find("scenario"); s != nullptr && s->is_string()) {
+      p.scenario = s->as_string();
+    }
+    p.config_hash = text_field(e, "config_hash");
+    if (const Value* in = e.find("in_sweep"); in != nullptr && in->is_bool()) {
+      p.in_sweep = in->as_bool();
+    }
+    p.slurm_job = text_field(e, "slurm_job");
+    m.by_tag_.emplace(p.tag, m.points.size());  // the first entry of a tag wins
+    m.points.push_back(std::move(p));
+  }
+  return m;
+}
+
+const ManifestPoint* Manifest::find(const std::string& tag) const {
+  auto it = by_tag_.find(tag);
+  return it == by_tag_.end() ? nullptr : &points[it->second];
+}
+
 std::optional<ManifestFile> read_manifest(const std::string& out_dir) {
   ManifestFile m;
   m.path = (fs::path(out_dir) / kManifestFile).string();

@@ -2,9 +2,12 @@
 // in it (docs/results-format.md). Every read-modify-write holds DIR/.lock.
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/value.h"
 
@@ -33,6 +36,32 @@ struct ManifestFile {
 // million values guards hand-written files, and a 100,000-point manifest holds more); anything
 // else goes through parse_yaml. An unparsable file is an Error naming it.
 std::optional<ManifestFile> read_manifest(const std::string& out_dir);
+
+// One point of a manifest, as the plan writer, submit and the runner leave it
+// (docs/results-format.md). What is absent from the file is absent here.
+struct ManifestPoint {
+  std::string tag;
+  std::optional<std::int64_t> index, repeat;
+  std::optional<std::string> scenario;
+  std::string config_hash;  // "" when absent
+  bool in_sweep = true;     // false: planned earlier, no longer in the sweep
+  std::string slurm_job;    // the array task submit queued it as ("123_4"), "" if never
+};
+
+// The manifest, typed for readers (bench-sweep status, submit, bench-extract). Writers edit the
+// Value (update_manifest), which keeps the fields other tools added.
+struct Manifest {
+  std::string sweep, sweep_file;
+  std::vector<std::string> varying_keys;
+  std::vector<ManifestPoint> points;
+
+  static Manifest from_value(const Value& manifest);
+  // The point with this tag; nullptr when none.
+  const ManifestPoint* find(const std::string& tag) const;
+
+ private:
+  std::map<std::string, size_t> by_tag_;
+};
 
 // Reads DIR/manifest.json, lets `change` edit it and writes it back (atomically, only when it
 // changed), all under DirLock. Does nothing when there is no manifest.
