@@ -201,14 +201,8 @@ std::string sif_id(const std::string& path) {
 }
 
 ContainerSpec ContainerSpec::from_config(const Value& c) {
-  const ContainerSettings k = Settings::of(c).container;
   ContainerSpec s;
-  s.runtime = k.runtime;
-  s.image = k.image;
-  s.binds = k.binds;
-  s.env = k.env;
-  s.workdir = k.workdir;
-  s.extra_args = k.extra_args;
+  static_cast<ContainerSettings&>(s) = Settings::of(c).container;
   return s;
 }
 

@@ -19,19 +19,13 @@
 #include <string>
 #include <vector>
 
+#include "core/settings.h"
 #include "core/value.h"
 
 namespace sweepbench {
 
 // The container section of a point's resolved config.
-struct ContainerSpec {
-  std::string runtime = "none";
-  std::string image;
-  std::vector<std::string> binds;  // src:dst[:ro]
-  std::map<std::string, std::string> env;
-  std::optional<std::string> workdir;
-  std::vector<std::string> extra_args;
-
+struct ContainerSpec : ContainerSettings {  // binds: src:dst[:ro]
   static ContainerSpec from_config(const Value& resolved);
   bool enabled() const { return runtime != "none"; }
 };

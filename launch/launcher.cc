@@ -98,16 +98,8 @@ LaunchSite LaunchSite::detect() {
 }
 
 PointResources PointResources::from_config(const Value& c) {
-  const LaunchSettings l = Settings::of(c).launch;
   PointResources r;
-  r.ranks = l.ranks;
-  r.nodes = l.nodes;
-  r.gpus_per_rank = l.gpus_per_rank;
-  r.cpus_per_rank = l.cpus_per_rank;
-  r.launcher = l.launcher;
-  r.mpirun_args = l.mpirun_args;
-  r.srun_args = l.srun_args;
-  r.env = l.env;
+  static_cast<LaunchSettings&>(r) = Settings::of(c).launch;
   return r;
 }
 

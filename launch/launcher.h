@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "core/settings.h"
 #include "core/value.h"
 #include "launch/container.h"
 
@@ -30,13 +31,7 @@ struct LaunchSite {
 };
 
 // The launch section of a point's resolved config.
-struct PointResources {
-  std::int64_t ranks = 1, nodes = 1, gpus_per_rank = 0;
-  std::optional<std::int64_t> cpus_per_rank;
-  std::string launcher = "auto";
-  std::vector<std::string> mpirun_args, srun_args;
-  std::map<std::string, std::string> env;
-
+struct PointResources : LaunchSettings {
   static PointResources from_config(const Value& resolved);
   std::int64_t ranks_per_node() const { return (ranks + nodes - 1) / nodes; }
 };

@@ -1,5 +1,8 @@
 #include "core/error.h"
 
+#include <cerrno>
+#include <cstring>
+
 #include "core/exit_codes.h"
 
 namespace sweepbench {
@@ -40,6 +43,11 @@ Error::Error(ErrorKind kind, Mark mark, std::string key, std::string message, st
       hint_(std::move(hint)) {}
 
 std::string Error::detail() const { return format_error(Mark{}, key_, message_, hint_); }
+
+Error io_error(const std::string& path, const std::string& what, int err) {
+  return Error(ErrorKind::kIo, Mark::in(path), "",
+               what + ": " + std::strerror(err < 0 ? errno : err));
+}
 
 std::string error_line(const Error& e, const std::string& tool) {
   return (e.mark().known() ? e.mark().str() : tool) + ": error: " + e.detail();

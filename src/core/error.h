@@ -62,4 +62,7 @@ int exit_code_for(ErrorKind kind);
 // "TOOL: error: ..." when the error has no place (docs/exit-codes.md).
 std::string error_line(const Error& e, const std::string& tool);
 
+// Error(kIo) for `path`: "WHAT: strerror(err)" (err defaults to errno).
+Error io_error(const std::string& path, const std::string& what, int err = -1);
+
 }  // namespace sweepbench

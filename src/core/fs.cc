@@ -19,10 +19,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-Error io_error(const std::string& path, const std::string& what, int err) {
-  return Error(ErrorKind::kIo, Mark::in(path), "", what + ": " + std::strerror(err));
-}
-
 std::atomic<unsigned> g_tmp_counter{0};
 
 // A name beside `path` that no other writer uses: ".NAME.tmp.PID.N".

@@ -230,6 +230,11 @@ std::vector<std::string> split_path(std::string_view dotted) {
   return parts;
 }
 
+std::int64_t int_field(const Value& map, std::string_view key, std::int64_t fallback) {
+  const Value* f = map.find(key);
+  return f != nullptr && f->is_int() ? f->as_int() : fallback;
+}
+
 std::string text_field(const Value& map, std::string_view key) {
   const Value* f = map.find(key);
   return f != nullptr && f->is_string() ? f->as_string() : std::string();

@@ -101,6 +101,8 @@ void merge_into(Value& base, const Value& over);
 // The string at map[key], or "" when there is none or it is not a string: for reading files that
 // other tools or older versions may have written (status.json, manifests, claims).
 std::string text_field(const Value& map, std::string_view key);
+// The integer under `key`, else `fallback` (absent, or not an integer).
+std::int64_t int_field(const Value& map, std::string_view key, std::int64_t fallback);
 
 // Splits "a.b.c" into {"a","b","c"}.
 std::vector<std::string> split_path(std::string_view dotted);

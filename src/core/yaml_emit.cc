@@ -86,6 +86,23 @@ OrderedEntries ordered_entries(const Value& map, bool sort_keys) {
   return OrderedEntries(map, sort_keys);
 }
 
+// A scalar as canonical YAML and JSON both write it (strings JSON-quoted), appended to `out`.
+void append_canonical_scalar(std::string& out, const Value& v) {
+  switch (v.type()) {
+    case Value::Type::kString:
+      append_quoted_json(out, v.as_string());
+      return;
+    case Value::Type::kInt: {
+      char buf[24];
+      auto r = std::to_chars(buf, buf + sizeof(buf), v.as_int());
+      out.append(buf, r.ptr);
+      return;
+    }
+    default:
+      out += canonical_scalar(v);
+  }
+}
+
 // Flow style (one line) for lists and anything inside them, appended to `out`.
 void append_canonical_flow(std::string& out, const Value& v) {
   switch (v.type()) {
@@ -110,17 +127,8 @@ void append_canonical_flow(std::string& out, const Value& v) {
       out += '}';
       return;
     }
-    case Value::Type::kString:
-      append_quoted_json(out, v.as_string());
-      return;
-    case Value::Type::kInt: {
-      char buf[24];
-      auto r = std::to_chars(buf, buf + sizeof(buf), v.as_int());
-      out.append(buf, r.ptr);
-      return;
-    }
     default:
-      out += canonical_scalar(v);
+      append_canonical_scalar(out, v);
   }
 }
 
@@ -225,17 +233,8 @@ void emit_json_into(const Value& v, int indent, int level, bool sort_keys, std::
       out += "}";
       return;
     }
-    case Value::Type::kString:
-      append_quoted_json(out, v.as_string());
-      return;
-    case Value::Type::kInt: {
-      char buf[24];
-      auto r = std::to_chars(buf, buf + sizeof(buf), v.as_int());
-      out.append(buf, r.ptr);
-      return;
-    }
     default:
-      out += canonical_scalar(v);
+      append_canonical_scalar(out, v);
   }
 }
 

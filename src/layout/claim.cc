@@ -23,15 +23,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::int64_t int_or(const Value& v, const char* key, std::int64_t fallback) {
-  const Value* f = v.find(key);
-  return f != nullptr && f->is_int() ? f->as_int() : fallback;
-}
-
-Error io_error(const std::string& path, const std::string& what) {
-  return Error(ErrorKind::kIo, Mark::in(path), "", what + ": " + std::strerror(errno), "");
-}
-
 }  // namespace
 
 std::string ClaimHolder::describe() const {
@@ -69,9 +60,9 @@ ClaimHolder parse_claim(const std::string& text, const std::string& path) {
     Value v = parse_yaml(text, path);
     if (v.is_map() && !text_field(v, "host").empty()) {
       h.host = text_field(v, "host");
-      h.pid = int_or(v, "pid", 0);
+      h.pid = int_field(v, "pid", 0);
       h.slurm_job_id = text_field(v, "slurm_job_id");
-      h.slurm_restart = int_or(v, "slurm_restart", 0);
+      h.slurm_restart = int_field(v, "slurm_restart", 0);
       h.since = text_field(v, "since");
       h.readable = true;
     }

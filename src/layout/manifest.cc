@@ -20,10 +20,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-Error io_error(const std::string& path, const std::string& what) {
-  return Error(ErrorKind::kIo, Mark::in(path), "", what + ": " + std::strerror(errno), "");
-}
-
 }  // namespace
 
 DirLock::DirLock(const std::string& dir) {

@@ -42,15 +42,6 @@ constexpr StatusName kNames[] = {
     {PointStatus::kIncomplete, "incomplete"},
 };
 
-std::int64_t int_or(const Value& v, const char* key, std::int64_t fallback) {
-  const Value* f = v.find(key);
-  return f != nullptr && f->is_int() ? f->as_int() : fallback;
-}
-
-Error io_error(const std::string& path, const std::string& what) {
-  return Error(ErrorKind::kIo, Mark::in(path), "", what + ": " + std::strerror(errno), "");
-}
-
 }  // namespace
 
 std::string to_string(PointStatus s) {
@@ -110,8 +101,8 @@ PointRecord PointRecord::from_value(const Value& v) {
   r.status = parse_point_status(text_field(v, "status")).value_or(PointStatus::kPending);
   r.reason = text_field(v, "reason");
   r.config_hash = text_field(v, "config_hash");
-  r.attempt = int_or(v, "attempt", 0);
-  r.exit_code = int_or(v, "exit_code", -1);
+  r.attempt = int_field(v, "attempt", 0);
+  r.exit_code = int_field(v, "exit_code", -1);
   r.launcher = text_field(v, "launcher");
   if (const Value* cmd = v.find("command"); cmd != nullptr && cmd->is_list()) {
     for (const Value& a : cmd->items()) {
@@ -119,7 +110,7 @@ PointRecord PointRecord::from_value(const Value& v) {
     }
   }
   r.host = text_field(v, "host");
-  r.pid = int_or(v, "pid", 0);
+  r.pid = int_field(v, "pid", 0);
   r.slurm_job_id = text_field(v, "slurm_job_id");
   r.started = text_field(v, "started");
   r.ended = text_field(v, "ended");
