@@ -13,6 +13,7 @@
 #include "core/fs.h"
 #include "core/process.h"
 #include "core/schema.h"
+#include "core/table.h"
 #include "core/text.h"
 #include "core/yaml_io.h"
 #include "launch/runner.h"
@@ -431,15 +432,13 @@ int run_keys(const std::vector<std::string>& args, std::ostream& out) {
     print_options(desc, out);
     return kExitOk;
   }
-  std::string format = vm["format"].as<std::string>();
-  if (format == "md") {
+  TableFormat format = parse_table_format(vm["format"].as<std::string>(),
+                                          {TableFormat::kText, TableFormat::kMarkdown});
+  if (format == TableFormat::kMarkdown) {
     out << schema_markdown();
     return kExitOk;
   }
-  if (format != "table") {
-    throw Error::input(Mark::in("--format " + format), "", "unknown format '" + format + "'",
-                       "use table or md");
-  }
+  // A listing, two lines a key: the choices and descriptions are too wide for table columns.
   size_t width = 0;
   for (const KeySpec& k : Schema::get().keys()) width = std::max(width, k.path.size());
   for (const KeySpec& k : Schema::get().keys()) {
@@ -457,18 +456,21 @@ void report(const Error& e, std::ostream& err) { err << error_line(e, "bench-swe
 std::string schema_markdown() {
   std::ostringstream out;
   std::optional<std::string> section;  // nullopt before the first key
+  std::optional<TableWriter> table;    // one Markdown table per section (core/table.h)
   for (const KeySpec& k : Schema::get().keys()) {
     if (k.section() != section) {
+      if (table) table->finish();
       section = k.section();
-      out << "\n### " << (section->empty() ? "Top level" : "`" + *section + "`") << "\n\n"
-          << "| key | type | default | hashed | description |\n"
-          << "|---|---|---|---|---|\n";
+      out << "\n### " << (section->empty() ? "Top level" : "`" + *section + "`") << "\n\n";
+      table.emplace(std::vector<std::string>{"key", "type", "default", "hashed", "description"},
+                    TableFormat::kMarkdown, out);
     }
-    std::string type = k.type_text();
     std::string hashed = k.hashed_unless_default ? "unless default" : k.hashed ? "yes" : "no";
-    out << "| `" << k.path << "` | " << type << " | `" << default_text(k) << "` | " << hashed
-        << " | " << k.description << " |\n";
+    table->row({Value::string("`" + k.path + "`"), Value::string(k.type_text()),
+                Value::string("`" + default_text(k) + "`"), Value::string(hashed),
+                Value::string(k.description)});
   }
+  if (table) table->finish();
   return out.str();
 }
 

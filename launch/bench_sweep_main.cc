@@ -1,4 +1,4 @@
-// bench-sweep: see src/sweep/bench_sweep_cli.h.
+// bench-sweep: see launch/bench_sweep_cli.h.
 #include <iostream>
 #include <string>
 #include <vector>

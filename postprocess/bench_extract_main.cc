@@ -1,4 +1,4 @@
-// bench-extract: see src/extract/extract.h.
+// bench-extract: see postprocess/extract.h.
 #include <iostream>
 #include <string>
 #include <vector>

@@ -1,4 +1,4 @@
-// bench-plot: see src/plot/plot.h.
+// bench-plot: see postprocess/plot.h.
 #include <iostream>
 #include <string>
 #include <vector>
