@@ -27,6 +27,12 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+from extract_speed import timed as timed_run  # noqa: E402  (wall seconds, peak RSS in MiB)
+
+
+def timed(cmd):
+    return timed_run(cmd, cold=False)
 
 AXES = {
     "train.micro_batch": list(range(1, 11)),
@@ -41,18 +47,6 @@ def sweep_text():
     lines = ["name: plan-speed", "base:", "  model: {preset: gpt2-tiny}", "axes:"]
     lines += [f"  {k}: {v}" for k, v in AXES.items()]
     return "\n".join(lines) + "\n"
-
-
-def timed(cmd, env=None):
-    """Wall seconds and peak RSS (MiB) of one run of cmd, its output thrown away."""
-    t0 = time.monotonic()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.monotonic() - t0
-    err = proc.stderr.read().decode()
-    if os.waitstatus_to_exitcode(status) != 0:
-        sys.exit(f"{' '.join(cmd)} failed:\n{err}")
-    return wall, usage.ru_maxrss / 1024.0
 
 
 PEER = r'''
