@@ -25,6 +25,7 @@ fails. It installs nothing: scripts/install-deps does.
         subprocess.run(["sbatch", ...], env=cluster.env)
 """
 import os
+import random
 import shutil
 import signal
 import socket
@@ -36,10 +37,36 @@ SLURM_DAEMONS = ("munged", "slurmctld", "slurmd")
 ACCOUNTING_PROGRAMS = ("slurmdbd", "mariadbd", "mariadb-install-db", "mariadb", "sacct")
 
 
+_ports_given = set()
+
+
+def _ephemeral_low():
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free TCP port on loopback for a daemon to listen on, below the kernel's ephemeral range:
+    a port the kernel hands out (bind to 0) can be taken by any outgoing connection (slurmdbd to
+    MariaDB, a client to slurmctld) between this check and the daemon's own bind, which then
+    fails with "Address already in use". Never the same port twice in one process."""
+    low = max(2048, _ephemeral_low())
+    rng = random.SystemRandom()
+    for _ in range(2000):
+        port = rng.randrange(max(1024, low - 20000), low)
+        if port in _ports_given:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _ports_given.add(port)
+        return port
+    raise RuntimeError("no free port below the ephemeral range")
 
 
 def missing_programs(accounting=False):
