@@ -146,13 +146,6 @@ void memory_columns(const std::vector<RankResult>& ranks, std::map<std::string, 
 
 }  // namespace
 
-std::string cell_text(const Value& v) {
-  if (v.is_null()) return "";
-  if (v.is_string()) return v.as_string();
-  if (v.is_number() && !v.is_int()) return format_float_repr(v.as_float());
-  return display_value(v);
-}
-
 std::vector<std::string> extract_columns() {
   std::vector<std::string> columns = identity_columns();
   for (const KeySpec& k : Schema::get().keys()) columns.push_back(k.path);

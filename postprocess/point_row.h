@@ -25,9 +25,6 @@ const std::vector<std::string>& memory_column_names();
 // A file whose presence makes its directory a point.
 bool is_point_file(const std::string& name);
 
-// A cell as text: empty for null, floats as Python prints them.
-std::string cell_text(const Value& v);
-
 // What the manifest beside a point says about it (index, scenario, repeat, sweep); each manifest
 // read once.
 class Manifests {

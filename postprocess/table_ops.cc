@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/table.h"
 #include "core/text.h"
 #include "postprocess/extract.h"
 #include "postprocess/point_row.h"

@@ -47,7 +47,7 @@ struct TableOptions {
 
 // A cell's text in `format` (before escaping): null is empty, strings as they are, floats in
 // full or rounded, lists and maps by display_value.
-std::string cell_text(const Value& v, TableFormat format, bool round);
+std::string cell_text(const Value& v, TableFormat format = TableFormat::kCsv, bool round = false);
 
 // Measures rows for the text format, for TableOptions::widths.
 class TableWidths {
