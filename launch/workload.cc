@@ -12,12 +12,14 @@
 namespace sweepbench {
 namespace {
 
-// bench-train: one libtorch training run per point, every rank writing rank-NNNNN.h5
-// (docs/train.md).
-class TrainWorkload : public Workload {
+// bench-train (docs/train.md) and bench-infer (docs/infer.md): one MPI job per point, every rank
+// writing rank-NNNNN.h5; the same command line, exit codes and result files.
+class RankFilesWorkload : public Workload {
  public:
-  std::string name() const override { return "train"; }
-  std::string program() const override { return "bench-train"; }
+  RankFilesWorkload(std::string name, std::string program)
+      : name_(std::move(name)), program_(std::move(program)) {}
+  std::string name() const override { return name_; }
+  std::string program() const override { return program_; }
 
   std::vector<std::string> argv(const WorkloadCall& c) const override {
     std::vector<std::string> out = {c.program};
@@ -48,15 +50,20 @@ class TrainWorkload : public Workload {
     for (std::int64_t r = 0; r < ranks; ++r) files.push_back(rank_file_name(r));
     return files;
   }
+
+ private:
+  std::string name_, program_;
 };
 
 }  // namespace
 
 const Registry<Workload>& workloads() {
-  static const Registry<Workload> r("benchmark", "benchmark",
-                                    {
-                                        {"train", [] { return std::make_unique<TrainWorkload>(); }},
-                                    });
+  static const Registry<Workload> r(
+      "benchmark", "benchmark",
+      {
+          {"train", [] { return std::make_unique<RankFilesWorkload>("train", "bench-train"); }},
+          {"infer", [] { return std::make_unique<RankFilesWorkload>("infer", "bench-infer"); }},
+      });
   return r;
 }
 

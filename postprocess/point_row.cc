@@ -28,6 +28,7 @@
 #include "layout/paths.h"
 #include "layout/point_record.h"
 #include "layout/point_status.h"
+#include "results/infer_metrics.h"
 #include "results/rank_reader.h"
 #include "results/summary.h"
 #include "sweep/expand.h"
@@ -43,7 +44,8 @@ const std::vector<std::string>& identity_columns() {
   return c;
 }
 
-// The metric columns in the order summarize() gives them, whether or not a point has them.
+// The metric columns in the order summarize() gives them, then summarize_infer()'s, whether or
+// not a point has them.
 const std::vector<std::string>& metric_columns() {
   static const std::vector<std::string> c = [] {
     SummaryInput in;
@@ -53,6 +55,15 @@ const std::vector<std::string>& metric_columns() {
     in.memory_peak_bytes = 0;
     std::vector<std::string> names;
     for (const Metric& m : summarize(in)) names.push_back(m.name);
+    // Then bench-infer's (infer_metrics.h) that training has not named already.
+    InferSummaryInput infer;
+    infer.runs = {{1, 2, {1}}};
+    infer.batch = infer.input_tokens = infer.output_tokens = 1;
+    infer.peak_tflops = infer.peak_bandwidth_gbs = 1;
+    infer.memory_peak_bytes = 0;
+    for (const Metric& m : summarize_infer(infer)) {
+      if (std::find(names.begin(), names.end(), m.name) == names.end()) names.push_back(m.name);
+    }
     return names;
   }();
   return c;
@@ -113,7 +124,9 @@ void memory_columns(const std::vector<RankResult>& ranks, std::map<std::string, 
     stage[m.stage] = &m;
     if (m.stage == "before_init") before = &m;
   }
-  if (before != nullptr && stage.count("init") != 0 && stage.count("train") != 0) {
+  // The measured stage: training's, or bench-infer's generations.
+  const char* work = stage.count("train") != 0 ? "train" : "generate";
+  if (before != nullptr && stage.count("init") != 0 && stage.count(work) != 0) {
     // In double: the values come from files, and int64 differences could overflow.
     auto alloc = [](const StageMemory* m) {
       return static_cast<double>(m->end) - static_cast<double>(m->begin);
@@ -123,7 +136,7 @@ void memory_columns(const std::vector<RankResult>& ranks, std::map<std::string, 
     };
     double base = static_cast<double>(before->end);
     const StageMemory* init = stage["init"];
-    const StageMemory* train = stage["train"];
+    const StageMemory* train = stage[work];
     (*row)["mem_torch_mem_alloc_in_bytes"] = Value::real(base + alloc(init) + alloc(train));
     (*row)["mem_peak_torch_mem_alloc_in_bytes"] =
         Value::real(base + alloc(init) + peaked(init) + alloc(train) + peaked(train));
@@ -272,7 +285,13 @@ ExtractedPoint extract_point(const std::string& d, Manifests& manifests, double 
       }
     }
     if (config) {
+      // A section only one workload reads (infer.*, train.*) stays empty for the others.
+      const Value* benchmark = config->find_path("benchmark");
       for (const KeySpec& k : Schema::get().keys()) {
+        if (!k.only_for_benchmark.empty() && benchmark != nullptr && benchmark->is_string() &&
+            benchmark->as_string() != k.only_for_benchmark) {
+          continue;
+        }
         if (const Value* v = config->find_path(k.path)) row[k.path] = *v;
       }
     }
@@ -305,10 +324,14 @@ ExtractedPoint extract_point(const std::string& d, Manifests& manifests, double 
     if (!ranks.empty() && whole) {
       row["world_size"] = Value::integer(ranks.front().world_size);
       row["device"] = Value::string(ranks.front().device_type);
+      // Million tokens an hour: trained tokens, or generated ones for inference.
       double mt_per_hour = 0;
-      for (const Metric& m : summarize(summary_input_from_ranks(ranks))) {
+      const bool infer = ranks.front().benchmark == "infer";
+      for (const Metric& m : infer ? summarize_infer(infer_summary_input_from_ranks(ranks))
+                                   : summarize(summary_input_from_ranks(ranks))) {
         row[m.name] = number_or_null(m.value);
         if (m.name == "mt_per_hour") mt_per_hour = m.value;
+        if (m.name == "output_tps" && std::isfinite(m.value)) mt_per_hour = m.value * 3600 / 1e6;
       }
       memory_columns(ranks, &row);
       double price = price_per_hour;

@@ -1,6 +1,8 @@
 #include "core/config.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <map>
 #include <set>
 #include <stdexcept>
 
@@ -192,6 +194,43 @@ void check_tensor_sizes(const Value& full) {
   }
 }
 
+// bench-infer's rules: the sequence fits the model, the choices combine, the cache can exist.
+void check_infer_rules(const Value& full) {
+  auto at = [&](const char* path) -> const Value& { return required(full, path); };
+  const Value& in = at("infer.input_tokens");
+  const Value& out = at("infer.output_tokens");
+  const Value& block = at("model.block_size");
+  if (in.as_int() + out.as_int() > block.as_int()) {
+    throw rule_error(
+        out, "infer.output_tokens",
+        "infer.input_tokens + infer.output_tokens = " + std::to_string(in.as_int() + out.as_int()) +
+            " exceeds model.block_size (" + std::to_string(block.as_int()) + ")",
+        "generate fewer tokens, shorten the prompt or raise model.block_size");
+  }
+  const Value& beams = at("infer.num_beams");
+  if (beams.as_int() > 1 && at("infer.do_sample").as_bool()) {
+    throw rule_error(beams, "infer.num_beams",
+                     "beam search (num_beams " + std::to_string(beams.as_int()) +
+                         ") is deterministic, but infer.do_sample is true",
+                     "set infer.num_beams: 1 to sample, or infer.do_sample: false for beams");
+  }
+  // The cache and the prefill's attention scores are the two largest tensors.
+  const double b = static_cast<double>(at("infer.batch_size").as_int() * beams.as_int());
+  const double seq = static_cast<double>(in.as_int() + out.as_int());
+  const double layers = static_cast<double>(at("model.n_layer").as_int());
+  const double kv_width = static_cast<double>(
+      at("model.n_kv_head").as_int() * (at("model.n_embd").as_int() / at("model.n_head").as_int()));
+  const double cache = 2 * layers * kv_width * 4 * b * seq;
+  const double scores = b * static_cast<double>(at("model.n_head").as_int()) * seq * seq * 4;
+  if (std::max(cache, scores) > kMaxTensorBytes) {
+    throw rule_error(at("infer.batch_size"), "infer.batch_size",
+                     std::to_string(at("infer.batch_size").as_int()) +
+                         " is too large: the KV cache or the attention scores would need " +
+                         bytes_text(std::max(cache, scores)) + ", more than any machine holds",
+                     "lower infer.batch_size, infer.num_beams or the token counts");
+  }
+}
+
 void check_rules(const Value& full) {
   auto at = [&](const char* path) -> const Value& { return required(full, path); };
   const Value& n_embd = at("model.n_embd");
@@ -247,6 +286,7 @@ void check_rules(const Value& full) {
                      "byte-level text needs at least 256 tokens, got " +
                          std::to_string(at("model.vocab_size").as_int()));
   }
+  if (at("benchmark").as_string() == "infer") check_infer_rules(full);
   const Value& runtime = at("container.runtime");
   const Value& image = at("container.image");
   if (runtime.as_string() != "none" && image.is_null()) {
@@ -348,13 +388,27 @@ ModelShape model_shape_of(const Value& r) {
 
 std::string canonical_config_text(const Value& resolved) {
   std::vector<std::string> skip;
+  const Value* benchmark = resolved.find_path("benchmark");
+  // Sections whose every key belongs to another workload vanish whole (not as `infer: {}`).
+  std::map<std::string, bool> section_elsewhere;
   for (const KeySpec& k : Schema::get().keys()) {
+    bool elsewhere = !k.only_for_benchmark.empty() &&
+                     (benchmark == nullptr || benchmark->as_string() != k.only_for_benchmark);
+    auto [it, added] = section_elsewhere.emplace(k.section(), elsewhere);
+    if (!added) it->second = it->second && elsewhere;
+    if (elsewhere) {
+      skip.push_back(k.path);
+      continue;
+    }
     if (k.hashed && !k.hashed_unless_default) continue;
     if (k.hashed_unless_default) {
       const Value* v = resolved.find_path(k.path);
       if (v == nullptr || *v != k.default_value) continue;
     }
     skip.push_back(k.path);
+  }
+  for (const auto& [section, elsewhere] : section_elsewhere) {
+    if (elsewhere && !section.empty()) skip.push_back(section);
   }
   return emit_canonical_yaml(resolved, skip);
 }

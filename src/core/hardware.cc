@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <thread>
+#include <utility>
 
 namespace sweepbench {
 
@@ -31,6 +32,29 @@ std::optional<double> peak_tflops_for(const std::string& device_name, const std:
     double v = dtype == "bf16" ? e.bf16 : (dtype == "fp16" ? e.fp16 : e.fp32);
     if (v <= 0) return std::nullopt;
     return v;
+  }
+  return std::nullopt;
+}
+
+std::optional<double> peak_bandwidth_gbs_for(const std::string& device_name) {
+  // In match order, as peak_tflops_table(): the more specific name first.
+  static const std::vector<std::pair<std::string, double>> table = {
+      {"GH200", 4000.0},
+      {"H200", 4800.0},
+      {"H100 PCIe", 2000.0},
+      {"H100 NVL", 3900.0},
+      {"H100", 3350.0},
+      {"A100-SXM4-80GB", 2039.0},
+      {"A100 80GB PCIe", 1935.0},
+      {"A100", 1555.0},
+      {"L40S", 864.0},
+      {"L4", 300.0},
+      {"A10G", 600.0},
+      {"A10", 600.0},
+      {"V100", 900.0},
+  };
+  for (const auto& [match, gbs] : table) {
+    if (device_name.find(match) != std::string::npos) return gbs;
   }
   return std::nullopt;
 }

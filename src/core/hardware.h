@@ -23,6 +23,10 @@ const std::vector<PeakEntry>& peak_tflops_table();
 // The peak for a device name and train.dtype (fp32 | bf16 | fp16), if the table knows it.
 std::optional<double> peak_tflops_for(const std::string& device_name, const std::string& dtype);
 
+// Peak memory bandwidth of a GPU in GB/s (10^9 bytes/s), from the vendors' data sheets, for
+// bench-infer's memory-bandwidth utilisation (MBU); nullopt for a name the table lacks.
+std::optional<double> peak_bandwidth_gbs_for(const std::string& device_name);
+
 // The CPUs this process may run on (its affinity mask, which SLURM, mpirun and taskset narrow),
 // else the machine's count; at least 1.
 int usable_cpu_count();

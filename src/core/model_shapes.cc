@@ -1,5 +1,7 @@
 #include "core/model_shapes.h"
 
+#include <algorithm>
+
 namespace sweepbench {
 namespace {
 
@@ -109,6 +111,38 @@ double training_flops_per_token(const ModelShape& s, std::int64_t seq_len) {
 
 double training_flops_per_token_6n(const ModelShape& s) {
   return 6.0 * static_cast<double>(parameter_count(s) - position_embedding_count(s));
+}
+
+InferenceCost inference_cost(const ModelShape& s, std::int64_t sequences, std::int64_t input,
+                             std::int64_t output, int element_bytes) {
+  const double rows = static_cast<double>(sequences);
+  const double in = static_cast<double>(input), out = static_cast<double>(output);
+  const double layers = static_cast<double>(s.n_layer), d = static_cast<double>(s.n_embd);
+  const double vocab = static_cast<double>(s.vocab_size);
+  const double bytes = static_cast<double>(element_bytes);
+  const double params = static_cast<double>(parameter_count(s));
+  const double embeddings = vocab * d + static_cast<double>(position_embedding_count(s));
+  const double head = s.arch == "llama" ? vocab * d : 0;  // GPT-2's head is the embedding
+  const double body = params - embeddings - head;
+  const double kv_per_token = 2 * layers * static_cast<double>(s.n_kv_head) *
+                              (d / static_cast<double>(s.n_head)) * bytes;  // K and V, all layers
+
+  InferenceCost c;
+  // Prompt token i (0-based) attends to i + 1 keys: sum = in (in + 1) / 2.
+  c.prefill_flops = rows * (2 * body * in + 4 * layers * d * in * (in + 1) / 2 + 2 * vocab * d);
+  // Decode step j = 1 .. out - 1 processes position in + j - 1, which attends to in + j keys.
+  const double steps = std::max(0.0, out - 1);
+  const double keys = steps * in + steps * (steps + 1) / 2;  // sum of in + j over the steps
+  c.decode_flops = rows * (steps * (2 * body + 2 * vocab * d) + 4 * layers * d * keys);
+  c.weight_bytes = params * bytes;
+  // The weights a step reads: all but the position table and, where the head is separate, the
+  // input embedding (only `rows` rows of it are gathered).
+  const double separate_input_table = head;  // Llama's embedding is as large as its head
+  const double read_weights =
+      (params - static_cast<double>(position_embedding_count(s)) - separate_input_table) * bytes;
+  c.decode_bytes = steps * read_weights + rows * kv_per_token * keys;
+  c.kv_cache_bytes = rows * kv_per_token * (in + out);
+  return c;
 }
 
 }  // namespace sweepbench

@@ -52,4 +52,21 @@ double training_flops_per_token(const ModelShape& shape, std::int64_t seq_len);
 // The plain 6 N figure some guides use.
 double training_flops_per_token_6n(const ModelShape& shape);
 
+// The arithmetic of one generation (docs/metrics.md, "Inference"): `sequences` rows (batch x
+// beams) of `input` prompt tokens, `output` tokens generated, every element `element_bytes` wide.
+// Per processed token the blocks cost 2 N_body FLOPs (N_body: the parameters outside the token
+// and position embeddings and the head) plus 4 L d per key it attends to; each position whose
+// logits are computed costs 2 V d more (the prefill computes only the last one's).
+struct InferenceCost {
+  double prefill_flops = 0;  // the prompt: input tokens of every row, one row of logits each
+  double decode_flops = 0;   // the output - 1 decode steps together
+  // Bytes a decode step must read: every weight once (the head included, the input embedding
+  // table only when it is also the head) and the whole KV cache so far; summed over the steps.
+  double decode_bytes = 0;
+  double weight_bytes = 0;    // every parameter
+  double kv_cache_bytes = 0;  // 2 L Hkv D bytes x rows x (input + output)
+};
+InferenceCost inference_cost(const ModelShape& shape, std::int64_t sequences, std::int64_t input,
+                             std::int64_t output, int element_bytes);
+
 }  // namespace sweepbench

@@ -45,6 +45,12 @@ class K {
     spec_.hashed_unless_default = true;
     return *this;
   }
+  // The key enters config_hash only at points whose `benchmark` is `name`: the infer section
+  // does not change the hash (nor the tag) of a training point.
+  K& only_for(const char* name) {
+    spec_.only_for_benchmark = name;
+    return *this;
+  }
   K& derived() {
     spec_.derived = true;
     spec_.nullable = true;
@@ -71,8 +77,8 @@ std::vector<KeySpec> build_table() {
       // ---- top level ----
       K("benchmark", T::kEnum, S("train"),
         "What runs at each point: a registered workload (docs/workloads.md); train is "
-        "bench-train")
-          .choices({"train"})
+        "bench-train, infer is bench-infer")
+          .choices({"train", "infer"})
           .hashed_unless_default(),
       // ---- model ----
       K("model.preset", T::kEnum, S("gpt2"),
@@ -126,36 +132,108 @@ std::vector<KeySpec> build_table() {
           .min(0.0)
           .max(0.5),
 
-      // ---- train ----
-      K("train.steps", T::kInt, I(50), "Optimizer steps, warm-up included").min(1),
+      // ---- train and eval (bench-train; hashed only for benchmark: train) ----
+      K("train.steps", T::kInt, I(50), "Optimizer steps, warm-up included")
+          .min(1)
+          .only_for("train"),
       K("train.warmup_steps", T::kInt, I(10),
         "Leading steps excluded from every statistic; must be less than train.steps")
-          .min(0),
-      K("train.micro_batch", T::kInt, I(8), "Sequences per rank per forward pass").min(1),
-      K("train.grad_accum", T::kInt, I(1), "Micro batches accumulated per optimizer step").min(1),
+          .min(0)
+          .only_for("train"),
+      K("train.micro_batch", T::kInt, I(8), "Sequences per rank per forward pass")
+          .min(1)
+          .only_for("train"),
+      K("train.grad_accum", T::kInt, I(1), "Micro batches accumulated per optimizer step")
+          .min(1)
+          .only_for("train"),
       K("train.dtype", T::kEnum, S("fp32"),
         "fp32, bf16 (mixed precision, fp32 master weights) or fp16 (with dynamic loss scaling)")
-          .choices({"fp32", "bf16", "fp16"}),
-      K("train.lr", T::kFloat, F(3e-4), "AdamW learning rate").min(0.0, true),
-      K("train.weight_decay", T::kFloat, F(0.1), "AdamW decoupled weight decay").min(0.0),
-      K("train.beta1", T::kFloat, F(0.9), "AdamW beta1").min(0.0).max(1.0, true),
-      K("train.beta2", T::kFloat, F(0.95), "AdamW beta2").min(0.0).max(1.0, true),
-      K("train.eps", T::kFloat, F(1e-8), "AdamW epsilon").min(0.0, true),
-      K("train.grad_clip", T::kFloat, F(1.0), "Global gradient-norm clip; 0 disables it").min(0.0),
+          .choices({"fp32", "bf16", "fp16"})
+          .only_for("train"),
+      K("train.lr", T::kFloat, F(3e-4), "AdamW learning rate").min(0.0, true).only_for("train"),
+      K("train.weight_decay", T::kFloat, F(0.1), "AdamW decoupled weight decay")
+          .min(0.0)
+          .only_for("train"),
+      K("train.beta1", T::kFloat, F(0.9), "AdamW beta1").min(0.0).max(1.0, true).only_for("train"),
+      K("train.beta2", T::kFloat, F(0.95), "AdamW beta2").min(0.0).max(1.0, true).only_for("train"),
+      K("train.eps", T::kFloat, F(1e-8), "AdamW epsilon").min(0.0, true).only_for("train"),
+      K("train.grad_clip", T::kFloat, F(1.0), "Global gradient-norm clip; 0 disables it")
+          .min(0.0)
+          .only_for("train"),
       K("train.seed", T::kInt, I(1234), "Seed for weights and batches (each rank offsets it)")
-          .min(0),
+          .min(0)
+          .only_for("train"),
       K("train.activation_checkpointing", T::kBool, B(false),
-        "Recompute each block's activations in the backward pass"),
+        "Recompute each block's activations in the backward pass")
+          .only_for("train"),
       K("train.loss_scale", T::kFloat, F(65536.0), "Initial dynamic loss scale for fp16")
-          .min(0.0, true),
+          .min(0.0, true)
+          .only_for("train"),
 
       // ---- eval ----
       K("eval.steps", T::kInt, I(10), "Evaluation batches after training; 0 skips evaluation")
-          .min(0),
+          .min(0)
+          .only_for("train"),
       K("eval.micro_batch", T::kInt, N(),
         "Sequences per evaluation batch; null = train.micro_batch")
           .min(1)
-          .derived(),
+          .derived()
+          .only_for("train"),
+
+      // ---- infer (bench-infer; hashed only for benchmark: infer) ----
+      K("infer.input_tokens", T::kInt, I(128), "Prompt tokens per sequence")
+          .min(1)
+          .only_for("infer"),
+      K("infer.output_tokens", T::kInt, I(128),
+        "Tokens generated per sequence; every run generates exactly this many (no early stop)")
+          .min(1)
+          .only_for("infer"),
+      K("infer.batch_size", T::kInt, I(1), "Prompts generated together per rank")
+          .min(1)
+          .only_for("infer"),
+      K("infer.num_beams", T::kInt, I(1),
+        "1: greedy or sampled decoding; more: beam search with this many beams per prompt")
+          .min(1)
+          .max(1024)
+          .only_for("infer"),
+      K("infer.do_sample", T::kBool, B(false),
+        "Sample each token (temperature, top_k, top_p) instead of taking the most likely")
+          .only_for("infer"),
+      K("infer.temperature", T::kFloat, F(1.0), "Sampling temperature")
+          .min(0.0, true)
+          .only_for("infer"),
+      K("infer.top_k", T::kInt, I(0), "Sample among the k most likely tokens; 0: all")
+          .min(0)
+          .only_for("infer"),
+      K("infer.top_p", T::kFloat, F(1.0),
+        "Sample among the most likely tokens whose probabilities sum to p (nucleus); 1: all")
+          .min(0.0, true)
+          .max(1.0)
+          .only_for("infer"),
+      K("infer.seed", T::kInt, I(1234),
+        "Seed for the weights, the synthetic prompts and sampling (each rank offsets it for its "
+        "prompts)")
+          .min(0)
+          .only_for("infer"),
+      K("infer.warmup_runs", T::kInt, I(1),
+        "Generations before the timed ones, left out of "
+        "every statistic")
+          .min(0)
+          .only_for("infer"),
+      K("infer.runs", T::kInt, I(5), "Timed generations").min(1).only_for("infer"),
+      K("infer.kv_cache", T::kEnum, S("static"),
+        "static: keys and values allocated once for input + output tokens; dynamic: grown as "
+        "tokens come; none: recompute the whole prefix at every step (the baseline)")
+          .choices({"static", "dynamic", "none"})
+          .only_for("infer"),
+      K("infer.dtype", T::kEnum, S("fp32"),
+        "Weights, activations and the KV cache in fp32, bf16 or fp16 (fp16 needs a GPU)")
+          .choices({"fp32", "bf16", "fp16"})
+          .only_for("infer"),
+      K("infer.token_metrics", T::kBool, B(true),
+        "Time every decode step (waits for the device after each token); off: only the first "
+        "token and the whole generation are timed")
+          .only_for("infer"),
 
       // ---- launch ----
       K("launch.ranks", T::kInt, I(1), "MPI ranks in total (the world size)").min(1),
@@ -225,8 +303,14 @@ std::vector<KeySpec> build_table() {
       // ---- hardware ----
       K("hardware.name", T::kString, N(), "A label for the hardware, e.g. H100-SXM5"),
       K("hardware.peak_tflops", T::kFloat, N(),
-        "Peak dense TFLOPS per device for train.dtype, for MFU; null = the built-in table "
+        "Peak dense TFLOPS per device for the run's dtype (train.dtype, infer.dtype), for MFU; "
+        "null = the built-in table "
         "(GPUs) or no MFU (CPU)")
+          .min(0.0, true)
+          .unhashed(),
+      K("hardware.peak_bandwidth_gbs", T::kFloat, N(),
+        "Peak memory bandwidth per device in GB/s, for bench-infer's MBU; null = the built-in "
+        "table (GPUs) or, on a CPU, a copy bandwidth measured at the start of the run")
           .min(0.0, true)
           .unhashed(),
       K("hardware.price_per_hour", T::kFloat, N(),

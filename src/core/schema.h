@@ -43,6 +43,9 @@ struct KeySpec {
   // after results exist whose default is what every earlier config meant (benchmark: train):
   // earlier configs keep their hash and tag, so their results stay found.
   bool hashed_unless_default = false;
+  // Not empty: the key enters config_hash only when `benchmark` has this value (a section that
+  // only one workload reads, such as infer).
+  std::string only_for_benchmark;
   // true: null means "derived" (from the model preset or another key) and is filled in when the
   // config is resolved, so equal configs hash equal however they were written.
   bool derived = false;

@@ -75,6 +75,18 @@ std::string to_string(DataSource s) {
   return "synthetic";
 }
 
+std::string to_string(KvCache k) {
+  switch (k) {
+    case KvCache::kStatic:
+      return "static";
+    case KvCache::kDynamic:
+      return "dynamic";
+    case KvCache::kNone:
+      return "none";
+  }
+  return "static";
+}
+
 std::string to_string(TokenDType t) { return t == TokenDType::kUint32 ? "uint32" : "uint16"; }
 
 Settings Settings::of(const Value& c) {
@@ -101,6 +113,25 @@ Settings Settings::of(const Value& c) {
 
   s.eval.steps = at(c, "eval.steps").as_int();
   s.eval.micro_batch = at(c, "eval.micro_batch").as_int();
+
+  InferSettings& n = s.infer;
+  n.input_tokens = at(c, "infer.input_tokens").as_int();
+  n.output_tokens = at(c, "infer.output_tokens").as_int();
+  n.batch_size = at(c, "infer.batch_size").as_int();
+  n.num_beams = at(c, "infer.num_beams").as_int();
+  n.do_sample = at(c, "infer.do_sample").as_bool();
+  n.temperature = at(c, "infer.temperature").as_float();
+  n.top_k = at(c, "infer.top_k").as_int();
+  n.top_p = at(c, "infer.top_p").as_float();
+  n.seed = static_cast<std::uint64_t>(at(c, "infer.seed").as_int());
+  n.warmup_runs = at(c, "infer.warmup_runs").as_int();
+  n.runs = at(c, "infer.runs").as_int();
+  n.kv_cache = choice<KvCache>(
+      c, "infer.kv_cache",
+      {{"static", KvCache::kStatic}, {"dynamic", KvCache::kDynamic}, {"none", KvCache::kNone}});
+  n.dtype = choice<DType>(c, "infer.dtype",
+                          {{"fp32", DType::kFp32}, {"bf16", DType::kBf16}, {"fp16", DType::kFp16}});
+  n.token_metrics = at(c, "infer.token_metrics").as_bool();
 
   DataSettings& d = s.data;
   d.source = choice<DataSource>(c, "data.source",
@@ -159,6 +190,9 @@ Settings Settings::of(const Value& c) {
   s.hardware.name = text_or_null(c, "hardware.name");
   if (const Value& v = at(c, "hardware.peak_tflops"); !v.is_null()) {
     s.hardware.peak_tflops = v.as_float();
+  }
+  if (const Value& v = at(c, "hardware.peak_bandwidth_gbs"); !v.is_null()) {
+    s.hardware.peak_bandwidth_gbs = v.as_float();
   }
   if (const Value& v = at(c, "hardware.price_per_hour"); !v.is_null()) {
     s.hardware.price_per_hour = v.as_float();

@@ -33,6 +33,22 @@ struct TrainSettings {
   double loss_scale = 65536;
 };
 
+enum class KvCache { kStatic, kDynamic, kNone };
+std::string to_string(KvCache k);
+
+// bench-infer's section (docs/infer.md).
+struct InferSettings {
+  std::int64_t input_tokens = 128, output_tokens = 128, batch_size = 1, num_beams = 1;
+  bool do_sample = false;
+  double temperature = 1.0, top_p = 1.0;
+  std::int64_t top_k = 0;
+  std::uint64_t seed = 1234;
+  std::int64_t warmup_runs = 1, runs = 5;
+  KvCache kv_cache = KvCache::kStatic;
+  DType dtype = DType::kFp32;
+  bool token_metrics = true;
+};
+
 struct EvalSettings {
   std::int64_t steps = 10, micro_batch = 8;
 };
@@ -79,7 +95,7 @@ struct SlurmSettings {
 
 struct HardwareSettings {
   std::optional<std::string> name;
-  std::optional<double> peak_tflops, price_per_hour;
+  std::optional<double> peak_tflops, peak_bandwidth_gbs, price_per_hour;
 };
 
 struct Settings {
@@ -87,6 +103,7 @@ struct Settings {
   std::string model_preset;
   TrainSettings train;
   EvalSettings eval;
+  InferSettings infer;
   DataSettings data;
   LaunchSettings launch;
   MetricsSettings metrics;

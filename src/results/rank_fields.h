@@ -33,6 +33,7 @@ using RealAttr = RankAttr<double>;
 // status, rank and world_size place a file in its run and are checked on their own (they are
 // read first, whatever the scope); schema_version is the file's, not the result's.
 inline constexpr TextAttr kTextAttrs[] = {
+    {"benchmark", &RankResult::benchmark, FieldScope::kEvery, true},
     {"config_yaml", &RankResult::config_yaml, FieldScope::kLead},
     {"config_hash", &RankResult::config_hash, FieldScope::kLead},
     {"tag", &RankResult::tag, FieldScope::kFull},

@@ -122,8 +122,39 @@ class Writer {
     array(where, name, string_type_, string_type_, ptrs.data(), ptrs.size());
   }
 
-  // The steps as one table (a compound dataset, schema 2): one object for the reader to open
-  // where fifteen columns were (docs/performance.md). Members in the documented order, packed.
+  // A member of a table: its name, offset in the row, type in memory and in the file.
+  struct Member {
+    const char* name;
+    size_t offset;
+    hid_t native, stored;
+  };
+  static Member i64(const char* name, size_t offset) {
+    return {name, offset, H5T_NATIVE_INT64, H5T_STD_I64LE};
+  }
+  static Member f64(const char* name, size_t offset) {
+    return {name, offset, H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE};
+  }
+  static Member u8(const char* name, size_t offset) {
+    return {name, offset, H5T_NATIVE_UINT8, H5T_STD_U8LE};
+  }
+
+  // A table: a 1-D compound dataset of `rows`, members in the documented order, packed in the
+  // file. One object for the reader to open where a column each would be many
+  // (docs/performance.md).
+  template <class Row>
+  void table(hid_t where, const char* name, const std::vector<Row>& rows,
+             const std::vector<Member>& members) {
+    Handle mem(H5_CHECK(H5Tcreate(H5T_COMPOUND, sizeof(Row))), H5Tclose);
+    Handle file(H5_CHECK(H5Tcreate(H5T_COMPOUND, sizeof(Row))), H5Tclose);
+    for (const Member& m : members) {
+      H5_CHECK(H5Tinsert(mem.get(), m.name, m.offset, m.native));
+      H5_CHECK(H5Tinsert(file.get(), m.name, m.offset, m.stored));
+    }
+    H5_CHECK(H5Tpack(file.get()));
+    array(where, name, mem.get(), file.get(), rows.data(), rows.size());
+  }
+
+  // The steps as one table (schema 2).
   void steps_table(const std::vector<StepRecord>& steps) {
     struct Row {
       std::int64_t step;
@@ -132,28 +163,6 @@ class Writer {
       double loss, lr, grad_norm, loss_scale;
       std::uint8_t skipped, measured;
     };
-    Handle mem(H5_CHECK(H5Tcreate(H5T_COMPOUND, sizeof(Row))), H5Tclose);
-    Handle file(H5_CHECK(H5Tcreate(H5T_COMPOUND, sizeof(Row))), H5Tclose);
-    auto member = [&](const char* name, size_t offset, hid_t native, hid_t stored) {
-      H5_CHECK(H5Tinsert(mem.get(), name, offset, native));
-      H5_CHECK(H5Tinsert(file.get(), name, offset, stored));
-    };
-    member("step", offsetof(Row, step), H5T_NATIVE_INT64, H5T_STD_I64LE);
-    member("total_s", offsetof(Row, total_s), H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE);
-    member("data_s", offsetof(Row, data_s), H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE);
-    member("forward_s", offsetof(Row, forward_s), H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE);
-    member("backward_s", offsetof(Row, backward_s), H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE);
-    member("comm_s", offsetof(Row, comm_s), H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE);
-    member("optimizer_s", offsetof(Row, optimizer_s), H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE);
-    member("tokens", offsetof(Row, tokens), H5T_NATIVE_INT64, H5T_STD_I64LE);
-    member("samples", offsetof(Row, samples), H5T_NATIVE_INT64, H5T_STD_I64LE);
-    member("loss", offsetof(Row, loss), H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE);
-    member("lr", offsetof(Row, lr), H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE);
-    member("grad_norm", offsetof(Row, grad_norm), H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE);
-    member("loss_scale", offsetof(Row, loss_scale), H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE);
-    member("skipped", offsetof(Row, skipped), H5T_NATIVE_UINT8, H5T_STD_U8LE);
-    member("measured", offsetof(Row, measured), H5T_NATIVE_UINT8, H5T_STD_U8LE);
-    H5_CHECK(H5Tpack(file.get()));
     std::vector<Row> rows;
     rows.reserve(steps.size());
     for (const StepRecord& s : steps) {
@@ -161,7 +170,51 @@ class Writer {
                       s.optimizer_s, s.tokens, s.samples, s.loss, s.lr, s.grad_norm, s.loss_scale,
                       static_cast<std::uint8_t>(s.skipped), static_cast<std::uint8_t>(s.measured)});
     }
-    array(file_, "steps", mem.get(), file.get(), rows.data(), rows.size());
+    table(file_, "steps", rows,
+          {i64("step", offsetof(Row, step)), f64("total_s", offsetof(Row, total_s)),
+           f64("data_s", offsetof(Row, data_s)), f64("forward_s", offsetof(Row, forward_s)),
+           f64("backward_s", offsetof(Row, backward_s)), f64("comm_s", offsetof(Row, comm_s)),
+           f64("optimizer_s", offsetof(Row, optimizer_s)), i64("tokens", offsetof(Row, tokens)),
+           i64("samples", offsetof(Row, samples)), f64("loss", offsetof(Row, loss)),
+           f64("lr", offsetof(Row, lr)), f64("grad_norm", offsetof(Row, grad_norm)),
+           f64("loss_scale", offsetof(Row, loss_scale)), u8("skipped", offsetof(Row, skipped)),
+           u8("measured", offsetof(Row, measured))});
+  }
+
+  // bench-infer's runs and token times (schema 3).
+  void runs_table(hid_t where, const std::vector<InferRunRecord>& runs) {
+    struct Row {
+      std::int64_t run;
+      std::uint8_t warmup;
+      double ttft_s, e2e_s;
+      std::int64_t tokens;
+    };
+    std::vector<Row> rows;
+    for (const InferRunRecord& r : runs) {
+      rows.push_back({r.run, static_cast<std::uint8_t>(r.warmup), r.ttft_s, r.e2e_s, r.tokens});
+    }
+    table(where, "runs", rows,
+          {i64("run", offsetof(Row, run)), u8("warmup", offsetof(Row, warmup)),
+           f64("ttft_s", offsetof(Row, ttft_s)), f64("e2e_s", offsetof(Row, e2e_s)),
+           i64("tokens", offsetof(Row, tokens))});
+  }
+  void token_times_table(hid_t where, const std::vector<TokenTime>& times) {
+    table(where, "token_times", times,
+          {i64("run", offsetof(TokenTime, run)), i64("position", offsetof(TokenTime, position)),
+           f64("seconds", offsetof(TokenTime, seconds))});
+  }
+
+  // An int64 array of any shape (row-major `values`).
+  void dataset(hid_t where, const char* name, const std::vector<std::int64_t>& values,
+               const std::vector<hsize_t>& dims) {
+    Handle space(H5_CHECK(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr)),
+                 H5Sclose);
+    Handle d(H5_CHECK(H5Dcreate2(where, name, H5T_STD_I64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT,
+                                 H5P_DEFAULT)),
+             H5Dclose);
+    if (!values.empty()) {
+      H5_CHECK(H5Dwrite(d.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()));
+    }
   }
 
   // The finished file's bytes.
@@ -238,6 +291,36 @@ void write_result(Writer& w, const RankResult& r) {
   w.dataset(memory, "begin_bytes", begin);
   w.dataset(memory, "end_bytes", end);
   w.dataset(memory, "peak_bytes", peak);
+
+  if (r.benchmark == "infer") {
+    const InferResult& n = r.infer;
+    hid_t infer = w.group("infer");
+    w.attr(infer, "batch_size", n.batch_size);
+    w.attr(infer, "input_tokens", n.input_tokens);
+    w.attr(infer, "output_tokens", n.output_tokens);
+    w.attr(infer, "num_beams", n.num_beams);
+    w.attr(infer, "warmup_runs", n.warmup_runs);
+    w.attr(infer, "runs_planned", n.runs_planned);
+    w.attr(infer, "kv_cache", n.kv_cache);
+    w.attr(infer, "dtype", n.dtype);
+    w.attr(infer, "decoding", n.decoding);
+    w.attr(infer, "token_metrics", static_cast<std::int64_t>(n.token_metrics));
+    w.attr(infer, "prefill_flops", n.prefill_flops);
+    w.attr(infer, "decode_flops", n.decode_flops);
+    w.attr(infer, "decode_bytes", n.decode_bytes);
+    w.attr(infer, "weight_bytes", n.weight_bytes);
+    w.attr(infer, "kv_cache_bytes", n.kv_cache_bytes);
+    w.attr(infer, "peak_bandwidth_gbs", n.peak_bandwidth_gbs);
+    w.attr(infer, "peak_bandwidth_source", n.peak_bandwidth_source);
+    w.runs_table(infer, n.runs);
+    w.token_times_table(infer, n.token_times);
+    const auto runs = static_cast<hsize_t>(n.runs.size());
+    const auto per_run = static_cast<hsize_t>(n.batch_size * n.output_tokens);
+    if (runs * per_run == n.generated_ids.size()) {
+      w.dataset(infer, "generated_ids", n.generated_ids,
+                {runs, static_cast<hsize_t>(n.batch_size), static_cast<hsize_t>(n.output_tokens)});
+    }
+  }
 
   hid_t samples = w.group("samples");
   w.attr(samples, "device_source", r.samples.device_source);

@@ -340,6 +340,60 @@ bool known_status(const std::string& s) {
   return false;
 }
 
+// bench-infer's group: the shapes and the roofline figures (rank 0's serve the run), the runs
+// and the token times of every rank. The generated ids are for people and h5py, not read here.
+void read_infer(Reader& in, hid_t g, bool lead, InferResult& n) {
+  const std::string p = "infer/";
+  if (lead) {
+    take(in.integer(g, p, "batch_size"), &n.batch_size);
+    take(in.integer(g, p, "input_tokens"), &n.input_tokens);
+    take(in.integer(g, p, "output_tokens"), &n.output_tokens);
+    take(in.integer(g, p, "num_beams"), &n.num_beams);
+    take(in.integer(g, p, "warmup_runs"), &n.warmup_runs);
+    take(in.integer(g, p, "runs_planned"), &n.runs_planned);
+    take(in.text(g, p, "kv_cache"), &n.kv_cache);
+    take(in.text(g, p, "dtype"), &n.dtype);
+    take(in.text(g, p, "decoding"), &n.decoding);
+    if (auto t = in.integer(g, p, "token_metrics")) n.token_metrics = *t != 0;
+    take(in.real(g, p, "prefill_flops"), &n.prefill_flops);
+    take(in.real(g, p, "decode_flops"), &n.decode_flops);
+    take(in.real(g, p, "decode_bytes"), &n.decode_bytes);
+    take(in.real(g, p, "weight_bytes"), &n.weight_bytes);
+    take(in.real(g, p, "kv_cache_bytes"), &n.kv_cache_bytes);
+    take(in.real(g, p, "peak_bandwidth_gbs"), &n.peak_bandwidth_gbs);
+    take(in.text(g, p, "peak_bandwidth_source"), &n.peak_bandwidth_source);
+  }
+  std::optional<std::vector<std::int64_t>> run, tokens, trun, position;
+  std::optional<std::vector<std::uint8_t>> warmup;
+  std::optional<std::vector<double>> ttft, e2e, seconds;
+  in.table(g, "runs",
+           {{"run", &run},
+            {"warmup", &warmup},
+            {"ttft_s", &ttft},
+            {"e2e_s", &e2e},
+            {"tokens", &tokens}});
+  if (run && warmup && ttft && e2e && tokens) {
+    size_t k = run->size();
+    if (warmup->size() != k || ttft->size() != k || e2e->size() != k || tokens->size() != k) {
+      in.problem("infer/runs", "its columns have different lengths");
+    } else {
+      for (size_t i = 0; i < k; ++i) {
+        n.runs.push_back({(*run)[i], (*warmup)[i] != 0, (*ttft)[i], (*e2e)[i], (*tokens)[i]});
+      }
+    }
+  }
+  in.table(g, "token_times", {{"run", &trun}, {"position", &position}, {"seconds", &seconds}});
+  if (trun && position && seconds) {
+    size_t k = trun->size();
+    if (position->size() != k || seconds->size() != k) {
+      in.problem("infer/token_times", "its columns have different lengths");
+    } else {
+      for (size_t i = 0; i < k; ++i)
+        n.token_times.push_back({(*trun)[i], (*position)[i], (*seconds)[i]});
+    }
+  }
+}
+
 }  // namespace
 
 RankRead read_rank_file(const std::string& path, RankReadScope scope) {
@@ -536,6 +590,9 @@ RankRead read_rank_file(const std::string& path, RankReadScope scope) {
     }
     take(in.numbers<double>(g.get(), p, "cpu_percent", H5T_NATIVE_DOUBLE), &m.cpu_percent);
     take(in.numbers<double>(g.get(), p, "ram_used_mb", H5T_NATIVE_DOUBLE), &m.ram_used_mb);
+  }
+  if (r.benchmark == "infer") {
+    if (Id g = in.group(f, "infer"); g.ok()) read_infer(in, g.get(), lead || all, r.infer);
   }
   if (identity && steps_ok) read.result = std::move(r);
   return read;

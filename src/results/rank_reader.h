@@ -21,11 +21,11 @@ struct RankRead {
 };
 
 // What to read: everything, or what bench-extract's row needs. The summary scope reads from
-// every rank its identity, run id, status and reason, the step times, loss and measured flags (not the
-// step numbers: StepRecord::step is the position), eval samples and seconds, its memory stage
+// every rank its identity, run id, status and reason, the step times, loss and measured flags (not
+// the step numbers: StepRecord::step is the position), eval samples and seconds, its memory stage
 // peaks and the sampler's CPU, RAM and (where NVML measured) device series; and from rank 0 only
-// what the run shares: the config and its hash, device type, rank status, shapes, FLOPs per token, peak
-// TFLOPS, whether eval ran and its loss, the named memory stages. Not read: the per-step lr,
+// what the run shares: the config and its hash, device type, rank status, shapes, FLOPs per token,
+// peak TFLOPS, whether eval ran and its loss, the named memory stages. Not read: the per-step lr,
 // norms, token counts, eval batches, host or software names. Each object costs HDF5 15 to 30 us
 // to open (docs/performance.md). Problems are found only in what is read.
 enum class RankReadScope { kAll, kSummary };

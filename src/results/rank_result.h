@@ -1,8 +1,8 @@
 // What one rank measured in one run: the data model of DIR/rank-NNNNN.h5.
 //
 // Plain values, no HDF5 and no torch: bench-train fills it, rank_file.h writes it, and
-// bench-extract reads it back (rank_reader.h). docs/results-format.md describes the file; a test reads it
-// with h5py and checks that description.
+// bench-extract reads it back (rank_reader.h). docs/results-format.md describes the file; a test
+// reads it with h5py and checks that description.
 #pragma once
 
 #include <cstdint>
@@ -11,9 +11,9 @@
 
 namespace sweepbench {
 
-// 2: the steps as one compound dataset /steps (1: a group /steps of one dataset per column;
-// still read).
-constexpr std::int64_t kResultsSchemaVersion = 2;
+// 3: the root attribute `benchmark` and, for bench-infer, the group /infer (2: the steps as one
+// compound dataset /steps; 1: a group /steps of one dataset per column; both still read).
+constexpr std::int64_t kResultsSchemaVersion = 3;
 
 // One optimizer step. Times in seconds; the step's total includes data loading, forward,
 // backward, the agreement between ranks, gradient communication and the optimizer.
@@ -55,8 +55,42 @@ struct SampleSeries {
   std::vector<double> cpu_percent, ram_used_mb;
 };
 
+// One generation of bench-infer, on this rank.
+struct InferRunRecord {
+  std::int64_t run = 0;     // 0-based, warm-up runs first
+  bool warmup = false;      // left out of every statistic
+  double ttft_s = 0;        // start to the first new token's ids on the host
+  double e2e_s = 0;         // start to the last token's ids on the host
+  std::int64_t tokens = 0;  // tokens generated per sequence
+};
+
+// The time of one generated token: position 0 is the first (its time is the TTFT), position p
+// the p-th decode step, waited for on the device.
+struct TokenTime {
+  std::int64_t run = 0, position = 0;
+  double seconds = 0;
+};
+
+// What bench-infer adds to a rank's results (the group /infer).
+struct InferResult {
+  std::int64_t batch_size = 0, input_tokens = 0, output_tokens = 0, num_beams = 1;
+  std::int64_t warmup_runs = 0, runs_planned = 0;
+  std::string kv_cache, dtype, decoding;  // decoding: greedy, sample or beam
+  bool token_metrics = true;
+  // One rank, one run (core/model_shapes.h inference_cost).
+  double prefill_flops = 0, decode_flops = 0, decode_bytes = 0, weight_bytes = 0,
+         kv_cache_bytes = 0;
+  double peak_bandwidth_gbs = 0;      // per device; 0 = unknown (no MBU)
+  std::string peak_bandwidth_source;  // config, table, measured, none
+  std::vector<InferRunRecord> runs;
+  std::vector<TokenTime> token_times;  // empty without infer.token_metrics
+  // The new ids of every run: (runs, batch_size, output_tokens), row-major; written, not read.
+  std::vector<std::int64_t> generated_ids;
+};
+
 struct RankResult {
   // Identity of the point and the process.
+  std::string benchmark = "train";  // the workload that wrote the file: train or infer
   std::string config_yaml, config_hash, tag;
   // 32 hex digits drawn by rank 0 at the start and shared by every rank: the files of one run.
   std::string run_id;
@@ -86,6 +120,7 @@ struct RankResult {
   std::string memory_stage_source;  // cuda_allocator or rss
   std::vector<StageMemory> memory_stages;
   SampleSeries samples;
+  InferResult infer;  // benchmark infer only
 };
 
 }  // namespace sweepbench

@@ -36,6 +36,7 @@
 #include "core/yaml_io.h"
 #include "results/rank_file.h"
 #include "results/summary.h"
+#include "train/bench_run.h"
 #include "train/clean_env.h"
 #include "train/console.h"
 #include "train/data.h"
@@ -98,29 +99,11 @@ class Run {
   }
 
  private:
-  // Before the run: the largest exit code wins, and the rank that has it says why.
   int agree_on_start(int local, const std::string& message) {
-    Collectives::Max agreed = mpi_.allreduce_max(local);
-    if (agreed.value != 0 && mpi_.rank() == agreed.rank)
-      std::fprintf(stderr, "%s\n", message.c_str());
-    return agreed.value;
+    return agreement_.on_start(local, message);
   }
-
-  // Agrees on the most severe status over all ranks; keeps the first reason seen.
   RunStatus agree(RunStatus local, const std::string& reason) {
-    Collectives::Max m = mpi_.allreduce_max(static_cast<int>(local));
-    RunStatus agreed = static_cast<RunStatus>(m.value);
-    if (agreed != RunStatus::kOk && reason_.empty()) {
-      // The deciding rank's reason travels as text: broadcast its length, then its bytes.
-      std::string text = local == agreed ? reason : "";
-      std::int64_t length = static_cast<std::int64_t>(text.size());
-      mpi_.broadcast(&length, sizeof(length), m.rank);
-      text.resize(static_cast<size_t>(length));
-      mpi_.broadcast(text.data(), text.size(), m.rank);
-      reason_ = (mpi_.size() > 1 ? "rank " + std::to_string(m.rank) + ": " : std::string()) + text;
-      rank_status_ = local == RunStatus::kOk ? "ok" : status_name(local);
-    }
-    return agreed;
+    return agreement_.agree(local, reason);
   }
 
   MemoryReading memory() {
@@ -285,47 +268,12 @@ class Run {
     return status;
   }
 
-  // 128 random bits from rank 0, the same on every rank: bench-extract accepts rank files as one
-  // run only when they share it.
-  std::string draw_run_id() {
-    char id[33] = {};
-    if (mpi_.rank() == 0) {
-      std::random_device entropy;  // /dev/urandom
-      for (int i = 0; i < 4; ++i) std::snprintf(id + 8 * i, 9, "%08x", entropy());
-    }
-    mpi_.broadcast(id, 32, 0);
-    return std::string(id, 32);
-  }
-
   void fill_identity() {
     RankResult& r = result_;
+    sweepbench::fill_identity(r, mpi_, device_, "train");
     r.config_yaml = plan_.config_yaml;
     r.config_hash = plan_.config_hash;
     r.tag = plan_.tag;
-    r.run_id = draw_run_id();
-    r.rank = mpi_.rank();
-    r.world_size = mpi_.size();
-    r.local_rank = mpi_.local_rank();
-    r.hostname = mpi_.hostname();
-    r.device_type = device_.type;
-    r.device_name = device_.name;
-    r.device_count = device_.count;
-    r.sweepbench_version = SWEEPBENCH_VERSION;
-    r.torch_version = device_.torch_version;
-    r.cuda_version = device_.cuda_version;
-    r.nccl_version = device_.nccl_version;
-    r.mpi_version = mpi_.library_version();
-    r.threads = device_.threads;
-    RunEnvironment env = detect_environment();
-    r.container_runtime = env.container_runtime;
-    r.container_image = env.container_image;
-    r.container_digest = env.container_digest;
-    r.container_env_kept = env.container_env_kept;
-    r.slurm_job_id = env.slurm_job_id;
-    r.slurm_array_job_id = env.slurm_array_job_id;
-    r.slurm_array_task_id = env.slurm_array_task_id;
-    r.slurm_step_id = env.slurm_step_id;
-    r.start_time = utc_now_iso8601();
     const ModelShape& s = plan_.trainer.shape;
     r.parameter_count = parameter_count(s);
     r.flops_per_token = training_flops_per_token(s, plan_.trainer.seq_len);
@@ -395,19 +343,11 @@ class Run {
     RankResult& r = result_;
     r.end_time = utc_now_iso8601();
     r.status = status_name(status);
-    r.reason = reason_;
-    r.rank_status = rank_status_;
+    r.reason = agreement_.reason();
+    r.rank_status = agreement_.rank_status();
     if (trainer_ && r.parameter_count <= kDigestLimit)
       r.parameter_sha256 = trainer_->parameter_sha256();
-    std::vector<ResourceSample> samples = sampler_->samples();
-    r.samples.device_source = sampler_->device_source();
-    for (const ResourceSample& s : samples) {
-      r.samples.time_s.push_back(s.time_s);
-      r.samples.device_bytes.push_back(s.device_bytes);
-      r.samples.rss_bytes.push_back(s.rss_bytes);
-      r.samples.cpu_percent.push_back(s.cpu_percent);
-      r.samples.ram_used_mb.push_back(s.ram_used_mb);
-    }
+    take_samples(*sampler_, r);
 
     // The summary: step times are the slowest rank's. Every rank recorded the same steps.
     std::vector<StepRecord> measured;
@@ -446,82 +386,21 @@ class Run {
     for (const StageMemory& m : r.memory_stages) peak = std::max(peak, static_cast<double>(m.peak));
     mpi_.allreduce_max(&peak, 1);
     in.memory_peak_bytes = peak;
-    std::vector<Metric> metrics = summarize(in);
-
-    // Each rank writes its own file; the run's outcome stands only if every rank's did, so the
-    // ranks agree before rank 0 writes the summary or says OK.
-    int code = exit_code_for(status);
-    int local = 0;
-    std::string failure;
-    auto fail = [&](const Error& e) {
-      std::fprintf(stderr, "%s: error: %s\n", e.mark().str().c_str(), e.detail().c_str());
-      local = sweepbench::exit_code_for(e.kind());
-      failure = e.detail();
-    };
-    try {
-      write_rank_file(r, plan_.rank_path);
-    } catch (const Error& e) {
-      fail(e);
-    }
-    Collectives::Max written = mpi_.allreduce_max(local);
-    if (written.value == 0 && mpi_.rank() == 0) {
-      try {
-        write_summary_json(status, metrics, measured.size());
-      } catch (const Error& e) {
-        fail(e);
-        written = {local, 0};
-      }
-    }
-    if (written.value != 0) {
-      code = written.value;
-      failure = "rank " + std::to_string(written.rank) + " could not write its results" +
-                (written.rank == mpi_.rank() ? ": " + failure : " (its error is above)");
-    }
-    print_summary(status, metrics, measured.size(), failure);
-    return code;
-  }
-
-  void write_summary_json(RunStatus status, const std::vector<Metric>& metrics, size_t measured) {
-    Value root = Value::map();
-    root.set("status", Value::string(status_name(status)));
-    root.set("reason", Value::string(reason_));
-    root.set("tag", Value::string(plan_.tag));
-    root.set("config_hash", Value::string(plan_.config_hash));
-    root.set("run_id", Value::string(result_.run_id));
-    root.set("world_size", Value::integer(mpi_.size()));
-    root.set("measured_steps", Value::integer(static_cast<std::int64_t>(measured)));
-    Value values = Value::map();
-    Value units = Value::map();
-    for (const Metric& m : metrics) {
-      values.set(m.name, std::isfinite(m.value) ? Value::real(m.value) : Value::null());
-      units.set(m.name, Value::string(m.unit));
-    }
-    root.set("metrics", values);
-    root.set("units", units);
-    write_file_atomic((fs::path(args_.out) / "summary.json").string(), emit_json(root, 2) + "\n");
-  }
-
-  // `write_failure`: why the results are not all written; then nothing is claimed.
-  void print_summary(RunStatus status, const std::vector<Metric>& metrics, size_t measured,
-                     const std::string& write_failure) {
-    if (!console_.enabled()) return;
-    console_.line(
-        "# summary: %zu measured step(s) after %lld warm-up; a step's time is the slowest of %d "
-        "rank(s)",
-        measured, static_cast<long long>(plan_.warmup), mpi_.size());
-    console_.line("#  %-32s %16s  %s", "metric", "value", "unit");
-    for (const Metric& m : metrics) {
-      console_.line("   %-32s %16.6g  %s", m.name.c_str(), m.value, m.unit.c_str());
-    }
-    if (!write_failure.empty()) {
-      console_.line("# FAILED: %s; the results in %s are not complete", write_failure.c_str(),
-                    args_.out.c_str());
-    } else if (status == RunStatus::kOk) {
-      console_.line("# OK: results in %s (rank-*.h5, summary.json)", args_.out.c_str());
-    } else {
-      console_.line("# FAILED: %s: %s; results in %s", status_name(status), reason_.c_str(),
-                    args_.out.c_str());
-    }
+    RunEnd end;
+    end.status = status;
+    end.reason = agreement_.reason();
+    end.metrics = summarize(in);
+    end.extra.set("measured_steps", Value::integer(static_cast<std::int64_t>(measured.size())));
+    char heading[160];
+    std::snprintf(heading, sizeof(heading),
+                  "# summary: %zu measured step(s) after %lld warm-up; a step's time is the "
+                  "slowest of %d rank(s)",
+                  measured.size(), static_cast<long long>(plan_.warmup), mpi_.size());
+    end.heading = heading;
+    end.rank_path = plan_.rank_path;
+    end.out_dir = args_.out;
+    end.files = "rank-*.h5, summary.json";
+    return finish_run(mpi_, console_, r, end);
   }
 
   // Hashing every parameter costs about a second per 100M parameters; larger models skip it.
@@ -535,10 +414,9 @@ class Run {
   std::unique_ptr<TokenSource> data_;
   std::unique_ptr<ResourceSampler> sampler_;
   std::unique_ptr<Trainer> trainer_;
+  RankAgreement agreement_{mpi_, "bench-train"};
   RankResult result_;
   StageMemory stage_;
-  std::string reason_;
-  std::string rank_status_ = "ok";
   RunStatus pending_ = RunStatus::kOk;
   std::string pending_reason_;
 };
@@ -546,50 +424,8 @@ class Run {
 }  // namespace
 
 int bench_train_main(int argc, char** argv) {
-  install_signal_handlers();
-  reexec_with_kept_environment(
-      argc, argv, g_signal.load());  // --env-keep: before anything reads the environment
-  po::options_description desc;
-  Args args;
-  try {
-    args = parse_args(argc, argv, desc);
-  } catch (const po::error& e) {
-    if (launcher_rank() == 0) {
-      std::fprintf(stderr, "bench-train: error: %s (bench-train --help lists the options)\n",
-                   e.what());
-    }
-    return kExitUsage;
-  } catch (const Error& e) {
-    if (launcher_rank() == 0) {
-      std::fprintf(stderr, "%s: error: %s\n", e.mark().str().c_str(), e.detail().c_str());
-    }
-    return kExitUsage;
-  }
-  if (args.help || args.version) {
-    if (launcher_rank() == 0) {
-      if (args.version) {
-        std::printf("bench-train %s\n", SWEEPBENCH_VERSION);
-      } else {
-        std::ostringstream text;
-        text << desc;
-        std::printf("%s%s", kUsage, text.str().c_str());
-      }
-    }
-    return kExitOk;
-  }
-  try {
-    MpiEnv mpi(&argc, &argv);
-    try {
-      return Run(args, mpi).execute();
-    } catch (const std::exception& e) {
-      // A bug or an MPI failure mid-run: the peers may be waiting in a collective, so end the job.
-      std::fprintf(stderr, "bench-train: rank %d: internal error: %s\n", mpi.rank(), e.what());
-      mpi.abort(kExitInternal);
-    }
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "bench-train: cannot start MPI: %s\n", e.what());
-    return kExitInternal;
-  }
+  return bench_program_main(argc, argv, "bench-train", kUsage,
+                            [](const Args& args, MpiEnv& mpi) { return Run(args, mpi).execute(); });
 }
 
 }  // namespace sweepbench

@@ -3,6 +3,8 @@
 #include <torch/version.h>
 
 #include <cmath>
+#include <limits>
+#include <utility>
 
 namespace sweepbench {
 namespace {
@@ -53,23 +55,98 @@ double rope_theta_for(const std::string& preset) {
 }
 
 torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
-                               const torch::Tensor& v) {
-  std::int64_t groups = q.size(1) / k.size(1);
+                               const torch::Tensor& v, std::int64_t offset) {
+  const std::int64_t b = q.size(0), h = q.size(1), t = q.size(2), d = q.size(3);
+  const std::int64_t hkv = k.size(1), groups = h / hkv;
+  if (t == 1 && offset > 0) {
+    // One new token sees every cached key: no mask. The query heads that share a key/value head
+    // are stacked as rows of one product instead of repeating the cache for each of them.
+    torch::Tensor qg = q.reshape({b, hkv, groups, d});  // (B, Hkv, G, D)
+#if TORCH_VERSION_MAJOR >= 2
+    torch::Tensor y = at::scaled_dot_product_attention(qg, k, v);
+#else
+    double scale = 1.0 / std::sqrt(static_cast<double>(d));
+    torch::Tensor y = torch::matmul(
+        torch::softmax(torch::matmul(qg, k.transpose(-2, -1)) * scale, -1, qg.scalar_type()),
+        v);  // (B, Hkv, G, D)
+#endif
+    return y.reshape({b, h, 1, d});
+  }
   torch::Tensor kk = groups > 1 ? k.repeat_interleave(groups, 1) : k;
   torch::Tensor vv = groups > 1 ? v.repeat_interleave(groups, 1) : v;
+  const std::int64_t s = kk.size(2);
+  // Query i may see key j when j <= offset + i (true = take part).
+  auto visible = [&] {
+    torch::TensorOptions o = torch::TensorOptions().dtype(torch::kLong).device(q.device());
+    return torch::arange(s, o).unsqueeze(0) <= (torch::arange(t, o) + offset).unsqueeze(1);
+  };
 #if TORCH_VERSION_MAJOR >= 2
   // Fused kernels (flash / memory-efficient) where the device has them.
-  return at::scaled_dot_product_attention(q, kk, vv, {}, 0.0, /*is_causal=*/true);
+  if (offset == 0) return at::scaled_dot_product_attention(q, kk, vv, {}, 0.0, /*is_causal=*/true);
+  return at::scaled_dot_product_attention(q, kk, vv, visible());
 #else
-  std::int64_t t = q.size(2);
-  double scale = 1.0 / std::sqrt(static_cast<double>(q.size(3)));
-  torch::Tensor att = torch::matmul(q, kk.transpose(-2, -1)) * scale;  // (B, H, T, T)
-  torch::Tensor future =
-      torch::ones({t, t}, torch::TensorOptions().dtype(torch::kBool).device(q.device())).triu(1);
-  att = att.masked_fill(future, -std::numeric_limits<float>::infinity());
+  double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  torch::Tensor att = torch::matmul(q, kk.transpose(-2, -1)) * scale;  // (B, H, T, S)
+  att = att.masked_fill(visible().logical_not(), -std::numeric_limits<float>::infinity());
   att = torch::softmax(att, -1);
   return torch::matmul(att, vv);  // (B, H, T, D)
 #endif
+}
+
+namespace {
+
+// Appends a layer's new keys and values (B, Hkv, T, D) to the cache; returns all of its keys and
+// values so far, (B, Hkv, length + T, D) each.
+std::pair<torch::Tensor, torch::Tensor> cache_append(KVCache& cache, size_t layer,
+                                                     const torch::Tensor& k,
+                                                     const torch::Tensor& v) {
+  const std::int64_t pos = cache.length, t = k.size(2);
+  torch::Tensor& ck = cache.k[layer];
+  torch::Tensor& cv = cache.v[layer];
+  if (cache.grow) {
+    ck = ck.defined() ? torch::cat({ck, k}, 2) : k.contiguous();
+    cv = cv.defined() ? torch::cat({cv, v}, 2) : v.contiguous();
+    return {ck, cv};
+  }
+  ck.narrow(2, pos, t).copy_(k);
+  cv.narrow(2, pos, t).copy_(v);
+  return {ck.narrow(2, 0, pos + t), cv.narrow(2, 0, pos + t)};
+}
+
+// Attention of a block, with or without a cache.
+torch::Tensor block_attention(const torch::Tensor& q, const torch::Tensor& k,
+                              const torch::Tensor& v, KVCache* cache, size_t layer) {
+  if (cache == nullptr) return causal_attention(q, k, v);
+  std::int64_t offset = cache->length;
+  auto [keys, values] = cache_append(*cache, layer, k, v);
+  return causal_attention(q, keys, values, offset);
+}
+
+}  // namespace
+
+void KVCache::reorder(const torch::Tensor& index) {
+  for (auto* list : {&k, &v}) {
+    for (torch::Tensor& t : *list) {
+      if (!t.defined()) continue;
+      if (grow) {
+        t = t.index_select(0, index);
+      } else {
+        // In place: a static cache keeps its one allocation.
+        torch::Tensor filled = t.narrow(2, 0, length);
+        filled.copy_(filled.index_select(0, index));
+      }
+    }
+  }
+}
+
+std::int64_t KVCache::bytes() const {
+  std::int64_t total = 0;
+  for (const auto* list : {&k, &v}) {
+    for (const torch::Tensor& t : *list) {
+      if (t.defined()) total += t.numel() * t.element_size();
+    }
+  }
+  return total;
 }
 
 RMSNormImpl::RMSNormImpl(std::int64_t dim, double eps) : eps_(eps) {
@@ -94,7 +171,7 @@ Gpt2BlockImpl::Gpt2BlockImpl(const ModelShape& s) : s_(s) {
   mlp_proj = register_module("mlp_proj", torch::nn::Linear(s.ffn_dim, s.n_embd));
 }
 
-torch::Tensor Gpt2BlockImpl::forward(const torch::Tensor& x) {
+torch::Tensor Gpt2BlockImpl::forward(const torch::Tensor& x, KVCache* cache, size_t layer) {
   const std::int64_t b = x.size(0), t = x.size(1), c = s_.n_embd;
   const std::int64_t hd = c / s_.n_head, kv_dim = s_.n_kv_head * hd;
   torch::Tensor qkv = c_attn(ln_1(x));  // (B, T, C + 2 kv_dim)
@@ -102,7 +179,8 @@ torch::Tensor Gpt2BlockImpl::forward(const torch::Tensor& x) {
   torch::Tensor q = parts[0].view({b, t, s_.n_head, hd}).transpose(1, 2);     // (B, H, T, D)
   torch::Tensor k = parts[1].view({b, t, s_.n_kv_head, hd}).transpose(1, 2);  // (B, Hkv, T, D)
   torch::Tensor v = parts[2].view({b, t, s_.n_kv_head, hd}).transpose(1, 2);
-  torch::Tensor y = causal_attention(q, k, v).transpose(1, 2).contiguous().view({b, t, c});
+  torch::Tensor y =
+      block_attention(q, k, v, cache, layer).transpose(1, 2).contiguous().view({b, t, c});
   torch::Tensor h = x + attn_proj(y);
   torch::Tensor m = mlp_proj(torch::gelu(c_fc(ln_2(h)), "tanh"));
   return h + m;
@@ -125,7 +203,7 @@ LlamaBlockImpl::LlamaBlockImpl(const ModelShape& s, double eps) : s_(s) {
 }
 
 torch::Tensor LlamaBlockImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
-                                      const torch::Tensor& sin) {
+                                      const torch::Tensor& sin, KVCache* cache, size_t layer) {
   const std::int64_t b = x.size(0), t = x.size(1), c = s_.n_embd;
   const std::int64_t hd = c / s_.n_head;
   torch::Tensor n = attention_norm(x);
@@ -134,7 +212,8 @@ torch::Tensor LlamaBlockImpl::forward(const torch::Tensor& x, const torch::Tenso
   torch::Tensor v = wv(n).view({b, t, s_.n_kv_head, hd}).transpose(1, 2);
   q = apply_rope(q, cos, sin);
   k = apply_rope(k, cos, sin);
-  torch::Tensor y = causal_attention(q, k, v).transpose(1, 2).contiguous().view({b, t, c});
+  torch::Tensor y =
+      block_attention(q, k, v, cache, layer).transpose(1, 2).contiguous().view({b, t, c});
   torch::Tensor h = x + wo(y);
   torch::Tensor f = ffn_norm(h);
   return h + w2(torch::silu(w1(f)) * w3(f));  // SwiGLU
@@ -199,34 +278,73 @@ torch::Tensor TransformerLMImpl::run_block(size_t i, const torch::Tensor& x) {
   return block_fns_[i](x);
 }
 
-torch::Tensor TransformerLMImpl::hidden(const torch::Tensor& tokens) {
+torch::Tensor TransformerLMImpl::hidden(const torch::Tensor& tokens, KVCache* cache) {
   const std::int64_t t = tokens.size(1);
+  const std::int64_t pos = cache != nullptr ? cache->length : 0;
   torch::Tensor x = wte(tokens);  // (B, T, C)
   if (!llama_blocks_.empty()) {
-    for (size_t i = 0; i < llama_blocks_.size(); ++i) x = run_block(i, x);
+    for (size_t i = 0; i < llama_blocks_.size(); ++i) {
+      if (cache == nullptr) {
+        x = run_block(i, x);
+      } else {
+        x = llama_blocks_[i]->forward(x, rope_cos_.narrow(0, pos, t).to(x.scalar_type()),
+                                      rope_sin_.narrow(0, pos, t).to(x.scalar_type()), cache, i);
+      }
+    }
     return norm(x);
   }
-  torch::Tensor pos =
-      torch::arange(t, torch::TensorOptions().dtype(torch::kLong).device(tokens.device()));
-  x = x + wpe(pos);  // (T, C) broadcast over B
-  for (size_t i = 0; i < gpt2_blocks_.size(); ++i) x = run_block(i, x);
+  torch::Tensor positions = torch::arange(
+      pos, pos + t, torch::TensorOptions().dtype(torch::kLong).device(tokens.device()));
+  x = x + wpe(positions);  // (T, C) broadcast over B
+  for (size_t i = 0; i < gpt2_blocks_.size(); ++i) {
+    x = cache == nullptr ? run_block(i, x) : gpt2_blocks_[i]->forward(x, cache, i);
+  }
   return ln_f(x);
 }
 
-torch::Tensor TransformerLMImpl::forward(const torch::Tensor& tokens) {
-  torch::Tensor h = hidden(tokens);
+torch::Tensor TransformerLMImpl::head(const torch::Tensor& h) {
   // GPT-2's head is the token embedding, transposed (weight tying).
   const torch::Tensor& w = lm_head ? lm_head->weight : wte->weight;  // (V, C)
   const std::int64_t v = w.size(0);
   const std::int64_t padded = (v + 63) / 64 * 64;
-  if (padded == v || !h.is_cuda()) return torch::nn::functional::linear(h, w);  // (B, T, V)
+  if (padded == v || !h.is_cuda()) return torch::nn::functional::linear(h, w);  // (..., V)
   // On a GPU the logits' rows are padded to a multiple of 64 for the product and cut back: with
   // an odd row length (GPT-2's 50257) cuBLAS can only use its unaligned kernels, which made the
   // head's three products (forward and two backward) a third of the step on an H100. The padding
   // rows are zeros and are cut off, so logits and gradients are the same as without.
   namespace F = torch::nn::functional;
   torch::Tensor w_padded = F::pad(w, F::PadFuncOptions({0, 0, 0, padded - v}));
-  return F::linear(h, w_padded).narrow(-1, 0, v);  // (B, T, V), rows 64-aligned
+  return F::linear(h, w_padded).narrow(-1, 0, v);  // (..., V), rows 64-aligned
+}
+
+torch::Tensor TransformerLMImpl::forward(const torch::Tensor& tokens) {
+  return head(hidden(tokens));  // (B, T, V)
+}
+
+torch::Tensor TransformerLMImpl::forward_cached(const torch::Tensor& tokens, KVCache& cache) {
+  torch::Tensor h = hidden(tokens, &cache);  // (B, T, C)
+  cache.length += tokens.size(1);
+  return head(h.select(1, h.size(1) - 1));  // (B, V): only the last position is needed
+}
+
+torch::Tensor TransformerLMImpl::last_logits(const torch::Tensor& tokens) {
+  return head(hidden(tokens).select(1, tokens.size(1) - 1));  // (B, V)
+}
+
+KVCache TransformerLMImpl::make_cache(std::int64_t batch, std::int64_t capacity, bool grow,
+                                      const torch::TensorOptions& like) const {
+  const ModelShape& s = options_.shape;
+  KVCache cache;
+  cache.grow = grow;
+  cache.k.resize(static_cast<size_t>(s.n_layer));
+  cache.v.resize(static_cast<size_t>(s.n_layer));
+  if (grow) return cache;
+  const std::int64_t hd = s.n_embd / s.n_head;
+  for (size_t i = 0; i < cache.k.size(); ++i) {
+    cache.k[i] = torch::empty({batch, s.n_kv_head, capacity, hd}, like);  // (B, Hkv, cap, D)
+    cache.v[i] = torch::empty({batch, s.n_kv_head, capacity, hd}, like);
+  }
+  return cache;
 }
 
 torch::Tensor TransformerLMImpl::loss(const torch::Tensor& tokens, const torch::Tensor& targets) {

@@ -1,6 +1,6 @@
-// The benchmarked models in libtorch: GPT-2 and Llama families (one of the two torch translation
-// units; the trainer is the other). Leaves out: dropout (benchmarks run without it), KV caches and
-// anything else inference needs, Mistral's sliding window (full causal attention is used).
+// The benchmarked models in libtorch: GPT-2 and Llama families, for training (bench-train) and
+// generation with a KV cache (bench-infer). Leaves out: dropout (benchmarks run without it),
+// Mistral's sliding window (full causal attention is used), paged or quantised caches.
 //
 // GPT-2: learned position embeddings, pre-LayerNorm blocks, GELU (tanh), biases, the token
 // embedding tied to the output head. Llama: RMSNorm, rotary position embeddings (half-split),
@@ -31,6 +31,20 @@ struct ModelOptions {
 // The theta each preset family was trained with: Llama 3 500000, the others 10000.
 double rope_theta_for(const std::string& preset);
 
+// The keys and values of every block for the positions seen so far: the inference cache.
+// static: each layer's (B, Hkv, capacity, D) tensors are allocated once and filled in place;
+// dynamic: they hold exactly `length` positions and grow by concatenation, as Hugging Face's
+// DynamicCache does.
+struct KVCache {
+  bool grow = false;
+  std::int64_t length = 0;          // positions filled
+  std::vector<torch::Tensor> k, v;  // one per layer
+  // Row i of the batch becomes row index[i] (beam search keeps the surviving beams' caches).
+  void reorder(const torch::Tensor& index);
+  // Bytes allocated for keys and values.
+  std::int64_t bytes() const;
+};
+
 class RMSNormImpl : public torch::nn::Module {
  public:
   RMSNormImpl(std::int64_t dim, double eps);
@@ -45,7 +59,9 @@ TORCH_MODULE(RMSNorm);
 class Gpt2BlockImpl : public torch::nn::Module {
  public:
   explicit Gpt2BlockImpl(const ModelShape& s);
-  torch::Tensor forward(const torch::Tensor& x);  // (B, T, C) -> (B, T, C)
+  // (B, T, C) -> (B, T, C). With a cache: x holds positions cache->length.. and its keys and
+  // values are appended to layer `layer` of the cache.
+  torch::Tensor forward(const torch::Tensor& x, KVCache* cache = nullptr, size_t layer = 0);
   torch::nn::LayerNorm ln_1{nullptr}, ln_2{nullptr};
   torch::nn::Linear c_attn{nullptr}, attn_proj{nullptr}, c_fc{nullptr}, mlp_proj{nullptr};
 
@@ -57,8 +73,9 @@ TORCH_MODULE(Gpt2Block);
 class LlamaBlockImpl : public torch::nn::Module {
  public:
   explicit LlamaBlockImpl(const ModelShape& s, double eps);
-  // x (B, T, C); cos, sin (T, head_dim)
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
+  // x (B, T, C); cos, sin (T, head_dim) for x's positions; the cache as Gpt2Block's.
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                        KVCache* cache = nullptr, size_t layer = 0);
   RMSNorm attention_norm{nullptr}, ffn_norm{nullptr};
   torch::nn::Linear wq{nullptr}, wk{nullptr}, wv{nullptr}, wo{nullptr};
   torch::nn::Linear w1{nullptr}, w2{nullptr}, w3{nullptr};
@@ -73,6 +90,15 @@ class TransformerLMImpl : public torch::nn::Module {
   explicit TransformerLMImpl(ModelOptions options);
   // tokens (B, T) int64 -> logits (B, T, V)
   torch::Tensor forward(const torch::Tensor& tokens);
+  // Generation: tokens (B, T) at positions cache.length .. cache.length + T - 1, whose keys and
+  // values join the cache; returns the last position's logits (B, V).
+  torch::Tensor forward_cached(const torch::Tensor& tokens, KVCache& cache);
+  // Without a cache: the last position's logits (B, V) of tokens (B, T).
+  torch::Tensor last_logits(const torch::Tensor& tokens);
+  // An empty cache for `batch` sequences of up to `capacity` tokens (static) or none yet
+  // (dynamic), in the dtype and on the device of `like`.
+  KVCache make_cache(std::int64_t batch, std::int64_t capacity, bool grow,
+                     const torch::TensorOptions& like) const;
   // Mean next-token cross-entropy; targets (B, T) int64.
   torch::Tensor loss(const torch::Tensor& tokens, const torch::Tensor& targets);
   // GPT-2's initialisation: weights normal(0, 0.02), residual output projections
@@ -82,7 +108,9 @@ class TransformerLMImpl : public torch::nn::Module {
   const ModelOptions& options() const { return options_; }
 
  private:
-  torch::Tensor hidden(const torch::Tensor& tokens);  // (B, T) -> (B, T, C) after the final norm
+  // (B, T) -> (B, T, C) after the final norm; with a cache, as forward_cached.
+  torch::Tensor hidden(const torch::Tensor& tokens, KVCache* cache = nullptr);
+  torch::Tensor head(const torch::Tensor& h);  // (..., C) -> (..., V)
   torch::Tensor run_block(size_t i, const torch::Tensor& x);
 
   ModelOptions options_;
@@ -99,8 +127,9 @@ class TransformerLMImpl : public torch::nn::Module {
 TORCH_MODULE(TransformerLM);
 
 // Causal scaled-dot-product attention with grouped-query heads.
-// q (B, H, T, D); k, v (B, Hkv, T, D) with H a multiple of Hkv -> (B, H, T, D).
+// q (B, H, T, D); k, v (B, Hkv, S, D) with H a multiple of Hkv and S = offset + T: query i is
+// position offset + i and sees keys 0 .. offset + i -> (B, H, T, D).
 torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
-                               const torch::Tensor& v);
+                               const torch::Tensor& v, std::int64_t offset = 0);
 
 }  // namespace sweepbench

@@ -8,7 +8,7 @@ namespace sweepbench {
 struct RunEnvironment {
   std::string container_runtime;  // apptainer, singularity, enroot, charliecloud, podman, or ""
   std::string container_image;
-  std::string container_digest;  // image id or digest where the runtime exposes it
+  std::string container_digest;    // image id or digest where the runtime exposes it
   std::string container_env_kept;  // --env-keep's list: the variables passed into the container
   std::string slurm_job_id, slurm_array_job_id, slurm_array_task_id, slurm_step_id;
 };

@@ -26,21 +26,52 @@ std::string tag_of(const std::string& config_path) {
 
 }  // namespace
 
-TrainPlan make_plan(const Args& args, const MpiEnv& mpi) {
-  if (args.config.empty()) {
-    throw Error::input(Mark::in("bench-train"), "", "--config is missing", "bench-train --help");
-  }
-  if (args.out.empty()) {
-    throw Error::input(Mark::in("bench-train"), "", "--out is missing", "bench-train --help");
-  }
-  TrainPlan p;
+PointConfig read_point_config(const Args& args, const MpiEnv& mpi, const char* program) {
+  const std::string help = std::string(program) + " --help";
+  if (args.config.empty()) throw Error::input(Mark::in(program), "", "--config is missing", help);
+  if (args.out.empty()) throw Error::input(Mark::in(program), "", "--out is missing", help);
+  PointConfig p;
   p.config = load_point_config(args.config, parse_overrides(args.sets));
-  const Value& c = p.config;
-  p.config_yaml = emit_canonical_yaml(c);
-  p.config_hash = config_hash(c);
+  p.config_yaml = emit_canonical_yaml(p.config);
+  p.config_hash = config_hash(p.config);
   p.tag = tag_of(args.config);
-  // Read once, typed (core/settings.h).
-  const Settings set = Settings::of(c);
+  p.settings = Settings::of(p.config);  // read once, typed (core/settings.h)
+  std::int64_t world = p.settings.launch.ranks;
+  if (world != mpi.size() && mpi.rank() == 0) {
+    // A mismatch is allowed (run a point by hand with fewer ranks), but said.
+    std::fprintf(stderr,
+                 "%s: note: launch.ranks is %lld but %d rank(s) are running; the results record "
+                 "the ranks that ran\n",
+                 program, static_cast<long long>(world), mpi.size());
+  }
+  p.rank_path = (fs::path(args.out) / rank_file_name(mpi.rank())).string();
+  std::error_code ec;
+  if (fs::exists(p.rank_path, ec)) {
+    throw Error(ErrorKind::kConflict, Mark::in(p.rank_path), "", "results are already there",
+                "results are never overwritten; choose another --out");
+  }
+  return p;
+}
+
+int compute_threads(const Settings& set, const MpiEnv& mpi) {
+  // Each rank's share of the machine, but no more cores than it may run on (SLURM, mpirun's
+  // binding and taskset narrow the affinity mask).
+  const int machine = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  return set.launch.cpus_per_rank
+             ? static_cast<int>(*set.launch.cpus_per_rank)
+             : std::max(1, std::min(usable_cpu_count(), machine / mpi.local_size()));
+}
+
+TrainPlan make_plan(const Args& args, const MpiEnv& mpi) {
+  PointConfig point = read_point_config(args, mpi, "bench-train");
+  TrainPlan p;
+  p.config = point.config;
+  const Value& c = p.config;
+  p.config_yaml = point.config_yaml;
+  p.config_hash = point.config_hash;
+  p.tag = point.tag;
+  p.rank_path = point.rank_path;
+  const Settings& set = point.settings;
   p.preset = set.model_preset;
   p.dtype = to_string(set.train.dtype);
   p.steps = set.train.steps;
@@ -54,17 +85,6 @@ TrainPlan make_plan(const Args& args, const MpiEnv& mpi) {
   p.sample_interval_ms = static_cast<int>(set.metrics.sample_interval_ms);
   p.system_metrics = set.metrics.system;
   p.configured_peak = set.hardware.peak_tflops;
-
-  std::int64_t world = set.launch.ranks;
-  if (world != mpi.size()) {
-    // A mismatch is allowed (run a point by hand with fewer ranks), but said.
-    if (mpi.rank() == 0) {
-      std::fprintf(stderr,
-                   "bench-train: note: launch.ranks is %lld but %d rank(s) are running; the "
-                   "results record the ranks that ran\n",
-                   static_cast<long long>(world), mpi.size());
-    }
-  }
 
   TrainerOptions& t = p.trainer;
   t.shape = model_shape_of(c);
@@ -85,12 +105,7 @@ TrainPlan make_plan(const Args& args, const MpiEnv& mpi) {
   t.local_rank = mpi.local_rank();
   t.cpu_memory_budget = args.max_memory_mb * 1024 * 1024;
   p.malloc_cache = set.launch.malloc_cache;
-  // Each rank's share of the machine, but no more cores than it may run on (SLURM, mpirun's
-  // binding and taskset narrow the affinity mask).
-  const int machine = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  t.threads = set.launch.cpus_per_rank
-                  ? static_cast<int>(*set.launch.cpus_per_rank)
-                  : std::max(1, std::min(usable_cpu_count(), machine / mpi.local_size()));
+  t.threads = compute_threads(set, mpi);
 
   DataOptions& d = p.data;
   d.source = set.data.source;
@@ -104,12 +119,6 @@ TrainPlan make_plan(const Args& args, const MpiEnv& mpi) {
   d.eval_batch = p.eval_batch;
   d.needs_eval = p.eval_steps > 0;
 
-  p.rank_path = (fs::path(args.out) / rank_file_name(mpi.rank())).string();
-  std::error_code ec;
-  if (fs::exists(p.rank_path, ec)) {
-    throw Error(ErrorKind::kConflict, Mark::in(p.rank_path), "", "results are already there",
-                "results are never overwritten; choose another --out");
-  }
   return p;
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/settings.h"
 #include "core/value.h"
 #include "results/rank_result.h"
 #include "train/data.h"
@@ -32,6 +33,20 @@ struct TrainPlan {
   std::optional<double> configured_peak;
   std::string rank_path;
 };
+
+// A point's config as both programs read it: loaded with --set applied, in canonical form, its
+// hash and tag, typed, and this rank's results file (which must not exist yet).
+struct PointConfig {
+  Value config;
+  std::string config_yaml, config_hash, tag, rank_path;
+  Settings settings;
+};
+// Error(kInput) for bad input, Error(kConflict) when this rank's results are already in --out.
+PointConfig read_point_config(const Args& args, const MpiEnv& mpi, const char* program);
+
+// Compute threads per rank: launch.cpus_per_rank, else this node's cores over its ranks (no more
+// than the affinity mask allows).
+int compute_threads(const Settings& set, const MpiEnv& mpi);
 
 // Reads and checks the config; Error(kInput) for bad input, Error(kConflict) when this rank's
 // results are already in --out.

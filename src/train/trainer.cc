@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "train/model.h"
 #include "train/sampler.h"
+#include "train/torch_support.h"
 
 #ifdef SWEEPBENCH_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
@@ -95,63 +96,6 @@ class AutocastScope {
   at::ScalarType was_dtype_ = at::kFloat;
 };
 
-// libtorch's CPU allocator with a budget: it counts the bytes in use and fails an allocation past
-// the budget with c10::OutOfMemoryError, as the CUDA caching allocator does on a full GPU. It is
-// installed only for bench-train --max-memory-mb, so that running out of memory can be tested on
-// a CPU; real runs never go through it. (An address-space limit cannot do this reliably: OpenBLAS
-// retries a failed buffer allocation forever.)
-class BudgetCpuAllocator final : public c10::Allocator {
- public:
-  static BudgetCpuAllocator& install(std::int64_t budget) {
-    static BudgetCpuAllocator allocator(c10::GetCPUAllocator());
-    allocator.budget_ = budget;
-    c10::SetCPUAllocator(&allocator, /*priority=*/255);
-    return allocator;
-  }
-
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
-  c10::DataPtr allocate(size_t n) override { return allocate_counted(n); }
-  void copy_data(void* dest, const void* src, std::size_t count) const override {
-    default_copy_data(dest, src, count);
-  }
-#else
-  c10::DataPtr allocate(size_t n) const override { return allocate_counted(n); }
-#endif
-
- private:
-  struct Block {
-    c10::DataPtr inner;
-    std::int64_t bytes;
-    const BudgetCpuAllocator* owner;
-  };
-
-  explicit BudgetCpuAllocator(c10::Allocator* base) : base_(base) {}
-
-  c10::DataPtr allocate_counted(size_t n) const {
-    std::int64_t bytes = static_cast<std::int64_t>(n);
-    std::int64_t before = in_use_.fetch_add(bytes);
-    if (budget_ > 0 && before + bytes > budget_) {
-      in_use_.fetch_sub(bytes);
-      TORCH_CHECK_WITH(OutOfMemoryError, false, "CPU out of memory: tried to allocate ", bytes,
-                       " bytes with ", before, " in use of a budget of ", budget_,
-                       " bytes (--max-memory-mb)");
-    }
-    auto* block = new Block{base_->allocate(n), bytes, this};
-    void* data = block->inner.get();
-    return {data, block, &BudgetCpuAllocator::release, c10::Device(c10::DeviceType::CPU)};
-  }
-
-  static void release(void* context) {
-    auto* block = static_cast<Block*>(context);
-    block->owner->in_use_.fetch_sub(block->bytes);
-    delete block;
-  }
-
-  c10::Allocator* base_;
-  std::int64_t budget_ = 0;
-  mutable std::atomic<std::int64_t> in_use_{0};
-};
-
 enum Phase { kForward, kBackward, kComm, kOptimizer, kPhases };
 
 // Times the phases of a step: CUDA events on a GPU (read once, after the step's final
@@ -208,34 +152,6 @@ class PhaseClock {
       events_[kPhases];
 #endif
 };
-
-bool is_out_of_memory(const std::string& what) {
-  return what.find("out of memory") != std::string::npos ||
-         what.find("can't allocate memory") != std::string::npos ||
-         what.find("Cannot allocate memory") != std::string::npos;
-}
-
-// The first line of an exception's text (libtorch appends a C++ backtrace).
-std::string first_line(const std::string& what) { return what.substr(0, what.find('\n')); }
-
-// Runs `body`; failures become an outcome instead of an exception.
-template <typename F>
-PhaseStatus guarded(F&& body) {
-  try {
-    body();
-    return {};
-  } catch (const c10::OutOfMemoryError& e) {
-    return {Outcome::kOom, first_line(e.what())};
-  } catch (const std::bad_alloc&) {
-    return {Outcome::kOom, "std::bad_alloc: the host is out of memory"};
-  } catch (const c10::Error& e) {
-    std::string what = first_line(e.what_without_backtrace());
-    return {is_out_of_memory(what) ? Outcome::kOom : Outcome::kFailed, what};
-  } catch (const std::exception& e) {
-    std::string what = first_line(e.what());
-    return {is_out_of_memory(what) ? Outcome::kOom : Outcome::kFailed, what};
-  }
-}
 
 std::string cpu_model_name() {
   std::ifstream in("/proc/cpuinfo");
@@ -413,33 +329,9 @@ class TorchTrainer : public Trainer {
     return device_.is_cuda() ? "cuda_allocator" : "rss";
   }
 
-  MemoryReading memory() override {
-    MemoryReading m;
-#ifdef SWEEPBENCH_WITH_CUDA
-    if (device_.is_cuda()) {
-      auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device_.index());
-      // Element 0 is StatType::AGGREGATE (all pools) in every libtorch; the enum moved from
-      // c10::cuda::CUDACachingAllocator to c10::CachingAllocator in 2.x, so it is not named here.
-      constexpr size_t kAll = 0;
-      m.current = stats.allocated_bytes[kAll].current;
-      m.peak = stats.allocated_bytes[kAll].peak;
-      return m;
-    }
-#endif
-    m.current = current_rss_bytes();
-    m.peak = peak_rss_bytes();
-    return m;
-  }
+  MemoryReading memory() override { return device_memory(device_); }
 
-  void reset_peak_memory() override {
-#ifdef SWEEPBENCH_WITH_CUDA
-    if (device_.is_cuda()) {
-      c10::cuda::CUDACachingAllocator::resetPeakStats(device_.index());
-      return;
-    }
-#endif
-    reset_peak_rss();
-  }
+  void reset_peak_memory() override { reset_device_peak_memory(device_); }
 
   std::string parameter_sha256() override {
     Sha256 sha;
@@ -452,18 +344,7 @@ class TorchTrainer : public Trainer {
     return sha.hex_digest();
   }
 
-  std::vector<NamedArray> parameter_values() override {
-    std::vector<NamedArray> out;
-    for (const auto& item : model_->named_parameters()) {
-      torch::Tensor host = item.value().detach().to(torch::kCPU, torch::kFloat).contiguous();
-      NamedArray a;
-      a.name = item.key();
-      a.shape = host.sizes().vec();
-      a.values.assign(host.data_ptr<float>(), host.data_ptr<float>() + host.numel());
-      out.push_back(std::move(a));
-    }
-    return out;
-  }
+  std::vector<NamedArray> parameter_values() override { return named_arrays(*model_); }
 
  private:
   torch::Tensor to_device(const std::vector<std::int64_t>& ids, const Batch& b) {
@@ -636,6 +517,47 @@ class TorchTrainer : public Trainer {
 }  // namespace
 
 bool cuda_available() { return torch::cuda::is_available(); }
+
+MemoryReading device_memory([[maybe_unused]] const torch::Device& device) {
+  MemoryReading m;
+#ifdef SWEEPBENCH_WITH_CUDA
+  if (device.is_cuda()) {
+    auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
+    // Element 0 is StatType::AGGREGATE (all pools) in every libtorch; the enum moved from
+    // c10::cuda::CUDACachingAllocator to c10::CachingAllocator in 2.x, so it is not named here.
+    constexpr size_t kAll = 0;
+    m.current = stats.allocated_bytes[kAll].current;
+    m.peak = stats.allocated_bytes[kAll].peak;
+    return m;
+  }
+#endif
+  m.current = current_rss_bytes();
+  m.peak = peak_rss_bytes();
+  return m;
+}
+
+void reset_device_peak_memory([[maybe_unused]] const torch::Device& device) {
+#ifdef SWEEPBENCH_WITH_CUDA
+  if (device.is_cuda()) {
+    c10::cuda::CUDACachingAllocator::resetPeakStats(device.index());
+    return;
+  }
+#endif
+  reset_peak_rss();
+}
+
+std::vector<NamedArray> named_arrays(const torch::nn::Module& module) {
+  std::vector<NamedArray> out;
+  for (const auto& item : module.named_parameters()) {
+    torch::Tensor host = item.value().detach().to(torch::kCPU, torch::kFloat).contiguous();
+    NamedArray a;
+    a.name = item.key();
+    a.shape = host.sizes().vec();
+    a.values.assign(host.data_ptr<float>(), host.data_ptr<float>() + host.numel());
+    out.push_back(std::move(a));
+  }
+  return out;
+}
 
 DeviceInfo select_device(const TrainerOptions& o) {
   DeviceInfo info;

@@ -212,7 +212,42 @@ TEST(ConfigHash, TheBenchmarkKeyAtItsDefaultKeepsEarlierHashes) {
   // The config file keeps it, so a reader sees what ran.
   EXPECT_THAT(point_config_file_text(resolved("")), HasSubstr("benchmark: \"train\""));
   // Only registered workloads: the error lists them.
-  EXPECT_THROW(resolved("benchmark: infer\n"), Error);
+  EXPECT_THROW(resolved("benchmark: serve\n"), Error);
+}
+
+TEST(ConfigHash, EachWorkloadHashesOnlyTheSectionsItReads) {
+  // The infer section (added with bench-infer) leaves training hashes as they were.
+  std::string train = hash_of("train.steps: 20\n");
+  EXPECT_EQ(hash_of("train.steps: 20\ninfer: {batch_size: 8, kv_cache: none}\n"), train);
+  EXPECT_THAT(canonical_config_text(resolved("")), ::testing::Not(HasSubstr("infer")));
+  // An inference point hashes its infer section and not training's.
+  std::string infer = hash_of("benchmark: infer\n");
+  EXPECT_NE(hash_of("benchmark: infer\ninfer.batch_size: 8\n"), infer);
+  EXPECT_EQ(hash_of("benchmark: infer\ntrain: {steps: 70, lr: 0.1}\neval.steps: 0\n"), infer);
+  std::string text = canonical_config_text(resolved("benchmark: infer\n"));
+  EXPECT_THAT(text, HasSubstr("kv_cache"));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("micro_batch")));
+}
+
+TEST(InferRules, TheSequenceMustFitAndChoicesMustCombine) {
+  // gpt2-tiny: block_size 128.
+  EXPECT_NO_THROW(
+      resolved("benchmark: infer\nmodel.preset: gpt2-tiny\n"
+               "infer: {input_tokens: 100, output_tokens: 28}\n"));
+  auto error = [](const char* text) { return error_of([&] { resolved(text); }); };
+  Error long_output = error(
+      "benchmark: infer\nmodel.preset: gpt2-tiny\ninfer: {input_tokens: 100, output_tokens: 29}\n");
+  EXPECT_EQ(long_output.key(), "infer.output_tokens");
+  EXPECT_THAT(long_output.message(), HasSubstr("= 129 exceeds model.block_size (128)"));
+  Error beams = error("benchmark: infer\ninfer: {num_beams: 4, do_sample: true}\n");
+  EXPECT_EQ(beams.key(), "infer.num_beams");
+  EXPECT_THAT(beams.message(), HasSubstr("infer.do_sample is true"));
+  Error huge = error("benchmark: infer\ninfer.batch_size: 100000000000\n");
+  EXPECT_EQ(huge.key(), "infer.batch_size");
+  EXPECT_THAT(huge.message(), HasSubstr("more than any machine holds"));
+  // The rules are bench-infer's: a training point with the same section is not checked.
+  EXPECT_NO_THROW(
+      resolved("model.preset: gpt2-tiny\ninfer: {input_tokens: 100, output_tokens: 29}\n"));
 }
 
 TEST(PointConfigFile, RoundTripsWithTheSameHash) {

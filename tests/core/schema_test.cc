@@ -48,8 +48,8 @@ TEST(Schema, HasEveryKeyLaterIssuesDependOn) {
     EXPECT_NE(Schema::get().find(key), nullptr) << key;
   }
   EXPECT_EQ(Schema::get().sections(),
-            (std::vector<std::string>{"model", "data", "train", "eval", "launch", "metrics",
-                                      "container", "slurm", "hardware"}));
+            (std::vector<std::string>{"model", "data", "train", "eval", "infer", "launch",
+                                      "metrics", "container", "slurm", "hardware"}));
   const KeySpec* source = Schema::get().find("data.source");
   EXPECT_EQ(source->choices, (std::vector<std::string>{"synthetic", "tokens", "text"}));
   EXPECT_EQ(Schema::get().find("train.dtype")->choices,
@@ -69,10 +69,11 @@ TEST(Schema, OnlySchedulingKeysAreLeftOutOfTheHash) {
   for (const KeySpec& k : Schema::get().keys()) {
     if (!k.hashed) unhashed.push_back(k.path);
   }
-  EXPECT_EQ(unhashed, (std::vector<std::string>{
-                          "slurm.time", "slurm.account", "slurm.qos", "slurm.max_requeue",
-                          "slurm.signal_seconds", "slurm.job_name", "slurm.mail_type",
-                          "slurm.mail_user", "hardware.peak_tflops", "hardware.price_per_hour"}));
+  EXPECT_EQ(unhashed,
+            (std::vector<std::string>{"slurm.time", "slurm.account", "slurm.qos",
+                                      "slurm.max_requeue", "slurm.signal_seconds", "slurm.job_name",
+                                      "slurm.mail_type", "slurm.mail_user", "hardware.peak_tflops",
+                                      "hardware.peak_bandwidth_gbs", "hardware.price_per_hour"}));
 }
 
 TEST(SchemaCoerce, IntegersBecomeFloatsForFloatKeys) {

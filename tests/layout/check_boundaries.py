@@ -30,17 +30,20 @@ ALLOWED = {
     "metrics": {"core", "metrics"},
     "results": {"core", "layout", "metrics", "results"},
     "train": {"core", "layout", "metrics", "results", "train"},
+    "infer": {"core", "layout", "metrics", "results", "train", "infer"},
     "launch": {"core", "layout", "sweep", "launch"},
     "tool": {"core", "tool"},
     "plot": {"core", "metrics", "tool", "plot"},
     "extract": {"core", "layout", "sweep", "metrics", "results", "tool", "extract"},
 }
+# The files of src/results/ that make up the metrics module (no HDF5).
+METRICS_FILES = ("summary.", "rank_result.", "infer_metrics.")
 # System headers by the dependency they bring, and the modules that may include them.
 SYSTEM = [
-    (re.compile(r"^(torch|ATen|c10|caffe2)/"), "libtorch", {"train"}),
-    (re.compile(r"^(mpi\.h|mpi_)"), "MPI", {"train"}),
+    (re.compile(r"^(torch|ATen|c10|caffe2)/"), "libtorch", {"train", "infer"}),
+    (re.compile(r"^(mpi\.h|mpi_)"), "MPI", {"train", "infer"}),
     (re.compile(r"^(hdf5\.h|H5[A-Za-z]*\.h)"), "HDF5", {"results"}),
-    (re.compile(r"^(cuda|cublas|nccl)"), "CUDA", {"train"}),
+    (re.compile(r"^(cuda|cublas|nccl)"), "CUDA", {"train", "infer"}),
 ]
 # Libraries a binary may not need (readelf -d), by binary.
 FORBIDDEN_LIBS = {
@@ -59,7 +62,7 @@ def module_of_file(rel):
     """The module a file belongs to (by path relative to the repository), or None."""
     parts = rel.split("/")
     if parts[0] == "src" and len(parts) > 2:
-        if parts[1] == "results" and parts[2].startswith(("summary.", "rank_result.")):
+        if parts[1] == "results" and parts[2].startswith(METRICS_FILES):
             return "metrics"
         return parts[1] if parts[1] in ALLOWED else None
     if parts[0] == "launch":
@@ -80,7 +83,7 @@ def module_of_include(header):
     if len(parts) != 2:
         return None
     folder, name = parts
-    if folder == "results" and name.startswith(("summary.", "rank_result.")):
+    if folder == "results" and name.startswith(METRICS_FILES):
         return "metrics"
     if folder == "postprocess":
         if name.startswith("tool_main."):

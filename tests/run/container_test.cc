@@ -45,10 +45,9 @@ std::string keep(const Argv& extra = {}) {
   return join(all, ",");
 }
 
-// bench-train inside, as every runtime runs it.
-Argv inner(const Argv& extra_keep = {}) {
-  return {"bench-train", "--env-keep", keep(extra_keep), "--config", "/r/t/config.yaml",
-          "--out",       "/r/t"};
+// bench-train (or another workload's program) inside, as every runtime runs it.
+Argv inner(const Argv& extra_keep = {}, const std::string& program = "bench-train") {
+  return {program, "--env-keep", keep(extra_keep), "--config", "/r/t/config.yaml", "--out", "/r/t"};
 }
 
 Argv cat(std::initializer_list<Argv> parts) {
@@ -57,9 +56,9 @@ Argv cat(std::initializer_list<Argv> parts) {
   return out;
 }
 
-PointCommand command(const std::vector<std::string>& sets, bool allocation = false) {
-  return point_command(config_with(sets), site(allocation), "/opt/sb/bench-train",
-                       "/r/t/config.yaml", "/r/t");
+PointCommand command(const std::vector<std::string>& sets, bool allocation = false,
+                     const std::string& program = "/opt/sb/bench-train") {
+  return point_command(config_with(sets), site(allocation), program, "/r/t/config.yaml", "/r/t");
 }
 
 const Argv kMpirun2 = {"mpirun", "-n", "2", "--bind-to", "none"};
@@ -298,7 +297,10 @@ struct WorkloadGolden {
 // One entry per registered workload: registering a workload without its golden commands fails.
 std::vector<WorkloadGolden> workload_goldens() {
   return {
-      {"train", {"/opt/sb/bench-train", "--config", "/r/t/config.yaml", "--out", "/r/t"}, inner()}};
+      {"train", {"/opt/sb/bench-train", "--config", "/r/t/config.yaml", "--out", "/r/t"}, inner()},
+      {"infer",
+       {"/opt/sb/bench-infer", "--config", "/r/t/config.yaml", "--out", "/r/t"},
+       inner({}, "bench-infer")}};
 }
 
 bool ends_with(const Argv& argv, const Argv& tail) {
@@ -354,10 +356,10 @@ TEST(Workloads, ArgvUnderEveryLauncherAndContainerRuntime) {
         }
         if (runtime == "enroot" && l.name != "srun") {
           // pyxis's containers start only through srun.
-          EXPECT_THROW(command(sets, l.allocation), Error) << what;
+          EXPECT_THROW(command(sets, l.allocation, w.host.front()), Error) << what;
           continue;
         }
-        PointCommand cmd = command(sets, l.allocation);
+        PointCommand cmd = command(sets, l.allocation, w.host.front());
         EXPECT_EQ(cmd.launcher, l.name) << what;
         EXPECT_TRUE(std::equal(l.prefix.begin(), l.prefix.end(), cmd.argv.begin())) << what;
         if (runtime == "none") {

@@ -1,0 +1,268 @@
+// The libtorch side of generation (see generator.h): prefill, token selection (greedy, sampled,
+// beam search) and the decode loop over a static, dynamic or no KV cache. The third and last
+// translation unit that includes torch, beside train/model.cc and train/trainer.cc.
+#include "infer/generator.h"
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <optional>
+
+#include "train/model.h"
+#include "train/torch_support.h"
+
+namespace sweepbench {
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+at::ScalarType scalar_of(DType d) {
+  switch (d) {
+    case DType::kBf16:
+      return at::kBFloat16;
+    case DType::kFp16:
+      return at::kHalf;
+    case DType::kFp32:
+      break;
+  }
+  return at::kFloat;
+}
+
+class TorchGenerator : public Generator {
+ public:
+  explicit TorchGenerator(const GeneratorOptions& o)
+      : o_(o),
+        info_(select_device(device_options(o))),
+        device_(info_.type == "cuda"
+                    ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(info_.index))
+                    : torch::Device(torch::kCPU)) {
+    if (o_.cpu_memory_budget > 0 && !device_.is_cuda())
+      BudgetCpuAllocator::install(o_.cpu_memory_budget);
+    ModelOptions mo;
+    mo.shape = o_.shape;
+    mo.max_seq_len = o_.input_tokens + o_.output_tokens;
+    mo.rope_theta = rope_theta_for(o_.preset);
+    model_ = TransformerLM(mo);
+    model_->reset_parameters(o_.seed);  // the same weights bench-train starts from
+    model_->to(device_, scalar_of(o_.dtype));
+    model_->eval();
+    for (const auto& p : model_->parameters()) parameter_count_ += p.numel();
+  }
+
+  const DeviceInfo& device() const override { return info_; }
+  std::int64_t parameter_count() const override { return parameter_count_; }
+
+  Generation generate(const std::vector<std::int64_t>& prompts) override {
+    Generation g;
+    g.status = guarded([&] { run(prompts, g); });
+    return g;
+  }
+
+  std::vector<float> logits(const std::vector<std::int64_t>& prompts) override {
+    torch::NoGradGuard no_grad;
+    torch::Tensor l = model_->forward(to_device(prompts, o_.batch)).to(torch::kCPU, torch::kFloat);
+    l = l.contiguous();  // (B, T, V)
+    return {l.data_ptr<float>(), l.data_ptr<float>() + l.numel()};
+  }
+
+  double sequence_log_prob(const std::vector<std::int64_t>& sequence, std::int64_t from) override {
+    torch::NoGradGuard no_grad;
+    torch::Tensor tokens = to_device(sequence, 1);  // (1, L)
+    torch::Tensor logp = torch::log_softmax(model_->forward(tokens).to(torch::kFloat), -1)[0];
+    double total = 0;
+    for (std::int64_t p = std::max<std::int64_t>(from, 1); p < tokens.size(1); ++p) {
+      total += logp[p - 1][sequence[static_cast<size_t>(p)]].item<double>();
+    }
+    return total;
+  }
+
+  std::vector<NamedArray> parameter_values() override { return named_arrays(*model_); }
+  std::string memory_source() const override {
+    return device_.is_cuda() ? "cuda_allocator" : "rss";
+  }
+  MemoryReading memory() override { return device_memory(device_); }
+  void reset_peak_memory() override { reset_device_peak_memory(device_); }
+
+ private:
+  // ids (rows, n) on the host -> (rows, n) int64 on the device.
+  torch::Tensor to_device(const std::vector<std::int64_t>& ids, std::int64_t rows) {
+    // from_blob borrows the vector; clone() owns a copy before it moves to the device.
+    torch::Tensor host =
+        torch::from_blob(const_cast<std::int64_t*>(ids.data()),
+                         {rows, static_cast<std::int64_t>(ids.size()) / rows}, torch::kLong)
+            .clone();
+    return host.to(device_);
+  }
+
+  // Beam search's running state: each row's score, the sum of its tokens' log-probabilities.
+  struct Beams {
+    torch::Tensor scores;  // (rows) fp32
+  };
+
+  // Picks each row's next token from its logits (rows, V) as fp32. With beams, `reorder` gets
+  // the row each new row continues (rows of one prompt stay among themselves).
+  torch::Tensor choose(const torch::Tensor& logits, Beams& beams, at::Generator& gen,
+                       torch::Tensor* reorder) {
+    const std::int64_t vocab = logits.size(1);
+    if (o_.num_beams > 1) {
+      const std::int64_t k = o_.num_beams, prompts = logits.size(0) / k;
+      torch::Tensor total =
+          beams.scores.unsqueeze(1) + torch::log_softmax(logits, -1);  // (rows, V)
+      // The k best continuations over all k beams x V tokens of each prompt, best first.
+      auto [values, index] = total.view({prompts, k * vocab}).topk(k, 1, true, true);  // (P, k)
+      torch::Tensor beam = index.div(vocab, "floor");
+      torch::Tensor base = torch::arange(prompts, index.options()).mul(k).unsqueeze(1);
+      *reorder = (base + beam).view({-1});
+      beams.scores = values.reshape({-1});
+      return index.remainder(vocab).view({-1});
+    }
+    if (!o_.do_sample) return logits.argmax(-1);
+    torch::Tensor l = o_.temperature != 1.0 ? logits / o_.temperature : logits;
+    const float minus_inf = -std::numeric_limits<float>::infinity();
+    if (o_.top_k > 0 && o_.top_k < vocab) {
+      torch::Tensor kth =
+          std::get<0>(l.topk(o_.top_k, -1)).narrow(1, o_.top_k - 1, 1);  // (rows, 1)
+      l = l.masked_fill(l < kth, minus_inf);
+    }
+    if (o_.top_p < 1.0) {
+      // Nucleus: keep the most likely tokens until their probability reaches top_p (the first
+      // is always kept).
+      auto [sorted, order] = l.sort(-1, /*descending=*/true);
+      torch::Tensor p = torch::softmax(sorted, -1);
+      torch::Tensor drop_sorted = (p.cumsum(-1) - p) >= o_.top_p;
+      torch::Tensor drop = torch::zeros_like(drop_sorted).scatter(1, order, drop_sorted);
+      l = l.masked_fill(drop, minus_inf);
+    }
+    // Inverse-CDF sampling with uniforms from the CPU generator: the same draws on every device.
+    torch::Tensor cdf = torch::softmax(l, -1).cumsum(-1);  // (rows, V)
+    torch::Tensor u =
+        at::rand({logits.size(0), 1}, gen, torch::TensorOptions().dtype(torch::kFloat)).to(device_);
+    torch::Tensor pick =
+        torch::searchsorted(cdf, u * cdf.narrow(1, vocab - 1, 1), /*out_int32=*/false,
+                            /*right=*/true);
+    return pick.squeeze(1).clamp_max(vocab - 1);
+  }
+
+  void run(const std::vector<std::int64_t>& prompts, Generation& g) {
+    torch::NoGradGuard no_grad;
+    const std::int64_t batch = o_.batch, k = o_.num_beams, rows = batch * k;
+    const std::int64_t out = o_.output_tokens;
+    const bool cached = o_.kv_cache != KvCache::kNone;
+    torch::Tensor prompt = to_device(prompts, batch);  // (B, in)
+    // Beam search runs every beam as a row from the start, as Hugging Face's generate() does.
+    if (k > 1) prompt = prompt.repeat_interleave(k, 0);           // (B k, in)
+    at::Generator gen = at::detail::createCPUGenerator(o_.seed);  // every run draws the same
+    Beams beams;
+    if (k > 1) {
+      // Only the first beam of each prompt is alive at the start, so the first step's k best
+      // are k different tokens rather than one token k times.
+      beams.scores = torch::full({batch, k}, -1e9, torch::TensorOptions().device(device_));
+      beams.scores.select(1, 0).zero_();
+      beams.scores = beams.scores.view({-1});
+    }
+    KVCache local;
+    KVCache* cache = nullptr;
+    torch::TensorOptions like = torch::TensorOptions().dtype(scalar_of(o_.dtype)).device(device_);
+    if (o_.kv_cache == KvCache::kStatic) {
+      // Allocated once for input + output tokens and reused by every run.
+      if (static_cache_.k.empty() || static_cache_.k[0].size(0) != rows) {
+        static_cache_ = KVCache();
+        static_cache_ = model_->make_cache(rows, o_.input_tokens + out, false, like);
+      }
+      static_cache_.length = 0;
+      cache = &static_cache_;
+    } else if (o_.kv_cache == KvCache::kDynamic) {
+      local = model_->make_cache(rows, 0, true, like);
+      cache = &local;
+    }
+    torch::Tensor history;  // (rows, t): the new tokens so far
+
+    auto advance = [&](const torch::Tensor& logits) {
+      torch::Tensor reorder;
+      torch::Tensor next = choose(logits.to(torch::kFloat), beams, gen, &reorder);  // (rows)
+      if (reorder.defined()) {
+        if (cache != nullptr) cache->reorder(reorder);
+        if (history.defined()) history = history.index_select(0, reorder);
+      }
+      history = history.defined() ? torch::cat({history, next.unsqueeze(1)}, 1) : next.unsqueeze(1);
+      return next;
+    };
+
+    const double t0 = now_s();
+    torch::Tensor logits =
+        cached ? model_->forward_cached(prompt, *cache) : model_->last_logits(prompt);
+    torch::Tensor next = advance(logits);
+    (void)next.to(torch::kCPU);  // the first token's ids on the host
+    g.ttft_s = now_s() - t0;
+    for (std::int64_t j = 1; j < out; ++j) {
+      const double s0 = now_s();
+      logits = cached ? model_->forward_cached(next.unsqueeze(1), *cache)
+                      : model_->last_logits(torch::cat({prompt, history}, 1));
+      next = advance(logits);
+      if (o_.token_metrics) {
+        (void)next.to(torch::kCPU);
+        g.step_s.push_back(now_s() - s0);
+      }
+    }
+    // The best beam of each prompt is its first row (topk sorts).
+    torch::Tensor best =
+        k > 1 ? history.index_select(0, torch::arange(batch, history.options()).mul(k)) : history;
+    torch::Tensor host = best.to(torch::kCPU).contiguous();  // waits for the device
+    g.e2e_s = now_s() - t0;
+    g.tokens.assign(host.data_ptr<std::int64_t>(), host.data_ptr<std::int64_t>() + host.numel());
+    if (k > 1) {
+      torch::Tensor scores =
+          beams.scores.view({batch, k}).select(1, 0).to(torch::kCPU, torch::kDouble);
+      g.scores.assign(scores.data_ptr<double>(), scores.data_ptr<double>() + batch);
+    }
+    g.kv_cache_bytes = cache != nullptr ? cache->bytes() : 0;
+  }
+
+  GeneratorOptions o_;
+  DeviceInfo info_;
+  torch::Device device_;
+  TransformerLM model_{nullptr};
+  std::int64_t parameter_count_ = 0;
+  KVCache static_cache_;
+};
+
+}  // namespace
+
+TrainerOptions device_options(const GeneratorOptions& o) {
+  TrainerOptions t;
+  t.shape = o.shape;
+  t.preset = o.preset;
+  t.dtype = o.dtype;
+  t.device = o.device;
+  t.local_rank = o.local_rank;
+  t.threads = o.threads;
+  return t;
+}
+
+std::unique_ptr<Generator> make_generator(const GeneratorOptions& options) {
+  std::unique_ptr<Generator> generator;
+  PhaseStatus status = guarded([&] { generator = std::make_unique<TorchGenerator>(options); });
+  if (status.outcome != Outcome::kOk) throw TrainerInitError(status.outcome, status.reason);
+  return generator;
+}
+
+double measure_copy_bandwidth_gbs(int threads) {
+  if (threads > 0) torch::set_num_threads(threads);
+  // 128 MiB each way: far past any CPU's last-level cache.
+  constexpr std::int64_t kFloats = 32 << 20;
+  torch::Tensor src = torch::ones({kFloats}), dst = torch::empty({kFloats});
+  dst.copy_(src);  // first touch of every page
+  double best = std::numeric_limits<double>::infinity();
+  for (int i = 0; i < 5; ++i) {
+    double t0 = now_s();
+    dst.copy_(src);
+    best = std::min(best, now_s() - t0);
+  }
+  return 2.0 * static_cast<double>(kFloats) * sizeof(float) / best / 1e9;  // read + write
+}
+
+}  // namespace sweepbench

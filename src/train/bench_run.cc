@@ -1,0 +1,225 @@
+#include "train/bench_run.h"
+
+#include <boost/program_options.hpp>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/exit_codes.h"
+#include "core/fs.h"
+#include "core/text.h"
+#include "core/yaml_io.h"
+#include "results/rank_file.h"
+#include "train/clean_env.h"
+#include "train/run_info.h"
+
+namespace sweepbench {
+
+namespace fs = std::filesystem;
+namespace po = boost::program_options;
+
+int RankAgreement::on_start(int local, const std::string& message) {
+  Collectives::Max agreed = mpi_.allreduce_max(local);
+  if (agreed.value != 0 && mpi_.rank() == agreed.rank)
+    std::fprintf(stderr, "%s\n", message.c_str());
+  return agreed.value;
+}
+
+RunStatus RankAgreement::agree(RunStatus local, const std::string& reason) {
+  Collectives::Max m = mpi_.allreduce_max(static_cast<int>(local));
+  RunStatus agreed = static_cast<RunStatus>(m.value);
+  if (agreed != RunStatus::kOk && reason_.empty()) {
+    // The deciding rank's reason travels as text: broadcast its length, then its bytes.
+    std::string text = local == agreed ? reason : "";
+    std::int64_t length = static_cast<std::int64_t>(text.size());
+    mpi_.broadcast(&length, sizeof(length), m.rank);
+    text.resize(static_cast<size_t>(length));
+    mpi_.broadcast(text.data(), text.size(), m.rank);
+    reason_ = (mpi_.size() > 1 ? "rank " + std::to_string(m.rank) + ": " : std::string()) + text;
+    rank_status_ = local == RunStatus::kOk ? "ok" : status_name(local);
+  }
+  return agreed;
+}
+
+namespace {
+
+// 128 random bits from rank 0, the same on every rank: bench-extract accepts rank files as one
+// run only when they share it.
+std::string draw_run_id(MpiEnv& mpi) {
+  char id[33] = {};
+  if (mpi.rank() == 0) {
+    std::random_device entropy;  // /dev/urandom
+    for (int i = 0; i < 4; ++i) std::snprintf(id + 8 * i, 9, "%08x", entropy());
+  }
+  mpi.broadcast(id, 32, 0);
+  return std::string(id, 32);
+}
+
+void write_summary_json(const std::string& out_dir, const RankResult& r, const RunEnd& end) {
+  Value root = Value::map();
+  root.set("benchmark", Value::string(r.benchmark));
+  root.set("status", Value::string(status_name(end.status)));
+  root.set("reason", Value::string(end.reason));
+  root.set("tag", Value::string(r.tag));
+  root.set("config_hash", Value::string(r.config_hash));
+  root.set("run_id", Value::string(r.run_id));
+  root.set("world_size", Value::integer(r.world_size));
+  for (const Value::Entry& e : end.extra.entries()) root.set(e.key, e.value);
+  Value values = Value::map();
+  Value units = Value::map();
+  for (const Metric& m : end.metrics) {
+    values.set(m.name, std::isfinite(m.value) ? Value::real(m.value) : Value::null());
+    units.set(m.name, Value::string(m.unit));
+  }
+  root.set("metrics", values);
+  root.set("units", units);
+  write_file_atomic((fs::path(out_dir) / "summary.json").string(), emit_json(root, 2) + "\n");
+}
+
+// `write_failure`: why the results are not all written; then nothing is claimed.
+void print_summary(Console& console, const RunEnd& end, const std::string& write_failure) {
+  if (!console.enabled()) return;
+  console.line("%s", end.heading.c_str());
+  console.line("#  %-32s %16s  %s", "metric", "value", "unit");
+  for (const Metric& m : end.metrics) {
+    console.line("   %-32s %16.6g  %s", m.name.c_str(), m.value, m.unit.c_str());
+  }
+  if (!write_failure.empty()) {
+    console.line("# FAILED: %s; the results in %s are not complete", write_failure.c_str(),
+                 end.out_dir.c_str());
+  } else if (end.status == RunStatus::kOk) {
+    console.line("# OK: results in %s (%s)", end.out_dir.c_str(), end.files.c_str());
+  } else {
+    console.line("# FAILED: %s: %s; results in %s", status_name(end.status), end.reason.c_str(),
+                 end.out_dir.c_str());
+  }
+}
+
+}  // namespace
+
+void fill_identity(RankResult& r, MpiEnv& mpi, const DeviceInfo& device,
+                   const std::string& benchmark) {
+  r.benchmark = benchmark;
+  r.run_id = draw_run_id(mpi);
+  r.rank = mpi.rank();
+  r.world_size = mpi.size();
+  r.local_rank = mpi.local_rank();
+  r.hostname = mpi.hostname();
+  r.device_type = device.type;
+  r.device_name = device.name;
+  r.device_count = device.count;
+  r.sweepbench_version = SWEEPBENCH_VERSION;
+  r.torch_version = device.torch_version;
+  r.cuda_version = device.cuda_version;
+  r.nccl_version = device.nccl_version;
+  r.mpi_version = mpi.library_version();
+  r.threads = device.threads;
+  RunEnvironment env = detect_environment();
+  r.container_runtime = env.container_runtime;
+  r.container_image = env.container_image;
+  r.container_digest = env.container_digest;
+  r.container_env_kept = env.container_env_kept;
+  r.slurm_job_id = env.slurm_job_id;
+  r.slurm_array_job_id = env.slurm_array_job_id;
+  r.slurm_array_task_id = env.slurm_array_task_id;
+  r.slurm_step_id = env.slurm_step_id;
+  r.start_time = utc_now_iso8601();
+}
+
+void take_samples(const ResourceSampler& sampler, RankResult& r) {
+  r.samples.device_source = sampler.device_source();
+  for (const ResourceSample& s : sampler.samples()) {
+    r.samples.time_s.push_back(s.time_s);
+    r.samples.device_bytes.push_back(s.device_bytes);
+    r.samples.rss_bytes.push_back(s.rss_bytes);
+    r.samples.cpu_percent.push_back(s.cpu_percent);
+    r.samples.ram_used_mb.push_back(s.ram_used_mb);
+  }
+}
+
+int finish_run(MpiEnv& mpi, Console& console, RankResult& r, const RunEnd& end) {
+  // Each rank writes its own file; the run's outcome stands only if every rank's did, so the
+  // ranks agree before rank 0 writes the summary or says OK.
+  int code = exit_code_for(end.status);
+  int local = 0;
+  std::string failure;
+  auto fail = [&](const Error& e) {
+    std::fprintf(stderr, "%s: error: %s\n", e.mark().str().c_str(), e.detail().c_str());
+    local = sweepbench::exit_code_for(e.kind());
+    failure = e.detail();
+  };
+  try {
+    write_rank_file(r, end.rank_path);
+  } catch (const Error& e) {
+    fail(e);
+  }
+  Collectives::Max written = mpi.allreduce_max(local);
+  if (written.value == 0 && mpi.rank() == 0) {
+    try {
+      write_summary_json(end.out_dir, r, end);
+    } catch (const Error& e) {
+      fail(e);
+      written = {local, 0};
+    }
+  }
+  if (written.value != 0) {
+    code = written.value;
+    failure = "rank " + std::to_string(written.rank) + " could not write its results" +
+              (written.rank == mpi.rank() ? ": " + failure : " (its error is above)");
+  }
+  print_summary(console, end, failure);
+  return code;
+}
+
+int bench_program_main(int argc, char** argv, const char* program, const char* usage,
+                       const std::function<int(const Args&, MpiEnv&)>& run) {
+  install_signal_handlers();
+  reexec_with_kept_environment(
+      argc, argv, g_signal.load());  // --env-keep: before anything reads the environment
+  po::options_description desc;
+  Args args;
+  try {
+    args = parse_args(argc, argv, desc);
+  } catch (const po::error& e) {
+    if (launcher_rank() == 0) {
+      std::fprintf(stderr, "%s: error: %s (%s --help lists the options)\n", program, e.what(),
+                   program);
+    }
+    return kExitUsage;
+  } catch (const Error& e) {
+    if (launcher_rank() == 0) {
+      std::fprintf(stderr, "%s: error: %s\n", e.mark().str().c_str(), e.detail().c_str());
+    }
+    return kExitUsage;
+  }
+  if (args.help || args.version) {
+    if (launcher_rank() == 0) {
+      if (args.version) {
+        std::printf("%s %s\n", program, SWEEPBENCH_VERSION);
+      } else {
+        std::ostringstream text;
+        text << desc;
+        std::printf("%s%s", usage, text.str().c_str());
+      }
+    }
+    return kExitOk;
+  }
+  try {
+    MpiEnv mpi(&argc, &argv);
+    try {
+      return run(args, mpi);
+    } catch (const std::exception& e) {
+      // A bug or an MPI failure mid-run: the peers may be waiting in a collective, so end the job.
+      std::fprintf(stderr, "%s: rank %d: internal error: %s\n", program, mpi.rank(), e.what());
+      mpi.abort(kExitInternal);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: cannot start MPI: %s\n", program, e.what());
+    return kExitInternal;
+  }
+}
+
+}  // namespace sweepbench

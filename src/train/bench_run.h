@@ -1,0 +1,67 @@
+// What bench-train and bench-infer share around their measured loops: the ranks' agreement on
+// how the run goes, the run's identity, and its end (every rank's file, then rank 0's
+// summary.json and table), and the programs' main(). Torch-free.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/value.h"
+#include "results/rank_result.h"
+#include "results/summary.h"
+#include "train/console.h"
+#include "train/mpi_env.h"
+#include "train/run_status.h"
+#include "train/sampler.h"
+#include "train/train_args.h"
+#include "train/trainer.h"
+
+namespace sweepbench {
+
+// Ranks must never wait forever for a peer that failed: after every phase that can fail on one
+// rank alone they all-reduce a status, the most severe wins, and every rank takes the same path.
+class RankAgreement {
+ public:
+  RankAgreement(MpiEnv& mpi, const char* program) : mpi_(mpi), program_(program) {}
+  // Before the run: the largest exit code wins, and the rank that has it prints `message`.
+  int on_start(int local, const std::string& message);
+  // During the run: the most severe status; the first reason seen is kept, prefixed by its rank.
+  RunStatus agree(RunStatus local, const std::string& reason);
+  const std::string& reason() const { return reason_; }
+  const std::string& rank_status() const { return rank_status_; }
+
+ private:
+  MpiEnv& mpi_;
+  const char* program_;
+  std::string reason_;
+  std::string rank_status_ = "ok";
+};
+
+// Identity, software, hardware and where the run happens: what both programs record the same
+// way. `benchmark` is the workload's name (train, infer).
+void fill_identity(RankResult& r, MpiEnv& mpi, const DeviceInfo& device,
+                   const std::string& benchmark);
+
+// The sampler's series into the result.
+void take_samples(const ResourceSampler& sampler, RankResult& r);
+
+// The end of a run: each rank writes its file; only if every rank could does rank 0 write
+// summary.json (`extra` entries added at its top level) and print the table under `heading`.
+// Returns the exit code.
+struct RunEnd {
+  RunStatus status = RunStatus::kOk;
+  std::string reason;
+  std::vector<Metric> metrics;
+  Value extra = Value::map();
+  std::string heading;                    // "# summary: ..." line
+  std::string rank_path, out_dir, files;  // files: "rank-*.h5, summary.json"
+};
+int finish_run(MpiEnv& mpi, Console& console, RankResult& r, const RunEnd& end);
+
+// main() of bench-train and bench-infer: signals, --env-keep, arguments, --help/--version, MPI,
+// and `run` with an internal error ending the job.
+int bench_program_main(int argc, char** argv, const char* program, const char* usage,
+                       const std::function<int(const Args&, MpiEnv&)>& run);
+
+}  // namespace sweepbench
