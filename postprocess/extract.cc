@@ -73,8 +73,12 @@ Output: -o OUT (format from its extension unless --format; an existing file is r
 -f; written whole or not at all), else standard output (CSV unless --format). Markdown and the
 aligned table (--format table, for a terminal) show floats to about four significant digits;
 CSV and JSON keep full precision.
+--series tokens|system writes a long table for line figures instead: one row per generated token
+position of each bench-infer point (its time over the timed runs), or one row per CPU/RAM sample
+of each rank, each row with its point's identity and config columns.
 Examples:
   bench-extract -i runs/quickstart -o runs/quickstart.csv
+  bench-extract -i runs/infer-quick --series tokens -o runs/infer-quick-tokens.csv
   bench-extract -i runs/a runs/b --format md --drop-constant --keep train.micro_batch
 -o never names a results file (rank-NNNNN.h5, manifest.json, ...) nor a path in a point directory.
 Docs: docs/extract.md. Exit codes: 0 (also with incomplete points or unreadable directories,
@@ -103,6 +107,9 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
       "USD per device-hour for cost_usd_per_mtok (hardware.price_per_hour wins)")(
       "jobs,j", po::value<int>()->default_value(default_jobs()),
       "Reader processes (default: the CPUs this process may use)")(
+      "series", po::value<std::string>(),
+      "A long table for line figures instead of one row per point: tokens (bench-infer's time "
+      "per generated token by position) or system (CPU and RAM samples over time, per rank)")(
       "point-timeout", po::value<double>()->default_value(60),
       "Seconds a reader may spend on one point's files before it is stopped and the point is "
       "incomplete");
@@ -138,6 +145,15 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
         if (!(options.point_timeout_s > 0) || options.point_timeout_s > 1e6) {
           throw Error::input(Mark::in("--point-timeout"), "", "must be more than 0 seconds");
         }
+        if (vm.count("series")) {
+          options.series = parse_series(vm["series"].as<std::string>());
+          if (vm.count("group-repeats") || vm.count("drop-constant")) {
+            throw Error::input(Mark::in("--series"), "",
+                               "gives many rows per point, which --group-repeats and "
+                               "--drop-constant do not apply to",
+                               "leave those out with --series");
+          }
+        }
         PointSearch search = find_point_dirs(vm["input"].as<std::vector<std::string>>());
         const std::vector<std::string>& dirs = search.points;
         auto warn = [&err](const std::string& w) {
@@ -169,11 +185,17 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
           check_stream(sink, sink_name);
           rows = table.rows.size();
         } else {
-          ExtractWriter writer(extract_columns(), format, sink);
+          const bool series = options.series != Series::kNone;
+          ExtractWriter writer(series ? series_columns(options.series) : extract_columns(), format,
+                               sink);
           extract_each(dirs, options, warn, [&](ExtractedPoint&& p) {
             for (const std::string& w : p.warnings) warn(w);
             if (p.incomplete) ++incomplete;
-            writer.row(p.row);
+            if (series) {
+              for (const auto& row : p.series) writer.row(row);
+            } else {
+              writer.row(p.row);
+            }
             check_stream(sink, sink_name);
             ++rows;
           });

@@ -30,7 +30,19 @@ struct ExtractedPoint {
   std::map<std::string, Value> row;   // absent cell = empty
   std::vector<std::string> warnings;  // "PATH: problem"
   bool incomplete = false;
+  // --series: the point's rows of the long table (each with the row's identity and config).
+  std::vector<std::map<std::string, Value>> series;
 };
+
+// bench-extract --series: a long table of many rows per point instead of one row per point, for
+// line figures. tokens: one row per generated token position of a bench-infer point (the time of
+// that token over the timed runs, each run's the slowest rank's; position 0 is the first token,
+// its time the TTFT). system: one row per sample of the background sampler, per rank (CPU and RAM
+// over time, PACE's system monitor).
+enum class Series { kNone, kTokens, kSystem };
+Series parse_series(const std::string& name);  // Error(kInput) for another name
+// The columns of a series table, in order.
+std::vector<std::string> series_columns(Series series);
 
 struct ExtractTable {
   std::vector<std::string> columns;
@@ -59,6 +71,7 @@ struct ExtractOptions {
   int jobs = 1;  // reader processes (always at least one: a crash in HDF5 costs only its point)
   // The most a reader may spend on one point before it is stopped and the point is incomplete.
   double point_timeout_s = 60;
+  Series series = Series::kNone;
 };
 
 // Reads the points in order and hands each row to `sink`, in order. Warnings that concern no

@@ -157,7 +157,87 @@ void memory_columns(const std::vector<RankResult>& ranks, std::map<std::string, 
   if (ram_peak >= 0) (*row)["ram_peak_mb"] = Value::real(ram_peak);
 }
 
+// The rows of a point's long table: each starts as the point's row (identity and config).
+std::vector<std::map<std::string, Value>> series_rows(Series series,
+                                                      const std::vector<RankResult>& ranks,
+                                                      const std::map<std::string, Value>& point) {
+  std::vector<std::map<std::string, Value>> rows;
+  auto base = [&point]() {
+    std::map<std::string, Value> r;
+    for (const std::string& c : identity_columns()) {
+      if (auto it = point.find(c); it != point.end()) r[c] = it->second;
+    }
+    for (const KeySpec& k : Schema::get().keys()) {
+      if (auto it = point.find(k.path); it != point.end()) r[k.path] = it->second;
+    }
+    return r;
+  };
+  if (series == Series::kSystem) {
+    for (const RankResult& rank : ranks) {
+      const SampleSeries& s = rank.samples;
+      for (size_t i = 0; i < s.time_s.size(); ++i) {
+        std::map<std::string, Value> r = base();
+        r["rank"] = Value::integer(rank.rank);
+        r["time_s"] = Value::real(s.time_s[i]);
+        // -1: not sampled (the baseline, or metrics.system off): an empty cell, not a value.
+        if (i < s.cpu_percent.size() && s.cpu_percent[i] >= 0)
+          r["cpu_percent"] = Value::real(s.cpu_percent[i]);
+        if (i < s.ram_used_mb.size() && s.ram_used_mb[i] >= 0)
+          r["ram_used_mb"] = Value::real(s.ram_used_mb[i]);
+        if (i < s.rss_bytes.size()) r["rss_bytes"] = Value::integer(s.rss_bytes[i]);
+        if (i < s.device_bytes.size()) r["device_bytes"] = Value::integer(s.device_bytes[i]);
+        rows.push_back(std::move(r));
+      }
+    }
+    return rows;
+  }
+  if (ranks.front().benchmark != "infer") return rows;  // tokens: inference points only
+  // Each timed run's token times, the slowest rank's (as the row's metrics are).
+  std::vector<std::vector<InferRunTiming>> per_rank;
+  for (const RankResult& r : ranks) per_rank.push_back(timed_runs(r.infer));
+  std::vector<InferRunTiming> runs = slowest_rank_runs(per_rank);
+  if (runs.empty()) return rows;
+  size_t positions = runs.front().step_s.size() + 1;
+  for (const InferRunTiming& t : runs) positions = std::min(positions, t.step_s.size() + 1);
+  if (positions == 1 && ranks.front().infer.output_tokens > 1) return rows;  // no token metrics
+  for (size_t p = 0; p < positions; ++p) {
+    std::vector<double> times;
+    for (const InferRunTiming& t : runs) times.push_back(p == 0 ? t.ttft_s : t.step_s[p - 1]);
+    std::map<std::string, Value> r = base();
+    r["position"] = Value::integer(static_cast<std::int64_t>(p));
+    r["runs"] = Value::integer(static_cast<std::int64_t>(times.size()));
+    r["token_seconds_mean"] = number_or_null(mean(times));
+    r["token_seconds_p50"] = number_or_null(percentile(times, 0.5));
+    r["token_seconds_p90"] = number_or_null(percentile(times, 0.9));
+    r["token_seconds_min"] = number_or_null(percentile(times, 0.0));
+    r["token_seconds_max"] = number_or_null(percentile(times, 1.0));
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
 }  // namespace
+
+Series parse_series(const std::string& name) {
+  if (name == "tokens") return Series::kTokens;
+  if (name == "system") return Series::kSystem;
+  throw Error::input(Mark::in("--series " + name), "", "is not a series",
+                     "use --series tokens (per-token latency of bench-infer points) or --series "
+                     "system (CPU and RAM over time)");
+}
+
+std::vector<std::string> series_columns(Series series) {
+  std::vector<std::string> columns = identity_columns();
+  for (const KeySpec& k : Schema::get().keys()) columns.push_back(k.path);
+  if (series == Series::kSystem) {
+    columns.insert(columns.end(),
+                   {"rank", "time_s", "cpu_percent", "ram_used_mb", "rss_bytes", "device_bytes"});
+  } else {
+    columns.insert(columns.end(), {"position", "runs", "token_seconds_mean", "token_seconds_p50",
+                                   "token_seconds_p90", "token_seconds_min", "token_seconds_max"});
+  }
+  return columns;
+}
 
 std::vector<std::string> extract_columns() {
   std::vector<std::string> columns = identity_columns();
@@ -173,7 +253,7 @@ std::vector<std::string> extract_columns() {
 // `unread`: why the rank files were not read (their reader crashed or hung on them); the row is
 // then built from what else the directory says, and is incomplete.
 ExtractedPoint extract_point(const std::string& d, Manifests& manifests, double price_per_hour,
-                             const std::string& unread) {
+                             const std::string& unread, Series series) {
   ExtractedPoint out;
   std::map<std::string, Value>& row = out.row;
   std::vector<std::string>& warnings = out.warnings;
@@ -224,7 +304,9 @@ ExtractedPoint extract_point(const std::string& d, Manifests& manifests, double 
       files.clear();
     }
     for (const fs::path& f : files) {
-      RankRead read = read_rank_file(f.string(), RankReadScope::kSummary);
+      // The sampler's times are read only for the system series.
+      RankRead read = read_rank_file(
+          f.string(), series == Series::kSystem ? RankReadScope::kAll : RankReadScope::kSummary);
       for (const std::string& p : read.problems) warnings.push_back(f.string() + ": " + p);
       std::string name = f.filename().string();
       if (!read.result) {
@@ -343,6 +425,7 @@ ExtractedPoint extract_point(const std::string& d, Manifests& manifests, double 
         row["cost_usd_per_mtok"] =
             Value::real(price * static_cast<double>(ranks.front().world_size) / mt_per_hour);
       }
+      if (series != Series::kNone) out.series = series_rows(series, ranks, row);
     }
   }
   return out;

@@ -42,6 +42,6 @@ class Manifests {
 // (their reader crashed or hung on them); the row is then built from what else the directory
 // says, and is incomplete.
 ExtractedPoint extract_point(const std::string& dir, Manifests& manifests, double price_per_hour,
-                             const std::string& unread = {});
+                             const std::string& unread = {}, Series series = Series::kNone);
 
 }  // namespace sweepbench

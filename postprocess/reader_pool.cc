@@ -172,11 +172,16 @@ std::string encode_point(const ExtractedPoint& p) {
   body.push_back(p.incomplete ? 1 : 0);
   put_u32(&body, static_cast<std::uint32_t>(p.warnings.size()));
   for (const std::string& w : p.warnings) put_text(&body, w);
-  put_u32(&body, static_cast<std::uint32_t>(p.row.size()));
-  for (const auto& [k, v] : p.row) {
-    put_text(&body, k);
-    put_value(&body, v);
-  }
+  auto put_row = [&body](const std::map<std::string, Value>& row) {
+    put_u32(&body, static_cast<std::uint32_t>(row.size()));
+    for (const auto& [k, v] : row) {
+      put_text(&body, k);
+      put_value(&body, v);
+    }
+  };
+  put_row(p.row);
+  put_u32(&body, static_cast<std::uint32_t>(p.series.size()));
+  for (const auto& row : p.series) put_row(row);
   return body;
 }
 
@@ -186,10 +191,14 @@ ExtractedPoint decode_point(const std::string& body) {
   std::string rest = body.size() > 2 ? body.substr(2) : std::string();
   RecordReader r(rest);
   for (std::uint32_t n = r.u32(); n > 0; --n) p.warnings.push_back(r.text());
-  for (std::uint32_t n = r.u32(); n > 0; --n) {
-    std::string key = r.text();
-    p.row.emplace(key, r.value());
-  }
+  auto get_row = [&r](std::map<std::string, Value>& row) {
+    for (std::uint32_t n = r.u32(); n > 0; --n) {
+      std::string key = r.text();
+      row.emplace(key, r.value());
+    }
+  };
+  get_row(p.row);
+  for (std::uint32_t n = r.u32(); n > 0; --n) get_row(p.series.emplace_back());
   return p;
 }
 
@@ -222,7 +231,7 @@ void send_record(int fd, const std::string& body) {
 
 // A reader process: points first, first + jobs, ... to `fd`, then exits.
 [[noreturn]] void reader_process(const std::vector<std::string>& dirs, size_t first, size_t jobs,
-                                 Manifests& manifests, double price, int fd) {
+                                 Manifests& manifests, double price, Series series, int fd) {
 #ifdef SWEEPBENCH_ASAN
   // Under a fuzzer this process is a copy of it, whose death callback would record HDF5 crashing
   // on a damaged file here as a crash of the fuzzer: it is only this reader's end.
@@ -230,7 +239,7 @@ void send_record(int fd, const std::string& body) {
 #endif
   try {
     for (size_t i = first; i < dirs.size(); i += jobs) {
-      send_record(fd, encode_point(extract_point(dirs[i], manifests, price)));
+      send_record(fd, encode_point(extract_point(dirs[i], manifests, price, {}, series)));
     }
   } catch (const Error& e) {
     std::string body(1, kErrorRecord);
@@ -309,7 +318,7 @@ class ReaderPool {
     if (!lost.empty()) {
       stop(w);
       start_after(w, i);
-      return extract_point(dirs_[i], manifests_, o_.price_per_hour, lost);
+      return extract_point(dirs_[i], manifests_, o_.price_per_hour, lost, o_.series);
     }
     if (body.size() > 1 && body[0] == kErrorRecord) {
       std::string message = body.substr(2);
@@ -354,7 +363,7 @@ class ReaderPool {
       for (int fd : fds_) {
         if (fd >= 0) ::close(fd);
       }
-      reader_process(dirs_, first, jobs_, manifests_, o_.price_per_hour, pipe_fds[1]);
+      reader_process(dirs_, first, jobs_, manifests_, o_.price_per_hour, o_.series, pipe_fds[1]);
     }
     ::close(pipe_fds[1]);
     if (pid < 0) {
