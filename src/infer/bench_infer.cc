@@ -152,6 +152,7 @@ class InferRun {
     sampler_ = std::make_unique<ResourceSampler>(plan_.sample_interval_ms, device_.pci_bus_id,
                                                  plan_.system_metrics);
     sampler_->start();
+    bandwidth();  // before the model: its buffers are gone before anything is budgeted
     RunStatus status = build();
     if (status == RunStatus::kOk) status = generate();
     sampler_->stop();
@@ -199,7 +200,6 @@ class InferRun {
       result_.parameter_count = generator_->parameter_count();
     }
     stage_end();
-    if (agreed == RunStatus::kOk) bandwidth();
     return agreed;
   }
 
@@ -216,7 +216,7 @@ class InferRun {
       n.peak_bandwidth_source = table ? "table" : "none";
     } else {
       n.peak_bandwidth_gbs = measure_copy_bandwidth_gbs(device_.threads);
-      n.peak_bandwidth_source = "measured";
+      n.peak_bandwidth_source = n.peak_bandwidth_gbs > 0 ? "measured" : "none";
     }
   }
 

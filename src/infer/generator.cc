@@ -254,14 +254,17 @@ double measure_copy_bandwidth_gbs(int threads) {
   if (threads > 0) torch::set_num_threads(threads);
   // 128 MiB each way: far past any CPU's last-level cache.
   constexpr std::int64_t kFloats = 32 << 20;
-  torch::Tensor src = torch::ones({kFloats}), dst = torch::empty({kFloats});
-  dst.copy_(src);  // first touch of every page
   double best = std::numeric_limits<double>::infinity();
-  for (int i = 0; i < 5; ++i) {
-    double t0 = now_s();
-    dst.copy_(src);
-    best = std::min(best, now_s() - t0);
-  }
+  PhaseStatus status = guarded([&] {
+    torch::Tensor src = torch::ones({kFloats}), dst = torch::empty({kFloats});
+    dst.copy_(src);  // first touch of every page
+    for (int i = 0; i < 5; ++i) {
+      double t0 = now_s();
+      dst.copy_(src);
+      best = std::min(best, now_s() - t0);
+    }
+  });
+  if (status.outcome != Outcome::kOk) return 0;  // no room for the buffers: no MBU
   return 2.0 * static_cast<double>(kFloats) * sizeof(float) / best / 1e9;  // read + write
 }
 

@@ -76,7 +76,7 @@ std::unique_ptr<Generator> make_generator(const GeneratorOptions& options);
 
 // A copy bandwidth of this host in GB/s (10^9 bytes/s), read + write bytes over the time of the
 // best of a few copies of a buffer larger than the caches (STREAM's "copy"): the CPU's peak
-// stand-in for MBU.
+// stand-in for MBU. 0 when the buffers cannot be allocated.
 double measure_copy_bandwidth_gbs(int threads);
 
 }  // namespace sweepbench
