@@ -93,7 +93,7 @@ TEST(Generator, SamplingRepeatsForASeedAndChangesWithIt) {
   Generation again = gen->generate(ids);  // every run starts the sampler from the seed
   EXPECT_EQ(first.tokens, again.tokens);
   EXPECT_EQ(run(o, ids).tokens, first.tokens);  // and a new process does the same
-  o.seed = 8;  // the weights change too; the prompts are the same
+  o.seed = 8;                                   // the weights change too; the prompts are the same
   EXPECT_NE(run(o, ids).tokens, first.tokens);
 }
 
@@ -184,9 +184,10 @@ TEST(Generator, HalfPrecisionRunsOnTheCpuInBf16AndFp16IsRefused) {
   GeneratorOptions o = options("llama-tiny", KvCache::kStatic);
   o.dtype = DType::kBf16;
   Generation g = run(o, prompts(o));
-  EXPECT_EQ(g.kv_cache_bytes,
-            static_cast<std::int64_t>(
-                inference_cost(o.shape, o.batch, o.input_tokens, o.output_tokens, 2).kv_cache_bytes));
+  EXPECT_EQ(
+      g.kv_cache_bytes,
+      static_cast<std::int64_t>(
+          inference_cost(o.shape, o.batch, o.input_tokens, o.output_tokens, 2).kv_cache_bytes));
   o.dtype = DType::kFp16;
   EXPECT_ANY_THROW(make_generator(o));
 }
