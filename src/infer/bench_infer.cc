@@ -106,10 +106,7 @@ InferPlan make_infer_plan(const Args& args, const MpiEnv& mpi) {
   // Prompts: batch_size sequences of input_tokens ids, drawn once per rank (PACE's data
   // generator: the same prompts for every run).
   DataOptions& d = p.data;
-  d.source = set.data.source;
-  d.path = set.data.path.value_or("");
-  d.token_dtype = set.data.token_dtype;
-  d.eval_fraction = set.data.eval_fraction;
+  d = data_options(set.data);
   d.seq_len = n.input_tokens;
   d.vocab_size = g.shape.vocab_size;
   d.seed = n.seed;
@@ -160,31 +157,9 @@ class InferRun {
   }
 
  private:
-  MemoryReading memory() {
-    if (generator_) return generator_->memory();
-    if (device_.type == "cpu") return {current_rss_bytes(), peak_rss_bytes()};
-    return {0, 0};
-  }
-  void stage_begin(const std::string& name) {
-    if (generator_) {
-      generator_->reset_peak_memory();
-    } else if (device_.type == "cpu") {
-      reset_peak_rss();
-    }
-    stage_ = StageMemory{name, memory().current, 0, 0};
-  }
-  void stage_end() {
-    MemoryReading m = memory();
-    stage_.end = m.current;
-    stage_.peak = std::max(m.peak, stage_.end);
-    result_.memory_stages.push_back(stage_);
-  }
-
   RunStatus build() {
-    MemoryReading before = memory();
-    result_.memory_stages.push_back(
-        StageMemory{"before_init", before.current, before.current, before.current});
-    stage_begin("init");
+    stages_.before_init();
+    stages_.begin("init");
     RunStatus local = RunStatus::kOk;
     std::string reason;
     if (plan_.malloc_cache) keep_freed_host_memory();
@@ -199,7 +174,7 @@ class InferRun {
       result_.memory_stage_source = generator_->memory_source();
       result_.parameter_count = generator_->parameter_count();
     }
-    stage_end();
+    stages_.end();
     return agreed;
   }
 
@@ -222,7 +197,7 @@ class InferRun {
 
   RunStatus generate() {
     InferResult& n = result_.infer;
-    stage_begin("generate");
+    stages_.begin("generate");
     RunStatus status = RunStatus::kOk;
     Batch prompts;
     PhaseStatus loaded;
@@ -253,7 +228,7 @@ class InferRun {
       progress(run, total, warmup, g);
       if (status != RunStatus::kOk) break;  // a signal: this run finished, stop here
     }
-    stage_end();
+    stages_.end();
     return status;
   }
 
@@ -407,7 +382,16 @@ class InferRun {
   std::unique_ptr<Generator> generator_;
   RankAgreement agreement_{mpi_, "bench-infer"};
   RankResult result_;
-  StageMemory stage_;
+  MemoryStages stages_{
+      [this] { return generator_ ? generator_->memory() : memory_before_model(device_); },
+      [this] {
+        if (generator_) {
+          generator_->reset_peak_memory();
+        } else {
+          reset_peak_before_model(device_);
+        }
+      },
+      &result_.memory_stages};
 };
 
 }  // namespace

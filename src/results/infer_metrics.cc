@@ -102,6 +102,8 @@ std::vector<Metric> summarize_infer(const InferSummaryInput& in) {
   m.push_back({"prefill_tflops_per_device", prefill_tflops, "TFLOP/s"});
   if (in.peak_tflops > 0) m.push_back({"prefill_mfu", prefill_tflops / in.peak_tflops, ""});
   const double steps = std::max(0.0, in.output_tokens - 1);
+  // Per generated token of a prompt (beam search: every beam's work).
+  m.push_back({"decode_flops_per_token", ratio(in.decode_flops, steps * in.batch), "FLOP"});
   m.push_back({"decode_bytes_per_step", ratio(in.decode_bytes, steps), "bytes"});
   const double bandwidth = ratio(in.decode_bytes * runs, sum(decode)) / 1e9;
   m.push_back({"decode_bandwidth_gbs", bandwidth, "GB/s"});

@@ -1,5 +1,6 @@
 #include "train/bench_run.h"
 
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <cmath>
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include "core/yaml_io.h"
 #include "results/rank_file.h"
 #include "train/clean_env.h"
+#include "train/host_memory.h"
 #include "train/run_info.h"
 
 namespace sweepbench {
@@ -99,6 +101,32 @@ void print_summary(Console& console, const RunEnd& end, const std::string& write
 }
 
 }  // namespace
+
+void MemoryStages::before_init() {
+  MemoryReading now = reading_();
+  out_->push_back(StageMemory{"before_init", now.current, now.current, now.current});
+}
+
+void MemoryStages::begin(const std::string& name) {
+  reset_();
+  stage_ = StageMemory{name, reading_().current, 0, 0};
+}
+
+void MemoryStages::end() {
+  MemoryReading m = reading_();
+  stage_.end = m.current;
+  stage_.peak = std::max(m.peak, stage_.end);
+  out_->push_back(stage_);
+}
+
+MemoryReading memory_before_model(const DeviceInfo& device) {
+  if (device.type == "cpu") return {current_rss_bytes(), peak_rss_bytes()};
+  return {0, 0};
+}
+
+void reset_peak_before_model(const DeviceInfo& device) {
+  if (device.type == "cpu") reset_peak_rss();
+}
 
 void fill_identity(RankResult& r, MpiEnv& mpi, const DeviceInfo& device,
                    const std::string& benchmark) {

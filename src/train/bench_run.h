@@ -38,6 +38,30 @@ class RankAgreement {
   std::string rank_status_ = "ok";
 };
 
+// The memory stages of a run (results-format.md, /memory): each stage's memory at its start and
+// end and its peak, from `reading` (the model's allocator once it exists); `reset` restarts the
+// peak.
+class MemoryStages {
+ public:
+  MemoryStages(std::function<MemoryReading()> reading, std::function<void()> reset,
+               std::vector<StageMemory>* out)
+      : reading_(std::move(reading)), reset_(std::move(reset)), out_(out) {}
+  void before_init();  // the baseline, a stage of its own
+  void begin(const std::string& name);
+  void end();
+
+ private:
+  std::function<MemoryReading()> reading_;
+  std::function<void()> reset_;
+  std::vector<StageMemory>* out_;
+  StageMemory stage_;
+};
+
+// Memory before the model exists: this process's resident set on a CPU; on a GPU nothing of
+// ours is there yet.
+MemoryReading memory_before_model(const DeviceInfo& device);
+void reset_peak_before_model(const DeviceInfo& device);
+
 // Identity, software, hardware and where the run happens: what both programs record the same
 // way. `benchmark` is the workload's name (train, infer).
 void fill_identity(RankResult& r, MpiEnv& mpi, const DeviceInfo& device,

@@ -106,37 +106,9 @@ class Run {
     return agreement_.agree(local, reason);
   }
 
-  MemoryReading memory() {
-    if (trainer_) return trainer_->memory();
-    if (device_.type == "cpu") return {current_rss_bytes(), peak_rss_bytes()};
-    return {0, 0};  // nothing of ours is on the GPU before the model
-  }
-
-  void reset_peak() {
-    if (trainer_) {
-      trainer_->reset_peak_memory();
-    } else if (device_.type == "cpu") {
-      reset_peak_rss();
-    }
-  }
-
-  void stage_begin(const std::string& name) {
-    reset_peak();
-    stage_ = StageMemory{name, memory().current, 0, 0};
-  }
-
-  void stage_end() {
-    MemoryReading m = memory();
-    stage_.end = m.current;
-    stage_.peak = std::max(m.peak, stage_.end);
-    result_.memory_stages.push_back(stage_);
-  }
-
   RunStatus build() {
-    MemoryReading before = memory();
-    result_.memory_stages.push_back(
-        StageMemory{"before_init", before.current, before.current, before.current});
-    stage_begin("init");
+    stages_.before_init();
+    stages_.begin("init");
     RunStatus local = RunStatus::kOk;
     std::string reason;
     // Before the model allocates anything, so its blocks come from the reusable heap.
@@ -153,7 +125,7 @@ class Run {
       result_.parameter_count = trainer_->parameter_count();
       result_.threads = trainer_->device().threads;
     }
-    stage_end();
+    stages_.end();
     return agreed;
   }
 
@@ -174,7 +146,7 @@ class Run {
     const std::int64_t tokens_per_step =
         plan_.micro_batch * plan_.trainer.seq_len * plan_.grad_accum;
     const std::int64_t global_tokens = tokens_per_step * mpi_.size();
-    stage_begin("train");
+    stages_.begin("train");
     RunStatus status = RunStatus::kOk;
     double started = now_s();
     double measured_time = 0;
@@ -229,12 +201,12 @@ class Run {
       if (status != RunStatus::kOk) break;  // a signal: this step finished, stop here
     }
     if (status == RunStatus::kOk) status = agree(pending_, pending_reason_);  // the last update
-    stage_end();
+    stages_.end();
     return status;
   }
 
   RunStatus evaluate() {
-    stage_begin("eval");
+    stages_.begin("eval");
     RunStatus status = RunStatus::kOk;
     double t0 = now_s();
     double loss_sum = 0;
@@ -264,7 +236,7 @@ class Run {
     double totals[2] = {loss_sum, static_cast<double>(e.steps)};
     mpi_.allreduce_sum(totals, 2);
     e.loss = totals[1] > 0 ? totals[0] / totals[1] : 0;
-    stage_end();
+    stages_.end();
     return status;
   }
 
@@ -416,7 +388,16 @@ class Run {
   std::unique_ptr<Trainer> trainer_;
   RankAgreement agreement_{mpi_, "bench-train"};
   RankResult result_;
-  StageMemory stage_;
+  MemoryStages stages_{
+      [this] { return trainer_ ? trainer_->memory() : memory_before_model(device_); },
+      [this] {
+        if (trainer_) {
+          trainer_->reset_peak_memory();
+        } else {
+          reset_peak_before_model(device_);
+        }
+      },
+      &result_.memory_stages};
   RunStatus pending_ = RunStatus::kOk;
   std::string pending_reason_;
 };

@@ -293,6 +293,15 @@ TokenFileInfo inspect_token_file(const std::string& path, DataSource source,
   return info;
 }
 
+DataOptions data_options(const DataSettings& data) {
+  DataOptions d;
+  d.source = data.source;
+  d.path = data.path.value_or("");
+  d.token_dtype = data.token_dtype;
+  d.eval_fraction = data.eval_fraction;
+  return d;
+}
+
 std::unique_ptr<TokenSource> open_token_source(const DataOptions& options, int rank, int world) {
   if (options.source == DataSource::kSynthetic) {
     return std::make_unique<SyntheticSource>(options, rank);

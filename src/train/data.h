@@ -57,6 +57,10 @@ class TokenSource {
   virtual std::string describe() const = 0;
 };
 
+// The file-related options from the config's data section (source, path, token type, the
+// evaluation share); the caller sets the shapes, seed and batch sizes.
+DataOptions data_options(const DataSettings& data);
+
 // Opens the source for `rank` of `world`. Throws sweepbench::Error (input) when a file is missing,
 // malformed, holds a token id >= vocab_size, or is too short for one batch on every rank.
 std::unique_ptr<TokenSource> open_token_source(const DataOptions& options, int rank, int world);

@@ -108,10 +108,7 @@ TrainPlan make_plan(const Args& args, const MpiEnv& mpi) {
   t.threads = compute_threads(set, mpi);
 
   DataOptions& d = p.data;
-  d.source = set.data.source;
-  d.path = set.data.path.value_or("");
-  d.token_dtype = set.data.token_dtype;
-  d.eval_fraction = set.data.eval_fraction;
+  d = data_options(set.data);
   d.seq_len = t.seq_len;
   d.vocab_size = t.shape.vocab_size;
   d.seed = t.seed;

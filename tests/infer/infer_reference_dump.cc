@@ -13,23 +13,11 @@
 #include "core/value.h"
 #include "core/yaml_io.h"
 #include "infer/generator.h"
+#include "support/raw_dump.h"
 
 using namespace sweepbench;
-
-namespace {
-
-void write_raw(const std::string& path, const void* data, size_t bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
-}
-
-Value shape_value(const std::vector<std::int64_t>& shape) {
-  Value v = Value::list();
-  for (std::int64_t d : shape) v.items().push_back(Value::integer(d));
-  return v;
-}
-
-}  // namespace
+using sweepbench::testing::shape_value;
+using sweepbench::testing::write_raw;
 
 int main(int argc, char** argv) {
   if (argc != 3) {

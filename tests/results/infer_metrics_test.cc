@@ -28,6 +28,7 @@ InferSummaryInput two_runs() {
   in.output_tokens = 3;
   in.prefill_flops = 1e12;
   in.decode_bytes = 4e9;
+  in.decode_flops = 8e9;
   in.peak_tflops = 10;
   in.peak_bandwidth_gbs = 16;
   return in;
@@ -71,6 +72,7 @@ TEST(InferMetrics, PrefillAndDecodeThroughputAreSeparate) {
   EXPECT_DOUBLE_EQ(m["prefill_tflops_per_device"], 5);
   EXPECT_DOUBLE_EQ(m["prefill_mfu"], 0.5);
   EXPECT_DOUBLE_EQ(m["decode_bytes_per_step"], 2e9);
+  EXPECT_DOUBLE_EQ(m["decode_flops_per_token"], 2e9);  // 8e9 over 2 steps x 2 prompts
   EXPECT_DOUBLE_EQ(m["decode_bandwidth_gbs"], 8);
   EXPECT_DOUBLE_EQ(m["mbu"], 0.5);
 }

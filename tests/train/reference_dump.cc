@@ -11,24 +11,16 @@
 #include "core/model_shapes.h"
 #include "core/value.h"
 #include "core/yaml_io.h"
+#include "support/raw_dump.h"
 #include "train/collectives.h"
 #include "train/data.h"
 #include "train/trainer.h"
 
 using namespace sweepbench;
+using sweepbench::testing::shape_value;
+using sweepbench::testing::write_raw;
 
 namespace {
-
-void write_raw(const std::string& path, const void* data, size_t bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
-}
-
-Value shape_value(const std::vector<std::int64_t>& shape) {
-  Value v = Value::list();
-  for (std::int64_t d : shape) v.items().push_back(Value::integer(d));
-  return v;
-}
 
 void dump_parameters(Trainer& trainer, const std::string& dir, const std::string& prefix,
                      Value& arrays) {
