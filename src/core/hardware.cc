@@ -59,6 +59,13 @@ std::optional<double> peak_bandwidth_gbs_for(const std::string& device_name) {
   return std::nullopt;
 }
 
+DevicePeak resolve_peak(const std::optional<double>& configured, bool gpu,
+                        const std::optional<double>& from_table) {
+  if (configured) return {*configured, "config"};
+  if (gpu && from_table) return {*from_table, "table"};
+  return {};
+}
+
 int usable_cpu_count() {
   cpu_set_t set;
   CPU_ZERO(&set);

@@ -27,6 +27,15 @@ std::optional<double> peak_tflops_for(const std::string& device_name, const std:
 // bench-infer's memory-bandwidth utilisation (MBU); nullopt for a name the table lacks.
 std::optional<double> peak_bandwidth_gbs_for(const std::string& device_name);
 
+// A per-device peak (TFLOPS or GB/s) and where it came from: `config` (the hardware.* key),
+// `table` (the tables above, GPUs only: a CPU's name may hold "L4"), or `none` (value 0).
+struct DevicePeak {
+  double value = 0;
+  std::string source = "none";
+};
+DevicePeak resolve_peak(const std::optional<double>& configured, bool gpu,
+                        const std::optional<double>& from_table);
+
 // The CPUs this process may run on (its affinity mask, which SLURM, mpirun and taskset narrow),
 // else the machine's count; at least 1.
 int usable_cpu_count();

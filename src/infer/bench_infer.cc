@@ -182,16 +182,13 @@ class InferRun {
   // measured here at the start (CPUs), every rank at once as they will run.
   void bandwidth() {
     InferResult& n = result_.infer;
-    if (plan_.configured_bandwidth) {
-      n.peak_bandwidth_gbs = *plan_.configured_bandwidth;
-      n.peak_bandwidth_source = "config";
-    } else if (device_.type == "cuda") {
-      std::optional<double> table = peak_bandwidth_gbs_for(device_.name);
-      n.peak_bandwidth_gbs = table.value_or(0.0);
-      n.peak_bandwidth_source = table ? "table" : "none";
-    } else {
+    DevicePeak peak = resolve_peak(plan_.configured_bandwidth, device_.type == "cuda",
+                                   peak_bandwidth_gbs_for(device_.name));
+    n.peak_bandwidth_gbs = peak.value;
+    n.peak_bandwidth_source = peak.source;
+    if (peak.source == "none" && device_.type == "cpu") {
       n.peak_bandwidth_gbs = measure_copy_bandwidth_gbs(device_.threads);
-      n.peak_bandwidth_source = n.peak_bandwidth_gbs > 0 ? "measured" : "none";
+      if (n.peak_bandwidth_gbs > 0) n.peak_bandwidth_source = "measured";
     }
   }
 
@@ -243,16 +240,10 @@ class InferRun {
     r.seq_len = g.input_tokens + g.output_tokens;
     r.micro_batch = g.batch;
     const std::string dtype = to_string(g.dtype);
-    if (plan_.configured_peak_tflops) {
-      r.peak_tflops = *plan_.configured_peak_tflops;
-      r.peak_tflops_source = "config";
-    } else if (device_.type == "cuda") {
-      std::optional<double> table = peak_tflops_for(device_.name, dtype);
-      r.peak_tflops = table.value_or(0.0);
-      r.peak_tflops_source = table ? "table" : "none";
-    } else {
-      r.peak_tflops_source = "none";
-    }
+    DevicePeak peak = resolve_peak(plan_.configured_peak_tflops, device_.type == "cuda",
+                                   peak_tflops_for(device_.name, dtype));
+    r.peak_tflops = peak.value;
+    r.peak_tflops_source = peak.source;
     InferResult& n = r.infer;
     n.batch_size = g.batch;
     n.input_tokens = g.input_tokens;

@@ -250,16 +250,10 @@ class Run {
     r.parameter_count = parameter_count(s);
     r.flops_per_token = training_flops_per_token(s, plan_.trainer.seq_len);
     r.flops_per_token_6n = training_flops_per_token_6n(s);
-    if (plan_.configured_peak) {
-      r.peak_tflops = *plan_.configured_peak;
-      r.peak_tflops_source = "config";
-    } else if (device_.type == "cuda") {
-      std::optional<double> table = peak_tflops_for(device_.name, plan_.dtype);
-      r.peak_tflops = table.value_or(0.0);
-      r.peak_tflops_source = table ? "table" : "none";
-    } else {
-      r.peak_tflops_source = "none";
-    }
+    DevicePeak peak = resolve_peak(plan_.configured_peak, device_.type == "cuda",
+                                   peak_tflops_for(device_.name, plan_.dtype));
+    r.peak_tflops = peak.value;
+    r.peak_tflops_source = peak.source;
     r.steps_planned = plan_.steps;
     r.warmup_steps = plan_.warmup;
     r.seq_len = plan_.trainer.seq_len;

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/hardware.h"
+
 namespace sweepbench {
 namespace {
 
@@ -41,6 +43,29 @@ TEST(ModelShapes, FlopsPerTokenFollowThePalmConvention) {
   EXPECT_EQ(position_embedding_count(llama), 0);
   EXPECT_DOUBLE_EQ(training_flops_per_token(llama, 4096),
                    6.0 * 6738415616 + 12.0 * 32 * 4096 * 4096);
+}
+
+}  // namespace
+}  // namespace sweepbench
+
+namespace sweepbench {
+namespace {
+
+TEST(HardwarePeaks, TheConfigWinsThenTheTableForGpusOnly) {
+  EXPECT_EQ(peak_bandwidth_gbs_for("NVIDIA H100 80GB HBM3"), 3350.0);
+  EXPECT_EQ(peak_bandwidth_gbs_for("NVIDIA H100 PCIe"), 2000.0);
+  EXPECT_EQ(peak_bandwidth_gbs_for("NVIDIA A100-SXM4-80GB"), 2039.0);
+  EXPECT_EQ(peak_bandwidth_gbs_for("NVIDIA A100-PCIE-40GB"), 1555.0);
+  EXPECT_EQ(peak_bandwidth_gbs_for("Intel(R) Xeon(R) Processor"), std::nullopt);
+  DevicePeak configured = resolve_peak(123.0, true, 3350.0);
+  EXPECT_EQ(configured.value, 123.0);
+  EXPECT_EQ(configured.source, "config");
+  DevicePeak table = resolve_peak(std::nullopt, true, 3350.0);
+  EXPECT_EQ(table.source, "table");
+  // A CPU whose name happens to hold a GPU's ("... L4 ...") never takes the GPU table's value.
+  DevicePeak cpu = resolve_peak(std::nullopt, false, peak_bandwidth_gbs_for("AMD EPYC L4 cpu"));
+  EXPECT_EQ(cpu.source, "none");
+  EXPECT_EQ(cpu.value, 0.0);
 }
 
 }  // namespace

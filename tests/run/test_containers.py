@@ -38,12 +38,14 @@ def image():
     return r.stdout.strip().splitlines()[-1]
 
 
-def sweep_file(tmp, img, runtime="charliecloud", ranks="[1, 2]", nodes=1):
-    path = os.path.join(tmp, "in-container.yaml")
+def sweep_file(tmp, img, runtime="charliecloud", ranks="[1, 2]", nodes=1, benchmark="train"):
+    path = os.path.join(tmp, f"in-container-{benchmark}.yaml")
     with open(path, "w") as f:
         f.write(f"""\
-name: in-container
+name: in-container-{benchmark}
 base:
+  benchmark: {benchmark}
+  infer: {{input_tokens: 8, output_tokens: 4, batch_size: 2, runs: 2}}
   model: {{preset: gpt2-tiny}}
   data: {{source: synthetic, seq_len: 32}}
   train: {{steps: 4, warmup_steps: 1, micro_batch: 2}}
@@ -121,6 +123,14 @@ class Local(ContainerCase):
                            for t in tags)
         self.assertEqual(launchers, ["local", "mpirun"])
 
+    def test_inference_points_run_in_the_image_alone_and_under_mpirun(self):
+        out = os.path.join(self.tmp, "out")
+        bench_sweep("run", sweep_file(self.tmp, self.image, benchmark="infer"), "--out", out, check=0)
+        for tag in self.assert_ran_in_the_image(out):
+            with h5py.File(os.path.join(out, tag, "rank-00000.h5")) as h5:
+                self.assertEqual(h5.attrs["benchmark"], "infer")
+                self.assertEqual(h5["infer/generated_ids"].shape, (3, 2, 4))
+
     def run_section(self, name, *args):
         """Runs the definition file's %NAME section in the image, as Apptainer would: with
         %environment sourced and `args` as the script's arguments."""
@@ -172,8 +182,14 @@ class Slurm(ContainerCase):
             env = dict(cluster.env, SWEEPBENCH_BIN_DIR=BIN)
             tags = self.run_batch(cluster, env, ["--ntasks=2"], sweep_file(self.tmp, self.image),
                                   out)
-        for tag in tags:
-            self.assertEqual(read_json(os.path.join(out, tag, "status.json"))["launcher"], "srun")
+            # bench-infer the same way: srun, in the image.
+            infer_out = os.path.join(self.tmp, "infer")
+            infer_tags = self.run_batch(cluster, env, ["--ntasks=2"],
+                                        sweep_file(self.tmp, self.image, benchmark="infer"), infer_out)
+        for directory, point_tags in ((out, tags), (infer_out, infer_tags)):
+            for tag in point_tags:
+                record = read_json(os.path.join(directory, tag, "status.json"))
+                self.assertEqual(record["launcher"], "srun")
 
 
 class Podman(ContainerCase):
