@@ -373,16 +373,7 @@ class InferRun {
   std::unique_ptr<Generator> generator_;
   RankAgreement agreement_{mpi_, "bench-infer"};
   RankResult result_;
-  MemoryStages stages_{
-      [this] { return generator_ ? generator_->memory() : memory_before_model(device_); },
-      [this] {
-        if (generator_) {
-          generator_->reset_peak_memory();
-        } else {
-          reset_peak_before_model(device_);
-        }
-      },
-      &result_.memory_stages};
+  MemoryStages stages_ = model_memory_stages(generator_, device_, &result_.memory_stages);
 };
 
 }  // namespace

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,23 @@ class MemoryStages {
 // ours is there yet.
 MemoryReading memory_before_model(const DeviceInfo& device);
 void reset_peak_before_model(const DeviceInfo& device);
+
+// Stages read from `model` (a Trainer or a Generator: memory(), reset_peak_memory()) once it is
+// built, and from this process before. The references must outlive the stages.
+template <class Model>
+MemoryStages model_memory_stages(const std::unique_ptr<Model>& model, const DeviceInfo& device,
+                                 std::vector<StageMemory>* out) {
+  return MemoryStages(
+      [&model, &device] { return model ? model->memory() : memory_before_model(device); },
+      [&model, &device] {
+        if (model) {
+          model->reset_peak_memory();
+        } else {
+          reset_peak_before_model(device);
+        }
+      },
+      out);
+}
 
 // Identity, software, hardware and where the run happens: what both programs record the same
 // way. `benchmark` is the workload's name (train, infer).

@@ -382,16 +382,7 @@ class Run {
   std::unique_ptr<Trainer> trainer_;
   RankAgreement agreement_{mpi_, "bench-train"};
   RankResult result_;
-  MemoryStages stages_{
-      [this] { return trainer_ ? trainer_->memory() : memory_before_model(device_); },
-      [this] {
-        if (trainer_) {
-          trainer_->reset_peak_memory();
-        } else {
-          reset_peak_before_model(device_);
-        }
-      },
-      &result_.memory_stages};
+  MemoryStages stages_ = model_memory_stages(trainer_, device_, &result_.memory_stages);
   RunStatus pending_ = RunStatus::kOk;
   std::string pending_reason_;
 };
