@@ -309,14 +309,20 @@ class BarKind : public PlotKind {
 // One line per series over a numeric x.
 class LineKind : public PlotKind {
  public:
+  static constexpr size_t kLabelledXs = 16;
   void draw(std::ostream& s, const PlotContext& c) const override {
     axes(s);
-    std::string tics;
-    // The numbers as we print them, not as the table spelled them (" 1" and "1e0" are numbers).
-    for (size_t i = 0; i < c.xs.size(); ++i) {
-      tics += (i ? ", " : "") + format_float_repr(*number(c.xs[i]));
+    // A tic at every x while they can be read (batch sizes, world sizes); past that gnuplot's
+    // own (bench-infer's token positions: 128 of them).
+    if (c.xs.size() <= kLabelledXs) {
+      std::string tics;
+      // The numbers as we print them, not as the table spelled them (" 1" and "1e0" are numbers).
+      for (size_t i = 0; i < c.xs.size(); ++i) {
+        tics += (i ? ", " : "") + format_float_repr(*number(c.xs[i]));
+      }
+      s << "set xtics (" << tics << ")\n";
     }
-    s << "set xtics (" << tics << ")\nset offsets graph 0.05, graph 0.05, 0, 0\n";
+    s << "set offsets graph 0.05, graph 0.05, 0, 0\n";
     s << "plot";
     for (size_t k = 0; k < c.series.size(); ++k) {
       s << (k ? ", \\\n    " : " ") << c.data_file << " using 1:" << (2 + 2 * k) << ":"

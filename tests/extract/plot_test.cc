@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "support/expect_error.h"
 
@@ -87,9 +89,10 @@ TEST(GnuplotScript, BarsPerHueAndAnIdealLineForScaling) {
 // script single-quoted (quotes doubled, no line breaks, no NUL) and the data file without tabs,
 // line breaks or double quotes. (test_extract_faults.py runs such scripts in the real gnuplot.)
 TEST(GnuplotScript, TextIsSingleQuotedAndOnOneLine) {
-  std::string csv = "tag,status,mb,who,tps\n"
-                    "a,ok,2,\"`touch x` $(touch y) it's\nz\",100\n"
-                    "b,ok,4,\"q\"\"\t\",200\n";
+  std::string csv =
+      "tag,status,mb,who,tps\n"
+      "a,ok,2,\"`touch x` $(touch y) it's\nz\",100\n"
+      "b,ok,4,\"q\"\"\t\",200\n";
   csv.insert(csv.find("\nz"), 1, '\0');
   CsvTable t = parse_csv(csv, "t.csv");
   PlotSpec spec;
@@ -169,6 +172,32 @@ TEST(PlotPoints, TwoMetricsSideBySide) {
 
 TEST(PlotKinds, AreRegisteredByName) {
   EXPECT_EQ(plot_kind_names(), (std::vector<std::string>{"bar", "line", "scaling"}));
+}
+
+}  // namespace
+}  // namespace sweepbench
+
+namespace sweepbench {
+namespace {
+
+// bench-infer's per-token table has a row per token position: past 16 x values gnuplot chooses
+// the tics, as a tic per value would overlap.
+TEST(GnuplotScript, ManyXValuesGetGnuplotsOwnTics) {
+  std::string csv = "tag,status,position,token_seconds_mean\n";
+  for (int p = 0; p < 40; ++p)
+    csv += "a,ok," + std::to_string(p) + "," + std::to_string(p + 1) + "\n";
+  PlotSpec spec;
+  spec.kind = "line";
+  spec.metrics = {"token_seconds_mean"};
+  spec.x = "position";
+  spec.output = "/o/t.png";
+  size_t left_out = 0;
+  std::string data;
+  std::string s =
+      gnuplot_script(plot_points(parse_csv(csv, "t.csv"), spec, &left_out), spec, "/o/d", &data);
+  EXPECT_THAT(s, ::testing::Not(HasSubstr("set xtics (")));
+  EXPECT_THAT(s, HasSubstr("with yerrorlines"));
+  EXPECT_EQ(std::count(data.begin(), data.end(), '\n'), 41);  // header + 40 positions
 }
 
 }  // namespace
