@@ -79,9 +79,14 @@ class Extract(unittest.TestCase):
                 break
             time.sleep(0.1)
         time.sleep(0.5)
+        # Everything stops before anything dies: the point has its own process group and gets
+        # SIGUSR2 when its runner dies (core/process.cc), so killing the runner first gave a
+        # slow machine time to record a clean `cancelled` before the point was killed too.
+        os.killpg(proc.pid, signal.SIGSTOP)
+        subprocess.run(["pkill", "-STOP", "-f", "--", "--out " + out])
         os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
         subprocess.run(["pkill", "-KILL", "-f", "--", "--out " + out])
+        proc.wait()
         # A copy of an ok 2-rank point whose rank 1 file was cut short.
         grid = read_json(os.path.join(cls.root, "grid", "manifest.json"))["points"]
         cls.grid = {p["tag"]: p for p in grid}
