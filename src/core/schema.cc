@@ -216,8 +216,7 @@ std::vector<KeySpec> build_table() {
           .min(0)
           .only_for("infer"),
       K("infer.warmup_runs", T::kInt, I(1),
-        "Generations before the timed ones, left out of "
-        "every statistic")
+        "Generations before the timed ones, left out of every statistic")
           .min(0)
           .only_for("infer"),
       K("infer.runs", T::kInt, I(5), "Timed generations").min(1).only_for("infer"),
@@ -304,8 +303,7 @@ std::vector<KeySpec> build_table() {
       K("hardware.name", T::kString, N(), "A label for the hardware, e.g. H100-SXM5"),
       K("hardware.peak_tflops", T::kFloat, N(),
         "Peak dense TFLOPS per device for the run's dtype (train.dtype, infer.dtype), for MFU; "
-        "null = the built-in table "
-        "(GPUs) or no MFU (CPU)")
+        "null = the built-in table (GPUs) or no MFU (CPU)")
           .min(0.0, true)
           .unhashed(),
       K("hardware.peak_bandwidth_gbs", T::kFloat, N(),

@@ -325,22 +325,11 @@ class InferRun {
       t.e2e_s = flat[at++];
       for (double& s : t.step_s) s = flat[at++];
     }
-    InferSummaryInput in;
+    InferSummaryInput in = infer_summary_shapes(r);
     in.runs = runs;
-    const InferResult& n = r.infer;
-    in.batch = static_cast<double>(n.batch_size);
-    in.input_tokens = static_cast<double>(n.input_tokens);
-    in.output_tokens = static_cast<double>(n.output_tokens);
     in.world_size = mpi_.size();
-    in.prefill_flops = n.prefill_flops;
-    in.decode_flops = n.decode_flops;
-    in.decode_bytes = n.decode_bytes;
-    in.weight_bytes = n.weight_bytes;
-    in.kv_cache_bytes = n.kv_cache_bytes;
-    in.peak_tflops = r.peak_tflops;
-    double bandwidth = n.peak_bandwidth_gbs;
-    mpi_.broadcast(&bandwidth, sizeof(bandwidth), 0);  // rank 0's, as bench-extract reads it
-    in.peak_bandwidth_gbs = bandwidth;
+    // Each rank measured its own bandwidth; the summary uses rank 0's, as bench-extract does.
+    mpi_.broadcast(&in.peak_bandwidth_gbs, sizeof(in.peak_bandwidth_gbs), 0);
     double peak = -1;
     for (const StageMemory& m : r.memory_stages) peak = std::max(peak, static_cast<double>(m.peak));
     mpi_.allreduce_max(&peak, 1);

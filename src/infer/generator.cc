@@ -98,26 +98,21 @@ class TorchGenerator : public Generator {
     return host.to(device_);
   }
 
-  // Beam search's running state: each row's score, the sum of its tokens' log-probabilities.
-  struct Beams {
-    torch::Tensor scores;  // (rows) fp32
-  };
-
-  // Picks each row's next token from its logits (rows, V) as fp32. With beams, `reorder` gets
-  // the row each new row continues (rows of one prompt stay among themselves).
-  torch::Tensor choose(const torch::Tensor& logits, Beams& beams, at::Generator& gen,
+  // Picks each row's next token from its logits (rows, V) as fp32. With beams, `beam_scores`
+  // (rows) is each row's sum of log-probabilities, and `reorder` gets the row each new row
+  // continues (rows of one prompt stay among themselves).
+  torch::Tensor choose(const torch::Tensor& logits, torch::Tensor& beam_scores, at::Generator& gen,
                        torch::Tensor* reorder) {
     const std::int64_t vocab = logits.size(1);
     if (o_.num_beams > 1) {
       const std::int64_t k = o_.num_beams, prompts = logits.size(0) / k;
-      torch::Tensor total =
-          beams.scores.unsqueeze(1) + torch::log_softmax(logits, -1);  // (rows, V)
+      torch::Tensor total = beam_scores.unsqueeze(1) + torch::log_softmax(logits, -1);  // (rows, V)
       // The k best continuations over all k beams x V tokens of each prompt, best first.
       auto [values, index] = total.view({prompts, k * vocab}).topk(k, 1, true, true);  // (P, k)
       torch::Tensor beam = index.div(vocab, "floor");
       torch::Tensor base = torch::arange(prompts, index.options()).mul(k).unsqueeze(1);
       *reorder = (base + beam).view({-1});
-      beams.scores = values.reshape({-1});
+      beam_scores = values.reshape({-1});
       return index.remainder(vocab).view({-1});
     }
     if (!o_.do_sample) return logits.argmax(-1);
@@ -156,13 +151,13 @@ class TorchGenerator : public Generator {
     // Beam search runs every beam as a row from the start, as Hugging Face's generate() does.
     if (k > 1) prompt = prompt.repeat_interleave(k, 0);           // (B k, in)
     at::Generator gen = at::detail::createCPUGenerator(o_.seed);  // every run draws the same
-    Beams beams;
+    torch::Tensor beam_scores;                                    // (rows)
     if (k > 1) {
       // Only the first beam of each prompt is alive at the start, so the first step's k best
       // are k different tokens rather than one token k times.
-      beams.scores = torch::full({batch, k}, -1e9, torch::TensorOptions().device(device_));
-      beams.scores.select(1, 0).zero_();
-      beams.scores = beams.scores.view({-1});
+      beam_scores = torch::full({batch, k}, -1e9, torch::TensorOptions().device(device_));
+      beam_scores.select(1, 0).zero_();
+      beam_scores = beam_scores.view({-1});
     }
     KVCache local;
     KVCache* cache = nullptr;
@@ -170,7 +165,7 @@ class TorchGenerator : public Generator {
     if (o_.kv_cache == KvCache::kStatic) {
       // Allocated once for input + output tokens and reused by every run.
       if (static_cache_.k.empty() || static_cache_.k[0].size(0) != rows) {
-        static_cache_ = KVCache();
+        static_cache_ = KVCache();  // the old one freed before the new one is allocated
         static_cache_ = model_->make_cache(rows, o_.input_tokens + out, false, like);
       }
       static_cache_.length = 0;
@@ -183,7 +178,7 @@ class TorchGenerator : public Generator {
 
     auto advance = [&](const torch::Tensor& logits) {
       torch::Tensor reorder;
-      torch::Tensor next = choose(logits.to(torch::kFloat), beams, gen, &reorder);  // (rows)
+      torch::Tensor next = choose(logits.to(torch::kFloat), beam_scores, gen, &reorder);  // (rows)
       if (reorder.defined()) {
         if (cache != nullptr) cache->reorder(reorder);
         if (history.defined()) history = history.index_select(0, reorder);
@@ -216,7 +211,7 @@ class TorchGenerator : public Generator {
     g.tokens.assign(host.data_ptr<std::int64_t>(), host.data_ptr<std::int64_t>() + host.numel());
     if (k > 1) {
       torch::Tensor scores =
-          beams.scores.view({batch, k}).select(1, 0).to(torch::kCPU, torch::kDouble);
+          beam_scores.view({batch, k}).select(1, 0).to(torch::kCPU, torch::kDouble);
       g.scores.assign(scores.data_ptr<double>(), scores.data_ptr<double>() + batch);
     }
     g.kv_cache_bytes = cache != nullptr ? cache->bytes() : 0;

@@ -45,7 +45,7 @@ struct Generation {
   std::vector<double> step_s;
   // (batch, output_tokens), row-major: the new ids; with beams, the best beam of each prompt.
   std::vector<std::int64_t> tokens;
-  // Per prompt: the sum of the log-probabilities of its new tokens (the beam's score).
+  // Beam search only, per prompt: the sum of the log-probabilities of its best beam's new tokens.
   std::vector<double> scores;
   std::int64_t kv_cache_bytes = 0;  // as allocated when the run ended
 };

@@ -138,22 +138,12 @@ std::vector<InferRunTiming> timed_runs(const InferResult& result) {
   return out;
 }
 
-InferSummaryInput infer_summary_input_from_ranks(const std::vector<RankResult>& ranks) {
+InferSummaryInput infer_summary_shapes(const RankResult& lead) {
   InferSummaryInput in;
-  if (ranks.empty()) return in;
-  std::vector<std::vector<InferRunTiming>> per_rank;
-  double peak = -1;
-  for (const RankResult& r : ranks) {
-    per_rank.push_back(timed_runs(r.infer));
-    for (const StageMemory& m : r.memory_stages) peak = std::max(peak, static_cast<double>(m.peak));
-  }
-  in.runs = slowest_rank_runs(per_rank);
-  const RankResult& lead = ranks[0];
   const InferResult& n = lead.infer;
   in.batch = static_cast<double>(n.batch_size);
   in.input_tokens = static_cast<double>(n.input_tokens);
   in.output_tokens = static_cast<double>(n.output_tokens);
-  in.world_size = static_cast<int>(lead.world_size);
   in.prefill_flops = n.prefill_flops;
   in.decode_flops = n.decode_flops;
   in.decode_bytes = n.decode_bytes;
@@ -161,6 +151,20 @@ InferSummaryInput infer_summary_input_from_ranks(const std::vector<RankResult>& 
   in.kv_cache_bytes = n.kv_cache_bytes;
   in.peak_tflops = lead.peak_tflops;
   in.peak_bandwidth_gbs = n.peak_bandwidth_gbs;
+  return in;
+}
+
+InferSummaryInput infer_summary_input_from_ranks(const std::vector<RankResult>& ranks) {
+  if (ranks.empty()) return {};
+  InferSummaryInput in = infer_summary_shapes(ranks[0]);
+  std::vector<std::vector<InferRunTiming>> per_rank;
+  double peak = -1;
+  for (const RankResult& r : ranks) {
+    per_rank.push_back(timed_runs(r.infer));
+    for (const StageMemory& m : r.memory_stages) peak = std::max(peak, static_cast<double>(m.peak));
+  }
+  in.runs = slowest_rank_runs(per_rank);
+  in.world_size = static_cast<int>(ranks[0].world_size);
   in.memory_peak_bytes = peak;
   return in;
 }

@@ -50,6 +50,10 @@ struct RankResult;
 // One rank's timed runs (warm-up runs left out), with their decode steps from the token times.
 std::vector<InferRunTiming> timed_runs(const InferResult& result);
 
+// The summary input's shapes, FLOPs, bytes and peaks from one rank's result (rank 0's serve the
+// run); the runs, the world size and the memory peak are the caller's to fill.
+InferSummaryInput infer_summary_shapes(const RankResult& lead);
+
 // The summary input of a run from all its ranks' results, as bench-infer computes it with MPI
 // reductions: each run's times are the slowest rank's, shapes and FLOPs are rank 0's, the memory
 // peak is the highest of any rank.

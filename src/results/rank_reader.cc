@@ -592,7 +592,7 @@ RankRead read_rank_file(const std::string& path, RankReadScope scope) {
     take(in.numbers<double>(g.get(), p, "ram_used_mb", H5T_NATIVE_DOUBLE), &m.ram_used_mb);
   }
   if (r.benchmark == "infer") {
-    if (Id g = in.group(f, "infer"); g.ok()) read_infer(in, g.get(), lead || all, r.infer);
+    if (Id g = in.group(f, "infer"); g.ok()) read_infer(in, g.get(), lead, r.infer);
   }
   if (identity && steps_ok) read.result = std::move(r);
   return read;

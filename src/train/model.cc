@@ -74,20 +74,20 @@ torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
   }
   torch::Tensor kk = groups > 1 ? k.repeat_interleave(groups, 1) : k;
   torch::Tensor vv = groups > 1 ? v.repeat_interleave(groups, 1) : v;
-  const std::int64_t s = kk.size(2);
-  // Query i may see key j when j <= offset + i (true = take part).
-  auto visible = [&] {
-    torch::TensorOptions o = torch::TensorOptions().dtype(torch::kLong).device(q.device());
-    return torch::arange(s, o).unsqueeze(0) <= (torch::arange(t, o) + offset).unsqueeze(1);
+  // Query i (position offset + i) may not see key j > offset + i: (T, S), true = hidden.
+  auto future = [&] {
+    return torch::ones({t, kk.size(2)},
+                       torch::TensorOptions().dtype(torch::kBool).device(q.device()))
+        .triu(offset + 1);
   };
 #if TORCH_VERSION_MAJOR >= 2
   // Fused kernels (flash / memory-efficient) where the device has them.
   if (offset == 0) return at::scaled_dot_product_attention(q, kk, vv, {}, 0.0, /*is_causal=*/true);
-  return at::scaled_dot_product_attention(q, kk, vv, visible());
+  return at::scaled_dot_product_attention(q, kk, vv, future().logical_not());  // true = take part
 #else
   double scale = 1.0 / std::sqrt(static_cast<double>(d));
   torch::Tensor att = torch::matmul(q, kk.transpose(-2, -1)) * scale;  // (B, H, T, S)
-  att = att.masked_fill(visible().logical_not(), -std::numeric_limits<float>::infinity());
+  att = att.masked_fill(future(), -std::numeric_limits<float>::infinity());
   att = torch::softmax(att, -1);
   return torch::matmul(att, vv);  // (B, H, T, D)
 #endif
@@ -283,12 +283,14 @@ torch::Tensor TransformerLMImpl::hidden(const torch::Tensor& tokens, KVCache* ca
   const std::int64_t pos = cache != nullptr ? cache->length : 0;
   torch::Tensor x = wte(tokens);  // (B, T, C)
   if (!llama_blocks_.empty()) {
-    for (size_t i = 0; i < llama_blocks_.size(); ++i) {
-      if (cache == nullptr) {
-        x = run_block(i, x);
-      } else {
-        x = llama_blocks_[i]->forward(x, rope_cos_.narrow(0, pos, t).to(x.scalar_type()),
-                                      rope_sin_.narrow(0, pos, t).to(x.scalar_type()), cache, i);
+    if (cache == nullptr) {
+      for (size_t i = 0; i < llama_blocks_.size(); ++i) x = run_block(i, x);
+    } else {
+      // The rotary rows of these positions, once for every block.
+      torch::Tensor cos = rope_cos_.narrow(0, pos, t).to(x.scalar_type());
+      torch::Tensor sin = rope_sin_.narrow(0, pos, t).to(x.scalar_type());
+      for (size_t i = 0; i < llama_blocks_.size(); ++i) {
+        x = llama_blocks_[i]->forward(x, cos, sin, cache, i);
       }
     }
     return norm(x);
