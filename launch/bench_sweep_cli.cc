@@ -465,10 +465,11 @@ std::string schema_markdown() {
       table.emplace(std::vector<std::string>{"key", "type", "default", "hashed", "description"},
                     TableFormat::kMarkdown, out);
     }
-    std::string hashed = !k.only_for_benchmark.empty() ? "for " + k.only_for_benchmark + " only"
-                         : k.hashed_unless_default     ? "unless default"
-                         : k.hashed                    ? "yes"
-                                                       : "no";
+    std::string hashed = !k.only_for_benchmarks.empty()
+                             ? "for " + join(k.only_for_benchmarks, ", ") + " only"
+                         : k.hashed_unless_default ? "unless default"
+                         : k.hashed                ? "yes"
+                                                   : "no";
     table->row({Value::string("`" + k.path + "`"), Value::string(k.type_text()),
                 Value::string("`" + default_text(k) + "`"), Value::string(hashed),
                 Value::string(k.description)});

@@ -8,9 +8,11 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "core/hardware.h"
+#include "core/placeholders.h"
 #include "core/registry.h"
 #include "core/settings.h"
 #include "core/text.h"
+#include "launch/shell.h"
 #include "launch/workload.h"
 
 namespace sweepbench {
@@ -170,7 +172,34 @@ PointCommand point_command(const Value& resolved, const LaunchSite& site,
     cmd.container_context = ctx;
   }
   cmd.argv.insert(cmd.argv.end(), inner.begin(), inner.end());
+  if (!r.setup.empty()) cmd.argv = with_setup_lines(resolved, r.setup, out_dir, cmd.argv);
   return cmd;
+}
+
+std::vector<std::string> with_setup_lines(const Value& resolved,
+                                          const std::vector<std::string>& lines,
+                                          const std::string& out_dir,
+                                          const std::vector<std::string>& argv) {
+  std::string script;
+  for (const std::string& line : lines) {
+    // The line is the user's shell code; a value put into it is one quoted word.
+    script +=
+        render_placeholders(parse_placeholders(line, Mark::in("launch.setup"), "launch.setup"),
+                            [&](const std::string& name) {
+                              if (name == "out") return shell_quote(out_dir);
+                              const Value* v = placeholder_config_value(resolved, name);
+                              if (v == nullptr) {
+                                throw unknown_placeholders({name}, Mark::in("launch.setup"),
+                                                           "launch.setup", "see docs/commands.md");
+                              }
+                              return shell_quote(placeholder_text(*v));
+                            });
+    script += "\n";
+  }
+  script += "exec \"$@\"\n";
+  std::vector<std::string> out = {"bash", "-c", script, "sweepbench-setup"};
+  out.insert(out.end(), argv.begin(), argv.end());
+  return out;
 }
 
 }  // namespace sweepbench

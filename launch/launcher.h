@@ -64,8 +64,17 @@ struct PointCommand {
 // bench-train --config CONFIG --out OUT [wrapped in the container]. Inside a container
 // bench-train is the image's (on its PATH) and starts with --env-keep. Throws Error(kInput) for a
 // point this site cannot run (the local launcher asked for several ranks, enroot without srun).
+// With launch.setup, the whole command runs as `bash -c 'LINES; exec "$@"' sweepbench-setup
+// ARGV...`: the lines first, in the shell that then becomes the command.
 PointCommand point_command(const Value& resolved, const LaunchSite& site,
                            const std::string& program, const std::string& config_path,
                            const std::string& out_dir);
+
+// `argv` run after the shell `lines` (launch.setup): {placeholders} (config keys, {out}) become
+// single shell words (shell_quote), the lines themselves are the user's shell code.
+std::vector<std::string> with_setup_lines(const Value& resolved,
+                                          const std::vector<std::string>& lines,
+                                          const std::string& out_dir,
+                                          const std::vector<std::string>& argv);
 
 }  // namespace sweepbench

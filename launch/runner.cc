@@ -28,11 +28,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string first_line(const std::string& text, size_t max) {
-  std::string line = text.substr(0, text.find('\n'));
-  return line.size() > max ? line.substr(0, max) + "..." : line;
-}
-
 // Why a point ended as it did: its summary.json reason, else its program's last stderr line.
 std::string reason_of(const std::string& point_dir, const std::string& program,
                       const ProcessResult& r) {

@@ -12,8 +12,9 @@
 namespace sweepbench {
 namespace {
 
-// bench-train (docs/train.md) and bench-infer (docs/infer.md): one MPI job per point, every rank
-// writing rank-NNNNN.h5; the same command line, exit codes and result files.
+// bench-train (docs/train.md), bench-infer (docs/infer.md) and bench-command (a user's program,
+// docs/commands.md): one launch per point, every rank writing rank-NNNNN.h5; the same command
+// line, exit codes and result files.
 class RankFilesWorkload : public Workload {
  public:
   RankFilesWorkload(std::string name, std::string program)
@@ -63,6 +64,8 @@ const Registry<Workload>& workloads() {
       {
           {"train", [] { return std::make_unique<RankFilesWorkload>("train", "bench-train"); }},
           {"infer", [] { return std::make_unique<RankFilesWorkload>("infer", "bench-infer"); }},
+          {"command",
+           [] { return std::make_unique<RankFilesWorkload>("command", "bench-command"); }},
       });
   return r;
 }

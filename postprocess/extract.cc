@@ -169,7 +169,7 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
         if (vm.count("group-repeats") || vm.count("drop-constant")) {
           // Both need every row before the first is printed.
           ExtractTable table;
-          table.columns = extract_columns();
+          table.columns = extract_columns(dirs);
           extract_each(dirs, options, warn, [&](ExtractedPoint&& p) {
             for (const std::string& w : p.warnings) warn(w);
             if (p.incomplete) ++incomplete;
@@ -186,8 +186,8 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
           rows = table.rows.size();
         } else {
           const bool series = options.series != Series::kNone;
-          ExtractWriter writer(series ? series_columns(options.series) : extract_columns(), format,
-                               sink);
+          ExtractWriter writer(
+              series ? series_columns(options.series, dirs) : extract_columns(dirs), format, sink);
           extract_each(dirs, options, warn, [&](ExtractedPoint&& p) {
             for (const std::string& w : p.warnings) warn(w);
             if (p.incomplete) ++incomplete;

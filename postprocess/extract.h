@@ -42,7 +42,7 @@ struct ExtractedPoint {
 enum class Series { kNone, kTokens, kSystem };
 Series parse_series(const std::string& name);  // Error(kInput) for another name
 // The columns of a series table, in order.
-std::vector<std::string> series_columns(Series series);
+std::vector<std::string> series_columns(Series series, const std::vector<std::string>& point_dirs);
 
 struct ExtractTable {
   std::vector<std::string> columns;
@@ -61,8 +61,10 @@ struct PointSearch {
 };
 PointSearch find_point_dirs(const std::vector<std::string>& paths);
 
-// Every column a row may have, in order.
-std::vector<std::string> extract_columns();
+// Every column a row of these points may have, in order: identity, config keys (params as one
+// column per entry any point has), world_size, device, the metrics of docs/metrics.md, each
+// command metric any point defines, exit_code, seconds, units, memory, cost.
+std::vector<std::string> extract_columns(const std::vector<std::string>& point_dirs);
 
 struct ExtractOptions {
   // USD per device-hour; < 0: none. The default for points whose hardware.price_per_hour is

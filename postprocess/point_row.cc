@@ -19,6 +19,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/command_spec.h"
 #include "core/error.h"
 #include "core/fs.h"
 #include "core/schema.h"
@@ -158,6 +159,29 @@ void memory_columns(const std::vector<RankResult>& ranks, std::map<std::string, 
 }
 
 // The rows of a point's long table: each starts as the point's row (identity and config).
+// A command's figures: rank 0's (the program's own report; docs/commands.md), its exit code and
+// duration, and each metric's unit.
+void command_columns(const CommandResult& c, std::map<std::string, Value>* row) {
+  Value units = Value::map();
+  for (const CommandMetric& m : c.metrics) {
+    if (!m.found) {
+      (*row)[m.name] = Value::null();
+    } else if (m.reduce == "all") {
+      Value list = Value::list();
+      for (double v : m.values) list.items().push_back(number_or_null(v));
+      (*row)[m.name] = list;
+    } else if (m.reduce == "count") {
+      (*row)[m.name] = Value::integer(static_cast<std::int64_t>(m.value));
+    } else {
+      (*row)[m.name] = number_or_null(m.value);
+    }
+    units.set(m.name, Value::string(m.unit));
+  }
+  if (c.term_signal == 0 && c.exit_code >= 0) (*row)["exit_code"] = Value::integer(c.exit_code);
+  (*row)["seconds"] = Value::real(c.seconds);
+  (*row)["units"] = units;
+}
+
 std::vector<std::map<std::string, Value>> series_rows(Series series,
                                                       const std::vector<RankResult>& ranks,
                                                       const std::map<std::string, Value>& point) {
@@ -226,9 +250,60 @@ Series parse_series(const std::string& name) {
                      "system (CPU and RAM over time)");
 }
 
-std::vector<std::string> series_columns(Series series) {
+namespace {
+
+// Columns that only some points have: the entries of their params and their commands' metrics,
+// read from each point's config.yaml (unreadable ones add nothing; the row says why).
+struct PointColumns {
+  std::set<std::string> params;
+  std::vector<std::string> metrics;  // in the order first seen
+};
+
+PointColumns point_columns(const std::vector<std::string>& dirs) {
+  PointColumns c;
+  auto add_metric = [&](const std::string& name) {
+    if (std::find(c.metrics.begin(), c.metrics.end(), name) == c.metrics.end()) {
+      c.metrics.push_back(name);
+    }
+  };
+  for (const std::string& d : dirs) {
+    std::vector<std::string> ignored;
+    std::optional<Value> config = read_json_or_yaml(fs::path(d) / kConfigFile, &ignored);
+    if (!config || !config->is_map()) continue;
+    if (const Value* params = config->find("params"); params != nullptr) {
+      for (const Value::Entry& e : params->entries()) c.params.insert(e.key);
+    }
+    if (text_field(*config, "benchmark") != "command") continue;
+    if (const Value* parser = config->find_path("command.parser");
+        parser != nullptr && parser->is_string()) {
+      for (const MetricSpec& m : parser_metrics(parser->as_string())) add_metric(m.name);
+    }
+    if (const Value* metrics = config->find_path("command.metrics"); metrics != nullptr) {
+      for (const Value& m : metrics->items()) {
+        if (std::string name = text_field(m, "name"); !name.empty()) add_metric(name);
+      }
+    }
+  }
+  return c;
+}
+
+// Identity, then every config key (params as one column per entry).
+std::vector<std::string> config_columns(const PointColumns& pc) {
   std::vector<std::string> columns = identity_columns();
-  for (const KeySpec& k : Schema::get().keys()) columns.push_back(k.path);
+  for (const KeySpec& k : Schema::get().keys()) {
+    if (k.type == KeyType::kFreeMap) {
+      for (const std::string& name : pc.params) columns.push_back(k.path + "." + name);
+    } else {
+      columns.push_back(k.path);
+    }
+  }
+  return columns;
+}
+
+}  // namespace
+
+std::vector<std::string> series_columns(Series series, const std::vector<std::string>& dirs) {
+  std::vector<std::string> columns = config_columns(point_columns(dirs));
   if (series == Series::kSystem) {
     columns.insert(columns.end(),
                    {"rank", "time_s", "cpu_percent", "ram_used_mb", "rss_bytes", "device_bytes"});
@@ -239,11 +314,17 @@ std::vector<std::string> series_columns(Series series) {
   return columns;
 }
 
-std::vector<std::string> extract_columns() {
-  std::vector<std::string> columns = identity_columns();
-  for (const KeySpec& k : Schema::get().keys()) columns.push_back(k.path);
+std::vector<std::string> extract_columns(const std::vector<std::string>& dirs) {
+  PointColumns pc = point_columns(dirs);
+  std::vector<std::string> columns = config_columns(pc);
   columns.insert(columns.end(), {"world_size", "device"});
   for (const std::string& m : metric_columns()) columns.push_back(m);
+  // A command's metric of a name bench-train or bench-infer has (tokens_per_second, say) shares
+  // its column: one table compares the programs.
+  for (const std::string& m : pc.metrics) {
+    if (std::find(columns.begin(), columns.end(), m) == columns.end()) columns.push_back(m);
+  }
+  columns.insert(columns.end(), {"exit_code", "seconds", "units"});
   for (const std::string& m : memory_column_names()) columns.push_back(m);
   columns.push_back("cost_usd_per_mtok");
   return columns;
@@ -370,11 +451,17 @@ ExtractedPoint extract_point(const std::string& d, Manifests& manifests, double 
       // A section only one workload reads (infer.*, train.*) stays empty for the others.
       const Value* benchmark = config->find_path("benchmark");
       for (const KeySpec& k : Schema::get().keys()) {
-        if (!k.only_for_benchmark.empty() && benchmark != nullptr && benchmark->is_string() &&
-            benchmark->as_string() != k.only_for_benchmark) {
+        if (benchmark != nullptr && benchmark->is_string() &&
+            !k.applies_to(benchmark->as_string())) {
           continue;
         }
-        if (const Value* v = config->find_path(k.path)) row[k.path] = *v;
+        const Value* v = config->find_path(k.path);
+        if (v == nullptr) continue;
+        if (k.type == KeyType::kFreeMap) {
+          for (const Value::Entry& e : v->entries()) row[k.path + "." + e.key] = e.value;
+        } else {
+          row[k.path] = *v;
+        }
       }
     }
 
@@ -409,13 +496,19 @@ ExtractedPoint extract_point(const std::string& d, Manifests& manifests, double 
       // Million tokens an hour: trained tokens, or generated ones for inference.
       double mt_per_hour = 0;
       const bool infer = ranks.front().benchmark == "infer";
-      for (const Metric& m : infer ? summarize_infer(infer_summary_input_from_ranks(ranks))
-                                   : summarize(summary_input_from_ranks(ranks))) {
-        row[m.name] = number_or_null(m.value);
-        if (m.name == "mt_per_hour") mt_per_hour = m.value;
-        if (m.name == "output_tps" && std::isfinite(m.value)) mt_per_hour = m.value * 3600 / 1e6;
+      if (ranks.front().benchmark == "command") {
+        command_columns(ranks.front().command, &row);
+      } else {
+        for (const Metric& m : infer ? summarize_infer(infer_summary_input_from_ranks(ranks))
+                                     : summarize(summary_input_from_ranks(ranks))) {
+          row[m.name] = number_or_null(m.value);
+          if (m.name == "mt_per_hour") mt_per_hour = m.value;
+          if (m.name == "output_tps" && std::isfinite(m.value)) {
+            mt_per_hour = m.value * 3600 / 1e6;
+          }
+        }
+        memory_columns(ranks, &row);
       }
-      memory_columns(ranks, &row);
       double price = price_per_hour;
       if (auto it = row.find("hardware.price_per_hour");
           it != row.end() && it->second.is_number()) {

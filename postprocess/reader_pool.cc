@@ -425,7 +425,7 @@ void extract_each(const std::vector<std::string>& dirs, const ExtractOptions& o,
 
 ExtractTable extract_points(const std::vector<std::string>& dirs, const ExtractOptions& o) {
   ExtractTable t;
-  t.columns = extract_columns();
+  t.columns = extract_columns(dirs);
   extract_each(
       dirs, o, [&](const std::string& w) { t.warnings.push_back(w); },
       [&](ExtractedPoint&& p) {

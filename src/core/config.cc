@@ -6,6 +6,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "core/command_spec.h"
 #include "core/digest.h"
 #include "core/schema.h"
 #include "core/text.h"
@@ -287,6 +288,7 @@ void check_rules(const Value& full) {
                          std::to_string(at("model.vocab_size").as_int()));
   }
   if (at("benchmark").as_string() == "infer") check_infer_rules(full);
+  command_spec_of(full);  // the command section and launch.setup's placeholders
   const Value& runtime = at("container.runtime");
   const Value& image = at("container.image");
   if (runtime.as_string() != "none" && image.is_null()) {
@@ -392,8 +394,8 @@ std::string canonical_config_text(const Value& resolved) {
   // Sections whose every key belongs to another workload vanish whole (not as `infer: {}`).
   std::map<std::string, bool> section_elsewhere;
   for (const KeySpec& k : Schema::get().keys()) {
-    bool elsewhere = !k.only_for_benchmark.empty() &&
-                     (benchmark == nullptr || benchmark->as_string() != k.only_for_benchmark);
+    bool elsewhere = !k.only_for_benchmarks.empty() &&
+                     (benchmark == nullptr || !k.applies_to(benchmark->as_string()));
     auto [it, added] = section_elsewhere.emplace(k.section(), elsewhere);
     if (!added) it->second = it->second && elsewhere;
     if (elsewhere) {

@@ -47,8 +47,8 @@ class K {
   }
   // The key enters config_hash only at points whose `benchmark` is `name`: the infer section
   // does not change the hash (nor the tag) of a training point.
-  K& only_for(const char* name) {
-    spec_.only_for_benchmark = name;
+  K& only_for(std::initializer_list<const char*> names) {
+    spec_.only_for_benchmarks.assign(names.begin(), names.end());
     return *this;
   }
   K& derived() {
@@ -77,162 +77,227 @@ std::vector<KeySpec> build_table() {
       // ---- top level ----
       K("benchmark", T::kEnum, S("train"),
         "What runs at each point: a registered workload (docs/workloads.md); train is "
-        "bench-train, infer is bench-infer")
-          .choices({"train", "infer"})
+        "bench-train, infer is bench-infer, command the program of the command section")
+          .choices({"train", "infer", "command"})
+          .hashed_unless_default(),
+      K("params", T::kFreeMap, M(),
+        "Free keys (any names; scalars or lists) that sweeps vary and {params.NAME} "
+        "placeholders use: a program's own options (docs/commands.md)")
           .hashed_unless_default(),
       // ---- model ----
       K("model.preset", T::kEnum, S("gpt2"),
         "Named model shape; each dimension below defaults to the preset's")
-          .choices(model_preset_names()),
+          .choices(model_preset_names())
+          .only_for({"train", "infer"}),
       K("model.arch", T::kEnum, N(),
         "Architecture family: gpt2 (LayerNorm, GELU, learned positions, tied head) or llama "
         "(RMSNorm, RoPE, SwiGLU, GQA, untied head); null = the preset's")
           .choices(model_arch_names())
-          .derived(),
-      K("model.n_layer", T::kInt, N(), "Transformer blocks; null = the preset's").min(1).derived(),
+          .derived()
+          .only_for({"train", "infer"}),
+      K("model.n_layer", T::kInt, N(), "Transformer blocks; null = the preset's")
+          .min(1)
+          .derived()
+          .only_for({"train", "infer"}),
       K("model.n_embd", T::kInt, N(), "Model width d; null = the preset's")
           .min(1)
           .max(1 << 20)
-          .derived(),
+          .derived()
+          .only_for({"train", "infer"}),
       K("model.n_head", T::kInt, N(),
         "Attention heads; must divide model.n_embd; null = the preset's")
           .min(1)
-          .derived(),
+          .derived()
+          .only_for({"train", "infer"}),
       K("model.n_kv_head", T::kInt, N(),
         "Key/value heads (grouped-query attention); must divide model.n_head; null = the preset's")
           .min(1)
-          .derived(),
+          .derived()
+          .only_for({"train", "infer"}),
       K("model.ffn_dim", T::kInt, N(),
         "Hidden width of the MLP; null = the preset's, or, when model.n_embd or model.arch is "
         "not the preset's, the architecture's rule (gpt2: 4 n_embd; llama: 8/3 n_embd rounded "
         "up to a multiple of 256)")
           .min(1)
           .max(1 << 24)
-          .derived(),
-      K("model.vocab_size", T::kInt, N(), "Vocabulary size; null = the preset's").min(1).derived(),
+          .derived()
+          .only_for({"train", "infer"}),
+      K("model.vocab_size", T::kInt, N(), "Vocabulary size; null = the preset's")
+          .min(1)
+          .derived()
+          .only_for({"train", "infer"}),
       K("model.block_size", T::kInt, N(),
         "Longest sequence the model accepts (position table size); null = the preset's")
           .min(1)
-          .derived(),
+          .derived()
+          .only_for({"train", "infer"}),
 
       // ---- data ----
       K("data.source", T::kEnum, S("synthetic"),
         "synthetic: random token ids; tokens: a binary file of token ids; text: a UTF-8 file "
         "read as byte-level tokens")
-          .choices({"synthetic", "tokens", "text"}),
-      K("data.path", T::kString, N(), "The data file for data.source tokens or text"),
+          .choices({"synthetic", "tokens", "text"})
+          .only_for({"train", "infer"}),
+      K("data.path", T::kString, N(), "The data file for data.source tokens or text")
+          .only_for({"train", "infer"}),
       K("data.seq_len", T::kInt, N(),
         "Tokens per sequence; every sequence is exactly this long; null = model.block_size")
           .min(1)
-          .derived(),
+          .derived()
+          .only_for({"train", "infer"}),
       K("data.token_dtype", T::kEnum, S("uint16"),
         "Element type of a headerless tokens file (llm.c .bin files carry their own)")
-          .choices({"uint16", "uint32"}),
+          .choices({"uint16", "uint32"})
+          .only_for({"train", "infer"}),
       K("data.eval_fraction", T::kFloat, F(0.1), "Share of the data file held out for evaluation")
           .min(0.0)
-          .max(0.5),
+          .max(0.5)
+          .only_for({"train", "infer"}),
 
       // ---- train and eval (bench-train; hashed only for benchmark: train) ----
       K("train.steps", T::kInt, I(50), "Optimizer steps, warm-up included")
           .min(1)
-          .only_for("train"),
+          .only_for({"train"}),
       K("train.warmup_steps", T::kInt, I(10),
         "Leading steps excluded from every statistic; must be less than train.steps")
           .min(0)
-          .only_for("train"),
+          .only_for({"train"}),
       K("train.micro_batch", T::kInt, I(8), "Sequences per rank per forward pass")
           .min(1)
-          .only_for("train"),
+          .only_for({"train"}),
       K("train.grad_accum", T::kInt, I(1), "Micro batches accumulated per optimizer step")
           .min(1)
-          .only_for("train"),
+          .only_for({"train"}),
       K("train.dtype", T::kEnum, S("fp32"),
         "fp32, bf16 (mixed precision, fp32 master weights) or fp16 (with dynamic loss scaling)")
           .choices({"fp32", "bf16", "fp16"})
-          .only_for("train"),
-      K("train.lr", T::kFloat, F(3e-4), "AdamW learning rate").min(0.0, true).only_for("train"),
+          .only_for({"train"}),
+      K("train.lr", T::kFloat, F(3e-4), "AdamW learning rate").min(0.0, true).only_for({"train"}),
       K("train.weight_decay", T::kFloat, F(0.1), "AdamW decoupled weight decay")
           .min(0.0)
-          .only_for("train"),
-      K("train.beta1", T::kFloat, F(0.9), "AdamW beta1").min(0.0).max(1.0, true).only_for("train"),
-      K("train.beta2", T::kFloat, F(0.95), "AdamW beta2").min(0.0).max(1.0, true).only_for("train"),
-      K("train.eps", T::kFloat, F(1e-8), "AdamW epsilon").min(0.0, true).only_for("train"),
+          .only_for({"train"}),
+      K("train.beta1", T::kFloat, F(0.9), "AdamW beta1")
+          .min(0.0)
+          .max(1.0, true)
+          .only_for({"train"}),
+      K("train.beta2", T::kFloat, F(0.95), "AdamW beta2")
+          .min(0.0)
+          .max(1.0, true)
+          .only_for({"train"}),
+      K("train.eps", T::kFloat, F(1e-8), "AdamW epsilon").min(0.0, true).only_for({"train"}),
       K("train.grad_clip", T::kFloat, F(1.0), "Global gradient-norm clip; 0 disables it")
           .min(0.0)
-          .only_for("train"),
+          .only_for({"train"}),
       K("train.seed", T::kInt, I(1234), "Seed for weights and batches (each rank offsets it)")
           .min(0)
-          .only_for("train"),
+          .only_for({"train"}),
       K("train.activation_checkpointing", T::kBool, B(false),
         "Recompute each block's activations in the backward pass")
-          .only_for("train"),
+          .only_for({"train"}),
       K("train.loss_scale", T::kFloat, F(65536.0), "Initial dynamic loss scale for fp16")
           .min(0.0, true)
-          .only_for("train"),
+          .only_for({"train"}),
 
       // ---- eval ----
       K("eval.steps", T::kInt, I(10), "Evaluation batches after training; 0 skips evaluation")
           .min(0)
-          .only_for("train"),
+          .only_for({"train"}),
       K("eval.micro_batch", T::kInt, N(),
         "Sequences per evaluation batch; null = train.micro_batch")
           .min(1)
           .derived()
-          .only_for("train"),
+          .only_for({"train"}),
 
       // ---- infer (bench-infer; hashed only for benchmark: infer) ----
       K("infer.input_tokens", T::kInt, I(128), "Prompt tokens per sequence")
           .min(1)
-          .only_for("infer"),
+          .only_for({"infer"}),
       K("infer.output_tokens", T::kInt, I(128),
         "Tokens generated per sequence; every run generates exactly this many (no early stop)")
           .min(1)
-          .only_for("infer"),
+          .only_for({"infer"}),
       K("infer.batch_size", T::kInt, I(1), "Prompts generated together per rank")
           .min(1)
-          .only_for("infer"),
+          .only_for({"infer"}),
       K("infer.num_beams", T::kInt, I(1),
         "1: greedy or sampled decoding; more: beam search with this many beams per prompt")
           .min(1)
           .max(1024)
-          .only_for("infer"),
+          .only_for({"infer"}),
       K("infer.do_sample", T::kBool, B(false),
         "Sample each token (temperature, top_k, top_p) instead of taking the most likely")
-          .only_for("infer"),
+          .only_for({"infer"}),
       K("infer.temperature", T::kFloat, F(1.0), "Sampling temperature")
           .min(0.0, true)
-          .only_for("infer"),
+          .only_for({"infer"}),
       K("infer.top_k", T::kInt, I(0), "Sample among the k most likely tokens; 0: all")
           .min(0)
-          .only_for("infer"),
+          .only_for({"infer"}),
       K("infer.top_p", T::kFloat, F(1.0),
         "Sample among the most likely tokens whose probabilities sum to p (nucleus); 1: all")
           .min(0.0, true)
           .max(1.0)
-          .only_for("infer"),
+          .only_for({"infer"}),
       K("infer.seed", T::kInt, I(1234),
         "Seed for the weights, the synthetic prompts and sampling (each rank offsets it for its "
         "prompts)")
           .min(0)
-          .only_for("infer"),
+          .only_for({"infer"}),
       K("infer.warmup_runs", T::kInt, I(1),
         "Generations before the timed ones, left out of every statistic")
           .min(0)
-          .only_for("infer"),
-      K("infer.runs", T::kInt, I(5), "Timed generations").min(1).only_for("infer"),
+          .only_for({"infer"}),
+      K("infer.runs", T::kInt, I(5), "Timed generations").min(1).only_for({"infer"}),
       K("infer.kv_cache", T::kEnum, S("static"),
         "static: keys and values allocated once for input + output tokens; dynamic: grown as "
         "tokens come; none: recompute the whole prefix at every step (the baseline)")
           .choices({"static", "dynamic", "none"})
-          .only_for("infer"),
+          .only_for({"infer"}),
       K("infer.dtype", T::kEnum, S("fp32"),
         "Weights, activations and the KV cache in fp32, bf16 or fp16 (fp16 needs a GPU)")
           .choices({"fp32", "bf16", "fp16"})
-          .only_for("infer"),
+          .only_for({"infer"}),
       K("infer.token_metrics", T::kBool, B(true),
         "Time every decode step (waits for the device after each token); off: only the first "
         "token and the whole generation are timed")
-          .only_for("infer"),
+          .only_for({"infer"}),
+
+      // ---- command (benchmark: command; docs/commands.md) ----
+      K("command.argv", T::kStringList, L(),
+        "The program and its arguments, one list item per argv element (no shell); "
+        "{placeholders} take the point's values")
+          .only_for({"command"}),
+      K("command.env", T::kStringMap, M(),
+        "Environment variables for the program; values may hold {placeholders}")
+          .only_for({"command"}),
+      K("command.workdir", T::kString, N(),
+        "The program's working directory (may hold {placeholders}); null = the point directory")
+          .only_for({"command"}),
+      K("command.parser", T::kEnum, S("none"),
+        "Metrics of a known program, added to command.metrics: hf-trainer (the Hugging Face "
+        "Trainer) or none")
+          .choices({"none", "hf-trainer"})
+          .only_for({"command"}),
+      K("command.metrics", T::kRecordList, L(),
+        "Figures of merit: a list of {name, unit, from, regex, group, reduce} or {name, unit, "
+        "from: json FILE, pointer}, each optional: true or required (docs/commands.md)")
+          .only_for({"command"}),
+      K("command.success.match", T::kStringList, L(),
+        "Regular expressions that must each match a line of the program's stdout or stderr")
+          .only_for({"command"}),
+      K("command.success.fail", T::kStringList, L(),
+        "Regular expressions that must match no line of stdout or stderr (e.g. Traceback)")
+          .only_for({"command"}),
+      K("command.success.exit_code", T::kInt, I(0), "The exit code of a successful run; null = any")
+          .nullable()
+          .only_for({"command"}),
+      K("command.success.required", T::kStringList, N(),
+        "Metrics a successful run must report; null = every metric not marked optional")
+          .only_for({"command"}),
+      K("command.oom_patterns", T::kStringList, L(),
+        "Regular expressions whose match in a failed run's output makes its status oom; empty = "
+        "the usual PyTorch, CUDA and C++ out-of-memory messages (docs/commands.md)")
+          .only_for({"command"}),
 
       // ---- launch ----
       K("launch.ranks", T::kInt, I(1), "MPI ranks in total (the world size)").min(1),
@@ -253,6 +318,10 @@ std::vector<KeySpec> build_table() {
       K("launch.mpirun_args", T::kStringList, L(), "Extra arguments for mpirun"),
       K("launch.srun_args", T::kStringList, L(), "Extra arguments for srun"),
       K("launch.env", T::kStringMap, M(), "Environment variables set for every rank"),
+      K("launch.setup", T::kStringList, L(),
+        "Shell lines run before the point's command, in one bash (module load, conda activate "
+        "{params.env}); placeholders become single-quoted words; the lines are your own shell code")
+          .hashed_unless_default(),
       K("launch.malloc_cache", T::kBool, B(true),
         "Keep freed host memory in the process (glibc: no mmap, no trim) so steps do not "
         "page-fault "
@@ -261,9 +330,13 @@ std::vector<KeySpec> build_table() {
       // ---- metrics ----
       K("metrics.sample_interval_ms", T::kInt, I(1000),
         "Period of the background memory/CPU sampler; 0 keeps only the first and last samples")
-          .min(0),
-      K("metrics.system", T::kBool, B(true), "Sample CPU utilisation and RAM over time"),
-      K("metrics.log_every", T::kInt, I(10), "Steps between progress lines on rank 0").min(1),
+          .min(0)
+          .only_for({"train", "infer"}),
+      K("metrics.system", T::kBool, B(true), "Sample CPU utilisation and RAM over time")
+          .only_for({"train", "infer"}),
+      K("metrics.log_every", T::kInt, I(10), "Steps between progress lines on rank 0")
+          .min(1)
+          .only_for({"train", "infer"}),
 
       // ---- container ----
       K("container.runtime", T::kEnum, S("none"), "Container runtime that wraps each rank, or none")
@@ -363,6 +436,12 @@ std::string range_text(const KeySpec& s) {
 
 }  // namespace
 
+bool KeySpec::applies_to(const std::string& benchmark) const {
+  return only_for_benchmarks.empty() ||
+         std::find(only_for_benchmarks.begin(), only_for_benchmarks.end(), benchmark) !=
+             only_for_benchmarks.end();
+}
+
 std::string KeySpec::section() const {
   size_t dot = path.find('.');
   return dot == std::string::npos ? "" : path.substr(0, dot);
@@ -394,6 +473,12 @@ std::string KeySpec::type_text() const {
     case KeyType::kStringMap:
       t = "mapping of names to strings";
       break;
+    case KeyType::kFreeMap:
+      t = "mapping of names to scalars or lists";
+      break;
+    case KeyType::kRecordList:
+      t = "list of mappings";
+      break;
     case KeyType::kSlurmTime:
       t = "SLURM time (string) or minutes (integer)";
       break;
@@ -420,6 +505,16 @@ Schema::Schema() : keys_(build_table()), defaults_(Value::map()) {
     defaults_.set_path(k.path, k.default_value);
   }
   for (const std::string& s : sections_) all_paths_.push_back(s);
+  for (const KeySpec& k : keys_) {
+    for (size_t dot = k.path.find('.', k.section().size() + 1); dot != std::string::npos;
+         dot = k.path.find('.', dot + 1)) {
+      std::string sub = k.path.substr(0, dot);
+      if (std::find(subsections_.begin(), subsections_.end(), sub) == subsections_.end()) {
+        subsections_.push_back(sub);
+        all_paths_.push_back(sub);
+      }
+    }
+  }
 }
 
 const KeySpec* Schema::find(std::string_view path) const {
@@ -430,7 +525,8 @@ const KeySpec* Schema::find(std::string_view path) const {
 }
 
 bool Schema::is_section(std::string_view path) const {
-  return std::find(sections_.begin(), sections_.end(), path) != sections_.end();
+  return std::find(sections_.begin(), sections_.end(), path) != sections_.end() ||
+         std::find(subsections_.begin(), subsections_.end(), path) != subsections_.end();
 }
 
 Schema::Lookup Schema::lookup(std::string_view path) const {
@@ -446,8 +542,9 @@ Schema::Lookup Schema::lookup(std::string_view path) const {
   }
   // An entry of a free-form map key: the longest prefix that is a map key.
   for (const KeySpec& k : keys_) {
-    if (k.type == KeyType::kStringMap && path.size() > k.path.size() + 1 &&
-        starts_with(path, k.path) && path[k.path.size()] == '.') {
+    if ((k.type == KeyType::kStringMap || k.type == KeyType::kFreeMap) &&
+        path.size() > k.path.size() + 1 && starts_with(path, k.path) &&
+        path[k.path.size()] == '.') {
       result.kind = Lookup::Kind::kMapEntry;
       result.spec = &k;
       result.entry = std::string(path.substr(k.path.size() + 1));
@@ -601,6 +698,16 @@ Value Schema::coerce(const KeySpec& spec, const Value& value) const {
       }
       return value;
     }
+    case KeyType::kRecordList:
+      if (!value.is_list()) throw expected();
+      for (const Value& item : value.items()) {
+        if (!item.is_map()) {
+          throw Error::input(item.mark().known() ? item.mark() : mark, spec.path,
+                             "expected a list of mappings, but an item is " + item.describe());
+        }
+      }
+      return value;
+    case KeyType::kFreeMap:
     case KeyType::kStringMap: {
       if (!value.is_map()) throw expected();
       Value out = Value::map(mark);
@@ -625,10 +732,47 @@ Value Schema::coerce(const KeySpec& spec, const Value& value) const {
   throw expected();
 }
 
+namespace {
+
+// params.x: a name for placeholders and columns, a scalar or a list of scalars kept as typed.
+Value coerce_free_entry(const KeySpec& spec, const std::string& entry, const Value& value) {
+  std::string path = spec.path + "." + entry;
+  bool name_ok = !entry.empty();
+  for (char c : entry) {
+    name_ok = name_ok && ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+                          (c >= '0' && c <= '9') || c == '_' || c == '-');
+  }
+  if (!name_ok) {
+    throw Error::input(value.mark(), spec.path,
+                       "'" + printable(entry) + "' is not a name for " + spec.path,
+                       "use letters, digits, _ and -, e.g. " + spec.path + ".peft_method");
+  }
+  auto check_scalar = [&](const Value& v) {
+    if (!v.is_scalar()) {
+      throw Error::input(v.mark().known() ? v.mark() : value.mark(), path,
+                         "expected a scalar or a list of scalars, got " + v.describe());
+    }
+    if (v.is_string()) refuse_nul(v, path);
+    if (v.is_float() && !std::isfinite(v.as_float())) {
+      throw Error::input(v.mark().known() ? v.mark() : value.mark(), path,
+                         "must be a finite number, got " + v.describe());
+    }
+  };
+  if (value.is_list()) {
+    for (const Value& item : value.items()) check_scalar(item);
+  } else {
+    check_scalar(value);
+  }
+  return value;
+}
+
+}  // namespace
+
 Value Schema::coerce_map_entry(const KeySpec& spec, const std::string& entry,
                                const Value& value) const {
   std::string path = spec.path + "." + entry;
   if (entry.empty()) throw Error::input(value.mark(), spec.path, "an entry has an empty name");
+  if (spec.type == KeyType::kFreeMap) return coerce_free_entry(spec, entry, value);
   // The maps are environments (launch.env, container.env): setenv() refuses a name with '=' and
   // `env NAME=VALUE` would split it elsewhere, so a bad name must not pass silently.
   if (!is_environment_name(entry)) {

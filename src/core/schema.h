@@ -23,6 +23,8 @@ enum class KeyType {
   kEnum,        // a string from `choices`
   kStringList,  // a list of strings
   kStringMap,   // a mapping of names to strings (scalars are written as text)
+  kFreeMap,     // a mapping of free names to scalars or lists of scalars, kept as typed (params)
+  kRecordList,  // a list of mappings, each checked by the code that reads it (command.metrics)
   kSlurmTime,   // SLURM's time formats, or an integer number of minutes
 };
 
@@ -43,14 +45,16 @@ struct KeySpec {
   // after results exist whose default is what every earlier config meant (benchmark: train):
   // earlier configs keep their hash and tag, so their results stay found.
   bool hashed_unless_default = false;
-  // Not empty: the key enters config_hash only when `benchmark` has this value (a section that
-  // only one workload reads, such as infer).
-  std::string only_for_benchmark;
+  // Not empty: the key enters config_hash only when `benchmark` is one of these (a section that
+  // only some workloads read: infer, or the model that bench-command never reads).
+  std::vector<std::string> only_for_benchmarks;
   // true: null means "derived" (from the model preset or another key) and is filled in when the
   // config is resolved, so equal configs hash equal however they were written.
   bool derived = false;
   std::string description;
 
+  // Whether a point whose `benchmark` is `benchmark` reads the key.
+  bool applies_to(const std::string& benchmark) const;
   // "train" of "train.micro_batch"; "" for a top-level key such as "benchmark".
   std::string section() const;
   std::string name() const;
@@ -65,6 +69,7 @@ class Schema {
   const std::vector<KeySpec>& keys() const { return keys_; }
   const std::vector<std::string>& sections() const { return sections_; }
   const KeySpec* find(std::string_view path) const;
+  // A section ("train") or a section inside one ("command.success").
   bool is_section(std::string_view path) const;
 
   struct Lookup {
@@ -82,7 +87,8 @@ class Schema {
   // Checks `value` against the key's type and range and returns it in canonical type
   // (integers become floats for float keys; integers become text for SLURM times).
   Value coerce(const KeySpec& spec, const Value& value) const;
-  // Coerces one entry of a free-form map key (launch.env.X): any scalar, written as text.
+  // Coerces one entry of a map key: of launch.env.X any scalar, written as text; of params.x a
+  // scalar or a list of scalars, as typed.
   Value coerce_map_entry(const KeySpec& spec, const std::string& entry, const Value& value) const;
 
   // Every key at its default, nested by section.
@@ -91,8 +97,9 @@ class Schema {
  private:
   Schema();
   std::vector<KeySpec> keys_;
-  std::vector<std::string> sections_;
-  std::vector<std::string> all_paths_;  // for suggestions
+  std::vector<std::string> sections_;     // top level, in table order
+  std::vector<std::string> subsections_;  // "command.success"
+  std::vector<std::string> all_paths_;    // for suggestions
   Value defaults_;
 };
 

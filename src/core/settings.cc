@@ -158,6 +158,7 @@ Settings Settings::of(const Value& c) {
   l.mpirun_args = strings(c, "launch.mpirun_args");
   l.srun_args = strings(c, "launch.srun_args");
   l.env = string_map(c, "launch.env");
+  l.setup = strings(c, "launch.setup");
   l.malloc_cache = at(c, "launch.malloc_cache").as_bool();
 
   s.metrics.sample_interval_ms = at(c, "metrics.sample_interval_ms").as_int();

@@ -68,6 +68,7 @@ struct LaunchSettings {
   std::string launcher = "auto";  // a registered launcher's name, or auto
   std::vector<std::string> mpirun_args, srun_args;
   std::map<std::string, std::string> env;
+  std::vector<std::string> setup;  // shell lines before the command; may hold {placeholders}
   bool malloc_cache = true;
 };
 

@@ -304,4 +304,9 @@ std::vector<std::string> split_commas(const std::vector<std::string>& values) {
   return out;
 }
 
+std::string first_line(const std::string& text, size_t max) {
+  std::string line = text.substr(0, text.find('\n'));
+  return line.size() > max ? line.substr(0, max) + "..." : line;
+}
+
 }  // namespace sweepbench

@@ -42,6 +42,8 @@ std::string utc_now_iso8601();
 bool starts_with(std::string_view s, std::string_view prefix);
 bool ends_with(std::string_view s, std::string_view suffix);
 std::string trim(std::string_view s);
+// The first line of `text`, cut to `max` characters ("..." added when cut).
+std::string first_line(const std::string& text, size_t max);
 std::string to_lower(std::string_view s);
 
 // Parses a whole string as a base-10 int64; nullopt on junk or overflow.

@@ -10,6 +10,12 @@ std::string rank_file_name(std::int64_t rank) {
   return name;
 }
 
+std::string command_log_path(std::int64_t rank, const std::string& stream) {
+  char name[64];
+  std::snprintf(name, sizeof(name), "rank-%05lld.", static_cast<long long>(rank));
+  return std::string(kLogsDir) + "/" + name + stream + ".txt";
+}
+
 bool is_rank_file_name(const std::string& name) {
   const std::string prefix = "rank-", suffix = ".h5";
   if (name.size() <= prefix.size() + suffix.size()) return false;

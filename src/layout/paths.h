@@ -8,6 +8,7 @@
 //   DIR/<tag>/rank-NNNNN.h5        what each rank measured
 //   DIR/<tag>/summary.json         rank 0's summary of the run
 //   DIR/<tag>/logs/, attempts/N/   the program's output; earlier attempts, moved aside
+//   DIR/<tag>/logs/rank-NNNNN.stdout.txt, .stderr.txt   bench-command: its program's output
 //
 // Spelled here once so that the runner, bench-train and bench-extract agree, and so that no tool
 // writes its own output under one of these names.
@@ -29,6 +30,9 @@ inline constexpr const char* kAttemptsDir = "attempts";
 
 // "rank-00003.h5" for rank 3.
 std::string rank_file_name(std::int64_t rank);
+// "logs/rank-00003.stdout.txt" (stream "stdout" or "stderr"): the output of bench-command's
+// program on rank 3, relative to the point directory.
+std::string command_log_path(std::int64_t rank, const std::string& stream);
 // True for "rank-" + digits + ".h5".
 bool is_rank_file_name(const std::string& name);
 // True for any of the file names above: no tool writes its own output under such a name.

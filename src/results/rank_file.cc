@@ -322,6 +322,48 @@ void write_result(Writer& w, const RankResult& r) {
     }
   }
 
+  if (r.benchmark == "command") {
+    const CommandResult& c = r.command;
+    hid_t command = w.group("command");
+    w.dataset(command, "argv", c.argv);
+    w.attr(command, "workdir", c.workdir);
+    w.attr(command, "stdout_log", c.stdout_log);
+    w.attr(command, "stderr_log", c.stderr_log);
+    w.attr(command, "exit_code", c.exit_code);
+    w.attr(command, "term_signal", c.term_signal);
+    w.attr(command, "seconds", c.seconds);
+    // The metrics as columns of one row each, and every value read as (metric, value) pairs.
+    std::vector<std::string> name, unit, source, reduce, problem;
+    std::vector<std::uint8_t> required, found;
+    std::vector<double> value, values;
+    std::vector<std::int64_t> value_metric;
+    for (size_t i = 0; i < c.metrics.size(); ++i) {
+      const CommandMetric& m = c.metrics[i];
+      name.push_back(m.name);
+      unit.push_back(m.unit);
+      source.push_back(m.source);
+      reduce.push_back(m.reduce);
+      problem.push_back(m.problem);
+      required.push_back(m.required);
+      found.push_back(m.found);
+      value.push_back(m.value);
+      for (double v : m.values) {
+        values.push_back(v);
+        value_metric.push_back(static_cast<std::int64_t>(i));
+      }
+    }
+    w.dataset(command, "metric_name", name);
+    w.dataset(command, "metric_unit", unit);
+    w.dataset(command, "metric_source", source);
+    w.dataset(command, "metric_reduce", reduce);
+    w.dataset(command, "metric_required", required);
+    w.dataset(command, "metric_found", found);
+    w.dataset(command, "metric_value", value);
+    w.dataset(command, "metric_problem", problem);
+    w.dataset(command, "values", values);
+    w.dataset(command, "values_metric", value_metric);
+  }
+
   hid_t samples = w.group("samples");
   w.attr(samples, "device_source", r.samples.device_source);
   w.dataset(samples, "time_s", r.samples.time_s);

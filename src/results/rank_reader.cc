@@ -394,6 +394,66 @@ void read_infer(Reader& in, hid_t g, bool lead, InferResult& n) {
   }
 }
 
+// bench-command's group: what ran and the metrics it read (every value only in the full scope).
+void read_command(Reader& in, hid_t g, bool all, CommandResult& c) {
+  const std::string p = "command/";
+  take(in.integer(g, p, "exit_code"), &c.exit_code);
+  take(in.integer(g, p, "term_signal"), &c.term_signal);
+  take(in.real(g, p, "seconds"), &c.seconds);
+  take(in.text(g, p, "stdout_log"), &c.stdout_log);
+  take(in.text(g, p, "stderr_log"), &c.stderr_log);
+  if (all) {
+    take(in.strings(g, p, "argv"), &c.argv);
+    take(in.text(g, p, "workdir"), &c.workdir);
+  }
+  auto name = in.strings(g, p, "metric_name");
+  auto unit = in.strings(g, p, "metric_unit");
+  auto source = in.strings(g, p, "metric_source");
+  auto reduce = in.strings(g, p, "metric_reduce");
+  auto problem = in.strings(g, p, "metric_problem");
+  auto required = in.numbers<std::uint8_t>(g, p, "metric_required", H5T_NATIVE_UINT8);
+  auto found = in.numbers<std::uint8_t>(g, p, "metric_found", H5T_NATIVE_UINT8);
+  auto value = in.numbers<double>(g, p, "metric_value", H5T_NATIVE_DOUBLE);
+  if (!(name && unit && source && reduce && problem && required && found && value)) return;
+  size_t n = name->size();
+  for (size_t size : {unit->size(), source->size(), reduce->size(), problem->size(),
+                      required->size(), found->size(), value->size()}) {
+    if (size != n) {
+      in.problem("command/metric_*", "its columns have different lengths");
+      return;
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    CommandMetric m;
+    m.name = (*name)[i];
+    m.unit = (*unit)[i];
+    m.source = (*source)[i];
+    m.reduce = (*reduce)[i];
+    m.problem = (*problem)[i];
+    m.required = (*required)[i] != 0;
+    m.found = (*found)[i] != 0;
+    m.value = (*value)[i];
+    c.metrics.push_back(std::move(m));
+  }
+  // Every value is needed for reduce: all (a list in the table), so it is read in both scopes.
+  auto values = in.numbers<double>(g, p, "values", H5T_NATIVE_DOUBLE);
+  auto metric = in.numbers<std::int64_t>(g, p, "values_metric", H5T_NATIVE_INT64);
+  if (!values || !metric) return;
+  if (values->size() != metric->size()) {
+    in.problem("command/values", "values and values_metric have different lengths");
+    return;
+  }
+  for (size_t i = 0; i < values->size(); ++i) {
+    std::int64_t k = (*metric)[i];
+    if (k < 0 || static_cast<size_t>(k) >= n) {
+      in.problem("command/values_metric",
+                 "names metric " + std::to_string(k) + " of " + std::to_string(n));
+      return;
+    }
+    c.metrics[static_cast<size_t>(k)].values.push_back((*values)[i]);
+  }
+}
+
 }  // namespace
 
 RankRead read_rank_file(const std::string& path, RankReadScope scope) {
@@ -593,6 +653,9 @@ RankRead read_rank_file(const std::string& path, RankReadScope scope) {
   }
   if (r.benchmark == "infer") {
     if (Id g = in.group(f, "infer"); g.ok()) read_infer(in, g.get(), lead, r.infer);
+  }
+  if (r.benchmark == "command") {
+    if (Id g = in.group(f, "command"); g.ok()) read_command(in, g.get(), all, r.command);
   }
   if (identity && steps_ok) read.result = std::move(r);
   return read;

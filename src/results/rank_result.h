@@ -11,9 +11,10 @@
 
 namespace sweepbench {
 
-// 3: the root attribute `benchmark` and, for bench-infer, the group /infer (2: the steps as one
-// compound dataset /steps; 1: a group /steps of one dataset per column; both still read).
-constexpr std::int64_t kResultsSchemaVersion = 3;
+// 4: for bench-command, the group /command (3: the root attribute `benchmark` and, for
+// bench-infer, the group /infer; 2: the steps as one compound dataset /steps; 1: a group /steps of
+// one dataset per column; all still read).
+constexpr std::int64_t kResultsSchemaVersion = 4;
 
 // One optimizer step. Times in seconds; the step's total includes data loading, forward,
 // backward, the agreement between ranks, gradient communication and the optimizer.
@@ -88,9 +89,32 @@ struct InferResult {
   std::vector<std::int64_t> generated_ids;
 };
 
+// One figure of merit of a command, as bench-command read it (core/command_spec.h).
+struct CommandMetric {
+  std::string name, unit;
+  std::string source;          // stdout, stderr, or the file it read (relative to the point)
+  std::string reduce;          // last, first, mean, min, max, sum, count, all
+  bool required = false;       // a run without it is failed
+  bool found = false;          // at least one value was read
+  double value = 0;            // the reduction of `values` (for all: the last)
+  std::vector<double> values;  // every value read, in order
+  std::string problem;         // why it was not found, or a value was not a number
+};
+
+// What bench-command adds to a rank's results (the group /command).
+struct CommandResult {
+  std::vector<std::string> argv;  // as run: placeholders replaced
+  std::string workdir;
+  std::string stdout_log, stderr_log;  // the program's output, relative to the point directory
+  std::int64_t exit_code = -1;         // -1 when a signal ended it or it never started
+  std::int64_t term_signal = 0;
+  double seconds = 0;  // from the start of the program to its end
+  std::vector<CommandMetric> metrics;
+};
+
 struct RankResult {
   // Identity of the point and the process.
-  std::string benchmark = "train";  // the workload that wrote the file: train or infer
+  std::string benchmark = "train";  // the workload that wrote the file: train, infer or command
   std::string config_yaml, config_hash, tag;
   // 32 hex digits drawn by rank 0 at the start and shared by every rank: the files of one run.
   std::string run_id;
@@ -120,7 +144,8 @@ struct RankResult {
   std::string memory_stage_source;  // cuda_allocator or rss
   std::vector<StageMemory> memory_stages;
   SampleSeries samples;
-  InferResult infer;  // benchmark infer only
+  InferResult infer;      // benchmark infer only
+  CommandResult command;  // benchmark command only
 };
 
 }  // namespace sweepbench

@@ -45,7 +45,6 @@ std::string axes_product(const SweepSpec& spec) {
   return join(parts, "; ");
 }
 
-
 size_t saturating_mul(size_t a, size_t b) {
   if (a != 0 && b > std::numeric_limits<size_t>::max() / a)
     return std::numeric_limits<size_t>::max();
@@ -241,6 +240,32 @@ bool collect_leaves(Value& config, std::vector<std::string>* paths, std::vector<
     }
   }
   return n == paths->size();
+}
+
+// The entries of a map-typed leaf whose values differ between `first` and any of `others` (an
+// absent entry reads as null), in the order they first appear.
+std::vector<std::string> varying_entries(const Value& first, const std::vector<Value>& others) {
+  std::vector<std::string> names;
+  auto add_names = [&](const Value& m) {
+    for (const Value::Entry& e : m.entries()) {
+      if (std::find(names.begin(), names.end(), e.key) == names.end()) names.push_back(e.key);
+    }
+  };
+  add_names(first);
+  for (const Value& o : others) add_names(o);
+  std::vector<std::string> varying;
+  static const Value none;
+  for (const std::string& name : names) {
+    const Value* a = first.find(name);
+    for (const Value& o : others) {
+      const Value* b = o.find(name);
+      if (*(a ? a : &none) != *(b ? b : &none)) {
+        varying.push_back(name);
+        break;
+      }
+    }
+  }
+  return varying;
 }
 
 // A value's identity for the per-leaf tables of distinct values.
@@ -458,6 +483,14 @@ PlannedSweep stream_sweep(const SweepSpec& spec, const PlanOptions& options) {
     if (ks == nullptr || l == leaf_of.end() || !varies[l->second]) continue;
     bool is_explicit = std::find(spec.explicit_keys.begin(), spec.explicit_keys.end(), key) !=
                        spec.explicit_keys.end();
+    if (ks->type == KeyType::kFreeMap || ks->type == KeyType::kStringMap) {
+      // A map (params, launch.env) varies by its entries: params.peft_method, not params.
+      for (std::string& entry :
+           varying_entries(first_values[l->second], plan.leaves_[l->second].values)) {
+        info.varying_keys.push_back(key + "." + entry);
+      }
+      continue;
+    }
     (ks->derived && !is_explicit ? derived : info.varying_keys).push_back(key);
   }
   for (const std::string& d : derived) {
@@ -472,7 +505,7 @@ PlannedSweep stream_sweep(const SweepSpec& spec, const PlanOptions& options) {
   // Pass 2: every point's tag, and no two alike.
   TagOptions tag_options;
   for (const std::string& k : info.varying_keys) {
-    const KeySpec* ks = schema.find(k);
+    const KeySpec* ks = schema.lookup(k).spec;
     if (ks != nullptr && ks->hashed) tag_options.varying_keys.push_back(k);
   }
   tag_options.show_scenario = spec.named_scenarios && spec.scenarios.size() > 1;

@@ -24,6 +24,13 @@ constexpr std::int64_t kManifestSchemaVersion = 1;
 
 // The columns every printer shares: index, tag, scenario and repeat when they tell points
 // apart, then the varying keys and the derived keys that vary with them.
+// A varying key's value: a key, or an entry of a map key (params.x, launch.env.X), absent: null.
+const Value& varying_value(const Value& config, const std::string& key) {
+  static const Value none;
+  const Value* v = config.find_path(key);
+  return v != nullptr ? *v : none;
+}
+
 struct Columns {
   bool show_scenario = false, show_repeat = false;
   std::vector<std::string> keys;
@@ -49,14 +56,14 @@ struct Columns {
     // Config values as the plan shows them everywhere (quoted when they would read back as
     // another type), never rounded: they are what runs.
     for (const std::string& k : keys)
-      out->push_back(Value::string(display_value(config_at(p.config, k))));
+      out->push_back(Value::string(display_value(varying_value(p.config, k))));
   }
 };
 ;
 
 Value varying_values(const PlanInfo& plan, const SweepPoint& p) {
   Value v = Value::map();
-  for (const std::string& k : plan.varying_keys) v.set(k, config_at(p.config, k));
+  for (const std::string& k : plan.varying_keys) v.set(k, varying_value(p.config, k));
   return v;
 }
 

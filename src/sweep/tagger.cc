@@ -5,6 +5,7 @@
 
 #include "core/config.h"
 #include "core/digest.h"
+#include "core/placeholders.h"
 #include "core/schema.h"
 #include "core/text.h"
 
@@ -153,11 +154,7 @@ std::string render(const std::vector<TagFormatPiece>& pieces,
 
 Error unknown_placeholders(const std::set<std::string>& unknown, const Mark& mark,
                            const std::string& hint) {
-  std::vector<std::string> names(unknown.begin(), unknown.end());  // std::set: already sorted
-  return Error::input(
-      mark, "tag.format",
-      "unknown placeholder" + std::string(names.size() == 1 ? "" : "s") + ": " + join(names, ", "),
-      hint);
+  return unknown_placeholders(unknown, mark, "tag.format", hint);
 }
 
 std::string format_tag(const std::vector<TagFormatPiece>& pieces, const TagInput& p,
@@ -251,54 +248,14 @@ void check_safe(const std::string& tag, const TagInput& p, const Mark& mark) {
 }  // namespace
 
 std::vector<TagFormatPiece> parse_tag_format(const std::string& format, const Mark& mark) {
-  std::vector<TagFormatPiece> pieces;
-  std::string literal;
-  auto flush = [&]() {
-    if (!literal.empty()) pieces.push_back(TagFormatPiece{false, literal});
-    literal.clear();
-  };
-  for (size_t i = 0; i < format.size(); ++i) {
-    char c = format[i];
-    if (c == '{') {
-      if (i + 1 < format.size() && format[i + 1] == '{') {
-        literal += '{';
-        ++i;
-        continue;
-      }
-      size_t close = format.find_first_of("{}", i + 1);
-      if (close == std::string::npos || format[close] == '{') {
-        throw Error::input(mark, "tag.format",
-                           "'{' at position " + std::to_string(i) + " has no matching '}'",
-                           "write {{ for a literal brace");
-      }
-      if (close == i + 1) {
-        throw Error::input(mark, "tag.format",
-                           "empty placeholder {} at position " + std::to_string(i));
-      }
-      flush();
-      pieces.push_back(TagFormatPiece{true, format.substr(i + 1, close - i - 1)});
-      i = close;
-    } else if (c == '}') {
-      if (i + 1 < format.size() && format[i + 1] == '}') {
-        literal += '}';
-        ++i;
-        continue;
-      }
-      throw Error::input(mark, "tag.format",
-                         "'}' at position " + std::to_string(i) + " has no matching '{'",
-                         "write }} for a literal brace");
-    } else {
-      if (!tag_char(c)) {
-        throw Error::input(
-            mark, "tag.format",
-            "the character " + quote_json(std::string(1, c)) + " cannot be in a directory name",
-            "use letters, digits and . _ = + -");
-      }
-      literal += c;
-    }
-  }
-  flush();
-  return pieces;
+  return parse_placeholders(
+      format, mark, "tag.format",
+      [](char c) {
+        return tag_char(c) ? std::string()
+                           : "the character " + quote_json(std::string(1, c)) +
+                                 " cannot be in a directory name";
+      },
+      "use letters, digits and . _ = + -");
 }
 
 bool is_safe_tag(std::string_view tag, std::string* why) {

@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/placeholders.h"
 #include "core/value.h"
 #include "sweep/sweep_spec.h"
 
@@ -23,10 +24,7 @@ namespace sweepbench {
 
 constexpr size_t kMaxTagLength = 120;
 
-struct TagFormatPiece {
-  bool placeholder = false;
-  std::string text;  // literal text, or the placeholder's name
-};
+using TagFormatPiece = TextPiece;
 
 // Splits a format into literals and {placeholders}; {{ and }} are literal braces. Unmatched
 // braces, an empty {} and literal characters that cannot be in a directory name are errors.

@@ -8,15 +8,15 @@
 #include <random>
 #include <sstream>
 
+#include "core/clean_env.h"
 #include "core/error.h"
 #include "core/exit_codes.h"
 #include "core/fs.h"
+#include "core/run_info.h"
 #include "core/text.h"
 #include "core/yaml_io.h"
 #include "results/rank_file.h"
-#include "train/clean_env.h"
 #include "train/host_memory.h"
-#include "train/run_info.h"
 
 namespace sweepbench {
 

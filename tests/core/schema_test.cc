@@ -48,8 +48,8 @@ TEST(Schema, HasEveryKeyLaterIssuesDependOn) {
     EXPECT_NE(Schema::get().find(key), nullptr) << key;
   }
   EXPECT_EQ(Schema::get().sections(),
-            (std::vector<std::string>{"model", "data", "train", "eval", "infer", "launch",
-                                      "metrics", "container", "slurm", "hardware"}));
+            (std::vector<std::string>{"model", "data", "train", "eval", "infer", "command",
+                                      "launch", "metrics", "container", "slurm", "hardware"}));
   const KeySpec* source = Schema::get().find("data.source");
   EXPECT_EQ(source->choices, (std::vector<std::string>{"synthetic", "tokens", "text"}));
   EXPECT_EQ(Schema::get().find("train.dtype")->choices,

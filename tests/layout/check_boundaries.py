@@ -31,6 +31,7 @@ ALLOWED = {
     "results": {"core", "layout", "metrics", "results"},
     "train": {"core", "layout", "metrics", "results", "train"},
     "infer": {"core", "layout", "metrics", "results", "train", "infer"},
+    "command": {"core", "layout", "metrics", "results", "command"},
     "launch": {"core", "layout", "sweep", "launch"},
     "tool": {"core", "tool"},
     "plot": {"core", "metrics", "tool", "plot"},
@@ -50,6 +51,7 @@ FORBIDDEN_LIBS = {
     "bench-sweep": ["libtorch", "libc10", "libmpi", "libhdf5"],
     "bench-extract": ["libtorch", "libc10", "libmpi"],
     "bench-plot": ["libtorch", "libc10", "libmpi", "libhdf5"],
+    "bench-command": ["libtorch", "libc10", "libmpi"],
 }
 # Static libraries whose code a binary may not contain, by binary.
 FORBIDDEN_CODE = {

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "core/config.h"
+#include "core/process.h"
 #include "core/schema.h"
 #include "core/text.h"
 #include "launch/launcher.h"
@@ -292,6 +293,7 @@ struct WorkloadGolden {
   std::string name;
   Argv host;    // the program's argv on the host (its path from RunOptions::programs)
   Argv inside;  // and as a container runs it (the image's program)
+  Argv sets;    // what its config needs besides benchmark
 };
 
 // One entry per registered workload: registering a workload without its golden commands fails.
@@ -300,7 +302,12 @@ std::vector<WorkloadGolden> workload_goldens() {
       {"train", {"/opt/sb/bench-train", "--config", "/r/t/config.yaml", "--out", "/r/t"}, inner()},
       {"infer",
        {"/opt/sb/bench-infer", "--config", "/r/t/config.yaml", "--out", "/r/t"},
-       inner({}, "bench-infer")}};
+       inner({}, "bench-infer")},
+      // The user's program is bench-command's to run: the point's argv is bench-command's.
+      {"command",
+       {"/opt/sb/bench-command", "--config", "/r/t/config.yaml", "--out", "/r/t"},
+       inner({}, "bench-command"),
+       {"command.argv=[python3, train.py, --lr, '{params.lr}']", "params.lr=0.1"}}};
 }
 
 bool ends_with(const Argv& argv, const Argv& tail) {
@@ -350,6 +357,7 @@ TEST(Workloads, ArgvUnderEveryLauncherAndContainerRuntime) {
         std::string what = w.name + " x " + l.name + " x " + runtime;
         std::vector<std::string> sets = l.sets;
         sets.push_back("benchmark=" + w.name);
+        sets.insert(sets.end(), w.sets.begin(), w.sets.end());
         if (runtime != "none") {
           sets.push_back("container.runtime=" + runtime);
           sets.push_back("container.image=/img/a.sif");
@@ -369,6 +377,59 @@ TEST(Workloads, ArgvUnderEveryLauncherAndContainerRuntime) {
         }
       }
     }
+  }
+}
+
+// launch.setup: the lines run in one bash that then becomes the point's command; a value put into
+// a line is one single-quoted word whatever it holds.
+TEST(SetupLines, WrapTheWholeCommandInOneShell) {
+  PointCommand cmd =
+      command({"launch.ranks=2", "params.env=pt22",
+               "launch.setup=['module load cuda/12.4', 'conda activate {params.env}']"});
+  EXPECT_THAT(cmd.argv,
+              ElementsAreArray(
+                  cat({{"bash", "-c", "module load cuda/12.4\nconda activate pt22\nexec \"$@\"\n",
+                        "sweepbench-setup"},
+                       kMpirun2,
+                       {"/opt/sb/bench-train", "--config", "/r/t/config.yaml", "--out", "/r/t"}})));
+  // Inside a container the setup runs on the host, before the runtime starts.
+  PointCommand boxed = command(
+      {"launch.setup=['echo {out}']", "container.runtime=apptainer", "container.image=/img/a.sif"});
+  EXPECT_EQ(boxed.argv[2], "echo /r/t\nexec \"$@\"\n");
+  EXPECT_EQ(boxed.argv[4], "apptainer");
+}
+
+TEST(SetupLines, HostileValuesStayOneWord) {
+  const std::string hostile = "a'b `touch x` $(touch y) \"q\"\nnext; rm -rf z";
+  Value config = config_with({"params.env=" + quote_json(hostile)});
+  std::vector<std::string> argv =
+      with_setup_lines(config, {"conda activate {params.env}"}, "/r/my dir's", {"prog"});
+  EXPECT_EQ(argv[2],
+            "conda activate 'a'\\''b `touch x` $(touch y) \"q\"\nnext; rm -rf z'\n"
+            "exec \"$@\"\n");
+}
+
+int run_argv(const std::vector<std::string>& argv) { return capture_process(argv).exit_code; }
+
+// A real bash runs the lines: the hostile value arrives verbatim as one argument, nothing in it
+// runs, and the command after the lines gets its own argv untouched.
+TEST(SetupLines, ARealShellPassesHostileValuesVerbatim) {
+  sweepbench::testing::TempDir dir;
+  const std::string hostile = "pt'22 `touch " + dir.path() + "/b` $(touch " + dir.path() +
+                              "/d) \"x\" ; touch " + dir.path() + "/s\nline2 \\ $HOME";
+  Value config = config_with({"params.env=" + quote_json(hostile)});
+  std::string out_file = dir.path() + "/got";
+  std::vector<std::string> argv = with_setup_lines(
+      config, {"printf '%s' {params.env} > " + out_file, "echo set-up {out} > " + out_file + "2"},
+      dir.path() + "/o $(touch " + dir.path() + "/o)",
+      {"sh", "-c", "echo \"$1\" > \"$2\"", "sh", "$(not run)", out_file + "3"});
+  ASSERT_EQ(run_argv(argv), 0);
+  EXPECT_EQ(sweepbench::testing::read_text(out_file), hostile);
+  EXPECT_EQ(sweepbench::testing::read_text(out_file + "2"),
+            "set-up " + dir.path() + "/o $(touch " + dir.path() + "/o)\n");
+  EXPECT_EQ(sweepbench::testing::read_text(out_file + "3"), "$(not run)\n");
+  for (const char* planted : {"/b", "/d", "/s", "/o"}) {
+    EXPECT_FALSE(fs::exists(dir.path() + planted)) << planted;
   }
 }
 

@@ -1,4 +1,4 @@
-#include "train/run_info.h"
+#include "core/run_info.h"
 
 #include <cstdlib>
 #include <ctime>
@@ -63,6 +63,32 @@ int launcher_rank() {
     if (!v.empty()) return std::atoi(v.c_str());
   }
   return 0;
+}
+
+int launcher_world_size() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE", "SLURM_NTASKS"}) {
+    std::string v = env(name);
+    if (!v.empty() && std::atoi(v.c_str()) > 0) return std::atoi(v.c_str());
+  }
+  return 1;
+}
+
+int launcher_local_rank() {
+  for (const char* name :
+       {"OMPI_COMM_WORLD_LOCAL_RANK", "PMIX_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}) {
+    std::string v = env(name);
+    if (!v.empty()) return std::atoi(v.c_str());
+  }
+  return 0;
+}
+
+std::string launch_id() {
+  if (std::string ns = env("PMIX_NAMESPACE"); !ns.empty()) return "pmix:" + ns;
+  if (std::string job = env("OMPI_MCA_ess_base_jobid"); !job.empty()) return "ompi:" + job;
+  if (std::string job = env("SLURM_JOB_ID"); !job.empty() && !env("SLURM_STEP_ID").empty()) {
+    return "slurm:" + job + "." + env("SLURM_STEP_ID");
+  }
+  return "";
 }
 
 }  // namespace sweepbench

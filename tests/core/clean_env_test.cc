@@ -1,5 +1,5 @@
 // bench-train --env-keep: which variables survive, and that the restart really drops the rest.
-#include "train/clean_env.h"
+#include "core/clean_env.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -15,8 +15,7 @@ TEST(FilterEnvironment, KeepsOnlyNamesMatchingAGlob) {
                                   "MY_VAR=a=b",         "PMIX_RANK=1",
                                   "SLURMX=no"};
   EXPECT_THAT(filter_environment(env, {"OMPI_*", "SLURM_*", "MY_VAR", "PMIX_*"}),
-              ElementsAre("OMPI_COMM_WORLD_RANK=1", "SLURM_PROCID=1", "MY_VAR=a=b",
-                          "PMIX_RANK=1"));
+              ElementsAre("OMPI_COMM_WORLD_RANK=1", "SLURM_PROCID=1", "MY_VAR=a=b", "PMIX_RANK=1"));
   EXPECT_TRUE(filter_environment(env, {}).empty());
   EXPECT_TRUE(filter_environment(env, {""}).empty());
 }

@@ -1,4 +1,4 @@
-#include "train/clean_env.h"
+#include "core/clean_env.h"
 
 #include <fnmatch.h>
 #include <signal.h>

@@ -19,7 +19,14 @@ struct RunEnvironment {
 // and the container=enroot variable (enroot, also under pyxis).
 RunEnvironment detect_environment();
 
-// The rank a launcher gave this process, read before MPI starts (to print usage errors once).
+// The rank a launcher gave this process, read before MPI starts (to print usage errors once), and
+// for programs that never start MPI (bench-command): the world size and the rank on its node
+// (1 and 0 without a launcher).
 int launcher_rank();
+int launcher_world_size();
+int launcher_local_rank();
+// What names this launch, the same in every rank it started: PMIx's namespace, Open MPI's job id,
+// or SLURM's job and step; "" without a launcher.
+std::string launch_id();
 
 }  // namespace sweepbench

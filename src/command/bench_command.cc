@@ -1,0 +1,281 @@
+#include "command/bench_command.h"
+
+#include <unistd.h>
+
+#include <boost/program_options.hpp>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+#include <sstream>
+
+#include "command/child_process.h"
+#include "command/metric_eval.h"
+#include "core/clean_env.h"
+#include "core/config.h"
+#include "core/digest.h"
+#include "core/exit_codes.h"
+#include "core/fs.h"
+#include "core/placeholders.h"
+#include "core/run_info.h"
+#include "core/text.h"
+#include "core/yaml_io.h"
+#include "layout/paths.h"
+#include "results/rank_file.h"
+
+namespace sweepbench {
+namespace fs = std::filesystem;
+namespace po = boost::program_options;
+namespace {
+
+const char* const kUsage =
+    R"(bench-command: run one point's command and record its figures of merit.
+Usage: bench-command --config DIR/config.yaml --out DIR
+Runs command.argv (placeholders replaced: {params.NAME}, any config key, {out}, {rank},
+{local_rank}, {world_size}) with command.env added, in command.workdir (default DIR); its output
+goes to DIR/logs/rank-NNNNN.stdout.txt and .stderr.txt and through. Then reads command.metrics
+(and command.parser's), judges the run by command.success and command.oom_patterns, and writes
+DIR/rank-NNNNN.h5; rank 0 also writes DIR/summary.json. bench-sweep runs it for points with
+benchmark: command, under the point's launcher and container; one copy per rank.
+Stop signals are passed to the program (SIGUSR2 and SIGHUP as SIGTERM); the run then records
+timeout (SIGUSR1, SIGTERM) or cancelled (SIGINT, SIGUSR2, SIGHUP).
+Docs: docs/commands.md. Exit codes: 0 ok, 2 bad input, 3 results already there, 4 file-system
+error, 20 out of memory, 21 timeout, 22 failed, 23 cancelled.
+Options:
+)";
+
+int exit_code_of(const std::string& status) {
+  if (status == "ok") return kExitOk;
+  if (status == "oom") return kExitTrainOom;
+  if (status == "timeout") return kExitTrainTimeout;
+  if (status == "cancelled") return kExitTrainCancelled;
+  return kExitTrainFailed;
+}
+
+std::string hostname() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0) return "";
+  return name;
+}
+
+// The same in every rank of one launch; drawn when there is no launcher (one rank).
+std::string run_id_of(const std::string& config_hash, const std::string& out) {
+  std::string launch = launch_id();
+  if (!launch.empty()) return sha256_hex(launch + "\n" + config_hash + "\n" + out).substr(0, 32);
+  std::random_device entropy;  // /dev/urandom
+  char id[33] = {};
+  for (int i = 0; i < 4; ++i) std::snprintf(id + 8 * i, 9, "%08x", entropy());
+  return std::string(id, 32);
+}
+
+void write_summary(const std::string& out, const RankResult& r) {
+  Value root = Value::map();
+  root.set("benchmark", Value::string(r.benchmark));
+  root.set("status", Value::string(r.status));
+  root.set("reason", Value::string(r.reason));
+  root.set("tag", Value::string(r.tag));
+  root.set("config_hash", Value::string(r.config_hash));
+  root.set("run_id", Value::string(r.run_id));
+  root.set("world_size", Value::integer(r.world_size));
+  root.set("exit_code", Value::integer(r.command.exit_code));
+  root.set("seconds", Value::real(r.command.seconds));
+  Value values = Value::map(), units = Value::map();
+  for (const CommandMetric& m : r.command.metrics) {
+    values.set(m.name, m.found && std::isfinite(m.value) ? Value::real(m.value) : Value::null());
+    units.set(m.name, Value::string(m.unit));
+  }
+  root.set("metrics", values);
+  root.set("units", units);
+  write_file_atomic((fs::path(out) / kSummaryFile).string(), emit_json(root, 2) + "\n");
+}
+
+// nccl-tests style: a header, a units row, one line per metric, a footer.
+void print_metrics(const RankResult& r) {
+  std::printf("# bench-command: %s in %.1f s\n", join(r.command.argv, " ").c_str(),
+              r.command.seconds);
+  std::printf("# %-32s %16s  %-12s %s\n", "metric", "value", "unit", "source");
+  for (const CommandMetric& m : r.command.metrics) {
+    std::string value = m.found ? format_float_repr(m.value) : "-";
+    std::printf("  %-32s %16s  %-12s %s%s\n", m.name.c_str(), value.c_str(), m.unit.c_str(),
+                m.source.c_str(), m.found ? "" : ("  (" + m.problem + ")").c_str());
+  }
+  if (r.status == "ok") {
+    std::printf("# OK\n");
+  } else {
+    std::printf("# %s: %s\n", to_lower(r.status) == "oom" ? "OOM" : "FAILED", r.reason.c_str());
+  }
+  std::fflush(stdout);
+}
+
+int run(const std::string& config_path, const std::string& out_arg) {
+  Value resolved = load_point_config(config_path, {});
+  CommandSpec spec = command_spec_of(resolved);
+  if (spec.argv.empty()) {
+    throw Error::input(Mark::in(config_path), "benchmark",
+                       "is '" + config_at(resolved, "benchmark").as_string() +
+                           "', and bench-command runs points whose benchmark is command",
+                       "run this point with its own program (bench-sweep run chooses it)");
+  }
+  const std::string out = fs::absolute(out_arg).lexically_normal().string();
+  RuntimeValues values;
+  values.out = out;
+  values.rank = launcher_rank();
+  values.local_rank = launcher_local_rank();
+  values.world_size = launcher_world_size();
+  ExpandedCommand cmd = expand_command(spec, resolved, values);
+
+  RankResult r;
+  r.benchmark = "command";
+  r.config_yaml = emit_canonical_yaml(resolved);
+  r.config_hash = config_hash(resolved);
+  r.tag = fs::absolute(config_path).lexically_normal().parent_path().filename().string();
+  r.run_id = run_id_of(r.config_hash, out);
+  r.rank = values.rank;
+  r.world_size = values.world_size;
+  r.local_rank = values.local_rank;
+  r.hostname = hostname();
+  r.sweepbench_version = SWEEPBENCH_VERSION;
+  RunEnvironment env = detect_environment();
+  r.container_runtime = env.container_runtime;
+  r.container_image = env.container_image;
+  r.container_digest = env.container_digest;
+  r.container_env_kept = env.container_env_kept;
+  r.slurm_job_id = env.slurm_job_id;
+  r.slurm_array_job_id = env.slurm_array_job_id;
+  r.slurm_array_task_id = env.slurm_array_task_id;
+  r.slurm_step_id = env.slurm_step_id;
+  const std::string rank_path = (fs::path(out) / rank_file_name(r.rank)).string();
+  std::error_code ec;
+  if (fs::exists(rank_path, ec)) {
+    throw Error(ErrorKind::kConflict, Mark::in(rank_path), "", "results are already there",
+                "results are never overwritten; choose another --out");
+  }
+
+  ChildSpec child;
+  child.argv = cmd.argv;
+  child.env = cmd.env;
+  child.workdir = cmd.workdir;
+  r.command.stdout_log = command_log_path(r.rank, "stdout");
+  r.command.stderr_log = command_log_path(r.rank, "stderr");
+  make_directories((fs::path(out) / kLogsDir).string());
+  child.stdout_log = (fs::path(out) / r.command.stdout_log).string();
+  child.stderr_log = (fs::path(out) / r.command.stderr_log).string();
+  r.command.argv = cmd.argv;
+  r.command.workdir = cmd.workdir;
+  r.start_time = utc_now_iso8601();
+  ChildRun ran = run_child(child);
+  r.end_time = utc_now_iso8601();
+  r.command.exit_code = ran.end.started && ran.end.term_signal == 0 ? ran.end.exit_code : -1;
+  r.command.term_signal = ran.end.term_signal;
+  r.command.seconds = ran.seconds;
+
+  CommandOutputs outputs;
+  outputs.stdout_path = child.stdout_log;
+  outputs.stderr_path = child.stderr_log;
+  outputs.point_dir = out;
+  outputs.expand = [&](const std::string& text) {
+    return expand_command_text(text, resolved, values, "command.metrics");
+  };
+  r.command.metrics = read_metrics(spec.metrics, outputs);
+  CommandVerdict verdict = judge_command(spec, ran.end, r.command.metrics, outputs);
+  if (!ran.log_error.empty() && verdict.status == "ok") verdict = {"failed", ran.log_error};
+  r.status = r.rank_status = verdict.status;
+  r.reason = verdict.reason;
+  write_rank_file(r, rank_path);
+  if (r.rank == 0) {
+    write_summary(out, r);
+    print_metrics(r);
+  }
+  if (r.status != "ok") {
+    std::fprintf(stderr, "bench-command: rank %lld: %s: %s\n", static_cast<long long>(r.rank),
+                 r.status.c_str(), r.reason.c_str());
+  }
+  return exit_code_of(r.status);
+}
+
+}  // namespace
+
+std::string expand_command_text(const std::string& text, const Value& resolved,
+                                const RuntimeValues& values, const std::string& key) {
+  return render_placeholders(
+      parse_placeholders(text, Mark::in(key), key), [&](const std::string& name) -> std::string {
+        if (name == "out") return values.out;
+        if (name == "rank") return std::to_string(values.rank);
+        if (name == "local_rank") return std::to_string(values.local_rank);
+        if (name == "world_size") return std::to_string(values.world_size);
+        const Value* v = placeholder_config_value(resolved, name);
+        if (v == nullptr) {
+          // command_spec_of checked every name; only a caller's own text can get here.
+          throw unknown_placeholders({name}, Mark::in(key), key, "see docs/commands.md");
+        }
+        return placeholder_text(*v);
+      });
+}
+
+ExpandedCommand expand_command(const CommandSpec& spec, const Value& resolved,
+                               const RuntimeValues& values) {
+  ExpandedCommand cmd;
+  for (const std::string& a : spec.argv) {
+    cmd.argv.push_back(expand_command_text(a, resolved, values, "command.argv"));
+  }
+  for (const auto& [name, value] : spec.env) {
+    cmd.env[name] = expand_command_text(value, resolved, values, "command.env." + name);
+  }
+  cmd.workdir = spec.workdir
+                    ? expand_command_text(*spec.workdir, resolved, values, "command.workdir")
+                    : values.out;
+  if (!fs::path(cmd.workdir).is_absolute())
+    cmd.workdir = (fs::path(values.out) / cmd.workdir).string();
+  return cmd;
+}
+
+int bench_command_main(int argc, char** argv) {
+  reexec_with_kept_environment(argc, argv, 0);  // --env-keep: before anything reads it
+  po::options_description desc;
+  desc.add_options()("help,h", "Show this help")("version", "Show the version")(
+      "config", po::value<std::string>(), "The point's config.yaml")(
+      "out", po::value<std::string>(), "The point's directory");
+  const bool lead = launcher_rank() == 0;
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    if (lead) std::fprintf(stderr, "bench-command: error: %s (bench-command --help)\n", e.what());
+    return kExitUsage;
+  }
+  if (vm.count("help") || vm.count("version")) {
+    if (lead && vm.count("version")) std::printf("bench-command %s\n", SWEEPBENCH_VERSION);
+    if (lead && vm.count("help")) {
+      std::ostringstream text;
+      text << desc;
+      std::printf("%s%s", kUsage, text.str().c_str());
+    }
+    return kExitOk;
+  }
+  try {
+    if (!vm.count("config") || !vm.count("out")) {
+      throw Error::input(Mark::in("bench-command"), "",
+                         std::string(vm.count("config") ? "--out" : "--config") + " is missing",
+                         "bench-command --help");
+    }
+    return run(vm["config"].as<std::string>(), vm["out"].as<std::string>());
+  } catch (const Error& e) {
+    if (lead || e.kind() != ErrorKind::kInput) {
+      std::fprintf(stderr, "bench-command: error: %s\n", e.what());
+    }
+    switch (e.kind()) {
+      case ErrorKind::kInput:
+        return kExitUsage;
+      case ErrorKind::kConflict:
+        return kExitConflict;
+      default:
+        return kExitIo;
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench-command: internal error: %s\n", e.what());
+    return kExitInternal;
+  }
+}
+
+}  // namespace sweepbench

@@ -1,0 +1,54 @@
+// Reading a finished command's figures of merit and judging its run (docs/commands.md).
+//
+// Everything here works on files already written (the program's stdout and stderr logs, the
+// files it left) and on the facts of its end, so tests give it hand-made logs. Regular
+// expressions are matched line by line (ECMAScript, as std::regex reads it); a line longer than
+// kMaxMatchedLine bytes is matched on its first kMaxMatchedLine bytes.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/command_spec.h"
+#include "results/rank_result.h"
+
+namespace sweepbench {
+
+constexpr size_t kMaxMatchedLine = 1 << 16;
+
+// Where the run's text is: its logs, and the directory that relative metric files are under.
+struct CommandOutputs {
+  std::string stdout_path, stderr_path;
+  std::string point_dir;
+  // A metric's file with its placeholders replaced (bench-command's values for this rank).
+  std::function<std::string(const std::string&)> expand = [](const std::string& s) { return s; };
+};
+
+// Reads every metric of `specs`: each found value in order, reduced as its spec says.
+std::vector<CommandMetric> read_metrics(const std::vector<MetricSpec>& specs,
+                                        const CommandOutputs& outputs);
+
+// How the program ended, as bench-command saw it.
+struct CommandEnd {
+  bool started = true;
+  std::string start_error;  // why it could not start
+  int exit_code = -1;       // when it exited
+  int term_signal = 0;      // when a signal ended it
+  int stop_signal = 0;      // a stop signal bench-command received and passed on (or 0)
+};
+
+struct CommandVerdict {
+  std::string status;  // ok, failed, oom, timeout, cancelled
+  std::string reason;  // empty when ok
+};
+
+// The run's status: a stop signal gives timeout (SIGUSR1, SIGTERM) or cancelled; otherwise every
+// criterion (exit code, fail patterns, success patterns, required metrics, at least one metric
+// when any is defined) must hold for ok; a run that fails one is oom when an out-of-memory pattern
+// matches a line of its output, else failed, the reason naming the first criterion it failed.
+CommandVerdict judge_command(const CommandSpec& spec, const CommandEnd& end,
+                             const std::vector<CommandMetric>& metrics,
+                             const CommandOutputs& outputs);
+
+}  // namespace sweepbench

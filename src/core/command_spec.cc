@@ -1,0 +1,371 @@
+#include "core/command_spec.h"
+
+#include <algorithm>
+#include <regex>
+#include <set>
+
+#include "core/config.h"
+#include "core/placeholders.h"
+#include "core/text.h"
+
+namespace sweepbench {
+namespace {
+
+// Columns bench-extract fills itself; a metric cannot take their place.
+const std::set<std::string> kReservedNames = {
+    "sweep",      "tag",    "index", "scenario", "repeat",    "status",    "reason",
+    "world_size", "device", "units", "params",   "benchmark", "exit_code", "seconds"};
+
+bool metric_name_ok(const std::string& name) {
+  if (name.empty() || (name[0] >= '0' && name[0] <= '9')) return false;
+  for (char c : name) {
+    bool ok =
+        (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+const Mark& mark_of(const Value& v, const Mark& fallback) {
+  return v.mark().known() ? v.mark() : fallback;
+}
+
+// Every {placeholder} of `text` must be a config key or one of `runtime`.
+void check_placeholders(const std::string& text, const Mark& mark, const std::string& key,
+                        const std::vector<std::string>& runtime) {
+  std::set<std::string> unknown;
+  for (const std::string& name : placeholder_names(parse_placeholders(text, mark, key))) {
+    if (std::find(runtime.begin(), runtime.end(), name) != runtime.end()) continue;
+    if (!is_config_placeholder(name)) unknown.insert(name);
+  }
+  if (unknown.empty()) return;
+  std::string allowed = runtime.empty() ? "" : join(runtime, ", ") + ", ";
+  throw unknown_placeholders(unknown, mark, key,
+                             "a placeholder is " + allowed +
+                                 "or a config key such as params.NAME or train.micro_batch "
+                                 "(write {{ and }} for literal braces)");
+}
+
+// ECMAScript, as bench-command will compile it; returns its number of capture groups.
+size_t check_regex(const std::string& re, const Mark& mark, const std::string& key) {
+  try {
+    return std::regex(re, std::regex::ECMAScript).mark_count();
+  } catch (const std::regex_error& e) {
+    throw Error::input(mark, key, "'" + re + "' is not a regular expression: " + e.what(),
+                       "write an ECMAScript regular expression (as in JavaScript)");
+  }
+}
+
+MetricReduce parse_reduce(const Value& v, const std::string& key) {
+  static const std::vector<std::pair<std::string, MetricReduce>> names = {
+      {"last", MetricReduce::kLast},   {"first", MetricReduce::kFirst},
+      {"mean", MetricReduce::kMean},   {"min", MetricReduce::kMin},
+      {"max", MetricReduce::kMax},     {"sum", MetricReduce::kSum},
+      {"count", MetricReduce::kCount}, {"all", MetricReduce::kAll}};
+  if (v.is_string()) {
+    for (const auto& [name, r] : names) {
+      if (name == v.as_string()) return r;
+    }
+  }
+  throw Error::input(v.mark(), key, v.describe() + " is not a reduction",
+                     "use last, first, mean, min, max, sum, count or all");
+}
+
+MetricSpec parse_metric(const Value& item, size_t index, const Mark& list_mark) {
+  const Mark& mark = mark_of(item, list_mark);
+  const std::string key = "command.metrics[" + std::to_string(index) + "]";
+  MetricSpec m;
+  m.mark = mark;
+  static const std::set<std::string> known = {"name",  "unit",   "from",    "regex",
+                                              "group", "reduce", "pointer", "optional"};
+  for (const Value::Entry& e : item.entries()) {
+    if (known.count(e.key) == 0) {
+      std::vector<std::string> names(known.begin(), known.end());
+      std::optional<std::string> near = closest_match(e.key, names);
+      throw Error::input(
+          mark_of(e.value, e.key_mark.known() ? e.key_mark : mark), key,
+          "unknown field '" + e.key + "'" + (near ? " (did you mean '" + *near + "'?)" : ""),
+          "a metric has name, unit, from, regex, group, reduce, pointer, optional");
+    }
+  }
+  auto text = [&](const char* field, bool needed) -> std::optional<std::string> {
+    const Value* v = item.find(field);
+    if (v == nullptr || v->is_null()) {
+      if (needed) throw Error::input(mark, key, "has no " + std::string(field));
+      return std::nullopt;
+    }
+    if (!v->is_string()) {
+      throw Error::input(mark_of(*v, mark), key + "." + field,
+                         "expected a string, got " + v->describe(), "quote it");
+    }
+    if (v->as_string().find('\0') != std::string::npos) {
+      throw Error::input(mark_of(*v, mark), key + "." + field, "contains a NUL character");
+    }
+    return v->as_string();
+  };
+  m.name = *text("name", true);
+  if (!metric_name_ok(m.name)) {
+    throw Error::input(mark, key + ".name", "'" + m.name + "' is not a metric name",
+                       "use letters, digits and _, not starting with a digit: it is a column");
+  }
+  if (kReservedNames.count(m.name)) {
+    throw Error::input(mark, key + ".name",
+                       "'" + m.name + "' is a column bench-extract fills itself",
+                       "choose another name");
+  }
+  m.unit = text("unit", false).value_or("");
+  std::string from = text("from", false).value_or("stdout");
+  std::optional<std::string> pointer = text("pointer", false);
+  std::optional<std::string> regex = text("regex", false);
+  if (starts_with(from, "json ") || (pointer && from != "stdout" && from != "stderr")) {
+    m.source = MetricSource::kJson;
+    m.file = starts_with(from, "json ") ? trim(from.substr(5)) : from;
+  } else if (pointer) {
+    m.source = MetricSource::kJson;  // JSON lines in stdout or stderr
+    m.file = from;
+  } else if (from == "stdout") {
+    m.source = MetricSource::kStdout;
+  } else if (from == "stderr") {
+    m.source = MetricSource::kStderr;
+  } else {
+    m.source = MetricSource::kFile;
+    m.file = from;
+  }
+  if (m.file.empty() && (m.source == MetricSource::kFile || m.source == MetricSource::kJson)) {
+    throw Error::input(mark, key + ".from", "names no file",
+                       "write from: stdout, stderr, FILE or json FILE");
+  }
+  if (!m.file.empty()) {
+    check_placeholders(m.file, mark, key + ".from", command_runtime_placeholders());
+  }
+  if (const Value* r = item.find("reduce"); r != nullptr && !r->is_null()) {
+    m.reduce = parse_reduce(*r, key + ".reduce");
+  }
+  if (const Value* o = item.find("optional"); o != nullptr && !o->is_null()) {
+    if (!o->is_bool()) {
+      throw Error::input(mark_of(*o, mark), key + ".optional",
+                         "expected a boolean, got " + o->describe());
+    }
+    m.required = !o->as_bool();
+  }
+  const Value* group = item.find("group");
+  if (m.source == MetricSource::kJson) {
+    if (!pointer) {
+      throw Error::input(mark, key, "reads JSON but has no pointer",
+                         "add pointer: /a/b (RFC 6901; * for every item)");
+    }
+    if (pointer->empty() == false && (*pointer)[0] != '/') {
+      throw Error::input(mark, key + ".pointer", "'" + *pointer + "' does not start with '/'",
+                         "write a JSON pointer such as /train_runtime");
+    }
+    if (regex || (group != nullptr && !group->is_null())) {
+      throw Error::input(mark, key, "reads JSON with a pointer; regex and group do not apply",
+                         "leave regex and group out, or read the file as text");
+    }
+    m.pointer = *pointer;
+    return m;
+  }
+  if (!regex) {
+    throw Error::input(mark, key, "has no regex",
+                       "add regex: with a capture group around the number, e.g. 'loss ([0-9.]+)'");
+  }
+  m.regex = *regex;
+  size_t groups = check_regex(m.regex, mark, key + ".regex");
+  m.group = groups > 0 ? 1 : 0;
+  if (group != nullptr && !group->is_null()) {
+    if (!group->is_int() || group->as_int() < 0) {
+      throw Error::input(mark_of(*group, mark), key + ".group",
+                         "expected an integer >= 0, got " + group->describe());
+    }
+    if (static_cast<size_t>(group->as_int()) > groups) {
+      throw Error::input(mark_of(*group, mark), key + ".group",
+                         "the regex has " + plural(groups, "capture group") + ", not " +
+                             std::to_string(group->as_int()));
+    }
+    m.group = static_cast<int>(group->as_int());
+  }
+  return m;
+}
+
+// A number as the Trainer prints it (Python's repr, numpy's in newer versions).
+const char* const kPyNumber = R"((?:np\.float\d*\()?(-?[0-9.]+(?:[eE][-+]?[0-9]+)?|nan|inf))";
+
+MetricSpec hf_metric(const std::string& name, const std::string& unit, bool required) {
+  MetricSpec m;
+  m.name = name;
+  m.unit = unit;
+  m.source = MetricSource::kStdout;
+  m.regex = "'" + name + "': " + kPyNumber;
+  m.required = required;
+  m.parser = "hf-trainer";
+  return m;
+}
+
+}  // namespace
+
+std::string to_string(MetricSource s) {
+  switch (s) {
+    case MetricSource::kStdout:
+      return "stdout";
+    case MetricSource::kStderr:
+      return "stderr";
+    case MetricSource::kFile:
+      return "file";
+    case MetricSource::kJson:
+      return "json";
+  }
+  return "?";
+}
+
+std::string to_string(MetricReduce r) {
+  switch (r) {
+    case MetricReduce::kLast:
+      return "last";
+    case MetricReduce::kFirst:
+      return "first";
+    case MetricReduce::kMean:
+      return "mean";
+    case MetricReduce::kMin:
+      return "min";
+    case MetricReduce::kMax:
+      return "max";
+    case MetricReduce::kSum:
+      return "sum";
+    case MetricReduce::kCount:
+      return "count";
+    case MetricReduce::kAll:
+      return "all";
+  }
+  return "?";
+}
+
+const std::vector<std::string>& default_oom_patterns() {
+  static const std::vector<std::string> patterns = {
+      "CUDA out of memory",                              // torch.cuda.OutOfMemoryError's message
+      "OutOfMemoryError",                                // its type, and torch.OutOfMemoryError
+      "HIP out of memory",                               // ROCm
+      "DefaultCPUAllocator: (can't|not enough memory)",  // PyTorch on the host
+      "CUBLAS_STATUS_ALLOC_FAILED",
+      "CUDNN_STATUS_(NOT_SUPPORTED|ALLOC_FAILED).*memory",
+      "cudaErrorMemoryAllocation",
+      "std::bad_alloc",
+      "MemoryError",  // Python's own
+  };
+  return patterns;
+}
+
+const std::vector<std::string>& command_runtime_placeholders() {
+  static const std::vector<std::string> names = {"out", "rank", "local_rank", "world_size"};
+  return names;
+}
+
+std::vector<MetricSpec> parser_metrics(const std::string& parser) {
+  if (parser == "hf-trainer") {
+    // The dict the Trainer logs at the end of train() and evaluate() (printed on stdout).
+    return {hf_metric("train_runtime", "s", true),
+            hf_metric("train_samples_per_second", "samples/s", true),
+            hf_metric("train_steps_per_second", "steps/s", true),
+            hf_metric("train_loss", "", true),
+            hf_metric("eval_loss", "", false),
+            hf_metric("eval_runtime", "s", false),
+            hf_metric("eval_samples_per_second", "samples/s", false),
+            hf_metric("eval_steps_per_second", "steps/s", false),
+            [] {
+              // run_clm.py adds perplexity to its eval metrics, printed by log_metrics().
+              MetricSpec m;
+              m.name = "perplexity";
+              m.regex = std::string(R"(^\s*perplexity\s*=\s*)") + kPyNumber;
+              m.required = false;
+              m.parser = "hf-trainer";
+              return m;
+            }()};
+  }
+  return {};
+}
+
+CommandSpec command_spec_of(const Value& resolved) {
+  CommandSpec spec;
+  const std::vector<std::string>& runtime = command_runtime_placeholders();
+  // launch.setup runs before any rank exists: only the point directory and config keys.
+  for (const Value& line : config_at(resolved, "launch.setup").items()) {
+    check_placeholders(line.as_string(), line.mark(), "launch.setup", {"out"});
+  }
+  if (config_at(resolved, "benchmark").as_string() != "command") return spec;
+
+  const Value& argv = config_at(resolved, "command.argv");
+  if (argv.items().empty()) {
+    throw Error::input(argv.mark(), "command.argv", "is empty, but benchmark is command",
+                       "give the program and its arguments, e.g. [python3, train.py, --lr, "
+                       "'{params.lr}']");
+  }
+  for (const Value& a : argv.items()) {
+    check_placeholders(a.as_string(), mark_of(a, argv.mark()), "command.argv", runtime);
+    spec.argv.push_back(a.as_string());
+  }
+  if (spec.argv.front().empty()) {
+    throw Error::input(argv.mark(), "command.argv", "its first item (the program) is empty");
+  }
+  for (const Value::Entry& e : config_at(resolved, "command.env").entries()) {
+    check_placeholders(e.value.as_string(), mark_of(e.value, e.key_mark), "command.env." + e.key,
+                       runtime);
+    spec.env[e.key] = e.value.as_string();
+  }
+  const Value& workdir = config_at(resolved, "command.workdir");
+  if (!workdir.is_null()) {
+    check_placeholders(workdir.as_string(), workdir.mark(), "command.workdir", runtime);
+    spec.workdir = workdir.as_string();
+  }
+  spec.parser = config_at(resolved, "command.parser").as_string();
+  spec.metrics = parser_metrics(spec.parser);
+  const Value& metrics = config_at(resolved, "command.metrics");
+  for (size_t i = 0; i < metrics.items().size(); ++i) {
+    MetricSpec m = parse_metric(metrics.items()[i], i, metrics.mark());
+    // A metric of the parser's name replaces the parser's (its regex, unit, optional).
+    auto same = std::find_if(spec.metrics.begin(), spec.metrics.end(),
+                             [&](const MetricSpec& o) { return o.name == m.name; });
+    if (same != spec.metrics.end() && !same->parser.empty()) {
+      *same = m;
+    } else if (same != spec.metrics.end()) {
+      throw Error::input(m.mark, "command.metrics", "two metrics are named '" + m.name + "'",
+                         "rename one of them");
+    } else {
+      spec.metrics.push_back(m);
+    }
+  }
+  auto patterns = [&](const char* key, std::vector<std::string>* out) {
+    const Value& list = config_at(resolved, key);
+    for (const Value& p : list.items()) {
+      check_regex(p.as_string(), mark_of(p, list.mark()), key);
+      out->push_back(p.as_string());
+    }
+  };
+  patterns("command.success.match", &spec.match);
+  patterns("command.success.fail", &spec.fail);
+  patterns("command.oom_patterns", &spec.oom_patterns);
+  if (spec.oom_patterns.empty()) spec.oom_patterns = default_oom_patterns();
+  const Value& code = config_at(resolved, "command.success.exit_code");
+  spec.exit_code = code.is_null() ? std::nullopt : std::optional<std::int64_t>(code.as_int());
+  const Value& required = config_at(resolved, "command.success.required");
+  if (!required.is_null()) {
+    std::set<std::string> names;
+    for (const Value& r : required.items()) {
+      auto it = std::find_if(spec.metrics.begin(), spec.metrics.end(),
+                             [&](const MetricSpec& m) { return m.name == r.as_string(); });
+      if (it == spec.metrics.end()) {
+        std::vector<std::string> known;
+        for (const MetricSpec& m : spec.metrics) known.push_back(m.name);
+        std::optional<std::string> near = closest_match(r.as_string(), known);
+        throw Error::input(
+            mark_of(r, required.mark()), "command.success.required",
+            "no metric is named '" + r.as_string() + "'" +
+                (near ? " (did you mean '" + *near + "'?)" : ""),
+            known.empty() ? "define it in command.metrics" : "metrics: " + join(known, ", "));
+      }
+      names.insert(r.as_string());
+    }
+    for (MetricSpec& m : spec.metrics) m.required = names.count(m.name) > 0;
+  }
+  return spec;
+}
+
+}  // namespace sweepbench

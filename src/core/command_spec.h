@@ -1,0 +1,68 @@
+// The command section of a resolved config, read once and checked (docs/commands.md): what
+// bench-command runs, the figures of merit it reads from the program's output, and what makes a
+// run a success, a failure or out of memory.
+//
+// Checked when a sweep is planned (config.cc calls command_spec_of for benchmark: command), so a
+// bad regex or an unknown placeholder fails before anything runs. Evaluating the metrics against
+// a run's output is bench-command's (src/command/); this file holds no regex engine state.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/value.h"
+
+namespace sweepbench {
+
+enum class MetricSource { kStdout, kStderr, kFile, kJson };
+enum class MetricReduce { kLast, kFirst, kMean, kMin, kMax, kSum, kCount, kAll };
+std::string to_string(MetricSource s);
+std::string to_string(MetricReduce r);
+
+// One figure of merit.
+struct MetricSpec {
+  std::string name;  // its column in bench-extract's table: [A-Za-z0-9_]
+  std::string unit;
+  MetricSource source = MetricSource::kStdout;
+  // kFile, kJson: a path relative to the point directory ({placeholders} allowed); kJson also
+  // "stdout" or "stderr" (JSON lines in the program's output).
+  std::string file;
+  std::string regex;    // kStdout, kStderr, kFile: matched against each line (ECMAScript)
+  int group = 1;        // the capture group holding the number; 0 = the whole match
+  std::string pointer;  // kJson: RFC 6901, with '*' for every item of a list or map
+  MetricReduce reduce = MetricReduce::kLast;
+  bool required = true;
+  std::string parser;  // the command.parser it comes from; "" = command.metrics
+  Mark mark;
+};
+
+struct CommandSpec {
+  std::vector<std::string> argv;           // may hold {placeholders}
+  std::map<std::string, std::string> env;  // values may hold {placeholders}
+  std::optional<std::string> workdir;      // null: the point directory
+  std::string parser = "none";
+  std::vector<MetricSpec> metrics;                     // the parser's, then command.metrics
+  std::vector<std::string> match, fail, oom_patterns;  // oom_patterns: the defaults when empty
+  std::optional<std::int64_t> exit_code = 0;           // null: any
+};
+
+// Reads and checks the command section (and launch.setup's placeholders). Throws Error(kInput)
+// naming file:line and the key: an empty argv, a bad metric record or regex, two metrics of one
+// name, an unknown placeholder (all unknown names, sorted), a required metric nobody defines.
+CommandSpec command_spec_of(const Value& resolved);
+
+// The metrics command.parser adds (empty for none).
+std::vector<MetricSpec> parser_metrics(const std::string& parser);
+
+// The usual out-of-memory messages of PyTorch, CUDA, ROCm and C++ (command.oom_patterns' default).
+const std::vector<std::string>& default_oom_patterns();
+
+// Placeholders only bench-command knows, at run time, besides config keys: out (the point
+// directory), rank, local_rank, world_size.
+const std::vector<std::string>& command_runtime_placeholders();
+
+}  // namespace sweepbench
