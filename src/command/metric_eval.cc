@@ -271,7 +271,9 @@ std::vector<CommandMetric> read_metrics(const std::vector<MetricSpec>& specs,
         for (auto it = std::sregex_iterator(line.begin(), line.end(), res[i]);
              it != std::sregex_iterator(); ++it) {
           std::string text = (*it)[static_cast<size_t>(specs[i].group)].str();
-          if (std::optional<double> v = number_of(text)) {
+          if (specs[i].reduce == MetricReduce::kCount) {
+            out[i].values.push_back(static_cast<double>(n));  // a count's values: line numbers
+          } else if (std::optional<double> v = number_of(text)) {
             out[i].values.push_back(*v);
           } else if (out[i].problem.empty()) {
             out[i].problem = "'" + first_line(text, 60) + "' (" + out[i].source + " line " +

@@ -30,20 +30,31 @@ const Mark& mark_of(const Value& v, const Mark& fallback) {
   return v.mark().known() ? v.mark() : fallback;
 }
 
-// Every {placeholder} of `text` must be a config key or one of `runtime`.
-void check_placeholders(const std::string& text, const Mark& mark, const std::string& key,
-                        const std::vector<std::string>& runtime) {
+// Every {placeholder} of the texts must be a config key or one of `runtime`; the error names all
+// unknown ones, at the first text that has one.
+void check_placeholders(const std::vector<std::pair<std::string, Mark>>& texts,
+                        const std::string& key, const std::vector<std::string>& runtime) {
   std::set<std::string> unknown;
-  for (const std::string& name : placeholder_names(parse_placeholders(text, mark, key))) {
-    if (std::find(runtime.begin(), runtime.end(), name) != runtime.end()) continue;
-    if (!is_config_placeholder(name)) unknown.insert(name);
+  std::optional<Mark> mark;
+  for (const auto& [text, at] : texts) {
+    for (const std::string& name : placeholder_names(parse_placeholders(text, at, key))) {
+      if (std::find(runtime.begin(), runtime.end(), name) != runtime.end()) continue;
+      if (is_config_placeholder(name)) continue;
+      unknown.insert(name);
+      if (!mark) mark = at;
+    }
   }
   if (unknown.empty()) return;
   std::string allowed = runtime.empty() ? "" : join(runtime, ", ") + ", ";
-  throw unknown_placeholders(unknown, mark, key,
+  throw unknown_placeholders(unknown, *mark, key,
                              "a placeholder is " + allowed +
                                  "or a config key such as params.NAME or train.micro_batch "
                                  "(write {{ and }} for literal braces)");
+}
+
+void check_placeholders(const std::string& text, const Mark& mark, const std::string& key,
+                        const std::vector<std::string>& runtime) {
+  check_placeholders({{text, mark}}, key, runtime);
 }
 
 // ECMAScript, as bench-command will compile it; returns its number of capture groups.
@@ -287,9 +298,11 @@ CommandSpec command_spec_of(const Value& resolved) {
   CommandSpec spec;
   const std::vector<std::string>& runtime = command_runtime_placeholders();
   // launch.setup runs before any rank exists: only the point directory and config keys.
+  std::vector<std::pair<std::string, Mark>> lines;
   for (const Value& line : config_at(resolved, "launch.setup").items()) {
-    check_placeholders(line.as_string(), line.mark(), "launch.setup", {"out"});
+    lines.emplace_back(line.as_string(), line.mark());
   }
+  check_placeholders(lines, "launch.setup", {"out"});
   if (config_at(resolved, "benchmark").as_string() != "command") return spec;
 
   const Value& argv = config_at(resolved, "command.argv");
@@ -298,10 +311,12 @@ CommandSpec command_spec_of(const Value& resolved) {
                        "give the program and its arguments, e.g. [python3, train.py, --lr, "
                        "'{params.lr}']");
   }
+  std::vector<std::pair<std::string, Mark>> texts;
   for (const Value& a : argv.items()) {
-    check_placeholders(a.as_string(), mark_of(a, argv.mark()), "command.argv", runtime);
+    texts.emplace_back(a.as_string(), mark_of(a, argv.mark()));
     spec.argv.push_back(a.as_string());
   }
+  check_placeholders(texts, "command.argv", runtime);
   if (spec.argv.front().empty()) {
     throw Error::input(argv.mark(), "command.argv", "its first item (the program) is empty");
   }

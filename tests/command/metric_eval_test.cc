@@ -1,0 +1,295 @@
+// bench-command's reading of a finished run: every metric source and reduction on hand-made logs
+// and files, and the verdict for each success criterion, out-of-memory text and stop signal. Then
+// the program runner itself with real processes: output, exit codes, a program that cannot
+// start, and a stop signal passed on.
+#include "command/metric_eval.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+#include "command/child_process.h"
+#include "core/config.h"
+#include "core/yaml_io.h"
+#include "support/temp_dir.h"
+
+namespace sweepbench {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using sweepbench::testing::TempDir;
+
+CommandSpec spec_of(const std::string& command_yaml) {
+  return command_spec_of(resolve_config(normalize_partial_config(
+      parse_yaml("benchmark: command\ncommand:\n  argv: [p]\n" + command_yaml, "c.yaml"))));
+}
+
+struct Logs {
+  TempDir dir;
+  CommandOutputs out;
+  Logs(const std::string& stdout_text, const std::string& stderr_text) {
+    out.stdout_path = dir.write("logs/out.txt", stdout_text);
+    out.stderr_path = dir.write("logs/err.txt", stderr_text);
+    out.point_dir = dir.path();
+  }
+};
+
+std::vector<CommandMetric> read(const std::string& metrics_yaml, const Logs& run) {
+  return read_metrics(spec_of("  metrics:\n" + metrics_yaml).metrics, run.out);
+}
+
+TEST(ReadMetrics, EveryReductionOverEveryMatch) {
+  Logs run("step 1 loss 4.0 tps 100\nstep 2 loss 2.0 tps 300\r step 3 loss 3.0 tps 200\n", "");
+  std::vector<CommandMetric> m = read(
+      "    - {name: last, regex: 'loss ([0-9.]+)'}\n"
+      "    - {name: first, regex: 'loss ([0-9.]+)', reduce: first}\n"
+      "    - {name: mean, regex: 'loss ([0-9.]+)', reduce: mean}\n"
+      "    - {name: min, regex: 'tps (\\d+)', reduce: min}\n"
+      "    - {name: max, regex: 'tps (\\d+)', reduce: max}\n"
+      "    - {name: sum, regex: 'tps (\\d+)', reduce: sum}\n"
+      "    - {name: count, regex: 'step', reduce: count}\n"
+      "    - {name: all, regex: 'step (\\d)', reduce: all}\n"
+      "    - {name: none, regex: 'absent', reduce: count}\n",
+      run);
+  ASSERT_EQ(m.size(), 9u);
+  EXPECT_EQ(m[0].value, 3.0);
+  EXPECT_EQ(m[1].value, 4.0);
+  EXPECT_EQ(m[2].value, 3.0);
+  EXPECT_EQ(m[3].value, 100);
+  EXPECT_EQ(m[4].value, 300);
+  EXPECT_EQ(m[5].value, 600);
+  EXPECT_EQ(m[6].value, 3);  // '\r' ends a line: a progress bar's redraw is a line
+  EXPECT_THAT(m[7].values, ElementsAre(1, 2, 3));
+  EXPECT_EQ(m[7].value, 3);
+  EXPECT_EQ(m[7].reduce, "all");
+  EXPECT_TRUE(m[8].found);  // a count of nothing is 0, found
+  EXPECT_EQ(m[8].value, 0);
+  for (const CommandMetric& x : m) EXPECT_EQ(x.source, "stdout");
+}
+
+TEST(ReadMetrics, StderrFilesJsonAndJsonLines) {
+  Logs run("noise\n{\"avg_ts\": 10.5, \"n_gen\": 0}\nnot json {\n{\"avg_ts\": 20}\n",
+          "loss=1.5\n");
+  run.dir.write("work/train.log", "throughput 7 samples/s\nthroughput 9 samples/s\n");
+  run.dir.write("all_results.json", "{\"train_runtime\": 12.5, \"a/b\": {\"c~d\": \"3\"},"
+                                    " \"flag\": true}\n");
+  run.dir.write("state.json",
+                "{\"log_history\": [{\"loss\": 3}, {\"loss\": 2}, {\"eval\": 1}, {\"loss\": 1}]}");
+  run.dir.write("bench.jsonl", "{\"tps\": 1}\n\n{\"tps\": 3}\n");
+  std::vector<CommandMetric> m = read(
+      "    - {name: e, from: stderr, regex: 'loss=(\\S+)'}\n"
+      "    - {name: f, from: work/train.log, regex: 'throughput (\\d+)', reduce: mean}\n"
+      "    - {name: j, unit: s, from: json all_results.json, pointer: /train_runtime}\n"
+      "    - {name: esc, from: all_results.json, pointer: /a~1b/c~0d}\n"
+      "    - {name: flag, from: all_results.json, pointer: /flag}\n"
+      "    - {name: star, from: state.json, pointer: '/log_history/*/loss', reduce: all}\n"
+      "    - {name: lines, from: bench.jsonl, pointer: /tps, reduce: sum}\n"
+      "    - {name: out, from: stdout, pointer: /avg_ts, reduce: mean}\n",
+      run);
+  EXPECT_EQ(m[0].value, 1.5);
+  EXPECT_EQ(m[0].source, "stderr");
+  EXPECT_EQ(m[1].value, 8);
+  EXPECT_EQ(m[1].source, "work/train.log");
+  EXPECT_EQ(m[2].value, 12.5);
+  EXPECT_EQ(m[2].unit, "s");
+  EXPECT_EQ(m[3].value, 3);  // a number written as a string, RFC 6901 escapes
+  EXPECT_EQ(m[4].value, 1);
+  EXPECT_THAT(m[5].values, ElementsAre(3, 2, 1));
+  EXPECT_EQ(m[6].value, 4);
+  EXPECT_EQ(m[7].value, 15.25);
+  for (const CommandMetric& x : m) EXPECT_TRUE(x.found) << x.name << ": " << x.problem;
+}
+
+TEST(ReadMetrics, WhatIsMissingOrNotANumberIsSaid) {
+  Logs run("loss abc\n", "");
+  run.dir.write("bad.jsonl", "{\"a\": 1}\n{oops\n");
+  std::vector<CommandMetric> m = read(
+      "    - {name: nan, regex: 'loss (\\S+)'}\n"
+      "    - {name: nomatch, regex: 'tps (\\d+)'}\n"
+      "    - {name: nofile, from: gone.log, regex: '(x)'}\n"
+      "    - {name: nojson, from: json gone.json, pointer: /a}\n"
+      "    - {name: nokey, from: bad.jsonl, pointer: /a}\n"
+      "    - {name: text, from: json t.json, pointer: /s}\n",
+      run);
+  run.dir.write("t.json", "{\"s\": \"fast\"}");
+  std::vector<CommandMetric> text =
+      read("    - {name: text, from: json t.json, pointer: /s}\n", run);
+  for (const CommandMetric& x : m) EXPECT_FALSE(x.found) << x.name;
+  EXPECT_TRUE(std::isnan(m[0].value));
+  EXPECT_EQ(m[0].problem, "'abc' (stdout line 1) is not a number");
+  EXPECT_EQ(m[1].problem, "no line of stdout matches tps (\\d+)");
+  EXPECT_EQ(m[2].problem, "gone.log does not exist");
+  EXPECT_EQ(m[3].problem, "gone.json does not exist");
+  EXPECT_EQ(m[4].problem, "bad.jsonl line 2 is not JSON");
+  EXPECT_EQ(text[0].problem, "/s is the string \"fast\", not a number");
+}
+
+CommandEnd exited(int code) {
+  CommandEnd e;
+  e.exit_code = code;
+  return e;
+}
+
+TEST(JudgeCommand, EachCriterionAndItsReason) {
+  Logs run("epoch 1\n{'train_runtime': 4.5}\ndone\n", "warning: x\nlast words\n");
+  CommandSpec spec = spec_of(
+      "  metrics:\n    - {name: rt, regex: \"'train_runtime': ([0-9.]+)\"}\n"
+      "    - {name: opt, regex: 'nothing (\\d)', optional: true}\n");
+  auto judge = [&](const CommandSpec& s, const CommandEnd& e) {
+    return judge_command(s, e, read_metrics(s.metrics, run.out), run.out);
+  };
+  EXPECT_EQ(judge(spec, exited(0)).status, "ok");
+  CommandVerdict v = judge(spec, exited(3));
+  EXPECT_EQ(v.status, "failed");
+  EXPECT_EQ(v.reason, "the program ended with exit code 3: last words");
+  CommandSpec any_code = spec;
+  any_code.exit_code.reset();
+  EXPECT_EQ(judge(any_code, exited(3)).status, "ok");
+  CommandSpec fail = spec;
+  fail.fail = {"warn(ing)?:"};
+  EXPECT_EQ(judge(fail, exited(0)).reason,
+            "the fail pattern 'warn(ing)?:' matched stderr line 1: warning: x");
+  CommandSpec match = spec;
+  match.match = {"^done$", "^finished$"};
+  EXPECT_EQ(judge(match, exited(0)).reason,
+            "the success pattern '^finished$' matched no line of stdout or stderr");
+  CommandSpec required = spec_of("  metrics:\n    - {name: rt, regex: 'runtime=(\\d+)'}\n"
+                                 "    - {name: tps, regex: 'tps=(\\d+)'}\n");
+  EXPECT_EQ(judge(required, exited(0)).reason,
+            "required metrics not found: rt (no line of stdout matches runtime=(\\d+)); tps (no "
+            "line of stdout matches tps=(\\d+))");
+  // A program that exits 0 with none of its (optional) metrics measured nothing.
+  CommandSpec optional = spec_of("  metrics:\n    - {name: a, regex: 'a=(\\d)', optional: true}\n");
+  EXPECT_EQ(judge(optional, exited(0)).reason, "no metric was found in the program's output");
+  // With no metric defined, the exit code and the patterns decide (the duration is the figure).
+  EXPECT_EQ(judge(spec_of(""), exited(0)).status, "ok");
+  CommandEnd killed;
+  killed.term_signal = SIGKILL;
+  EXPECT_EQ(judge(spec, killed).reason,
+            "the program was killed by SIGKILL (the kernel's out-of-memory killer, or a user)");
+  CommandEnd never;
+  never.started = false;
+  never.start_error = "'nope' cannot start it: No such file or directory";
+  EXPECT_EQ(judge(spec, never).reason, never.start_error);
+}
+
+TEST(JudgeCommand, OutOfMemoryTextMakesAFailedRunOom) {
+  Logs run("step 1\n",
+          "Traceback (most recent call last):\n"
+          "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n");
+  CommandSpec spec = spec_of("  metrics:\n    - {name: rt, regex: 'rt=(\\d+)'}\n");
+  CommandVerdict v = judge_command(spec, exited(1), read_metrics(spec.metrics, run.out), run.out);
+  EXPECT_EQ(v.status, "oom");
+  EXPECT_EQ(v.reason,
+            "out of memory: stderr line 2: torch.OutOfMemoryError: CUDA out of memory. Tried to "
+            "allocate 2.00 GiB");
+  // The same text in a run that met every criterion (a batch-size finder that backed off) is ok.
+  Logs fine("rt=5\n", "CUDA out of memory, retrying with a smaller batch\n");
+  EXPECT_EQ(judge_command(spec, exited(0), read_metrics(spec.metrics, fine.out), fine.out).status,
+            "ok");
+  // Each default pattern is an out-of-memory message of its kind.
+  for (const char* text : {"RuntimeError: CUDA out of memory.", "HIP out of memory",
+                           "[enforce fail at alloc_cpu.cpp:83] DefaultCPUAllocator: can't allocate "
+                           "memory: you tried to allocate 1 bytes",
+                           "terminate called after throwing an instance of 'std::bad_alloc'",
+                           "MemoryError", "CUBLAS_STATUS_ALLOC_FAILED when calling cublasCreate"}) {
+    Logs r("", std::string(text) + "\n");
+    EXPECT_EQ(judge_command(spec, exited(1), read_metrics(spec.metrics, r.out), r.out).status,
+              "oom")
+        << text;
+  }
+  CommandSpec own = spec_of("  metrics:\n    - {name: rt, regex: 'rt=(\\d+)'}\n"
+                            "  oom_patterns: ['ran out of room']\n");
+  Logs r("", "CUDA out of memory\n");
+  EXPECT_EQ(judge_command(own, exited(1), read_metrics(own.metrics, r.out), r.out).status,
+            "failed");
+}
+
+TEST(JudgeCommand, StopSignalsGiveTimeoutOrCancelled) {
+  Logs run("", "");
+  CommandSpec spec = spec_of("");
+  CommandEnd end;
+  end.term_signal = SIGTERM;
+  end.stop_signal = SIGUSR1;
+  CommandVerdict v = judge_command(spec, end, {}, run.out);
+  EXPECT_EQ(v.status, "timeout");
+  EXPECT_EQ(v.reason,
+            "bench-command received SIGUSR1 (the time limit is near) and passed it on; the "
+            "program: killed by SIGTERM");
+  end.stop_signal = SIGUSR2;
+  EXPECT_EQ(judge_command(spec, end, {}, run.out).status, "cancelled");
+}
+
+TEST(RunChild, CopiesOutputAndReportsTheEnd) {
+  TempDir dir;
+  ChildSpec c;
+  c.argv = {"sh", "-c", "echo out; echo err >&2; pwd; echo \"$MY_VAR\"; exit 7"};
+  c.env = {{"MY_VAR", "a b $(x)"}};
+  c.workdir = dir.path();
+  c.stdout_log = dir.file("o.txt");
+  c.stderr_log = dir.file("e.txt");
+  c.echo = false;
+  ChildRun r = run_child(c);
+  EXPECT_TRUE(r.end.started);
+  EXPECT_EQ(r.end.exit_code, 7);
+  EXPECT_EQ(sweepbench::testing::read_text(c.stdout_log),
+            "out\n" + dir.path() + "\na b $(x)\n");
+  EXPECT_EQ(sweepbench::testing::read_text(c.stderr_log), "err\n");
+  EXPECT_TRUE(r.log_error.empty());
+  // The logs are never replaced.
+  EXPECT_THROW(run_child(c), Error);
+}
+
+TEST(RunChild, AProgramThatCannotStartIsSaid) {
+  TempDir dir;
+  ChildSpec c;
+  c.argv = {"no-such-program-sweepbench"};
+  c.workdir = dir.path();
+  c.stdout_log = dir.file("o.txt");
+  c.stderr_log = dir.file("e.txt");
+  ChildRun r = run_child(c);
+  EXPECT_FALSE(r.end.started);
+  EXPECT_EQ(r.end.start_error,
+            "'no-such-program-sweepbench' cannot start it: No such file or directory");
+  c.argv = {"true"};
+  c.workdir = dir.file("missing");
+  c.stdout_log = dir.file("o2.txt");
+  c.stderr_log = dir.file("e2.txt");
+  r = run_child(c);
+  EXPECT_FALSE(r.end.started);
+  EXPECT_EQ(r.end.start_error,
+            "'true' cannot enter the working directory: No such file or directory");
+}
+
+// bench-sweep's stop (SIGUSR2) reaches the program as SIGTERM, at once, and is recorded.
+TEST(RunChild, PassesAStopSignalOn) {
+  TempDir dir;
+  ChildSpec c;
+  c.argv = {"sh", "-c", "trap 'echo got TERM; exit 5' TERM; echo ready; while :; do sleep 0.05; done"};
+  c.workdir = dir.path();
+  c.stdout_log = dir.file("o.txt");
+  c.stderr_log = dir.file("e.txt");
+  c.echo = false;
+  std::thread stopper([&] {
+    // Once the program is up, as a runner would.
+    for (int i = 0; i < 200 && sweepbench::testing::read_text(c.stdout_log).empty(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
+    ::kill(::getpid(), SIGUSR2);
+  });
+  ChildRun r = run_child(c);
+  stopper.join();
+  EXPECT_EQ(r.end.stop_signal, SIGUSR2);
+  EXPECT_EQ(r.end.exit_code, 5);
+  EXPECT_LT(r.seconds, kGraceSeconds);
+  EXPECT_EQ(sweepbench::testing::read_text(c.stdout_log), "ready\ngot TERM\n");
+}
+
+}  // namespace
+}  // namespace sweepbench
