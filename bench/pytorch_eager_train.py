@@ -5,10 +5,15 @@ bench/train_vs_pytorch.py. Prints one JSON object with the per-step wall times.
 The model is tests/reference/gpt_reference.py (checked against bench-train's C++ model by the
 test suite); the step is the same: micro batch forward and backward, global gradient-norm
 clipping, AdamW with decay on matrices only. Batches are drawn before timing starts.
+
+With --warmup W it also reports train_tokens_per_second as bench-train defines it (tokens of the
+steps after the first W over their summed time), so a command sweep reads it beside bench-train's
+(sweeps/pytorch-vs-bench-train.yaml).
 """
 import argparse
 import json
 import os
+import statistics
 import sys
 import time
 
@@ -25,6 +30,7 @@ def main():
         p.add_argument("--" + name, type=int, required=True)
     p.add_argument("--arch", default="gpt2")
     p.add_argument("--lr", type=float, default=3e-4)
+    p.add_argument("--warmup", type=int, default=0)
     args = p.parse_args()
 
     torch.set_num_threads(args.threads)
@@ -56,7 +62,11 @@ def main():
         opt.step()
         loss.item()
         times.append(time.perf_counter() - t0)
-    print(json.dumps({"step_s": times, "tokens_per_step": args.micro_batch * args.seq_len,
+    tokens_per_step = args.micro_batch * args.seq_len
+    measured = times[args.warmup:]
+    print(json.dumps({"step_s": times, "tokens_per_step": tokens_per_step,
+                      "train_tokens_per_second": tokens_per_step * len(measured) / sum(measured),
+                      "step_time_median_s": statistics.median(measured),
                       "torch": torch.__version__, "threads": torch.get_num_threads()}))
 
 

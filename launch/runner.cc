@@ -333,8 +333,12 @@ Decision decide(const std::optional<PointRecord>& record, const std::string& con
 std::optional<std::string> prune_reason(const SweepPoint& candidate, const SweepPoint& oom_point,
                                         const std::vector<std::string>& keys) {
   for (const std::string& key : keys) {
-    const Value& mine = config_at(candidate.config, key);
-    const Value& theirs = config_at(oom_point.config, key);
+    // find_path: an entry of params that a point does not set has no value to compare.
+    const Value* mine_at = candidate.config.find_path(key);
+    const Value* theirs_at = oom_point.config.find_path(key);
+    if (mine_at == nullptr || theirs_at == nullptr) continue;
+    const Value& mine = *mine_at;
+    const Value& theirs = *theirs_at;
     if (!mine.is_number() || !theirs.is_number() || !(mine.as_float() > theirs.as_float()))
       continue;
     // Identical except for this key: give the candidate the smaller value and compare hashes

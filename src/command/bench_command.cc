@@ -32,7 +32,8 @@ const char* const kUsage =
     R"(bench-command: run one point's command and record its figures of merit.
 Usage: bench-command --config DIR/config.yaml --out DIR
 Runs command.argv (placeholders replaced: {params.NAME}, any config key, {out}, {rank},
-{local_rank}, {world_size}) with command.env added, in command.workdir (default DIR); its output
+{local_rank}, {world_size}) with command.env added, in command.workdir (default: the directory
+it starts in, which is where bench-sweep run started); its output
 goes to DIR/logs/rank-NNNNN.stdout.txt and .stderr.txt and through. Then reads command.metrics
 (and command.parser's), judges the run by command.success and command.oom_patterns, and writes
 DIR/rank-NNNNN.h5; rank 0 also writes DIR/summary.json. bench-sweep runs it for points with
@@ -221,11 +222,12 @@ ExpandedCommand expand_command(const CommandSpec& spec, const Value& resolved,
   for (const auto& [name, value] : spec.env) {
     cmd.env[name] = expand_command_text(value, resolved, values, "command.env." + name);
   }
-  cmd.workdir = spec.workdir
-                    ? expand_command_text(*spec.workdir, resolved, values, "command.workdir")
-                    : values.out;
-  if (!fs::path(cmd.workdir).is_absolute())
-    cmd.workdir = (fs::path(values.out) / cmd.workdir).string();
+  // The default is the directory bench-sweep run started in (bench-command inherits it), so
+  // relative paths in argv mean what they mean where the user typed the command.
+  std::string cwd = fs::current_path().string();
+  cmd.workdir =
+      spec.workdir ? expand_command_text(*spec.workdir, resolved, values, "command.workdir") : cwd;
+  if (!fs::path(cmd.workdir).is_absolute()) cmd.workdir = (fs::path(cwd) / cmd.workdir).string();
   return cmd;
 }
 

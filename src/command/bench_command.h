@@ -29,7 +29,8 @@ struct RuntimeValues {
 std::string expand_command_text(const std::string& text, const Value& resolved,
                                 const RuntimeValues& values, const std::string& key);
 
-// The program's argv, environment additions and working directory for this rank.
+// The program's argv, environment additions and working directory for this rank (command.workdir,
+// relative to the current directory; null: the current directory).
 struct ExpandedCommand {
   std::vector<std::string> argv;
   std::map<std::string, std::string> env;

@@ -198,16 +198,28 @@ MetricSpec parse_metric(const Value& item, size_t index, const Mark& list_mark) 
   return m;
 }
 
-// A number as the Trainer prints it (Python's repr, numpy's in newer versions).
-const char* const kPyNumber = R"((?:np\.float\d*\()?(-?[0-9.]+(?:[eE][-+]?[0-9]+)?|nan|inf))";
+// A number as the Trainer prints it (Python's repr; numpy's in newer versions), ending where the
+// dict entry or the line ends (so "0:00:12.34", log_metrics' runtime, is no number).
+const char* const kPyNumber =
+    R"((?:np\.float\d*\()?(-?[0-9.]+(?:[eE][-+]?[0-9]+)?|nan|inf)\)?\s*(?:[,}]|$))";
 
-MetricSpec hf_metric(const std::string& name, const std::string& unit, bool required) {
+// From the dict the Trainer logs at the end of train(): {'train_runtime': 12.3, ...}.
+MetricSpec hf_dict_metric(const std::string& name, const std::string& unit) {
   MetricSpec m;
   m.name = name;
   m.unit = unit;
-  m.source = MetricSource::kStdout;
   m.regex = "'" + name + "': " + kPyNumber;
-  m.required = required;
+  m.parser = "hf-trainer";
+  return m;
+}
+
+// From log_metrics("eval", ...)'s block, as run_clm.py prints it: "  eval_loss   =   2.1234".
+MetricSpec hf_block_metric(const std::string& name, const std::string& unit) {
+  MetricSpec m;
+  m.name = name;
+  m.unit = unit;
+  m.regex = R"(^\s*)" + name + R"(\s*=\s*)" + kPyNumber;
+  m.required = false;  // only where the program evaluates
   m.parser = "hf-trainer";
   return m;
 }
@@ -272,24 +284,14 @@ const std::vector<std::string>& command_runtime_placeholders() {
 
 std::vector<MetricSpec> parser_metrics(const std::string& parser) {
   if (parser == "hf-trainer") {
-    // The dict the Trainer logs at the end of train() and evaluate() (printed on stdout).
-    return {hf_metric("train_runtime", "s", true),
-            hf_metric("train_samples_per_second", "samples/s", true),
-            hf_metric("train_steps_per_second", "steps/s", true),
-            hf_metric("train_loss", "", true),
-            hf_metric("eval_loss", "", false),
-            hf_metric("eval_runtime", "s", false),
-            hf_metric("eval_samples_per_second", "samples/s", false),
-            hf_metric("eval_steps_per_second", "steps/s", false),
-            [] {
-              // run_clm.py adds perplexity to its eval metrics, printed by log_metrics().
-              MetricSpec m;
-              m.name = "perplexity";
-              m.regex = std::string(R"(^\s*perplexity\s*=\s*)") + kPyNumber;
-              m.required = false;
-              m.parser = "hf-trainer";
-              return m;
-            }()};
+    return {hf_dict_metric("train_runtime", "s"),
+            hf_dict_metric("train_samples_per_second", "samples/s"),
+            hf_dict_metric("train_steps_per_second", "steps/s"),
+            hf_dict_metric("train_loss", ""),
+            hf_block_metric("eval_loss", ""),
+            hf_block_metric("eval_samples_per_second", "samples/s"),
+            hf_block_metric("eval_steps_per_second", "steps/s"),
+            hf_block_metric("perplexity", "")};
   }
   return {};
 }

@@ -271,7 +271,8 @@ std::vector<KeySpec> build_table() {
         "Environment variables for the program; values may hold {placeholders}")
           .only_for({"command"}),
       K("command.workdir", T::kString, N(),
-        "The program's working directory (may hold {placeholders}); null = the point directory")
+        "The program's working directory (may hold {placeholders}, e.g. {out}); null = the "
+        "directory bench-sweep run was started in")
           .only_for({"command"}),
       K("command.parser", T::kEnum, S("none"),
         "Metrics of a known program, added to command.metrics: hf-trainer (the Hugging Face "

@@ -230,16 +230,20 @@ bool collect_leaves(Value& config, std::vector<std::string>* paths, std::vector<
     ++n;
     return true;
   };
-  for (Value::Entry& e : config.entries()) {
-    if (schema.is_section(e.key) && e.value.is_map()) {
-      for (Value::Entry& k : e.value.entries()) {
-        if (!leaf(k.value, e.key + "." + k.key)) return false;
+  // Sections and the sections inside them (command.success) are walked; keys are leaves.
+  std::function<bool(Value&, const std::string&)> walk = [&](Value& node,
+                                                             const std::string& prefix) {
+    for (Value::Entry& e : node.entries()) {
+      std::string path = prefix.empty() ? e.key : prefix + "." + e.key;
+      if (schema.is_section(path) && e.value.is_map()) {
+        if (!walk(e.value, path)) return false;
+      } else if (!leaf(e.value, path)) {
+        return false;
       }
-    } else if (!leaf(e.value, e.key)) {
-      return false;
     }
-  }
-  return n == paths->size();
+    return true;
+  };
+  return walk(config, "") && n == paths->size();
 }
 
 // The entries of a map-typed leaf whose values differ between `first` and any of `others` (an
@@ -378,6 +382,25 @@ PlannedSweep stream_sweep(const SweepSpec& spec, const PlanOptions& options) {
     return config;
   };
 
+  // A key only some workloads read (train.*, command.*) varies, for tags, when it varies among
+  // the points that read it: bench-train points beside command points do not show command.argv.
+  std::vector<const KeySpec*> leaf_spec;
+  std::vector<std::optional<Value>> first_applied;
+  std::vector<bool> varies_applied;
+  size_t benchmark_leaf = 0;
+  auto note_applied = [&]() {
+    const std::string& benchmark = leaves[benchmark_leaf]->as_string();
+    for (size_t l = 0; l < leaves.size(); ++l) {
+      const KeySpec* ks = leaf_spec[l];
+      if (ks == nullptr || ks->only_for_benchmarks.empty() || !ks->applies_to(benchmark)) continue;
+      if (!first_applied[l]) {
+        first_applied[l] = *leaves[l];
+      } else if (!(*first_applied[l] == *leaves[l])) {
+        varies_applied[l] = true;
+      }
+    }
+  };
+
   auto take = [&](Value&& resolved, const Recipe& recipe, const Mark& mark) {
     std::uint32_t c = static_cast<std::uint32_t>(plan.hashes_.size());
     std::string hash = config_hash(resolved);
@@ -388,6 +411,12 @@ PlannedSweep stream_sweep(const SweepSpec& spec, const PlanOptions& options) {
       for (Value* v : leaves) first_values.push_back(*v);
       ids.resize(paths.size());
       varies.assign(paths.size(), false);
+      varies_applied.assign(paths.size(), false);
+      first_applied.resize(paths.size());
+      for (const std::string& path : paths) leaf_spec.push_back(schema.find(path));
+      benchmark_leaf =
+          static_cast<size_t>(std::find(paths.begin(), paths.end(), "benchmark") - paths.begin());
+      note_applied();
       for (size_t d = 0; d < paths.size(); ++d) {
         const KeySpec* ks = schema.find(paths[d]);
         if (ks == nullptr || !ks->derived) continue;
@@ -399,6 +428,7 @@ PlannedSweep stream_sweep(const SweepSpec& spec, const PlanOptions& options) {
       if (!collect_leaves(resolved, &paths, &leaves)) {
         throw std::logic_error("plan: resolved configs differ in layout");
       }
+      note_applied();
       for (size_t l = 0; l < leaves.size(); ++l) {
         if (*leaves[l] == first_values[l]) continue;
         varies[l] = true;
@@ -481,6 +511,7 @@ PlannedSweep stream_sweep(const SweepSpec& spec, const PlanOptions& options) {
     const KeySpec* ks = schema.find(key);
     auto l = leaf_of.find(key);
     if (ks == nullptr || l == leaf_of.end() || !varies[l->second]) continue;
+    if (!ks->only_for_benchmarks.empty() && !varies_applied[l->second]) continue;
     bool is_explicit = std::find(spec.explicit_keys.begin(), spec.explicit_keys.end(), key) !=
                        spec.explicit_keys.end();
     if (ks->type == KeyType::kFreeMap || ks->type == KeyType::kStringMap) {

@@ -524,9 +524,15 @@ SweepSpec parse_sweep(const Value& root, const std::string& path, const SweepFil
     for (const Value& k :
          require_list(get("prune_after_oom"), "prune_after_oom", file_mark).items()) {
       std::string key = require_string(k, "prune_after_oom", file_mark);
-      const KeySpec* ks = schema.find(key);
-      if (ks == nullptr) throw schema.unknown_key(key, mark_or(k, file_mark));
-      if (ks->type != KeyType::kInt && ks->type != KeyType::kFloat) {
+      Schema::Lookup found = schema.lookup(key);
+      const KeySpec* ks = found.spec;
+      if (ks == nullptr || found.kind == Schema::Lookup::Kind::kSection) {
+        throw schema.unknown_key(key, mark_or(k, file_mark));
+      }
+      // A params entry may hold any type; only its numeric values are compared.
+      bool numeric_param =
+          found.kind == Schema::Lookup::Kind::kMapEntry && ks->type == KeyType::kFreeMap;
+      if (!numeric_param && ks->type != KeyType::kInt && ks->type != KeyType::kFloat) {
         throw Error::input(mark_or(k, file_mark), "prune_after_oom",
                            "'" + key + "' is not numeric, so no value of it is larger");
       }

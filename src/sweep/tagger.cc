@@ -92,8 +92,17 @@ std::string readable_tag(const TagInput& p, const std::vector<std::string>& keys
     if (!s.empty() && s[0] == '-') s = "s" + s;
     parts.push_back(s.empty() ? "scenario" : s);
   }
+  const Value* benchmark = p.config->find_path("benchmark");
   for (size_t i = 0; i < keys.size(); ++i) {
+    Schema::Lookup found = Schema::get().lookup(keys[i]);
+    // A key this point's workload does not read, or a params entry it does not set, says
+    // nothing about it.
+    if (found.spec != nullptr && benchmark != nullptr &&
+        !found.spec->applies_to(benchmark->as_string())) {
+      continue;
+    }
     const Value* v = p.config->find_path(keys[i]);
+    if (v == nullptr && found.kind == Schema::Lookup::Kind::kMapEntry) continue;
     parts.push_back(labels[i] + "=" + tag_text(v ? *v : Value()));
   }
   std::string suffix = "ws=" + std::to_string(config_at(*p.config, "launch.ranks").as_int()) + "." +
