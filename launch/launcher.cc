@@ -159,6 +159,7 @@ PointCommand point_command(const Value& resolved, const LaunchSite& site,
     ctx.gpus = r.gpus_per_rank > 0;
     ctx.out_dir = out_dir;
     ctx.env_keep = default_env_keep();
+    for (const std::string& name : workload->env_keep()) ctx.env_keep.push_back(name);
     for (const auto& [name, value] : r.env) ctx.env_keep.push_back(name);
     for (const auto& [name, value] : cmd.container.env) {
       if (!starts_with(name, "SWEEPBENCH_")) ctx.env_keep.push_back(name);

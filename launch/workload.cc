@@ -17,8 +17,9 @@ namespace {
 // line, exit codes and result files.
 class RankFilesWorkload : public Workload {
  public:
-  RankFilesWorkload(std::string name, std::string program)
-      : name_(std::move(name)), program_(std::move(program)) {}
+  RankFilesWorkload(std::string name, std::string program, std::vector<std::string> keep = {})
+      : name_(std::move(name)), program_(std::move(program)), keep_(std::move(keep)) {}
+  std::vector<std::string> env_keep() const override { return keep_; }
   std::string name() const override { return name_; }
   std::string program() const override { return program_; }
 
@@ -54,6 +55,7 @@ class RankFilesWorkload : public Workload {
 
  private:
   std::string name_, program_;
+  std::vector<std::string> keep_;
 };
 
 }  // namespace
@@ -64,8 +66,12 @@ const Registry<Workload>& workloads() {
       {
           {"train", [] { return std::make_unique<RankFilesWorkload>("train", "bench-train"); }},
           {"infer", [] { return std::make_unique<RankFilesWorkload>("infer", "bench-infer"); }},
+          // A user's program looks itself and its interpreter up on PATH, as the runtime sets it.
           {"command",
-           [] { return std::make_unique<RankFilesWorkload>("command", "bench-command"); }},
+           [] {
+             return std::make_unique<RankFilesWorkload>("command", "bench-command",
+                                                        std::vector<std::string>{"PATH"});
+           }},
       });
   return r;
 }

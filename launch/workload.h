@@ -40,6 +40,8 @@ class Workload {
   virtual PointStatus status_of_exit(int exit_code) const = 0;
   // Files, in the point's directory, that a run exiting 0 must have written.
   virtual std::vector<std::string> result_files(const Value& resolved) const = 0;
+  // Variables its program keeps inside a container besides default_env_keep() (globs).
+  virtual std::vector<std::string> env_keep() const { return {}; }
 };
 
 const Registry<Workload>& workloads();

@@ -261,7 +261,13 @@ int bench_command_main(int argc, char** argv) {
                          std::string(vm.count("config") ? "--out" : "--config") + " is missing",
                          "bench-command --help");
     }
-    return run(vm["config"].as<std::string>(), vm["out"].as<std::string>());
+    int code = run(vm["config"].as<std::string>(), vm["out"].as<std::string>());
+    // Every binary checks its standard output (docs/exit-codes.md: 4).
+    if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+      std::fprintf(stderr, "bench-command: error: cannot write to standard output\n");
+      return kExitIo;
+    }
+    return code;
   } catch (const Error& e) {
     if (lead || e.kind() != ErrorKind::kInput) {
       std::fprintf(stderr, "bench-command: error: %s\n", e.what());

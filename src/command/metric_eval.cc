@@ -113,7 +113,9 @@ void json_values(const Value& doc, const MetricSpec& spec, CommandMetric* m) {
   std::vector<const Value*> found;
   resolve_pointer(doc, pointer_tokens(spec.pointer), 0, &found);
   for (const Value* v : found) {
-    if (v->is_number()) {
+    if (spec.reduce == MetricReduce::kCount) {
+      m->values.push_back(1);  // what is there counts, number or not
+    } else if (v->is_number()) {
       m->values.push_back(v->as_float());
     } else if (v->is_bool()) {
       m->values.push_back(v->as_bool() ? 1 : 0);

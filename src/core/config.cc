@@ -91,8 +91,14 @@ void collect_keys(const Value& node, const std::string& prefix, std::vector<std:
   const Schema& schema = Schema::get();
   for (const Value::Entry& e : node.entries()) {
     std::string path = join_path(prefix, e.key);
+    const KeySpec* spec = schema.find(path);
+    bool map_key =
+        spec != nullptr && (spec->type == KeyType::kFreeMap || spec->type == KeyType::kStringMap);
     if (schema.is_section(path) && e.value.is_map()) {
       collect_keys(e.value, path, out);
+    } else if (map_key && e.value.is_map() && !e.value.entries().empty()) {
+      // Each entry of a map key is its own leaf: axes over params.a and params.b are two.
+      for (const Value::Entry& entry : e.value.entries()) out.push_back(path + "." + entry.key);
     } else {
       out.push_back(path);
     }

@@ -23,8 +23,8 @@ namespace sweepbench {
 // out of range and a key given twice are errors that name file:line:column.
 Value normalize_partial_config(const Value& node, std::string_view prefix = {});
 
-// The leaf paths a partial config sets, in the order written (map-typed keys such as launch.env
-// count as one leaf).
+// The leaf paths a partial config sets, in the order written (each entry of a map-typed key such
+// as params or launch.env is one leaf: params.lr).
 std::vector<std::string> partial_config_keys(const Value& partial);
 
 // One `--set key=value`: the value is read as YAML (so `--set train.lr=1e-3` is a float and

@@ -298,16 +298,19 @@ struct WorkloadGolden {
 
 // One entry per registered workload: registering a workload without its golden commands fails.
 std::vector<WorkloadGolden> workload_goldens() {
-  return {
-      {"train", {"/opt/sb/bench-train", "--config", "/r/t/config.yaml", "--out", "/r/t"}, inner()},
-      {"infer",
-       {"/opt/sb/bench-infer", "--config", "/r/t/config.yaml", "--out", "/r/t"},
-       inner({}, "bench-infer")},
-      // The user's program is bench-command's to run: the point's argv is bench-command's.
-      {"command",
-       {"/opt/sb/bench-command", "--config", "/r/t/config.yaml", "--out", "/r/t"},
-       inner({}, "bench-command"),
-       {"command.argv=[python3, train.py, --lr, '{params.lr}']", "params.lr=0.1"}}};
+  return {{"train",
+           {"/opt/sb/bench-train", "--config", "/r/t/config.yaml", "--out", "/r/t"},
+           inner(),
+           {}},
+          {"infer",
+           {"/opt/sb/bench-infer", "--config", "/r/t/config.yaml", "--out", "/r/t"},
+           inner({}, "bench-infer"),
+           {}},
+          // The user's program is bench-command's to run: the point's argv is bench-command's.
+          {"command",
+           {"/opt/sb/bench-command", "--config", "/r/t/config.yaml", "--out", "/r/t"},
+           inner({"PATH"}, "bench-command"),
+           {"command.argv=[python3, train.py, --lr, '{params.lr}']", "params.lr=0.1"}}};
 }
 
 bool ends_with(const Argv& argv, const Argv& tail) {

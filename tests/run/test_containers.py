@@ -54,6 +54,9 @@ base:
   launch: {{cpus_per_rank: 1, nodes: {nodes}}}
   slurm: {{exclusive: false}}
   container: {{runtime: {runtime}, image: {json.dumps(img)}, env: {{GREETING: "a b $x"}}}}
+  command:
+    argv: [sh, -c, 'echo "rank {{rank}} of {{world_size}}: $GREETING"; echo "tps=$(( {{rank}} + 10 ))"']
+    metrics: [{{name: tps, regex: 'tps=([0-9]+)'}}]
 axes:
   launch.ranks: {ranks}
 """)
@@ -98,6 +101,19 @@ class ContainerCase(unittest.TestCase):
         return tags
 
 
+    def assert_command_ran(self, out, tags):
+        """Each rank of each command point ran the program in the container with its variables,
+        and read its own figure."""
+        for tag in tags:
+            files = sorted(glob.glob(os.path.join(out, tag, "rank-*.h5")))
+            for rank, path in enumerate(files):
+                with h5py.File(path) as h5:
+                    self.assertEqual(h5.attrs["benchmark"], "command")
+                    self.assertEqual(h5["command/metric_value"][0], rank + 10)
+                log = os.path.join(out, tag, "logs", f"rank-{rank:05d}.stdout.txt")
+                with open(log) as f:
+                    self.assertIn(f"rank {rank} of {len(files)}: a b $x", f.read())
+
     def run_batch(self, cluster, env, sbatch_options, sweep, out, *expected, **kw):
         """sbatch slurm/sweep.sh SWEEP OUT, waited for; the points checked as
         assert_ran_in_the_image(out, *expected) checks them, with the job's log on failure."""
@@ -130,6 +146,12 @@ class Local(ContainerCase):
             with h5py.File(os.path.join(out, tag, "rank-00000.h5")) as h5:
                 self.assertEqual(h5.attrs["benchmark"], "infer")
                 self.assertEqual(h5["infer/generated_ids"].shape, (3, 2, 4))
+
+    def test_command_points_run_in_the_image_alone_and_under_mpirun(self):
+        out = os.path.join(self.tmp, "out")
+        bench_sweep("run", sweep_file(self.tmp, self.image, benchmark="command"), "--out", out,
+                    check=0)
+        self.assert_command_ran(out, self.assert_ran_in_the_image(out))
 
     def run_section(self, name, *args):
         """Runs the definition file's %NAME section in the image, as Apptainer would: with
@@ -186,7 +208,14 @@ class Slurm(ContainerCase):
             infer_out = os.path.join(self.tmp, "infer")
             infer_tags = self.run_batch(cluster, env, ["--ntasks=2"],
                                         sweep_file(self.tmp, self.image, benchmark="infer"), infer_out)
-        for directory, point_tags in ((out, tags), (infer_out, infer_tags)):
+            # A user's program the same way.
+            command_out = os.path.join(self.tmp, "command")
+            command_tags = self.run_batch(cluster, env, ["--ntasks=2"],
+                                          sweep_file(self.tmp, self.image, benchmark="command"),
+                                          command_out)
+        self.assert_command_ran(command_out, command_tags)
+        for directory, point_tags in ((out, tags), (infer_out, infer_tags),
+                                      (command_out, command_tags)):
             for tag in point_tags:
                 record = read_json(os.path.join(directory, tag, "status.json"))
                 self.assertEqual(record["launcher"], "srun")

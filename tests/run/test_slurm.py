@@ -85,6 +85,37 @@ class ArrayMode(SlurmCase):
             ranks = len(glob.glob(os.path.join(out, tag, "rank-*.h5")))
             self.assertEqual(ranks, 2 if ".ws=2." in tag else 1, tag)
 
+    def test_command_sweep_as_an_array(self):
+        # A user's program per point, each in its own array task, through srun --mpi=pmix.
+        s = os.path.join(self.tmp, "cmd.yaml")
+        with open(s, "w") as f:
+            f.write("""\
+name: cmd
+base:
+  benchmark: command
+  slurm: {exclusive: false}
+  command:
+    argv: [sh, -c, 'echo "task $SLURM_ARRAY_TASK_ID rank {rank}/{world_size}"; echo "value={params.v}"']
+    metrics: [{name: value, regex: 'value=([0-9]+)'}]
+axes:
+  params.v: [3, 5]
+  launch.ranks: [1, 2]
+""")
+        out = os.path.join(self.tmp, "out")
+        self.sbatch("--array=0-3", "--ntasks=2", "--output=" + self.tmp + "/cmd-%a.out", SWEEP_SH,
+                    s, out)
+        self.cluster.wait_until_idle()
+        points = self.assert_all(out, "ok", 4)
+        for tag in points:
+            record = read_json(os.path.join(out, tag, "status.json"))
+            self.assertEqual(record["launcher"], "srun")
+            ranks = 2 if ".ws=2." in tag else 1
+            self.assertEqual(len(glob.glob(os.path.join(out, tag, "rank-*.h5"))), ranks, tag)
+            summary = read_json(os.path.join(out, tag, "summary.json"))
+            self.assertEqual(summary["metrics"]["value"], int(tag.split("v=")[1][0]))
+            with open(os.path.join(out, tag, "logs", "rank-00000.stdout.txt")) as f:
+                self.assertRegex(f.read(), rf"task [0-3] rank 0/{ranks}")
+
     def test_sweep_sh_fails_fast_without_bench_sweep(self):
         s = sweep_file(self.tmp, "nobin")
         env = {"PATH": "/usr/bin:/bin", "SLURM_CONF": self.env["SLURM_CONF"]}
