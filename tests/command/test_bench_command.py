@@ -250,7 +250,7 @@ include:
 """, check=1)
         reasons = {}
         for tag, record in self.points(out).items():
-            mode = re.match(r"mode=(\w+)", tag).group(1)
+            mode = re.search(r"mode=(\w+)", tag).group(1)
             reasons[mode] = (record["status"], record.get("reason", ""))
         self.assertEqual(reasons["ok"], ("ok", ""))
         self.assertEqual(reasons["exit3"],
