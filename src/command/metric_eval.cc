@@ -1,5 +1,7 @@
 #include "command/metric_eval.h"
 
+#include <glob.h>
+
 #include <algorithm>
 #include <cmath>
 #include <csignal>
@@ -55,26 +57,51 @@ std::string path_in(const CommandOutputs& o, const std::string& file) {
   return p.is_absolute() ? expanded : (fs::path(o.point_dir) / p).string();
 }
 
+// A value a JSON pointer reached, and the object or list that holds it (for `where`).
+struct Found {
+  const Value* value;
+  const Value* holder;
+};
+
 // A JSON pointer (RFC 6901) with '*' matching every item of a list or map.
 void resolve_pointer(const Value& node, const std::vector<std::string>& tokens, size_t at,
-                     std::vector<const Value*>* out) {
+                     const Value* holder, std::vector<Found>* out) {
   if (at == tokens.size()) {
-    out->push_back(&node);
+    out->push_back({&node, holder});
     return;
   }
   const std::string& t = tokens[at];
   if (t == "*") {
-    for (const Value& item : node.items()) resolve_pointer(item, tokens, at + 1, out);
-    for (const Value::Entry& e : node.entries()) resolve_pointer(e.value, tokens, at + 1, out);
+    for (const Value& item : node.items()) resolve_pointer(item, tokens, at + 1, &node, out);
+    for (const Value::Entry& e : node.entries()) {
+      resolve_pointer(e.value, tokens, at + 1, &node, out);
+    }
     return;
   }
   if (node.is_map()) {
-    if (const Value* v = node.find(t)) resolve_pointer(*v, tokens, at + 1, out);
+    if (const Value* v = node.find(t)) resolve_pointer(*v, tokens, at + 1, &node, out);
   } else if (node.is_list()) {
     if (auto i = parse_int64(t); i && *i >= 0 && static_cast<size_t>(*i) < node.items().size()) {
-      resolve_pointer(node.items()[static_cast<size_t>(*i)], tokens, at + 1, out);
+      resolve_pointer(node.items()[static_cast<size_t>(*i)], tokens, at + 1, &node, out);
+    } else if (at == 0) {
+      // A list of records (llama-bench -o json) is read as its records, like JSON lines.
+      for (const Value& item : node.items()) resolve_pointer(item, tokens, at, &node, out);
     }
   }
+}
+
+// `where`: the holder has each member, equal (numbers by value, else by type and text).
+bool holder_matches(const Value* holder, const std::vector<std::pair<std::string, Value>>& where) {
+  for (const auto& [name, want] : where) {
+    const Value* have = holder != nullptr ? holder->find(name) : nullptr;
+    if (have == nullptr) return false;
+    if (have->is_number() && want.is_number()) {
+      if (have->as_float() != want.as_float()) return false;
+    } else if (!(*have == want)) {
+      return false;
+    }
+  }
+  return true;
 }
 
 std::vector<std::string> pointer_tokens(const std::string& pointer) {
@@ -102,6 +129,12 @@ std::vector<std::string> pointer_tokens(const std::string& pointer) {
 
 std::optional<double> number_of(const std::string& text) {
   std::string t = trim(text);
+  // Thousands separators, as fairseq2 and humans print them: 12,345 or 1,234.5.
+  if (t.find(',') != std::string::npos) {
+    static const std::regex grouped(R"(-?[0-9]{1,3}(,[0-9]{3})+(\.[0-9]+)?)");
+    if (!std::regex_match(t, grouped)) return std::nullopt;
+    t.erase(std::remove(t.begin(), t.end(), ','), t.end());
+  }
   if (t == "nan" || t == "NaN") return std::numeric_limits<double>::quiet_NaN();
   if (t == "inf" || t == "Infinity") return std::numeric_limits<double>::infinity();
   if (t == "-inf" || t == "-Infinity") return -std::numeric_limits<double>::infinity();
@@ -110,9 +143,11 @@ std::optional<double> number_of(const std::string& text) {
 
 // Values of one JSON document (or of each JSON line) at the pointer.
 void json_values(const Value& doc, const MetricSpec& spec, CommandMetric* m) {
-  std::vector<const Value*> found;
-  resolve_pointer(doc, pointer_tokens(spec.pointer), 0, &found);
-  for (const Value* v : found) {
+  std::vector<Found> found;
+  resolve_pointer(doc, pointer_tokens(spec.pointer), 0, nullptr, &found);
+  for (const Found& f : found) {
+    if (!holder_matches(f.holder, spec.where)) continue;
+    const Value* v = f.value;
     if (spec.reduce == MetricReduce::kCount) {
       m->values.push_back(1);  // what is there counts, number or not
     } else if (v->is_number()) {
@@ -127,37 +162,59 @@ void json_values(const Value& doc, const MetricSpec& spec, CommandMetric* m) {
   }
 }
 
-void read_json_metric(const MetricSpec& spec, const CommandOutputs& o, CommandMetric* m) {
-  if (spec.file == "stdout" || spec.file == "stderr") {
-    // JSON lines among other output: every line that parses as a JSON object or list.
-    m->source = spec.file;
-    for_each_line(spec.file == "stdout" ? o.stdout_path : o.stderr_path,
-                  [&](const std::string& line, size_t) {
-                    std::string t = trim(line);
-                    if (t.empty() || (t[0] != '{' && t[0] != '[')) return;
-                    try {
-                      json_values(parse_yaml(t, spec.file), spec, m);
-                    } catch (const Error&) {
-                      // Not JSON after all (a Python dict, say): not a record.
-                    }
-                  });
-    return;
+// The program's output as JSON: one document (llama-bench -o json), else every line that parses
+// as a JSON object or list (JSON lines among other output).
+void read_json_stream(const std::string& path, const MetricSpec& spec, CommandMetric* m) {
+  try {
+    if (std::optional<std::string> text = read_file_if_exists(path)) {
+      std::string t = trim(*text);
+      if (!t.empty() && (t[0] == '{' || t[0] == '[')) {
+        json_values(parse_yaml(t, spec.file), spec, m);
+        return;
+      }
+    }
+  } catch (const Error&) {
+    // Not one document: read line by line.
   }
-  m->source = o.expand(spec.file);
-  std::string path = path_in(o, spec.file);
+  for_each_line(path, [&](const std::string& line, size_t) {
+    std::string t = trim(line);
+    if (t.empty() || (t[0] != '{' && t[0] != '[')) return;
+    try {
+      json_values(parse_yaml(t, spec.file), spec, m);
+    } catch (const Error&) {
+      // Not JSON after all (a Python dict, say): not a record.
+    }
+  });
+}
+
+// The files a metric names: its path, or every file its glob pattern matches, sorted.
+std::vector<std::string> metric_files(const CommandOutputs& o, const std::string& file) {
+  std::string path = path_in(o, file);
+  if (path.find_first_of("*?[") == std::string::npos) return {path};
+  std::vector<std::string> files;
+  glob_t g{};
+  if (::glob(path.c_str(), 0, nullptr, &g) == 0) {
+    for (size_t i = 0; i < g.gl_pathc; ++i) files.push_back(g.gl_pathv[i]);
+  }
+  ::globfree(&g);
+  return files;
+}
+
+void read_json_file(const std::string& path, const std::string& shown, const MetricSpec& spec,
+                    CommandMetric* m) {
   std::optional<std::string> text;
   try {
     text = read_file_if_exists(path);
   } catch (const Error& e) {
-    m->problem = m->source + " cannot be read: " + e.message();
+    m->problem = shown + " cannot be read: " + e.message();
     return;
   }
   if (!text) {
-    m->problem = m->source + " does not exist";
+    m->problem = shown + " does not exist";
     return;
   }
   try {
-    json_values(parse_yaml(*text, m->source), spec, m);
+    json_values(parse_yaml(*text, shown), spec, m);
     return;
   } catch (const Error&) {
   }
@@ -170,12 +227,34 @@ void read_json_metric(const MetricSpec& spec, const CommandOutputs& o, CommandMe
     start = end == std::string::npos ? text->size() : end + 1;
     if (line.empty()) continue;
     try {
-      json_values(parse_yaml(line, m->source), spec, m);
+      json_values(parse_yaml(line, shown), spec, m);
     } catch (const Error&) {
-      m->problem = m->source + " line " + std::to_string(line_number) + " is not JSON";
+      m->problem = shown + " line " + std::to_string(line_number) + " is not JSON";
       m->values.clear();
       return;
     }
+  }
+}
+
+void read_json_metric(const MetricSpec& spec, const CommandOutputs& o, CommandMetric* m) {
+  if (spec.file == "stdout" || spec.file == "stderr" || spec.file == "output") {
+    m->source = spec.file;
+    if (spec.file != "stderr") read_json_stream(o.stdout_path, spec, m);
+    if (spec.file != "stdout") read_json_stream(o.stderr_path, spec, m);
+    return;
+  }
+  m->source = o.expand(spec.file);
+  std::vector<std::string> files = metric_files(o, spec.file);
+  if (files.empty()) {
+    m->problem = "no file matches " + m->source;
+    return;
+  }
+  for (const std::string& f : files) {
+    std::string shown = files.size() == 1 && files.front() == path_in(o, spec.file)
+                            ? m->source
+                            : fs::path(f).lexically_relative(o.point_dir).string();
+    read_json_file(f, shown, spec, m);
+    if (!m->problem.empty() && m->values.empty()) return;
   }
 }
 
@@ -257,10 +336,18 @@ std::vector<CommandMetric> read_metrics(const std::vector<MetricSpec>& specs,
         m.source = "stderr";
         by_text_source[o.stderr_path].push_back(i);
         break;
-      case MetricSource::kFile:
-        m.source = o.expand(s.file);
-        by_text_source[path_in(o, s.file)].push_back(i);
+      case MetricSource::kOutput:
+        m.source = "output";
+        by_text_source[o.stdout_path].push_back(i);
+        by_text_source[o.stderr_path].push_back(i);
         break;
+      case MetricSource::kFile: {
+        m.source = o.expand(s.file);
+        std::vector<std::string> files = metric_files(o, s.file);
+        if (files.empty()) m.problem = "no file matches " + m.source;
+        for (const std::string& f : files) by_text_source[f].push_back(i);
+        break;
+      }
       case MetricSource::kJson:
         break;
     }
@@ -278,14 +365,19 @@ std::vector<CommandMetric> read_metrics(const std::vector<MetricSpec>& specs,
           } else if (std::optional<double> v = number_of(text)) {
             out[i].values.push_back(*v);
           } else if (out[i].problem.empty()) {
-            out[i].problem = "'" + first_line(text, 60) + "' (" + out[i].source + " line " +
+            std::string where = specs[i].source == MetricSource::kOutput
+                                    ? (path == o.stdout_path ? "stdout" : "stderr")
+                                    : out[i].source;
+            out[i].problem = "'" + first_line(text, 60) + "' (" + where + " line " +
                              std::to_string(n) + ") is not a number";
           }
         }
       }
     });
     if (!exists) {
-      for (size_t i : metrics) out[i].problem = out[i].source + " does not exist";
+      for (size_t i : metrics) {
+        if (out[i].problem.empty()) out[i].problem = out[i].source + " does not exist";
+      }
     }
   }
   for (size_t i = 0; i < specs.size(); ++i) {

@@ -87,8 +87,8 @@ MetricSpec parse_metric(const Value& item, size_t index, const Mark& list_mark) 
   const std::string key = "command.metrics[" + std::to_string(index) + "]";
   MetricSpec m;
   m.mark = mark;
-  static const std::set<std::string> known = {"name",  "unit",   "from",    "regex",
-                                              "group", "reduce", "pointer", "optional"};
+  static const std::set<std::string> known = {"name",   "unit",    "from",     "regex", "group",
+                                              "reduce", "pointer", "optional", "where"};
   for (const Value::Entry& e : item.entries()) {
     if (known.count(e.key) == 0) {
       std::vector<std::string> names(known.begin(), known.end());
@@ -128,23 +128,26 @@ MetricSpec parse_metric(const Value& item, size_t index, const Mark& list_mark) 
   std::string from = text("from", false).value_or("stdout");
   std::optional<std::string> pointer = text("pointer", false);
   std::optional<std::string> regex = text("regex", false);
-  if (starts_with(from, "json ") || (pointer && from != "stdout" && from != "stderr")) {
+  const bool stream = from == "stdout" || from == "stderr" || from == "output";
+  if (starts_with(from, "json ") || (pointer && !stream)) {
     m.source = MetricSource::kJson;
     m.file = starts_with(from, "json ") ? trim(from.substr(5)) : from;
   } else if (pointer) {
-    m.source = MetricSource::kJson;  // JSON lines in stdout or stderr
+    m.source = MetricSource::kJson;  // JSON lines in the program's output
     m.file = from;
   } else if (from == "stdout") {
     m.source = MetricSource::kStdout;
   } else if (from == "stderr") {
     m.source = MetricSource::kStderr;
+  } else if (from == "output") {
+    m.source = MetricSource::kOutput;
   } else {
     m.source = MetricSource::kFile;
     m.file = from;
   }
   if (m.file.empty() && (m.source == MetricSource::kFile || m.source == MetricSource::kJson)) {
     throw Error::input(mark, key + ".from", "names no file",
-                       "write from: stdout, stderr, FILE or json FILE");
+                       "write from: stdout, stderr, output, FILE or json FILE");
   }
   if (!m.file.empty()) {
     check_placeholders(m.file, mark, key + ".from", command_runtime_placeholders());
@@ -169,12 +172,30 @@ MetricSpec parse_metric(const Value& item, size_t index, const Mark& list_mark) 
       throw Error::input(mark, key + ".pointer", "'" + *pointer + "' does not start with '/'",
                          "write a JSON pointer such as /train_runtime");
     }
+    if (const Value* where = item.find("where"); where != nullptr && !where->is_null()) {
+      if (!where->is_map()) {
+        throw Error::input(mark_of(*where, mark), key + ".where",
+                           "expected a mapping of member names to values, got " + where->describe(),
+                           "e.g. where: {n_gen: 0}");
+      }
+      for (const Value::Entry& e : where->entries()) {
+        if (!e.value.is_scalar() || e.value.is_null()) {
+          throw Error::input(mark_of(e.value, mark), key + ".where." + e.key,
+                             "expected a number, string or boolean, got " + e.value.describe());
+        }
+        m.where.emplace_back(e.key, e.value);
+      }
+    }
     if (regex || (group != nullptr && !group->is_null())) {
       throw Error::input(mark, key, "reads JSON with a pointer; regex and group do not apply",
                          "leave regex and group out, or read the file as text");
     }
     m.pointer = *pointer;
     return m;
+  }
+  if (const Value* where = item.find("where"); where != nullptr && !where->is_null()) {
+    throw Error::input(mark, key + ".where", "applies to JSON records only",
+                       "add a pointer, or leave where out");
   }
   if (!regex) {
     throw Error::input(mark, key, "has no regex",
@@ -232,6 +253,8 @@ std::string to_string(MetricSource s) {
       return "stdout";
     case MetricSource::kStderr:
       return "stderr";
+    case MetricSource::kOutput:
+      return "output";
     case MetricSource::kFile:
       return "file";
     case MetricSource::kJson:
@@ -283,6 +306,71 @@ const std::vector<std::string>& command_runtime_placeholders() {
 }
 
 std::vector<MetricSpec> parser_metrics(const std::string& parser) {
+  if (parser == "fairseq2") {
+    // Its LogMetricRecorder: "train Metrics (step 20) - Loss: 2.301 | Elements per Second:
+    // 12,345 | Elapsed Time: 12s | Wall Time: 1,234s" (integers with thousands separators),
+    // through Python's logging, so on either stream.
+    auto f2 = [](const std::string& name, const std::string& unit, const std::string& label,
+                 const std::string& number, MetricReduce reduce, bool required) {
+      MetricSpec m;
+      m.name = name;
+      m.unit = unit;
+      m.source = MetricSource::kOutput;
+      m.regex = "[Tt]rain Metrics \\(step \\d+\\) - .*" + label + ": (" + number + ")";
+      m.reduce = reduce;
+      m.required = required;
+      m.parser = "fairseq2";
+      return m;
+    };
+    const std::string integer = "[0-9][0-9,]*", real = "-?[0-9][0-9,]*(?:\\.[0-9]+)?";
+    return {f2("elements_per_second", "elements/s", "Elements per Second", integer,
+               MetricReduce::kMean, true),
+            f2("elapsed_time", "s", "Elapsed Time", integer, MetricReduce::kSum, true),
+            f2("wall_time", "s", "Wall Time", integer, MetricReduce::kLast, false),
+            f2("train_loss", "", "Loss", real, MetricReduce::kLast, false)};
+  }
+  if (parser == "llama-bench") {
+    // llama-bench -o jsonl (or -o json) on stdout: one record per test, avg_ts its tokens/s.
+    auto lb = [](const std::string& name, const char* zero) {
+      MetricSpec m;
+      m.name = name;
+      m.unit = "tokens/s";
+      m.source = MetricSource::kJson;
+      m.file = "stdout";
+      m.pointer = "/avg_ts";
+      m.where = {{zero, Value::integer(0)}};
+      m.reduce = MetricReduce::kMean;
+      m.required = false;  // a run may do only one kind of test
+      m.parser = "llama-bench";
+      return m;
+    };
+    return {lb("pp_tokens_per_second", "n_gen"), lb("tg_tokens_per_second", "n_prompt")};
+  }
+  if (parser == "pace") {
+    // benchmark_llm_offline.py's results file, {output_dir}/<model>_<dtype>_bs.._results.json:
+    // {"benchmark_results": [{"framework": ..., "metrics": {...}}, ...]}; its output_dir should
+    // be the point directory ({out}). One framework per point; with several, the last one's.
+    auto pace = [](const std::string& name, const std::string& unit, const std::string& pointer,
+                   bool required) {
+      MetricSpec m;
+      m.name = name;
+      m.unit = unit;
+      m.source = MetricSource::kJson;
+      m.file = "*_results.json";
+      m.pointer = pointer;
+      m.required = required;
+      m.parser = "pace";
+      return m;
+    };
+    const std::string r = "/benchmark_results/*/metrics/";
+    return {
+        pace("average_gen_time", "s", r + "average_gen_time", true),
+        pace("average_latency_per_token", "s", r + "average_latency_per_token", true),
+        pace("total_tps", "tokens/s", r + "total_tps", true),
+        pace("output_tps", "tokens/s", r + "output_tps", true),
+        pace("average_ttft", "s", r + "average_ttft", false),
+        pace("peak_ram_usage", "MB", "/benchmark_results/*/system_metrics/peak_ram_usage", false)};
+  }
   if (parser == "hf-trainer") {
     return {hf_dict_metric("train_runtime", "s"),
             hf_dict_metric("train_samples_per_second", "samples/s"),

@@ -18,7 +18,7 @@
 
 namespace sweepbench {
 
-enum class MetricSource { kStdout, kStderr, kFile, kJson };
+enum class MetricSource { kStdout, kStderr, kOutput, kFile, kJson };
 enum class MetricReduce { kLast, kFirst, kMean, kMin, kMax, kSum, kCount, kAll };
 std::string to_string(MetricSource s);
 std::string to_string(MetricReduce r);
@@ -28,12 +28,16 @@ struct MetricSpec {
   std::string name;  // its column in bench-extract's table: [A-Za-z0-9_]
   std::string unit;
   MetricSource source = MetricSource::kStdout;
-  // kFile, kJson: a path relative to the point directory ({placeholders} allowed); kJson also
-  // "stdout" or "stderr" (JSON lines in the program's output).
+  // kOutput: stdout, then stderr. kFile, kJson: a path relative to the point directory
+  // ({placeholders} and glob patterns allowed: every file that matches is read); kJson also
+  // "stdout", "stderr" or "output" (JSON lines in the program's output).
   std::string file;
   std::string regex;    // kStdout, kStderr, kFile: matched against each line (ECMAScript)
   int group = 1;        // the capture group holding the number; 0 = the whole match
   std::string pointer;  // kJson: RFC 6901, with '*' for every item of a list or map
+  // kJson: the object holding each value must have these members equal to these scalars
+  // (llama-bench's records: {n_gen: 0} for prompt processing).
+  std::vector<std::pair<std::string, Value>> where;
   MetricReduce reduce = MetricReduce::kLast;
   bool required = true;
   std::string parser;  // the command.parser it comes from; "" = command.metrics

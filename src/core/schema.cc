@@ -276,8 +276,8 @@ std::vector<KeySpec> build_table() {
           .only_for({"command"}),
       K("command.parser", T::kEnum, S("none"),
         "Metrics of a known program, added to command.metrics: hf-trainer (the Hugging Face "
-        "Trainer) or none")
-          .choices({"none", "hf-trainer"})
+        "Trainer), pace (PACE's benchmark_llm_offline.py), fairseq2, llama-bench, or none")
+          .choices({"none", "hf-trainer", "pace", "fairseq2", "llama-bench"})
           .only_for({"command"}),
       K("command.metrics", T::kRecordList, L(),
         "Figures of merit: a list of {name, unit, from, regex, group, reduce} or {name, unit, "

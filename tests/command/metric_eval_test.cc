@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <thread>
 
 #include "command/child_process.h"
@@ -21,9 +22,9 @@
 namespace sweepbench {
 namespace {
 
+using sweepbench::testing::TempDir;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using sweepbench::testing::TempDir;
 
 CommandSpec spec_of(const std::string& command_yaml) {
   return command_spec_of(resolve_config(normalize_partial_config(
@@ -74,11 +75,11 @@ TEST(ReadMetrics, EveryReductionOverEveryMatch) {
 }
 
 TEST(ReadMetrics, StderrFilesJsonAndJsonLines) {
-  Logs run("noise\n{\"avg_ts\": 10.5, \"n_gen\": 0}\nnot json {\n{\"avg_ts\": 20}\n",
-          "loss=1.5\n");
+  Logs run("noise\n{\"avg_ts\": 10.5, \"n_gen\": 0}\nnot json {\n{\"avg_ts\": 20}\n", "loss=1.5\n");
   run.dir.write("work/train.log", "throughput 7 samples/s\nthroughput 9 samples/s\n");
-  run.dir.write("all_results.json", "{\"train_runtime\": 12.5, \"a/b\": {\"c~d\": \"3\"},"
-                                    " \"flag\": true}\n");
+  run.dir.write("all_results.json",
+                "{\"train_runtime\": 12.5, \"a/b\": {\"c~d\": \"3\"},"
+                " \"flag\": true}\n");
   run.dir.write("state.json",
                 "{\"log_history\": [{\"loss\": 3}, {\"loss\": 2}, {\"eval\": 1}, {\"loss\": 1}]}");
   run.dir.write("bench.jsonl", "{\"tps\": 1}\n\n{\"tps\": 3}\n");
@@ -130,6 +131,99 @@ TEST(ReadMetrics, WhatIsMissingOrNotANumberIsSaid) {
   EXPECT_EQ(text[0].problem, "/s is the string \"fast\", not a number");
 }
 
+CommandEnd exited(int code);
+
+// The parsers on their programs' own formats (written here from each program's source: the
+// programs themselves need a model hub, GPUs or a build this machine lacks).
+std::map<std::string, CommandMetric> by_name(const std::vector<CommandMetric>& metrics) {
+  std::map<std::string, CommandMetric> out;
+  for (const CommandMetric& m : metrics) out[m.name] = m;
+  return out;
+}
+
+TEST(Parsers, Fairseq2ReadsItsMetricLinesOnEitherStream) {
+  Logs run("",
+           "[2024-11-23 10:00:00,001] INFO fairseq2.recipes - train Metrics (step 10) - Loss: "
+           "6.123 | Elements per Second: 12,345 | Elapsed Time: 12s | Wall Time: 1,234s\n"
+           "[2024-11-23 10:00:12,001] INFO fairseq2.recipes - valid Metrics (step 10) - Loss: "
+           "7.000 | Elements per Second: 99,999 | Elapsed Time: 3s\n"
+           "[2024-11-23 10:00:24,001] INFO fairseq2.recipes - train Metrics (step 20) - Loss: "
+           "5.5 | Elements per Second: 13,655 | Elapsed Time: 11s | Wall Time: 1,246s\n");
+  CommandSpec spec = spec_of("  parser: fairseq2\n");
+  auto m = by_name(read_metrics(spec.metrics, run.out));
+  EXPECT_EQ(m["elements_per_second"].value, 13000);  // mean of the train lines only
+  EXPECT_EQ(m["elapsed_time"].value, 23);
+  EXPECT_EQ(m["wall_time"].value, 1246);
+  EXPECT_EQ(m["train_loss"].value, 5.5);
+  EXPECT_EQ(m["elements_per_second"].source, "output");
+  EXPECT_EQ(judge_command(spec, exited(0), read_metrics(spec.metrics, run.out), run.out).status,
+            "ok");
+}
+
+TEST(Parsers, LlamaBenchJsonLinesAndJson) {
+  const std::string pp = R"({"build_commit": "abc", "model_type": "llama 7B Q4_0", "n_prompt": )"
+                         R"(512, "n_gen": 0, "avg_ns": 1000, "avg_ts": 2000.5, "stddev_ts": 3.1})";
+  const std::string tg = R"({"build_commit": "abc", "model_type": "llama 7B Q4_0", "n_prompt": 0, )"
+                         R"("n_gen": 128, "avg_ns": 9000, "avg_ts": 110.25, "stddev_ts": 0.4})";
+  CommandSpec spec = spec_of("  parser: llama-bench\n");
+  Logs lines(pp + "\n" + tg + "\n", "");
+  auto m = by_name(read_metrics(spec.metrics, lines.out));
+  EXPECT_EQ(m["pp_tokens_per_second"].value, 2000.5);
+  EXPECT_EQ(m["tg_tokens_per_second"].value, 110.25);
+  Logs array("[\n  " + pp + ",\n  " + tg + "\n]\n", "");  // -o json: one document
+  m = by_name(read_metrics(spec.metrics, array.out));
+  EXPECT_EQ(m["pp_tokens_per_second"].value, 2000.5);
+  EXPECT_EQ(m["tg_tokens_per_second"].value, 110.25);
+  EXPECT_EQ(m["tg_tokens_per_second"].unit, "tokens/s");
+}
+
+TEST(Parsers, PaceReadsItsResultsFile) {
+  Logs run("", "");
+  run.dir.write("facebook--opt-125m_torch.bfloat16_bs1_it128_nt128_results.json", R"({
+    "model_args": {"model_name": "facebook/opt-125m", "dtype": "torch.bfloat16"},
+    "generation_args": {"input_tokens": 128, "output_tokens": 128, "batch_size": 1},
+    "num_runs": 5, "warmup_runs": 2,
+    "benchmark_results": [{"framework": "pace", "metrics": {"total_tokens": 1280,
+      "total_gen_tokens": 640, "average_gen_time": 1.25, "average_latency_per_token": 0.0098,
+      "total_tps": 204.8, "output_tps": 102.4, "average_ttft": 0.05},
+      "system_metrics": {"interval": 0.5, "cpu_usage": [50.0], "ram_usage": [900.0],
+      "peak_ram_usage": 1024.5}}]})");
+  CommandSpec spec = spec_of("  parser: pace\n");
+  std::vector<CommandMetric> metrics = read_metrics(spec.metrics, run.out);
+  auto m = by_name(metrics);
+  EXPECT_EQ(m["average_gen_time"].value, 1.25);
+  EXPECT_EQ(m["average_latency_per_token"].value, 0.0098);
+  EXPECT_EQ(m["total_tps"].value, 204.8);
+  EXPECT_EQ(m["output_tps"].value, 102.4);
+  EXPECT_EQ(m["average_ttft"].value, 0.05);
+  EXPECT_EQ(m["peak_ram_usage"].value, 1024.5);
+  EXPECT_EQ(m["output_tps"].source, "*_results.json");
+  EXPECT_EQ(judge_command(spec, exited(0), metrics, run.out).status, "ok");
+  // Without the file, the run says so.
+  Logs none("", "");
+  CommandVerdict v = judge_command(spec, exited(0), read_metrics(spec.metrics, none.out), none.out);
+  EXPECT_EQ(v.status, "failed");
+  EXPECT_THAT(v.reason, HasSubstr("average_gen_time (no file matches *_results.json)"));
+}
+
+TEST(ReadMetrics, WhereSelectsRecordsAndGlobsReadEveryFile) {
+  Logs run("", "");
+  run.dir.write("r/a.jsonl", "{\"kind\": \"x\", \"v\": 1}\n{\"kind\": \"y\", \"v\": 5}\n");
+  run.dir.write("r/b.jsonl", "{\"kind\": \"x\", \"v\": 3}\n");
+  run.dir.write("r/c.log", "v=10\n");
+  std::vector<CommandMetric> m = read(
+      "    - {name: x, from: 'r/*.jsonl', pointer: /v, where: {kind: x}, reduce: sum}\n"
+      "    - {name: any, from: 'r/*.jsonl', pointer: /v, reduce: count}\n"
+      "    - {name: logs, from: 'r/*.log', regex: 'v=(\\d+)'}\n"
+      "    - {name: none, from: 'r/*.csv', regex: 'v=(\\d+)'}\n",
+      run);
+  EXPECT_EQ(m[0].value, 4);
+  EXPECT_EQ(m[1].value, 3);
+  EXPECT_EQ(m[2].value, 10);
+  EXPECT_FALSE(m[3].found);
+  EXPECT_EQ(m[3].problem, "no file matches r/*.csv");
+}
+
 CommandEnd exited(int code) {
   CommandEnd e;
   e.exit_code = code;
@@ -159,8 +253,9 @@ TEST(JudgeCommand, EachCriterionAndItsReason) {
   match.match = {"^done$", "^finished$"};
   EXPECT_EQ(judge(match, exited(0)).reason,
             "the success pattern '^finished$' matched no line of stdout or stderr");
-  CommandSpec required = spec_of("  metrics:\n    - {name: rt, regex: 'runtime=(\\d+)'}\n"
-                                 "    - {name: tps, regex: 'tps=(\\d+)'}\n");
+  CommandSpec required = spec_of(
+      "  metrics:\n    - {name: rt, regex: 'runtime=(\\d+)'}\n"
+      "    - {name: tps, regex: 'tps=(\\d+)'}\n");
   EXPECT_EQ(judge(required, exited(0)).reason,
             "required metrics not found: rt (no line of stdout matches runtime=(\\d+)); tps (no "
             "line of stdout matches tps=(\\d+))");
@@ -181,8 +276,8 @@ TEST(JudgeCommand, EachCriterionAndItsReason) {
 
 TEST(JudgeCommand, OutOfMemoryTextMakesAFailedRunOom) {
   Logs run("step 1\n",
-          "Traceback (most recent call last):\n"
-          "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n");
+           "Traceback (most recent call last):\n"
+           "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n");
   CommandSpec spec = spec_of("  metrics:\n    - {name: rt, regex: 'rt=(\\d+)'}\n");
   CommandVerdict v = judge_command(spec, exited(1), read_metrics(spec.metrics, run.out), run.out);
   EXPECT_EQ(v.status, "oom");
@@ -204,8 +299,9 @@ TEST(JudgeCommand, OutOfMemoryTextMakesAFailedRunOom) {
               "oom")
         << text;
   }
-  CommandSpec own = spec_of("  metrics:\n    - {name: rt, regex: 'rt=(\\d+)'}\n"
-                            "  oom_patterns: ['ran out of room']\n");
+  CommandSpec own = spec_of(
+      "  metrics:\n    - {name: rt, regex: 'rt=(\\d+)'}\n"
+      "  oom_patterns: ['ran out of room']\n");
   Logs r("", "CUDA out of memory\n");
   EXPECT_EQ(judge_command(own, exited(1), read_metrics(own.metrics, r.out), r.out).status,
             "failed");
@@ -238,8 +334,7 @@ TEST(RunChild, CopiesOutputAndReportsTheEnd) {
   ChildRun r = run_child(c);
   EXPECT_TRUE(r.end.started);
   EXPECT_EQ(r.end.exit_code, 7);
-  EXPECT_EQ(sweepbench::testing::read_text(c.stdout_log),
-            "out\n" + dir.path() + "\na b $(x)\n");
+  EXPECT_EQ(sweepbench::testing::read_text(c.stdout_log), "out\n" + dir.path() + "\na b $(x)\n");
   EXPECT_EQ(sweepbench::testing::read_text(c.stderr_log), "err\n");
   EXPECT_TRUE(r.log_error.empty());
   // The logs are never replaced.
@@ -271,7 +366,8 @@ TEST(RunChild, AProgramThatCannotStartIsSaid) {
 TEST(RunChild, PassesAStopSignalOn) {
   TempDir dir;
   ChildSpec c;
-  c.argv = {"sh", "-c", "trap 'echo got TERM; exit 5' TERM; echo ready; while :; do sleep 0.05; done"};
+  c.argv = {"sh", "-c",
+            "trap 'echo got TERM; exit 5' TERM; echo ready; while :; do sleep 0.05; done"};
   c.workdir = dir.path();
   c.stdout_log = dir.file("o.txt");
   c.stderr_log = dir.file("e.txt");

@@ -124,6 +124,12 @@ TEST(CommandSpec, BadInputNamesTheKeyTheLineAndTheFix) {
                                "  success: {required: [abd]}\n"),
             "c.yaml:6:24: command.success.required: no metric is named 'abd' (did you mean "
             "'abc'?) (metrics: abc)");
+  EXPECT_EQ(error_text(kBase + "  metrics:\n    - {name: a, regex: '(x)', where: {k: 1}}\n"),
+            "c.yaml:5:7: command.metrics[0].where: applies to JSON records only (add a pointer, "
+            "or leave where out)");
+  EXPECT_EQ(error_text(kBase + "  metrics:\n    - {name: a, pointer: /v, where: [k]}\n"),
+            "c.yaml:5:37: command.metrics[0].where: expected a mapping of member names to "
+            "values, got a list of 1 item (e.g. where: {n_gen: 0})");
   EXPECT_EQ(error_text(kBase + "  metrics: [3]\n"),
             "c.yaml:4:13: command.metrics: expected a list of mappings, but an item is the "
             "integer 3");
