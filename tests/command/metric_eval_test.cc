@@ -14,8 +14,10 @@
 #include <map>
 #include <thread>
 
+#include "command/bench_command.h"
 #include "command/child_process.h"
 #include "core/config.h"
+#include "core/text.h"
 #include "core/yaml_io.h"
 #include "support/temp_dir.h"
 
@@ -320,6 +322,27 @@ TEST(JudgeCommand, StopSignalsGiveTimeoutOrCancelled) {
             "program: killed by SIGTERM");
   end.stop_signal = SIGUSR2;
   EXPECT_EQ(judge_command(spec, end, {}, run.out).status, "cancelled");
+}
+
+// The program's argv golden: each list item one argument, values put in whole, no shell.
+TEST(ExpandCommand, HostileValuesStayInsideTheirArgument) {
+  const std::string hostile = "a'b \"c\" `x` $(y) ; z | w\nnext $HOME {out}";
+  Value config = resolve_config(normalize_partial_config(
+      parse_yaml("benchmark: command\nparams: {evil: " + quote_json(hostile) +
+                     ", n: 3, mods: [q, v], off: false, none: null}\n"
+                     "command:\n  argv: [prog, '{params.evil}', '--x={params.evil}', '{params.n}', "
+                     "'{params.mods}', '{params.off}', '[{params.none}]', '{rank}/{world_size}', "
+                     "'{{literal}}', '{out}']\n  env: {E: '{params.evil}'}\n  workdir: '{out}/w'\n",
+                 "c.yaml")));
+  RuntimeValues values;
+  values.out = "/r/p q";
+  values.rank = 1;
+  values.world_size = 2;
+  ExpandedCommand cmd = expand_command(command_spec_of(config), config, values);
+  EXPECT_THAT(cmd.argv, ElementsAre("prog", hostile, "--x=" + hostile, "3", "q,v", "false", "[]",
+                                    "1/2", "{literal}", "/r/p q"));
+  EXPECT_EQ(cmd.env.at("E"), hostile);
+  EXPECT_EQ(cmd.workdir, "/r/p q/w");
 }
 
 TEST(RunChild, CopiesOutputAndReportsTheEnd) {

@@ -323,6 +323,43 @@ base:
 
 
 class Signals(CommandCase):
+    def stop_while_running(self, sig, marker):
+        sweep = self.sweep(f"""\
+name: stop
+base:
+  benchmark: command
+  command:
+    argv: [sh, -c, 'trap "echo term > {marker}; exit 143" TERM; trap "echo usr1 > {marker}; exit 138" USR1; echo started; while :; do sleep 0.1; done']
+""")
+        out = os.path.join(self.tmp, "out")
+        p = subprocess.Popen([os.path.join(BIN, "bench-sweep"), "run", sweep, "--out", out],
+                             env=ENV, cwd=self.tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+        deadline = time.monotonic() + 60
+        logs = os.path.join(out, "*", "logs", "rank-00000.stdout.txt")
+        while time.monotonic() < deadline:
+            found = glob.glob(logs)
+            if found:
+                with open(found[0]) as f:
+                    if f.read().startswith("started"):
+                        break
+            time.sleep(0.1)
+        p.send_signal(sig)
+        stdout, stderr = p.communicate(timeout=60)
+        self.assertNotEqual(p.returncode, 0, stdout + stderr)
+        (tag, record), = self.points(out).items()
+        return out, tag, record
+
+    def test_the_time_limit_warning_records_the_program_as_timed_out(self):
+        # SLURM's SIGUSR1 before the time limit: the runner passes it on, bench-command too.
+        marker = os.path.join(self.tmp, "got")
+        out, tag, record = self.stop_while_running(signal.SIGUSR1, marker)
+        self.assertEqual(record["status"], "timeout", record)
+        with open(marker) as f:
+            self.assertEqual(f.read(), "usr1\n")
+        with h5py.File(os.path.join(out, tag, "rank-00000.h5")) as f:
+            self.assertEqual(f.attrs["status"], "timeout")
+
     def test_a_stopped_sweep_records_the_program_as_cancelled(self):
         marker = os.path.join(self.tmp, "got-term")
         sweep = self.sweep(f"""\
