@@ -136,15 +136,7 @@ int run(const std::string& config_path, const std::string& out_arg) {
   r.local_rank = values.local_rank;
   r.hostname = hostname();
   r.sweepbench_version = SWEEPBENCH_VERSION;
-  RunEnvironment env = detect_environment();
-  r.container_runtime = env.container_runtime;
-  r.container_image = env.container_image;
-  r.container_digest = env.container_digest;
-  r.container_env_kept = env.container_env_kept;
-  r.slurm_job_id = env.slurm_job_id;
-  r.slurm_array_job_id = env.slurm_array_job_id;
-  r.slurm_array_task_id = env.slurm_array_task_id;
-  r.slurm_step_id = env.slurm_step_id;
+  set_run_environment(r, detect_environment());
   const std::string rank_path = (fs::path(out) / rank_file_name(r.rank)).string();
   std::error_code ec;
   if (fs::exists(rank_path, ec)) {

@@ -16,16 +16,6 @@ const std::set<std::string> kReservedNames = {
     "sweep",      "tag",    "index", "scenario", "repeat",    "status",    "reason",
     "world_size", "device", "units", "params",   "benchmark", "exit_code", "seconds"};
 
-bool metric_name_ok(const std::string& name) {
-  if (name.empty() || (name[0] >= '0' && name[0] <= '9')) return false;
-  for (char c : name) {
-    bool ok =
-        (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
-    if (!ok) return false;
-  }
-  return true;
-}
-
 const Mark& mark_of(const Value& v, const Mark& fallback) {
   return v.mark().known() ? v.mark() : fallback;
 }
@@ -115,7 +105,7 @@ MetricSpec parse_metric(const Value& item, size_t index, const Mark& list_mark) 
     return v->as_string();
   };
   m.name = *text("name", true);
-  if (!metric_name_ok(m.name)) {
+  if (!is_identifier(m.name)) {
     throw Error::input(mark, key + ".name", "'" + m.name + "' is not a metric name",
                        "use letters, digits and _, not starting with a digit: it is a column");
   }

@@ -81,26 +81,10 @@ std::string render_placeholders(const std::vector<TextPiece>& pieces,
 }
 
 std::string placeholder_text(const Value& v) {
-  switch (v.type()) {
-    case Value::Type::kNull:
-      return "";
-    case Value::Type::kBool:
-      return v.as_bool() ? "true" : "false";
-    case Value::Type::kInt:
-      return std::to_string(v.as_int());
-    case Value::Type::kFloat:
-      return format_float_repr(v.as_float());
-    case Value::Type::kString:
-      return v.as_string();
-    case Value::Type::kList: {
-      std::vector<std::string> items;
-      for (const Value& item : v.items()) items.push_back(placeholder_text(item));
-      return join(items, ",");
-    }
-    case Value::Type::kMap:
-      break;
-  }
-  return "";
+  if (!v.is_list()) return scalar_text(v);
+  std::vector<std::string> items;
+  for (const Value& item : v.items()) items.push_back(placeholder_text(item));
+  return join(items, ",");
 }
 
 bool is_config_placeholder(const std::string& name) {

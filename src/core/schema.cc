@@ -597,16 +597,6 @@ void refuse_nul(const Value& v, const std::string& path) {
                      "no program can be given it; remove it");
 }
 
-bool is_environment_name(const std::string& name) {
-  if (name.empty() || (name[0] >= '0' && name[0] <= '9')) return false;
-  for (char c : name) {
-    bool ok =
-        (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
-    if (!ok) return false;
-  }
-  return true;
-}
-
 // A name for a message: control characters (NUL among them) as \xNN.
 std::string printable(const std::string& text) {
   std::string out;
@@ -776,7 +766,7 @@ Value Schema::coerce_map_entry(const KeySpec& spec, const std::string& entry,
   if (spec.type == KeyType::kFreeMap) return coerce_free_entry(spec, entry, value);
   // The maps are environments (launch.env, container.env): setenv() refuses a name with '=' and
   // `env NAME=VALUE` would split it elsewhere, so a bad name must not pass silently.
-  if (!is_environment_name(entry)) {
+  if (!is_identifier(entry)) {
     throw Error::input(
         value.mark(), spec.path, "'" + printable(entry) + "' is not an environment variable name",
         "use letters, digits and _, not starting with a digit, e.g. OMP_NUM_THREADS");

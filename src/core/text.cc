@@ -304,6 +304,16 @@ std::vector<std::string> split_commas(const std::vector<std::string>& values) {
   return out;
 }
 
+bool is_identifier(std::string_view name) {
+  if (name.empty() || (name[0] >= '0' && name[0] <= '9')) return false;
+  for (char c : name) {
+    bool ok =
+        (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+    if (!ok) return false;
+  }
+  return true;
+}
+
 std::string first_line(const std::string& text, size_t max) {
   std::string line = text.substr(0, text.find('\n'));
   return line.size() > max ? line.substr(0, max) + "..." : line;

@@ -42,6 +42,9 @@ std::string utc_now_iso8601();
 bool starts_with(std::string_view s, std::string_view prefix);
 bool ends_with(std::string_view s, std::string_view suffix);
 std::string trim(std::string_view s);
+// Letters, digits and '_', not starting with a digit, not empty: an environment variable's name,
+// a metric's column.
+bool is_identifier(std::string_view name);
 // The first line of `text`, cut to `max` characters ("..." added when cut).
 std::string first_line(const std::string& text, size_t max);
 std::string to_lower(std::string_view s);

@@ -235,6 +235,21 @@ std::int64_t int_field(const Value& map, std::string_view key, std::int64_t fall
   return f != nullptr && f->is_int() ? f->as_int() : fallback;
 }
 
+std::string scalar_text(const Value& v) {
+  switch (v.type()) {
+    case Value::Type::kBool:
+      return v.as_bool() ? "true" : "false";
+    case Value::Type::kInt:
+      return std::to_string(v.as_int());
+    case Value::Type::kFloat:
+      return format_float_repr(v.as_float());
+    case Value::Type::kString:
+      return v.as_string();
+    default:
+      return "";
+  }
+}
+
 std::string text_field(const Value& map, std::string_view key) {
   const Value* f = map.find(key);
   return f != nullptr && f->is_string() ? f->as_string() : std::string();

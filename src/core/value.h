@@ -104,6 +104,10 @@ std::string text_field(const Value& map, std::string_view key);
 // The integer under `key`, else `fallback` (absent, or not an integer).
 std::int64_t int_field(const Value& map, std::string_view key, std::int64_t fallback);
 
+// A scalar as text: strings as they are, integers in decimal, floats as YAML writes them
+// (format_float_repr), booleans true/false, null as "". Lists and maps give "".
+std::string scalar_text(const Value& v);
+
 // Splits "a.b.c" into {"a","b","c"}.
 std::vector<std::string> split_path(std::string_view dotted);
 

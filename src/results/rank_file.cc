@@ -375,6 +375,17 @@ void write_result(Writer& w, const RankResult& r) {
 
 }  // namespace
 
+void set_run_environment(RankResult& r, const RunEnvironment& env) {
+  r.container_runtime = env.container_runtime;
+  r.container_image = env.container_image;
+  r.container_digest = env.container_digest;
+  r.container_env_kept = env.container_env_kept;
+  r.slurm_job_id = env.slurm_job_id;
+  r.slurm_array_job_id = env.slurm_array_job_id;
+  r.slurm_array_task_id = env.slurm_array_task_id;
+  r.slurm_step_id = env.slurm_step_id;
+}
+
 void write_rank_file(const RankResult& result, const std::string& path) {
   fs::path target(path);
   std::error_code ec;

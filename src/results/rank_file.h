@@ -4,10 +4,14 @@
 
 #include <string>
 
+#include "core/run_info.h"
 #include "layout/paths.h"  // rank_file_name
 #include "results/rank_result.h"
 
 namespace sweepbench {
+
+// Where the run happened, as every rank file records it: the container and the SLURM ids.
+void set_run_environment(RankResult& result, const RunEnvironment& env);
 
 // Writes `result` to `path` (via "<dir>/.<name>.partial"). Refuses to replace an existing file:
 // throws Error(kConflict). HDF5 failures throw Error(kIo) naming the path and HDF5's message.

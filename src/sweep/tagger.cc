@@ -40,14 +40,6 @@ std::string raw_text(const Value& v) {
   switch (v.type()) {
     case Value::Type::kNull:
       return "none";
-    case Value::Type::kBool:
-      return v.as_bool() ? "true" : "false";
-    case Value::Type::kInt:
-      return std::to_string(v.as_int());
-    case Value::Type::kFloat:
-      return format_float_repr(v.as_float());
-    case Value::Type::kString:
-      return v.as_string();
     case Value::Type::kList: {
       std::vector<std::string> parts;
       for (const Value& i : v.items()) parts.push_back(raw_text(i));
@@ -59,8 +51,9 @@ std::string raw_text(const Value& v) {
       std::sort(parts.begin(), parts.end());
       return join(parts, "+");
     }
+    default:
+      return scalar_text(v);
   }
-  return "";
 }
 
 // The label of a varying key in a readable tag: its last part, or section-last when two varying

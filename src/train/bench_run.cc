@@ -145,15 +145,7 @@ void fill_identity(RankResult& r, MpiEnv& mpi, const DeviceInfo& device,
   r.nccl_version = device.nccl_version;
   r.mpi_version = mpi.library_version();
   r.threads = device.threads;
-  RunEnvironment env = detect_environment();
-  r.container_runtime = env.container_runtime;
-  r.container_image = env.container_image;
-  r.container_digest = env.container_digest;
-  r.container_env_kept = env.container_env_kept;
-  r.slurm_job_id = env.slurm_job_id;
-  r.slurm_array_job_id = env.slurm_array_job_id;
-  r.slurm_array_task_id = env.slurm_array_task_id;
-  r.slurm_step_id = env.slurm_step_id;
+  set_run_environment(r, detect_environment());
   r.start_time = utc_now_iso8601();
 }
 

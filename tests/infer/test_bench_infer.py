@@ -92,7 +92,7 @@ class SingleRank(InferCase):
         path = os.path.join(out, "rank-00000.h5")
         with h5py.File(path, "r") as f:
             self.assertEqual(f.attrs["benchmark"], "infer")
-            self.assertEqual(f.attrs["schema_version"], 3)
+            self.assertEqual(f.attrs["schema_version"], 4)
             self.assertEqual(f.attrs["status"], "ok")
             g = f["infer"]
             # Every documented attribute, table member and dataset, with its type; nothing else.
