@@ -326,7 +326,7 @@ std::vector<std::string> extract_columns(const std::vector<std::string>& dirs) {
   }
   columns.insert(columns.end(), {"exit_code", "seconds", "units"});
   for (const std::string& m : memory_column_names()) columns.push_back(m);
-  columns.push_back("cost_usd_per_mtok");
+  columns.insert(columns.end(), {"cost_usd_per_mtok", "profile_trace"});
   return columns;
 }
 
@@ -517,6 +517,9 @@ ExtractedPoint extract_point(const std::string& d, Manifests& manifests, double 
       if (price >= 0 && mt_per_hour > 0) {
         row["cost_usd_per_mtok"] =
             Value::real(price * static_cast<double>(ranks.front().world_size) / mt_per_hour);
+      }
+      if (!ranks.front().profile_trace.empty()) {
+        row["profile_trace"] = Value::string((dir / ranks.front().profile_trace).string());
       }
       if (series != Series::kNone) out.series = series_rows(series, ranks, row);
     }

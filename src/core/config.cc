@@ -9,6 +9,7 @@
 #include "core/command_spec.h"
 #include "core/digest.h"
 #include "core/schema.h"
+#include "core/settings.h"
 #include "core/text.h"
 #include "core/yaml_io.h"
 
@@ -275,6 +276,30 @@ void check_rules(const Value& full) {
                      "make train.warmup_steps less than train.steps");
   }
   check_tensor_sizes(full);
+  if (const Value& profile = at("metrics.profile_steps"); !profile.is_null()) {
+    auto range = parse_step_range(profile.as_string());
+    if (!range) {
+      throw rule_error(profile, "metrics.profile_steps",
+                       "'" + profile.as_string() + "' is not a step or a range of steps",
+                       "write \"12\" or \"12-14\" (0-based, first <= last)");
+    }
+    if (range->second >= steps.as_int()) {
+      throw rule_error(profile, "metrics.profile_steps",
+                       "step " + std::to_string(range->second) + " is past the last step (" +
+                           std::to_string(steps.as_int() - 1) + ")",
+                       "profile steps below train.steps");
+    }
+    // The profiled steps are left out of the statistics, as the warm-up is.
+    std::int64_t measured = steps.as_int() - warmup.as_int();
+    std::int64_t overlap =
+        std::max<std::int64_t>(0, range->second - std::max(range->first, warmup.as_int()) + 1);
+    if (measured - overlap < 1) {
+      throw rule_error(profile, "metrics.profile_steps",
+                       "leaves no measured step: the profiled steps are left out of every "
+                       "statistic, as the warm-up is",
+                       "raise train.steps or profile fewer steps");
+    }
+  }
   const Value& ranks = at("launch.ranks");
   const Value& nodes = at("launch.nodes");
   if (ranks.as_int() % nodes.as_int() != 0) {

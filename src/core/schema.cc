@@ -338,6 +338,11 @@ std::vector<KeySpec> build_table() {
       K("metrics.log_every", T::kInt, I(10), "Steps between progress lines on rank 0")
           .min(1)
           .only_for({"train", "infer"}),
+      K("metrics.profile_steps", T::kString, N(),
+        "Steps to trace with libtorch's profiler, \"N\" or \"FIRST-LAST\" (0-based): one Chrome "
+        "trace per rank in profile/, the steps left out of every statistic; null = none")
+          .hashed_unless_default()
+          .only_for({"train"}),
 
       // ---- container ----
       K("container.runtime", T::kEnum, S("none"), "Container runtime that wraps each rank, or none")

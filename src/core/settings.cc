@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "core/config.h"
+#include "core/text.h"
 
 namespace sweepbench {
 namespace {
@@ -164,6 +165,9 @@ Settings Settings::of(const Value& c) {
   s.metrics.sample_interval_ms = at(c, "metrics.sample_interval_ms").as_int();
   s.metrics.system = at(c, "metrics.system").as_bool();
   s.metrics.log_every = at(c, "metrics.log_every").as_int();
+  if (const Value& p = at(c, "metrics.profile_steps"); !p.is_null()) {
+    s.metrics.profile_steps = parse_step_range(p.as_string());
+  }
 
   ContainerSettings& k = s.container;
   k.runtime = at(c, "container.runtime").as_string();
@@ -199,6 +203,15 @@ Settings Settings::of(const Value& c) {
     s.hardware.price_per_hour = v.as_float();
   }
   return s;
+}
+
+std::optional<std::pair<std::int64_t, std::int64_t>> parse_step_range(const std::string& text) {
+  size_t dash = text.find('-');
+  std::optional<std::int64_t> first = parse_int64(text.substr(0, dash));
+  std::optional<std::int64_t> last =
+      dash == std::string::npos ? first : parse_int64(text.substr(dash + 1));
+  if (!first || !last || *first < 0 || *last < *first) return std::nullopt;
+  return std::make_pair(*first, *last);
 }
 
 }  // namespace sweepbench

@@ -75,7 +75,12 @@ struct LaunchSettings {
 struct MetricsSettings {
   std::int64_t sample_interval_ms = 1000, log_every = 10;
   bool system = true;
+  // metrics.profile_steps: the first and last step traced (inclusive); none when null.
+  std::optional<std::pair<std::int64_t, std::int64_t>> profile_steps;
 };
+
+// "N" or "FIRST-LAST" (0 <= FIRST <= LAST) as a range of steps; nullopt when it is neither.
+std::optional<std::pair<std::int64_t, std::int64_t>> parse_step_range(const std::string& text);
 
 struct ContainerSettings {
   std::string runtime = "none";  // a registered runtime's name, or none

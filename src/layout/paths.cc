@@ -16,6 +16,13 @@ std::string command_log_path(std::int64_t rank, const std::string& stream) {
   return std::string(kLogsDir) + "/" + name + stream + ".txt";
 }
 
+std::string profile_trace_path(std::int64_t rank) {
+  char name[64];
+  std::snprintf(name, sizeof(name), "profile/rank-%05lld.pt.trace.json",
+                static_cast<long long>(rank));
+  return name;
+}
+
 bool is_rank_file_name(const std::string& name) {
   const std::string prefix = "rank-", suffix = ".h5";
   if (name.size() <= prefix.size() + suffix.size()) return false;

@@ -9,6 +9,7 @@
 //   DIR/<tag>/summary.json         rank 0's summary of the run
 //   DIR/<tag>/logs/, attempts/N/   the program's output; earlier attempts, moved aside
 //   DIR/<tag>/logs/rank-NNNNN.stdout.txt, .stderr.txt   bench-command: its program's output
+//   DIR/<tag>/profile/rank-NNNNN.pt.trace.json          bench-train: profiled steps (Chrome trace)
 //
 // Spelled here once so that the runner, bench-train and bench-extract agree, and so that no tool
 // writes its own output under one of these names.
@@ -33,6 +34,9 @@ std::string rank_file_name(std::int64_t rank);
 // "logs/rank-00003.stdout.txt" (stream "stdout" or "stderr"): the output of bench-command's
 // program on rank 3, relative to the point directory.
 std::string command_log_path(std::int64_t rank, const std::string& stream);
+// "profile/rank-00003.pt.trace.json": rank 3's profiler trace (Chrome trace format), relative to
+// the point directory (metrics.profile_steps).
+std::string profile_trace_path(std::int64_t rank);
 // True for "rank-" + digits + ".h5".
 bool is_rank_file_name(const std::string& name);
 // True for any of the file names above: no tool writes its own output under such a name.

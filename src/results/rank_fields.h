@@ -38,6 +38,7 @@ inline constexpr TextAttr kTextAttrs[] = {
     {"config_hash", &RankResult::config_hash, FieldScope::kLead},
     {"tag", &RankResult::tag, FieldScope::kFull},
     {"run_id", &RankResult::run_id, FieldScope::kEvery, true},
+    {"profile_trace", &RankResult::profile_trace, FieldScope::kLead, true},
     {"hostname", &RankResult::hostname, FieldScope::kFull},
     {"device_type", &RankResult::device_type, FieldScope::kLead},
     {"device_name", &RankResult::device_name, FieldScope::kFull},

@@ -139,6 +139,7 @@ struct RankResult {
   std::string peak_tflops_source;  // config, table, none
   std::int64_t steps_planned = 0, warmup_steps = 0, seq_len = 0, micro_batch = 0, grad_accum = 0;
   std::string parameter_sha256;  // of every parameter's bytes at the end: equal across ranks
+  std::string profile_trace;     // relative to the point directory; "" when nothing was traced
   std::vector<StepRecord> steps;
   EvalSummary eval;
   std::string memory_stage_source;  // cuda_allocator or rss

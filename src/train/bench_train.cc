@@ -152,6 +152,11 @@ class Run {
     double measured_time = 0;
     std::int64_t measured_steps = 0;
     for (std::int64_t step = 0; step < plan_.steps; ++step) {
+      const bool profiled = step >= plan_.profile_first && step <= plan_.profile_last;
+      if (step == plan_.profile_first && profiled) {
+        trainer_->start_profile();
+        profiling_ = true;
+      }
       double t0 = now_s();
       std::vector<Batch> batches;
       PhaseStatus fb = load_batches([&] {
@@ -182,7 +187,9 @@ class Run {
       r.grad_norm = timing.grad_norm;
       r.loss_scale = timing.loss_scale;
       r.skipped = timing.skipped;
-      r.measured = step >= plan_.warmup;
+      // Profiled steps carry the profiler's cost: left out of every statistic, as the warm-up.
+      r.measured = step >= plan_.warmup && !profiled;
+      if (profiled && step == plan_.profile_last) write_profile();
       result_.steps.push_back(r);
       if (r.measured) {
         measured_time += r.total_s;
@@ -201,8 +208,31 @@ class Run {
       if (status != RunStatus::kOk) break;  // a signal: this step finished, stop here
     }
     if (status == RunStatus::kOk) status = agree(pending_, pending_reason_);  // the last update
+    // A run that ended inside the profiled steps keeps what was traced.
+    if (profiling_) write_profile();
     stages_.end();
     return status;
+  }
+
+  // Rank r's trace to DIR/profile/rank-NNNNN.pt.trace.json, never over an existing file. A trace
+  // that cannot be written costs the trace, not the run: said on stderr.
+  void write_profile() {
+    std::string text = trainer_->stop_profile();
+    profiling_ = false;
+    const std::string relative = profile_trace_path(mpi_.rank());
+    fs::path path = fs::path(plan_.rank_path).parent_path() / relative;
+    try {
+      make_directories(path.parent_path().string());
+      std::error_code ec;
+      if (fs::exists(path, ec)) {
+        throw Error(ErrorKind::kConflict, Mark::in(path.string()), "", "a trace is already there");
+      }
+      write_file_atomic(path.string(), text);
+      result_.profile_trace = relative;
+    } catch (const Error& e) {
+      std::fprintf(stderr, "bench-train: rank %d: the profile was not written: %s\n", mpi_.rank(),
+                   e.what());
+    }
   }
 
   RunStatus evaluate() {
@@ -384,6 +414,7 @@ class Run {
   RankResult result_;
   MemoryStages stages_ = model_memory_stages(trainer_, device_, &result_.memory_stages);
   RunStatus pending_ = RunStatus::kOk;
+  bool profiling_ = false;  // between start_profile() and write_profile()
   std::string pending_reason_;
 };
 

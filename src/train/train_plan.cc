@@ -82,6 +82,10 @@ TrainPlan make_plan(const Args& args, const MpiEnv& mpi) {
   p.eval_batch = set.eval.micro_batch;
   p.lr = set.train.lr;
   p.log_every = static_cast<int>(set.metrics.log_every);
+  if (set.metrics.profile_steps) {
+    p.profile_first = set.metrics.profile_steps->first;
+    p.profile_last = set.metrics.profile_steps->second;
+  }
   p.sample_interval_ms = static_cast<int>(set.metrics.sample_interval_ms);
   p.system_metrics = set.metrics.system;
   p.configured_peak = set.hardware.peak_tflops;

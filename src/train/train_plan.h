@@ -28,6 +28,8 @@ struct TrainPlan {
                eval_batch = 0;
   double lr = 0;
   int log_every = 10, sample_interval_ms = 1000;
+  // metrics.profile_steps: the first and last step traced; first > last when none.
+  std::int64_t profile_first = 0, profile_last = -1;
   bool system_metrics = true, malloc_cache = true;
   std::string dtype, preset;
   std::optional<double> configured_peak;

@@ -4,7 +4,9 @@
 #include "train/trainer.h"
 
 #include <ATen/autocast_mode.h>
+#include <ATen/record_function.h>
 #include <c10/core/CPUAllocator.h>
+#include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/torch.h>
 #include <torch/version.h>
 
@@ -13,6 +15,7 @@
 #include <cmath>
 #include <fstream>
 #include <optional>
+#include <sstream>
 
 #include "core/digest.h"
 #include "core/error.h"
@@ -98,12 +101,20 @@ class AutocastScope {
 
 enum Phase { kForward, kBackward, kComm, kOptimizer, kPhases };
 
+const char* const kPhaseNames[kPhases] = {"forward", "backward", "comm", "optimizer"};
+
 // Times the phases of a step: CUDA events on a GPU (read once, after the step's final
 // synchronisation, so timing never stalls the device), a steady clock on the CPU, where every
-// operation has finished when it returns.
+// operation has finished when it returns. While the profiler records, each phase is also a named
+// range (a user scope) around libtorch's own op events; otherwise the range costs a check.
 class PhaseClock {
  public:
   explicit PhaseClock(bool cuda) : cuda_(cuda) {}
+  void begin_range(Phase p) {
+    ranges_[p] = std::make_unique<at::RecordFunction>(at::RecordScope::USER_SCOPE);
+    if (ranges_[p]->isActive()) ranges_[p]->before(kPhaseNames[p]);
+  }
+  void end_range(Phase p) { ranges_[p].reset(); }
   void reset() {
     for (double& s : seconds_) s = 0;
 #ifdef SWEEPBENCH_WITH_CUDA
@@ -111,6 +122,7 @@ class PhaseClock {
 #endif
   }
   void start(Phase p) {
+    begin_range(p);
 #ifdef SWEEPBENCH_WITH_CUDA
     if (cuda_) {
       events_[p].emplace_back(std::make_unique<at::cuda::CUDAEvent>(cudaEventDefault),
@@ -122,6 +134,7 @@ class PhaseClock {
     started_[p] = std::chrono::steady_clock::now();
   }
   void stop(Phase p) {
+    end_range(p);
 #ifdef SWEEPBENCH_WITH_CUDA
     if (cuda_) {
       events_[p].back().second->record();
@@ -145,6 +158,7 @@ class PhaseClock {
 
  private:
   bool cuda_;
+  std::unique_ptr<at::RecordFunction> ranges_[kPhases];
   double seconds_[kPhases] = {0, 0, 0, 0};
   std::chrono::steady_clock::time_point started_[kPhases];
 #ifdef SWEEPBENCH_WITH_CUDA
@@ -346,6 +360,20 @@ class TorchTrainer : public Trainer {
 
   std::vector<NamedArray> parameter_values() override { return named_arrays(*model_); }
 
+  // The legacy profiler: libtorch 1.13 (Debian's) is built without Kineto, whose save() refuses
+  // to write, but RecordProfile records every op and user scope on the CPU and writes the Chrome
+  // trace itself; it exists in libtorch 2.x too.
+  void start_profile() override {
+    trace_ = std::make_unique<std::ostringstream>();
+    profile_ = std::make_unique<torch::autograd::profiler::RecordProfile>(*trace_);
+  }
+  std::string stop_profile() override {
+    profile_.reset();  // writes the trace
+    std::string text = trace_ ? trace_->str() : "";
+    trace_.reset();
+    return text;
+  }
+
  private:
   torch::Tensor to_device(const std::vector<std::int64_t>& ids, const Batch& b) {
     // from_blob borrows the vector; clone() owns a copy before it moves to the device.
@@ -491,6 +519,8 @@ class TorchTrainer : public Trainer {
   DeviceInfo info_;
   torch::Device device_;
   PhaseClock clock_;
+  std::unique_ptr<std::ostringstream> trace_;
+  std::unique_ptr<torch::autograd::profiler::RecordProfile> profile_;
   std::optional<at::ScalarType> autocast_dtype_;
   TransformerLM model_{nullptr};
   std::int64_t parameter_count_ = 0;

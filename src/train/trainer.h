@@ -113,6 +113,10 @@ class Trainer {
   virtual std::string parameter_sha256() = 0;
   // Every parameter, in registration order, copied to the host.
   virtual std::vector<NamedArray> parameter_values() = 0;
+  // libtorch's profiler around the steps between the two calls: every op, and the phases
+  // (forward, backward, comm, optimizer) as named ranges; stop returns a Chrome trace (JSON).
+  virtual void start_profile() = 0;
+  virtual std::string stop_profile() = 0;
 };
 
 // Picks this rank's device (the GPU local_rank % count, or the CPU) and makes it current, without

@@ -337,6 +337,46 @@ class Failures(BenchTrainCase):
                 self.assertIn("# FAILED: timeout", stdout)
 
 
+class Profile(BenchTrainCase):
+    def test_profiled_steps_give_a_trace_per_rank_and_are_not_measured(self):
+        out = os.path.join(self.tmp, "out")
+        r = self.run_train(self.config(steps=8, extra="launch: {ranks: 2}\n"), out, "--set",
+                           "metrics.profile_steps=3-4", ranks=2)
+        self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
+        for rank in (0, 1):
+            relative = f"profile/rank-{rank:05d}.pt.trace.json"
+            with h5py.File(os.path.join(out, f"rank-{rank:05d}.h5"), "r") as f:
+                self.assertEqual(f.attrs["profile_trace"], relative)
+                # Warm-up (2 steps) and the profiled steps 3 and 4 are left out.
+                self.assertEqual(list(f["steps"]["measured"]), [0, 0, 1, 0, 0, 1, 1, 1])
+            with open(os.path.join(out, relative)) as t:
+                events = json.load(t)  # Chrome trace format: a list of complete ("X") events
+            names = {e["name"] for e in events}
+            for phase in ("forward", "backward", "comm", "optimizer"):
+                self.assertIn(phase, names)
+            self.assertIn("aten::mm", names)
+            self.assertTrue(all(e["ph"] == "X" and e["dur"] >= 0 for e in events))
+            # Two steps: each phase twice.
+            self.assertEqual(sum(e["name"] == "optimizer" for e in events), 2)
+        summary = read_json(os.path.join(out, "summary.json"))
+        self.assertEqual(summary["measured_steps"], 4)
+        table = subprocess.run([os.path.join(BIN, "bench-extract"), "-i", out, "--format", "json"],
+                               capture_output=True, text=True, env=ENV, check=True).stdout
+        self.assertEqual(json.loads(table)[0]["profile_trace"],
+                         os.path.join(out, "profile", "rank-00000.pt.trace.json"))
+
+    def test_profile_ranges_are_checked_before_any_work(self):
+        for value, message in (("x", "'x' is not a step or a range of steps"),
+                               ("5-3", "'5-3' is not a step or a range of steps"),
+                               ("20", "step 20 is past the last step (19)"),
+                               ("0-19", "leaves no measured step")):
+            out = os.path.join(self.tmp, "out")
+            r = self.run_train(self.config(), out, "--set", f"metrics.profile_steps='{value}'")
+            self.assertEqual(r.returncode, 2, r.stderr + r.stdout)
+            self.assertIn(message, r.stderr)
+            self.assertFalse(os.path.exists(out))
+
+
 class BadInput(BenchTrainCase):
     def assertRejected(self, args, message, code=2):
         out = os.path.join(self.tmp, "out")
