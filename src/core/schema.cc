@@ -197,6 +197,13 @@ std::vector<KeySpec> build_table() {
       K("train.loss_scale", T::kFloat, F(65536.0), "Initial dynamic loss scale for fp16")
           .min(0.0, true)
           .only_for({"train"}),
+      K("train.zero_stage", T::kInt, I(0),
+        "ZeRO: 0 every rank holds all optimizer state; 1 each rank holds AdamW's moments for "
+        "its shard (gradients reduce-scattered, parameters all-gathered); 2 and 3 not yet")
+          .min(0)
+          .max(1)
+          .hashed_unless_default()
+          .only_for({"train"}),
 
       // ---- eval ----
       K("eval.steps", T::kInt, I(10), "Evaluation batches after training; 0 skips evaluation")

@@ -111,6 +111,7 @@ Settings Settings::of(const Value& c) {
   t.seed = static_cast<std::uint64_t>(at(c, "train.seed").as_int());
   t.activation_checkpointing = at(c, "train.activation_checkpointing").as_bool();
   t.loss_scale = at(c, "train.loss_scale").as_float();
+  t.zero_stage = at(c, "train.zero_stage").as_int();
 
   s.eval.steps = at(c, "eval.steps").as_int();
   s.eval.micro_batch = at(c, "eval.micro_batch").as_int();

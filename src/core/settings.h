@@ -31,6 +31,7 @@ struct TrainSettings {
   std::uint64_t seed = 1234;
   bool activation_checkpointing = false;
   double loss_scale = 65536;
+  std::int64_t zero_stage = 0;
 };
 
 enum class KvCache { kStatic, kDynamic, kNone };

@@ -4,6 +4,7 @@
 // include mpi.h, and a test can run the trainer alone (SingleProcess).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <string>
 
@@ -25,6 +26,12 @@ class Collectives {
   virtual Max allreduce_max(int value) = 0;
   // Copies `bytes` bytes from `root` to every rank.
   virtual void broadcast(void* data, size_t bytes, int root) = 0;
+  // `send` holds size() shards of `shard` elements; rank r receives in `recv` the elementwise
+  // sum over all ranks of shard r (ZeRO's reduce-scatter of the gradients).
+  virtual void reduce_scatter_sum(const float* send, float* recv, size_t shard) = 0;
+  // `data` holds size() shards of `shard` elements; each rank's own shard (r) goes to every rank
+  // in place (ZeRO's all-gather of the updated parameters).
+  virtual void allgather(float* data, size_t shard) = 0;
 };
 
 // One process, no MPI: every collective is the identity.
@@ -36,6 +43,10 @@ class SingleProcess : public Collectives {
   void allreduce_sum(double*, size_t) override {}
   Max allreduce_max(int value) override { return {value, 0}; }
   void broadcast(void*, size_t, int) override {}
+  void reduce_scatter_sum(const float* send, float* recv, size_t shard) override {
+    if (send != recv) std::copy(send, send + shard, recv);
+  }
+  void allgather(float*, size_t) override {}
 };
 
 }  // namespace sweepbench

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <climits>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace sweepbench {
@@ -104,6 +106,25 @@ void MpiEnv::broadcast(void* data, size_t bytes, int root) {
     int n = static_cast<int>(std::min(kChunk, bytes - done));
     MPI_CHECK(MPI_Bcast(p + done, n, MPI_BYTE, root, MPI_COMM_WORLD));
   }
+}
+
+// One shard is one MPI count: at most INT_MAX elements (a 7B model's fp32 group over 4 ranks).
+int shard_count(size_t shard) {
+  if (shard > static_cast<size_t>(INT_MAX)) {
+    throw std::runtime_error("a ZeRO shard of " + std::to_string(shard) +
+                             " elements is more than one MPI message can hold; use more ranks");
+  }
+  return static_cast<int>(shard);
+}
+
+void MpiEnv::reduce_scatter_sum(const float* send, float* recv, size_t shard) {
+  MPI_CHECK(
+      MPI_Reduce_scatter_block(send, recv, shard_count(shard), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
+}
+
+void MpiEnv::allgather(float* data, size_t shard) {
+  MPI_CHECK(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, shard_count(shard), MPI_FLOAT,
+                          MPI_COMM_WORLD));
 }
 
 void MpiEnv::allreduce_max(double* data, size_t count) {

@@ -39,6 +39,8 @@ class MpiEnv : public Collectives {
   void allreduce_sum(double* data, size_t count) override;
   Max allreduce_max(int value) override;
   void broadcast(void* data, size_t bytes, int root) override;
+  void reduce_scatter_sum(const float* send, float* recv, size_t shard) override;
+  void allgather(float* data, size_t shard) override;
   // Elementwise maximum in place over all ranks.
   void allreduce_max(double* data, size_t count);
   void barrier();

@@ -103,6 +103,7 @@ TrainPlan make_plan(const Args& args, const MpiEnv& mpi) {
   t.eps = set.train.eps;
   t.weight_decay = set.train.weight_decay;
   t.grad_clip = set.train.grad_clip;
+  t.zero_stage = static_cast<int>(set.train.zero_stage);
   t.loss_scale = set.train.loss_scale;
   t.seed = set.train.seed;
   t.device = set.launch.device;

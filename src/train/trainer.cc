@@ -257,11 +257,15 @@ class TorchTrainer : public Trainer {
   PhaseStatus update(double lr) override {
     return guarded([&] {
       clock_.start(kComm);
-      allreduce_gradients();
+      if (sharded()) {
+        reduce_scatter_gradients();
+      } else {
+        allreduce_gradients();
+      }
       clock_.stop(kComm);
       clock_.start(kOptimizer);
       if (loss_scale_ != 1.0) {
-        for (FlatGroup& g : groups_) g.grad.mul_(1.0 / loss_scale_);
+        for (FlatGroup& g : groups_) g.grad_view().mul_(1.0 / loss_scale_);
       }
       // The global gradient norm: sums of squares over chunks of kNormChunk elements (fp32,
       // pairwise-summed by libtorch; the 4 MB temporary stays in cache and is reused), added up
@@ -270,19 +274,27 @@ class TorchTrainer : public Trainer {
       torch::Tensor sq =
           torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device_));
       for (FlatGroup& g : groups_) {
+        torch::Tensor grad = g.grad_view();
         if (device_.is_cuda()) {
           // One reduction kernel per group; CUDA's tree reduction is accurate in fp32 (the
           // chunks below bound the error of the CPU's sequential blocks).
-          sq += g.grad.norm().to(torch::kDouble).pow(2);
+          sq += grad.norm().to(torch::kDouble).pow(2);
           continue;
         }
-        const std::int64_t n = g.grad.numel();
+        const std::int64_t n = grad.numel();
         for (std::int64_t start = 0; start < n; start += kNormChunk) {
-          sq += g.grad.narrow(0, start, std::min(kNormChunk, n - start))
+          sq += grad.narrow(0, start, std::min(kNormChunk, n - start))
                     .pow(2)
                     .sum()
                     .to(torch::kDouble);
         }
+      }
+      if (sharded()) {
+        // Each rank squared its own shard (the padding is zero): the sum over ranks is exact
+        // up to the order of the additions.
+        double local = sq.item<double>();
+        comm_.allreduce_sum(&local, 1);
+        sq.fill_(local);
       }
       grad_norm_ = sq.sqrt();
       skipped_ = false;
@@ -303,11 +315,18 @@ class TorchTrainer : public Trainer {
         if (o_.grad_clip > 0) {
           // Clip without a host round trip: scale by min(1, clip / norm).
           torch::Tensor coef = torch::clamp_max(o_.grad_clip / (grad_norm_ + 1e-6), 1.0);
-          for (FlatGroup& g : groups_) g.grad.mul_(coef);
+          for (FlatGroup& g : groups_) g.grad_view().mul_(coef);
         }
         adamw_step(lr);
       }
       clock_.stop(kOptimizer);
+      if (sharded()) {
+        // Every rank updated its shard; all of them get every shard (a skipped fp16 step
+        // changed nothing, and gathers the same values).
+        clock_.start(kComm);
+        allgather_parameters();
+        clock_.stop(kComm);
+      }
     });
   }
 
@@ -411,10 +430,17 @@ class TorchTrainer : public Trainer {
       std::int64_t total = 0;
       for (const torch::Tensor& p : *members) total += p.numel();
       auto options = torch::TensorOptions().dtype(torch::kFloat).device(device_);
-      g.data = torch::empty({total}, options);
-      g.grad = torch::zeros({total}, options);
-      g.exp_avg = torch::zeros({total}, options);
-      g.exp_avg_sq = torch::zeros({total}, options);
+      // ZeRO-1: the buffers grow to a multiple of the world size (a zero tail no parameter
+      // views); each rank keeps AdamW's moments for its shard only.
+      const std::int64_t world = sharded() ? comm_.size() : 1;
+      const std::int64_t padded = (total + world - 1) / world * world;
+      g.shard = padded / world;
+      g.rank = sharded() ? comm_.rank() : 0;
+      g.data = torch::zeros({padded}, options);
+      g.grad = torch::zeros({padded}, options);
+      if (sharded()) g.grad_shard = torch::zeros({g.shard}, options);
+      g.exp_avg = torch::zeros({g.shard}, options);
+      g.exp_avg_sq = torch::zeros({g.shard}, options);
       std::int64_t offset = 0;
       for (torch::Tensor p : *members) {
         torch::Tensor slot = g.data.narrow(0, offset, p.numel()).view(p.sizes());
@@ -443,8 +469,8 @@ class TorchTrainer : public Trainer {
       }
       adam_step_count_.fill_(static_cast<double>(adam_steps_));
       for (FlatGroup& g : groups_) {
-        at::_fused_adamw_({g.data}, {g.grad}, {g.exp_avg}, {g.exp_avg_sq}, {}, {adam_step_count_},
-                          lr, o_.beta1, o_.beta2, g.weight_decay, o_.eps,
+        at::_fused_adamw_({g.data_view()}, {g.grad_view()}, {g.exp_avg}, {g.exp_avg_sq}, {},
+                          {adam_step_count_}, lr, o_.beta1, o_.beta2, g.weight_decay, o_.eps,
                           /*amsgrad=*/false, /*maximize=*/false, {}, {});
       }
       return;
@@ -453,19 +479,20 @@ class TorchTrainer : public Trainer {
     const double bc1 = 1.0 - std::pow(o_.beta1, static_cast<double>(adam_steps_));
     const double bc2_sqrt = std::sqrt(1.0 - std::pow(o_.beta2, static_cast<double>(adam_steps_)));
     for (FlatGroup& g : groups_) {
-      if (g.weight_decay != 0) g.data.mul_(1.0 - lr * g.weight_decay);
-      g.exp_avg.mul_(o_.beta1).add_(g.grad, 1.0 - o_.beta1);
-      g.exp_avg_sq.mul_(o_.beta2).addcmul_(g.grad, g.grad, 1.0 - o_.beta2);
-      const std::int64_t n = g.data.numel();
+      torch::Tensor data = g.data_view(), grad = g.grad_view();
+      if (g.weight_decay != 0) data.mul_(1.0 - lr * g.weight_decay);
+      g.exp_avg.mul_(o_.beta1).add_(grad, 1.0 - o_.beta1);
+      g.exp_avg_sq.mul_(o_.beta2).addcmul_(grad, grad, 1.0 - o_.beta2);
+      const std::int64_t n = data.numel();
       if (!scratch_.defined() || scratch_.numel() < std::min(n, kChunk)) {
-        scratch_ = torch::empty({std::min(n, kChunk)}, g.data.options());
+        scratch_ = torch::empty({std::min(n, kChunk)}, data.options());
       }
       for (std::int64_t start = 0; start < n; start += kChunk) {
         std::int64_t len = std::min(kChunk, n - start);
         torch::Tensor denom = scratch_.narrow(0, 0, len);
         torch::sqrt_out(denom, g.exp_avg_sq.narrow(0, start, len));
         denom.div_(bc2_sqrt).add_(o_.eps);
-        g.data.narrow(0, start, len).addcdiv_(g.exp_avg.narrow(0, start, len), denom, -lr / bc1);
+        data.narrow(0, start, len).addcdiv_(g.exp_avg.narrow(0, start, len), denom, -lr / bc1);
       }
     }
   }
@@ -504,6 +531,56 @@ class TorchTrainer : public Trainer {
     }
   }
 
+  bool sharded() const { return o_.zero_stage >= 1 && comm_.size() > 1; }
+
+  // ZeRO-1: every rank gets the average over ranks of its shard of each gradient buffer.
+  void reduce_scatter_gradients() {
+    const float inv_world = 1.0f / static_cast<float>(comm_.size());
+    for (FlatGroup& g : groups_) {
+#ifdef SWEEPBENCH_WITH_NCCL
+      if (nccl_ != nullptr) {
+        cudaStream_t stream = at::cuda::getCurrentCUDAStream(device_.index()).stream();
+        NCCL_CHECK(ncclReduceScatter(g.grad.data_ptr(), g.grad_shard.data_ptr(),
+                                     static_cast<size_t>(g.shard), ncclFloat, ncclAvg, nccl_,
+                                     stream));
+        continue;
+      }
+#endif
+      if (g.grad.is_cuda()) {
+        torch::Tensor host = g.grad.to(torch::kCPU);
+        torch::Tensor shard = torch::empty({g.shard}, host.options());
+        comm_.reduce_scatter_sum(host.data_ptr<float>(), shard.data_ptr<float>(),
+                                 static_cast<size_t>(g.shard));
+        g.grad_shard.copy_(shard);
+      } else {
+        comm_.reduce_scatter_sum(g.grad.data_ptr<float>(), g.grad_shard.data_ptr<float>(),
+                                 static_cast<size_t>(g.shard));
+      }
+      g.grad_shard.mul_(inv_world);
+    }
+  }
+
+  // ZeRO-1: every rank's updated shard of each parameter buffer to every rank.
+  void allgather_parameters() {
+    for (FlatGroup& g : groups_) {
+#ifdef SWEEPBENCH_WITH_NCCL
+      if (nccl_ != nullptr) {
+        cudaStream_t stream = at::cuda::getCurrentCUDAStream(device_.index()).stream();
+        NCCL_CHECK(ncclAllGather(g.data_view().data_ptr(), g.data.data_ptr(),
+                                 static_cast<size_t>(g.shard), ncclFloat, nccl_, stream));
+        continue;
+      }
+#endif
+      if (g.data.is_cuda()) {
+        torch::Tensor host = g.data.to(torch::kCPU);
+        comm_.allgather(host.data_ptr<float>(), static_cast<size_t>(g.shard));
+        g.data.copy_(host);
+      } else {
+        comm_.allgather(g.data.data_ptr<float>(), static_cast<size_t>(g.shard));
+      }
+    }
+  }
+
 #ifdef SWEEPBENCH_WITH_NCCL
   void init_nccl() {
     ncclUniqueId id;
@@ -530,8 +607,16 @@ class TorchTrainer : public Trainer {
   static constexpr std::int64_t kNormChunk = 1 << 20;
 
   struct FlatGroup {
-    torch::Tensor data, grad, exp_avg, exp_avg_sq;  // fp32, one element per parameter element
+    // fp32, one element per parameter element (padded to a multiple of the world size); the
+    // moments (and, sharded, grad_shard) hold this rank's shard only.
+    torch::Tensor data, grad, exp_avg, exp_avg_sq, grad_shard;
     double weight_decay = 0;
+    std::int64_t shard = 0, rank = 0;  // the shard's size and which shard is this rank's
+    // What AdamW reads and writes: the whole buffer, or this rank's shard of it.
+    torch::Tensor data_view() const {
+      return exp_avg.numel() == data.numel() ? data : data.narrow(0, rank * shard, shard);
+    }
+    torch::Tensor grad_view() const { return grad_shard.defined() ? grad_shard : grad; }
   };
   std::vector<FlatGroup> groups_;
   torch::Tensor scratch_;          // AdamW's denominator, one chunk at a time

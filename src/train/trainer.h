@@ -36,6 +36,10 @@ struct TrainerOptions {
   int local_rank = 0;
   int threads = 0;                  // 0: leave libtorch's default
   size_t bucket_bytes = 25u << 20;  // MPI all-reduce pieces, as PyTorch DDP's bucket default
+  // ZeRO stage (train.zero_stage): 0 every rank holds all of AdamW's state; 1 each holds the
+  // moments of its shard of every parameter group (gradients reduce-scattered, parameters
+  // all-gathered after the update).
+  int zero_stage = 0;
   // CPU only: fail libtorch allocations past this many bytes in use, as a full GPU would
   // (bench-train --max-memory-mb; for testing out-of-memory handling). 0: no budget.
   std::int64_t cpu_memory_budget = 0;

@@ -337,6 +337,30 @@ class Failures(BenchTrainCase):
                 self.assertIn("# FAILED: timeout", stdout)
 
 
+class Zero(BenchTrainCase):
+    def test_stage_1_trains_as_stage_0_does_on_2_and_3_ranks(self):
+        # ZeRO-1 shards AdamW's moments: the same updates, summed in another order (the gradient
+        # norm over shards), so equal within floating-point tolerance, not bitwise.
+        for ranks in (2, 3):
+            runs = {}
+            for stage in (0, 1):
+                out = os.path.join(self.tmp, f"z{ranks}{stage}")
+                r = self.run_train(self.config(steps=10, extra=f"launch: {{ranks: {ranks}}}\n"), out,
+                                   "--set", f"train.zero_stage={stage}", ranks=ranks)
+                self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
+                runs[stage] = [h5py.File(os.path.join(out, f"rank-{i:05d}.h5"), "r") for i in range(ranks)]
+            for f0, f1 in zip(runs[0], runs[1]):
+                np.testing.assert_allclose(f1["steps"]["loss"][:], f0["steps"]["loss"][:], rtol=0, atol=1e-5)
+                np.testing.assert_allclose(f1["steps"]["grad_norm"][:], f0["steps"]["grad_norm"][:], rtol=1e-5)
+                self.assertAlmostEqual(f1["eval"].attrs["loss"], f0["eval"].attrs["loss"], delta=1e-5)
+                self.assertGreater(f1["steps"]["comm_s"][2:].min(), 0)  # reduce-scatter and all-gather ran
+            # Every rank ends with the whole, identical model.
+            self.assertEqual(len({f.attrs["parameter_sha256"] for f in runs[1]}), 1)
+            for files in runs.values():
+                for f in files:
+                    f.close()
+
+
 class Profile(BenchTrainCase):
     def test_profiled_steps_give_a_trace_per_rank_and_are_not_measured(self):
         out = os.path.join(self.tmp, "out")
