@@ -10,6 +10,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "core/command_spec.h"
 #include "core/config.h"
 #include "core/error.h"
 #include "core/fs.h"
@@ -165,6 +166,18 @@ class SweepRun {
       for (const auto& [k, v] : cmd.env) line.push_back(k + "=" + v);
       line.insert(line.end(), cmd.argv.begin(), cmd.argv.end());
       out_ << shell_join(line) << "\n";
+      if (config_at(p.config, "benchmark").as_string() == "command") {
+        // What bench-command will run on rank 0, its placeholders replaced.
+        RuntimeValues values;
+        values.out = fs::absolute(point_dir(p)).lexically_normal().string();
+        values.world_size = Settings::of(p.config).launch.ranks;
+        ExpandedCommand program = expand_command(command_spec_of(p.config), p.config, values);
+        std::vector<std::string> shown;
+        if (!program.env.empty()) shown.push_back("env");
+        for (const auto& [k, v] : program.env) shown.push_back(k + "=" + v);
+        shown.insert(shown.end(), program.argv.begin(), program.argv.end());
+        out_ << "#   rank 0 runs: " << shell_join(shown) << "\n";
+      }
       return;
     }
     if (d == Decision::kKeepOk) {

@@ -10,34 +10,7 @@
 // launcher's variables (OMPI_COMM_WORLD_*, PMIX_*, SLURM_*), one rank without a launcher.
 #pragma once
 
-#include <map>
-#include <string>
-#include <vector>
-
-#include "core/command_spec.h"
-#include "core/value.h"
-
 namespace sweepbench {
-
-// The values of the placeholders only bench-command knows (command_runtime_placeholders()).
-struct RuntimeValues {
-  std::string out;
-  std::int64_t rank = 0, local_rank = 0, world_size = 1;
-};
-
-// `text` with every placeholder replaced by its value (config keys from `resolved`).
-std::string expand_command_text(const std::string& text, const Value& resolved,
-                                const RuntimeValues& values, const std::string& key);
-
-// The program's argv, environment additions and working directory for this rank (command.workdir,
-// relative to the current directory; null: the current directory).
-struct ExpandedCommand {
-  std::vector<std::string> argv;
-  std::map<std::string, std::string> env;
-  std::string workdir;
-};
-ExpandedCommand expand_command(const CommandSpec& spec, const Value& resolved,
-                               const RuntimeValues& values);
 
 int bench_command_main(int argc, char** argv);
 

@@ -1,6 +1,7 @@
 #include "core/command_spec.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <regex>
 #include <set>
 
@@ -9,6 +10,7 @@
 #include "core/text.h"
 
 namespace sweepbench {
+namespace fs = std::filesystem;
 namespace {
 
 // Columns bench-extract fills itself; a metric cannot take their place.
@@ -461,6 +463,41 @@ CommandSpec command_spec_of(const Value& resolved) {
     for (MetricSpec& m : spec.metrics) m.required = names.count(m.name) > 0;
   }
   return spec;
+}
+
+std::string expand_command_text(const std::string& text, const Value& resolved,
+                                const RuntimeValues& values, const std::string& key) {
+  return render_placeholders(
+      parse_placeholders(text, Mark::in(key), key), [&](const std::string& name) -> std::string {
+        if (name == "out") return values.out;
+        if (name == "rank") return std::to_string(values.rank);
+        if (name == "local_rank") return std::to_string(values.local_rank);
+        if (name == "world_size") return std::to_string(values.world_size);
+        const Value* v = placeholder_config_value(resolved, name);
+        if (v == nullptr) {
+          // command_spec_of checked every name; only a caller's own text can get here.
+          throw unknown_placeholders({name}, Mark::in(key), key, "see docs/commands.md");
+        }
+        return placeholder_text(*v);
+      });
+}
+
+ExpandedCommand expand_command(const CommandSpec& spec, const Value& resolved,
+                               const RuntimeValues& values) {
+  ExpandedCommand cmd;
+  for (const std::string& a : spec.argv) {
+    cmd.argv.push_back(expand_command_text(a, resolved, values, "command.argv"));
+  }
+  for (const auto& [name, value] : spec.env) {
+    cmd.env[name] = expand_command_text(value, resolved, values, "command.env." + name);
+  }
+  // The default is the directory bench-sweep run started in (bench-command inherits it), so
+  // relative paths in argv mean what they mean where the user typed the command.
+  std::string cwd = fs::current_path().string();
+  cmd.workdir =
+      spec.workdir ? expand_command_text(*spec.workdir, resolved, values, "command.workdir") : cwd;
+  if (!fs::path(cmd.workdir).is_absolute()) cmd.workdir = (fs::path(cwd) / cmd.workdir).string();
+  return cmd;
 }
 
 }  // namespace sweepbench

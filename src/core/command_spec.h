@@ -54,6 +54,27 @@ struct CommandSpec {
   std::optional<std::int64_t> exit_code = 0;           // null: any
 };
 
+// The values of the placeholders only bench-command knows (command_runtime_placeholders()):
+// bench-command's own on each rank; bench-sweep run --dry-run shows rank 0's.
+struct RuntimeValues {
+  std::string out;
+  std::int64_t rank = 0, local_rank = 0, world_size = 1;
+};
+
+// `text` with every placeholder replaced by its value (config keys from `resolved`).
+std::string expand_command_text(const std::string& text, const Value& resolved,
+                                const RuntimeValues& values, const std::string& key);
+
+// The program's argv, environment additions and working directory for this rank (command.workdir,
+// relative to the current directory; null: the current directory).
+struct ExpandedCommand {
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;
+  std::string workdir;
+};
+ExpandedCommand expand_command(const CommandSpec& spec, const Value& resolved,
+                               const RuntimeValues& values);
+
 // Reads and checks the command section (and launch.setup's placeholders). Throws Error(kInput)
 // naming file:line and the key: an empty argv, a bad metric record or regex, two metrics of one
 // name, an unknown placeholder (all unknown names, sorted), a required metric nobody defines.

@@ -191,6 +191,23 @@ axes:
         self.assertEqual(rows[0]["units"]["tps"], "tokens/s")
         self.assertEqual(rows[0]["losses"], [4, 3, 2])
 
+    def test_a_dry_run_shows_what_rank_0_will_run(self):
+        sweep = self.sweep("""\
+name: dry
+base:
+  benchmark: command
+  params: {lr: 0.001}
+  command:
+    argv: [python3, train.py, '--lr={params.lr}', '--out={out}/x', '{rank}/{world_size}']
+    env: {A: 'b c'}
+""")
+        out = os.path.join(self.tmp, "out")
+        r = bench_sweep("run", sweep, "--out", out, "--dry-run", check=0, cwd=self.tmp)
+        tag = re.search(r"# 1/1 (\S+) ", r.stdout).group(1)
+        self.assertIn(f"#   rank 0 runs: env 'A=b c' python3 train.py --lr=0.001 "
+                      f"--out={out}/{tag}/x 0/1\n", r.stdout)
+        self.assertFalse(os.path.exists(out))
+
     def test_hostile_values_reach_the_program_verbatim(self):
         hostile = "a'b \"c\" `touch BT` $(touch DS) ; touch SC | x & y\nz\\ $HOME *"
         out, _ = self.run_sweep(f"""\
