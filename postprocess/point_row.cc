@@ -54,6 +54,7 @@ const std::vector<std::string>& metric_columns() {
     in.has_eval = true;
     in.peak_tflops = 1;
     in.memory_peak_bytes = 0;
+    in.parameter_count = 1;
     std::vector<std::string> names;
     for (const Metric& m : summarize(in)) names.push_back(m.name);
     // Then bench-infer's (infer_metrics.h) that training has not named already.

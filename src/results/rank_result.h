@@ -140,6 +140,10 @@ struct RankResult {
   std::int64_t steps_planned = 0, warmup_steps = 0, seq_len = 0, micro_batch = 0, grad_accum = 0;
   std::string parameter_sha256;  // of every parameter's bytes at the end: equal across ranks
   std::string profile_trace;     // relative to the point directory; "" when nothing was traced
+  std::int64_t zero_stage = 0;   // train.zero_stage
+  // The bytes this rank holds for parameters, gradients and AdamW's moments (its flat buffers,
+  // as allocated): what mem_model_states_bytes accounts for.
+  std::int64_t model_state_bytes = 0;
   std::vector<StepRecord> steps;
   EvalSummary eval;
   std::string memory_stage_source;  // cuda_allocator or rss

@@ -76,8 +76,17 @@ std::vector<Metric> summarize(const SummaryInput& in) {
   m.push_back({"tflops_per_device", tflops, "TFLOP/s"});
   if (in.peak_tflops > 0) m.push_back({"mfu", tflops / in.peak_tflops, ""});
   if (in.memory_peak_bytes >= 0) m.push_back({"mem_peak_bytes", in.memory_peak_bytes, "bytes"});
+  if (in.parameter_count > 0) {
+    m.push_back({"mem_model_states_bytes",
+                 model_states_bytes(in.parameter_count, in.world_size, in.zero_stage), "bytes"});
+  }
   m.push_back({"mt_per_hour", tps * 3600.0 / 1e6, "Mtokens/h"});
   return m;
+}
+
+double model_states_bytes(double parameters, int world_size, int zero_stage) {
+  if (zero_stage >= 1 && world_size > 1) return parameters * (8.0 + 12.0 / world_size);
+  return 16.0 * parameters;
 }
 
 SummaryInput summary_input_from_ranks(const std::vector<RankResult>& ranks) {
@@ -127,6 +136,8 @@ SummaryInput summary_input_from_ranks(const std::vector<RankResult>& ranks) {
   in.eval_samples = eval_samples;
   in.eval_seconds = eval_seconds;
   in.memory_peak_bytes = peak;
+  in.parameter_count = static_cast<double>(first.parameter_count);
+  in.zero_stage = static_cast<int>(first.zero_stage);
   return in;
 }
 

@@ -34,7 +34,14 @@ struct SummaryInput {
   double eval_samples = 0;        // all ranks
   double eval_seconds = 0;        // slowest rank
   double memory_peak_bytes = -1;  // max over ranks
+  double parameter_count = 0;     // 0: unknown, no mem_model_states_bytes
+  int zero_stage = 0;
 };
+
+// Bytes per rank for parameters, gradients and AdamW's moments, as bench-train holds them (fp32
+// master weights and gradients in every dtype; docs/metrics.md): 16 Psi at ZeRO stage 0,
+// 8 Psi + 12 Psi / N at stage 1 (the moments and the reduce-scattered gradient shard).
+double model_states_bytes(double parameters, int world_size, int zero_stage);
 
 std::vector<Metric> summarize(const SummaryInput& in);
 

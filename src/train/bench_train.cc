@@ -123,6 +123,8 @@ class Run {
     if (trainer_) {
       result_.memory_stage_source = trainer_->memory_source();
       result_.parameter_count = trainer_->parameter_count();
+      result_.zero_stage = plan_.trainer.zero_stage;
+      result_.model_state_bytes = trainer_->model_state_bytes();
       result_.threads = trainer_->device().threads;
     }
     stages_.end();
@@ -367,6 +369,8 @@ class Run {
     in.world_size = mpi_.size();
     in.flops_per_token = r.flops_per_token;
     in.peak_tflops = r.peak_tflops;
+    in.parameter_count = static_cast<double>(r.parameter_count);
+    in.zero_stage = static_cast<int>(r.zero_stage);
     double last_loss[1] = {measured.empty() ? 0.0 : measured.back().loss};
     mpi_.allreduce_sum(last_loss, 1);
     in.train_loss = last_loss[0] / mpi_.size();

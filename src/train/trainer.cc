@@ -379,6 +379,16 @@ class TorchTrainer : public Trainer {
 
   std::vector<NamedArray> parameter_values() override { return named_arrays(*model_); }
 
+  std::int64_t model_state_bytes() const override {
+    std::int64_t bytes = 0;
+    for (const FlatGroup& g : groups_) {
+      for (const torch::Tensor* t : {&g.data, &g.grad, &g.exp_avg, &g.exp_avg_sq, &g.grad_shard}) {
+        if (t->defined()) bytes += t->numel() * static_cast<std::int64_t>(t->element_size());
+      }
+    }
+    return bytes;
+  }
+
   // The legacy profiler: libtorch 1.13 (Debian's) is built without Kineto, whose save() refuses
   // to write, but RecordProfile records every op and user scope on the CPU and writes the Chrome
   // trace itself; it exists in libtorch 2.x too.

@@ -103,6 +103,8 @@ class Trainer {
   virtual ~Trainer() = default;
   virtual const DeviceInfo& device() const = 0;
   virtual std::int64_t parameter_count() const = 0;
+  // Bytes of the flat buffers for parameters, gradients and AdamW's moments on this rank.
+  virtual std::int64_t model_state_bytes() const = 0;
   // Forward and backward over one step's micro batches (gradient accumulation).
   virtual PhaseStatus forward_backward(const std::vector<Batch>& micro_batches) = 0;
   // Averages gradients over the ranks, clips, and steps AdamW at learning rate `lr`.

@@ -356,6 +356,16 @@ class Zero(BenchTrainCase):
                 self.assertGreater(f1["steps"]["comm_s"][2:].min(), 0)  # reduce-scatter and all-gather ran
             # Every rank ends with the whole, identical model.
             self.assertEqual(len({f.attrs["parameter_sha256"] for f in runs[1]}), 1)
+            # The model states each rank holds, against the accounting (docs/metrics.md).
+            for stage in (0, 1):
+                summary = read_json(os.path.join(self.tmp, f"z{ranks}{stage}", "summary.json"))
+                expected = summary["metrics"]["mem_model_states_bytes"]
+                psi = runs[stage][0].attrs["parameter_count"]
+                self.assertEqual(expected, 16 * psi if stage == 0 else psi * (8 + 12 / ranks))
+                for f in runs[stage]:
+                    self.assertEqual(f.attrs["zero_stage"], stage)
+                    self.assertAlmostEqual(f.attrs["model_state_bytes"] / expected, 1.0, delta=0.1)
+            self.assertLess(runs[1][0].attrs["model_state_bytes"], runs[0][0].attrs["model_state_bytes"])
             for files in runs.values():
                 for f in files:
                     f.close()
