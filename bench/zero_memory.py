@@ -1,0 +1,63 @@
+#!/usr/bin/python3
+"""ZeRO stages on this machine: step time, communication time, peak memory and the model states
+each rank holds, against the accounting of docs/metrics.md (mem_model_states_bytes). Runs
+bench-train under mpirun for each stage on the same shape and prints a Markdown table for
+docs/performance.md.
+
+    bench/zero_memory.py [--ranks 2] [--steps 6] [--bin build/release/bin]
+"""
+import argparse
+import json
+import os
+import subprocess
+import tempfile
+
+import h5py
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+           OMPI_MCA_rmaps_base_oversubscribe="1")
+
+
+def run(bin_dir, ranks, stage, steps, tmp):
+    point = os.path.join(tmp, f"zero{stage}")
+    os.makedirs(point)
+    config = os.path.join(point, "config.yaml")
+    with open(config, "w") as f:
+        f.write(f"""model: {{preset: gpt2}}
+data: {{source: synthetic, seq_len: 256}}
+train: {{steps: {steps}, warmup_steps: 2, micro_batch: 2, zero_stage: {stage}}}
+eval: {{steps: 0}}
+launch: {{ranks: {ranks}, cpus_per_rank: 1}}
+metrics: {{sample_interval_ms: 0}}
+""")
+    out = os.path.join(point, "out")
+    subprocess.run(["mpirun", "-n", str(ranks), os.path.join(bin_dir, "bench-train"), "--config", config,
+                    "--out", out], check=True, capture_output=True, text=True, env=ENV)
+    with open(os.path.join(out, "summary.json")) as f:
+        m = json.load(f)["metrics"]
+    with h5py.File(os.path.join(out, "rank-00000.h5")) as f:
+        held = int(f.attrs["model_state_bytes"])
+    return {"stage": stage, "step_s": m["step_time_median_s"], "comm_s": m["comm_time_median_s"],
+            "peak_gb": m["mem_peak_bytes"] / 1e9, "accounting_gb": m["mem_model_states_bytes"] / 1e9,
+            "held_gb": held / 1e9}
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--ranks", type=int, default=2)
+    p.add_argument("--steps", type=int, default=6)
+    p.add_argument("--bin", default=os.path.join(ROOT, "build", "release", "bin"))
+    a = p.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        rows = [run(a.bin, a.ranks, stage, a.steps, tmp) for stage in (0, 1)]
+    print("| zero_stage | step (median) | comm (median) | mem_model_states_bytes | held by rank 0 | peak (RSS, any rank) |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(f"| {r['stage']} | {r['step_s']:.2f} s | {r['comm_s']:.3f} s | {r['accounting_gb']:.2f} GB | "
+              f"{r['held_gb']:.2f} GB | {r['peak_gb']:.2f} GB |")
+
+
+if __name__ == "__main__":
+    main()
