@@ -103,7 +103,7 @@ void print_metrics(const RankResult& r) {
   if (r.status == "ok") {
     std::printf("# OK\n");
   } else {
-    std::printf("# %s: %s\n", to_lower(r.status) == "oom" ? "OOM" : "FAILED", r.reason.c_str());
+    std::printf("# %s: %s\n", r.status == "oom" ? "OOM" : "FAILED", r.reason.c_str());
   }
   std::fflush(stdout);
 }
