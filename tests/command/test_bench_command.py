@@ -97,6 +97,14 @@ class CommandCase(unittest.TestCase):
                         timeout=timeout)
         return out, r
 
+    def logs(self, out, tag):
+        """The ends of a point's program logs, for a failure message."""
+        text = []
+        for path in sorted(glob.glob(os.path.join(out, tag, "logs", "*.txt"))):
+            with open(path, errors="replace") as f:
+                text.append(f"--- {path}\n{f.read()[-3000:]}")
+        return "\n".join(text)
+
     def points(self, out):
         manifest = read_json(os.path.join(out, "manifest.json"))
         return {p["tag"]: read_json(os.path.join(out, p["tag"], "status.json"))
@@ -421,7 +429,7 @@ axes:
   params.bf16: [false, true]
 """, timeout=900)
         for tag, record in self.points(out).items():
-            self.assertEqual(record["status"], "ok", f"{tag}: {record}")
+            self.assertEqual(record["status"], "ok", f"{tag}: {record}\n{self.logs(out, tag)}")
         t = table(out)
         self.assertEqual(len(t), 4)
         for column in ("train_runtime", "train_samples_per_second", "train_steps_per_second",
@@ -460,7 +468,7 @@ axes:
   params.procs: [1, 2]
 """, timeout=900)
         for tag, record in self.points(out).items():
-            self.assertEqual(record["status"], "ok", f"{tag}: {record}")
+            self.assertEqual(record["status"], "ok", f"{tag}: {record}\n{self.logs(out, tag)}")
         t = table(out).set_index("params.procs")
         # Each step takes micro batch 2 from every process: 2 samples a step alone, 4 with two.
         for procs in (1, 2):
