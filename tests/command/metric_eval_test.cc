@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <fstream>
 #include <map>
 #include <thread>
 
@@ -396,8 +397,13 @@ TEST(RunChild, PassesAStopSignalOn) {
   c.stderr_log = dir.file("e.txt");
   c.echo = false;
   std::thread stopper([&] {
-    // Once the program is up, as a runner would.
-    for (int i = 0; i < 200 && sweepbench::testing::read_text(c.stdout_log).empty(); ++i) {
+    // Once the program is up, as a runner would (the log may not exist yet when this starts).
+    auto up = [&] {
+      std::ifstream log(c.stdout_log);
+      std::string line;
+      return static_cast<bool>(std::getline(log, line)) && line == "ready";
+    };
+    for (int i = 0; i < 400 && !up(); ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(25));
     }
     ::kill(::getpid(), SIGUSR2);
