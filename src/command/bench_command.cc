@@ -63,31 +63,18 @@ std::string hostname() {
 std::string run_id_of(const std::string& config_hash, const std::string& out) {
   std::string launch = launch_id();
   if (!launch.empty()) return sha256_hex(launch + "\n" + config_hash + "\n" + out).substr(0, 32);
-  std::random_device entropy;  // /dev/urandom
-  char id[33] = {};
-  for (int i = 0; i < 4; ++i) std::snprintf(id + 8 * i, 9, "%08x", entropy());
-  return std::string(id, 32);
+  return random_run_id();
 }
 
 void write_summary(const std::string& out, const RankResult& r) {
-  Value root = Value::map();
-  root.set("benchmark", Value::string(r.benchmark));
-  root.set("status", Value::string(r.status));
-  root.set("reason", Value::string(r.reason));
-  root.set("tag", Value::string(r.tag));
-  root.set("config_hash", Value::string(r.config_hash));
-  root.set("run_id", Value::string(r.run_id));
-  root.set("world_size", Value::integer(r.world_size));
-  root.set("exit_code", Value::integer(r.command.exit_code));
-  root.set("seconds", Value::real(r.command.seconds));
-  Value values = Value::map(), units = Value::map();
+  Value extra = Value::map();
+  extra.set("exit_code", Value::integer(r.command.exit_code));
+  extra.set("seconds", Value::real(r.command.seconds));
+  std::vector<Metric> metrics;
   for (const CommandMetric& m : r.command.metrics) {
-    values.set(m.name, m.found && std::isfinite(m.value) ? Value::real(m.value) : Value::null());
-    units.set(m.name, Value::string(m.unit));
+    metrics.push_back({m.name, m.found ? m.value : std::nan(""), m.unit});
   }
-  root.set("metrics", values);
-  root.set("units", units);
-  write_file_atomic((fs::path(out) / kSummaryFile).string(), emit_json(root, 2) + "\n");
+  write_summary_file(out, r, r.status, r.reason, extra, metrics);
 }
 
 // nccl-tests style: a header, a units row, one line per metric, a footer.

@@ -1,8 +1,10 @@
 #include "core/run_info.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
+#include <random>
 
 namespace sweepbench {
 namespace {
@@ -80,6 +82,13 @@ int launcher_local_rank() {
     if (!v.empty()) return std::atoi(v.c_str());
   }
   return 0;
+}
+
+std::string random_run_id() {
+  std::random_device entropy;  // /dev/urandom
+  char id[33] = {};
+  for (int i = 0; i < 4; ++i) std::snprintf(id + 8 * i, 9, "%08x", entropy());
+  return std::string(id, 32);
 }
 
 std::string launch_id() {

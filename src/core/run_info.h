@@ -28,5 +28,7 @@ int launcher_local_rank();
 // What names this launch, the same in every rank it started: PMIx's namespace, Open MPI's job id,
 // or SLURM's job and step; "" without a launcher.
 std::string launch_id();
+// 32 hex digits from /dev/urandom: a run's id, drawn once and shared by its ranks.
+std::string random_run_id();
 
 }  // namespace sweepbench

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
@@ -13,6 +14,7 @@
 
 #include "core/error.h"
 #include "core/fs.h"
+#include "core/yaml_io.h"
 #include "results/rank_fields.h"
 
 namespace sweepbench {
@@ -384,6 +386,29 @@ void set_run_environment(RankResult& r, const RunEnvironment& env) {
   r.slurm_array_job_id = env.slurm_array_job_id;
   r.slurm_array_task_id = env.slurm_array_task_id;
   r.slurm_step_id = env.slurm_step_id;
+}
+
+void write_summary_file(const std::string& out_dir, const RankResult& r, const std::string& status,
+                        const std::string& reason, const Value& extra,
+                        const std::vector<Metric>& metrics) {
+  Value root = Value::map();
+  root.set("benchmark", Value::string(r.benchmark));
+  root.set("status", Value::string(status));
+  root.set("reason", Value::string(reason));
+  root.set("tag", Value::string(r.tag));
+  root.set("config_hash", Value::string(r.config_hash));
+  root.set("run_id", Value::string(r.run_id));
+  root.set("world_size", Value::integer(r.world_size));
+  for (const Value::Entry& e : extra.entries()) root.set(e.key, e.value);
+  Value values = Value::map();
+  Value units = Value::map();
+  for (const Metric& m : metrics) {
+    values.set(m.name, std::isfinite(m.value) ? Value::real(m.value) : Value::null());
+    units.set(m.name, Value::string(m.unit));
+  }
+  root.set("metrics", values);
+  root.set("units", units);
+  write_file_atomic((fs::path(out_dir) / kSummaryFile).string(), emit_json(root, 2) + "\n");
 }
 
 void write_rank_file(const RankResult& result, const std::string& path) {

@@ -5,13 +5,21 @@
 #include <string>
 
 #include "core/run_info.h"
+#include "core/value.h"
 #include "layout/paths.h"  // rank_file_name
 #include "results/rank_result.h"
+#include "results/summary.h"  // Metric
 
 namespace sweepbench {
 
 // Where the run happened, as every rank file records it: the container and the SLURM ids.
 void set_run_environment(RankResult& result, const RunEnvironment& env);
+
+// Writes DIR/summary.json (docs/results-format.md): the run's identity from `result`, `status`
+// and `reason`, the entries of `extra`, then `metrics` (null where not finite) and their units.
+void write_summary_file(const std::string& out_dir, const RankResult& result,
+                        const std::string& status, const std::string& reason, const Value& extra,
+                        const std::vector<Metric>& metrics);
 
 // Writes `result` to `path` (via "<dir>/.<name>.partial"). Refuses to replace an existing file:
 // throws Error(kConflict). HDF5 failures throw Error(kIo) naming the path and HDF5's message.

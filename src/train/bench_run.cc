@@ -51,34 +51,9 @@ namespace {
 // 128 random bits from rank 0, the same on every rank: bench-extract accepts rank files as one
 // run only when they share it.
 std::string draw_run_id(MpiEnv& mpi) {
-  char id[33] = {};
-  if (mpi.rank() == 0) {
-    std::random_device entropy;  // /dev/urandom
-    for (int i = 0; i < 4; ++i) std::snprintf(id + 8 * i, 9, "%08x", entropy());
-  }
-  mpi.broadcast(id, 32, 0);
-  return std::string(id, 32);
-}
-
-void write_summary_json(const std::string& out_dir, const RankResult& r, const RunEnd& end) {
-  Value root = Value::map();
-  root.set("benchmark", Value::string(r.benchmark));
-  root.set("status", Value::string(status_name(end.status)));
-  root.set("reason", Value::string(end.reason));
-  root.set("tag", Value::string(r.tag));
-  root.set("config_hash", Value::string(r.config_hash));
-  root.set("run_id", Value::string(r.run_id));
-  root.set("world_size", Value::integer(r.world_size));
-  for (const Value::Entry& e : end.extra.entries()) root.set(e.key, e.value);
-  Value values = Value::map();
-  Value units = Value::map();
-  for (const Metric& m : end.metrics) {
-    values.set(m.name, std::isfinite(m.value) ? Value::real(m.value) : Value::null());
-    units.set(m.name, Value::string(m.unit));
-  }
-  root.set("metrics", values);
-  root.set("units", units);
-  write_file_atomic((fs::path(out_dir) / "summary.json").string(), emit_json(root, 2) + "\n");
+  std::string id = mpi.rank() == 0 ? random_run_id() : std::string(32, '0');
+  mpi.broadcast(id.data(), 32, 0);
+  return id;
 }
 
 // `write_failure`: why the results are not all written; then nothing is claimed.
@@ -179,7 +154,8 @@ int finish_run(MpiEnv& mpi, Console& console, RankResult& r, const RunEnd& end) 
   Collectives::Max written = mpi.allreduce_max(local);
   if (written.value == 0 && mpi.rank() == 0) {
     try {
-      write_summary_json(end.out_dir, r, end);
+      write_summary_file(end.out_dir, r, status_name(end.status), end.reason, end.extra,
+                         end.metrics);
     } catch (const Error& e) {
       fail(e);
       written = {local, 0};

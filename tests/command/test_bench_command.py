@@ -97,6 +97,10 @@ class CommandCase(unittest.TestCase):
                         timeout=timeout)
         return out, r
 
+    def assert_all_ok(self, out):
+        for tag, record in self.points(out).items():
+            self.assertEqual(record["status"], "ok", f"{tag}: {record}\n{self.logs(out, tag)}")
+
     def logs(self, out, tag):
         """The ends of a point's program logs, for a failure message."""
         text = []
@@ -428,8 +432,7 @@ axes:
   params.micro_batch: [2, 4]
   params.bf16: [false, true]
 """, timeout=900)
-        for tag, record in self.points(out).items():
-            self.assertEqual(record["status"], "ok", f"{tag}: {record}\n{self.logs(out, tag)}")
+        self.assert_all_ok(out)
         t = table(out)
         self.assertEqual(len(t), 4)
         for column in ("train_runtime", "train_samples_per_second", "train_steps_per_second",
@@ -467,8 +470,7 @@ base:
 axes:
   params.procs: [1, 2]
 """, timeout=900)
-        for tag, record in self.points(out).items():
-            self.assertEqual(record["status"], "ok", f"{tag}: {record}\n{self.logs(out, tag)}")
+        self.assert_all_ok(out)
         t = table(out).set_index("params.procs")
         # Each step takes micro batch 2 from every process: 2 samples a step alone, 4 with two.
         for procs in (1, 2):
