@@ -17,6 +17,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -75,6 +76,12 @@ def documented_command_layout():
     return attrs, datasets
 
 
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 class CommandCase(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="bench-command-test-")
@@ -93,8 +100,15 @@ class CommandCase(unittest.TestCase):
 
     def run_sweep(self, text, check=0, extra=(), timeout=600):
         out = os.path.join(self.tmp, "out")
-        r = bench_sweep("run", self.sweep(text), "--out", out, *extra, check=check, cwd=self.tmp,
-                        timeout=timeout)
+        try:
+            r = bench_sweep("run", self.sweep(text), "--out", out, *extra, check=check,
+                            cwd=self.tmp, timeout=timeout)
+        except AssertionError as e:
+            # The failed points' program logs say why; bench-sweep's line is cut short.
+            failed = [os.path.basename(os.path.dirname(path))
+                      for path in glob.glob(os.path.join(out, "*", "status.json"))
+                      if read_json(path).get("status") != "ok"]
+            raise AssertionError(f"{e}\n" + "\n".join(self.logs(out, tag) for tag in failed))
         return out, r
 
     def assert_all_ok(self, out):
@@ -452,7 +466,11 @@ axes:
         venv = peer_venv()
         # Debian's torch 1.13 cannot start torchrun under Python 3.11, so accelerate starts its
         # CPU processes through mpirun (scripts/peer-venv says why); its hostfile comes from
-        # launch.setup.
+        # launch.setup. That mpirun is accelerate's, not bench-sweep's: nothing gives it
+        # `--bind-to none`, so the environment does (Open MPI binds two ranks to cores, which
+        # fails where the two CPUs are one core's threads), gloo talks over loopback whatever
+        # the host name resolves to, and the rendezvous port is a free one rather than 29500.
+        port = free_port()
         out, _ = self.run_sweep(f"""\
 name: accelerate
 base:
@@ -462,10 +480,10 @@ base:
   command:
     argv: [{venv}/bin/accelerate, launch, --cpu, --num_machines, '1', --num_processes,
            '{{params.procs}}', --mpirun_hostfile, '{{out}}/hostfile', --mixed_precision, 'no',
-           --dynamo_backend, 'no', {RUN_CLM}, --output_dir, '{{out}}/hf', --max_steps, '6',
+           --dynamo_backend, 'no', --main_process_port, '{port}', {RUN_CLM}, --output_dir, '{{out}}/hf', --max_steps, '6',
            --per_device_train_batch_size, '2', --use_cpu, --report_to, none,
            --save_strategy, 'no']
-    env: {{OMP_NUM_THREADS: '1'}}
+    env: {{OMP_NUM_THREADS: '1', OMPI_MCA_hwloc_base_binding_policy: none, GLOO_SOCKET_IFNAME: lo}}
     parser: hf-trainer
 axes:
   params.procs: [1, 2]
