@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""ZeRO stages on this machine: step time, communication time, peak memory and the model states
-each rank holds, against the accounting of docs/metrics.md (mem_model_states_bytes). Runs
+"""ZeRO stages 0 to 3 on this machine: step time, communication time, peak memory and the model
+states each rank holds, against the accounting of docs/metrics.md (mem_model_states_bytes). Runs
 bench-train under mpirun for each stage on the same shape and prints a Markdown table for
 docs/performance.md.
 
@@ -51,7 +51,7 @@ def main():
     p.add_argument("--bin", default=os.path.join(ROOT, "build", "release", "bin"))
     a = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        rows = [run(a.bin, a.ranks, stage, a.steps, tmp) for stage in (0, 1)]
+        rows = [run(a.bin, a.ranks, stage, a.steps, tmp) for stage in (0, 1, 2, 3)]
     print("| zero_stage | step (median) | comm (median) | mem_model_states_bytes | held by rank 0 | peak (RSS, any rank) |")
     print("|---:|---:|---:|---:|---:|---:|")
     for r in rows:

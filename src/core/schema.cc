@@ -198,10 +198,17 @@ std::vector<KeySpec> build_table() {
           .min(0.0, true)
           .only_for({"train"}),
       K("train.zero_stage", T::kInt, I(0),
-        "ZeRO: 0 every rank holds all optimizer state; 1 each rank holds AdamW's moments for "
-        "its shard (gradients reduce-scattered, parameters all-gathered); 2 and 3 not yet")
+        "ZeRO over the ranks: 0 every rank holds every model state; 1 AdamW's moments sharded; "
+        "2 also the gradients (reduce-scattered during backward); 3 also the parameters "
+        "(gathered around each block's use)")
           .min(0)
-          .max(1)
+          .max(3)
+          .hashed_unless_default()
+          .only_for({"train"}),
+      K("train.bucket_mb", T::kFloat, F(25.0),
+        "MiB per gradient bucket: ZeRO-2 reduce-scatters each bucket when backward has filled "
+        "it; the MPI all-reduce of stage 0 sends pieces of this size")
+          .min(0.0, true)
           .hashed_unless_default()
           .only_for({"train"}),
 

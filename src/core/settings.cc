@@ -112,6 +112,7 @@ Settings Settings::of(const Value& c) {
   t.activation_checkpointing = at(c, "train.activation_checkpointing").as_bool();
   t.loss_scale = at(c, "train.loss_scale").as_float();
   t.zero_stage = at(c, "train.zero_stage").as_int();
+  t.bucket_mb = at(c, "train.bucket_mb").as_float();
 
   s.eval.steps = at(c, "eval.steps").as_int();
   s.eval.micro_batch = at(c, "eval.micro_batch").as_int();

@@ -32,6 +32,7 @@ struct TrainSettings {
   bool activation_checkpointing = false;
   double loss_scale = 65536;
   std::int64_t zero_stage = 0;
+  double bucket_mb = 25;
 };
 
 enum class KvCache { kStatic, kDynamic, kNone };

@@ -85,8 +85,16 @@ std::vector<Metric> summarize(const SummaryInput& in) {
 }
 
 double model_states_bytes(double parameters, int world_size, int zero_stage) {
-  if (zero_stage >= 1 && world_size > 1) return parameters * (8.0 + 12.0 / world_size);
-  return 16.0 * parameters;
+  if (world_size <= 1 || zero_stage <= 0) return 16.0 * parameters;
+  const double n = world_size;
+  switch (zero_stage) {
+    case 1:  // parameters 4, gradients 4, their reduced piece 4/N, moments 8/N
+      return parameters * (8.0 + 12.0 / n);
+    case 2:  // parameters 4, the gradient piece 4/N, moments 8/N
+      return parameters * (4.0 + 12.0 / n);
+    default:  // 3: the pieces of parameters, gradients and moments
+      return parameters * 16.0 / n;
+  }
 }
 
 SummaryInput summary_input_from_ranks(const std::vector<RankResult>& ranks) {

@@ -343,6 +343,9 @@ class Run {
     r.status = status_name(status);
     r.reason = agreement_.reason();
     r.rank_status = agreement_.rank_status();
+    // What the model's states hold after the last step: ZeRO-2's gradients and ZeRO-3's gathered
+    // blocks are freed between uses, so this is what stays, as the accounting counts it.
+    if (trainer_) r.model_state_bytes = trainer_->model_state_bytes();
     if (trainer_ && r.parameter_count <= kDigestLimit)
       r.parameter_sha256 = trainer_->parameter_sha256();
     take_samples(*sampler_, r);

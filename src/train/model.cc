@@ -272,10 +272,16 @@ TransformerLMImpl::TransformerLMImpl(ModelOptions options) : options_(std::move(
 }
 
 torch::Tensor TransformerLMImpl::run_block(size_t i, const torch::Tensor& x) {
-  if (options_.activation_checkpointing && torch::GradMode::is_enabled()) {
-    return CheckpointedBlock::apply(x, &block_fns_[i]);
+  if (options_.before_block) options_.before_block(i);
+  torch::Tensor y = options_.activation_checkpointing && torch::GradMode::is_enabled()
+                        ? CheckpointedBlock::apply(x, &block_fns_[i])
+                        : block_fns_[i](x);
+  if (options_.after_block) options_.after_block(i);
+  if (options_.before_block_backward && y.requires_grad()) {
+    std::function<void(size_t)>* hook = &options_.before_block_backward;
+    y.register_hook([hook, i](const torch::Tensor&) { (*hook)(i); });
   }
-  return block_fns_[i](x);
+  return y;
 }
 
 torch::Tensor TransformerLMImpl::hidden(const torch::Tensor& tokens, KVCache* cache) {

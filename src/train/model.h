@@ -26,6 +26,10 @@ struct ModelOptions {
   // Runs around each block's forward, and again around its recomputation in the backward pass,
   // so a mixed-precision scope is the same both times. Empty: none.
   std::function<void(const std::function<void()>&)> block_scope;
+  // Training without a cache (ZeRO-3 gathers and frees each block's parameters through these):
+  // before block i's forward and after it (also without gradients), and before its backward
+  // (when the gradient of its output is ready, so also before its recomputation). Empty: none.
+  std::function<void(size_t)> before_block, after_block, before_block_backward;
 };
 
 // The theta each preset family was trained with: Llama 3 500000, the others 10000.

@@ -104,6 +104,7 @@ TrainPlan make_plan(const Args& args, const MpiEnv& mpi) {
   t.weight_decay = set.train.weight_decay;
   t.grad_clip = set.train.grad_clip;
   t.zero_stage = static_cast<int>(set.train.zero_stage);
+  t.bucket_bytes = static_cast<size_t>(set.train.bucket_mb * 1024 * 1024);
   t.loss_scale = set.train.loss_scale;
   t.seed = set.train.seed;
   t.device = set.launch.device;

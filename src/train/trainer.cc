@@ -7,10 +7,12 @@
 #include <ATen/record_function.h>
 #include <c10/core/CPUAllocator.h>
 #include <torch/csrc/autograd/profiler_legacy.h>
+#include <torch/csrc/autograd/utils/lambda_post_hook.h>
 #include <torch/torch.h>
 #include <torch/version.h>
 
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -105,30 +107,36 @@ const char* const kPhaseNames[kPhases] = {"forward", "backward", "comm", "optimi
 
 // Times the phases of a step: CUDA events on a GPU (read once, after the step's final
 // synchronisation, so timing never stalls the device), a steady clock on the CPU, where every
-// operation has finished when it returns. While the profiler records, each phase is also a named
-// range (a user scope) around libtorch's own op events; otherwise the range costs a check.
+// operation has finished when it returns. A phase started while another runs (ZeRO-2 and 3 talk
+// inside forward and backward) is nested: its time counts for it and not for the outer phase.
+// While the profiler records, each phase is also a named range (a user scope) around libtorch's
+// own op events; otherwise the range costs a check.
 class PhaseClock {
  public:
   explicit PhaseClock(bool cuda) : cuda_(cuda) {}
   void begin_range(Phase p) {
-    // In place, no allocation: this runs four times per step.
+    // In place, no allocation: this runs a few times per step.
     ranges_[p].emplace(at::RecordScope::USER_SCOPE);
     if (ranges_[p]->isActive()) ranges_[p]->before(kPhaseNames[p]);
   }
   void end_range(Phase p) { ranges_[p].reset(); }
   void reset() {
     for (double& s : seconds_) s = 0;
+    open_ = kPhases;
 #ifdef SWEEPBENCH_WITH_CUDA
     for (auto& list : events_) list.clear();
+    for (auto& list : nested_) list.clear();
 #endif
   }
   void start(Phase p) {
     begin_range(p);
+    outer_[p] = open_;
+    open_ = p;
 #ifdef SWEEPBENCH_WITH_CUDA
     if (cuda_) {
-      events_[p].emplace_back(std::make_unique<at::cuda::CUDAEvent>(cudaEventDefault),
-                              std::make_unique<at::cuda::CUDAEvent>(cudaEventDefault));
-      events_[p].back().first->record();
+      events_[p].push_back(std::make_shared<EventPair>());
+      events_[p].back()->first.record();
+      if (outer_[p] != kPhases) nested_[outer_[p]].push_back(events_[p].back());
       return;
     }
 #endif
@@ -136,21 +144,25 @@ class PhaseClock {
   }
   void stop(Phase p) {
     end_range(p);
+    open_ = outer_[p];
 #ifdef SWEEPBENCH_WITH_CUDA
     if (cuda_) {
-      events_[p].back().second->record();
+      events_[p].back()->second.record();
       return;
     }
 #endif
-    seconds_[p] +=
+    double d =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started_[p]).count();
+    seconds_[p] += d;
+    if (outer_[p] != kPhases) seconds_[outer_[p]] -= d;
   }
   // Call after the device has finished the step.
   double seconds(Phase p) {
 #ifdef SWEEPBENCH_WITH_CUDA
     if (cuda_) {
       double total = 0;
-      for (auto& [begin, end] : events_[p]) total += begin->elapsed_time(*end) / 1000.0;
+      for (auto& pair : events_[p]) total += pair->first.elapsed_time(pair->second) / 1000.0;
+      for (auto& pair : nested_[p]) total -= pair->first.elapsed_time(pair->second) / 1000.0;
       return total;
     }
 #endif
@@ -161,12 +173,44 @@ class PhaseClock {
   bool cuda_;
   std::optional<at::RecordFunction> ranges_[kPhases];
   double seconds_[kPhases] = {0, 0, 0, 0};
+  Phase open_ = kPhases;  // the phase running now, or kPhases
+  Phase outer_[kPhases] = {kPhases, kPhases, kPhases, kPhases};
   std::chrono::steady_clock::time_point started_[kPhases];
 #ifdef SWEEPBENCH_WITH_CUDA
-  std::vector<std::pair<std::unique_ptr<at::cuda::CUDAEvent>, std::unique_ptr<at::cuda::CUDAEvent>>>
-      events_[kPhases];
+  struct EventPair {
+    at::cuda::CUDAEvent first{cudaEventDefault}, second{cudaEventDefault};
+  };
+  std::vector<std::shared_ptr<EventPair>> events_[kPhases];
+  std::vector<std::shared_ptr<EventPair>> nested_[kPhases];  // nested phases' pairs, subtracted
 #endif
 };
+
+// ZeRO-3 frees a gathered parameter buffer by giving back its storage's memory, and gathers it
+// again into a new allocation of the same size, as PyTorch's FSDP does: the parameters view the
+// storage, and so do the tensors autograd saved of them, so both see the gathered values again
+// without a copy and without a change of version.
+void release_storage(const torch::Tensor& t) { t.storage().unsafeGetStorageImpl()->reset(); }
+
+void restore_storage(const torch::Tensor& t) {
+  c10::StorageImpl* s = t.storage().unsafeGetStorageImpl();
+  const size_t bytes = static_cast<size_t>(t.numel()) * t.element_size();
+  if (s->nbytes() == bytes) return;
+  s->set_data_ptr_noswap(s->allocator()->allocate(bytes));
+  s->set_nbytes(bytes);
+}
+
+std::int64_t held_bytes(const torch::Tensor& t) {
+  return t.defined() ? static_cast<std::int64_t>(t.storage().nbytes()) : 0;
+}
+
+// Block i's parameters are named "h<i>.<...>"; the others (embeddings, final norm, head): -1.
+int block_of(const std::string& name) {
+  if (name.size() < 3 || name[0] != 'h' || !std::isdigit(static_cast<unsigned char>(name[1])))
+    return -1;
+  size_t dot = name.find('.');
+  if (dot == std::string::npos) return -1;
+  return std::stoi(name.substr(1, dot - 1));
+}
 
 std::string cpu_model_name() {
   std::ifstream in("/proc/cpuinfo");
@@ -210,15 +254,22 @@ class TorchTrainer : public Trainer {
         body();
       };
     }
+    if (stage() == 3) {
+      // ZeRO-3: a block's parameters are gathered before its forward and freed after it, and
+      // gathered again before its backward (freed when its gradients have been reduced).
+      mo.before_block = [this](size_t i) { gather_unit(static_cast<int>(i)); };
+      mo.after_block = [this](size_t i) { release_unit(static_cast<int>(i)); };
+      mo.before_block_backward = [this](size_t i) { gather_unit(static_cast<int>(i)); };
+    }
     model_ = TransformerLM(mo);
     model_->reset_parameters(o_.seed);
     model_->to(device_);
     for (const auto& p : model_->parameters()) parameter_count_ += p.numel();
     broadcast_parameters();
-    make_flat_groups();
 #ifdef SWEEPBENCH_WITH_NCCL
     if (device_.is_cuda() && comm_.size() > 1) init_nccl();
 #endif
+    make_segments();
   }
 
   ~TorchTrainer() override {
@@ -233,9 +284,15 @@ class TorchTrainer : public Trainer {
   PhaseStatus forward_backward(const std::vector<Batch>& micro_batches) override {
     clock_.reset();
     return guarded([&] {
-      for (FlatGroup& g : groups_) g.grad.zero_();
+      for (Segment& g : segments_) {
+        if (g.grad.defined()) g.grad.zero_();
+        if (g.grad_shard.defined()) g.grad_shard.zero_();
+      }
       loss_sum_ = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat).device(device_));
       double accum = static_cast<double>(micro_batches.size());
+      // ZeRO-3: the root unit (embeddings, final norm, head) stays gathered for the whole
+      // forward and backward of every micro-batch.
+      Gathered root(*this, -1);
       for (const Batch& batch : micro_batches) {
         torch::Tensor tokens = to_device(batch.inputs, batch);
         torch::Tensor targets = to_device(batch.targets, batch);
@@ -248,7 +305,14 @@ class TorchTrainer : public Trainer {
         }
         clock_.stop(kForward);
         clock_.start(kBackward);
+        for (Segment& g : segments_) g.pending = g.params.size();
         (loss_scale_ != 1.0 ? loss * loss_scale_ : loss).backward();
+        if (stage() >= 2) {
+          // Segments some of whose parameters got no gradient are reduced now (zeros for them).
+          for (Segment& g : segments_) {
+            if (g.pending > 0) reduce_segment(g);
+          }
+        }
         clock_.stop(kBackward);
         loss_sum_ += loss.detach();
       }
@@ -257,16 +321,19 @@ class TorchTrainer : public Trainer {
 
   PhaseStatus update(double lr) override {
     return guarded([&] {
-      clock_.start(kComm);
-      if (sharded()) {
-        reduce_scatter_gradients();
-      } else {
-        allreduce_gradients();
+      // Stages 2 and 3 reduced every segment's gradient during the backward pass.
+      if (stage() <= 1) {
+        clock_.start(kComm);
+        if (sharded()) {
+          reduce_scatter_gradients();
+        } else {
+          allreduce_gradients();
+        }
+        clock_.stop(kComm);
       }
-      clock_.stop(kComm);
       clock_.start(kOptimizer);
       if (loss_scale_ != 1.0) {
-        for (FlatGroup& g : groups_) g.grad_view().mul_(1.0 / loss_scale_);
+        for (Segment& g : segments_) g.gradient().mul_(1.0 / loss_scale_);
       }
       // The global gradient norm: sums of squares over chunks of kNormChunk elements (fp32,
       // pairwise-summed by libtorch; the 4 MB temporary stays in cache and is reused), added up
@@ -274,8 +341,8 @@ class TorchTrainer : public Trainer {
       // norm() is off by 1e-3 and an fp64 one converts the whole buffer first (560 ms).
       torch::Tensor sq =
           torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device_));
-      for (FlatGroup& g : groups_) {
-        torch::Tensor grad = g.grad_view();
+      for (Segment& g : segments_) {
+        torch::Tensor grad = g.gradient();
         if (device_.is_cuda()) {
           // One reduction kernel per group; CUDA's tree reduction is accurate in fp32 (the
           // chunks below bound the error of the CPU's sequential blocks).
@@ -316,14 +383,14 @@ class TorchTrainer : public Trainer {
         if (o_.grad_clip > 0) {
           // Clip without a host round trip: scale by min(1, clip / norm).
           torch::Tensor coef = torch::clamp_max(o_.grad_clip / (grad_norm_ + 1e-6), 1.0);
-          for (FlatGroup& g : groups_) g.grad_view().mul_(coef);
+          for (Segment& g : segments_) g.gradient().mul_(coef);
         }
         adamw_step(lr);
       }
       clock_.stop(kOptimizer);
-      if (sharded()) {
+      if (sharded() && stage() <= 2) {
         // Every rank updated its shard; all of them get every shard (a skipped fp16 step
-        // changed nothing, and gathers the same values).
+        // changed nothing, and gathers the same values). ZeRO-3 gathers before the next use.
         clock_.start(kComm);
         allgather_parameters();
         clock_.stop(kComm);
@@ -351,6 +418,7 @@ class TorchTrainer : public Trainer {
     EvalOutput out;
     out.status = guarded([&] {
       torch::NoGradGuard no_grad;
+      Gathered root(*this, -1);
       std::optional<AutocastScope> scope;
       if (autocast_dtype_) scope.emplace(device_.type(), *autocast_dtype_);
       out.loss = model_->loss(to_device(batch.inputs, batch), to_device(batch.targets, batch))
@@ -368,6 +436,7 @@ class TorchTrainer : public Trainer {
   void reset_peak_memory() override { reset_device_peak_memory(device_); }
 
   std::string parameter_sha256() override {
+    Gathered all(*this, kAllUnits);
     Sha256 sha;
     for (const auto& item : model_->named_parameters()) {
       torch::Tensor host = item.value().detach().to(torch::kCPU).contiguous();
@@ -378,13 +447,18 @@ class TorchTrainer : public Trainer {
     return sha.hex_digest();
   }
 
-  std::vector<NamedArray> parameter_values() override { return named_arrays(*model_); }
+  std::vector<NamedArray> parameter_values() override {
+    Gathered all(*this, kAllUnits);
+    return named_arrays(*model_);
+  }
 
+  // What the segments' buffers hold now (a released ZeRO-3 buffer holds nothing).
   std::int64_t model_state_bytes() const override {
     std::int64_t bytes = 0;
-    for (const FlatGroup& g : groups_) {
-      for (const torch::Tensor* t : {&g.data, &g.grad, &g.exp_avg, &g.exp_avg_sq, &g.grad_shard}) {
-        if (t->defined()) bytes += t->numel() * static_cast<std::int64_t>(t->element_size());
+    for (const Segment& g : segments_) {
+      for (const torch::Tensor* t :
+           {&g.full, &g.grad, &g.grad_shard, &g.master, &g.exp_avg, &g.exp_avg_sq}) {
+        bytes += held_bytes(*t);
       }
     }
     return bytes;
@@ -405,6 +479,28 @@ class TorchTrainer : public Trainer {
   }
 
  private:
+  // One flat buffer's parameters and states (see make_segments).
+  struct Segment {
+    std::vector<torch::Tensor> params;
+    double weight_decay = 0;
+    int unit = -1;             // ZeRO-3: the block, or -1 for the root unit
+    std::int64_t numel = 0;    // the parameters' elements
+    std::int64_t chunk = 0;    // elements per rank: `full` (and `grad`) hold chunk x ranks
+    torch::Tensor full;        // the parameters' values (ZeRO-3: held only while gathered)
+    torch::Tensor grad;        // stages 0 and 1: the whole gradient, viewed by the parameters
+    torch::Tensor grad_shard;  // sharded: this rank's piece of the averaged gradient
+    torch::Tensor master;      // ZeRO-3: this rank's piece of the values
+    torch::Tensor exp_avg, exp_avg_sq;  // this rank's piece (everything unsharded)
+    size_t pending = 0;  // ZeRO-2/3: parameters still without a gradient in this backward pass
+    bool gathered = true;
+    // What AdamW updates and reads: the whole segment, or this rank's piece of it.
+    torch::Tensor values(std::int64_t rank) const {
+      if (master.defined()) return master;
+      return exp_avg.numel() == full.numel() ? full : full.narrow(0, rank * chunk, chunk);
+    }
+    torch::Tensor gradient() const { return grad_shard.defined() ? grad_shard : grad; }
+  };
+
   torch::Tensor to_device(const std::vector<std::int64_t>& ids, const Batch& b) {
     // from_blob borrows the vector; clone() owns a copy before it moves to the device.
     torch::Tensor host =
@@ -424,45 +520,159 @@ class TorchTrainer : public Trainer {
     }
   }
 
-  // Parameters, gradients and AdamW's moments live in one flat buffer per parameter group
-  // (weight decay on matrices and embeddings, as GPT-2 and nanoGPT; none on biases and norms).
-  // Each parameter and its .grad are views into their group's buffers, so autograd accumulates
-  // straight into the flat gradient, the all-reduce sends it without copies, and AdamW is a few
-  // in-place passes over whole buffers instead of a loop of small operations per parameter.
-  void make_flat_groups() {
+  // Parameters, gradients and AdamW's moments live in flat fp32 buffers, one per segment: a run
+  // of parameters with the same weight decay (on matrices and embeddings, as GPT-2 and nanoGPT;
+  // none on biases and norms). Each parameter is a view into its segment's buffer, so AdamW is a
+  // few in-place passes over whole buffers instead of a loop of small operations per parameter.
+  // Sharded (ZeRO, more than one rank), a buffer is padded to `chunk` elements per rank and rank
+  // r owns piece r of it. The segments:
+  //   stages 0 and 1: one per weight-decay group; the parameters' .grad are views into the
+  //     segment's gradient buffer, so autograd accumulates straight into it and one collective
+  //     sends it without copies;
+  //   stage 2: the groups cut into buckets of train.bucket_mb, in parameter order; a bucket whose
+  //     parameters have all got their gradient in the backward pass is reduce-scattered into the
+  //     rank's gradient piece at once and its gradients freed, so no rank holds all gradients;
+  //   stage 3: one per block and group, plus the root unit (embeddings, final norm, head); the
+  //     values are held only as the rank's piece (`master`) and gathered around each use.
+  void make_segments() {
     torch::NoGradGuard no_grad;
-    std::vector<torch::Tensor> decay, no_decay;
-    for (const torch::Tensor& p : model_->parameters())
-      (p.dim() >= 2 ? decay : no_decay).push_back(p);
-    for (auto* members : {&decay, &no_decay}) {
-      if (members->empty()) continue;
-      FlatGroup g;
-      g.weight_decay = members == &decay ? o_.weight_decay : 0.0;
-      std::int64_t total = 0;
-      for (const torch::Tensor& p : *members) total += p.numel();
-      auto options = torch::TensorOptions().dtype(torch::kFloat).device(device_);
-      // ZeRO-1: the buffers grow to a multiple of the world size (a zero tail no parameter
-      // views); each rank keeps AdamW's moments for its shard only.
-      const std::int64_t world = sharded() ? comm_.size() : 1;
-      const std::int64_t padded = (total + world - 1) / world * world;
-      g.shard = padded / world;
-      g.rank = sharded() ? comm_.rank() : 0;
-      g.data = torch::zeros({padded}, options);
-      g.grad = torch::zeros({padded}, options);
-      if (sharded()) g.grad_shard = torch::zeros({g.shard}, options);
-      g.exp_avg = torch::zeros({g.shard}, options);
-      g.exp_avg_sq = torch::zeros({g.shard}, options);
+    const int world = sharded() ? comm_.size() : 1;
+    rank_ = sharded() ? comm_.rank() : 0;
+    world_ = world;
+    const std::int64_t bucket =
+        std::max<std::int64_t>(1, static_cast<std::int64_t>(o_.bucket_bytes / sizeof(float)));
+    for (bool decay : {true, false}) {
+      size_t first = segments_.size();
+      for (const auto& item : model_->named_parameters()) {
+        const torch::Tensor& p = item.value();
+        if ((p.dim() >= 2) != decay) continue;
+        const int unit = stage() == 3 ? block_of(item.key()) : -1;
+        bool cut = segments_.size() == first;
+        if (!cut && stage() == 3) cut = segments_.back().unit != unit;
+        if (!cut && stage() == 2) cut = segments_.back().numel + p.numel() > bucket;
+        if (cut) {
+          segments_.emplace_back();
+          segments_.back().weight_decay = decay ? o_.weight_decay : 0.0;
+          segments_.back().unit = unit;
+        }
+        segments_.back().params.push_back(p);
+        segments_.back().numel += p.numel();
+      }
+    }
+    auto options = torch::TensorOptions().dtype(torch::kFloat).device(device_);
+    for (Segment& g : segments_) {
+      g.chunk = (g.numel + world - 1) / world;
+      g.full = torch::zeros({g.chunk * world}, options);
+      if (stage() <= 1) g.grad = torch::zeros({g.chunk * world}, options);
+      if (sharded()) g.grad_shard = torch::zeros({g.chunk}, options);
+      g.exp_avg = torch::zeros({g.chunk}, options);
+      g.exp_avg_sq = torch::zeros({g.chunk}, options);
       std::int64_t offset = 0;
-      for (torch::Tensor p : *members) {
-        torch::Tensor slot = g.data.narrow(0, offset, p.numel()).view(p.sizes());
+      for (torch::Tensor p : g.params) {
+        torch::Tensor slot = g.full.narrow(0, offset, p.numel()).view(p.sizes());
         slot.copy_(p);
         p.set_data(slot);
-        p.mutable_grad() = g.grad.narrow(0, offset, p.numel()).view(p.sizes());
+        if (g.grad.defined()) {
+          p.mutable_grad() = g.grad.narrow(0, offset, p.numel()).view(p.sizes());
+        }
         offset += p.numel();
       }
-      groups_.push_back(std::move(g));
+      largest_ = std::max(largest_, g.chunk * world);
+      if (stage() == 3) {
+        g.master = g.full.narrow(0, rank_ * g.chunk, g.chunk).clone();
+        release_segment(g);
+      }
+    }
+    if (stage() >= 2) {
+      // A post-hook on each parameter's gradient accumulator runs when autograd has added the
+      // parameter's gradient of this backward pass (what PyTorch's DDP and FSDP hook on).
+      for (size_t i = 0; i < segments_.size(); ++i) {
+        for (const torch::Tensor& p : segments_[i].params) {
+          AccumulatorPtr acc = torch::autograd::impl::grad_accumulator(p);
+          acc->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
+              [this, i](const torch::autograd::variable_list& outputs,
+                        const torch::autograd::variable_list&) {
+                Segment& g = segments_[i];
+                if (g.pending > 0 && --g.pending == 0) reduce_segment(g);
+                return outputs;
+              }));
+          accumulators_.push_back(std::move(acc));  // the parameter holds it only weakly
+        }
+      }
+      flat_scratch_ = torch::empty({largest_}, options);
+      piece_scratch_ = torch::empty({largest_ / world}, options);
     }
   }
+
+  // ZeRO-2 and 3: this segment's gradients, complete for this micro-batch, are reduce-scattered
+  // and this rank's piece (averaged) is added to its gradient piece; the parameters' gradients
+  // are freed, and at stage 3 a block's gathered values too.
+  void reduce_segment(Segment& g) {
+    torch::NoGradGuard no_grad;
+    g.pending = 0;
+    clock_.start(kComm);
+    torch::Tensor flat = flat_scratch_.narrow(0, 0, g.chunk * world_);
+    std::int64_t offset = 0;
+    for (torch::Tensor p : g.params) {
+      torch::Tensor slot = flat.narrow(0, offset, p.numel());
+      if (p.grad().defined()) {
+        slot.copy_(p.grad().reshape({-1}));
+        p.mutable_grad().reset();
+      } else {
+        slot.zero_();
+      }
+      offset += p.numel();
+    }
+    flat.narrow(0, offset, flat.numel() - offset).zero_();
+    torch::Tensor piece = piece_scratch_.narrow(0, 0, g.chunk);
+    reduce_scatter(flat, piece, g.chunk);
+    g.grad_shard.add_(piece, 1.0 / world_);
+    if (stage() == 3 && g.unit >= 0) release_segment(g);
+    clock_.stop(kComm);
+  }
+
+  // ZeRO-3: every rank's piece of the segment's values into the (re-allocated) whole buffer.
+  void gather_segment(Segment& g) {
+    if (g.gathered) return;
+    torch::NoGradGuard no_grad;
+    clock_.start(kComm);
+    restore_storage(g.full);
+    g.full.narrow(0, rank_ * g.chunk, g.chunk).copy_(g.master);
+    allgather(g.full, g.chunk);
+    g.gathered = true;
+    clock_.stop(kComm);
+  }
+
+  void release_segment(Segment& g) {
+    release_storage(g.full);
+    g.gathered = false;
+  }
+
+  static constexpr int kAllUnits = -2;
+
+  void gather_unit(int unit) {
+    for (Segment& g : segments_) {
+      if (stage() == 3 && (unit == kAllUnits || g.unit == unit)) gather_segment(g);
+    }
+  }
+  void release_unit(int unit) {
+    for (Segment& g : segments_) {
+      if (stage() == 3 && (unit == kAllUnits || g.unit == unit)) release_segment(g);
+    }
+  }
+
+  // A unit's values (kAllUnits: every unit's) gathered for a scope (ZeRO-3; otherwise nothing).
+  class Gathered {
+   public:
+    Gathered(TorchTrainer& t, int unit) : t_(t), unit_(unit) { t_.gather_unit(unit_); }
+    ~Gathered() { t_.release_unit(unit_); }
+    Gathered(const Gathered&) = delete;
+    Gathered& operator=(const Gathered&) = delete;
+
+   private:
+    TorchTrainer& t_;
+    int unit_;
+  };
 
   // AdamW with decoupled weight decay, the same arithmetic in the same order as
   // torch.optim.AdamW (the reference test compares the updated weights): decay, first and second
@@ -479,8 +689,8 @@ class TorchTrainer : public Trainer {
             torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat).device(device_));
       }
       adam_step_count_.fill_(static_cast<double>(adam_steps_));
-      for (FlatGroup& g : groups_) {
-        at::_fused_adamw_({g.data_view()}, {g.grad_view()}, {g.exp_avg}, {g.exp_avg_sq}, {},
+      for (Segment& g : segments_) {
+        at::_fused_adamw_({g.values(rank_)}, {g.gradient()}, {g.exp_avg}, {g.exp_avg_sq}, {},
                           {adam_step_count_}, lr, o_.beta1, o_.beta2, g.weight_decay, o_.eps,
                           /*amsgrad=*/false, /*maximize=*/false, {}, {});
       }
@@ -489,8 +699,8 @@ class TorchTrainer : public Trainer {
 #endif
     const double bc1 = 1.0 - std::pow(o_.beta1, static_cast<double>(adam_steps_));
     const double bc2_sqrt = std::sqrt(1.0 - std::pow(o_.beta2, static_cast<double>(adam_steps_)));
-    for (FlatGroup& g : groups_) {
-      torch::Tensor data = g.data_view(), grad = g.grad_view();
+    for (Segment& g : segments_) {
+      torch::Tensor data = g.values(rank_), grad = g.gradient();
       if (g.weight_decay != 0) data.mul_(1.0 - lr * g.weight_decay);
       g.exp_avg.mul_(o_.beta1).add_(grad, 1.0 - o_.beta1);
       g.exp_avg_sq.mul_(o_.beta2).addcmul_(grad, grad, 1.0 - o_.beta2);
@@ -514,7 +724,7 @@ class TorchTrainer : public Trainer {
     if (nccl_ != nullptr) {
       cudaStream_t stream = at::cuda::getCurrentCUDAStream(device_.index()).stream();
       NCCL_CHECK(ncclGroupStart());
-      for (FlatGroup& g : groups_) {
+      for (Segment& g : segments_) {
         NCCL_CHECK(ncclAllReduce(g.grad.data_ptr(), g.grad.data_ptr(),
                                  static_cast<size_t>(g.grad.numel()), ncclFloat, ncclAvg, nccl_,
                                  stream));
@@ -525,9 +735,10 @@ class TorchTrainer : public Trainer {
 #endif
     // MPI: in pieces of bucket_bytes (PyTorch DDP's 25 MB), so a CUDA build without NCCL never
     // stages more than one piece on the host.
-    const std::int64_t piece = static_cast<std::int64_t>(o_.bucket_bytes / sizeof(float));
+    const std::int64_t piece =
+        std::max<std::int64_t>(1, static_cast<std::int64_t>(o_.bucket_bytes / sizeof(float)));
     const float inv_world = 1.0f / static_cast<float>(comm_.size());
-    for (FlatGroup& g : groups_) {
+    for (Segment& g : segments_) {
       for (std::int64_t start = 0; start < g.grad.numel(); start += piece) {
         torch::Tensor b = g.grad.narrow(0, start, std::min(piece, g.grad.numel() - start));
         if (b.is_cuda()) {
@@ -542,54 +753,65 @@ class TorchTrainer : public Trainer {
     }
   }
 
+  // The ZeRO stage in effect: one rank has nothing to shard, and runs stage 0.
+  int stage() const { return sharded() ? o_.zero_stage : 0; }
   bool sharded() const { return o_.zero_stage >= 1 && comm_.size() > 1; }
 
-  // ZeRO-1: every rank gets the average over ranks of its shard of each gradient buffer.
-  void reduce_scatter_gradients() {
-    const float inv_world = 1.0f / static_cast<float>(comm_.size());
-    for (FlatGroup& g : groups_) {
+  // `full` holds world_ pieces of `chunk` elements; `piece` gets the sum over ranks of piece
+  // rank_ (NCCL, or MPI through the host for a CUDA build without NCCL).
+  void reduce_scatter(const torch::Tensor& full, const torch::Tensor& piece, std::int64_t chunk) {
 #ifdef SWEEPBENCH_WITH_NCCL
-      if (nccl_ != nullptr) {
-        cudaStream_t stream = at::cuda::getCurrentCUDAStream(device_.index()).stream();
-        NCCL_CHECK(ncclReduceScatter(g.grad.data_ptr(), g.grad_shard.data_ptr(),
-                                     static_cast<size_t>(g.shard), ncclFloat, ncclAvg, nccl_,
-                                     stream));
-        continue;
-      }
+    if (nccl_ != nullptr) {
+      cudaStream_t stream = at::cuda::getCurrentCUDAStream(device_.index()).stream();
+      NCCL_CHECK(ncclReduceScatter(full.data_ptr(), piece.data_ptr(), static_cast<size_t>(chunk),
+                                   ncclFloat, ncclSum, nccl_, stream));
+      return;
+    }
 #endif
-      if (g.grad.is_cuda()) {
-        torch::Tensor host = g.grad.to(torch::kCPU);
-        torch::Tensor shard = torch::empty({g.shard}, host.options());
-        comm_.reduce_scatter_sum(host.data_ptr<float>(), shard.data_ptr<float>(),
-                                 static_cast<size_t>(g.shard));
-        g.grad_shard.copy_(shard);
-      } else {
-        comm_.reduce_scatter_sum(g.grad.data_ptr<float>(), g.grad_shard.data_ptr<float>(),
-                                 static_cast<size_t>(g.shard));
-      }
-      g.grad_shard.mul_(inv_world);
+    if (full.is_cuda()) {
+      torch::Tensor host = full.to(torch::kCPU);
+      torch::Tensor out = torch::empty({chunk}, host.options());
+      comm_.reduce_scatter_sum(host.data_ptr<float>(), out.data_ptr<float>(),
+                               static_cast<size_t>(chunk));
+      piece.copy_(out);
+      return;
+    }
+    comm_.reduce_scatter_sum(full.data_ptr<float>(), piece.data_ptr<float>(),
+                             static_cast<size_t>(chunk));
+  }
+
+  // `full` holds world_ pieces of `chunk` elements, of which this rank's is current: every
+  // rank's piece to every rank, in place.
+  void allgather(const torch::Tensor& full, std::int64_t chunk) {
+#ifdef SWEEPBENCH_WITH_NCCL
+    if (nccl_ != nullptr) {
+      cudaStream_t stream = at::cuda::getCurrentCUDAStream(device_.index()).stream();
+      auto* base = static_cast<float*>(full.data_ptr());
+      NCCL_CHECK(ncclAllGather(base + rank_ * chunk, base, static_cast<size_t>(chunk), ncclFloat,
+                               nccl_, stream));
+      return;
+    }
+#endif
+    if (full.is_cuda()) {
+      torch::Tensor host = full.to(torch::kCPU);
+      comm_.allgather(host.data_ptr<float>(), static_cast<size_t>(chunk));
+      full.copy_(host);
+      return;
+    }
+    comm_.allgather(full.data_ptr<float>(), static_cast<size_t>(chunk));
+  }
+
+  // ZeRO-1: every rank gets the average over ranks of its piece of each gradient buffer.
+  void reduce_scatter_gradients() {
+    for (Segment& g : segments_) {
+      reduce_scatter(g.grad, g.grad_shard, g.chunk);
+      g.grad_shard.mul_(1.0 / world_);
     }
   }
 
-  // ZeRO-1: every rank's updated shard of each parameter buffer to every rank.
+  // ZeRO-1 and 2: every rank's updated piece of each parameter buffer to every rank.
   void allgather_parameters() {
-    for (FlatGroup& g : groups_) {
-#ifdef SWEEPBENCH_WITH_NCCL
-      if (nccl_ != nullptr) {
-        cudaStream_t stream = at::cuda::getCurrentCUDAStream(device_.index()).stream();
-        NCCL_CHECK(ncclAllGather(g.data_view().data_ptr(), g.data.data_ptr(),
-                                 static_cast<size_t>(g.shard), ncclFloat, nccl_, stream));
-        continue;
-      }
-#endif
-      if (g.data.is_cuda()) {
-        torch::Tensor host = g.data.to(torch::kCPU);
-        comm_.allgather(host.data_ptr<float>(), static_cast<size_t>(g.shard));
-        g.data.copy_(host);
-      } else {
-        comm_.allgather(g.data.data_ptr<float>(), static_cast<size_t>(g.shard));
-      }
-    }
+    for (Segment& g : segments_) allgather(g.full, g.chunk);
   }
 
 #ifdef SWEEPBENCH_WITH_NCCL
@@ -617,21 +839,16 @@ class TorchTrainer : public Trainer {
   static constexpr std::int64_t kChunk = 16 << 20;
   static constexpr std::int64_t kNormChunk = 1 << 20;
 
-  struct FlatGroup {
-    // fp32, one element per parameter element (padded to a multiple of the world size); the
-    // moments (and, sharded, grad_shard) hold this rank's shard only.
-    torch::Tensor data, grad, exp_avg, exp_avg_sq, grad_shard;
-    double weight_decay = 0;
-    std::int64_t shard = 0, rank = 0;  // the shard's size and which shard is this rank's
-    // What AdamW reads and writes: the whole buffer, or this rank's shard of it.
-    torch::Tensor data_view() const {
-      return exp_avg.numel() == data.numel() ? data : data.narrow(0, rank * shard, shard);
-    }
-    torch::Tensor grad_view() const { return grad_shard.defined() ? grad_shard : grad; }
-  };
-  std::vector<FlatGroup> groups_;
-  torch::Tensor scratch_;          // AdamW's denominator, one chunk at a time
-  torch::Tensor adam_step_count_;  // the fused kernel's step, a float on the device
+  std::vector<Segment> segments_;
+  // A std::shared_ptr in libtorch 1.13, a c10::intrusive_ptr in recent 2.x.
+  using AccumulatorPtr =
+      decltype(torch::autograd::impl::grad_accumulator(std::declval<const torch::Tensor&>()));
+  std::vector<AccumulatorPtr> accumulators_;  // carry the ZeRO-2/3 hooks
+  torch::Tensor flat_scratch_, piece_scratch_;  // ZeRO-2/3: the largest segment and its piece
+  std::int64_t largest_ = 0;
+  std::int64_t rank_ = 0, world_ = 1;  // this rank's piece and the pieces (1 unsharded)
+  torch::Tensor scratch_;              // AdamW's denominator, one chunk at a time
+  torch::Tensor adam_step_count_;      // the fused kernel's step, a float on the device
   std::int64_t adam_steps_ = 0;
   torch::Tensor loss_sum_, grad_norm_;
   double loss_scale_ = 1.0;

@@ -34,11 +34,14 @@ struct TrainerOptions {
   std::uint64_t seed = 0;
   Device device = Device::kAuto;
   int local_rank = 0;
-  int threads = 0;                  // 0: leave libtorch's default
-  size_t bucket_bytes = 25u << 20;  // MPI all-reduce pieces, as PyTorch DDP's bucket default
-  // ZeRO stage (train.zero_stage): 0 every rank holds all of AdamW's state; 1 each holds the
-  // moments of its shard of every parameter group (gradients reduce-scattered, parameters
-  // all-gathered after the update).
+  int threads = 0;  // 0: leave libtorch's default
+  // train.bucket_mb: ZeRO-2's gradient buckets, and the MPI all-reduce's pieces at stage 0
+  // (PyTorch DDP's default, 25 MiB).
+  size_t bucket_bytes = 25u << 20;
+  // ZeRO stage (train.zero_stage), with more than one rank: 0 every rank holds every model
+  // state; 1 AdamW's moments sharded (gradients reduce-scattered, parameters all-gathered after
+  // the update); 2 also the gradients, each bucket reduce-scattered as backward fills it; 3 also
+  // the parameters, each block's gathered before its forward and its backward and freed after.
   int zero_stage = 0;
   // CPU only: fail libtorch allocations past this many bytes in use, as a full GPU would
   // (bench-train --max-memory-mb; for testing out-of-memory handling). 0: no budget.
