@@ -8,6 +8,7 @@
 
 #include "core/command_spec.h"
 #include "core/digest.h"
+#include "core/model_shapes.h"
 #include "core/schema.h"
 #include "core/settings.h"
 #include "core/text.h"
@@ -239,6 +240,52 @@ void check_infer_rules(const Value& full) {
   }
 }
 
+// train.peft: lora names projections the model has, once each, and is not combined with
+// ZeRO-3 (whose gathering covers trainable parameters only).
+void check_lora_rules(const Value& full) {
+  auto at = [&](const char* path) -> const Value& { return required(full, path); };
+  const Value& peft = at("train.peft");
+  if (peft.as_string() != "lora") return;
+  const std::string arch = at("model.arch").as_string();
+  ModelShape shape;
+  shape.arch = arch;
+  shape.n_embd = shape.n_head = shape.n_kv_head = 1;
+  std::vector<std::string> names;
+  for (const Projection& p : block_projections(shape)) names.push_back(p.name);
+  const Value& targets = at("lora.targets");
+  if (targets.is_list()) {
+    if (targets.items().empty()) {
+      throw rule_error(targets, "lora.targets", "is empty: LoRA would train nothing",
+                       "name projections (" + join(names, ", ") + ") or leave it null");
+    }
+    std::vector<std::string> seen;
+    for (const Value& t : targets.items()) {
+      const std::string& name = t.as_string();
+      if (std::find(names.begin(), names.end(), name) == names.end()) {
+        throw rule_error(t, "lora.targets",
+                         "'" + name + "' is not a projection of a " + arch + " block",
+                         "use some of " + join(names, ", "));
+      }
+      if (std::find(seen.begin(), seen.end(), name) != seen.end()) {
+        throw rule_error(t, "lora.targets", "'" + name + "' is named twice");
+      }
+      seen.push_back(name);
+    }
+  }
+  const Value& dropout = at("lora.dropout");
+  if (dropout.as_float() >= 1.0) {
+    throw rule_error(dropout, "lora.dropout", "must be below 1, got " + scalar_text(dropout),
+                     "use a probability in [0, 1)");
+  }
+  const Value& stage = at("train.zero_stage");
+  if (stage.as_int() == 3) {
+    throw rule_error(stage, "train.zero_stage",
+                     "3 with train.peft: lora is not supported: ZeRO-3 shards only trainable "
+                     "parameters, and LoRA's frozen weights would stay whole on every rank",
+                     "use train.zero_stage 0 to 2 with LoRA (its optimizer state is small)");
+  }
+}
+
 void check_rules(const Value& full) {
   auto at = [&](const char* path) -> const Value& { return required(full, path); };
   const Value& n_embd = at("model.n_embd");
@@ -276,6 +323,7 @@ void check_rules(const Value& full) {
                      "make train.warmup_steps less than train.steps");
   }
   check_tensor_sizes(full);
+  check_lora_rules(full);
   if (const Value& profile = at("metrics.profile_steps"); !profile.is_null()) {
     auto range = parse_step_range(profile.as_string());
     if (!range) {
@@ -422,26 +470,29 @@ ModelShape model_shape_of(const Value& r) {
 std::string canonical_config_text(const Value& resolved) {
   std::vector<std::string> skip;
   const Value* benchmark = resolved.find_path("benchmark");
-  // Sections whose every key belongs to another workload vanish whole (not as `infer: {}`).
-  std::map<std::string, bool> section_elsewhere;
+  // Sections whose every key belongs to another workload, or was added later and is at its
+  // default, vanish whole (not as `infer: {}` or `lora: {}`), so earlier hashes hold.
+  std::map<std::string, bool> section_vanishes;
   for (const KeySpec& k : Schema::get().keys()) {
     bool elsewhere = !k.only_for_benchmarks.empty() &&
                      (benchmark == nullptr || !k.applies_to(benchmark->as_string()));
-    auto [it, added] = section_elsewhere.emplace(k.section(), elsewhere);
-    if (!added) it->second = it->second && elsewhere;
+    bool later_at_default = false;
+    if (!elsewhere && k.hashed_unless_default) {
+      const Value* v = resolved.find_path(k.path);
+      later_at_default = v == nullptr || *v == k.default_value;
+    }
+    auto [it, added] = section_vanishes.emplace(k.section(), elsewhere || later_at_default);
+    if (!added) it->second = it->second && (elsewhere || later_at_default);
     if (elsewhere) {
       skip.push_back(k.path);
       continue;
     }
     if (k.hashed && !k.hashed_unless_default) continue;
-    if (k.hashed_unless_default) {
-      const Value* v = resolved.find_path(k.path);
-      if (v == nullptr || *v != k.default_value) continue;
-    }
+    if (k.hashed_unless_default && !later_at_default) continue;
     skip.push_back(k.path);
   }
-  for (const auto& [section, elsewhere] : section_elsewhere) {
-    if (elsewhere && !section.empty()) skip.push_back(section);
+  for (const auto& [section, vanishes] : section_vanishes) {
+    if (vanishes && !section.empty()) skip.push_back(section);
   }
   return emit_canonical_yaml(resolved, skip);
 }

@@ -113,6 +113,38 @@ double training_flops_per_token_6n(const ModelShape& s) {
   return 6.0 * static_cast<double>(parameter_count(s) - position_embedding_count(s));
 }
 
+std::vector<Projection> block_projections(const ModelShape& s) {
+  const std::int64_t c = s.n_embd, kv = s.n_kv_head * (s.n_embd / s.n_head), f = s.ffn_dim;
+  if (s.arch == "llama") {
+    return {{"wq", c, c}, {"wk", c, kv}, {"wv", c, kv}, {"wo", c, c},
+            {"w1", c, f}, {"w2", f, c},  {"w3", c, f}};
+  }
+  return {{"c_attn", c, c + 2 * kv}, {"attn_proj", c, c}, {"c_fc", c, f}, {"mlp_proj", f, c}};
+}
+
+std::vector<std::string> default_lora_targets(const std::string& arch) {
+  if (arch == "llama") return {"wq", "wv"};
+  return {"c_attn"};
+}
+
+std::int64_t lora_parameter_count(const ModelShape& s, std::int64_t r,
+                                  const std::vector<std::string>& targets) {
+  std::int64_t per_block = 0;
+  for (const Projection& p : block_projections(s)) {
+    if (std::find(targets.begin(), targets.end(), p.name) != targets.end())
+      per_block += r * (p.in + p.out);
+  }
+  return per_block * s.n_layer;
+}
+
+double lora_training_flops_per_token(const ModelShape& s, std::int64_t seq_len,
+                                     std::int64_t lora_parameters) {
+  const double frozen = static_cast<double>(parameter_count(s) - position_embedding_count(s));
+  return 4.0 * frozen + 6.0 * static_cast<double>(lora_parameters) +
+         12.0 * static_cast<double>(s.n_layer) * static_cast<double>(s.n_embd) *
+             static_cast<double>(seq_len);
+}
+
 InferenceCost inference_cost(const ModelShape& s, std::int64_t sequences, std::int64_t input,
                              std::int64_t output, int element_bytes) {
   const double rows = static_cast<double>(sequences);

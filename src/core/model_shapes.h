@@ -52,6 +52,24 @@ double training_flops_per_token(const ModelShape& shape, std::int64_t seq_len);
 // The plain 6 N figure some guides use.
 double training_flops_per_token_6n(const ModelShape& shape);
 
+// LoRA (train.peft: lora). A projection of a block that can take an adapter, by the name the
+// model gives it, with its input and output widths.
+struct Projection {
+  std::string name;
+  std::int64_t in = 0, out = 0;
+};
+// A block's projections: gpt2 c_attn, attn_proj, c_fc, mlp_proj; llama wq, wk, wv, wo, w1, w2, w3.
+std::vector<Projection> block_projections(const ModelShape& shape);
+// The targets Hugging Face peft picks for the architecture: gpt2 c_attn; llama wq, wv.
+std::vector<std::string> default_lora_targets(const std::string& arch);
+// The adapters' parameters: r (d_in + d_out) per targeted projection and block.
+std::int64_t lora_parameter_count(const ModelShape& shape, std::int64_t r,
+                                  const std::vector<std::string>& targets);
+// A LoRA step per token: the frozen matmuls forward (2 N) and for the gradient of their input
+// (2 N), no weight gradients; the adapters' 6 N_lora; attention's 12 L d T as before.
+double lora_training_flops_per_token(const ModelShape& shape, std::int64_t seq_len,
+                                     std::int64_t lora_parameters);
+
 // The arithmetic of one generation (docs/metrics.md, "Inference"): `sequences` rows (batch x
 // beams) of `input` prompt tokens, `output` tokens generated, every element `element_bytes` wide.
 // Per processed token the blocks cost 2 N_body FLOPs (N_body: the parameters outside the token

@@ -205,10 +205,36 @@ std::vector<KeySpec> build_table() {
           .max(3)
           .hashed_unless_default()
           .only_for({"train"}),
+      K("train.peft", T::kEnum, S("none"),
+        "Parameter-efficient fine-tuning: none trains every weight; lora freezes them and trains "
+        "low-rank adapters on the projections of lora.targets")
+          .choices({"none", "lora"})
+          .hashed_unless_default()
+          .only_for({"train"}),
       K("train.bucket_mb", T::kFloat, F(25.0),
         "MiB per gradient bucket: ZeRO-2 reduce-scatters each bucket when backward has filled "
         "it; the MPI all-reduce of stage 0 sends pieces of this size")
           .min(0.0, true)
+          .hashed_unless_default()
+          .only_for({"train"}),
+
+      // ---- lora (train.peft: lora) ----
+      K("lora.r", T::kInt, I(8), "LoRA rank (with train.peft: lora)")
+          .min(1)
+          .hashed_unless_default()
+          .only_for({"train"}),
+      K("lora.alpha", T::kFloat, F(16.0), "LoRA scaling numerator: the update is B A x alpha / r")
+          .min(0.0, true)
+          .hashed_unless_default()
+          .only_for({"train"}),
+      K("lora.dropout", T::kFloat, F(0.0), "Dropout on the adapters' input, in [0, 1)")
+          .min(0.0)
+          .hashed_unless_default()
+          .only_for({"train"}),
+      K("lora.targets", T::kStringList, N(),
+        "Projections that get adapters, by the model's names: gpt2 c_attn, attn_proj, c_fc, "
+        "mlp_proj; llama wq, wk, wv, wo, w1, w2, w3; null = c_attn (gpt2) or wq, wv (llama), as "
+        "Hugging Face peft's defaults")
           .hashed_unless_default()
           .only_for({"train"}),
 

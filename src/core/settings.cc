@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "core/config.h"
+#include "core/model_shapes.h"
 #include "core/text.h"
 
 namespace sweepbench {
@@ -20,6 +21,12 @@ std::vector<std::string> strings(const Value& c, const char* path) {
   std::vector<std::string> out;
   for (const Value& v : at(c, path).items()) out.push_back(v.as_string());
   return out;
+}
+
+// lora.targets, or the architecture's defaults when it is null.
+std::vector<std::string> lora_targets(const Value& c) {
+  if (at(c, "lora.targets").is_null()) return default_lora_targets(at(c, "model.arch").as_string());
+  return strings(c, "lora.targets");
 }
 
 std::map<std::string, std::string> string_map(const Value& c, const char* path) {
@@ -113,6 +120,11 @@ Settings Settings::of(const Value& c) {
   t.loss_scale = at(c, "train.loss_scale").as_float();
   t.zero_stage = at(c, "train.zero_stage").as_int();
   t.bucket_mb = at(c, "train.bucket_mb").as_float();
+  t.lora = at(c, "train.peft").as_string() == "lora";
+  t.lora_r = at(c, "lora.r").as_int();
+  t.lora_alpha = at(c, "lora.alpha").as_float();
+  t.lora_dropout = at(c, "lora.dropout").as_float();
+  t.lora_targets = lora_targets(c);
 
   s.eval.steps = at(c, "eval.steps").as_int();
   s.eval.micro_batch = at(c, "eval.micro_batch").as_int();

@@ -33,6 +33,12 @@ struct TrainSettings {
   double loss_scale = 65536;
   std::int64_t zero_stage = 0;
   double bucket_mb = 25;
+  // train.peft: lora and the lora section (docs/train.md); targets resolved from the model's
+  // defaults when the key is null.
+  bool lora = false;
+  std::int64_t lora_r = 8;
+  double lora_alpha = 16, lora_dropout = 0;
+  std::vector<std::string> lora_targets;
 };
 
 enum class KvCache { kStatic, kDynamic, kNone };

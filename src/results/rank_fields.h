@@ -69,6 +69,7 @@ inline constexpr IntAttr kIntAttrs[] = {
     {"threads", &RankResult::threads, FieldScope::kFull},
     {"parameter_count", &RankResult::parameter_count, FieldScope::kLead},
     {"zero_stage", &RankResult::zero_stage, FieldScope::kLead, true},
+    {"trainable_parameters", &RankResult::trainable_parameters, FieldScope::kLead, true},
     {"model_state_bytes", &RankResult::model_state_bytes, FieldScope::kFull, true},
     {"steps_planned", &RankResult::steps_planned, FieldScope::kFull},
     {"warmup_steps", &RankResult::warmup_steps, FieldScope::kFull},

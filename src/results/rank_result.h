@@ -141,6 +141,8 @@ struct RankResult {
   std::string parameter_sha256;  // of every parameter's bytes at the end: equal across ranks
   std::string profile_trace;     // relative to the point directory; "" when nothing was traced
   std::int64_t zero_stage = 0;   // train.zero_stage
+  // The parameters the optimizer updates (LoRA: the adapters); 0 in older files: all of them.
+  std::int64_t trainable_parameters = 0;
   // The bytes this rank holds for parameters, gradients and AdamW's moments (its flat buffers,
   // as allocated): what mem_model_states_bytes accounts for.
   std::int64_t model_state_bytes = 0;

@@ -77,23 +77,30 @@ std::vector<Metric> summarize(const SummaryInput& in) {
   if (in.peak_tflops > 0) m.push_back({"mfu", tflops / in.peak_tflops, ""});
   if (in.memory_peak_bytes >= 0) m.push_back({"mem_peak_bytes", in.memory_peak_bytes, "bytes"});
   if (in.parameter_count > 0) {
+    m.push_back({"trainable_parameters",
+                 in.trainable_parameters > 0 ? in.trainable_parameters : in.parameter_count, ""});
     m.push_back({"mem_model_states_bytes",
-                 model_states_bytes(in.parameter_count, in.world_size, in.zero_stage), "bytes"});
+                 model_states_bytes(in.parameter_count, in.world_size, in.zero_stage,
+                                    in.trainable_parameters),
+                 "bytes"});
   }
   m.push_back({"mt_per_hour", tps * 3600.0 / 1e6, "Mtokens/h"});
   return m;
 }
 
-double model_states_bytes(double parameters, int world_size, int zero_stage) {
-  if (world_size <= 1 || zero_stage <= 0) return 16.0 * parameters;
+double model_states_bytes(double parameters, int world_size, int zero_stage,
+                          double trainable_parameters) {
+  const double t = trainable_parameters > 0 ? trainable_parameters : parameters;
+  const double frozen = 4.0 * (parameters - t);
+  if (world_size <= 1 || zero_stage <= 0) return frozen + 16.0 * t;
   const double n = world_size;
   switch (zero_stage) {
     case 1:  // parameters 4, gradients 4, their reduced piece 4/N, moments 8/N
-      return parameters * (8.0 + 12.0 / n);
+      return frozen + t * (8.0 + 12.0 / n);
     case 2:  // parameters 4, the gradient piece 4/N, moments 8/N
-      return parameters * (4.0 + 12.0 / n);
+      return frozen + t * (4.0 + 12.0 / n);
     default:  // 3: the pieces of parameters, gradients and moments
-      return parameters * 16.0 / n;
+      return frozen + t * 16.0 / n;
   }
 }
 
@@ -146,6 +153,7 @@ SummaryInput summary_input_from_ranks(const std::vector<RankResult>& ranks) {
   in.memory_peak_bytes = peak;
   in.parameter_count = static_cast<double>(first.parameter_count);
   in.zero_stage = static_cast<int>(first.zero_stage);
+  in.trainable_parameters = static_cast<double>(first.trainable_parameters);
   return in;
 }
 

@@ -31,17 +31,20 @@ struct SummaryInput {
   double train_loss = 0;   // last measured step, mean over ranks
   bool has_eval = false;
   double eval_loss = 0;
-  double eval_samples = 0;        // all ranks
-  double eval_seconds = 0;        // slowest rank
-  double memory_peak_bytes = -1;  // max over ranks
-  double parameter_count = 0;     // 0: unknown, no mem_model_states_bytes
+  double eval_samples = 0;          // all ranks
+  double eval_seconds = 0;          // slowest rank
+  double memory_peak_bytes = -1;    // max over ranks
+  double parameter_count = 0;       // 0: unknown, no mem_model_states_bytes
+  double trainable_parameters = 0;  // 0: all of them
   int zero_stage = 0;
 };
 
 // Bytes per rank for parameters, gradients and AdamW's moments, as bench-train holds them (fp32
-// master weights and gradients in every dtype; docs/metrics.md): 16 Psi at ZeRO stage 0,
-// 8 Psi + 12 Psi / N at stage 1 (the moments and the reduce-scattered gradient shard).
-double model_states_bytes(double parameters, int world_size, int zero_stage);
+// master weights and gradients in every dtype; docs/metrics.md): for Psi trainable parameters
+// 16 Psi at ZeRO stage 0, 8 Psi + 12 Psi / N at stage 1, 4 Psi + 12 Psi / N at stage 2,
+// 16 Psi / N at stage 3; frozen parameters (LoRA's base weights) 4 bytes each on every rank.
+double model_states_bytes(double parameters, int world_size, int zero_stage,
+                          double trainable_parameters = 0);
 
 std::vector<Metric> summarize(const SummaryInput& in);
 

@@ -123,6 +123,7 @@ class Run {
     if (trainer_) {
       result_.memory_stage_source = trainer_->memory_source();
       result_.parameter_count = trainer_->parameter_count();
+      result_.trainable_parameters = trainer_->trainable_parameter_count();
       result_.zero_stage = plan_.trainer.zero_stage;
       result_.model_state_bytes = trainer_->model_state_bytes();
       result_.threads = trainer_->device().threads;
@@ -281,6 +282,14 @@ class Run {
     const ModelShape& s = plan_.trainer.shape;
     r.parameter_count = parameter_count(s);
     r.flops_per_token = training_flops_per_token(s, plan_.trainer.seq_len);
+    if (plan_.trainer.lora_r > 0) {
+      // LoRA: no weight gradients for the frozen matrices (docs/metrics.md).
+      const std::int64_t adapters =
+          lora_parameter_count(s, plan_.trainer.lora_r, plan_.trainer.lora_targets);
+      r.parameter_count += adapters;
+      r.trainable_parameters = adapters;
+      r.flops_per_token = lora_training_flops_per_token(s, plan_.trainer.seq_len, adapters);
+    }
     r.flops_per_token_6n = training_flops_per_token_6n(s);
     DevicePeak peak = resolve_peak(plan_.configured_peak, device_.type == "cuda",
                                    peak_tflops_for(device_.name, plan_.dtype));
@@ -374,6 +383,7 @@ class Run {
     in.peak_tflops = r.peak_tflops;
     in.parameter_count = static_cast<double>(r.parameter_count);
     in.zero_stage = static_cast<int>(r.zero_stage);
+    in.trainable_parameters = static_cast<double>(r.trainable_parameters);
     double last_loss[1] = {measured.empty() ? 0.0 : measured.back().loss};
     mpi_.allreduce_sum(last_loss, 1);
     in.train_loss = last_loss[0] / mpi_.size();

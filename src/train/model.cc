@@ -2,6 +2,7 @@
 
 #include <torch/version.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <utility>
@@ -159,7 +160,34 @@ torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
   return normed.to(x.scalar_type()) * weight;
 }
 
-Gpt2BlockImpl::Gpt2BlockImpl(const ModelShape& s) : s_(s) {
+void LoraAdapters::add(torch::nn::Linear& projection, const std::string& name,
+                       const LoraOptions& o) {
+  if (o.r <= 0 || std::find(o.targets.begin(), o.targets.end(), name) == o.targets.end()) return;
+  const std::int64_t in = projection->options.in_features();
+  const std::int64_t out = projection->options.out_features();
+  Adapter a;
+  a.module = projection.get();
+  a.a = projection->register_parameter("lora_A", torch::zeros({o.r, in}));
+  a.b = projection->register_parameter("lora_B", torch::zeros({out, o.r}));
+  adapters_.push_back(a);
+  scale_ = o.alpha / static_cast<double>(o.r);
+  dropout_ = o.dropout;
+}
+
+torch::Tensor LoraAdapters::apply(const torch::nn::Linear& projection,
+                                  const torch::Tensor& x) const {
+  namespace F = torch::nn::functional;
+  torch::Tensor y = F::linear(x, projection->weight, projection->bias);
+  for (const Adapter& a : adapters_) {
+    if (a.module != projection.get()) continue;
+    torch::Tensor in = x;
+    if (dropout_ > 0 && torch::GradMode::is_enabled()) in = torch::dropout(x, dropout_, true);
+    return y + F::linear(F::linear(in, a.a), a.b) * scale_;
+  }
+  return y;
+}
+
+Gpt2BlockImpl::Gpt2BlockImpl(const ModelShape& s, const LoraOptions& lora) : s_(s) {
   std::int64_t kv_dim = s.n_kv_head * (s.n_embd / s.n_head);
   ln_1 = register_module("ln_1",
                          torch::nn::LayerNorm(torch::nn::LayerNormOptions({s.n_embd}).eps(1e-5)));
@@ -169,24 +197,28 @@ Gpt2BlockImpl::Gpt2BlockImpl(const ModelShape& s) : s_(s) {
                          torch::nn::LayerNorm(torch::nn::LayerNormOptions({s.n_embd}).eps(1e-5)));
   c_fc = register_module("c_fc", torch::nn::Linear(s.n_embd, s.ffn_dim));
   mlp_proj = register_module("mlp_proj", torch::nn::Linear(s.ffn_dim, s.n_embd));
+  lora_.add(c_attn, "c_attn", lora);
+  lora_.add(attn_proj, "attn_proj", lora);
+  lora_.add(c_fc, "c_fc", lora);
+  lora_.add(mlp_proj, "mlp_proj", lora);
 }
 
 torch::Tensor Gpt2BlockImpl::forward(const torch::Tensor& x, KVCache* cache, size_t layer) {
   const std::int64_t b = x.size(0), t = x.size(1), c = s_.n_embd;
   const std::int64_t hd = c / s_.n_head, kv_dim = s_.n_kv_head * hd;
-  torch::Tensor qkv = c_attn(ln_1(x));  // (B, T, C + 2 kv_dim)
+  torch::Tensor qkv = lora_.apply(c_attn, ln_1(x));  // (B, T, C + 2 kv_dim)
   auto parts = qkv.split_with_sizes({c, kv_dim, kv_dim}, -1);
   torch::Tensor q = parts[0].view({b, t, s_.n_head, hd}).transpose(1, 2);     // (B, H, T, D)
   torch::Tensor k = parts[1].view({b, t, s_.n_kv_head, hd}).transpose(1, 2);  // (B, Hkv, T, D)
   torch::Tensor v = parts[2].view({b, t, s_.n_kv_head, hd}).transpose(1, 2);
   torch::Tensor y =
       block_attention(q, k, v, cache, layer).transpose(1, 2).contiguous().view({b, t, c});
-  torch::Tensor h = x + attn_proj(y);
-  torch::Tensor m = mlp_proj(torch::gelu(c_fc(ln_2(h)), "tanh"));
+  torch::Tensor h = x + lora_.apply(attn_proj, y);
+  torch::Tensor m = lora_.apply(mlp_proj, torch::gelu(lora_.apply(c_fc, ln_2(h)), "tanh"));
   return h + m;
 }
 
-LlamaBlockImpl::LlamaBlockImpl(const ModelShape& s, double eps) : s_(s) {
+LlamaBlockImpl::LlamaBlockImpl(const ModelShape& s, double eps, const LoraOptions& lora) : s_(s) {
   std::int64_t kv_dim = s.n_kv_head * (s.n_embd / s.n_head);
   auto linear = [](std::int64_t in, std::int64_t out) {
     return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false));
@@ -200,6 +232,15 @@ LlamaBlockImpl::LlamaBlockImpl(const ModelShape& s, double eps) : s_(s) {
   w1 = register_module("w1", linear(s.n_embd, s.ffn_dim));
   w2 = register_module("w2", linear(s.ffn_dim, s.n_embd));
   w3 = register_module("w3", linear(s.n_embd, s.ffn_dim));
+  for (auto [projection, name] : {std::pair{&wq, "wq"},
+                                  {&wk, "wk"},
+                                  {&wv, "wv"},
+                                  {&wo, "wo"},
+                                  {&w1, "w1"},
+                                  {&w2, "w2"},
+                                  {&w3, "w3"}}) {
+    lora_.add(*projection, name, lora);
+  }
 }
 
 torch::Tensor LlamaBlockImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
@@ -207,16 +248,16 @@ torch::Tensor LlamaBlockImpl::forward(const torch::Tensor& x, const torch::Tenso
   const std::int64_t b = x.size(0), t = x.size(1), c = s_.n_embd;
   const std::int64_t hd = c / s_.n_head;
   torch::Tensor n = attention_norm(x);
-  torch::Tensor q = wq(n).view({b, t, s_.n_head, hd}).transpose(1, 2);     // (B, H, T, D)
-  torch::Tensor k = wk(n).view({b, t, s_.n_kv_head, hd}).transpose(1, 2);  // (B, Hkv, T, D)
-  torch::Tensor v = wv(n).view({b, t, s_.n_kv_head, hd}).transpose(1, 2);
+  torch::Tensor q = lora_.apply(wq, n).view({b, t, s_.n_head, hd}).transpose(1, 2);  // (B, H, T, D)
+  torch::Tensor k = lora_.apply(wk, n).view({b, t, s_.n_kv_head, hd}).transpose(1, 2);
+  torch::Tensor v = lora_.apply(wv, n).view({b, t, s_.n_kv_head, hd}).transpose(1, 2);
   q = apply_rope(q, cos, sin);
   k = apply_rope(k, cos, sin);
   torch::Tensor y =
       block_attention(q, k, v, cache, layer).transpose(1, 2).contiguous().view({b, t, c});
-  torch::Tensor h = x + wo(y);
+  torch::Tensor h = x + lora_.apply(wo, y);
   torch::Tensor f = ffn_norm(h);
-  return h + w2(torch::silu(w1(f)) * w3(f));  // SwiGLU
+  return h + lora_.apply(w2, torch::silu(lora_.apply(w1, f)) * lora_.apply(w3, f));  // SwiGLU
 }
 
 TransformerLMImpl::TransformerLMImpl(ModelOptions options) : options_(std::move(options)) {
@@ -224,8 +265,8 @@ TransformerLMImpl::TransformerLMImpl(ModelOptions options) : options_(std::move(
   wte = register_module("wte", torch::nn::Embedding(s.vocab_size, s.n_embd));
   if (s.arch == "llama") {
     for (std::int64_t i = 0; i < s.n_layer; ++i) {
-      llama_blocks_.push_back(
-          register_module("h" + std::to_string(i), LlamaBlock(s, options_.norm_eps)));
+      llama_blocks_.push_back(register_module("h" + std::to_string(i),
+                                              LlamaBlock(s, options_.norm_eps, options_.lora)));
     }
     norm = register_module("norm", RMSNorm(s.n_embd, options_.norm_eps));
     lm_head = register_module(
@@ -242,7 +283,7 @@ TransformerLMImpl::TransformerLMImpl(ModelOptions options) : options_(std::move(
   } else {
     wpe = register_module("wpe", torch::nn::Embedding(s.block_size, s.n_embd));
     for (std::int64_t i = 0; i < s.n_layer; ++i) {
-      gpt2_blocks_.push_back(register_module("h" + std::to_string(i), Gpt2Block(s)));
+      gpt2_blocks_.push_back(register_module("h" + std::to_string(i), Gpt2Block(s, options_.lora)));
     }
     ln_f = register_module("ln_f",
                            torch::nn::LayerNorm(torch::nn::LayerNormOptions({s.n_embd}).eps(1e-5)));
@@ -377,6 +418,7 @@ void TransformerLMImpl::reset_parameters(std::uint64_t seed) {
   for (auto& item : named_parameters()) {
     const std::string& name = item.key();
     torch::Tensor& p = item.value();
+    if (name.find(".lora_") != std::string::npos) continue;  // below, after every base weight
     bool is_norm = name.find("ln_") != std::string::npos || name.find("norm") != std::string::npos;
     bool residual = name.find("attn_proj.weight") != std::string::npos ||
                     name.find("mlp_proj.weight") != std::string::npos ||
@@ -388,6 +430,18 @@ void TransformerLMImpl::reset_parameters(std::uint64_t seed) {
       p.zero_();
     } else {
       normal(p, residual ? residual_std : std);
+    }
+  }
+  for (auto& item : named_parameters()) {
+    const std::string& name = item.key();
+    torch::Tensor& p = item.value();
+    if (name.find(".lora_A") != std::string::npos) {
+      const double bound = 1.0 / std::sqrt(static_cast<double>(p.size(1)));
+      torch::Tensor host = torch::empty(p.sizes(), torch::kFloat);
+      host.uniform_(-bound, bound, gen);
+      p.copy_(host);
+    } else if (name.find(".lora_B") != std::string::npos) {
+      p.zero_();
     }
   }
 }

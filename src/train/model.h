@@ -17,10 +17,35 @@
 
 namespace sweepbench {
 
+// LoRA (train.peft: lora): adapters on the block projections named in `targets`; r = 0: none.
+struct LoraOptions {
+  std::int64_t r = 0;
+  double alpha = 16, dropout = 0;
+  std::vector<std::string> targets;
+};
+
+// One block's LoRA adapters: for a targeted projection W, y = W x + b + B A dropout(x) alpha / r
+// with A (r, d_in) and B (d_out, r), registered on the projection's module as lora_A and lora_B
+// (so named h0.c_attn.lora_A, as peft names them). Dropout only while gradients are recorded.
+class LoraAdapters {
+ public:
+  void add(torch::nn::Linear& projection, const std::string& name, const LoraOptions& o);
+  torch::Tensor apply(const torch::nn::Linear& projection, const torch::Tensor& x) const;
+
+ private:
+  struct Adapter {
+    const torch::nn::Module* module;
+    torch::Tensor a, b;
+  };
+  std::vector<Adapter> adapters_;
+  double scale_ = 0, dropout_ = 0;
+};
+
 struct ModelOptions {
   ModelShape shape;
   std::int64_t max_seq_len = 0;  // rows of the rotary tables (Llama)
   bool activation_checkpointing = false;
+  LoraOptions lora;
   double rope_theta = 10000.0;
   double norm_eps = 1e-5;
   // Runs around each block's forward, and again around its recomputation in the backward pass,
@@ -62,7 +87,7 @@ TORCH_MODULE(RMSNorm);
 
 class Gpt2BlockImpl : public torch::nn::Module {
  public:
-  explicit Gpt2BlockImpl(const ModelShape& s);
+  explicit Gpt2BlockImpl(const ModelShape& s, const LoraOptions& lora = {});
   // (B, T, C) -> (B, T, C). With a cache: x holds positions cache->length.. and its keys and
   // values are appended to layer `layer` of the cache.
   torch::Tensor forward(const torch::Tensor& x, KVCache* cache = nullptr, size_t layer = 0);
@@ -71,12 +96,13 @@ class Gpt2BlockImpl : public torch::nn::Module {
 
  private:
   ModelShape s_;
+  LoraAdapters lora_;
 };
 TORCH_MODULE(Gpt2Block);
 
 class LlamaBlockImpl : public torch::nn::Module {
  public:
-  explicit LlamaBlockImpl(const ModelShape& s, double eps);
+  LlamaBlockImpl(const ModelShape& s, double eps, const LoraOptions& lora = {});
   // x (B, T, C); cos, sin (T, head_dim) for x's positions; the cache as Gpt2Block's.
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                         KVCache* cache = nullptr, size_t layer = 0);
@@ -86,6 +112,7 @@ class LlamaBlockImpl : public torch::nn::Module {
 
  private:
   ModelShape s_;
+  LoraAdapters lora_;
 };
 TORCH_MODULE(LlamaBlock);
 
@@ -107,7 +134,10 @@ class TransformerLMImpl : public torch::nn::Module {
   torch::Tensor loss(const torch::Tensor& tokens, const torch::Tensor& targets);
   // GPT-2's initialisation: weights normal(0, 0.02), residual output projections
   // normal(0, 0.02 / sqrt(2 n_layer)) as in GPT-2 and nanoGPT, biases zero, norms one.
-  // Deterministic for a seed, on every device, because it runs on the CPU generator.
+  // Deterministic for a seed, on every device, because it runs on the CPU generator. LoRA's
+  // adapters are drawn after every base weight (which are thus the same as without them): A
+  // uniform in +-1/sqrt(d_in) (peft's Kaiming-uniform bound), B zero, so the adapted model
+  // starts as the base model.
   void reset_parameters(std::uint64_t seed);
   const ModelOptions& options() const { return options_; }
 

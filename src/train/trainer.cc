@@ -245,6 +245,10 @@ class TorchTrainer : public Trainer {
     mo.max_seq_len = o_.seq_len;
     mo.activation_checkpointing = o_.activation_checkpointing;
     mo.rope_theta = rope_theta_for(o_.preset);
+    mo.lora.r = o_.lora_r;
+    mo.lora.alpha = o_.lora_alpha;
+    mo.lora.dropout = o_.lora_dropout;
+    mo.lora.targets = o_.lora_targets;
     if (autocast_dtype_) {
       // The same mixed-precision scope for each block's forward and its recomputation.
       c10::DeviceType type = device_.type();
@@ -264,7 +268,21 @@ class TorchTrainer : public Trainer {
     model_ = TransformerLM(mo);
     model_->reset_parameters(o_.seed);
     model_->to(device_);
-    for (const auto& p : model_->parameters()) parameter_count_ += p.numel();
+    for (const auto& item : model_->named_parameters()) {
+      torch::Tensor p = item.value();
+      parameter_count_ += p.numel();
+      // LoRA: only the adapters learn; the frozen weights get no gradient and no moments.
+      if (o_.lora_r > 0 && item.key().find(".lora_") == std::string::npos) {
+        p.requires_grad_(false);
+        frozen_bytes_ += p.numel() * static_cast<std::int64_t>(p.element_size());
+      } else {
+        trainable_count_ += p.numel();
+      }
+    }
+    if (o_.lora_r > 0 && stage() == 3) {
+      throw Error::input(Mark{}, "train.zero_stage", "3 is not supported with train.peft: lora",
+                         "use train.zero_stage 0 to 2");
+    }
     broadcast_parameters();
 #ifdef SWEEPBENCH_WITH_NCCL
     if (device_.is_cuda() && comm_.size() > 1) init_nccl();
@@ -280,6 +298,7 @@ class TorchTrainer : public Trainer {
 
   const DeviceInfo& device() const override { return info_; }
   std::int64_t parameter_count() const override { return parameter_count_; }
+  std::int64_t trainable_parameter_count() const override { return trainable_count_; }
 
   PhaseStatus forward_backward(const std::vector<Batch>& micro_batches) override {
     clock_.reset();
@@ -454,7 +473,7 @@ class TorchTrainer : public Trainer {
 
   // What the segments' buffers hold now (a released ZeRO-3 buffer holds nothing).
   std::int64_t model_state_bytes() const override {
-    std::int64_t bytes = 0;
+    std::int64_t bytes = frozen_bytes_;
     for (const Segment& g : segments_) {
       for (const torch::Tensor* t :
            {&g.full, &g.grad, &g.grad_shard, &g.master, &g.exp_avg, &g.exp_avg_sq}) {
@@ -545,7 +564,7 @@ class TorchTrainer : public Trainer {
       size_t first = segments_.size();
       for (const auto& item : model_->named_parameters()) {
         const torch::Tensor& p = item.value();
-        if ((p.dim() >= 2) != decay) continue;
+        if (!p.requires_grad() || (p.dim() >= 2) != decay) continue;
         const int unit = stage() == 3 ? block_of(item.key()) : -1;
         bool cut = segments_.size() == first;
         if (!cut && stage() == 3) cut = segments_.back().unit != unit;
@@ -834,6 +853,8 @@ class TorchTrainer : public Trainer {
   std::optional<at::ScalarType> autocast_dtype_;
   TransformerLM model_{nullptr};
   std::int64_t parameter_count_ = 0;
+  std::int64_t trainable_count_ = 0;
+  std::int64_t frozen_bytes_ = 0;  // LoRA's frozen weights, held whole by every rank
   // Elementwise passes over flat buffers work in chunks of this many elements (64 MB of fp32):
   // large enough to keep both cores busy, small enough for a bounded scratch buffer.
   static constexpr std::int64_t kChunk = 16 << 20;
@@ -843,7 +864,7 @@ class TorchTrainer : public Trainer {
   // A std::shared_ptr in libtorch 1.13, a c10::intrusive_ptr in recent 2.x.
   using AccumulatorPtr =
       decltype(torch::autograd::impl::grad_accumulator(std::declval<const torch::Tensor&>()));
-  std::vector<AccumulatorPtr> accumulators_;  // carry the ZeRO-2/3 hooks
+  std::vector<AccumulatorPtr> accumulators_;    // carry the ZeRO-2/3 hooks
   torch::Tensor flat_scratch_, piece_scratch_;  // ZeRO-2/3: the largest segment and its piece
   std::int64_t largest_ = 0;
   std::int64_t rank_ = 0, world_ = 1;  // this rank's piece and the pieces (1 unsharded)

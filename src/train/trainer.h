@@ -43,6 +43,11 @@ struct TrainerOptions {
   // the update); 2 also the gradients, each bucket reduce-scattered as backward fills it; 3 also
   // the parameters, each block's gathered before its forward and its backward and freed after.
   int zero_stage = 0;
+  // train.peft: lora: adapters of rank lora_r on the projections of lora_targets; every other
+  // weight frozen (no gradient, no optimizer state). lora_r = 0: no LoRA.
+  std::int64_t lora_r = 0;
+  double lora_alpha = 16, lora_dropout = 0;
+  std::vector<std::string> lora_targets;
   // CPU only: fail libtorch allocations past this many bytes in use, as a full GPU would
   // (bench-train --max-memory-mb; for testing out-of-memory handling). 0: no budget.
   std::int64_t cpu_memory_budget = 0;
@@ -106,7 +111,9 @@ class Trainer {
   virtual ~Trainer() = default;
   virtual const DeviceInfo& device() const = 0;
   virtual std::int64_t parameter_count() const = 0;
-  // Bytes of the flat buffers for parameters, gradients and AdamW's moments on this rank.
+  // The parameters the optimizer updates: all of them, or LoRA's adapters.
+  virtual std::int64_t trainable_parameter_count() const = 0;
+  // Bytes this rank holds for parameters (frozen ones too), gradients and AdamW's moments.
   virtual std::int64_t model_state_bytes() const = 0;
   // Forward and backward over one step's micro batches (gradient accumulation).
   virtual PhaseStatus forward_backward(const std::vector<Batch>& micro_batches) = 0;

@@ -29,7 +29,7 @@ import pandas
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "support"))
-from e2e import BIN, ENV, SOURCE, bench_sweep, read_json  # noqa: E402
+from e2e import BIN, ENV, SOURCE, bench_sweep, peer_venv, read_json  # noqa: E402
 
 BENCH_EXTRACT = os.path.join(BIN, "bench-extract")
 
@@ -413,11 +413,6 @@ base:
         with h5py.File(os.path.join(out, tag, "rank-00000.h5")) as f:
             self.assertEqual(f.attrs["status"], "cancelled")
             self.assertIn("received SIGUSR2", f.attrs["reason"])
-
-
-def peer_venv():
-    return subprocess.run([os.path.join(SOURCE, "scripts", "peer-venv")], check=True,
-                          capture_output=True, text=True, timeout=900).stdout.strip()
 
 
 RUN_CLM = os.path.join(SOURCE, "bench", "run_clm_synthetic.py")

@@ -201,6 +201,17 @@ TEST(ConfigHash, LeavesOutSchedulingOnlyKeys) {
   EXPECT_THAT(canonical, HasSubstr("partition: null"));
 }
 
+TEST(ConfigHash, KeysAndSectionsAddedLaterChangeItOnlyAwayFromTheirDefaults) {
+  std::string h = hash_of("train.steps: 20\n");
+  // train.zero_stage, train.bucket_mb, train.peft and the lora section came later.
+  EXPECT_EQ(hash_of("train.steps: 20\ntrain.peft: none\nlora.r: 8\ntrain.bucket_mb: 25\n"), h);
+  EXPECT_THAT(canonical_config_text(resolved("")), ::testing::Not(HasSubstr("lora")));
+  std::string lora = hash_of("train.steps: 20\ntrain.peft: lora\n");
+  EXPECT_NE(lora, h);
+  EXPECT_NE(hash_of("train.steps: 20\ntrain.peft: lora\nlora.r: 16\n"), lora);
+  EXPECT_NE(hash_of("train.steps: 20\ntrain.bucket_mb: 5\n"), h);
+}
+
 TEST(ConfigHash, TheBenchmarkKeyAtItsDefaultKeepsEarlierHashes) {
   // `benchmark` came after results existed; every earlier config meant `train`.
   std::string h = hash_of("train.steps: 20\n");

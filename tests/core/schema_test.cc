@@ -48,7 +48,7 @@ TEST(Schema, HasEveryKeyLaterIssuesDependOn) {
     EXPECT_NE(Schema::get().find(key), nullptr) << key;
   }
   EXPECT_EQ(Schema::get().sections(),
-            (std::vector<std::string>{"model", "data", "train", "eval", "infer", "command",
+            (std::vector<std::string>{"model", "data", "train", "lora", "eval", "infer", "command",
                                       "launch", "metrics", "container", "slurm", "hardware"}));
   const KeySpec* source = Schema::get().find("data.source");
   EXPECT_EQ(source->choices, (std::vector<std::string>{"synthetic", "tokens", "text"}));

@@ -41,3 +41,10 @@ def read_json(path):
 def read_yaml(path):
     with open(path) as f:
         return yaml.safe_load(f)
+
+
+def peer_venv():
+    """The venv of the peer programs (transformers, accelerate, peft from PyPI), made once by
+    scripts/peer-venv."""
+    return subprocess.run([os.path.join(SOURCE, "scripts", "peer-venv")], check=True,
+                          capture_output=True, text=True, timeout=900).stdout.strip()

@@ -10,6 +10,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import unittest
 
@@ -20,6 +21,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.dirname(os.path.dirname(HERE))
 BIN = os.environ.get("SWEEPBENCH_BIN_DIR", os.path.join(SOURCE, "build", "release", "bin"))
 BENCH_TRAIN = os.path.join(BIN, "bench-train")
+sys.path.insert(0, os.path.join(SOURCE, "tests", "support"))
+from e2e import peer_venv  # noqa: E402
 
 ENV = dict(os.environ)
 # mpirun as root (CI runs as root), and more ranks than the 2 cores CI has.
@@ -399,6 +402,96 @@ class Zero(BenchTrainCase):
         with h5py.File(os.path.join(out, "rank-00000.h5"), "r") as f:
             psi = f.attrs["parameter_count"]
             self.assertAlmostEqual(f.attrs["model_state_bytes"] / (16 * psi), 1.0, delta=0.01)
+
+
+# Hugging Face peft's count for the same GPT-2 shape and targets, in the peer venv
+# (scripts/peer-venv: transformers, peft from PyPI).
+PEFT_COUNT = """
+import json, sys
+from transformers import GPT2Config, GPT2LMHeadModel
+from peft import LoraConfig, get_peft_model
+shape, r, targets = json.loads(sys.argv[1])
+model = GPT2LMHeadModel(GPT2Config(n_layer=shape[0], n_embd=shape[1], n_head=shape[2], n_inner=shape[3],
+                                   vocab_size=shape[4], n_positions=shape[5]))
+base = sum(p.numel() for p in model.parameters())
+adapted = get_peft_model(model, LoraConfig(r=r, lora_alpha=16, target_modules=targets, fan_in_fan_out=True))
+trainable, total = adapted.get_nb_trainable_parameters()
+print(json.dumps({"base": base, "trainable": trainable, "total": total}))
+"""
+# bench-train's projection names and the modules of Hugging Face's GPT-2 they are.
+HF_GPT2_NAMES = {"c_attn": "c_attn", "attn_proj": "attn.c_proj", "c_fc": "c_fc", "mlp_proj": "mlp.c_proj"}
+GPT2_TINY = (2, 64, 4, 256, 512, 128)  # n_layer, n_embd, n_head, ffn, vocab, block (core/model_shapes.cc)
+
+
+class Lora(BenchTrainCase):
+    def test_trainable_parameters_are_the_formula_and_what_peft_counts(self):
+        venv = peer_venv()
+        n_layer, d, _, ffn, _, _ = GPT2_TINY
+        dims = {"c_attn": (d, 3 * d), "attn_proj": (d, d), "c_fc": (d, ffn), "mlp_proj": (ffn, d)}
+        for r, targets in ((8, None), (4, ["c_attn", "attn_proj", "c_fc", "mlp_proj"]), (2, ["c_fc", "mlp_proj"])):
+            out = os.path.join(self.tmp, f"lora{r}")
+            sets = ["--set", "train.peft=lora", "--set", f"lora.r={r}"]
+            if targets:
+                sets += ["--set", f"lora.targets=[{', '.join(targets)}]"]
+            run = self.run_train(self.config(steps=4), out, *sets)
+            self.assertEqual(run.returncode, 0, run.stderr + run.stdout)
+            chosen = targets or ["c_attn"]  # peft's default for GPT-2
+            formula = n_layer * sum(r * sum(dims[t]) for t in chosen)
+            peft = json.loads(subprocess.run(
+                [os.path.join(venv, "bin", "python"), "-c", PEFT_COUNT,
+                 json.dumps([GPT2_TINY, r, [HF_GPT2_NAMES[t] for t in chosen]])],
+                capture_output=True, text=True, check=True, timeout=300).stdout)
+            with h5py.File(os.path.join(out, "rank-00000.h5"), "r") as f:
+                self.assertEqual(f.attrs["trainable_parameters"], formula)
+                self.assertEqual(f.attrs["trainable_parameters"], peft["trainable"])
+                self.assertEqual(f.attrs["parameter_count"], peft["total"])
+                self.assertEqual(f.attrs["parameter_count"] - formula, peft["base"])
+            summary = read_json(os.path.join(out, "summary.json"))
+            self.assertEqual(summary["metrics"]["trainable_parameters"], formula)
+
+    def test_step_0_is_the_base_model_and_zero_stages_hold_what_the_accounting_says(self):
+        base_out = os.path.join(self.tmp, "base")
+        run = self.run_train(self.config(steps=4, extra="launch: {ranks: 2}\n"), base_out, ranks=2)
+        self.assertEqual(run.returncode, 0, run.stderr + run.stdout)
+        with h5py.File(os.path.join(base_out, "rank-00000.h5"), "r") as f:
+            base_loss = f["steps"]["loss"][:]
+            psi_base = f.attrs["parameter_count"]
+        losses = {}
+        for stage in (0, 1, 2):
+            out = os.path.join(self.tmp, f"lora-z{stage}")
+            run = self.run_train(self.config(steps=10, extra="launch: {ranks: 2}\n"), out,
+                                 "--set", "train.peft=lora", "--set", "lora.targets=[c_attn, c_fc]",
+                                 "--set", f"train.zero_stage={stage}", ranks=2)
+            self.assertEqual(run.returncode, 0, run.stderr + run.stdout)
+            summary = read_json(os.path.join(out, "summary.json"))
+            with h5py.File(os.path.join(out, "rank-00000.h5"), "r") as f:
+                losses[stage] = f["steps"]["loss"][:]
+                adapters = f.attrs["trainable_parameters"]
+                self.assertEqual(f.attrs["parameter_count"], psi_base + adapters)
+                # B starts at zero: the first step's loss is the base model's.
+                self.assertAlmostEqual(losses[stage][0], base_loss[0], delta=1e-6)
+                # Frozen weights 4 bytes on every rank, the adapters per the stage's accounting.
+                accounting = 4 * psi_base + adapters * {0: 16, 1: 8 + 12 / 2, 2: 4 + 12 / 2}[stage]
+                self.assertAlmostEqual(summary["metrics"]["mem_model_states_bytes"], accounting, delta=1)
+                self.assertAlmostEqual(f.attrs["model_state_bytes"] / accounting, 1.0, delta=0.1)
+                # No weight gradients for the frozen matrices: 4 N + 6 N_lora + attention.
+                n = psi_base - 128 * 64  # without the position embeddings
+                self.assertEqual(f.attrs["flops_per_token"], 4 * n + 6 * adapters + 12 * 2 * 64 * 32)
+        self.assertLess(losses[0][-1], losses[0][0])  # the adapters learn
+        for stage in (1, 2):
+            np.testing.assert_allclose(losses[stage], losses[0], rtol=0, atol=1e-5)
+
+    def test_bad_lora_settings_are_refused_before_any_work(self):
+        for sets, message in (
+                (["--set", "lora.targets=[c_attn, q_proj]"], "'q_proj' is not a projection of a gpt2 block"),
+                (["--set", "lora.targets=[]"], "is empty: LoRA would train nothing"),
+                (["--set", "lora.dropout=1"], "must be below 1"),
+                (["--set", "train.zero_stage=3"], "3 with train.peft: lora is not supported")):
+            out = os.path.join(self.tmp, "bad")
+            r = self.run_train(self.config(), out, "--set", "train.peft=lora", *sets)
+            self.assertEqual(r.returncode, 2, r.stderr + r.stdout)
+            self.assertIn(message, r.stderr)
+            self.assertFalse(os.path.exists(out))
 
 
 class Profile(BenchTrainCase):
