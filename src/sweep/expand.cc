@@ -193,6 +193,12 @@ void expand_scenario(size_t scenario, const SweepSpec& spec, const PlanOptions& 
     try {
       resolved = resolve_config(partial);
     } catch (const Error& e) {
+      // An exclude is how a sweep drops the combinations that cannot run: one it drops is no
+      // error. (Exclude entries name swept keys only, so the unresolved point holds them.)
+      if (excluded(partial, sc.excludes)) {
+        if (!advance(index, dims)) break;
+        continue;
+      }
       std::string description = combination_description(sc, spec.named_scenarios, partial);
       throw Error(e.kind(), e.mark(), e.key(), e.message() + " in the point " + description,
                   e.hint());

@@ -18,7 +18,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "support"))
-from e2e import BENCH_SWEEP, ENV, bench_sweep, read_json  # noqa: E402
+from e2e import BENCH_SWEEP, BIN, ENV, SOURCE, bench_sweep, read_json  # noqa: E402
 
 # bench-train's libtorch memory budget for the pruning test (see Prune).
 PRUNE_BUDGET_MB = 24
@@ -93,6 +93,29 @@ class LocalRun(unittest.TestCase):
             self.assertTrue(os.path.exists(os.path.join(out, first, "attempts", "1", "status.json")))
             self.assertEqual(read_json(os.path.join(out, first, "status.json"))["attempt"], 2)
             self.assertEqual(statuses(out), {p["tag"]: "ok" for p in points})
+
+    def test_the_memory_knobs_sweep_runs_every_knob_with_two_ranks(self):
+        # sweeps/memory-knobs-cpu.yaml: ZeRO 0 to 3 and LoRA, the impossible ZeRO-3 + LoRA
+        # excluded; one table compares them.
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "knobs")
+            run("run", os.path.join(SOURCE, "sweeps", "memory-knobs-cpu.yaml"), "--out", out, check=0)
+            table = json.loads(subprocess.run([os.path.join(BIN, "bench-extract"), "-i", out, "--format", "json"],
+                                              capture_output=True, text=True, env=ENV, check=True).stdout)
+            rows = {(r["train.zero_stage"], r["train.peft"]): r for r in table}
+            self.assertEqual(sorted(rows), [(0, "lora"), (0, "none"), (1, "lora"), (1, "none"), (2, "lora"),
+                                            (2, "none"), (3, "none")])
+            full = rows[(0, "none")]["trainable_parameters"]
+            for (stage, peft), r in rows.items():
+                self.assertEqual(r["status"], "ok")
+                self.assertEqual(r["world_size"], 2)
+                if peft == "lora":
+                    self.assertLess(r["trainable_parameters"], full / 10)
+                else:
+                    self.assertEqual(r["trainable_parameters"], full)
+            held = [rows[(stage, "none")]["mem_model_states_bytes"] for stage in range(4)]
+            self.assertEqual(held, sorted(held, reverse=True))
+            self.assertLess(rows[(0, "lora")]["mem_model_states_bytes"], held[3])
 
     def test_dry_run_prints_each_command_and_writes_nothing(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -63,6 +63,20 @@ TEST(Expansion, ExcludeDropsMatchingPointsWithAnyOfLists) {
   EXPECT_THAT(column(plan, "data.seq_len"), ElementsAre("32", "16", "16"));
 }
 
+TEST(Expansion, ExcludeDropsCombinationsThatCouldNotRun) {
+  // gpt2-tiny's block size is 128: seq_len 256 is an error, unless an exclude drops the point.
+  const std::string axes =
+      kTiny + "axes:\n  data.seq_len: [64, 256]\n  train.dtype: [fp32, bf16]\n";
+  EXPECT_THAT(error_of([&] { plan_text(axes); }).what(), HasSubstr("exceeds model.block_size"));
+  Plan plan = plan_text(axes + "exclude:\n  - {data.seq_len: 256}\n");
+  EXPECT_THAT(column(plan, "data.seq_len"), ElementsAre("64", "64"));
+  // An exclude that does not match the impossible point leaves the error.
+  EXPECT_THAT(error_of([&] {
+                plan_text(axes + "exclude:\n  - {data.seq_len: 256, train.dtype: bf16}\n");
+              }).what(),
+              HasSubstr("exceeds model.block_size"));
+}
+
 TEST(Expansion, IncludeAddsPointsAfterExclude) {
   Plan plan = plan_text(kTiny +
                         "axes:\n  train.micro_batch: [1, 2]\n"
