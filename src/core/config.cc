@@ -286,6 +286,33 @@ void check_lora_rules(const Value& full) {
   }
 }
 
+// launch.tensor_parallel t splits attention heads, key-value heads and the MLP over groups of t
+// ranks: t divides all of them and the ranks.
+void check_tensor_parallel_rules(const Value& full) {
+  auto at = [&](const char* path) -> const Value& { return required(full, path); };
+  const Value& tp = at("launch.tensor_parallel");
+  const std::int64_t t = tp.as_int();
+  if (t == 1) return;
+  auto must_divide = [&](const char* key, const char* what) {
+    const std::int64_t n = at(key).as_int();
+    if (n % t != 0) {
+      throw rule_error(tp, "launch.tensor_parallel",
+                       std::to_string(t) + " does not divide " + key + " (" + std::to_string(n) +
+                           "): each of the t ranks holds an equal part of the " + what,
+                       "use a t that divides it");
+    }
+  };
+  must_divide("launch.ranks", "ranks (the rest is data parallelism)");
+  must_divide("model.n_head", "attention heads");
+  must_divide("model.n_kv_head", "key-value heads");
+  must_divide("model.ffn_dim", "MLP's hidden units");
+  if (at("train.peft").as_string() == "lora") {
+    throw rule_error(tp, "launch.tensor_parallel",
+                     "tensor parallelism with train.peft: lora is not supported",
+                     "use launch.tensor_parallel: 1 with LoRA");
+  }
+}
+
 void check_rules(const Value& full) {
   auto at = [&](const char* path) -> const Value& { return required(full, path); };
   const Value& n_embd = at("model.n_embd");
@@ -324,6 +351,7 @@ void check_rules(const Value& full) {
   }
   check_tensor_sizes(full);
   check_lora_rules(full);
+  check_tensor_parallel_rules(full);
   if (const Value& profile = at("metrics.profile_steps"); !profile.is_null()) {
     auto range = parse_step_range(profile.as_string());
     if (!range) {

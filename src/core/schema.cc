@@ -346,6 +346,12 @@ std::vector<KeySpec> build_table() {
           .min(1),
       K("launch.gpus_per_rank", T::kInt, I(0), "GPUs each rank asks the scheduler for; 0 = none")
           .min(0),
+      K("launch.tensor_parallel", T::kInt, I(1),
+        "Tensor parallelism t (bench-train): each block's projections split over groups of t "
+        "consecutive ranks (Megatron-style), data parallelism over launch.ranks / t")
+          .min(1)
+          .hashed_unless_default()
+          .only_for({"train"}),
       K("launch.cpus_per_rank", T::kInt, N(),
         "CPU cores (and compute threads) per rank; null = the node's cores / ranks on it")
           .min(1),

@@ -161,6 +161,7 @@ Settings Settings::of(const Value& c) {
 
   LaunchSettings& l = s.launch;
   l.ranks = at(c, "launch.ranks").as_int();
+  l.tensor_parallel = at(c, "launch.tensor_parallel").as_int();
   l.nodes = at(c, "launch.nodes").as_int();
   l.gpus_per_rank = at(c, "launch.gpus_per_rank").as_int();
   if (const Value& cpus = at(c, "launch.cpus_per_rank"); !cpus.is_null()) {

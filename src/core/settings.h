@@ -71,6 +71,7 @@ struct DataSettings {
 
 struct LaunchSettings {
   std::int64_t ranks = 1, nodes = 1, gpus_per_rank = 0;
+  std::int64_t tensor_parallel = 1;  // bench-train only
   std::optional<std::int64_t> cpus_per_rank;
   Device device = Device::kAuto;
   std::string launcher = "auto";  // a registered launcher's name, or auto

@@ -70,6 +70,8 @@ inline constexpr IntAttr kIntAttrs[] = {
     {"parameter_count", &RankResult::parameter_count, FieldScope::kLead},
     {"zero_stage", &RankResult::zero_stage, FieldScope::kLead, true},
     {"trainable_parameters", &RankResult::trainable_parameters, FieldScope::kLead, true},
+    {"tensor_parallel", &RankResult::tensor_parallel, FieldScope::kLead, true},
+    {"rank_parameters", &RankResult::rank_parameters, FieldScope::kLead, true},
     {"model_state_bytes", &RankResult::model_state_bytes, FieldScope::kFull, true},
     {"steps_planned", &RankResult::steps_planned, FieldScope::kFull},
     {"warmup_steps", &RankResult::warmup_steps, FieldScope::kFull},

@@ -143,6 +143,10 @@ struct RankResult {
   std::int64_t zero_stage = 0;   // train.zero_stage
   // The parameters the optimizer updates (LoRA: the adapters); 0 in older files: all of them.
   std::int64_t trainable_parameters = 0;
+  // launch.tensor_parallel (1 in older files), and the parameters this rank's model holds
+  // (0 in older files: parameter_count).
+  std::int64_t tensor_parallel = 1;
+  std::int64_t rank_parameters = 0;
   // The bytes this rank holds for parameters, gradients and AdamW's moments (its flat buffers,
   // as allocated): what mem_model_states_bytes accounts for.
   std::int64_t model_state_bytes = 0;

@@ -79,9 +79,16 @@ std::vector<Metric> summarize(const SummaryInput& in) {
   if (in.parameter_count > 0) {
     m.push_back({"trainable_parameters",
                  in.trainable_parameters > 0 ? in.trainable_parameters : in.parameter_count, ""});
+    // Per rank: its model's parameters (a part of the split ones with tensor parallelism),
+    // ZeRO's shards over the data-parallel ranks.
+    const int t = std::max(1, in.tensor_parallel);
+    const double held = in.rank_parameters > 0 ? in.rank_parameters : in.parameter_count;
+    const double trainable =
+        in.trainable_parameters > 0 && in.trainable_parameters < in.parameter_count
+            ? in.trainable_parameters
+            : held;
     m.push_back({"mem_model_states_bytes",
-                 model_states_bytes(in.parameter_count, in.world_size, in.zero_stage,
-                                    in.trainable_parameters),
+                 model_states_bytes(held, std::max(1, in.world_size / t), in.zero_stage, trainable),
                  "bytes"});
   }
   m.push_back({"mt_per_hour", tps * 3600.0 / 1e6, "Mtokens/h"});
@@ -131,9 +138,10 @@ SummaryInput summary_input_from_ranks(const std::vector<RankResult>& ranks) {
   const RankResult& first = ranks.front();
   in.world_size = static_cast<int>(first.world_size);
   auto d = [](std::int64_t v) { return static_cast<double>(v); };
-  in.tokens_per_step =
-      d(first.micro_batch) * d(first.seq_len) * d(first.grad_accum) * d(first.world_size);
-  in.samples_per_step = d(first.micro_batch) * d(first.grad_accum) * d(first.world_size);
+  // A tensor-parallel group of ranks trains one replica on one stream of batches.
+  const double replicas = d(first.world_size) / d(std::max<std::int64_t>(1, first.tensor_parallel));
+  in.tokens_per_step = d(first.micro_batch) * d(first.seq_len) * d(first.grad_accum) * replicas;
+  in.samples_per_step = d(first.micro_batch) * d(first.grad_accum) * replicas;
   in.flops_per_token = first.flops_per_token;
   in.peak_tflops = first.peak_tflops;
   double loss = 0, eval_samples = 0, eval_seconds = 0, peak = -1;
@@ -154,6 +162,8 @@ SummaryInput summary_input_from_ranks(const std::vector<RankResult>& ranks) {
   in.parameter_count = static_cast<double>(first.parameter_count);
   in.zero_stage = static_cast<int>(first.zero_stage);
   in.trainable_parameters = static_cast<double>(first.trainable_parameters);
+  in.tensor_parallel = static_cast<int>(std::max<std::int64_t>(1, first.tensor_parallel));
+  in.rank_parameters = static_cast<double>(first.rank_parameters);
   return in;
 }
 

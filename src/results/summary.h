@@ -36,6 +36,8 @@ struct SummaryInput {
   double memory_peak_bytes = -1;    // max over ranks
   double parameter_count = 0;       // 0: unknown, no mem_model_states_bytes
   double trainable_parameters = 0;  // 0: all of them
+  int tensor_parallel = 1;
+  double rank_parameters = 0;  // one rank's model, with tensor parallelism; 0: parameter_count
   int zero_stage = 0;
 };
 

@@ -67,7 +67,8 @@ class Run {
       try {
         plan_ = make_plan(args_, mpi_);
         device_ = select_device(plan_.trainer);
-        data_ = open_token_source(plan_.data, mpi_.rank(), mpi_.size());
+        // The ranks of a tensor-parallel group read the same batches.
+        data_ = open_token_source(plan_.data, data_rank(), data_parallel());
       } catch (const Error& e) {
         local = sweepbench::exit_code_for(e.kind());
         message = error_line(e, "bench-train");
@@ -124,6 +125,7 @@ class Run {
       result_.memory_stage_source = trainer_->memory_source();
       result_.parameter_count = trainer_->parameter_count();
       result_.trainable_parameters = trainer_->trainable_parameter_count();
+      result_.rank_parameters = trainer_->rank_parameter_count();
       result_.zero_stage = plan_.trainer.zero_stage;
       result_.model_state_bytes = trainer_->model_state_bytes();
       result_.threads = trainer_->device().threads;
@@ -148,7 +150,7 @@ class Run {
   RunStatus train() {
     const std::int64_t tokens_per_step =
         plan_.micro_batch * plan_.trainer.seq_len * plan_.grad_accum;
-    const std::int64_t global_tokens = tokens_per_step * mpi_.size();
+    const std::int64_t global_tokens = tokens_per_step * data_parallel();
     stages_.begin("train");
     RunStatus status = RunStatus::kOk;
     double started = now_s();
@@ -300,6 +302,15 @@ class Run {
     r.seq_len = plan_.trainer.seq_len;
     r.micro_batch = plan_.micro_batch;
     r.grad_accum = plan_.grad_accum;
+    r.tensor_parallel = plan_.trainer.tensor_parallel;
+  }
+
+  // Tensor parallelism: groups of t consecutive ranks hold one model replica between them.
+  int data_parallel() const {
+    return mpi_.size() / static_cast<int>(std::max<std::int64_t>(1, plan_.trainer.tensor_parallel));
+  }
+  int data_rank() const {
+    return mpi_.rank() / static_cast<int>(std::max<std::int64_t>(1, plan_.trainer.tensor_parallel));
   }
 
   void banner() {
@@ -376,14 +387,17 @@ class Run {
       mpi_.allreduce_max(v->data(), v->size());
     }
     in.tokens_per_step = static_cast<double>(plan_.micro_batch * plan_.trainer.seq_len *
-                                             plan_.grad_accum * mpi_.size());
-    in.samples_per_step = static_cast<double>(plan_.micro_batch * plan_.grad_accum * mpi_.size());
+                                             plan_.grad_accum * data_parallel());
+    in.samples_per_step =
+        static_cast<double>(plan_.micro_batch * plan_.grad_accum * data_parallel());
     in.world_size = mpi_.size();
     in.flops_per_token = r.flops_per_token;
     in.peak_tflops = r.peak_tflops;
     in.parameter_count = static_cast<double>(r.parameter_count);
     in.zero_stage = static_cast<int>(r.zero_stage);
     in.trainable_parameters = static_cast<double>(r.trainable_parameters);
+    in.tensor_parallel = static_cast<int>(r.tensor_parallel);
+    in.rank_parameters = static_cast<double>(r.rank_parameters);
     double last_loss[1] = {measured.empty() ? 0.0 : measured.back().loss};
     mpi_.allreduce_sum(last_loss, 1);
     in.train_loss = last_loss[0] / mpi_.size();

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <memory>
 #include <string>
 
 namespace sweepbench {
@@ -32,6 +33,9 @@ class Collectives {
   // `data` holds size() shards of `shard` elements; each rank's own shard (r) goes to every rank
   // in place (ZeRO's all-gather of the updated parameters).
   virtual void allgather(float* data, size_t shard) = 0;
+  // The ranks of this group with the same `color`, ordered by `key` (MPI_Comm_split): a
+  // collective call on every rank of this group.
+  virtual std::unique_ptr<Collectives> split(int color, int key) = 0;
 };
 
 // One process, no MPI: every collective is the identity.
@@ -47,6 +51,9 @@ class SingleProcess : public Collectives {
     if (send != recv) std::copy(send, send + shard, recv);
   }
   void allgather(float*, size_t) override {}
+  std::unique_ptr<Collectives> split(int, int) override {
+    return std::make_unique<SingleProcess>();
+  }
 };
 
 }  // namespace sweepbench

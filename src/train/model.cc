@@ -37,6 +37,37 @@ struct CheckpointedBlock : public torch::autograd::Function<CheckpointedBlock> {
   }
 };
 
+// Megatron-LM's f and g for tensor parallelism (TensorParallel in model.h).
+using GroupSum = std::function<void(torch::Tensor&)>;
+
+struct TensorParallelCopy : public torch::autograd::Function<TensorParallelCopy> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor x,
+                               const GroupSum* sum) {
+    ctx->saved_data["sum"] = reinterpret_cast<std::int64_t>(sum);
+    return x.view_as(x);
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad) {
+    const auto* sum = reinterpret_cast<const GroupSum*>(ctx->saved_data["sum"].toInt());
+    torch::Tensor g = grad[0].clone(at::MemoryFormat::Contiguous);
+    (*sum)(g);
+    return {g, torch::Tensor()};
+  }
+};
+
+struct TensorParallelReduce : public torch::autograd::Function<TensorParallelReduce> {
+  static torch::Tensor forward(torch::autograd::AutogradContext*, torch::Tensor x,
+                               const GroupSum* sum) {
+    torch::Tensor y = x.clone(at::MemoryFormat::Contiguous);
+    (*sum)(y);
+    return y;
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext*,
+                                                 torch::autograd::variable_list grad) {
+    return {grad[0], torch::Tensor()};
+  }
+};
+
 // Llama's rotation of (x1, x2) halves: (-x2, x1).
 torch::Tensor rotate_half(const torch::Tensor& x) {
   auto halves = x.chunk(2, -1);
@@ -160,6 +191,26 @@ torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
   return normed.to(x.scalar_type()) * weight;
 }
 
+torch::Tensor TensorParallel::copy(const torch::Tensor& x) const {
+  if (size == 1) return x;
+  if (!torch::GradMode::is_enabled()) return x;
+  return TensorParallelCopy::apply(x, &allreduce);
+}
+
+torch::Tensor TensorParallel::row(const torch::nn::Linear& projection,
+                                  const torch::Tensor& x) const {
+  namespace F = torch::nn::functional;
+  torch::Tensor partial = F::linear(x, projection->weight);
+  torch::Tensor y;
+  if (torch::GradMode::is_enabled()) {
+    y = TensorParallelReduce::apply(partial, &allreduce);
+  } else {
+    y = partial.clone(at::MemoryFormat::Contiguous);
+    allreduce(y);
+  }
+  return projection->bias.defined() ? y + projection->bias : y;
+}
+
 void LoraAdapters::add(torch::nn::Linear& projection, const std::string& name,
                        const LoraOptions& o) {
   if (o.r <= 0 || std::find(o.targets.begin(), o.targets.end(), name) == o.targets.end()) return;
@@ -187,16 +238,20 @@ torch::Tensor LoraAdapters::apply(const torch::nn::Linear& projection,
   return y;
 }
 
-Gpt2BlockImpl::Gpt2BlockImpl(const ModelShape& s, const LoraOptions& lora) : s_(s) {
-  std::int64_t kv_dim = s.n_kv_head * (s.n_embd / s.n_head);
+Gpt2BlockImpl::Gpt2BlockImpl(const ModelShape& s, const LoraOptions& lora, const TensorParallel* tp)
+    : s_(s), tp_(tp != nullptr && tp->size > 1 ? tp : nullptr) {
+  const std::int64_t t = tp_ != nullptr ? tp_->size : 1;
+  heads_ = s.n_head / t;
+  kv_heads_ = s.n_kv_head / t;
+  const std::int64_t hd = s.n_embd / s.n_head;
   ln_1 = register_module("ln_1",
                          torch::nn::LayerNorm(torch::nn::LayerNormOptions({s.n_embd}).eps(1e-5)));
-  c_attn = register_module("c_attn", torch::nn::Linear(s.n_embd, s.n_embd + 2 * kv_dim));
-  attn_proj = register_module("attn_proj", torch::nn::Linear(s.n_embd, s.n_embd));
+  c_attn = register_module("c_attn", torch::nn::Linear(s.n_embd, (heads_ + 2 * kv_heads_) * hd));
+  attn_proj = register_module("attn_proj", torch::nn::Linear(heads_ * hd, s.n_embd));
   ln_2 = register_module("ln_2",
                          torch::nn::LayerNorm(torch::nn::LayerNormOptions({s.n_embd}).eps(1e-5)));
-  c_fc = register_module("c_fc", torch::nn::Linear(s.n_embd, s.ffn_dim));
-  mlp_proj = register_module("mlp_proj", torch::nn::Linear(s.ffn_dim, s.n_embd));
+  c_fc = register_module("c_fc", torch::nn::Linear(s.n_embd, s.ffn_dim / t));
+  mlp_proj = register_module("mlp_proj", torch::nn::Linear(s.ffn_dim / t, s.n_embd));
   lora_.add(c_attn, "c_attn", lora);
   lora_.add(attn_proj, "attn_proj", lora);
   lora_.add(c_fc, "c_fc", lora);
@@ -204,34 +259,44 @@ Gpt2BlockImpl::Gpt2BlockImpl(const ModelShape& s, const LoraOptions& lora) : s_(
 }
 
 torch::Tensor Gpt2BlockImpl::forward(const torch::Tensor& x, KVCache* cache, size_t layer) {
-  const std::int64_t b = x.size(0), t = x.size(1), c = s_.n_embd;
-  const std::int64_t hd = c / s_.n_head, kv_dim = s_.n_kv_head * hd;
-  torch::Tensor qkv = lora_.apply(c_attn, ln_1(x));  // (B, T, C + 2 kv_dim)
-  auto parts = qkv.split_with_sizes({c, kv_dim, kv_dim}, -1);
-  torch::Tensor q = parts[0].view({b, t, s_.n_head, hd}).transpose(1, 2);     // (B, H, T, D)
-  torch::Tensor k = parts[1].view({b, t, s_.n_kv_head, hd}).transpose(1, 2);  // (B, Hkv, T, D)
-  torch::Tensor v = parts[2].view({b, t, s_.n_kv_head, hd}).transpose(1, 2);
+  // With tensor parallelism H, Hkv and the MLP's units are this rank's share.
+  const std::int64_t b = x.size(0), t = x.size(1);
+  const std::int64_t hd = s_.n_embd / s_.n_head, q_dim = heads_ * hd, kv_dim = kv_heads_ * hd;
+  auto in = [&](const torch::Tensor& a) { return tp_ != nullptr ? tp_->copy(a) : a; };
+  auto out = [&](const torch::nn::Linear& p, const torch::Tensor& a) {
+    return tp_ != nullptr ? tp_->row(p, a) : lora_.apply(p, a);
+  };
+  torch::Tensor qkv = lora_.apply(c_attn, in(ln_1(x)));  // (B, T, q_dim + 2 kv_dim)
+  auto parts = qkv.split_with_sizes({q_dim, kv_dim, kv_dim}, -1);
+  torch::Tensor q = parts[0].view({b, t, heads_, hd}).transpose(1, 2);     // (B, H, T, D)
+  torch::Tensor k = parts[1].view({b, t, kv_heads_, hd}).transpose(1, 2);  // (B, Hkv, T, D)
+  torch::Tensor v = parts[2].view({b, t, kv_heads_, hd}).transpose(1, 2);
   torch::Tensor y =
-      block_attention(q, k, v, cache, layer).transpose(1, 2).contiguous().view({b, t, c});
-  torch::Tensor h = x + lora_.apply(attn_proj, y);
-  torch::Tensor m = lora_.apply(mlp_proj, torch::gelu(lora_.apply(c_fc, ln_2(h)), "tanh"));
+      block_attention(q, k, v, cache, layer).transpose(1, 2).contiguous().view({b, t, q_dim});
+  torch::Tensor h = x + out(attn_proj, y);
+  torch::Tensor m = out(mlp_proj, torch::gelu(lora_.apply(c_fc, in(ln_2(h))), "tanh"));
   return h + m;
 }
 
-LlamaBlockImpl::LlamaBlockImpl(const ModelShape& s, double eps, const LoraOptions& lora) : s_(s) {
-  std::int64_t kv_dim = s.n_kv_head * (s.n_embd / s.n_head);
+LlamaBlockImpl::LlamaBlockImpl(const ModelShape& s, double eps, const LoraOptions& lora,
+                               const TensorParallel* tp)
+    : s_(s), tp_(tp != nullptr && tp->size > 1 ? tp : nullptr) {
+  const std::int64_t t = tp_ != nullptr ? tp_->size : 1;
+  heads_ = s.n_head / t;
+  kv_heads_ = s.n_kv_head / t;
+  const std::int64_t hd = s.n_embd / s.n_head;
   auto linear = [](std::int64_t in, std::int64_t out) {
     return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false));
   };
   attention_norm = register_module("attention_norm", RMSNorm(s.n_embd, eps));
-  wq = register_module("wq", linear(s.n_embd, s.n_embd));
-  wk = register_module("wk", linear(s.n_embd, kv_dim));
-  wv = register_module("wv", linear(s.n_embd, kv_dim));
-  wo = register_module("wo", linear(s.n_embd, s.n_embd));
+  wq = register_module("wq", linear(s.n_embd, heads_ * hd));
+  wk = register_module("wk", linear(s.n_embd, kv_heads_ * hd));
+  wv = register_module("wv", linear(s.n_embd, kv_heads_ * hd));
+  wo = register_module("wo", linear(heads_ * hd, s.n_embd));
   ffn_norm = register_module("ffn_norm", RMSNorm(s.n_embd, eps));
-  w1 = register_module("w1", linear(s.n_embd, s.ffn_dim));
-  w2 = register_module("w2", linear(s.ffn_dim, s.n_embd));
-  w3 = register_module("w3", linear(s.n_embd, s.ffn_dim));
+  w1 = register_module("w1", linear(s.n_embd, s.ffn_dim / t));
+  w2 = register_module("w2", linear(s.ffn_dim / t, s.n_embd));
+  w3 = register_module("w3", linear(s.n_embd, s.ffn_dim / t));
   for (auto [projection, name] : {std::pair{&wq, "wq"},
                                   {&wk, "wk"},
                                   {&wv, "wv"},
@@ -245,19 +310,23 @@ LlamaBlockImpl::LlamaBlockImpl(const ModelShape& s, double eps, const LoraOption
 
 torch::Tensor LlamaBlockImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
                                       const torch::Tensor& sin, KVCache* cache, size_t layer) {
-  const std::int64_t b = x.size(0), t = x.size(1), c = s_.n_embd;
-  const std::int64_t hd = c / s_.n_head;
-  torch::Tensor n = attention_norm(x);
-  torch::Tensor q = lora_.apply(wq, n).view({b, t, s_.n_head, hd}).transpose(1, 2);  // (B, H, T, D)
-  torch::Tensor k = lora_.apply(wk, n).view({b, t, s_.n_kv_head, hd}).transpose(1, 2);
-  torch::Tensor v = lora_.apply(wv, n).view({b, t, s_.n_kv_head, hd}).transpose(1, 2);
+  const std::int64_t b = x.size(0), t = x.size(1);
+  const std::int64_t hd = s_.n_embd / s_.n_head;
+  auto in = [&](const torch::Tensor& a) { return tp_ != nullptr ? tp_->copy(a) : a; };
+  auto out = [&](const torch::nn::Linear& p, const torch::Tensor& a) {
+    return tp_ != nullptr ? tp_->row(p, a) : lora_.apply(p, a);
+  };
+  torch::Tensor n = in(attention_norm(x));
+  torch::Tensor q = lora_.apply(wq, n).view({b, t, heads_, hd}).transpose(1, 2);  // (B, H, T, D)
+  torch::Tensor k = lora_.apply(wk, n).view({b, t, kv_heads_, hd}).transpose(1, 2);
+  torch::Tensor v = lora_.apply(wv, n).view({b, t, kv_heads_, hd}).transpose(1, 2);
   q = apply_rope(q, cos, sin);
   k = apply_rope(k, cos, sin);
   torch::Tensor y =
-      block_attention(q, k, v, cache, layer).transpose(1, 2).contiguous().view({b, t, c});
-  torch::Tensor h = x + lora_.apply(wo, y);
-  torch::Tensor f = ffn_norm(h);
-  return h + lora_.apply(w2, torch::silu(lora_.apply(w1, f)) * lora_.apply(w3, f));  // SwiGLU
+      block_attention(q, k, v, cache, layer).transpose(1, 2).contiguous().view({b, t, heads_ * hd});
+  torch::Tensor h = x + out(wo, y);
+  torch::Tensor f = in(ffn_norm(h));
+  return h + out(w2, torch::silu(lora_.apply(w1, f)) * lora_.apply(w3, f));  // SwiGLU
 }
 
 TransformerLMImpl::TransformerLMImpl(ModelOptions options) : options_(std::move(options)) {
@@ -265,8 +334,9 @@ TransformerLMImpl::TransformerLMImpl(ModelOptions options) : options_(std::move(
   wte = register_module("wte", torch::nn::Embedding(s.vocab_size, s.n_embd));
   if (s.arch == "llama") {
     for (std::int64_t i = 0; i < s.n_layer; ++i) {
-      llama_blocks_.push_back(register_module("h" + std::to_string(i),
-                                              LlamaBlock(s, options_.norm_eps, options_.lora)));
+      llama_blocks_.push_back(register_module(
+          "h" + std::to_string(i),
+          LlamaBlock(s, options_.norm_eps, options_.lora, &options_.tensor_parallel)));
     }
     norm = register_module("norm", RMSNorm(s.n_embd, options_.norm_eps));
     lm_head = register_module(
@@ -283,7 +353,8 @@ TransformerLMImpl::TransformerLMImpl(ModelOptions options) : options_(std::move(
   } else {
     wpe = register_module("wpe", torch::nn::Embedding(s.block_size, s.n_embd));
     for (std::int64_t i = 0; i < s.n_layer; ++i) {
-      gpt2_blocks_.push_back(register_module("h" + std::to_string(i), Gpt2Block(s, options_.lora)));
+      gpt2_blocks_.push_back(register_module(
+          "h" + std::to_string(i), Gpt2Block(s, options_.lora, &options_.tensor_parallel)));
     }
     ln_f = register_module("ln_f",
                            torch::nn::LayerNorm(torch::nn::LayerNormOptions({s.n_embd}).eps(1e-5)));
@@ -444,6 +515,37 @@ void TransformerLMImpl::reset_parameters(std::uint64_t seed) {
       p.zero_();
     }
   }
+}
+
+std::vector<std::string> load_tensor_parallel_part(TransformerLM& local, TransformerLM& full,
+                                                   std::int64_t rank, std::int64_t t) {
+  torch::NoGradGuard no_grad;
+  const ModelShape& s = full->options().shape;
+  const std::int64_t hd = s.n_embd / s.n_head;
+  auto whole = full->named_parameters();
+  std::vector<std::string> split;
+  for (auto& item : local->named_parameters()) {
+    const std::string& name = item.key();
+    torch::Tensor& p = item.value();
+    const torch::Tensor& w = whole[name];
+    if (p.sizes() == w.sizes()) {
+      p.copy_(w);
+      continue;
+    }
+    split.push_back(name);
+    const bool fused = name.find("c_attn.") != std::string::npos;
+    if (fused) {
+      // GPT-2's fused rows [Q | K | V]: this rank's heads of each.
+      const std::int64_t q = s.n_head * hd, kv = s.n_kv_head * hd;
+      p.copy_(torch::cat({w.narrow(0, rank * q / t, q / t), w.narrow(0, q + rank * kv / t, kv / t),
+                          w.narrow(0, q + kv + rank * kv / t, kv / t)}));
+      continue;
+    }
+    // Column-parallel: rows; row-parallel: columns. The one dimension that differs says which.
+    const std::int64_t dim = p.size(0) != w.size(0) ? 0 : 1;
+    p.copy_(w.narrow(dim, rank * p.size(dim), p.size(dim)));
+  }
+  return split;
 }
 
 }  // namespace sweepbench

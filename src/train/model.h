@@ -41,11 +41,27 @@ class LoraAdapters {
   double scale_ = 0, dropout_ = 0;
 };
 
+// Tensor parallelism (launch.tensor_parallel, Megatron-LM's scheme): a block's first
+// projections (Q, K, V; the MLP's first) are split by output rows over the group's `size` ranks
+// (column-parallel), the ones after (attention output, the MLP's second) by input columns
+// (row-parallel). `allreduce` sums a tensor in place over the group: once after each
+// row-parallel product in forward, once for the gradient of each column-parallel input in
+// backward. size 1: none.
+struct TensorParallel {
+  std::int64_t size = 1;
+  std::function<void(torch::Tensor&)> allreduce;
+  // Megatron's f: identity forward, gradient summed over the group backward.
+  torch::Tensor copy(const torch::Tensor& x) const;
+  // A row-parallel projection: the partial products summed over the group, then the bias.
+  torch::Tensor row(const torch::nn::Linear& projection, const torch::Tensor& x) const;
+};
+
 struct ModelOptions {
   ModelShape shape;
   std::int64_t max_seq_len = 0;  // rows of the rotary tables (Llama)
   bool activation_checkpointing = false;
   LoraOptions lora;
+  TensorParallel tensor_parallel;
   double rope_theta = 10000.0;
   double norm_eps = 1e-5;
   // Runs around each block's forward, and again around its recomputation in the backward pass,
@@ -87,7 +103,8 @@ TORCH_MODULE(RMSNorm);
 
 class Gpt2BlockImpl : public torch::nn::Module {
  public:
-  explicit Gpt2BlockImpl(const ModelShape& s, const LoraOptions& lora = {});
+  explicit Gpt2BlockImpl(const ModelShape& s, const LoraOptions& lora = {},
+                         const TensorParallel* tp = nullptr);
   // (B, T, C) -> (B, T, C). With a cache: x holds positions cache->length.. and its keys and
   // values are appended to layer `layer` of the cache.
   torch::Tensor forward(const torch::Tensor& x, KVCache* cache = nullptr, size_t layer = 0);
@@ -97,12 +114,15 @@ class Gpt2BlockImpl : public torch::nn::Module {
  private:
   ModelShape s_;
   LoraAdapters lora_;
+  const TensorParallel* tp_;       // nullptr: none
+  std::int64_t heads_, kv_heads_;  // this rank's (all without tensor parallelism)
 };
 TORCH_MODULE(Gpt2Block);
 
 class LlamaBlockImpl : public torch::nn::Module {
  public:
-  LlamaBlockImpl(const ModelShape& s, double eps, const LoraOptions& lora = {});
+  LlamaBlockImpl(const ModelShape& s, double eps, const LoraOptions& lora = {},
+                 const TensorParallel* tp = nullptr);
   // x (B, T, C); cos, sin (T, head_dim) for x's positions; the cache as Gpt2Block's.
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                         KVCache* cache = nullptr, size_t layer = 0);
@@ -113,6 +133,8 @@ class LlamaBlockImpl : public torch::nn::Module {
  private:
   ModelShape s_;
   LoraAdapters lora_;
+  const TensorParallel* tp_;
+  std::int64_t heads_, kv_heads_;
 };
 TORCH_MODULE(LlamaBlock);
 
@@ -159,6 +181,13 @@ class TransformerLMImpl : public torch::nn::Module {
   std::vector<std::function<torch::Tensor(const torch::Tensor&)>> block_fns_;
 };
 TORCH_MODULE(TransformerLM);
+
+// Tensor parallelism: copies into `local` (built with options.tensor_parallel.size t) rank
+// `rank`'s part of every parameter of `full` (the same model without it): column-parallel
+// weights and biases their rows (Q, K and V each for GPT-2's fused c_attn), row-parallel weights
+// their columns, the rest whole. Returns the names of the parameters that are split.
+std::vector<std::string> load_tensor_parallel_part(TransformerLM& local, TransformerLM& full,
+                                                   std::int64_t rank, std::int64_t t);
 
 // Causal scaled-dot-product attention with grouped-query heads.
 // q (B, H, T, D); k, v (B, Hkv, S, D) with H a multiple of Hkv and S = offset + T: query i is

@@ -41,13 +41,90 @@ std::string host() {
 
 // MPI counts are ints: larger buffers go in chunks.
 template <typename T>
-void allreduce_chunks(T* data, size_t count, MPI_Datatype type) {
+void allreduce_chunks(MPI_Comm comm, T* data, size_t count, MPI_Datatype type) {
   constexpr size_t kChunk = static_cast<size_t>(INT_MAX) / 2;
   for (size_t done = 0; done < count; done += kChunk) {
     int n = static_cast<int>(std::min(kChunk, count - done));
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data + done, n, type, MPI_SUM, MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data + done, n, type, MPI_SUM, comm));
   }
 }
+
+Collectives::Max allreduce_maxloc(MPI_Comm comm, int value, int rank) {
+  // MPI_MAXLOC picks the largest value and, on ties, the lowest rank.
+  struct {
+    int value;
+    int rank;
+  } in{value, rank}, out{0, 0};
+  MPI_CHECK(MPI_Allreduce(&in, &out, 1, MPI_2INT, MPI_MAXLOC, comm));
+  return {out.value, out.rank};
+}
+
+void broadcast_bytes(MPI_Comm comm, void* data, size_t bytes, int root) {
+  constexpr size_t kChunk = static_cast<size_t>(INT_MAX) / 2;
+  auto* p = static_cast<char*>(data);
+  for (size_t done = 0; done < bytes; done += kChunk) {
+    int n = static_cast<int>(std::min(kChunk, bytes - done));
+    MPI_CHECK(MPI_Bcast(p + done, n, MPI_BYTE, root, comm));
+  }
+}
+
+// One shard is one MPI count: at most INT_MAX elements (a 7B model's fp32 group over 4 ranks).
+int shard_count(size_t shard) {
+  if (shard > static_cast<size_t>(INT_MAX)) {
+    throw std::runtime_error("a ZeRO shard of " + std::to_string(shard) +
+                             " elements is more than one MPI message can hold; use more ranks");
+  }
+  return static_cast<int>(shard);
+}
+
+void reduce_scatter_floats(MPI_Comm comm, const float* send, float* recv, size_t shard) {
+  MPI_CHECK(MPI_Reduce_scatter_block(send, recv, shard_count(shard), MPI_FLOAT, MPI_SUM, comm));
+}
+
+void allgather_floats(MPI_Comm comm, float* data, size_t shard) {
+  MPI_CHECK(
+      MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, shard_count(shard), MPI_FLOAT, comm));
+}
+
+// A group of ranks (MPI_Comm_split of the world): tensor parallelism's groups and the data
+// parallel groups across them.
+class MpiGroup : public Collectives {
+ public:
+  explicit MpiGroup(MPI_Comm comm) : comm_(comm) {
+    MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
+    MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
+    MPI_CHECK(MPI_Comm_size(comm_, &size_));
+  }
+  ~MpiGroup() override { MPI_Comm_free(&comm_); }
+  MpiGroup(const MpiGroup&) = delete;
+  MpiGroup& operator=(const MpiGroup&) = delete;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  void allreduce_sum(float* data, size_t count) override {
+    allreduce_chunks(comm_, data, count, MPI_FLOAT);
+  }
+  void allreduce_sum(double* data, size_t count) override {
+    allreduce_chunks(comm_, data, count, MPI_DOUBLE);
+  }
+  Max allreduce_max(int value) override { return allreduce_maxloc(comm_, value, rank_); }
+  void broadcast(void* data, size_t bytes, int root) override {
+    broadcast_bytes(comm_, data, bytes, root);
+  }
+  void reduce_scatter_sum(const float* send, float* recv, size_t shard) override {
+    reduce_scatter_floats(comm_, send, recv, shard);
+  }
+  void allgather(float* data, size_t shard) override { allgather_floats(comm_, data, shard); }
+  std::unique_ptr<Collectives> split(int color, int key) override {
+    MPI_Comm part;
+    MPI_CHECK(MPI_Comm_split(comm_, color, key, &part));
+    return std::make_unique<MpiGroup>(part);
+  }
+
+ private:
+  MPI_Comm comm_;
+  int rank_ = 0, size_ = 1;
+};
 
 }  // namespace
 
@@ -83,48 +160,32 @@ MpiEnv::~MpiEnv() {
   MPI_Finalize();
 }
 
-void MpiEnv::allreduce_sum(float* data, size_t count) { allreduce_chunks(data, count, MPI_FLOAT); }
+void MpiEnv::allreduce_sum(float* data, size_t count) {
+  allreduce_chunks(MPI_COMM_WORLD, data, count, MPI_FLOAT);
+}
 
 void MpiEnv::allreduce_sum(double* data, size_t count) {
-  allreduce_chunks(data, count, MPI_DOUBLE);
+  allreduce_chunks(MPI_COMM_WORLD, data, count, MPI_DOUBLE);
 }
 
 Collectives::Max MpiEnv::allreduce_max(int value) {
-  // MPI_MAXLOC picks the largest value and, on ties, the lowest rank.
-  struct {
-    int value;
-    int rank;
-  } in{value, rank_}, out{0, 0};
-  MPI_CHECK(MPI_Allreduce(&in, &out, 1, MPI_2INT, MPI_MAXLOC, MPI_COMM_WORLD));
-  return {out.value, out.rank};
+  return allreduce_maxloc(MPI_COMM_WORLD, value, rank_);
 }
 
 void MpiEnv::broadcast(void* data, size_t bytes, int root) {
-  constexpr size_t kChunk = static_cast<size_t>(INT_MAX) / 2;
-  auto* p = static_cast<char*>(data);
-  for (size_t done = 0; done < bytes; done += kChunk) {
-    int n = static_cast<int>(std::min(kChunk, bytes - done));
-    MPI_CHECK(MPI_Bcast(p + done, n, MPI_BYTE, root, MPI_COMM_WORLD));
-  }
-}
-
-// One shard is one MPI count: at most INT_MAX elements (a 7B model's fp32 group over 4 ranks).
-int shard_count(size_t shard) {
-  if (shard > static_cast<size_t>(INT_MAX)) {
-    throw std::runtime_error("a ZeRO shard of " + std::to_string(shard) +
-                             " elements is more than one MPI message can hold; use more ranks");
-  }
-  return static_cast<int>(shard);
+  broadcast_bytes(MPI_COMM_WORLD, data, bytes, root);
 }
 
 void MpiEnv::reduce_scatter_sum(const float* send, float* recv, size_t shard) {
-  MPI_CHECK(
-      MPI_Reduce_scatter_block(send, recv, shard_count(shard), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
+  reduce_scatter_floats(MPI_COMM_WORLD, send, recv, shard);
 }
 
-void MpiEnv::allgather(float* data, size_t shard) {
-  MPI_CHECK(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, shard_count(shard), MPI_FLOAT,
-                          MPI_COMM_WORLD));
+void MpiEnv::allgather(float* data, size_t shard) { allgather_floats(MPI_COMM_WORLD, data, shard); }
+
+std::unique_ptr<Collectives> MpiEnv::split(int color, int key) {
+  MPI_Comm part;
+  MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, color, key, &part));
+  return std::make_unique<MpiGroup>(part);
 }
 
 void MpiEnv::allreduce_max(double* data, size_t count) {

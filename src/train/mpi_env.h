@@ -41,6 +41,7 @@ class MpiEnv : public Collectives {
   void broadcast(void* data, size_t bytes, int root) override;
   void reduce_scatter_sum(const float* send, float* recv, size_t shard) override;
   void allgather(float* data, size_t shard) override;
+  std::unique_ptr<Collectives> split(int color, int key) override;
   // Elementwise maximum in place over all ranks.
   void allreduce_max(double* data, size_t count);
   void barrier();

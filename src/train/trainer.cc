@@ -17,6 +17,7 @@
 #include <cmath>
 #include <fstream>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "core/digest.h"
@@ -228,7 +229,8 @@ class TorchTrainer : public Trainer {
  public:
   TorchTrainer(const TrainerOptions& o, Collectives& comm)
       : o_(o),
-        comm_(comm),
+        groups_(make_groups(o, comm)),
+        comm_(groups_.data != nullptr ? *groups_.data : comm),
         info_(select_device(o)),
         device_(info_.type == "cuda"
                     ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(info_.index))
@@ -265,8 +267,28 @@ class TorchTrainer : public Trainer {
       mo.after_block = [this](size_t i) { release_unit(static_cast<int>(i)); };
       mo.before_block_backward = [this](size_t i) { gather_unit(static_cast<int>(i)); };
     }
+    const std::int64_t t = o_.tensor_parallel;
+    if (t > 1) {
+      mo.tensor_parallel.size = t;
+      mo.tensor_parallel.allreduce = [this](torch::Tensor& x) { tensor_parallel_sum(x); };
+    }
     model_ = TransformerLM(mo);
-    model_->reset_parameters(o_.seed);
+    if (t > 1) {
+      // The whole model drawn as without tensor parallelism (so the run is the same), then this
+      // rank's part of it.
+      ModelOptions whole = mo;
+      whole.tensor_parallel = TensorParallel{};
+      whole.before_block = whole.after_block = whole.before_block_backward = nullptr;
+      TransformerLM full(whole);
+      full->reset_parameters(o_.seed);
+      for (const auto& p : full->parameters()) full_parameter_count_ += p.numel();
+      for (const std::string& name :
+           load_tensor_parallel_part(model_, full, groups_.tensor->rank(), t)) {
+        split_.insert(model_->named_parameters()[name].unsafeGetTensorImpl());
+      }
+    } else {
+      model_->reset_parameters(o_.seed);
+    }
     model_->to(device_);
     for (const auto& item : model_->named_parameters()) {
       torch::Tensor p = item.value();
@@ -285,7 +307,7 @@ class TorchTrainer : public Trainer {
     }
     broadcast_parameters();
 #ifdef SWEEPBENCH_WITH_NCCL
-    if (device_.is_cuda() && comm_.size() > 1) init_nccl();
+    if (device_.is_cuda() && (comm_.size() > 1 || groups_.tensor != nullptr)) init_nccl();
 #endif
     make_segments();
   }
@@ -293,11 +315,15 @@ class TorchTrainer : public Trainer {
   ~TorchTrainer() override {
 #ifdef SWEEPBENCH_WITH_NCCL
     if (nccl_ != nullptr) ncclCommDestroy(nccl_);
+    if (nccl_tensor_ != nullptr) ncclCommDestroy(nccl_tensor_);
 #endif
   }
 
   const DeviceInfo& device() const override { return info_; }
-  std::int64_t parameter_count() const override { return parameter_count_; }
+  std::int64_t parameter_count() const override {
+    return full_parameter_count_ > 0 ? full_parameter_count_ : parameter_count_;
+  }
+  std::int64_t rank_parameter_count() const override { return parameter_count_; }
   std::int64_t trainable_parameter_count() const override { return trainable_count_; }
 
   PhaseStatus forward_backward(const std::vector<Batch>& micro_batches) override {
@@ -358,32 +384,40 @@ class TorchTrainer : public Trainer {
       // pairwise-summed by libtorch; the 4 MB temporary stays in cache and is reused), added up
       // in fp64. Measured on 124M elements: relative error 2e-9 in 30 ms, where a single fp32
       // norm() is off by 1e-3 and an fp64 one converts the whole buffer first (560 ms).
-      torch::Tensor sq =
-          torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device_));
+      // Sums of squares of the whole parameters' gradients and of the tensor-parallel parts.
+      torch::Tensor sq[2] = {
+          torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device_)),
+          torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device_))};
       for (Segment& g : segments_) {
         torch::Tensor grad = g.gradient();
+        torch::Tensor& acc = sq[g.split ? 1 : 0];
         if (device_.is_cuda()) {
           // One reduction kernel per group; CUDA's tree reduction is accurate in fp32 (the
           // chunks below bound the error of the CPU's sequential blocks).
-          sq += grad.norm().to(torch::kDouble).pow(2);
+          acc += grad.norm().to(torch::kDouble).pow(2);
           continue;
         }
         const std::int64_t n = grad.numel();
         for (std::int64_t start = 0; start < n; start += kNormChunk) {
-          sq += grad.narrow(0, start, std::min(kNormChunk, n - start))
-                    .pow(2)
-                    .sum()
-                    .to(torch::kDouble);
+          acc += grad.narrow(0, start, std::min(kNormChunk, n - start))
+                     .pow(2)
+                     .sum()
+                     .to(torch::kDouble);
         }
       }
-      if (sharded()) {
-        // Each rank squared its own shard (the padding is zero): the sum over ranks is exact
-        // up to the order of the additions.
-        double local = sq.item<double>();
-        comm_.allreduce_sum(&local, 1);
-        sq.fill_(local);
+      if (sharded() || groups_.tensor != nullptr) {
+        // ZeRO: each rank squared its own shard (the padding is zero), so the sum over the
+        // data-parallel group is exact up to the order of the additions. Tensor parallelism:
+        // each rank holds a part of the split parameters, the same whole ones as its group.
+        double local[2] = {sq[0].item<double>(), sq[1].item<double>()};
+        if (sharded()) comm_.allreduce_sum(local, 2);
+        if (groups_.tensor != nullptr) groups_.tensor->allreduce_sum(&local[1], 1);
+        sq[0].fill_(local[0] + local[1]);
+      } else {
+        sq[0] += sq[1];
       }
-      grad_norm_ = sq.sqrt();
+      torch::Tensor& total = sq[0];
+      grad_norm_ = total.sqrt();
       skipped_ = false;
       if (o_.dtype == DType::kFp16) {
         // Dynamic loss scaling: skip the update and halve the scale on inf/nan gradients; double
@@ -512,6 +546,7 @@ class TorchTrainer : public Trainer {
     torch::Tensor exp_avg, exp_avg_sq;  // this rank's piece (everything unsharded)
     size_t pending = 0;  // ZeRO-2/3: parameters still without a gradient in this backward pass
     bool gathered = true;
+    bool split = false;  // tensor parallelism: this rank holds a part of each parameter
     // What AdamW updates and reads: the whole segment, or this rank's piece of it.
     torch::Tensor values(std::int64_t rank) const {
       if (master.defined()) return master;
@@ -560,22 +595,28 @@ class TorchTrainer : public Trainer {
     world_ = world;
     const std::int64_t bucket =
         std::max<std::int64_t>(1, static_cast<std::int64_t>(o_.bucket_bytes / sizeof(float)));
-    for (bool decay : {true, false}) {
-      size_t first = segments_.size();
-      for (const auto& item : model_->named_parameters()) {
-        const torch::Tensor& p = item.value();
-        if (!p.requires_grad() || (p.dim() >= 2) != decay) continue;
-        const int unit = stage() == 3 ? block_of(item.key()) : -1;
-        bool cut = segments_.size() == first;
-        if (!cut && stage() == 3) cut = segments_.back().unit != unit;
-        if (!cut && stage() == 2) cut = segments_.back().numel + p.numel() > bucket;
-        if (cut) {
-          segments_.emplace_back();
-          segments_.back().weight_decay = decay ? o_.weight_decay : 0.0;
-          segments_.back().unit = unit;
+    // With tensor parallelism, split and whole parameters are in separate segments: the
+    // gradient norm sums the split ones' squares over the tensor-parallel group.
+    for (bool split : {false, true}) {
+      for (bool decay : {true, false}) {
+        size_t first = segments_.size();
+        for (const auto& item : model_->named_parameters()) {
+          const torch::Tensor& p = item.value();
+          if (!p.requires_grad() || (p.dim() >= 2) != decay) continue;
+          if (split_.count(p.unsafeGetTensorImpl()) != (split ? 1u : 0u)) continue;
+          const int unit = stage() == 3 ? block_of(item.key()) : -1;
+          bool cut = segments_.size() == first;
+          if (!cut && stage() == 3) cut = segments_.back().unit != unit;
+          if (!cut && stage() == 2) cut = segments_.back().numel + p.numel() > bucket;
+          if (cut) {
+            segments_.emplace_back();
+            segments_.back().weight_decay = decay ? o_.weight_decay : 0.0;
+            segments_.back().unit = unit;
+            segments_.back().split = split;
+          }
+          segments_.back().params.push_back(p);
+          segments_.back().numel += p.numel();
         }
-        segments_.back().params.push_back(p);
-        segments_.back().numel += p.numel();
       }
     }
     auto options = torch::TensorOptions().dtype(torch::kFloat).device(device_);
@@ -834,17 +875,69 @@ class TorchTrainer : public Trainer {
   }
 
 #ifdef SWEEPBENCH_WITH_NCCL
+  // One NCCL communicator per group: the data-parallel one and the tensor-parallel one.
   void init_nccl() {
-    ncclUniqueId id;
-    if (comm_.rank() == 0) NCCL_CHECK(ncclGetUniqueId(&id));
-    comm_.broadcast(&id, sizeof(id), 0);  // the unique id travels over MPI
-    NCCL_CHECK(ncclCommInitRank(&nccl_, comm_.size(), id, comm_.rank()));
+    auto init = [](Collectives& group, ncclComm_t* out) {
+      ncclUniqueId id;
+      if (group.rank() == 0) NCCL_CHECK(ncclGetUniqueId(&id));
+      group.broadcast(&id, sizeof(id), 0);  // the unique id travels over MPI
+      NCCL_CHECK(ncclCommInitRank(out, group.size(), id, group.rank()));
+    };
+    if (comm_.size() > 1) init(comm_, &nccl_);
+    if (groups_.tensor != nullptr) init(*groups_.tensor, &nccl_tensor_);
   }
-  ncclComm_t nccl_ = nullptr;
+  ncclComm_t nccl_ = nullptr;         // data parallel (the world without tensor parallelism)
+  ncclComm_t nccl_tensor_ = nullptr;  // tensor parallel
 #endif
 
+  // Tensor parallelism's groups (launch.tensor_parallel t > 1): `tensor`, the t consecutive ranks
+  // that split each block; `data`, the ranks at the same place in every such group, which
+  // average gradients and shard ZeRO's states. Without: none, and comm_ is the world.
+  struct Groups {
+    std::unique_ptr<Collectives> tensor, data;
+  };
+  static Groups make_groups(const TrainerOptions& o, Collectives& world) {
+    Groups g;
+    const int t = static_cast<int>(o.tensor_parallel);
+    if (t <= 1) return g;
+    if (world.size() % t != 0) {
+      throw Error::input(
+          Mark{}, "launch.tensor_parallel",
+          std::to_string(t) + " does not divide the " + std::to_string(world.size()) + " ranks");
+    }
+    g.tensor = world.split(world.rank() / t, world.rank() % t);
+    g.data = world.split(world.rank() % t, world.rank() / t);
+    return g;
+  }
+
+  // Sums x in place over the tensor-parallel group (in fp32 over MPI; NCCL in x's dtype).
+  void tensor_parallel_sum(torch::Tensor& x) {
+    clock_.start(kComm);
+#ifdef SWEEPBENCH_WITH_NCCL
+    if (nccl_tensor_ != nullptr && x.is_cuda()) {
+      ncclDataType_t type = x.scalar_type() == at::kBFloat16 ? ncclBfloat16
+                            : x.scalar_type() == at::kHalf   ? ncclHalf
+                                                             : ncclFloat;
+      cudaStream_t stream = at::cuda::getCurrentCUDAStream(device_.index()).stream();
+      NCCL_CHECK(ncclAllReduce(x.data_ptr(), x.data_ptr(), static_cast<size_t>(x.numel()), type,
+                               ncclSum, nccl_tensor_, stream));
+      clock_.stop(kComm);
+      return;
+    }
+#endif
+    if (!x.is_cuda() && x.scalar_type() == torch::kFloat && x.is_contiguous()) {
+      groups_.tensor->allreduce_sum(x.data_ptr<float>(), static_cast<size_t>(x.numel()));
+    } else {
+      torch::Tensor host = x.to(torch::kCPU, torch::kFloat).contiguous();
+      groups_.tensor->allreduce_sum(host.data_ptr<float>(), static_cast<size_t>(host.numel()));
+      x.copy_(host);
+    }
+    clock_.stop(kComm);
+  }
+
   TrainerOptions o_;
-  Collectives& comm_;
+  Groups groups_;
+  Collectives& comm_;  // the data-parallel group: the world without tensor parallelism
   DeviceInfo info_;
   torch::Device device_;
   PhaseClock clock_;
@@ -852,7 +945,9 @@ class TorchTrainer : public Trainer {
   std::unique_ptr<torch::autograd::profiler::RecordProfile> profile_;
   std::optional<at::ScalarType> autocast_dtype_;
   TransformerLM model_{nullptr};
-  std::int64_t parameter_count_ = 0;
+  std::int64_t parameter_count_ = 0;        // in this rank's model
+  std::int64_t full_parameter_count_ = 0;   // the whole model's, with tensor parallelism
+  std::set<const c10::TensorImpl*> split_;  // tensor parallelism's split parameters
   std::int64_t trainable_count_ = 0;
   std::int64_t frozen_bytes_ = 0;  // LoRA's frozen weights, held whole by every rank
   // Elementwise passes over flat buffers work in chunks of this many elements (64 MB of fp32):

@@ -48,6 +48,8 @@ struct TrainerOptions {
   std::int64_t lora_r = 0;
   double lora_alpha = 16, lora_dropout = 0;
   std::vector<std::string> lora_targets;
+  // launch.tensor_parallel: blocks split over groups of this many consecutive ranks.
+  std::int64_t tensor_parallel = 1;
   // CPU only: fail libtorch allocations past this many bytes in use, as a full GPU would
   // (bench-train --max-memory-mb; for testing out-of-memory handling). 0: no budget.
   std::int64_t cpu_memory_budget = 0;
@@ -111,6 +113,8 @@ class Trainer {
   virtual ~Trainer() = default;
   virtual const DeviceInfo& device() const = 0;
   virtual std::int64_t parameter_count() const = 0;
+  // The parameters this rank's model holds: parameter_count() but with tensor parallelism.
+  virtual std::int64_t rank_parameter_count() const = 0;
   // The parameters the optimizer updates: all of them, or LoRA's adapters.
   virtual std::int64_t trainable_parameter_count() const = 0;
   // Bytes this rank holds for parameters (frozen ones too), gradients and AdamW's moments.

@@ -86,13 +86,13 @@ class ArrayMode(SlurmCase):
             self.assertEqual(ranks, 2 if ".ws=2." in tag else 1, tag)
 
     def test_memory_knobs_sweep_as_an_array(self):
-        # sweeps/memory-knobs-cpu.yaml as its header says: ZeRO 0 to 3 and LoRA, 2 ranks each
-        # through srun --mpi=pmix, one array task per point.
+        # sweeps/memory-knobs-cpu.yaml as its header says: ZeRO 0 to 3, LoRA and tensor
+        # parallelism, 2 ranks each through srun --mpi=pmix, one array task per point.
         out = os.path.join(self.tmp, "knobs")
-        self.sbatch("--array=0-6", "--ntasks=2", "--output=" + self.tmp + "/knobs-%a.out", SWEEP_SH,
+        self.sbatch("--array=0-7", "--ntasks=2", "--output=" + self.tmp + "/knobs-%a.out", SWEEP_SH,
                     os.path.join(SOURCE, "sweeps", "memory-knobs-cpu.yaml"), out)
         self.cluster.wait_until_idle()
-        points = self.assert_all(out, "ok", 7)
+        points = self.assert_all(out, "ok", 8)
         held = {}
         for tag in points:
             record = read_json(os.path.join(out, tag, "status.json"))
@@ -100,11 +100,12 @@ class ArrayMode(SlurmCase):
             self.assertEqual(len(glob.glob(os.path.join(out, tag, "rank-*.h5"))), 2, tag)
             config = read_yaml(os.path.join(out, tag, "config.yaml"))
             summary = read_json(os.path.join(out, tag, "summary.json"))
-            held[(config["train"]["zero_stage"], config["train"]["peft"])] = \
-                summary["metrics"]["mem_model_states_bytes"]
-        self.assertEqual(len(held), 7)
-        self.assertEqual([held[(s, "none")] for s in range(4)],
-                         sorted((held[(s, "none")] for s in range(4)), reverse=True))
+            held[(config["train"]["zero_stage"], config["train"]["peft"],
+                  config["launch"]["tensor_parallel"])] = summary["metrics"]["mem_model_states_bytes"]
+        self.assertEqual(len(held), 8)
+        self.assertEqual([held[(s, "none", 1)] for s in range(4)],
+                         sorted((held[(s, "none", 1)] for s in range(4)), reverse=True))
+        self.assertLess(held[(0, "none", 2)], held[(0, "none", 1)])
 
     def test_command_sweep_as_an_array(self):
         # A user's program per point, each in its own array task, through srun --mpi=pmix.

@@ -494,6 +494,66 @@ class Lora(BenchTrainCase):
             self.assertFalse(os.path.exists(out))
 
 
+class TensorParallel(BenchTrainCase):
+    # Megatron-style tensor parallelism splits every block's products over t ranks: the same
+    # model and data as one rank, the sums in another order, so equal within tolerance.
+    def train(self, name, ranks, *sets, preset="gpt2-tiny"):
+        out = os.path.join(self.tmp, name)
+        r = self.run_train(self.config(steps=8, extra=f"launch: {{ranks: {ranks}}}\n", name=name), out,
+                           "--set", f"model.preset={preset}", *sets, ranks=ranks if ranks > 1 else None)
+        self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
+        files = [h5py.File(os.path.join(out, f"rank-{i:05d}.h5"), "r") for i in range(ranks)]
+        self.addCleanup(lambda: [f.close() for f in files])
+        return files, read_json(os.path.join(out, "summary.json"))
+
+    def assertSameTraining(self, a, b):
+        np.testing.assert_allclose(b["steps"]["loss"][:], a["steps"]["loss"][:], rtol=0, atol=1e-5)
+        np.testing.assert_allclose(b["steps"]["grad_norm"][:], a["steps"]["grad_norm"][:], rtol=1e-5)
+        self.assertAlmostEqual(b["eval"].attrs["loss"], a["eval"].attrs["loss"], delta=1e-5)
+
+    def test_two_ranks_split_each_block_and_train_as_one_rank_does(self):
+        for preset in ("gpt2-tiny", "llama-tiny"):
+            (one,), _ = self.train(f"{preset}-1", 1, preset=preset)
+            split, summary = self.train(f"{preset}-tp2", 2, "--set", "launch.tensor_parallel=2", preset=preset)
+            for f in split:
+                self.assertSameTraining(one, f)
+                self.assertEqual(f.attrs["tensor_parallel"], 2)
+                self.assertEqual(f.attrs["parameter_count"], one.attrs["parameter_count"])
+                # Each rank holds half of every projection and all the rest.
+                self.assertLess(f.attrs["rank_parameters"], one.attrs["parameter_count"])
+                self.assertGreater(f["steps"]["comm_s"][2:].min(), 0)  # the group's all-reduces
+            # One replica: a step is one micro batch of tokens, not one per rank.
+            m = summary["metrics"]
+            self.assertAlmostEqual(m["train_tokens_per_second"] * m["step_time_mean_s"], 4 * 32, delta=1e-6)
+            self.assertEqual(split[0].attrs["rank_parameters"], split[1].attrs["rank_parameters"])
+            self.assertAlmostEqual(split[0].attrs["model_state_bytes"] / m["mem_model_states_bytes"], 1.0,
+                                   delta=0.1)
+
+    def test_four_ranks_are_two_replicas_of_two_and_combine_with_zero(self):
+        data_parallel, _ = self.train("dp2", 2)
+        for stage in (0, 1, 3):
+            files, summary = self.train(f"tp2dp2z{stage}", 4, "--set", "launch.tensor_parallel=2",
+                                      "--set", f"train.zero_stage={stage}")
+            # Ranks 0 and 1 are replica 0, reading rank 0's batches of the plain 2-rank run.
+            for i, f in enumerate(files):
+                self.assertSameTraining(data_parallel[i // 2], f)
+                self.assertAlmostEqual(f.attrs["model_state_bytes"] / summary["metrics"]["mem_model_states_bytes"],
+                                       1.0, delta=0.1, msg=f"stage {stage}")
+
+    def test_impossible_splits_are_refused_before_any_work(self):
+        for sets, message in (
+                (["--set", "launch.tensor_parallel=3"], "3 does not divide launch.ranks (2)"),
+                (["--set", "launch.tensor_parallel=2", "--set", "model.n_kv_head=1"],
+                 "2 does not divide model.n_kv_head (1)"),
+                (["--set", "launch.tensor_parallel=2", "--set", "train.peft=lora"],
+                 "tensor parallelism with train.peft: lora is not supported")):
+            out = os.path.join(self.tmp, "bad")
+            r = self.run_train(self.config(extra="launch: {ranks: 2}\n"), out, *sets)
+            self.assertEqual(r.returncode, 2, r.stderr + r.stdout)
+            self.assertIn(message, r.stderr)
+            self.assertFalse(os.path.exists(out))
+
+
 class Profile(BenchTrainCase):
     def test_profiled_steps_give_a_trace_per_rank_and_are_not_measured(self):
         out = os.path.join(self.tmp, "out")
