@@ -211,6 +211,11 @@ std::vector<KeySpec> build_table() {
           .choices({"none", "lora"})
           .hashed_unless_default()
           .only_for({"train"}),
+      K("train.offload_optimizer", T::kBool, B(false),
+        "AdamW's moments, an fp32 copy of the values and the optimizer step in host memory "
+        "(ZeRO-Offload), for GPU runs; the device keeps parameters and gradients")
+          .hashed_unless_default()
+          .only_for({"train"}),
       K("train.bucket_mb", T::kFloat, F(25.0),
         "MiB per gradient bucket: ZeRO-2 reduce-scatters each bucket when backward has filled "
         "it; the MPI all-reduce of stage 0 sends pieces of this size")

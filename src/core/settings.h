@@ -33,6 +33,7 @@ struct TrainSettings {
   double loss_scale = 65536;
   std::int64_t zero_stage = 0;
   double bucket_mb = 25;
+  bool offload_optimizer = false;
   // train.peft: lora and the lora section (docs/train.md); targets resolved from the model's
   // defaults when the key is null.
   bool lora = false;

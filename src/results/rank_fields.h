@@ -71,6 +71,7 @@ inline constexpr IntAttr kIntAttrs[] = {
     {"zero_stage", &RankResult::zero_stage, FieldScope::kLead, true},
     {"trainable_parameters", &RankResult::trainable_parameters, FieldScope::kLead, true},
     {"tensor_parallel", &RankResult::tensor_parallel, FieldScope::kLead, true},
+    {"offload_optimizer", &RankResult::offload_optimizer, FieldScope::kLead, true},
     {"rank_parameters", &RankResult::rank_parameters, FieldScope::kLead, true},
     {"model_state_bytes", &RankResult::model_state_bytes, FieldScope::kFull, true},
     {"steps_planned", &RankResult::steps_planned, FieldScope::kFull},

@@ -146,6 +146,7 @@ struct RankResult {
   // launch.tensor_parallel (1 in older files), and the parameters this rank's model holds
   // (0 in older files: parameter_count).
   std::int64_t tensor_parallel = 1;
+  std::int64_t offload_optimizer = 0;  // 1: train.offload_optimizer (0 in older files)
   std::int64_t rank_parameters = 0;
   // The bytes this rank holds for parameters, gradients and AdamW's moments (its flat buffers,
   // as allocated): what mem_model_states_bytes accounts for.

@@ -88,7 +88,8 @@ std::vector<Metric> summarize(const SummaryInput& in) {
             ? in.trainable_parameters
             : held;
     m.push_back({"mem_model_states_bytes",
-                 model_states_bytes(held, std::max(1, in.world_size / t), in.zero_stage, trainable),
+                 model_states_bytes(held, std::max(1, in.world_size / t), in.zero_stage, trainable,
+                                    in.offload_optimizer),
                  "bytes"});
   }
   m.push_back({"mt_per_hour", tps * 3600.0 / 1e6, "Mtokens/h"});
@@ -96,8 +97,15 @@ std::vector<Metric> summarize(const SummaryInput& in) {
 }
 
 double model_states_bytes(double parameters, int world_size, int zero_stage,
-                          double trainable_parameters) {
+                          double trainable_parameters, bool offload_optimizer) {
   const double t = trainable_parameters > 0 ? trainable_parameters : parameters;
+  // Offloaded, AdamW's moments (8 bytes per trainable parameter, over the ranks from stage 1)
+  // are in host memory.
+  if (offload_optimizer) {
+    const double shards = world_size > 1 && zero_stage >= 1 ? world_size : 1;
+    return model_states_bytes(parameters, world_size, zero_stage, trainable_parameters) -
+           8.0 * t / shards;
+  }
   const double frozen = 4.0 * (parameters - t);
   if (world_size <= 1 || zero_stage <= 0) return frozen + 16.0 * t;
   const double n = world_size;
@@ -164,6 +172,7 @@ SummaryInput summary_input_from_ranks(const std::vector<RankResult>& ranks) {
   in.trainable_parameters = static_cast<double>(first.trainable_parameters);
   in.tensor_parallel = static_cast<int>(std::max<std::int64_t>(1, first.tensor_parallel));
   in.rank_parameters = static_cast<double>(first.rank_parameters);
+  in.offload_optimizer = first.offload_optimizer != 0;
   return in;
 }
 

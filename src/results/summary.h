@@ -37,7 +37,8 @@ struct SummaryInput {
   double parameter_count = 0;       // 0: unknown, no mem_model_states_bytes
   double trainable_parameters = 0;  // 0: all of them
   int tensor_parallel = 1;
-  double rank_parameters = 0;  // one rank's model, with tensor parallelism; 0: parameter_count
+  bool offload_optimizer = false;  // the moments are in host memory, not the device's
+  double rank_parameters = 0;      // one rank's model, with tensor parallelism; 0: parameter_count
   int zero_stage = 0;
 };
 
@@ -46,7 +47,7 @@ struct SummaryInput {
 // 16 Psi at ZeRO stage 0, 8 Psi + 12 Psi / N at stage 1, 4 Psi + 12 Psi / N at stage 2,
 // 16 Psi / N at stage 3; frozen parameters (LoRA's base weights) 4 bytes each on every rank.
 double model_states_bytes(double parameters, int world_size, int zero_stage,
-                          double trainable_parameters = 0);
+                          double trainable_parameters = 0, bool offload_optimizer = false);
 
 std::vector<Metric> summarize(const SummaryInput& in);
 

@@ -303,6 +303,7 @@ class Run {
     r.micro_batch = plan_.micro_batch;
     r.grad_accum = plan_.grad_accum;
     r.tensor_parallel = plan_.trainer.tensor_parallel;
+    r.offload_optimizer = plan_.trainer.offload_optimizer ? 1 : 0;
   }
 
   // Tensor parallelism: groups of t consecutive ranks hold one model replica between them.
@@ -398,6 +399,7 @@ class Run {
     in.trainable_parameters = static_cast<double>(r.trainable_parameters);
     in.tensor_parallel = static_cast<int>(r.tensor_parallel);
     in.rank_parameters = static_cast<double>(r.rank_parameters);
+    in.offload_optimizer = r.offload_optimizer != 0;
     double last_loss[1] = {measured.empty() ? 0.0 : measured.back().loss};
     mpi_.allreduce_sum(last_loss, 1);
     in.train_loss = last_loss[0] / mpi_.size();

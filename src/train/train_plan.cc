@@ -106,6 +106,7 @@ TrainPlan make_plan(const Args& args, const MpiEnv& mpi) {
   t.zero_stage = static_cast<int>(set.train.zero_stage);
   t.bucket_bytes = static_cast<size_t>(set.train.bucket_mb * 1024 * 1024);
   t.tensor_parallel = set.launch.tensor_parallel;
+  t.offload_optimizer = set.train.offload_optimizer;
   if (set.train.lora) {
     t.lora_r = set.train.lora_r;
     t.lora_alpha = set.train.lora_alpha;

@@ -505,14 +505,15 @@ class TorchTrainer : public Trainer {
     return named_arrays(*model_);
   }
 
-  // What the segments' buffers hold now (a released ZeRO-3 buffer holds nothing).
+  // What the segments' buffers hold now on the device (a released ZeRO-3 buffer holds
+  // nothing; offloaded optimizer states are in host memory and not counted).
   std::int64_t model_state_bytes() const override {
     std::int64_t bytes = frozen_bytes_;
     for (const Segment& g : segments_) {
-      for (const torch::Tensor* t :
-           {&g.full, &g.grad, &g.grad_shard, &g.master, &g.exp_avg, &g.exp_avg_sq}) {
+      for (const torch::Tensor* t : {&g.full, &g.grad, &g.grad_shard, &g.master}) {
         bytes += held_bytes(*t);
       }
+      if (!o_.offload_optimizer) bytes += held_bytes(g.exp_avg) + held_bytes(g.exp_avg_sq);
     }
     return bytes;
   }
@@ -544,6 +545,7 @@ class TorchTrainer : public Trainer {
     torch::Tensor grad_shard;  // sharded: this rank's piece of the averaged gradient
     torch::Tensor master;      // ZeRO-3: this rank's piece of the values
     torch::Tensor exp_avg, exp_avg_sq;  // this rank's piece (everything unsharded)
+    torch::Tensor host_values;  // train.offload_optimizer: the values AdamW updates, on the host
     size_t pending = 0;  // ZeRO-2/3: parameters still without a gradient in this backward pass
     bool gathered = true;
     bool split = false;  // tensor parallelism: this rank holds a part of each parameter
@@ -625,8 +627,10 @@ class TorchTrainer : public Trainer {
       g.full = torch::zeros({g.chunk * world}, options);
       if (stage() <= 1) g.grad = torch::zeros({g.chunk * world}, options);
       if (sharded()) g.grad_shard = torch::zeros({g.chunk}, options);
-      g.exp_avg = torch::zeros({g.chunk}, options);
-      g.exp_avg_sq = torch::zeros({g.chunk}, options);
+      // train.offload_optimizer: AdamW's moments in host memory.
+      auto state = o_.offload_optimizer ? options.device(torch::kCPU) : options;
+      g.exp_avg = torch::zeros({g.chunk}, state);
+      g.exp_avg_sq = torch::zeros({g.chunk}, state);
       std::int64_t offset = 0;
       for (torch::Tensor p : g.params) {
         torch::Tensor slot = g.full.narrow(0, offset, p.numel()).view(p.sizes());
@@ -641,6 +645,11 @@ class TorchTrainer : public Trainer {
       if (stage() == 3) {
         g.master = g.full.narrow(0, rank_ * g.chunk, g.chunk).clone();
         release_segment(g);
+      }
+      if (o_.offload_optimizer) {
+        g.host_values = torch::empty({g.chunk}, options.device(torch::kCPU));
+        if (device_.is_cuda()) g.host_values = g.host_values.pin_memory();
+        g.host_values.copy_(g.values(rank_));
       }
     }
     if (stage() >= 2) {
@@ -741,7 +750,7 @@ class TorchTrainer : public Trainer {
   void adamw_step(double lr) {
     ++adam_steps_;
 #if TORCH_VERSION_MAJOR >= 2
-    if (device_.is_cuda()) {
+    if (device_.is_cuda() && !o_.offload_optimizer) {
       // PyTorch's fused AdamW kernel (torch.optim.AdamW(fused=True)): the same update in one
       // pass over parameters, gradients and moments instead of about ten.
       if (!adam_step_count_.defined()) {
@@ -760,7 +769,10 @@ class TorchTrainer : public Trainer {
     const double bc1 = 1.0 - std::pow(o_.beta1, static_cast<double>(adam_steps_));
     const double bc2_sqrt = std::sqrt(1.0 - std::pow(o_.beta2, static_cast<double>(adam_steps_)));
     for (Segment& g : segments_) {
-      torch::Tensor data = g.values(rank_), grad = g.gradient();
+      // Offloaded: the step runs on the host, on its fp32 copy of the values, with the
+      // gradient brought over; the updated values go back to the device after.
+      torch::Tensor data = o_.offload_optimizer ? g.host_values : g.values(rank_);
+      torch::Tensor grad = o_.offload_optimizer ? g.gradient().to(torch::kCPU) : g.gradient();
       if (g.weight_decay != 0) data.mul_(1.0 - lr * g.weight_decay);
       g.exp_avg.mul_(o_.beta1).add_(grad, 1.0 - o_.beta1);
       g.exp_avg_sq.mul_(o_.beta2).addcmul_(grad, grad, 1.0 - o_.beta2);
@@ -775,6 +787,7 @@ class TorchTrainer : public Trainer {
         denom.div_(bc2_sqrt).add_(o_.eps);
         data.narrow(0, start, len).addcdiv_(g.exp_avg.narrow(0, start, len), denom, -lr / bc1);
       }
+      if (o_.offload_optimizer) g.values(rank_).copy_(g.host_values);
     }
   }
 

@@ -48,6 +48,9 @@ struct TrainerOptions {
   std::int64_t lora_r = 0;
   double lora_alpha = 16, lora_dropout = 0;
   std::vector<std::string> lora_targets;
+  // train.offload_optimizer: AdamW's moments, its fp32 copy of the values and its step on the
+  // host (ZeRO-Offload); the device keeps the values it computes with and the gradients.
+  bool offload_optimizer = false;
   // launch.tensor_parallel: blocks split over groups of this many consecutive ranks.
   std::int64_t tensor_parallel = 1;
   // CPU only: fail libtorch allocations past this many bytes in use, as a full GPU would

@@ -76,7 +76,12 @@ TEST(YamlErrors, NameFileLineAndColumn) {
 
 TEST(YamlErrors, InvalidUtf8IsRefusedWhereItIs) {
   // Found by the fuzzer: stray bytes would not survive the canonical form.
-  Error e = error_of([] { parse_yaml("a: 1\nimage: ng\xff\xff" "c\n", "u.yaml"); });
+  Error e = error_of([] {
+    parse_yaml(
+        "a: 1\nimage: ng\xff\xff"
+        "c\n",
+        "u.yaml");
+  });
   EXPECT_EQ(std::string(e.what()),
             "u.yaml:2:10: the text is not valid UTF-8 (byte 0xff) (save the file as UTF-8)");
   EXPECT_EQ(parse_yaml("image: caf\xc3\xa9\n", "ok.yaml").find("image")->as_string(),

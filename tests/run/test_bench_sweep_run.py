@@ -105,14 +105,14 @@ class LocalRun(unittest.TestCase):
 
     def test_the_memory_knobs_sweep_runs_every_knob_with_two_ranks(self):
         # sweeps/memory-knobs-cpu.yaml: ZeRO 0 to 3 and LoRA, the impossible ZeRO-3 + LoRA
-        # excluded, and tensor parallelism; one table compares them.
+        # excluded, tensor parallelism and offload; one table compares them.
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "knobs")
             run("run", os.path.join(SOURCE, "sweeps", "memory-knobs-cpu.yaml"), "--out", out, check=0)
             table = json.loads(subprocess.run([os.path.join(BIN, "bench-extract"), "-i", out, "--format", "json"],
                                               capture_output=True, text=True, env=ENV, check=True).stdout)
             rows = {(r["train.zero_stage"], r["train.peft"]): r for r in table
-                    if r["launch.tensor_parallel"] == 1}
+                    if r["launch.tensor_parallel"] == 1 and not r["train.offload_optimizer"]}
             self.assertEqual(sorted(rows), [(0, "lora"), (0, "none"), (1, "lora"), (1, "none"), (2, "lora"),
                                             (2, "none"), (3, "none")])
             split = [r for r in table if r["launch.tensor_parallel"] == 2]
@@ -120,6 +120,9 @@ class LocalRun(unittest.TestCase):
             self.assertEqual(split[0]["status"], "ok")
             # One replica over both ranks: half the projections per rank, the rest whole.
             self.assertLess(split[0]["mem_model_states_bytes"], rows[(0, "none")]["mem_model_states_bytes"])
+            offloaded = [r for r in table if r["train.offload_optimizer"]]
+            self.assertEqual([r["status"] for r in offloaded], ["ok"])
+            self.assertLess(offloaded[0]["mem_model_states_bytes"], rows[(2, "none")]["mem_model_states_bytes"])
             full = rows[(0, "none")]["trainable_parameters"]
             for (stage, peft), r in rows.items():
                 self.assertEqual(r["status"], "ok")

@@ -9,8 +9,8 @@
 #include <sstream>
 
 #include "core/yaml_io.h"
-#include "support/temp_dir.h"
 #include "launch/bench_sweep_cli.h"
+#include "support/temp_dir.h"
 
 namespace sweepbench {
 namespace {

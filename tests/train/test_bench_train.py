@@ -395,6 +395,23 @@ class Zero(BenchTrainCase):
                 np.testing.assert_allclose(f["steps"]["loss"][:], f0["steps"]["loss"][:], rtol=0, atol=2e-3,
                                            err_msg=f"stage {stage}")
 
+    def test_offloaded_optimizer_trains_as_without_at_every_stage(self):
+        # On a CPU the "device" is host memory too, but the step takes the offloaded path: the
+        # moments and a copy of the values apart, the gradient brought over, the values copied back.
+        plain = self.run_stages(2, (0, 1, 2, 3))
+        offloaded = self.run_stages(2, (0, 1, 2, 3), sets=("--set", "train.offload_optimizer=true"))
+        for stage in (0, 1, 2, 3):
+            for f0, f in zip(plain[stage][1], offloaded[stage][1]):
+                np.testing.assert_allclose(f["steps"]["loss"][:], f0["steps"]["loss"][:], rtol=0, atol=1e-6)
+                self.assertEqual(f.attrs["offload_optimizer"], 1)
+            summary = read_json(os.path.join(offloaded[stage][0], "summary.json"))
+            psi = offloaded[stage][1][0].attrs["parameter_count"]
+            moments = 8 * psi / (2 if stage >= 1 else 1)
+            without = read_json(os.path.join(plain[stage][0], "summary.json"))["metrics"]["mem_model_states_bytes"]
+            self.assertAlmostEqual(summary["metrics"]["mem_model_states_bytes"], without - moments, delta=1)
+            for f in offloaded[stage][1]:
+                self.assertAlmostEqual(f.attrs["model_state_bytes"] / (without - moments), 1.0, delta=0.1)
+
     def test_one_rank_runs_stage_0(self):
         out = os.path.join(self.tmp, "one")
         r = self.run_train(self.config(steps=4), out, "--set", "train.zero_stage=3")
