@@ -1,8 +1,8 @@
 #!/usr/bin/python3
-"""ZeRO stages 0 to 3, LoRA and tensor parallelism on this machine: step time, communication time,
-peak memory and the model states each rank holds, against the accounting of docs/metrics.md
-(mem_model_states_bytes). Runs bench-train under mpirun for each on the same shape and prints a
-Markdown table for docs/performance.md.
+"""ZeRO stages 0 to 3 (2 and 3 also with overlapped communication), LoRA and tensor parallelism
+on this machine: step time, communication time, peak memory and the model states each rank
+holds, against the accounting of docs/metrics.md (mem_model_states_bytes). Runs bench-train
+under mpirun for each on the same shape and prints a Markdown table for docs/performance.md.
 
     bench/zero_memory.py [--ranks 2] [--steps 6] [--bin build/release/bin]
 """
@@ -20,14 +20,15 @@ ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIR
            OMPI_MCA_rmaps_base_oversubscribe="1")
 
 
-def run(bin_dir, ranks, stage, steps, tmp, peft="none", tp=1):
-    point = os.path.join(tmp, f"zero{stage}-{peft}-tp{tp}")
+def run(bin_dir, ranks, stage, steps, tmp, peft="none", tp=1, overlap=False):
+    point = os.path.join(tmp, f"zero{stage}-{peft}-tp{tp}-{overlap}")
     os.makedirs(point)
     config = os.path.join(point, "config.yaml")
     with open(config, "w") as f:
         f.write(f"""model: {{preset: gpt2}}
 data: {{source: synthetic, seq_len: 256}}
-train: {{steps: {steps}, warmup_steps: 2, micro_batch: 2, zero_stage: {stage}, peft: {peft}}}
+train: {{steps: {steps}, warmup_steps: 2, micro_batch: 2, zero_stage: {stage}, peft: {peft},
+        overlap_comm: {str(overlap).lower()}}}
 eval: {{steps: 0}}
 launch: {{ranks: {ranks}, cpus_per_rank: 1, tensor_parallel: {tp}}}
 metrics: {{sample_interval_ms: 0}}
@@ -41,6 +42,7 @@ metrics: {{sample_interval_ms: 0}}
         held = int(f.attrs["model_state_bytes"])
     label = f"{stage}" + (" + LoRA (r 8, c_attn)" if peft == "lora" else "")
     label += f" + tensor parallel {tp}" if tp > 1 else ""
+    label += " + overlap_comm" if overlap else ""
     return {"stage": label, "step_s": m["step_time_median_s"], "comm_s": m["comm_time_median_s"],
             "peak_gb": m["mem_peak_bytes"] / 1e9, "accounting_gb": m["mem_model_states_bytes"] / 1e9,
             "held_gb": held / 1e9}
@@ -54,6 +56,7 @@ def main():
     a = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         rows = [run(a.bin, a.ranks, stage, a.steps, tmp) for stage in (0, 1, 2, 3)]
+        rows += [run(a.bin, a.ranks, stage, a.steps, tmp, overlap=True) for stage in (2, 3)]
         rows.append(run(a.bin, a.ranks, 0, a.steps, tmp, peft="lora"))
         rows.append(run(a.bin, a.ranks, 0, a.steps, tmp, tp=a.ranks))
     print("| zero_stage | step (median) | comm (median) | mem_model_states_bytes | held by rank 0 | peak (RSS, any rank) |")

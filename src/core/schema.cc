@@ -216,6 +216,11 @@ std::vector<KeySpec> build_table() {
         "(ZeRO-Offload), for GPU runs; the device keeps parameters and gradients")
           .hashed_unless_default()
           .only_for({"train"}),
+      K("train.overlap_comm", T::kBool, B(false),
+        "ZeRO 2 and 3: reduce-scatter each bucket while backward goes on, and gather the next "
+        "block's parameters while this one computes (CPU runs over MPI; GPUs not yet)")
+          .hashed_unless_default()
+          .only_for({"train"}),
       K("train.bucket_mb", T::kFloat, F(25.0),
         "MiB per gradient bucket: ZeRO-2 reduce-scatters each bucket when backward has filled "
         "it; the MPI all-reduce of stage 0 sends pieces of this size")

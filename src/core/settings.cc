@@ -121,6 +121,7 @@ Settings Settings::of(const Value& c) {
   t.zero_stage = at(c, "train.zero_stage").as_int();
   t.bucket_mb = at(c, "train.bucket_mb").as_float();
   t.offload_optimizer = at(c, "train.offload_optimizer").as_bool();
+  t.overlap_comm = at(c, "train.overlap_comm").as_bool();
   t.lora = at(c, "train.peft").as_string() == "lora";
   t.lora_r = at(c, "lora.r").as_int();
   t.lora_alpha = at(c, "lora.alpha").as_float();

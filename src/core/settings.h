@@ -34,6 +34,7 @@ struct TrainSettings {
   std::int64_t zero_stage = 0;
   double bucket_mb = 25;
   bool offload_optimizer = false;
+  bool overlap_comm = false;
   // train.peft: lora and the lora section (docs/train.md); targets resolved from the model's
   // defaults when the key is null.
   bool lora = false;

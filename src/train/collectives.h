@@ -36,6 +36,9 @@ class Collectives {
   // The ranks of this group with the same `color`, ordered by `key` (MPI_Comm_split): a
   // collective call on every rank of this group.
   virtual std::unique_ptr<Collectives> split(int color, int key) = 0;
+  // Whether a thread other than the main one may run the collectives (one thread at a time):
+  // MPI initialised with MPI_THREAD_SERIALIZED or more.
+  virtual bool threads_may_call() const = 0;
 };
 
 // One process, no MPI: every collective is the identity.
@@ -54,6 +57,7 @@ class SingleProcess : public Collectives {
   std::unique_ptr<Collectives> split(int, int) override {
     return std::make_unique<SingleProcess>();
   }
+  bool threads_may_call() const override { return true; }
 };
 
 }  // namespace sweepbench

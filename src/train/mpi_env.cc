@@ -90,7 +90,7 @@ void allgather_floats(MPI_Comm comm, float* data, size_t shard) {
 // parallel groups across them.
 class MpiGroup : public Collectives {
  public:
-  explicit MpiGroup(MPI_Comm comm) : comm_(comm) {
+  MpiGroup(MPI_Comm comm, bool serialized) : comm_(comm), serialized_(serialized) {
     MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
     MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
     MPI_CHECK(MPI_Comm_size(comm_, &size_));
@@ -118,11 +118,13 @@ class MpiGroup : public Collectives {
   std::unique_ptr<Collectives> split(int color, int key) override {
     MPI_Comm part;
     MPI_CHECK(MPI_Comm_split(comm_, color, key, &part));
-    return std::make_unique<MpiGroup>(part);
+    return std::make_unique<MpiGroup>(part, serialized_);
   }
+  bool threads_may_call() const override { return serialized_; }
 
  private:
   MPI_Comm comm_;
+  bool serialized_;
   int rank_ = 0, size_ = 1;
 };
 
@@ -130,7 +132,8 @@ class MpiGroup : public Collectives {
 
 MpiEnv::MpiEnv(int* argc, char*** argv) : hostname_(host()) {
   int provided = 0;
-  MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided));
+  MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided));
+  serialized_ = provided >= MPI_THREAD_SERIALIZED;
   MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
   MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank_));
   MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size_));
@@ -185,7 +188,7 @@ void MpiEnv::allgather(float* data, size_t shard) { allgather_floats(MPI_COMM_WO
 std::unique_ptr<Collectives> MpiEnv::split(int color, int key) {
   MPI_Comm part;
   MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, color, key, &part));
-  return std::make_unique<MpiGroup>(part);
+  return std::make_unique<MpiGroup>(part, serialized_);
 }
 
 void MpiEnv::allreduce_max(double* data, size_t count) {

@@ -21,7 +21,8 @@ class MpiError : public std::runtime_error {
 
 class MpiEnv : public Collectives {
  public:
-  // MPI_Init_thread with MPI_THREAD_FUNNELED: only the main thread calls MPI.
+  // MPI_Init_thread with MPI_THREAD_SERIALIZED: one thread at a time calls MPI (the main
+  // thread, autograd's, or the trainer's communication worker while the main thread waits).
   MpiEnv(int* argc, char*** argv);
   ~MpiEnv() override;  // MPI_Finalize
   MpiEnv(const MpiEnv&) = delete;
@@ -42,6 +43,7 @@ class MpiEnv : public Collectives {
   void reduce_scatter_sum(const float* send, float* recv, size_t shard) override;
   void allgather(float* data, size_t shard) override;
   std::unique_ptr<Collectives> split(int color, int key) override;
+  bool threads_may_call() const override { return serialized_; }
   // Elementwise maximum in place over all ranks.
   void allreduce_max(double* data, size_t count);
   void barrier();
@@ -58,6 +60,7 @@ class MpiEnv : public Collectives {
   std::string hostname_;
   std::string library_version_;
   void* local_comm_ = nullptr;  // MPI_Comm, opaque here
+  bool serialized_ = false;     // the library gave MPI_THREAD_SERIALIZED or more
 };
 
 }  // namespace sweepbench

@@ -107,6 +107,7 @@ TrainPlan make_plan(const Args& args, const MpiEnv& mpi) {
   t.bucket_bytes = static_cast<size_t>(set.train.bucket_mb * 1024 * 1024);
   t.tensor_parallel = set.launch.tensor_parallel;
   t.offload_optimizer = set.train.offload_optimizer;
+  t.overlap_comm = set.train.overlap_comm;
   if (set.train.lora) {
     t.lora_r = set.train.lora_r;
     t.lora_alpha = set.train.lora_alpha;

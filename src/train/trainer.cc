@@ -15,10 +15,16 @@
 #include <cctype>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <deque>
+#include <exception>
 #include <fstream>
+#include <functional>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "core/digest.h"
 #include "core/error.h"
@@ -225,6 +231,87 @@ std::string cpu_model_name() {
   return "cpu";
 }
 
+// Runs collectives on a thread of its own, one after another in the order given, so that ZeRO's
+// reduce-scatter of a bucket proceeds while backward computes the next one and a block's gather
+// while the block before it computes (train.overlap_comm). MPI is initialised SERIALIZED: while
+// the worker may be busy, every collective of the trainer goes through it, and the main thread
+// calls MPI itself only after wait_all().
+class CommWorker {
+ public:
+  CommWorker() : thread_([this] { loop(); }) {}
+  ~CommWorker() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+  CommWorker(const CommWorker&) = delete;
+  CommWorker& operator=(const CommWorker&) = delete;
+
+  // A ticket for wait().
+  std::uint64_t submit(std::function<void()> task) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    queue_.push_back(std::move(task));
+    wake_.notify_all();
+    return ++submitted_;
+  }
+  // Until the task of `ticket` (and every one before it) has run; rethrows a task's error.
+  void wait(std::uint64_t ticket) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_cv_.wait(lock, [&] { return done_ >= ticket; });
+    if (error_) {
+      std::exception_ptr e = error_;
+      error_ = nullptr;
+      std::rethrow_exception(e);
+    }
+  }
+  void wait_all() {
+    std::uint64_t last;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      last = submitted_;
+    }
+    wait(last);
+  }
+
+ private:
+  void loop() {
+    for (;;) {
+      std::function<void()> task;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        wake_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+        if (queue_.empty()) return;  // stopping, nothing left
+        task = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      std::exception_ptr failed;
+      try {
+        torch::NoGradGuard no_grad;
+        task();
+      } catch (...) {
+        failed = std::current_exception();
+      }
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (failed && !error_) error_ = failed;
+        ++done_;
+      }
+      done_cv_.notify_all();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable wake_, done_cv_;
+  std::deque<std::function<void()>> queue_;
+  std::uint64_t submitted_ = 0, done_ = 0;
+  bool stop_ = false;
+  std::exception_ptr error_;
+  std::thread thread_;  // last: starts after the rest is built
+};
+
 class TorchTrainer : public Trainer {
  public:
   TorchTrainer(const TrainerOptions& o, Collectives& comm)
@@ -263,9 +350,17 @@ class TorchTrainer : public Trainer {
     if (stage() == 3) {
       // ZeRO-3: a block's parameters are gathered before its forward and freed after it, and
       // gathered again before its backward (freed when its gradients have been reduced).
-      mo.before_block = [this](size_t i) { gather_unit(static_cast<int>(i)); };
+      // Overlapped, the next block's gather starts as soon as this one's is done: the one after
+      // it in forward, the one before it in backward.
+      mo.before_block = [this](size_t i) {
+        gather_unit(static_cast<int>(i));
+        prefetch_unit(static_cast<int>(i) + 1);
+      };
       mo.after_block = [this](size_t i) { release_unit(static_cast<int>(i)); };
-      mo.before_block_backward = [this](size_t i) { gather_unit(static_cast<int>(i)); };
+      mo.before_block_backward = [this](size_t i) {
+        gather_unit(static_cast<int>(i));
+        prefetch_unit(static_cast<int>(i) - 1);
+      };
     }
     const std::int64_t t = o_.tensor_parallel;
     if (t > 1) {
@@ -310,6 +405,10 @@ class TorchTrainer : public Trainer {
     if (device_.is_cuda() && (comm_.size() > 1 || groups_.tensor != nullptr)) init_nccl();
 #endif
     make_segments();
+    // train.overlap_comm: ZeRO-2 and 3 over MPI on CPUs (the GPU path stays blocking for now).
+    if (o_.overlap_comm && stage() >= 2 && !device_.is_cuda() && comm_.threads_may_call()) {
+      worker_ = std::make_unique<CommWorker>();
+    }
   }
 
   ~TorchTrainer() override {
@@ -360,6 +459,12 @@ class TorchTrainer : public Trainer {
         }
         clock_.stop(kBackward);
         loss_sum_ += loss.detach();
+      }
+      if (worker_) {
+        // What has not overlapped with backward is exposed here.
+        clock_.start(kComm);
+        worker_->wait_all();
+        clock_.stop(kComm);
       }
     });
   }
@@ -547,6 +652,7 @@ class TorchTrainer : public Trainer {
     torch::Tensor exp_avg, exp_avg_sq;  // this rank's piece (everything unsharded)
     torch::Tensor host_values;  // train.offload_optimizer: the values AdamW updates, on the host
     size_t pending = 0;  // ZeRO-2/3: parameters still without a gradient in this backward pass
+    std::uint64_t gather_ticket = 0;  // ZeRO-3, overlapped: a gather in flight
     bool gathered = true;
     bool split = false;  // tensor parallelism: this rank holds a part of each parameter
     // What AdamW updates and reads: the whole segment, or this rank's piece of it.
@@ -680,7 +786,9 @@ class TorchTrainer : public Trainer {
     torch::NoGradGuard no_grad;
     g.pending = 0;
     clock_.start(kComm);
-    torch::Tensor flat = flat_scratch_.narrow(0, 0, g.chunk * world_);
+    // Overlapped, each bucket in flight has a buffer of its own.
+    torch::Tensor flat = worker_ ? torch::empty({g.chunk * world_}, flat_scratch_.options())
+                                 : flat_scratch_.narrow(0, 0, g.chunk * world_);
     std::int64_t offset = 0;
     for (torch::Tensor p : g.params) {
       torch::Tensor slot = flat.narrow(0, offset, p.numel());
@@ -693,11 +801,43 @@ class TorchTrainer : public Trainer {
       offset += p.numel();
     }
     flat.narrow(0, offset, flat.numel() - offset).zero_();
-    torch::Tensor piece = piece_scratch_.narrow(0, 0, g.chunk);
-    reduce_scatter(flat, piece, g.chunk);
-    g.grad_shard.add_(piece, 1.0 / world_);
+    if (worker_) {
+      // The worker reduces while backward goes on; the parameters' gradients are already free.
+      Segment* seg = &g;
+      worker_->submit([this, seg, flat] {
+        torch::Tensor piece = torch::empty({seg->chunk}, flat.options());
+        reduce_scatter(flat, piece, seg->chunk);
+        seg->grad_shard.add_(piece, 1.0 / world_);
+      });
+    } else {
+      torch::Tensor piece = piece_scratch_.narrow(0, 0, g.chunk);
+      reduce_scatter(flat, piece, g.chunk);
+      g.grad_shard.add_(piece, 1.0 / world_);
+    }
     if (stage() == 3 && g.unit >= 0) release_segment(g);
     clock_.stop(kComm);
+  }
+
+  // Runs a collective: on the worker when there is one (then this thread waits for it, and the
+  // wait is the exposed time), else here.
+  void collective(const std::function<void()>& run) {
+    if (worker_) {
+      worker_->wait(worker_->submit(run));
+    } else {
+      run();
+    }
+  }
+
+  // ZeRO-3, overlapped: starts gathering a unit's values on the worker.
+  void prefetch_unit(int unit) {
+    if (!worker_ || unit < 0) return;
+    for (Segment& g : segments_) {
+      if (g.unit != unit || g.gathered || g.gather_ticket != 0) continue;
+      restore_storage(g.full);
+      g.full.narrow(0, rank_ * g.chunk, g.chunk).copy_(g.master);
+      Segment* seg = &g;
+      g.gather_ticket = worker_->submit([this, seg] { allgather(seg->full, seg->chunk); });
+    }
   }
 
   // ZeRO-3: every rank's piece of the segment's values into the (re-allocated) whole buffer.
@@ -705,14 +845,23 @@ class TorchTrainer : public Trainer {
     if (g.gathered) return;
     torch::NoGradGuard no_grad;
     clock_.start(kComm);
-    restore_storage(g.full);
-    g.full.narrow(0, rank_ * g.chunk, g.chunk).copy_(g.master);
-    allgather(g.full, g.chunk);
+    if (g.gather_ticket != 0) {
+      worker_->wait(g.gather_ticket);  // prefetched: only what has not overlapped is exposed
+      g.gather_ticket = 0;
+    } else {
+      restore_storage(g.full);
+      g.full.narrow(0, rank_ * g.chunk, g.chunk).copy_(g.master);
+      collective([&] { allgather(g.full, g.chunk); });
+    }
     g.gathered = true;
     clock_.stop(kComm);
   }
 
   void release_segment(Segment& g) {
+    if (g.gather_ticket != 0) {  // prefetched but not used: let the gather finish first
+      worker_->wait(g.gather_ticket);
+      g.gather_ticket = 0;
+    }
     release_storage(g.full);
     g.gathered = false;
   }
@@ -939,10 +1088,14 @@ class TorchTrainer : public Trainer {
     }
 #endif
     if (!x.is_cuda() && x.scalar_type() == torch::kFloat && x.is_contiguous()) {
-      groups_.tensor->allreduce_sum(x.data_ptr<float>(), static_cast<size_t>(x.numel()));
+      collective([&] {
+        groups_.tensor->allreduce_sum(x.data_ptr<float>(), static_cast<size_t>(x.numel()));
+      });
     } else {
       torch::Tensor host = x.to(torch::kCPU, torch::kFloat).contiguous();
-      groups_.tensor->allreduce_sum(host.data_ptr<float>(), static_cast<size_t>(host.numel()));
+      collective([&] {
+        groups_.tensor->allreduce_sum(host.data_ptr<float>(), static_cast<size_t>(host.numel()));
+      });
       x.copy_(host);
     }
     clock_.stop(kComm);
@@ -969,6 +1122,8 @@ class TorchTrainer : public Trainer {
   static constexpr std::int64_t kNormChunk = 1 << 20;
 
   std::vector<Segment> segments_;
+  // Declared after the segments, so it stops (running what it was given) before they go.
+  std::unique_ptr<CommWorker> worker_;
   // A std::shared_ptr in libtorch 1.13, a c10::intrusive_ptr in recent 2.x.
   using AccumulatorPtr =
       decltype(torch::autograd::impl::grad_accumulator(std::declval<const torch::Tensor&>()));

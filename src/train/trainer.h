@@ -51,6 +51,9 @@ struct TrainerOptions {
   // train.offload_optimizer: AdamW's moments, its fp32 copy of the values and its step on the
   // host (ZeRO-Offload); the device keeps the values it computes with and the gradients.
   bool offload_optimizer = false;
+  // train.overlap_comm: ZeRO-2's reduce-scatters and ZeRO-3's gathers on a thread of their own,
+  // overlapping backward and the blocks before them (CPU runs over MPI).
+  bool overlap_comm = false;
   // launch.tensor_parallel: blocks split over groups of this many consecutive ranks.
   std::int64_t tensor_parallel = 1;
   // CPU only: fail libtorch allocations past this many bytes in use, as a full GPU would

@@ -105,14 +105,15 @@ class LocalRun(unittest.TestCase):
 
     def test_the_memory_knobs_sweep_runs_every_knob_with_two_ranks(self):
         # sweeps/memory-knobs-cpu.yaml: ZeRO 0 to 3 and LoRA, the impossible ZeRO-3 + LoRA
-        # excluded, tensor parallelism and offload; one table compares them.
+        # excluded, tensor parallelism, offload, overlap and a profiled point; one table.
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "knobs")
             run("run", os.path.join(SOURCE, "sweeps", "memory-knobs-cpu.yaml"), "--out", out, check=0)
             table = json.loads(subprocess.run([os.path.join(BIN, "bench-extract"), "-i", out, "--format", "json"],
                                               capture_output=True, text=True, env=ENV, check=True).stdout)
             rows = {(r["train.zero_stage"], r["train.peft"]): r for r in table
-                    if r["launch.tensor_parallel"] == 1 and not r["train.offload_optimizer"]}
+                    if r["launch.tensor_parallel"] == 1 and not r["train.offload_optimizer"]
+                    and not r["train.overlap_comm"]}
             self.assertEqual(sorted(rows), [(0, "lora"), (0, "none"), (1, "lora"), (1, "none"), (2, "lora"),
                                             (2, "none"), (3, "none")])
             split = [r for r in table if r["launch.tensor_parallel"] == 2]
@@ -123,6 +124,9 @@ class LocalRun(unittest.TestCase):
             offloaded = [r for r in table if r["train.offload_optimizer"]]
             self.assertEqual([r["status"] for r in offloaded], ["ok"])
             self.assertLess(offloaded[0]["mem_model_states_bytes"], rows[(2, "none")]["mem_model_states_bytes"])
+            profiled = [r for r in table if r["train.overlap_comm"]]
+            self.assertEqual([r["status"] for r in profiled], ["ok"])
+            self.assertTrue(os.path.exists(profiled[0]["profile_trace"]))
             full = rows[(0, "none")]["trainable_parameters"]
             for (stage, peft), r in rows.items():
                 self.assertEqual(r["status"], "ok")

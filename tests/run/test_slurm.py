@@ -87,12 +87,13 @@ class ArrayMode(SlurmCase):
 
     def test_memory_knobs_sweep_as_an_array(self):
         # sweeps/memory-knobs-cpu.yaml as its header says: ZeRO 0 to 3, LoRA, tensor
-        # parallelism and offload, 2 ranks each through srun --mpi=pmix, one array task per point.
+        # parallelism, offload, overlap and profiling, 2 ranks each through srun --mpi=pmix, one
+        # array task per point.
         out = os.path.join(self.tmp, "knobs")
-        self.sbatch("--array=0-8", "--ntasks=2", "--output=" + self.tmp + "/knobs-%a.out", SWEEP_SH,
+        self.sbatch("--array=0-9", "--ntasks=2", "--output=" + self.tmp + "/knobs-%a.out", SWEEP_SH,
                     os.path.join(SOURCE, "sweeps", "memory-knobs-cpu.yaml"), out)
         self.cluster.wait_until_idle()
-        points = self.assert_all(out, "ok", 9)
+        points = self.assert_all(out, "ok", 10)
         held = {}
         for tag in points:
             record = read_json(os.path.join(out, tag, "status.json"))
@@ -101,13 +102,18 @@ class ArrayMode(SlurmCase):
             config = read_yaml(os.path.join(out, tag, "config.yaml"))
             summary = read_json(os.path.join(out, tag, "summary.json"))
             held[(config["train"]["zero_stage"], config["train"]["peft"],
-                  config["launch"]["tensor_parallel"], config["train"]["offload_optimizer"])] = \
-                summary["metrics"]["mem_model_states_bytes"]
-        self.assertEqual(len(held), 9)
-        self.assertEqual([held[(s, "none", 1, False)] for s in range(4)],
-                         sorted((held[(s, "none", 1, False)] for s in range(4)), reverse=True))
-        self.assertLess(held[(0, "none", 2, False)], held[(0, "none", 1, False)])
-        self.assertLess(held[(2, "none", 1, True)], held[(2, "none", 1, False)])
+                  config["launch"]["tensor_parallel"], config["train"]["offload_optimizer"],
+                  config["train"]["overlap_comm"])] = summary["metrics"]["mem_model_states_bytes"]
+            if config["metrics"]["profile_steps"]:
+                for rank in (0, 1):
+                    self.assertTrue(os.path.exists(os.path.join(out, tag, "profile",
+                                                                f"rank-{rank:05d}.pt.trace.json")))
+        self.assertEqual(len(held), 10)
+        plain = [held[(s, "none", 1, False, False)] for s in range(4)]
+        self.assertEqual(plain, sorted(plain, reverse=True))
+        self.assertLess(held[(0, "none", 2, False, False)], plain[0])
+        self.assertLess(held[(2, "none", 1, True, False)], plain[2])
+        self.assertEqual(held[(3, "none", 1, False, True)], plain[3])
 
     def test_command_sweep_as_an_array(self):
         # A user's program per point, each in its own array task, through srun --mpi=pmix.
