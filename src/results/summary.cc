@@ -119,6 +119,24 @@ double model_states_bytes(double parameters, int world_size, int zero_stage,
   }
 }
 
+void fill_run_description(SummaryInput& in, const RankResult& lead) {
+  auto d = [](std::int64_t v) { return static_cast<double>(v); };
+  in.world_size = static_cast<int>(lead.world_size);
+  // A tensor-parallel group of ranks trains one replica on one stream of batches.
+  const std::int64_t t = std::max<std::int64_t>(1, lead.tensor_parallel);
+  const double replicas = d(lead.world_size) / d(t);
+  in.tokens_per_step = d(lead.micro_batch) * d(lead.seq_len) * d(lead.grad_accum) * replicas;
+  in.samples_per_step = d(lead.micro_batch) * d(lead.grad_accum) * replicas;
+  in.flops_per_token = lead.flops_per_token;
+  in.peak_tflops = lead.peak_tflops;
+  in.parameter_count = d(lead.parameter_count);
+  in.zero_stage = static_cast<int>(lead.zero_stage);
+  in.trainable_parameters = d(lead.trainable_parameters);
+  in.tensor_parallel = static_cast<int>(t);
+  in.rank_parameters = d(lead.rank_parameters);
+  in.offload_optimizer = lead.offload_optimizer != 0;
+}
+
 SummaryInput summary_input_from_ranks(const std::vector<RankResult>& ranks) {
   SummaryInput in;
   if (ranks.empty()) return in;
@@ -144,14 +162,7 @@ SummaryInput summary_input_from_ranks(const std::vector<RankResult>& ranks) {
   in.comm_s = slowest(&StepRecord::comm_s);
   in.optimizer_s = slowest(&StepRecord::optimizer_s);
   const RankResult& first = ranks.front();
-  in.world_size = static_cast<int>(first.world_size);
-  auto d = [](std::int64_t v) { return static_cast<double>(v); };
-  // A tensor-parallel group of ranks trains one replica on one stream of batches.
-  const double replicas = d(first.world_size) / d(std::max<std::int64_t>(1, first.tensor_parallel));
-  in.tokens_per_step = d(first.micro_batch) * d(first.seq_len) * d(first.grad_accum) * replicas;
-  in.samples_per_step = d(first.micro_batch) * d(first.grad_accum) * replicas;
-  in.flops_per_token = first.flops_per_token;
-  in.peak_tflops = first.peak_tflops;
+  fill_run_description(in, first);
   double loss = 0, eval_samples = 0, eval_seconds = 0, peak = -1;
   for (size_t i = 0; i < ranks.size(); ++i) {
     loss += measured[i].empty() ? 0.0 : measured[i].back()->loss;
@@ -167,12 +178,6 @@ SummaryInput summary_input_from_ranks(const std::vector<RankResult>& ranks) {
   in.eval_samples = eval_samples;
   in.eval_seconds = eval_seconds;
   in.memory_peak_bytes = peak;
-  in.parameter_count = static_cast<double>(first.parameter_count);
-  in.zero_stage = static_cast<int>(first.zero_stage);
-  in.trainable_parameters = static_cast<double>(first.trainable_parameters);
-  in.tensor_parallel = static_cast<int>(std::max<std::int64_t>(1, first.tensor_parallel));
-  in.rank_parameters = static_cast<double>(first.rank_parameters);
-  in.offload_optimizer = first.offload_optimizer != 0;
   return in;
 }
 

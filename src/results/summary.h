@@ -52,6 +52,11 @@ double model_states_bytes(double parameters, int world_size, int zero_stage,
 std::vector<Metric> summarize(const SummaryInput& in);
 
 struct RankResult;
+
+// The fields that come from the run's description, the same in every rank's record (rank 0's
+// file, or the running rank's own): sizes per step, FLOPs and peak, the model and its parallelism.
+void fill_run_description(SummaryInput& in, const RankResult& lead);
+
 // The summary input of a run from all its ranks' results, as bench-train computes it with MPI
 // reductions: each measured step's time is the slowest rank's (steps beyond the shortest rank's
 // count are left out), the training loss is the ranks' mean at the last measured step, eval

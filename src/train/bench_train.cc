@@ -387,19 +387,7 @@ class Run {
          {&in.step_s, &in.data_s, &in.forward_s, &in.backward_s, &in.comm_s, &in.optimizer_s}) {
       mpi_.allreduce_max(v->data(), v->size());
     }
-    in.tokens_per_step = static_cast<double>(plan_.micro_batch * plan_.trainer.seq_len *
-                                             plan_.grad_accum * data_parallel());
-    in.samples_per_step =
-        static_cast<double>(plan_.micro_batch * plan_.grad_accum * data_parallel());
-    in.world_size = mpi_.size();
-    in.flops_per_token = r.flops_per_token;
-    in.peak_tflops = r.peak_tflops;
-    in.parameter_count = static_cast<double>(r.parameter_count);
-    in.zero_stage = static_cast<int>(r.zero_stage);
-    in.trainable_parameters = static_cast<double>(r.trainable_parameters);
-    in.tensor_parallel = static_cast<int>(r.tensor_parallel);
-    in.rank_parameters = static_cast<double>(r.rank_parameters);
-    in.offload_optimizer = r.offload_optimizer != 0;
+    fill_run_description(in, r);  // as bench-extract does from rank 0's file
     double last_loss[1] = {measured.empty() ? 0.0 : measured.back().loss};
     mpi_.allreduce_sum(last_loss, 1);
     in.train_loss = last_loss[0] / mpi_.size();
