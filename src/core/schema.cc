@@ -216,6 +216,11 @@ std::vector<KeySpec> build_table() {
         "(ZeRO-Offload), for GPU runs; the device keeps parameters and gradients")
           .hashed_unless_default()
           .only_for({"train"}),
+      K("train.fused_loss", T::kBool, B(false),
+        "The head and its cross-entropy over chunks of tokens, so the whole logits and their "
+        "gradient never exist at once; false: logits for every token, then the loss")
+          .hashed_unless_default()
+          .only_for({"train"}),
       K("train.overlap_comm", T::kBool, B(false),
         "ZeRO 2 and 3: reduce-scatter each bucket while backward goes on, and gather the next "
         "block's parameters while this one computes (CPU runs over MPI; GPUs not yet)")

@@ -122,6 +122,7 @@ Settings Settings::of(const Value& c) {
   t.bucket_mb = at(c, "train.bucket_mb").as_float();
   t.offload_optimizer = at(c, "train.offload_optimizer").as_bool();
   t.overlap_comm = at(c, "train.overlap_comm").as_bool();
+  t.fused_loss = at(c, "train.fused_loss").as_bool();
   t.lora = at(c, "train.peft").as_string() == "lora";
   t.lora_r = at(c, "lora.r").as_int();
   t.lora_alpha = at(c, "lora.alpha").as_float();

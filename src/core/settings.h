@@ -35,6 +35,7 @@ struct TrainSettings {
   double bucket_mb = 25;
   bool offload_optimizer = false;
   bool overlap_comm = false;
+  bool fused_loss = false;
   // train.peft: lora and the lora section (docs/train.md); targets resolved from the model's
   // defaults when the key is null.
   bool lora = false;

@@ -68,6 +68,73 @@ struct TensorParallelReduce : public torch::autograd::Function<TensorParallelRed
   }
 };
 
+// The mean cross-entropy of a linear head without its whole logits (llm.c's fused classifier,
+// Liger's fused linear cross-entropy): rows of h (N, C) in chunks, each chunk's logits h W^T made
+// (in autocast's dtype when it is on, as the head's product would be), reduced in fp32 to its
+// log-sum-exp and target logit and, when gradients are wanted, at once turned into softmax -
+// one-hot, the gradient of the logits, for the chunk's rows of dL/dh and its share of dL/dW (in
+// the same dtype, summed in fp32); then dropped. Backward only scales the two by dL/dloss. So the
+// head's products are those of logits-then-cross_entropy, but no more than a chunk of logits
+// ever exists.
+struct ChunkedHeadLoss : public torch::autograd::Function<ChunkedHeadLoss> {
+  static std::int64_t chunk_rows(std::int64_t vocab, std::int64_t asked) {
+    if (asked > 0) return asked;
+    return std::max<std::int64_t>(64, (std::int64_t{16} << 20) / vocab);  // ~64 MB of fp32 logits
+  }
+  // GPUs: the head's rows padded to a multiple of 64 for cuBLAS's aligned kernels (see head()).
+  static torch::Tensor aligned(const torch::Tensor& w) {
+    const std::int64_t v = w.size(0), padded = (v + 63) / 64 * 64;
+    if (padded == v || !w.is_cuda()) return w;
+    namespace F = torch::nn::functional;
+    return F::pad(w, F::PadFuncOptions({0, 0, 0, padded - v}));
+  }
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor h,
+                               torch::Tensor w, torch::Tensor targets, std::int64_t asked_rows,
+                               bool with_grad) {
+    const std::int64_t n = h.size(0), v = w.size(0), rows = chunk_rows(v, asked_rows);
+    const bool want_h = with_grad && h.requires_grad();
+    const bool want_w = with_grad && w.requires_grad();
+    torch::Tensor wa = aligned(w);
+    torch::Tensor total = torch::zeros({}, h.options().dtype(torch::kFloat));
+    torch::Tensor grad_h = want_h ? torch::empty_like(h) : torch::Tensor();
+    torch::Tensor grad_w =
+        want_w ? torch::zeros(wa.sizes(), w.options().dtype(torch::kFloat)) : torch::Tensor();
+    torch::Tensor wp;  // the head in the products' dtype, for the gradients
+    for (std::int64_t start = 0; start < n; start += rows) {
+      const std::int64_t len = std::min(rows, n - start);
+      torch::Tensor hc = h.narrow(0, start, len);
+      torch::Tensor product = torch::nn::functional::linear(hc, wa);  // (len, V'), autocast's dtype
+      torch::Tensor logits = product.to(torch::kFloat);
+      if (logits.size(1) > v) logits = logits.narrow(1, 0, v);
+      torch::Tensor lse = logits.logsumexp(1, /*keepdim=*/true);  // (len, 1)
+      torch::Tensor t = targets.narrow(0, start, len).unsqueeze(1);
+      total += (lse - logits.gather(1, t)).sum();
+      if (!want_h && !want_w) continue;
+      // softmax - one-hot, over N (the mean), as the gradient of this chunk's logits.
+      torch::Tensor p = torch::zeros({len, product.size(1)}, logits.options());
+      p.narrow(1, 0, v).copy_((logits - lse).exp_());
+      p.scatter_add_(1, t, torch::full({len, 1}, -1.0, p.options()));
+      p.div_(static_cast<double>(n));
+      torch::Tensor dp = p.to(product.scalar_type());
+      if (!wp.defined()) wp = wa.to(product.scalar_type());
+      hc = hc.to(product.scalar_type());
+      if (want_h) grad_h.narrow(0, start, len).copy_(torch::mm(dp, wp));
+      if (want_w) grad_w.add_(torch::mm(dp.t(), hc));  // (V', C), summed in fp32
+    }
+    if (want_w) grad_w = grad_w.narrow(0, 0, v).to(w.scalar_type());
+    ctx->save_for_backward({grad_h, grad_w});
+    return total / static_cast<double>(n);
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad_out) {
+    auto saved = ctx->get_saved_variables();
+    torch::Tensor g = grad_out[0];
+    torch::Tensor grad_h = saved[0].defined() ? saved[0] * g.to(saved[0].scalar_type()) : saved[0];
+    torch::Tensor grad_w = saved[1].defined() ? saved[1] * g.to(saved[1].scalar_type()) : saved[1];
+    return {grad_h, grad_w, torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+};
+
 // Llama's rotation of (x1, x2) halves: (-x2, x1).
 torch::Tensor rotate_half(const torch::Tensor& x) {
   auto halves = x.chunk(2, -1);
@@ -468,6 +535,12 @@ KVCache TransformerLMImpl::make_cache(std::int64_t batch, std::int64_t capacity,
 }
 
 torch::Tensor TransformerLMImpl::loss(const torch::Tensor& tokens, const torch::Tensor& targets) {
+  if (options_.fused_loss) {
+    torch::Tensor h = hidden(tokens);                                  // (B, T, C)
+    const torch::Tensor& w = lm_head ? lm_head->weight : wte->weight;  // (V, C)
+    return ChunkedHeadLoss::apply(h.reshape({-1, h.size(-1)}), w, targets.reshape({-1}),
+                                  options_.loss_chunk_rows, torch::GradMode::is_enabled());
+  }
   torch::Tensor logits = forward(tokens);
   const std::int64_t v = options_.shape.vocab_size;
   return torch::nn::functional::cross_entropy(logits.view({-1, v}).to(torch::kFloat),

@@ -62,6 +62,10 @@ struct ModelOptions {
   bool activation_checkpointing = false;
   LoraOptions lora;
   TensorParallel tensor_parallel;
+  // loss(): the head and cross-entropy over chunks of tokens, so the whole logits and their
+  // gradient never exist at once (train.fused_loss); false: logits, then cross_entropy.
+  bool fused_loss = false;
+  std::int64_t loss_chunk_rows = 0;  // tokens per chunk; 0: about 64 MB of fp32 logits
   double rope_theta = 10000.0;
   double norm_eps = 1e-5;
   // Runs around each block's forward, and again around its recomputation in the backward pass,

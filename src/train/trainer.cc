@@ -334,6 +334,7 @@ class TorchTrainer : public Trainer {
     mo.max_seq_len = o_.seq_len;
     mo.activation_checkpointing = o_.activation_checkpointing;
     mo.rope_theta = rope_theta_for(o_.preset);
+    mo.fused_loss = o_.fused_loss;
     mo.lora.r = o_.lora_r;
     mo.lora.alpha = o_.lora_alpha;
     mo.lora.dropout = o_.lora_dropout;

@@ -54,6 +54,8 @@ struct TrainerOptions {
   // train.overlap_comm: ZeRO-2's reduce-scatters and ZeRO-3's gathers on a thread of their own,
   // overlapping backward and the blocks before them (CPU runs over MPI).
   bool overlap_comm = false;
+  // train.fused_loss: the head's cross-entropy over chunks of tokens, without the whole logits.
+  bool fused_loss = false;
   // launch.tensor_parallel: blocks split over groups of this many consecutive ranks.
   std::int64_t tensor_parallel = 1;
   // CPU only: fail libtorch allocations past this many bytes in use, as a full GPU would

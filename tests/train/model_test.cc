@@ -2,6 +2,7 @@
 // activation checkpointing that changes nothing but memory.
 #include "train/model.h"
 
+#include <ATen/autocast_mode.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -104,6 +105,43 @@ TEST(Model, CheckpointingGivesTheSameGradients) {
     for (size_t i = 0; i < grads[0].size(); ++i) {
       EXPECT_TRUE(torch::allclose(grads[0][i], grads[1][i], 1e-6, 1e-7))
           << preset << " parameter " << i;
+    }
+  }
+}
+
+TEST(Model, TheChunkedLossGivesTheLossAndGradientsOfTheWholeLogits) {
+  // train.fused_loss: the head's logits chunk by chunk (here 7 rows, so 10 chunks and a short
+  // one for 2 x 32 tokens), forward and backward, against logits then cross_entropy.
+  for (const char* preset : {"gpt2-tiny", "llama-tiny"}) {
+    ModelShape s = find_model_preset(preset)->shape;
+    torch::Tensor tokens = torch::randint(s.vocab_size, {2, 32}, torch::kLong);
+    torch::Tensor targets = torch::randint(s.vocab_size, {2, 32}, torch::kLong);
+    for (bool bf16 : {false, true}) {
+      std::vector<torch::Tensor> grads[2];
+      double losses[2];
+      for (int fused = 0; fused < 2; ++fused) {
+        ModelOptions o = options_for(s);
+        o.fused_loss = fused == 1;
+        o.loss_chunk_rows = 7;
+        TransformerLM m(o);
+        m->reset_parameters(3);
+        torch::Tensor loss;
+        at::autocast::set_cpu_enabled(bf16);  // bf16 is CPU autocast's dtype
+        loss = m->loss(tokens, targets);
+        at::autocast::set_cpu_enabled(false);
+        at::autocast::clear_cache();
+        loss.backward();
+        losses[fused] = loss.item<double>();
+        for (const auto& p : m->parameters()) grads[fused].push_back(p.grad().clone());
+      }
+      // bf16 products round where the chunks make them; fp32 agrees to its own precision.
+      const double tol = bf16 ? 1e-2 : 1e-5;
+      EXPECT_NEAR(losses[0], losses[1], bf16 ? 1e-2 : 1e-6) << preset;
+      for (size_t i = 0; i < grads[0].size(); ++i) {
+        EXPECT_TRUE(torch::allclose(grads[1][i], grads[0][i], tol, bf16 ? 1e-3 : 1e-7))
+            << preset << (bf16 ? " bf16" : " fp32") << " parameter " << i << ": max difference "
+            << (grads[1][i] - grads[0][i]).abs().max().item<double>();
+      }
     }
   }
 }

@@ -427,6 +427,16 @@ class Zero(BenchTrainCase):
             for f in offloaded[stage][1]:
                 self.assertAlmostEqual(f.attrs["model_state_bytes"] / (without - moments), 1.0, delta=0.1)
 
+    def test_the_chunked_loss_trains_as_the_whole_logits(self):
+        # train.fused_loss with ZeRO-2 (its hooks see the head's gradient from the chunked loss).
+        whole = self.run_stages(2, (0, 2))
+        chunked = self.run_stages(2, (0, 2), sets=("--set", "train.fused_loss=true"))
+        for stage in (0, 2):
+            for f0, f in zip(whole[stage][1], chunked[stage][1]):
+                np.testing.assert_allclose(f["steps"]["loss"][:], f0["steps"]["loss"][:], rtol=0, atol=1e-5)
+                np.testing.assert_allclose(f["steps"]["grad_norm"][:], f0["steps"]["grad_norm"][:], rtol=1e-5)
+                self.assertAlmostEqual(f["eval"].attrs["loss"], f0["eval"].attrs["loss"], delta=1e-5)
+
     def test_one_rank_runs_stage_0(self):
         out = os.path.join(self.tmp, "one")
         r = self.run_train(self.config(steps=4), out, "--set", "train.zero_stage=3")
