@@ -14,6 +14,7 @@ runner was killed, a requeued job, completed ones.
 
     SWEEPBENCH_BIN_DIR=build/release/bin /usr/bin/python3 tests/run/test_multinode.py -v TwoNodes
 """
+import glob
 import json
 import os
 import subprocess
@@ -29,6 +30,16 @@ from e2e import BENCH_SWEEP, BIN, SOURCE, read_json, read_yaml  # noqa: E402
 from slurm_case import SlurmCase  # noqa: E402
 
 SWEEP_SH = os.path.join(SOURCE, "slurm", "sweep.sh")
+
+
+def point_logs(out, tag):
+    """The ends of a point's logs (the launcher's and every rank's), for a failure message: a
+    crashed rank says there which it was."""
+    text = []
+    for path in sorted(glob.glob(os.path.join(out, tag, "logs", "*"))):
+        with open(path, errors="replace") as f:
+            text.append(f"--- {path}\n{f.read()[-2000:]}")
+    return "\n".join(text)
 
 
 def sweep_file(tmp, name, steps=4, axes="  launch.ranks: [2, 4]\n", launch="nodes: 2",
@@ -119,7 +130,8 @@ class TwoNodes(ClusterCase):
         ran = [p for p in points if p["index"] in (0, 3, 6, 9, 12)]
         for p in ran:
             record = read_json(os.path.join(out, p["tag"], "status.json"))
-            self.assertEqual(record["status"], "ok", f'{p["tag"]}: {record["reason"]}')
+            self.assertEqual(record["status"], "ok",
+                             f'{p["tag"]}: {record["reason"]}\n{point_logs(out, p["tag"])}')
         sixteen = [p for p in ran if p["index"] == 12][0]["tag"]
         hosts = set()
         for r in range(16):
