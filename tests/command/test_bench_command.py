@@ -17,7 +17,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -30,6 +29,7 @@ import pandas
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "support"))
 from e2e import BIN, ENV, SOURCE, bench_sweep, peer_venv, read_json  # noqa: E402
+from slurm_cluster import free_port  # noqa: E402  (one below the ephemeral range)
 
 BENCH_EXTRACT = os.path.join(BIN, "bench-extract")
 
@@ -74,12 +74,6 @@ def documented_command_layout():
                 kind = row.group(2)
                 (datasets if "[" in kind else attrs)[row.group(1)] = kind.split("[")[0]
     return attrs, datasets
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class CommandCase(unittest.TestCase):
