@@ -396,13 +396,19 @@ torch::Tensor LlamaBlockImpl::forward(const torch::Tensor& x, const torch::Tenso
   return h + out(w2, torch::silu(lora_.apply(w1, f)) * lora_.apply(w3, f));  // SwiGLU
 }
 
+namespace {
+// "h0", "h1", ...: built by append, not "h" + std::to_string(i), which GCC 12 flags with a false
+// -Wrestrict under C++20 (PyTorch 2.x's headers need C++20).
+std::string block_name(std::int64_t i) { return std::string("h").append(std::to_string(i)); }
+}  // namespace
+
 TransformerLMImpl::TransformerLMImpl(ModelOptions options) : options_(std::move(options)) {
   const ModelShape& s = options_.shape;
   wte = register_module("wte", torch::nn::Embedding(s.vocab_size, s.n_embd));
   if (s.arch == "llama") {
     for (std::int64_t i = 0; i < s.n_layer; ++i) {
       llama_blocks_.push_back(register_module(
-          "h" + std::to_string(i),
+          block_name(i),
           LlamaBlock(s, options_.norm_eps, options_.lora, &options_.tensor_parallel)));
     }
     norm = register_module("norm", RMSNorm(s.n_embd, options_.norm_eps));
@@ -420,8 +426,8 @@ TransformerLMImpl::TransformerLMImpl(ModelOptions options) : options_(std::move(
   } else {
     wpe = register_module("wpe", torch::nn::Embedding(s.block_size, s.n_embd));
     for (std::int64_t i = 0; i < s.n_layer; ++i) {
-      gpt2_blocks_.push_back(register_module(
-          "h" + std::to_string(i), Gpt2Block(s, options_.lora, &options_.tensor_parallel)));
+      gpt2_blocks_.push_back(
+          register_module(block_name(i), Gpt2Block(s, options_.lora, &options_.tensor_parallel)));
     }
     ln_f = register_module("ln_f",
                            torch::nn::LayerNorm(torch::nn::LayerNormOptions({s.n_embd}).eps(1e-5)));
