@@ -240,6 +240,35 @@ void check_infer_rules(const Value& full) {
   }
 }
 
+// metrics.profile_activities: some of cpu and cuda, once each; cuda not on launch.device: cpu.
+void check_profile_activities(const Value& full) {
+  const Value& list = required(full, "metrics.profile_activities");
+  if (!list.is_list()) return;
+  if (list.items().empty()) {
+    throw rule_error(list, "metrics.profile_activities",
+                     "is empty: the profiler would record nothing",
+                     "name cpu, cuda or both, or leave it null");
+  }
+  std::vector<std::string> seen;
+  for (const Value& a : list.items()) {
+    const std::string& name = a.as_string();
+    if (name != "cpu" && name != "cuda") {
+      throw rule_error(a, "metrics.profile_activities", "'" + name + "' is not an activity",
+                       "use cpu, cuda or both");
+    }
+    if (std::find(seen.begin(), seen.end(), name) != seen.end()) {
+      throw rule_error(a, "metrics.profile_activities", "'" + name + "' is named twice");
+    }
+    seen.push_back(name);
+  }
+  const Value& device = required(full, "launch.device");
+  if (device.as_string() == "cpu" && std::find(seen.begin(), seen.end(), "cuda") != seen.end()) {
+    throw rule_error(list, "metrics.profile_activities",
+                     "cuda records GPU kernels, but launch.device is cpu",
+                     "profile cpu only, or set launch.device to cuda or auto");
+  }
+}
+
 // train.peft: lora names projections the model has, once each, and is not combined with
 // ZeRO-3 (whose gathering covers trainable parameters only).
 void check_lora_rules(const Value& full) {
@@ -376,6 +405,7 @@ void check_rules(const Value& full) {
                        "raise train.steps or profile fewer steps");
     }
   }
+  check_profile_activities(full);
   const Value& ranks = at("launch.ranks");
   const Value& nodes = at("launch.nodes");
   if (ranks.as_int() % nodes.as_int() != 0) {

@@ -404,6 +404,12 @@ std::vector<KeySpec> build_table() {
         "trace per rank in profile/, the steps left out of every statistic; null = none")
           .hashed_unless_default()
           .only_for({"train"}),
+      K("metrics.profile_activities", T::kStringList, N(),
+        "What metrics.profile_steps records: cpu (libtorch's ops and the step's phases), cuda "
+        "(kernels and copies on the GPU, where libtorch has Kineto); null = cpu, and cuda too on "
+        "a GPU")
+          .hashed_unless_default()
+          .only_for({"train"}),
 
       // ---- container ----
       K("container.runtime", T::kEnum, S("none"), "Container runtime that wraps each rank, or none")

@@ -186,6 +186,9 @@ Settings Settings::of(const Value& c) {
   if (const Value& p = at(c, "metrics.profile_steps"); !p.is_null()) {
     s.metrics.profile_steps = parse_step_range(p.as_string());
   }
+  if (!at(c, "metrics.profile_activities").is_null()) {
+    s.metrics.profile_activities = strings(c, "metrics.profile_activities");
+  }
 
   ContainerSettings& k = s.container;
   k.runtime = at(c, "container.runtime").as_string();

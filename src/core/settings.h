@@ -89,6 +89,9 @@ struct MetricsSettings {
   bool system = true;
   // metrics.profile_steps: the first and last step traced (inclusive); none when null.
   std::optional<std::pair<std::int64_t, std::int64_t>> profile_steps;
+  // metrics.profile_activities: cpu, cuda; empty when null (the device's own: cpu, and cuda too
+  // on a GPU).
+  std::vector<std::string> profile_activities;
 };
 
 // "N" or "FIRST-LAST" (0 <= FIRST <= LAST) as a range of steps; nullopt when it is neither.

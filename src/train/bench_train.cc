@@ -67,6 +67,7 @@ class Run {
       try {
         plan_ = make_plan(args_, mpi_);
         device_ = select_device(plan_.trainer);
+        profile_activities_ = resolve_profile_activities(plan_, device_);
         // The ranks of a tensor-parallel group read the same batches.
         data_ = open_token_source(plan_.data, data_rank(), data_parallel());
       } catch (const Error& e) {
@@ -159,7 +160,7 @@ class Run {
     for (std::int64_t step = 0; step < plan_.steps; ++step) {
       const bool profiled = step >= plan_.profile_first && step <= plan_.profile_last;
       if (step == plan_.profile_first && profiled) {
-        trainer_->start_profile();
+        trainer_->start_profile(profile_activities_);
         profiling_ = true;
       }
       double t0 = now_s();
@@ -222,19 +223,22 @@ class Run {
   // Rank r's trace to DIR/profile/rank-NNNNN.pt.trace.json, never over an existing file. A trace
   // that cannot be written costs the trace, not the run: said on stderr.
   void write_profile() {
-    std::string text = trainer_->stop_profile();
     profiling_ = false;
     const std::string relative = profile_trace_path(mpi_.rank());
     fs::path path = fs::path(plan_.rank_path).parent_path() / relative;
     try {
       make_directories(path.parent_path().string());
+      // The profiler (Kineto's save()) writes a file by name: the temporary one, renamed after.
+      AtomicFile file(path.string(), AtomicFile::Kind::kNamed);
+      trainer_->stop_profile(file.temporary_path());
       std::error_code ec;
       if (fs::exists(path, ec)) {
         throw Error(ErrorKind::kConflict, Mark::in(path.string()), "", "a trace is already there");
       }
-      write_file_atomic(path.string(), text);
+      file.commit();
       result_.profile_trace = relative;
     } catch (const Error& e) {
+      trainer_->stop_profile("");  // if it failed before the profiler stopped
       std::fprintf(stderr, "bench-train: rank %d: the profile was not written: %s\n", mpi_.rank(),
                    e.what());
     }
@@ -435,7 +439,8 @@ class Run {
   RankResult result_;
   MemoryStages stages_ = model_memory_stages(trainer_, device_, &result_.memory_stages);
   RunStatus pending_ = RunStatus::kOk;
-  bool profiling_ = false;  // between start_profile() and write_profile()
+  bool profiling_ = false;                // between start_profile() and write_profile()
+  ProfileActivities profile_activities_;  // metrics.profile_activities on this rank's device
   std::string pending_reason_;
 };
 

@@ -86,6 +86,7 @@ TrainPlan make_plan(const Args& args, const MpiEnv& mpi) {
     p.profile_first = set.metrics.profile_steps->first;
     p.profile_last = set.metrics.profile_steps->second;
   }
+  p.profile_activities = set.metrics.profile_activities;
   p.sample_interval_ms = static_cast<int>(set.metrics.sample_interval_ms);
   p.system_metrics = set.metrics.system;
   p.configured_peak = set.hardware.peak_tflops;
@@ -133,6 +134,23 @@ TrainPlan make_plan(const Args& args, const MpiEnv& mpi) {
   d.needs_eval = p.eval_steps > 0;
 
   return p;
+}
+
+ProfileActivities resolve_profile_activities(const TrainPlan& plan, const DeviceInfo& device) {
+  ProfileActivities a;
+  a.cuda = device.type == "cuda";
+  if (plan.profile_activities.empty()) return a;
+  a.cpu = a.cuda = false;
+  for (const std::string& name : plan.profile_activities) {
+    if (name == "cpu") a.cpu = true;
+    if (name == "cuda") a.cuda = true;
+  }
+  if (a.cuda && device.type != "cuda") {
+    throw Error::input(Mark{}, "metrics.profile_activities",
+                       "cuda asks for GPU kernels, but this rank runs on the CPU",
+                       "profile cpu only, or run on a GPU (launch.device: cuda)");
+  }
+  return a;
 }
 
 std::vector<double> column(const std::vector<StepRecord>& steps, double StepRecord::*field) {

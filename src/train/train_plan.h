@@ -30,6 +30,8 @@ struct TrainPlan {
   int log_every = 10, sample_interval_ms = 1000;
   // metrics.profile_steps: the first and last step traced; first > last when none.
   std::int64_t profile_first = 0, profile_last = -1;
+  // metrics.profile_activities: empty for the device's own (resolve_profile_activities).
+  std::vector<std::string> profile_activities;
   bool system_metrics = true, malloc_cache = true;
   std::string dtype, preset;
   std::optional<double> configured_peak;
@@ -53,6 +55,10 @@ int compute_threads(const Settings& set, const MpiEnv& mpi);
 // Reads and checks the config; Error(kInput) for bad input, Error(kConflict) when this rank's
 // results are already in --out.
 TrainPlan make_plan(const Args& args, const MpiEnv& mpi);
+
+// metrics.profile_activities on this rank's device: null is cpu, and cuda too on a GPU.
+// Error(kInput) when cuda is asked for and this rank runs on the CPU.
+ProfileActivities resolve_profile_activities(const TrainPlan& plan, const DeviceInfo& device);
 
 // One field of every step.
 std::vector<double> column(const std::vector<StepRecord>& steps, double StepRecord::*field);

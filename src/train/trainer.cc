@@ -6,10 +6,11 @@
 #include <ATen/autocast_mode.h>
 #include <ATen/record_function.h>
 #include <c10/core/CPUAllocator.h>
-#include <torch/csrc/autograd/profiler_legacy.h>
+#include <torch/csrc/autograd/profiler_kineto.h>
 #include <torch/csrc/autograd/utils/lambda_post_hook.h>
 #include <torch/torch.h>
 #include <torch/version.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cctype>
@@ -28,6 +29,7 @@
 
 #include "core/digest.h"
 #include "core/error.h"
+#include "core/text.h"
 #include "train/model.h"
 #include "train/sampler.h"
 #include "train/torch_support.h"
@@ -107,6 +109,38 @@ class AutocastScope {
   bool was_enabled_ = false;
   at::ScalarType was_dtype_ = at::kFloat;
 };
+
+// The profiler's events as a Chrome trace in Kineto's layout ({"traceEvents": [...]}, times in
+// microseconds), for a libtorch without Kineto, whose save() refuses. Our phases are user scopes
+// (activity type 1, Kineto's USER_ANNOTATION); everything else it records there is a CPU op.
+std::string chrome_trace(const std::vector<torch::autograd::profiler::KinetoEvent>& events) {
+  std::string out = "{\"schemaVersion\": 1, \"displayTimeUnit\": \"ms\", \"traceEvents\": [";
+  const std::string pid = std::to_string(::getpid());
+  char times[96];
+  bool first = true;
+  for (const auto& e : events) {
+#if TORCH_VERSION_MAJOR >= 2
+    std::snprintf(times, sizeof times, "\"ts\": %.3f, \"dur\": %.3f",
+                  static_cast<double>(e.startNs()) / 1e3,
+                  static_cast<double>(e.durationNs()) / 1e3);
+#else
+    std::snprintf(times, sizeof times, "\"ts\": %llu, \"dur\": %llu",
+                  static_cast<unsigned long long>(e.startUs()),
+                  static_cast<unsigned long long>(e.durationUs()));
+#endif
+    out += first ? "\n  {" : ",\n  {";
+    first = false;
+    out += "\"ph\": \"X\", \"cat\": ";
+    out += e.activityType() == 1 ? "\"user_annotation\"" : "\"cpu_op\"";
+    out += ", \"name\": ";
+    append_quoted_json(out, e.name());
+    out += ", \"pid\": " + pid + ", \"tid\": " + std::to_string(e.startThreadId()) + ", ";
+    out += times;
+    out += "}";
+  }
+  out += "\n]}\n";
+  return out;
+}
 
 enum Phase { kForward, kBackward, kComm, kOptimizer, kPhases };
 
@@ -624,18 +658,44 @@ class TorchTrainer : public Trainer {
     return bytes;
   }
 
-  // The legacy profiler: libtorch 1.13 (Debian's) is built without Kineto, whose save() refuses
-  // to write, but RecordProfile records every op and user scope on the CPU and writes the Chrome
-  // trace itself; it exists in libtorch 2.x too.
-  void start_profile() override {
-    trace_ = std::make_unique<std::ostringstream>();
-    profile_ = std::make_unique<torch::autograd::profiler::RecordProfile>(*trace_);
+  // libtorch's Kineto profiler API. Where libtorch has Kineto (PyTorch's wheels), save() writes
+  // Kineto's trace, with CUDA kernels and copies on their streams. Debian's libtorch 1.13 is built
+  // without it: save() refuses, but the op events are recorded all the same, and we write them.
+  void start_profile(const ProfileActivities& activities) override {
+    namespace prof = torch::profiler::impl;
+    std::set<prof::ActivityType> kinds;
+    if (activities.cpu) kinds.insert(prof::ActivityType::CPU);
+    if (activities.cuda) kinds.insert(prof::ActivityType::CUDA);
+    const prof::ProfilerConfig config(prof::ProfilerState::KINETO);
+    torch::autograd::profiler::prepareProfiler(config, kinds);
+    torch::autograd::profiler::enableProfiler(config, kinds);
+    profiling_ = true;
   }
-  std::string stop_profile() override {
-    profile_.reset();  // writes the trace
-    std::string text = trace_ ? trace_->str() : "";
-    trace_.reset();
-    return text;
+  void stop_profile(const std::string& path) override {
+    if (!profiling_) {
+      if (path.empty()) return;
+      throw Error(ErrorKind::kIo, Mark::in(path), "", "the profiler was not started");
+    }
+    profiling_ = false;
+    std::unique_ptr<torch::autograd::profiler::ProfilerResult> result;
+    try {
+      result = torch::autograd::profiler::disableProfiler();
+    } catch (const c10::Error& e) {
+      if (path.empty()) return;
+      throw Error(ErrorKind::kIo, Mark::in(path), "",
+                  std::string("the profiler failed: ") + e.what_without_backtrace());
+    }
+    if (path.empty()) return;
+    try {
+      result->save(path);
+      return;
+    } catch (const c10::Error&) {
+      // No Kineto in this libtorch ("requires ... USE_KINETO=1"): our own writer below.
+    }
+    std::ofstream out(path, std::ios::trunc);
+    out << chrome_trace(result->events());
+    out.close();
+    if (!out) throw Error(ErrorKind::kIo, Mark::in(path), "", "cannot write the trace");
   }
 
  private:
@@ -1108,8 +1168,7 @@ class TorchTrainer : public Trainer {
   DeviceInfo info_;
   torch::Device device_;
   PhaseClock clock_;
-  std::unique_ptr<std::ostringstream> trace_;
-  std::unique_ptr<torch::autograd::profiler::RecordProfile> profile_;
+  bool profiling_ = false;  // between start_profile() and stop_profile()
   std::optional<at::ScalarType> autocast_dtype_;
   TransformerLM model_{nullptr};
   std::int64_t parameter_count_ = 0;        // in this rank's model

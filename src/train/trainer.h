@@ -73,6 +73,12 @@ struct DeviceInfo {
   int threads = 0;  // libtorch's intra-op threads
 };
 
+// What metrics.profile_activities asks the profiler to record.
+struct ProfileActivities {
+  bool cpu = true;    // libtorch's ops on the host and our phase ranges
+  bool cuda = false;  // kernels, copies and memsets on the GPU (Kineto with CUPTI)
+};
+
 enum class Outcome { kOk, kOom, kFailed };
 
 // Building the model failed (typically out of memory on the device).
@@ -141,10 +147,13 @@ class Trainer {
   virtual std::string parameter_sha256() = 0;
   // Every parameter, in registration order, copied to the host.
   virtual std::vector<NamedArray> parameter_values() = 0;
-  // libtorch's profiler around the steps between the two calls: every op, and the phases
-  // (forward, backward, comm, optimizer) as named ranges; stop returns a Chrome trace (JSON).
-  virtual void start_profile() = 0;
-  virtual std::string stop_profile() = 0;
+  // libtorch's profiler around the steps between the two calls: every op (cpu) and every GPU
+  // kernel and copy (cuda), and the phases (forward, backward, comm, optimizer) as named ranges.
+  // stop writes the Chrome trace (JSON, Kineto's layout) to `path`: Kineto's own where libtorch
+  // has it, else ours from the recorded op events. Throws Error(kIo) when it cannot. An empty
+  // path stops the profiler, if it runs, and keeps nothing.
+  virtual void start_profile(const ProfileActivities& activities) = 0;
+  virtual void stop_profile(const std::string& path) = 0;
 };
 
 // Picks this rank's device (the GPU local_rank % count, or the CPU) and makes it current, without

@@ -126,7 +126,8 @@ class LocalRun(unittest.TestCase):
             self.assertLess(offloaded[0]["mem_model_states_bytes"], rows[(2, "none")]["mem_model_states_bytes"])
             profiled = [r for r in table if r["train.overlap_comm"]]
             self.assertEqual([r["status"] for r in profiled], ["ok"])
-            self.assertTrue(os.path.exists(profiled[0]["profile_trace"]))
+            with open(profiled[0]["profile_trace"]) as t:
+                self.assertIn("backward", {e.get("name") for e in json.load(t)["traceEvents"]})
             full = rows[(0, "none")]["trainable_parameters"]
             for (stage, peft), r in rows.items():
                 self.assertEqual(r["status"], "ok")

@@ -610,12 +610,20 @@ class Profile(BenchTrainCase):
                 # Warm-up (2 steps) and the profiled steps 3 and 4 are left out.
                 self.assertEqual(list(f["steps"]["measured"]), [0, 0, 1, 0, 0, 1, 1, 1])
             with open(os.path.join(out, relative)) as t:
-                events = json.load(t)  # Chrome trace format: a list of complete ("X") events
+                # Chrome trace format in Kineto's layout: complete ("X") events in traceEvents.
+                events = [e for e in json.load(t)["traceEvents"] if e.get("ph") == "X"]
             names = {e["name"] for e in events}
             for phase in ("forward", "backward", "comm", "optimizer"):
                 self.assertIn(phase, names)
             self.assertIn("aten::mm", names)
-            self.assertTrue(all(e["ph"] == "X" and e["dur"] >= 0 for e in events))
+            self.assertTrue(all(e["dur"] >= 0 for e in events))
+            phases = [e for e in events if e["name"] in ("forward", "backward", "optimizer")]
+            self.assertTrue(all(e["cat"] == "user_annotation" for e in phases))
+            # The ops of a forward pass lie inside its range.
+            forward = min((e for e in events if e["name"] == "forward"), key=lambda e: e["ts"])
+            inside = [e for e in events if e["cat"] == "cpu_op" and
+                      forward["ts"] <= e["ts"] <= forward["ts"] + forward["dur"]]
+            self.assertIn("aten::mm", {e["name"] for e in inside})
             # Two steps: each phase twice.
             self.assertEqual(sum(e["name"] == "optimizer" for e in events), 2)
         summary = read_json(os.path.join(out, "summary.json"))
@@ -624,6 +632,34 @@ class Profile(BenchTrainCase):
                                capture_output=True, text=True, env=ENV, check=True).stdout
         self.assertEqual(json.loads(table)[0]["profile_trace"],
                          os.path.join(out, "profile", "rank-00000.pt.trace.json"))
+
+    def test_activities_choose_what_is_recorded_and_are_checked(self):
+        out = os.path.join(self.tmp, "cpu")
+        r = self.run_train(self.config(steps=6), out, "--set", "metrics.profile_steps='3'",
+                           "--set", "metrics.profile_activities=[cpu]")
+        self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
+        with open(os.path.join(out, "profile", "rank-00000.pt.trace.json")) as t:
+            self.assertIn("aten::mm", {e.get("name") for e in json.load(t)["traceEvents"]})
+        for value, message in (("[]", "is empty: the profiler would record nothing"),
+                               ("[cpu, gpu]", "'gpu' is not an activity"),
+                               ("[cpu, cpu]", "'cpu' is named twice")):
+            out = os.path.join(self.tmp, "bad")
+            r = self.run_train(self.config(), out, "--set", "metrics.profile_steps='3'",
+                               "--set", f"metrics.profile_activities={value}")
+            self.assertEqual(r.returncode, 2, r.stderr + r.stdout)
+            self.assertIn(message, r.stderr)
+            self.assertFalse(os.path.exists(out))
+        # GPU kernels on a CPU run: refused before any work, whether the config says cpu or
+        # bench-train finds no GPU.
+        for device, message in (("cpu", "cuda records GPU kernels, but launch.device is cpu"),
+                                ("auto", "cuda asks for GPU kernels, but this rank runs on the CPU")):
+            out = os.path.join(self.tmp, "cuda")
+            r = self.run_train(self.config(), out, "--set", "metrics.profile_steps='3'",
+                               "--set", "metrics.profile_activities=[cuda]",
+                               "--set", f"launch.device={device}")
+            self.assertEqual(r.returncode, 2, r.stderr + r.stdout)
+            self.assertIn(message, r.stderr)
+            self.assertFalse(os.path.exists(out))
 
     def test_profile_ranges_are_checked_before_any_work(self):
         for value, message in (("x", "'x' is not a step or a range of steps"),
