@@ -6,7 +6,9 @@ python3-torch is the libtorch bench-train links). For each shape both sides run 
 alternating, and each run's median step time after warm-up is kept; the table shows the median
 of those. PyTorch eager runs twice per round: as users run it, and with glibc's malloc tuned
 (GLIBC_TUNABLES) the way bench-train's launch.malloc_cache tunes it, so the table shows how much
-of the difference is that setting. Writes bench/results/train_vs_pytorch.json.
+of the difference is that setting. bench-train runs twice too: as it runs by default, and with
+train.cpu_kernels=false (libtorch's ops for the loss, GELU and AdamW), so the table shows what
+its own kernels add. Writes bench/results/train_vs_pytorch.json.
 
 Usage: bench/train_vs_pytorch.py [--bin build/release/bin] [--rounds 3] [--quick]
 """
@@ -78,28 +80,33 @@ def main():
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, shape, seq, mb, steps in shapes:
-            ours, theirs, tuned = [], [], []
+            ours, ops, theirs, tuned = [], [], [], []
             for _ in range(rounds):  # alternate, so drift on a shared machine hits all alike
                 ours.append(bench_train(args.bin, shape, seq, mb, steps, threads, tmp))
+                ops.append(bench_train(args.bin, shape, seq, mb, steps, threads, tmp,
+                                       extra=("--set", "train.cpu_kernels=false")))
                 theirs.append(pytorch_eager(shape, seq, mb, steps, threads))
                 tuned.append(pytorch_eager(shape, seq, mb, steps, threads, tuned=True))
             tokens = seq * mb
             row = {"shape": name, "seq_len": seq, "micro_batch": mb, "threads": threads,
-                   "bench_train_step_s": statistics.median(ours), "pytorch_step_s": statistics.median(theirs),
-                   "pytorch_tuned_step_s": statistics.median(tuned),
-                   "runs_bench_train": ours, "runs_pytorch": theirs, "runs_pytorch_tuned": tuned}
+                   "bench_train_step_s": statistics.median(ours),
+                   "bench_train_ops_step_s": statistics.median(ops), "pytorch_step_s": statistics.median(theirs),
+                   "pytorch_tuned_step_s": statistics.median(tuned), "runs_bench_train": ours,
+                   "runs_bench_train_ops": ops, "runs_pytorch": theirs, "runs_pytorch_tuned": tuned}
             row["bench_train_tokens_per_s"] = tokens / row["bench_train_step_s"]
+            row["bench_train_ops_tokens_per_s"] = tokens / row["bench_train_ops_step_s"]
             row["pytorch_tokens_per_s"] = tokens / row["pytorch_step_s"]
             row["pytorch_tuned_tokens_per_s"] = tokens / row["pytorch_tuned_step_s"]
             row["ratio"] = row["bench_train_tokens_per_s"] / row["pytorch_tokens_per_s"]
             row["ratio_tuned"] = row["bench_train_tokens_per_s"] / row["pytorch_tuned_tokens_per_s"]
             rows.append(row)
     print(f"# bench-train vs PyTorch eager, CPU, fp32, {threads} threads, median step after {WARMUP} warm-up steps")
-    print("| shape | seq x batch | bench-train tokens/s | PyTorch eager tokens/s | ratio "
-          "| PyTorch eager, same malloc settings | ratio |")
-    print("|---|---|---:|---:|---:|---:|---:|")
+    print("| shape | seq x batch | bench-train tokens/s | bench-train, libtorch's ops | PyTorch eager tokens/s "
+          "| ratio | PyTorch eager, same malloc settings | ratio |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(f"| {r['shape']} | {r['seq_len']} x {r['micro_batch']} | {r['bench_train_tokens_per_s']:,.0f} | "
+              f"{r['bench_train_ops_tokens_per_s']:,.0f} | "
               f"{r['pytorch_tokens_per_s']:,.0f} | {r['ratio']:.2f} | {r['pytorch_tuned_tokens_per_s']:,.0f} | "
               f"{r['ratio_tuned']:.2f} |")
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)

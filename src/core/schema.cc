@@ -221,6 +221,11 @@ std::vector<KeySpec> build_table() {
         "gradient never exist at once; false: logits for every token, then the loss")
           .hashed_unless_default()
           .only_for({"train"}),
+      K("train.cpu_kernels", T::kBool, B(true),
+        "fp32 on CPUs: sweepbench's own one-pass kernels for the head's cross-entropy, GPT-2's "
+        "GELU and AdamW instead of libtorch's several ops each; false: libtorch's ops only")
+          .hashed_unless_default()
+          .only_for({"train"}),
       K("train.overlap_comm", T::kBool, B(false),
         "ZeRO 2 and 3: reduce-scatter each bucket while backward goes on, and gather the next "
         "block's parameters while this one computes (CPU runs over MPI; GPUs not yet)")

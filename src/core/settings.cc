@@ -123,6 +123,7 @@ Settings Settings::of(const Value& c) {
   t.offload_optimizer = at(c, "train.offload_optimizer").as_bool();
   t.overlap_comm = at(c, "train.overlap_comm").as_bool();
   t.fused_loss = at(c, "train.fused_loss").as_bool();
+  t.cpu_kernels = at(c, "train.cpu_kernels").as_bool();
   t.lora = at(c, "train.peft").as_string() == "lora";
   t.lora_r = at(c, "lora.r").as_int();
   t.lora_alpha = at(c, "lora.alpha").as_float();

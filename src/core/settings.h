@@ -36,6 +36,7 @@ struct TrainSettings {
   bool offload_optimizer = false;
   bool overlap_comm = false;
   bool fused_loss = false;
+  bool cpu_kernels = true;  // train.cpu_kernels
   // train.peft: lora and the lora section (docs/train.md); targets resolved from the model's
   // defaults when the key is null.
   bool lora = false;

@@ -1,11 +1,15 @@
 #include "train/model.h"
 
+#include <ATen/Parallel.h>
 #include <torch/version.h>
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <utility>
+#include <vector>
+
+#include "train/cpu_kernels.h"
 
 namespace sweepbench {
 namespace {
@@ -68,6 +72,126 @@ struct TensorParallelReduce : public torch::autograd::Function<TensorParallelRed
   }
 };
 
+bool fp32_on_cpu(const torch::Tensor& t) {
+  return t.device().is_cpu() && t.scalar_type() == torch::kFloat;
+}
+
+// Elements per task of libtorch's thread pool for the elementwise kernels.
+constexpr std::int64_t kElementGrain = 1 << 15;
+
+struct GeluTanhKernel : public torch::autograd::Function<GeluTanhKernel> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& input) {
+    torch::Tensor x = input.contiguous();
+    torch::Tensor y = torch::empty_like(x);
+    const float* xp = x.data_ptr<float>();
+    float* yp = y.data_ptr<float>();
+    at::parallel_for(0, x.numel(), kElementGrain, [&](std::int64_t begin, std::int64_t end) {
+      cpu::gelu_tanh(xp + begin, yp + begin, end - begin);
+    });
+    ctx->save_for_backward({x});
+    return y;
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad_out) {
+    torch::Tensor x = ctx->get_saved_variables()[0];
+    torch::Tensor dy = grad_out[0].contiguous();
+    torch::Tensor dx = torch::empty_like(x);
+    const float* xp = x.data_ptr<float>();
+    const float* dyp = dy.data_ptr<float>();
+    float* dxp = dx.data_ptr<float>();
+    at::parallel_for(0, x.numel(), kElementGrain, [&](std::int64_t begin, std::int64_t end) {
+      cpu::gelu_tanh_backward(xp + begin, dyp + begin, dxp + begin, end - begin);
+    });
+    return {dx};
+  }
+};
+
+// Targets outside [0, V) would index past a row: refused as libtorch's nll_loss refuses them.
+void check_targets(const torch::Tensor& targets, std::int64_t vocab) {
+  if (targets.numel() == 0) return;
+  const std::int64_t low = targets.min().item<std::int64_t>();
+  const std::int64_t high = targets.max().item<std::int64_t>();
+  TORCH_CHECK(low >= 0 && high < vocab, "cross_entropy: target ", low < 0 ? low : high,
+              " is out of bounds for ", vocab, " classes");
+}
+
+// The sum of rows' cross-entropies by cpu_kernels.h over libtorch's threads, in blocks of rows
+// summed in a fixed order (the same total whatever the thread count); with `grad` defined, its
+// rows become the gradient of the sum times `scale`.
+double cross_entropy_sum(const torch::Tensor& logits, const torch::Tensor& targets,
+                         const torch::Tensor& grad, double scale) {
+  constexpr std::int64_t kRows = 8;
+  const std::int64_t n = logits.size(0), vocab = logits.size(1);
+  const std::int64_t blocks = (n + kRows - 1) / kRows;
+  std::vector<double> partial(static_cast<size_t>(blocks), 0.0);
+  const float* lp = logits.data_ptr<float>();
+  const std::int64_t* tp = targets.data_ptr<std::int64_t>();
+  float* gp = grad.defined() ? grad.data_ptr<float>() : nullptr;
+  at::parallel_for(0, blocks, 1, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t b = begin; b < end; ++b) {
+      partial[static_cast<size_t>(b)] = cpu::cross_entropy_rows(
+          lp, vocab, tp, b * kRows, std::min(n, (b + 1) * kRows), gp, static_cast<float>(scale));
+    }
+  });
+  double total = 0;
+  for (double p : partial) total += p;
+  return total;
+}
+
+// Loss and gradient in one pass; backward scales the saved gradient by dL/dloss (no pass when
+// that is 1, as for loss.backward()).
+struct CrossEntropyKernel : public torch::autograd::Function<CrossEntropyKernel> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& input,
+                               const torch::Tensor& target, bool with_grad) {
+    torch::Tensor logits = input.contiguous();
+    torch::Tensor targets = target.to(torch::kLong).contiguous();
+    const std::int64_t n = logits.size(0);
+    check_targets(targets, logits.size(1));
+    torch::Tensor grad = with_grad ? torch::empty_like(logits) : torch::Tensor();
+    const double total = cross_entropy_sum(logits, targets, grad, 1.0 / static_cast<double>(n));
+    ctx->save_for_backward({grad});
+    return torch::full({}, total / static_cast<double>(n), logits.options());
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad_out) {
+    torch::Tensor grad = ctx->get_saved_variables()[0];
+    TORCH_CHECK(grad.defined(), "cross_entropy_mean: backward through a loss made without grad");
+    torch::Tensor g = grad_out[0];
+    if (g.item<float>() != 1.0f) grad = grad * g;
+    return {grad, torch::Tensor(), torch::Tensor()};
+  }
+};
+
+// The token embedding with ModelOptions::embedding_grad_in_place's backward: the gradient's rows
+// index_add_-ed into the weight's .grad, as embedding_dense_backward adds them into a (V, C)
+// tensor of zeros, and no gradient returned for the weight; without a .grad yet, that dense
+// gradient. On GPT-2 124M (vocabulary 50,257) the dense way zero-fills, sums with the tied
+// head's gradient and adds 154 MB three times a step, about 15% of a CPU step.
+struct EmbeddingInPlaceGrad : public torch::autograd::Function<EmbeddingInPlaceGrad> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& weight,
+                               const torch::Tensor& tokens) {
+    ctx->saved_data["weight"] = weight;  // the parameter itself, whose .grad backward adds to
+    ctx->save_for_backward({tokens});
+    std::vector<std::int64_t> shape = tokens.sizes().vec();
+    shape.push_back(weight.size(1));
+    return weight.index_select(0, tokens.reshape({-1})).view(shape);
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad_out) {
+    torch::Tensor weight = ctx->saved_data["weight"].toTensor();
+    torch::Tensor tokens = ctx->get_saved_variables()[0].reshape({-1});
+    torch::Tensor rows = grad_out[0].reshape({-1, weight.size(1)});
+    torch::Tensor& grad = weight.mutable_grad();
+    if (grad.defined()) {
+      torch::NoGradGuard no_grad;
+      grad.index_add_(0, tokens, rows.to(grad.scalar_type()));
+      return {torch::Tensor(), torch::Tensor()};
+    }
+    return {torch::zeros_like(weight).index_add_(0, tokens, rows.to(weight.scalar_type())),
+            torch::Tensor()};
+  }
+};
+
 // The mean cross-entropy of a linear head without its whole logits (llm.c's fused classifier,
 // Liger's fused linear cross-entropy): rows of h (N, C) in chunks, each chunk's logits h W^T made
 // (in autocast's dtype when it is on, as the head's product would be), reduced in fp32 to its
@@ -90,7 +214,7 @@ struct ChunkedHeadLoss : public torch::autograd::Function<ChunkedHeadLoss> {
   }
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor h,
                                torch::Tensor w, torch::Tensor targets, std::int64_t asked_rows,
-                               bool with_grad) {
+                               bool with_grad, bool cpu_kernels) {
     const std::int64_t n = h.size(0), v = w.size(0), rows = chunk_rows(v, asked_rows);
     const bool want_h = with_grad && h.requires_grad();
     const bool want_w = with_grad && w.requires_grad();
@@ -104,6 +228,15 @@ struct ChunkedHeadLoss : public torch::autograd::Function<ChunkedHeadLoss> {
       const std::int64_t len = std::min(rows, n - start);
       torch::Tensor hc = h.narrow(0, start, len);
       torch::Tensor product = torch::nn::functional::linear(hc, wa);  // (len, V'), autocast's dtype
+      if (cpu_kernels && fp32_on_cpu(product) && product.size(1) == v) {
+        // The loss and softmax - one-hot, over N, in one pass of cpu_kernels.h.
+        torch::Tensor p = want_h || want_w ? torch::empty_like(product) : torch::Tensor();
+        total += cross_entropy_sum(product.contiguous(), targets.narrow(0, start, len).contiguous(),
+                                   p, 1.0 / static_cast<double>(n));
+        if (want_h) grad_h.narrow(0, start, len).copy_(torch::mm(p, wa));
+        if (want_w) grad_w.add_(torch::mm(p.t(), hc));
+        continue;
+      }
       torch::Tensor logits = product.to(torch::kFloat);
       if (logits.size(1) > v) logits = logits.narrow(1, 0, v);
       torch::Tensor lse = logits.logsumexp(1, /*keepdim=*/true);  // (len, 1)
@@ -131,7 +264,7 @@ struct ChunkedHeadLoss : public torch::autograd::Function<ChunkedHeadLoss> {
     torch::Tensor g = grad_out[0];
     torch::Tensor grad_h = saved[0].defined() ? saved[0] * g.to(saved[0].scalar_type()) : saved[0];
     torch::Tensor grad_w = saved[1].defined() ? saved[1] * g.to(saved[1].scalar_type()) : saved[1];
-    return {grad_h, grad_w, torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    return {grad_h, grad_w, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -148,6 +281,21 @@ torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos,
 }
 
 }  // namespace
+
+torch::Tensor gelu_tanh(const torch::Tensor& x, bool cpu_kernels) {
+  if (cpu_kernels && fp32_on_cpu(x)) return GeluTanhKernel::apply(x);
+  return torch::gelu(x, "tanh");
+}
+
+torch::Tensor cross_entropy_mean(const torch::Tensor& logits, const torch::Tensor& targets,
+                                 bool cpu_kernels) {
+  torch::Tensor flat = logits.to(torch::kFloat);
+  if (cpu_kernels && fp32_on_cpu(flat) && flat.dim() == 2) {
+    return CrossEntropyKernel::apply(flat, targets,
+                                     torch::GradMode::is_enabled() && flat.requires_grad());
+  }
+  return torch::nn::functional::cross_entropy(flat, targets);
+}
 
 double rope_theta_for(const std::string& preset) {
   return preset == "llama3-8b" ? 500000.0 : 10000.0;
@@ -341,7 +489,7 @@ torch::Tensor Gpt2BlockImpl::forward(const torch::Tensor& x, KVCache* cache, siz
   torch::Tensor y =
       block_attention(q, k, v, cache, layer).transpose(1, 2).contiguous().view({b, t, q_dim});
   torch::Tensor h = x + out(attn_proj, y);
-  torch::Tensor m = out(mlp_proj, torch::gelu(lora_.apply(c_fc, in(ln_2(h))), "tanh"));
+  torch::Tensor m = out(mlp_proj, gelu_tanh(lora_.apply(c_fc, in(ln_2(h))), cpu_kernels));
   return h + m;
 }
 
@@ -428,6 +576,7 @@ TransformerLMImpl::TransformerLMImpl(ModelOptions options) : options_(std::move(
     for (std::int64_t i = 0; i < s.n_layer; ++i) {
       gpt2_blocks_.push_back(
           register_module(block_name(i), Gpt2Block(s, options_.lora, &options_.tensor_parallel)));
+      gpt2_blocks_.back()->cpu_kernels = options_.cpu_kernels;
     }
     ln_f = register_module("ln_f",
                            torch::nn::LayerNorm(torch::nn::LayerNormOptions({s.n_embd}).eps(1e-5)));
@@ -469,10 +618,19 @@ torch::Tensor TransformerLMImpl::run_block(size_t i, const torch::Tensor& x) {
   return y;
 }
 
+torch::Tensor TransformerLMImpl::embed(const torch::Tensor& tokens) {
+  const torch::Tensor& w = wte->weight;
+  if (options_.embedding_grad_in_place && w.requires_grad() && w.device().is_cpu() &&
+      torch::GradMode::is_enabled()) {
+    return EmbeddingInPlaceGrad::apply(w, tokens);
+  }
+  return wte(tokens);
+}
+
 torch::Tensor TransformerLMImpl::hidden(const torch::Tensor& tokens, KVCache* cache) {
   const std::int64_t t = tokens.size(1);
   const std::int64_t pos = cache != nullptr ? cache->length : 0;
-  torch::Tensor x = wte(tokens);  // (B, T, C)
+  torch::Tensor x = embed(tokens);  // (B, T, C)
   if (!llama_blocks_.empty()) {
     if (cache == nullptr) {
       for (size_t i = 0; i < llama_blocks_.size(); ++i) x = run_block(i, x);
@@ -545,12 +703,12 @@ torch::Tensor TransformerLMImpl::loss(const torch::Tensor& tokens, const torch::
     torch::Tensor h = hidden(tokens);                                  // (B, T, C)
     const torch::Tensor& w = lm_head ? lm_head->weight : wte->weight;  // (V, C)
     return ChunkedHeadLoss::apply(h.reshape({-1, h.size(-1)}), w, targets.reshape({-1}),
-                                  options_.loss_chunk_rows, torch::GradMode::is_enabled());
+                                  options_.loss_chunk_rows, torch::GradMode::is_enabled(),
+                                  options_.cpu_kernels);
   }
   torch::Tensor logits = forward(tokens);
   const std::int64_t v = options_.shape.vocab_size;
-  return torch::nn::functional::cross_entropy(logits.view({-1, v}).to(torch::kFloat),
-                                              targets.view({-1}));
+  return cross_entropy_mean(logits.view({-1, v}), targets.view({-1}), options_.cpu_kernels);
 }
 
 void TransformerLMImpl::reset_parameters(std::uint64_t seed) {

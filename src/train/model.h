@@ -65,7 +65,14 @@ struct ModelOptions {
   // loss(): the head and cross-entropy over chunks of tokens, so the whole logits and their
   // gradient never exist at once (train.fused_loss); false: logits, then cross_entropy.
   bool fused_loss = false;
+  // fp32 on CPUs: the cross-entropy and GELU of cpu_kernels.h instead of libtorch's ops.
+  bool cpu_kernels = false;
   std::int64_t loss_chunk_rows = 0;  // tokens per chunk; 0: about 64 MB of fp32 logits
+  // On the CPU, the token embedding's backward adds its rows of gradient straight into the
+  // weight's .grad (where it is defined) instead of a dense (V, C) gradient that autograd
+  // zero-fills, sums with the tied head's and adds again. Only where nothing waits on the
+  // weight's gradient accumulator (ZeRO-2/3's hooks do): the trainer sets it for stages 0 and 1.
+  bool embedding_grad_in_place = false;
   double rope_theta = 10000.0;
   double norm_eps = 1e-5;
   // Runs around each block's forward, and again around its recomputation in the backward pass,
@@ -79,6 +86,17 @@ struct ModelOptions {
 
 // The theta each preset family was trained with: Llama 3 500000, the others 10000.
 double rope_theta_for(const std::string& preset);
+
+// GPT-2's GELU (tanh approximation). With `cpu_kernels`, where x is fp32 on the CPU, one pass of
+// cpu_kernels.h's forward and one of its backward instead of libtorch's gelu.
+torch::Tensor gelu_tanh(const torch::Tensor& x, bool cpu_kernels);
+
+// The mean cross-entropy of logits (N, V) against targets (N), in fp32. With `cpu_kernels`, where
+// the logits are fp32 on the CPU, cpu_kernels.h's kernel makes the loss and, when gradients are
+// wanted, the logits' gradient in one pass (backward only scales it) instead of log_softmax,
+// nll_loss and their backwards.
+torch::Tensor cross_entropy_mean(const torch::Tensor& logits, const torch::Tensor& targets,
+                                 bool cpu_kernels);
 
 // The keys and values of every block for the positions seen so far: the inference cache.
 // static: each layer's (B, Hkv, capacity, D) tensors are allocated once and filled in place;
@@ -120,6 +138,9 @@ class Gpt2BlockImpl : public torch::nn::Module {
   LoraAdapters lora_;
   const TensorParallel* tp_;       // nullptr: none
   std::int64_t heads_, kv_heads_;  // this rank's (all without tensor parallelism)
+
+ public:
+  bool cpu_kernels = false;  // gelu_tanh's choice (ModelOptions::cpu_kernels)
 };
 TORCH_MODULE(Gpt2Block);
 
@@ -170,6 +191,8 @@ class TransformerLMImpl : public torch::nn::Module {
  private:
   // (B, T) -> (B, T, C) after the final norm; with a cache, as forward_cached.
   torch::Tensor hidden(const torch::Tensor& tokens, KVCache* cache = nullptr);
+  // wte(tokens), with ModelOptions::embedding_grad_in_place's backward where it applies.
+  torch::Tensor embed(const torch::Tensor& tokens);
   torch::Tensor head(const torch::Tensor& h);  // (..., C) -> (..., V)
   torch::Tensor run_block(size_t i, const torch::Tensor& x);
 

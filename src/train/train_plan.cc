@@ -110,6 +110,7 @@ TrainPlan make_plan(const Args& args, const MpiEnv& mpi) {
   t.offload_optimizer = set.train.offload_optimizer;
   t.overlap_comm = set.train.overlap_comm;
   t.fused_loss = set.train.fused_loss;
+  t.cpu_kernels = set.train.cpu_kernels;
   if (set.train.lora) {
     t.lora_r = set.train.lora_r;
     t.lora_alpha = set.train.lora_alpha;

@@ -3,6 +3,7 @@
 // (SWEEPBENCH_WITH_CUDA, SWEEPBENCH_WITH_NCCL).
 #include "train/trainer.h"
 
+#include <ATen/Parallel.h>
 #include <ATen/autocast_mode.h>
 #include <ATen/record_function.h>
 #include <c10/core/CPUAllocator.h>
@@ -30,6 +31,7 @@
 #include "core/digest.h"
 #include "core/error.h"
 #include "core/text.h"
+#include "train/cpu_kernels.h"
 #include "train/model.h"
 #include "train/sampler.h"
 #include "train/torch_support.h"
@@ -369,6 +371,10 @@ class TorchTrainer : public Trainer {
     mo.activation_checkpointing = o_.activation_checkpointing;
     mo.rope_theta = rope_theta_for(o_.preset);
     mo.fused_loss = o_.fused_loss;
+    mo.cpu_kernels = o_.cpu_kernels;
+    // ZeRO-2 and 3 reduce a gradient when its accumulator has run: the embedding's rows must go
+    // through it there.
+    mo.embedding_grad_in_place = o_.zero_stage <= 1;
     mo.lora.r = o_.lora_r;
     mo.lora.alpha = o_.lora_alpha;
     mo.lora.dropout = o_.lora_dropout;
@@ -537,6 +543,10 @@ class TorchTrainer : public Trainer {
           acc += grad.norm().to(torch::kDouble).pow(2);
           continue;
         }
+        if (kernels_apply(grad)) {
+          acc += sum_of_squares(grad);
+          continue;
+        }
         const std::int64_t n = grad.numel();
         for (std::int64_t start = 0; start < n; start += kNormChunk) {
           acc += grad.narrow(0, start, std::min(kNormChunk, n - start))
@@ -573,12 +583,10 @@ class TorchTrainer : public Trainer {
         }
       }
       if (!skipped_) {
-        if (o_.grad_clip > 0) {
-          // Clip without a host round trip: scale by min(1, clip / norm).
-          torch::Tensor coef = torch::clamp_max(o_.grad_clip / (grad_norm_ + 1e-6), 1.0);
-          for (Segment& g : segments_) g.gradient().mul_(coef);
-        }
-        adamw_step(lr);
+        // Clip without a host round trip: scale by min(1, clip / norm), in AdamW's step.
+        torch::Tensor coef;
+        if (o_.grad_clip > 0) coef = torch::clamp_max(o_.grad_clip / (grad_norm_ + 1e-6), 1.0);
+        adamw_step(lr, coef);
       }
       clock_.stop(kOptimizer);
       if (sharded() && stage() <= 2) {
@@ -953,12 +961,48 @@ class TorchTrainer : public Trainer {
     int unit_;
   };
 
+  // Whether cpu_kernels.h runs on `t` (train.cpu_kernels, a contiguous fp32 tensor on the CPU).
+  bool kernels_apply(const torch::Tensor& t) const {
+    return o_.cpu_kernels && t.device().is_cpu() && t.scalar_type() == torch::kFloat &&
+           t.is_contiguous();
+  }
+
+  // Whether cpu_kernels.h's AdamW reads this segment's gradient where it lies (and so scales it
+  // by clipping's coefficient as it reads it).
+  bool clips_in_kernel(Segment& g) {
+    return !o_.offload_optimizer && kernels_apply(g.gradient()) && kernels_apply(g.values(rank_));
+  }
+
+  // The sum of squares of `x` by cpu_kernels.h over libtorch's threads, in parts summed in a
+  // fixed order (the same whatever the thread count).
+  static double sum_of_squares(const torch::Tensor& x) {
+    constexpr std::int64_t kPart = 1 << 18;
+    const std::int64_t n = x.numel(), parts = (n + kPart - 1) / kPart;
+    std::vector<double> partial(static_cast<size_t>(parts), 0.0);
+    const float* p = x.data_ptr<float>();
+    at::parallel_for(0, parts, 1, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t i = begin; i < end; ++i) {
+        partial[static_cast<size_t>(i)] =
+            cpu::sum_of_squares(p + i * kPart, std::min(kPart, n - i * kPart));
+      }
+    });
+    double total = 0;
+    for (double s : partial) total += s;
+    return total;
+  }
+
   // AdamW with decoupled weight decay, the same arithmetic in the same order as
   // torch.optim.AdamW (the reference test compares the updated weights): decay, first and second
   // moments, bias corrections, then p -= lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps). The
   // denominator goes through a bounded scratch buffer, chunk by chunk.
-  void adamw_step(double lr) {
+  void adamw_step(double lr, const torch::Tensor& clip_coef) {
     ++adam_steps_;
+    // The gradients clipped: by cpu_kernels.h's AdamW as it reads them, else in place first.
+    if (clip_coef.defined()) {
+      for (Segment& g : segments_) {
+        if (!clips_in_kernel(g)) g.gradient().mul_(clip_coef);
+      }
+    }
 #if TORCH_VERSION_MAJOR >= 2
     if (device_.is_cuda() && !o_.offload_optimizer) {
       // PyTorch's fused AdamW kernel (torch.optim.AdamW(fused=True)): the same update in one
@@ -983,6 +1027,23 @@ class TorchTrainer : public Trainer {
       // gradient brought over; the updated values go back to the device after.
       torch::Tensor data = o_.offload_optimizer ? g.host_values : g.values(rank_);
       torch::Tensor grad = o_.offload_optimizer ? g.gradient().to(torch::kCPU) : g.gradient();
+      if (kernels_apply(grad) && kernels_apply(data)) {
+        // One pass of cpu_kernels.h over values, gradient and moments, over libtorch's threads.
+        cpu::AdamW a{static_cast<float>(lr),       static_cast<float>(g.weight_decay),
+                     static_cast<float>(o_.beta1), static_cast<float>(o_.beta2),
+                     static_cast<float>(o_.eps),   static_cast<float>(bc1),
+                     static_cast<float>(bc2_sqrt)};
+        if (clip_coef.defined() && clips_in_kernel(g)) a.grad_scale = clip_coef.item<float>();
+        float* p = data.data_ptr<float>();
+        const float* gp = grad.data_ptr<float>();
+        float* m = g.exp_avg.data_ptr<float>();
+        float* v = g.exp_avg_sq.data_ptr<float>();
+        at::parallel_for(0, data.numel(), 1 << 15, [&](std::int64_t begin, std::int64_t end) {
+          cpu::adamw(p + begin, gp + begin, m + begin, v + begin, end - begin, a);
+        });
+        if (o_.offload_optimizer) g.values(rank_).copy_(g.host_values);
+        continue;
+      }
       if (g.weight_decay != 0) data.mul_(1.0 - lr * g.weight_decay);
       g.exp_avg.mul_(o_.beta1).add_(grad, 1.0 - o_.beta1);
       g.exp_avg_sq.mul_(o_.beta2).addcmul_(grad, grad, 1.0 - o_.beta2);

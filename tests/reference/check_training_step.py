@@ -2,7 +2,11 @@
 """Redoes the two training steps tests/train/reference_dump.cc ran in C++, with the PyTorch
 reference model (gpt_reference.py), and compares losses, gradient norms and the updated weights.
 
-Usage: check_training_step.py DUMP_DIR      exit 0 when everything matches
+Usage: check_training_step.py DUMP_DIR [WEIGHT_TOLERANCE]   exit 0 when everything matches
+
+WEIGHT_TOLERANCE (default 1e-6) bounds the updated weights' largest difference: 1e-6 for
+libtorch's ops, 1e-5 for bench-train's own CPU kernels (train.cpu_kernels), whose exponentials and
+sums round differently, a difference two AdamW steps magnify where a gradient is near zero.
 """
 import json
 import os
@@ -17,6 +21,7 @@ from gpt_reference import ReferenceLM  # noqa: E402
 
 def main():
     d = sys.argv[1]
+    weight_tolerance = float(sys.argv[2]) if len(sys.argv) > 2 else 1e-6
     m = json.load(open(os.path.join(d, "manifest.json")))
     o = m["options"]
     arrays = m["arrays"]
@@ -70,7 +75,7 @@ def main():
         diff = (got - p.detach()).abs().max().item()
         worst = max(worst, diff)
         # Two AdamW steps move a weight by at most about 2 lr = 2e-3; agreement to 1e-6 is tight.
-        if diff > 1e-6:
+        if diff > weight_tolerance:
             failures.append(f"final {n}: max |difference| {diff:.3g}")
     print(f"final weights: max |difference| {worst:.3g} over {len(names)} tensors")
     for f in failures:

@@ -111,17 +111,20 @@ TEST(Model, CheckpointingGivesTheSameGradients) {
 
 TEST(Model, TheChunkedLossGivesTheLossAndGradientsOfTheWholeLogits) {
   // train.fused_loss: the head's logits chunk by chunk (here 7 rows, so 10 chunks and a short
-  // one for 2 x 32 tokens), forward and backward, against logits then cross_entropy.
+  // one for 2 x 32 tokens), forward and backward, against logits then cross_entropy; in fp32
+  // also with the chunks' loss and gradient made by the CPU kernel (train.cpu_kernels).
   for (const char* preset : {"gpt2-tiny", "llama-tiny"}) {
     ModelShape s = find_model_preset(preset)->shape;
     torch::Tensor tokens = torch::randint(s.vocab_size, {2, 32}, torch::kLong);
     torch::Tensor targets = torch::randint(s.vocab_size, {2, 32}, torch::kLong);
-    for (bool bf16 : {false, true}) {
+    for (int run = 0; run < 3; ++run) {
+      const bool bf16 = run == 1, kernels = run == 2;
       std::vector<torch::Tensor> grads[2];
       double losses[2];
       for (int fused = 0; fused < 2; ++fused) {
         ModelOptions o = options_for(s);
         o.fused_loss = fused == 1;
+        o.cpu_kernels = fused == 1 && kernels;
         o.loss_chunk_rows = 7;
         TransformerLM m(o);
         m->reset_parameters(3);
@@ -139,7 +142,11 @@ TEST(Model, TheChunkedLossGivesTheLossAndGradientsOfTheWholeLogits) {
       EXPECT_NEAR(losses[0], losses[1], bf16 ? 1e-2 : 1e-6) << preset;
       for (size_t i = 0; i < grads[0].size(); ++i) {
         EXPECT_TRUE(torch::allclose(grads[1][i], grads[0][i], tol, bf16 ? 1e-3 : 1e-7))
-            << preset << (bf16 ? " bf16" : " fp32") << " parameter " << i << ": max difference "
+            << preset
+            << (bf16      ? " bf16"
+                : kernels ? " fp32 kernels"
+                          : " fp32")
+            << " parameter " << i << ": max difference "
             << (grads[1][i] - grads[0][i]).abs().max().item<double>();
       }
     }

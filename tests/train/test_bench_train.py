@@ -345,7 +345,8 @@ class Zero(BenchTrainCase):
     def run_stages(self, ranks, stages, extra="", sets=()):
         runs = {}
         for stage in stages:
-            out = os.path.join(self.tmp, f"z{ranks}-{stage}-{len(sets)}")
+            name = "".join(c if c.isalnum() else "_" for c in "".join(sets))
+            out = os.path.join(self.tmp, f"z{ranks}-{stage}-{name}")
             r = self.run_train(self.config(steps=10, extra=f"launch: {{ranks: {ranks}}}\n" + extra), out,
                                "--set", f"train.zero_stage={stage}", *sets, ranks=ranks)
             self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
@@ -436,6 +437,20 @@ class Zero(BenchTrainCase):
                 np.testing.assert_allclose(f["steps"]["loss"][:], f0["steps"]["loss"][:], rtol=0, atol=1e-5)
                 np.testing.assert_allclose(f["steps"]["grad_norm"][:], f0["steps"]["grad_norm"][:], rtol=1e-5)
                 self.assertAlmostEqual(f["eval"].attrs["loss"], f0["eval"].attrs["loss"], delta=1e-5)
+
+    def test_the_cpu_kernels_train_as_libtorchs_ops(self):
+        # train.cpu_kernels (on by default) against libtorch's ops alone, at stages 0 and 3 and
+        # with the chunked loss: the same losses to the float rounding their exponentials differ
+        # by, grown over the steps.
+        ops = self.run_stages(2, (0, 3), sets=("--set", "train.cpu_kernels=false"))
+        kernels = self.run_stages(2, (0, 3))
+        chunked = self.run_stages(2, (0,), sets=("--set", "train.fused_loss=true"))
+        for stage in (0, 3):
+            for f0, f in zip(ops[stage][1], kernels[stage][1]):
+                np.testing.assert_allclose(f["steps"]["loss"][:], f0["steps"]["loss"][:], rtol=0, atol=1e-4)
+                np.testing.assert_allclose(f["steps"]["grad_norm"][:], f0["steps"]["grad_norm"][:], rtol=1e-3)
+        for f0, f in zip(kernels[0][1], chunked[0][1]):
+            np.testing.assert_allclose(f["steps"]["loss"][:], f0["steps"]["loss"][:], rtol=0, atol=1e-5)
 
     def test_one_rank_runs_stage_0(self):
         out = os.path.join(self.tmp, "one")

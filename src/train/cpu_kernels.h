@@ -1,0 +1,44 @@
+// bench-train's own CPU kernels for fp32 training (train.cpu_kernels), where libtorch's eager
+// ops make several passes over memory for what is one pass: the head's cross-entropy with its
+// gradient, the tanh GELU and its gradient, and the AdamW update. Plain loops over float arrays,
+// vectorised by the compiler (an AVX2 + FMA build is picked at run time where the CPU has it);
+// no torch here, the caller splits the work over libtorch's threads. Each computes what the
+// libtorch ops it replaces compute, to float rounding (tests/train/cpu_kernels_test.cc).
+#pragma once
+
+#include <cstdint>
+
+namespace sweepbench::cpu {
+
+// Rows [begin, end) of `logits` (row-major, `vocab` columns): the sum over those rows of
+// logsumexp(row) - row[target] (cross-entropy), returned in double. When `grad` is not null, each
+// row of it (same layout) becomes (softmax(row) - one_hot(target)) * scale: the gradient of the
+// mean loss over N rows for scale = 1/N.
+double cross_entropy_rows(const float* logits, std::int64_t vocab, const std::int64_t* targets,
+                          std::int64_t begin, std::int64_t end, float* grad, float scale);
+
+// GPT-2's GELU, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), over n elements.
+void gelu_tanh(const float* x, float* y, std::int64_t n);
+// dx = dy * d gelu(x) / dx, over n elements.
+void gelu_tanh_backward(const float* x, const float* dy, float* dx, std::int64_t n);
+
+// The sum of x[i]^2 over n elements: float sums of 256 elements (32 per vector lane) added up
+// in double, so the relative error stays about 1e-7 however large n is.
+double sum_of_squares(const float* x, std::int64_t n);
+
+// One AdamW step (decoupled weight decay) over n elements, in torch.optim.AdamW's order, on the
+// gradient scaled first as gradient clipping scales it (g = grad_scale * gradient, rounded):
+// p *= 1 - lr wd; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
+// p += -lr / bc1 * m / (sqrt(v) / bc2_sqrt + eps). The gradient is read only.
+struct AdamW {
+  float lr, weight_decay, beta1, beta2, eps;
+  float bias_correction1;       // 1 - beta1^t
+  float bias_correction2_sqrt;  // sqrt(1 - beta2^t)
+  float grad_scale = 1.0f;      // clipping's min(1, clip / norm)
+};
+void adamw(float* p, const float* g, float* m, float* v, std::int64_t n, const AdamW& a);
+
+// The build the kernels run: "avx2+fma" or "baseline".
+const char* instruction_set();
+
+}  // namespace sweepbench::cpu

@@ -1,0 +1,140 @@
+// The loops of cpu_kernels.h, compiled twice: cpu_kernels_avx2.cc (AVX2 + FMA) and
+// cpu_kernels_base.cc (the build's baseline ISA), each into a namespace of its own named by
+// SWEEPBENCH_KERNELS_ISA, so the two builds of every function (and of the inline helpers) never
+// meet; cpu_kernels.cc picks one at run time. Those files are compiled with -fopenmp-simd
+// (vector reductions, no OpenMP runtime), -fno-math-errno and -fno-trapping-math (sqrt and the
+// selects below vectorise only without errno and trap semantics, which nothing here uses).
+// Include only from those two files.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#include "train/cpu_kernels.h"
+
+#ifndef SWEEPBENCH_KERNELS_ISA
+#error "define SWEEPBENCH_KERNELS_ISA (avx2 or base) before including cpu_kernels_loops.h"
+#endif
+
+namespace sweepbench::cpu::SWEEPBENCH_KERNELS_ISA {
+namespace {
+
+// e^x for x in float's range, to about 2 ulp: Cody and Waite's reduction x = n ln2 + r with
+// |r| <= ln2 / 2, Cephes' degree-7 polynomial for e^r, and 2^n built in the exponent bits. No
+// branch, no call, so loops over it vectorise. Inputs are clamped to [-87.3, 88.3]: below, the
+// result is float's smallest normal (about 1.2e-38) instead of a denormal or zero, which no sum
+// of exponentials here can tell apart.
+inline float exp_approx(float x) {
+  constexpr float kLog2e = 1.44269504088896341f;
+  constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
+  x = x < -87.3f ? -87.3f : (x > 88.3f ? 88.3f : x);
+  const float fx = x * kLog2e;
+  const std::int32_t n = static_cast<std::int32_t>(fx + (fx >= 0.0f ? 0.5f : -0.5f));
+  const float fn = static_cast<float>(n);
+  const float r = (x - fn * kLn2Hi) - fn * kLn2Lo;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const float e_r = p * r * r + r + 1.0f;
+  const std::int32_t bits = (n + 127) << 23;
+  float two_n;
+  std::memcpy(&two_n, &bits, sizeof two_n);
+  return e_r * two_n;
+}
+
+// tanh u = 1 - 2 / (e^{2u} + 1): exact at the tails (+-1), absolute error about 1e-7 near 0.
+inline float tanh_approx(float u) { return 1.0f - 2.0f / (exp_approx(2.0f * u) + 1.0f); }
+
+constexpr float kGeluBeta = 0.7978845608028654f;  // sqrt(2 / pi)
+constexpr float kGeluKappa = 0.044715f;
+
+}  // namespace
+
+double cross_entropy_rows(const float* logits, std::int64_t vocab, const std::int64_t* targets,
+                          std::int64_t begin, std::int64_t end, float* grad, float scale) {
+  double total = 0;
+  for (std::int64_t i = begin; i < end; ++i) {
+    const float* row = logits + i * vocab;
+    float peak = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(max : peak)
+    for (std::int64_t j = 0; j < vocab; ++j) peak = row[j] > peak ? row[j] : peak;
+    float sum = 0;
+    if (grad == nullptr) {
+#pragma omp simd reduction(+ : sum)
+      for (std::int64_t j = 0; j < vocab; ++j) sum += exp_approx(row[j] - peak);
+    } else {
+      // The exponentials go straight into the gradient's row (in cache) and are scaled after.
+      float* out = grad + i * vocab;
+#pragma omp simd reduction(+ : sum)
+      for (std::int64_t j = 0; j < vocab; ++j) {
+        const float e = exp_approx(row[j] - peak);
+        out[j] = e;
+        sum += e;
+      }
+      const float inv = scale / sum;
+#pragma omp simd
+      for (std::int64_t j = 0; j < vocab; ++j) out[j] *= inv;
+      out[targets[i]] -= scale;
+    }
+    const double lse = static_cast<double>(peak) + std::log(static_cast<double>(sum));
+    total += lse - static_cast<double>(row[targets[i]]);
+  }
+  return total;
+}
+
+void gelu_tanh(const float* x, float* y, std::int64_t n) {
+#pragma omp simd
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    const float t = tanh_approx(kGeluBeta * (v + kGeluKappa * v * v * v));
+    y[i] = 0.5f * v * (1.0f + t);
+  }
+}
+
+void gelu_tanh_backward(const float* x, const float* dy, float* dx, std::int64_t n) {
+#pragma omp simd
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    const float v2 = v * v;
+    const float t = tanh_approx(kGeluBeta * (v + kGeluKappa * v2 * v));
+    const float left_derivative = 0.5f * (1.0f + t);
+    const float right_derivative =
+        0.5f * v * (1.0f - t * t) * kGeluBeta * (1.0f + 3.0f * kGeluKappa * v2);
+    dx[i] = dy[i] * (left_derivative + right_derivative);
+  }
+}
+
+double sum_of_squares(const float* x, std::int64_t n) {
+  constexpr std::int64_t kBlock = 256;
+  double total = 0;
+  for (std::int64_t start = 0; start < n; start += kBlock) {
+    const std::int64_t end = start + kBlock < n ? start + kBlock : n;
+    float sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (std::int64_t i = start; i < end; ++i) sum += x[i] * x[i];
+    total += sum;
+  }
+  return total;
+}
+
+void adamw(float* p, const float* g, float* m, float* v, std::int64_t n, const AdamW& a) {
+  const float decay = 1.0f - a.lr * a.weight_decay;
+  const float one_minus_b1 = 1.0f - a.beta1, one_minus_b2 = 1.0f - a.beta2;
+  const float step = -a.lr / a.bias_correction1;
+  const float bc2 = a.bias_correction2_sqrt, eps = a.eps, b1 = a.beta1, b2 = a.beta2;
+  const float scale = a.grad_scale;
+#pragma omp simd
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float gi = g[i] * scale;
+    const float mi = m[i] * b1 + gi * one_minus_b1;
+    const float vi = v[i] * b2 + gi * gi * one_minus_b2;
+    m[i] = mi;
+    v[i] = vi;
+    p[i] = p[i] * decay + step * (mi / (std::sqrt(vi) / bc2 + eps));
+  }
+}
+
+}  // namespace sweepbench::cpu::SWEEPBENCH_KERNELS_ISA
