@@ -11,6 +11,11 @@ namespace sweepbench::cpu {
   void gelu_tanh_backward(const float* x, const float* dy, float* dx, std::int64_t n);            \
   void adamw(float* p, const float* g, float* m, float* v, std::int64_t n, const AdamW& a);       \
   double sum_of_squares(const float* x, std::int64_t n);                                          \
+  void causal_softmax(const float* s, float* p, std::int64_t t, std::int64_t cols,                \
+                      std::int64_t offset, float scale, std::int64_t begin, std::int64_t end);    \
+  void causal_softmax_backward(const float* p, const float* dp, float* ds, std::int64_t t,        \
+                               std::int64_t cols, std::int64_t offset, float scale,               \
+                               std::int64_t begin, std::int64_t end);                             \
   }
 SWEEPBENCH_KERNELS_DECLARE(base)
 #if defined(__x86_64__)
@@ -48,6 +53,17 @@ void gelu_tanh(const float* x, float* y, std::int64_t n) {
 
 void gelu_tanh_backward(const float* x, const float* dy, float* dx, std::int64_t n) {
   SWEEPBENCH_KERNELS_CALL(gelu_tanh_backward, x, dy, dx, n);
+}
+
+void causal_softmax(const float* s, float* p, std::int64_t t, std::int64_t cols,
+                    std::int64_t offset, float scale, std::int64_t begin, std::int64_t end) {
+  SWEEPBENCH_KERNELS_CALL(causal_softmax, s, p, t, cols, offset, scale, begin, end);
+}
+
+void causal_softmax_backward(const float* p, const float* dp, float* ds, std::int64_t t,
+                             std::int64_t cols, std::int64_t offset, float scale,
+                             std::int64_t begin, std::int64_t end) {
+  SWEEPBENCH_KERNELS_CALL(causal_softmax_backward, p, dp, ds, t, cols, offset, scale, begin, end);
 }
 
 double sum_of_squares(const float* x, std::int64_t n) {

@@ -22,6 +22,17 @@ void gelu_tanh(const float* x, float* y, std::int64_t n);
 // dx = dy * d gelu(x) / dx, over n elements.
 void gelu_tanh_backward(const float* x, const float* dy, float* dx, std::int64_t n);
 
+// Causal attention's softmax over rows [begin, end) of scores (B, H, T, S) laid out as rows of
+// `cols` = S: row r is query t_i = r % t, at position offset + t_i, which sees keys 0 .. offset +
+// t_i. p = softmax(scale * s) over those keys and 0 past them: what scaling, masking with -inf
+// and softmax make, in one pass, and no mask.
+void causal_softmax(const float* s, float* p, std::int64_t t, std::int64_t cols,
+                    std::int64_t offset, float scale, std::int64_t begin, std::int64_t end);
+// Its gradient: ds = scale * p * (dp - sum_j p_j dp_j) over the keys a row sees, 0 past them.
+void causal_softmax_backward(const float* p, const float* dp, float* ds, std::int64_t t,
+                             std::int64_t cols, std::int64_t offset, float scale,
+                             std::int64_t begin, std::int64_t end);
+
 // The sum of x[i]^2 over n elements: float sums of 256 elements (32 per vector lane) added up
 // in double, so the relative error stays about 1e-7 however large n is.
 double sum_of_squares(const float* x, std::int64_t n);

@@ -107,6 +107,46 @@ void gelu_tanh_backward(const float* x, const float* dy, float* dx, std::int64_t
   }
 }
 
+void causal_softmax(const float* s, float* p, std::int64_t t, std::int64_t cols,
+                    std::int64_t offset, float scale, std::int64_t begin, std::int64_t end) {
+  for (std::int64_t r = begin; r < end; ++r) {
+    const float* in = s + r * cols;
+    float* out = p + r * cols;
+    const std::int64_t seen = offset + r % t + 1 < cols ? offset + r % t + 1 : cols;
+    float peak = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(max : peak)
+    for (std::int64_t j = 0; j < seen; ++j) peak = in[j] * scale > peak ? in[j] * scale : peak;
+    float sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (std::int64_t j = 0; j < seen; ++j) {
+      const float e = exp_approx(in[j] * scale - peak);
+      out[j] = e;
+      sum += e;
+    }
+    const float inv = 1.0f / sum;
+#pragma omp simd
+    for (std::int64_t j = 0; j < seen; ++j) out[j] *= inv;
+    for (std::int64_t j = seen; j < cols; ++j) out[j] = 0.0f;
+  }
+}
+
+void causal_softmax_backward(const float* p, const float* dp, float* ds, std::int64_t t,
+                             std::int64_t cols, std::int64_t offset, float scale,
+                             std::int64_t begin, std::int64_t end) {
+  for (std::int64_t r = begin; r < end; ++r) {
+    const float* pr = p + r * cols;
+    const float* dpr = dp + r * cols;
+    float* out = ds + r * cols;
+    const std::int64_t seen = offset + r % t + 1 < cols ? offset + r % t + 1 : cols;
+    float dot = 0;
+#pragma omp simd reduction(+ : dot)
+    for (std::int64_t j = 0; j < seen; ++j) dot += pr[j] * dpr[j];
+#pragma omp simd
+    for (std::int64_t j = 0; j < seen; ++j) out[j] = scale * (pr[j] * (dpr[j] - dot));
+    for (std::int64_t j = seen; j < cols; ++j) out[j] = 0.0f;
+  }
+}
+
 double sum_of_squares(const float* x, std::int64_t n) {
   constexpr std::int64_t kBlock = 256;
   double total = 0;

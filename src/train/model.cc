@@ -106,6 +106,43 @@ struct GeluTanhKernel : public torch::autograd::Function<GeluTanhKernel> {
   }
 };
 
+// Causal attention's scale, mask and softmax in one pass of cpu_kernels.h each way.
+struct CausalSoftmaxKernel : public torch::autograd::Function<CausalSoftmaxKernel> {
+  static constexpr std::int64_t kRowGrain = 64;
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& input,
+                               std::int64_t offset, double scale) {
+    torch::Tensor s = input.contiguous();
+    torch::Tensor p = torch::empty_like(s);
+    const std::int64_t t = s.size(-2), cols = s.size(-1), rows = s.numel() / cols;
+    const float* sp = s.data_ptr<float>();
+    float* pp = p.data_ptr<float>();
+    const float sc = static_cast<float>(scale);
+    at::parallel_for(0, rows, kRowGrain, [&](std::int64_t begin, std::int64_t end) {
+      cpu::causal_softmax(sp, pp, t, cols, offset, sc, begin, end);
+    });
+    ctx->save_for_backward({p});
+    ctx->saved_data["offset"] = offset;
+    ctx->saved_data["scale"] = scale;
+    return p;
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad_out) {
+    torch::Tensor p = ctx->get_saved_variables()[0];
+    torch::Tensor dp = grad_out[0].contiguous();
+    torch::Tensor ds = torch::empty_like(p);
+    const std::int64_t offset = ctx->saved_data["offset"].toInt();
+    const float sc = static_cast<float>(ctx->saved_data["scale"].toDouble());
+    const std::int64_t t = p.size(-2), cols = p.size(-1), rows = p.numel() / cols;
+    const float* pp = p.data_ptr<float>();
+    const float* dpp = dp.data_ptr<float>();
+    float* dsp = ds.data_ptr<float>();
+    at::parallel_for(0, rows, kRowGrain, [&](std::int64_t begin, std::int64_t end) {
+      cpu::causal_softmax_backward(pp, dpp, dsp, t, cols, offset, sc, begin, end);
+    });
+    return {ds, torch::Tensor(), torch::Tensor()};
+  }
+};
+
 // Targets outside [0, V) would index past a row: refused as libtorch's nll_loss refuses them.
 void check_targets(const torch::Tensor& targets, std::int64_t vocab) {
   if (targets.numel() == 0) return;
@@ -302,7 +339,7 @@ double rope_theta_for(const std::string& preset) {
 }
 
 torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
-                               const torch::Tensor& v, std::int64_t offset) {
+                               const torch::Tensor& v, std::int64_t offset, bool cpu_kernels) {
   const std::int64_t b = q.size(0), h = q.size(1), t = q.size(2), d = q.size(3);
   const std::int64_t hkv = k.size(1), groups = h / hkv;
   if (t == 1 && offset > 0) {
@@ -333,7 +370,11 @@ torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
   return at::scaled_dot_product_attention(q, kk, vv, future().logical_not());  // true = take part
 #else
   double scale = 1.0 / std::sqrt(static_cast<double>(d));
-  torch::Tensor att = torch::matmul(q, kk.transpose(-2, -1)) * scale;  // (B, H, T, S)
+  torch::Tensor scores = torch::matmul(q, kk.transpose(-2, -1));  // (B, H, T, S)
+  if (cpu_kernels && fp32_on_cpu(scores)) {
+    return torch::matmul(CausalSoftmaxKernel::apply(scores, offset, scale), vv);
+  }
+  torch::Tensor att = scores * scale;
   att = att.masked_fill(future(), -std::numeric_limits<float>::infinity());
   att = torch::softmax(att, -1);
   return torch::matmul(att, vv);  // (B, H, T, D)
@@ -362,8 +403,9 @@ std::pair<torch::Tensor, torch::Tensor> cache_append(KVCache& cache, size_t laye
 
 // Attention of a block, with or without a cache.
 torch::Tensor block_attention(const torch::Tensor& q, const torch::Tensor& k,
-                              const torch::Tensor& v, KVCache* cache, size_t layer) {
-  if (cache == nullptr) return causal_attention(q, k, v);
+                              const torch::Tensor& v, KVCache* cache, size_t layer,
+                              bool cpu_kernels) {
+  if (cache == nullptr) return causal_attention(q, k, v, 0, cpu_kernels);
   std::int64_t offset = cache->length;
   auto [keys, values] = cache_append(*cache, layer, k, v);
   return causal_attention(q, keys, values, offset);
@@ -486,8 +528,10 @@ torch::Tensor Gpt2BlockImpl::forward(const torch::Tensor& x, KVCache* cache, siz
   torch::Tensor q = parts[0].view({b, t, heads_, hd}).transpose(1, 2);     // (B, H, T, D)
   torch::Tensor k = parts[1].view({b, t, kv_heads_, hd}).transpose(1, 2);  // (B, Hkv, T, D)
   torch::Tensor v = parts[2].view({b, t, kv_heads_, hd}).transpose(1, 2);
-  torch::Tensor y =
-      block_attention(q, k, v, cache, layer).transpose(1, 2).contiguous().view({b, t, q_dim});
+  torch::Tensor y = block_attention(q, k, v, cache, layer, cpu_kernels)
+                        .transpose(1, 2)
+                        .contiguous()
+                        .view({b, t, q_dim});
   torch::Tensor h = x + out(attn_proj, y);
   torch::Tensor m = out(mlp_proj, gelu_tanh(lora_.apply(c_fc, in(ln_2(h))), cpu_kernels));
   return h + m;
@@ -537,8 +581,10 @@ torch::Tensor LlamaBlockImpl::forward(const torch::Tensor& x, const torch::Tenso
   torch::Tensor v = lora_.apply(wv, n).view({b, t, kv_heads_, hd}).transpose(1, 2);
   q = apply_rope(q, cos, sin);
   k = apply_rope(k, cos, sin);
-  torch::Tensor y =
-      block_attention(q, k, v, cache, layer).transpose(1, 2).contiguous().view({b, t, heads_ * hd});
+  torch::Tensor y = block_attention(q, k, v, cache, layer, cpu_kernels)
+                        .transpose(1, 2)
+                        .contiguous()
+                        .view({b, t, heads_ * hd});
   torch::Tensor h = x + out(wo, y);
   torch::Tensor f = in(ffn_norm(h));
   return h + out(w2, torch::silu(lora_.apply(w1, f)) * lora_.apply(w3, f));  // SwiGLU
@@ -558,6 +604,7 @@ TransformerLMImpl::TransformerLMImpl(ModelOptions options) : options_(std::move(
       llama_blocks_.push_back(register_module(
           block_name(i),
           LlamaBlock(s, options_.norm_eps, options_.lora, &options_.tensor_parallel)));
+      llama_blocks_.back()->cpu_kernels = options_.cpu_kernels;
     }
     norm = register_module("norm", RMSNorm(s.n_embd, options_.norm_eps));
     lm_head = register_module(

@@ -65,7 +65,8 @@ struct ModelOptions {
   // loss(): the head and cross-entropy over chunks of tokens, so the whole logits and their
   // gradient never exist at once (train.fused_loss); false: logits, then cross_entropy.
   bool fused_loss = false;
-  // fp32 on CPUs: the cross-entropy and GELU of cpu_kernels.h instead of libtorch's ops.
+  // fp32 on CPUs: the cross-entropy, GELU and attention softmax of cpu_kernels.h instead of
+  // libtorch's ops.
   bool cpu_kernels = false;
   std::int64_t loss_chunk_rows = 0;  // tokens per chunk; 0: about 64 MB of fp32 logits
   // On the CPU, the token embedding's backward adds its rows of gradient straight into the
@@ -140,7 +141,7 @@ class Gpt2BlockImpl : public torch::nn::Module {
   std::int64_t heads_, kv_heads_;  // this rank's (all without tensor parallelism)
 
  public:
-  bool cpu_kernels = false;  // gelu_tanh's choice (ModelOptions::cpu_kernels)
+  bool cpu_kernels = false;  // gelu_tanh's and causal_attention's (ModelOptions::cpu_kernels)
 };
 TORCH_MODULE(Gpt2Block);
 
@@ -160,6 +161,9 @@ class LlamaBlockImpl : public torch::nn::Module {
   LoraAdapters lora_;
   const TensorParallel* tp_;
   std::int64_t heads_, kv_heads_;
+
+ public:
+  bool cpu_kernels = false;  // causal_attention's choice (ModelOptions::cpu_kernels)
 };
 TORCH_MODULE(LlamaBlock);
 
@@ -219,7 +223,10 @@ std::vector<std::string> load_tensor_parallel_part(TransformerLM& local, Transfo
 // Causal scaled-dot-product attention with grouped-query heads.
 // q (B, H, T, D); k, v (B, Hkv, S, D) with H a multiple of Hkv and S = offset + T: query i is
 // position offset + i and sees keys 0 .. offset + i -> (B, H, T, D).
+// With `cpu_kernels`, on the CPU in fp32 and with libtorch 1.x (2.x has its own fused
+// attention), the scaling, causal mask and softmax are one pass of cpu_kernels.h each way.
 torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
-                               const torch::Tensor& v, std::int64_t offset = 0);
+                               const torch::Tensor& v, std::int64_t offset = 0,
+                               bool cpu_kernels = false);
 
 }  // namespace sweepbench
