@@ -365,6 +365,7 @@ torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
         .triu(offset + 1);
   };
 #if TORCH_VERSION_MAJOR >= 2
+  (void)cpu_kernels;  // libtorch's fused attention is already one pass
   // Fused kernels (flash / memory-efficient) where the device has them.
   if (offset == 0) return at::scaled_dot_product_attention(q, kk, vv, {}, 0.0, /*is_causal=*/true);
   return at::scaled_dot_product_attention(q, kk, vv, future().logical_not());  // true = take part
