@@ -240,6 +240,25 @@ void check_infer_rules(const Value& full) {
   }
 }
 
+// A list key of names from `allowed`, each at most once: an unknown name is "'x' <unknown>"
+// with the fix `use`, a repeated one "'x' is named twice". Returns the names.
+std::vector<std::string> check_names(const Value& list, std::string_view key,
+                                     const std::vector<std::string>& allowed,
+                                     const std::string& unknown, const std::string& use) {
+  std::vector<std::string> seen;
+  for (const Value& item : list.items()) {
+    const std::string& name = item.as_string();
+    if (std::find(allowed.begin(), allowed.end(), name) == allowed.end()) {
+      throw rule_error(item, key, "'" + name + "' " + unknown, use);
+    }
+    if (std::find(seen.begin(), seen.end(), name) != seen.end()) {
+      throw rule_error(item, key, "'" + name + "' is named twice");
+    }
+    seen.push_back(name);
+  }
+  return seen;
+}
+
 // metrics.profile_activities: some of cpu and cuda, once each; cuda not on launch.device: cpu.
 void check_profile_activities(const Value& full) {
   const Value& list = required(full, "metrics.profile_activities");
@@ -249,18 +268,9 @@ void check_profile_activities(const Value& full) {
                      "is empty: the profiler would record nothing",
                      "name cpu, cuda or both, or leave it null");
   }
-  std::vector<std::string> seen;
-  for (const Value& a : list.items()) {
-    const std::string& name = a.as_string();
-    if (name != "cpu" && name != "cuda") {
-      throw rule_error(a, "metrics.profile_activities", "'" + name + "' is not an activity",
-                       "use cpu, cuda or both");
-    }
-    if (std::find(seen.begin(), seen.end(), name) != seen.end()) {
-      throw rule_error(a, "metrics.profile_activities", "'" + name + "' is named twice");
-    }
-    seen.push_back(name);
-  }
+  const std::vector<std::string> seen =
+      check_names(list, "metrics.profile_activities", {"cpu", "cuda"}, "is not an activity",
+                  "use cpu, cuda or both");
   const Value& device = required(full, "launch.device");
   if (device.as_string() == "cpu" && std::find(seen.begin(), seen.end(), "cuda") != seen.end()) {
     throw rule_error(list, "metrics.profile_activities",
@@ -287,19 +297,8 @@ void check_lora_rules(const Value& full) {
       throw rule_error(targets, "lora.targets", "is empty: LoRA would train nothing",
                        "name projections (" + join(names, ", ") + ") or leave it null");
     }
-    std::vector<std::string> seen;
-    for (const Value& t : targets.items()) {
-      const std::string& name = t.as_string();
-      if (std::find(names.begin(), names.end(), name) == names.end()) {
-        throw rule_error(t, "lora.targets",
-                         "'" + name + "' is not a projection of a " + arch + " block",
-                         "use some of " + join(names, ", "));
-      }
-      if (std::find(seen.begin(), seen.end(), name) != seen.end()) {
-        throw rule_error(t, "lora.targets", "'" + name + "' is named twice");
-      }
-      seen.push_back(name);
-    }
+    check_names(targets, "lora.targets", names, "is not a projection of a " + arch + " block",
+                "use some of " + join(names, ", "));
   }
   const Value& dropout = at("lora.dropout");
   if (dropout.as_float() >= 1.0) {
