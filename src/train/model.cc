@@ -371,10 +371,25 @@ torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
   return at::scaled_dot_product_attention(q, kk, vv, future().logical_not());  // true = take part
 #else
   double scale = 1.0 / std::sqrt(static_cast<double>(d));
-  torch::Tensor scores = torch::matmul(q, kk.transpose(-2, -1));  // (B, H, T, S)
-  if (cpu_kernels && fp32_on_cpu(scores)) {
-    return torch::matmul(CausalSoftmaxKernel::apply(scores, offset, scale), vv);
+  if (cpu_kernels && fp32_on_cpu(q)) {
+    // Queries in blocks of kQueryBlock: block i (positions offset + i kQueryBlock ...) meets
+    // only the keys it may see, so the products skip the masked upper triangle block by block
+    // (about half of QK^T and PV, and of their gradients, for long sequences); the kernel
+    // masks within the diagonal block.
+    constexpr std::int64_t kQueryBlock = 64;
+    const std::int64_t blocks = (t + kQueryBlock - 1) / kQueryBlock;
+    std::vector<torch::Tensor> out;
+    for (std::int64_t i = 0; i < blocks; ++i) {
+      const std::int64_t start = i * kQueryBlock, len = std::min(kQueryBlock, t - start);
+      const std::int64_t seen = std::min(kk.size(2), offset + start + len);
+      torch::Tensor keys = kk.narrow(2, 0, seen), values = vv.narrow(2, 0, seen);
+      torch::Tensor scores = torch::matmul(q.narrow(2, start, len), keys.transpose(-2, -1));
+      out.push_back(
+          torch::matmul(CausalSoftmaxKernel::apply(scores, offset + start, scale), values));
+    }
+    return blocks == 1 ? out[0] : torch::cat(out, 2);
   }
+  torch::Tensor scores = torch::matmul(q, kk.transpose(-2, -1));  // (B, H, T, S)
   torch::Tensor att = scores * scale;
   att = att.masked_fill(future(), -std::numeric_limits<float>::infinity());
   att = torch::softmax(att, -1);

@@ -107,10 +107,12 @@ TEST(CpuKernels, GeluAndItsGradientEqualLibtorchsTanhGelu) {
 TEST(CpuKernels, CausalAttentionAndItsGradientsEqualTheMaskedSoftmaxWay) {
   // libtorch 1.x: scale, mask and softmax as one kernel (libtorch 2.x has its own fused
   // attention, which the flag leaves alone); both ways the same to float rounding, GQA heads,
-  // a sequence length that is not a multiple of a vector, and queries after a prefix (offset).
+  // a sequence length that is not a multiple of a vector, queries after a prefix (offset), and
+  // more queries than one block of 64 (the last one short).
   torch::manual_seed(6);
-  for (std::int64_t offset : {0, 5}) {
-    const std::int64_t b = 2, h = 4, hkv = 2, t = 13, d = 8;
+  for (auto [offset, t] :
+       {std::pair<std::int64_t, std::int64_t>{0, 13}, {5, 13}, {0, 150}, {7, 150}}) {
+    const std::int64_t b = 2, h = 4, hkv = 2, d = 8;
     torch::Tensor q = torch::randn({b, h, t, d}).requires_grad_();
     torch::Tensor k = torch::randn({b, hkv, offset + t, d}).requires_grad_();
     torch::Tensor v = torch::randn({b, hkv, offset + t, d}).requires_grad_();
@@ -124,7 +126,8 @@ TEST(CpuKernels, CausalAttentionAndItsGradientsEqualTheMaskedSoftmaxWay) {
       out.insert(out.end(), grads.begin(), grads.end());
     }
     for (size_t i = 0; i < want.size(); ++i) {
-      SCOPED_TRACE("offset " + std::to_string(offset) + ", output " + std::to_string(i));
+      SCOPED_TRACE("offset " + std::to_string(offset) + ", t " + std::to_string(t) + ", output " +
+                   std::to_string(i));
       EXPECT_LT(relative_difference(got[i], want[i], 1.0), 1e-5);
     }
   }
