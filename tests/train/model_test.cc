@@ -137,11 +137,14 @@ TEST(Model, TheChunkedLossGivesTheLossAndGradientsOfTheWholeLogits) {
         losses[fused] = loss.item<double>();
         for (const auto& p : m->parameters()) grads[fused].push_back(p.grad().clone());
       }
-      // bf16 products round where the chunks make them; fp32 agrees to its own precision.
+      // bf16 products round where the chunks make them; fp32 agrees to its own precision: the
+      // chunks sum the head's gradient in another order, which moves gradients near zero by
+      // about 1e-7 (the threads' split of the products varies from run to run).
       const double tol = bf16 ? 1e-2 : 1e-5;
-      EXPECT_NEAR(losses[0], losses[1], bf16 ? 1e-2 : 1e-6) << preset;
+      // The loss, about 6.2, is a float: a few of its ulps (4.8e-7 each).
+      EXPECT_NEAR(losses[0], losses[1], bf16 ? 1e-2 : 4e-6) << preset;
       for (size_t i = 0; i < grads[0].size(); ++i) {
-        EXPECT_TRUE(torch::allclose(grads[1][i], grads[0][i], tol, bf16 ? 1e-3 : 1e-7))
+        EXPECT_TRUE(torch::allclose(grads[1][i], grads[0][i], tol, bf16 ? 1e-3 : 5e-7))
             << preset
             << (bf16      ? " bf16"
                 : kernels ? " fp32 kernels"
