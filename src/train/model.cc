@@ -157,6 +157,7 @@ void check_targets(const torch::Tensor& targets, std::int64_t vocab) {
 // rows become the gradient of the sum times `scale`.
 double cross_entropy_sum(const torch::Tensor& logits, const torch::Tensor& targets,
                          const torch::Tensor& grad, double scale) {
+  check_targets(targets, logits.size(1));  // the kernel indexes rows by them
   constexpr std::int64_t kRows = 8;
   const std::int64_t n = logits.size(0), vocab = logits.size(1);
   const std::int64_t blocks = (n + kRows - 1) / kRows;
@@ -183,7 +184,6 @@ struct CrossEntropyKernel : public torch::autograd::Function<CrossEntropyKernel>
     torch::Tensor logits = input.contiguous();
     torch::Tensor targets = target.to(torch::kLong).contiguous();
     const std::int64_t n = logits.size(0);
-    check_targets(targets, logits.size(1));
     torch::Tensor grad = with_grad ? torch::empty_like(logits) : torch::Tensor();
     const double total = cross_entropy_sum(logits, targets, grad, 1.0 / static_cast<double>(n));
     ctx->save_for_backward({grad});
