@@ -40,6 +40,7 @@
 #include "results/summary.h"
 #include "train/bench_run.h"
 #include "train/console.h"
+#include "train/cpu_kernels.h"
 #include "train/data.h"
 #include "train/host_memory.h"
 #include "train/mpi_env.h"
@@ -321,11 +322,16 @@ class Run {
   void banner() {
     if (!console_.enabled()) return;
     const ModelShape& s = plan_.trainer.shape;
+    // Which build of cpu_kernels.h runs, where it runs: figures differ between them.
+    const std::string kernels =
+        plan_.trainer.cpu_kernels && device_.type == "cpu" && plan_.dtype == "fp32"
+            ? std::string(", cpu kernels ") + cpu::instruction_set()
+            : std::string();
     console_.line(
-        "# bench-train %s: %s (%s, %.2fM parameters), %d rank(s), %s (%s), %s, %d thread(s)/rank",
+        "# bench-train %s: %s (%s, %.2fM parameters), %d rank(s), %s (%s), %s, %d thread(s)/rank%s",
         SWEEPBENCH_VERSION, plan_.preset.c_str(), s.arch.c_str(),
         static_cast<double>(parameter_count(s)) / 1e6, mpi_.size(), device_.type.c_str(),
-        device_.name.c_str(), plan_.dtype.c_str(), device_.threads);
+        device_.name.c_str(), plan_.dtype.c_str(), device_.threads, kernels.c_str());
     console_.line(
         "# per rank and step: micro batch %lld x seq %lld x accum %lld = %s tokens; %lld steps, "
         "the first %lld warm-up; eval %lld batches",

@@ -1,12 +1,14 @@
 // bench-train's own CPU kernels for fp32 training (train.cpu_kernels), where libtorch's eager
 // ops make several passes over memory for what is one pass: the head's cross-entropy with its
 // gradient, the tanh GELU and its gradient, and the AdamW update. Plain loops over float arrays,
-// vectorised by the compiler (an AVX2 + FMA build is picked at run time where the CPU has it);
-// no torch here, the caller splits the work over libtorch's threads. Each computes what the
-// libtorch ops it replaces compute, to float rounding (tests/train/cpu_kernels_test.cc).
+// vectorised by the compiler (AVX-512 and AVX2 + FMA builds are picked at run time where the CPU
+// has them); no torch here, the caller splits the work over libtorch's threads. Each computes
+// what the libtorch ops it replaces compute, to float rounding (tests/train/cpu_kernels_test.cc).
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace sweepbench::cpu {
 
@@ -49,7 +51,13 @@ struct AdamW {
 };
 void adamw(float* p, const float* g, float* m, float* v, std::int64_t n, const AdamW& a);
 
-// The build the kernels run: "avx2+fma" or "baseline".
+// The build the kernels run: "avx512" (AVX-512 F and DQ, with AVX2 and FMA), "avx2+fma" or
+// "baseline"; the widest the CPU has unless use_instruction_set chose another.
 const char* instruction_set();
+// The builds this CPU can run, widest first.
+std::vector<std::string> instruction_sets();
+// Runs the named build (one of instruction_sets()) from now on, in every thread: for tests and
+// benchmarks, which compare the builds. std::invalid_argument for a build the CPU cannot run.
+void use_instruction_set(const std::string& name);
 
 }  // namespace sweepbench::cpu

@@ -1,10 +1,10 @@
-// The loops of cpu_kernels.h, compiled twice: cpu_kernels_avx2.cc (AVX2 + FMA) and
-// cpu_kernels_base.cc (the build's baseline ISA), each into a namespace of its own named by
-// SWEEPBENCH_KERNELS_ISA, so the two builds of every function (and of the inline helpers) never
-// meet; cpu_kernels.cc picks one at run time. Those files are compiled with -fopenmp-simd
-// (vector reductions, no OpenMP runtime), -fno-math-errno and -fno-trapping-math (sqrt and the
-// selects below vectorise only without errno and trap semantics, which nothing here uses).
-// Include only from those two files.
+// The loops of cpu_kernels.h, compiled three times: cpu_kernels_avx512.cc (AVX-512),
+// cpu_kernels_avx2.cc (AVX2 + FMA) and cpu_kernels_base.cc (the build's baseline ISA), each into
+// a namespace of its own named by SWEEPBENCH_KERNELS_ISA, so the builds of every function (and
+// of the inline helpers) never meet; cpu_kernels.cc picks one at run time. Those files are
+// compiled with -fopenmp-simd (vector reductions, no OpenMP runtime), -fno-math-errno and
+// -fno-trapping-math (sqrt and the selects below vectorise only without errno and trap
+// semantics, which nothing here uses). Include only from those three files.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -13,24 +13,23 @@
 #include "train/cpu_kernels.h"
 
 #ifndef SWEEPBENCH_KERNELS_ISA
-#error "define SWEEPBENCH_KERNELS_ISA (avx2 or base) before including cpu_kernels_loops.h"
+#error "define SWEEPBENCH_KERNELS_ISA (avx512, avx2 or base) before including cpu_kernels_loops.h"
 #endif
 
 namespace sweepbench::cpu::SWEEPBENCH_KERNELS_ISA {
 namespace {
 
-// e^x for x in float's range, to about 2 ulp: Cody and Waite's reduction x = n ln2 + r with
+// e^x for x in [-87.3, 88.3], to about 2 ulp: Cody and Waite's reduction x = n ln2 + r with
 // |r| <= ln2 / 2, Cephes' degree-7 polynomial for e^r, and 2^n built in the exponent bits. No
-// branch, no call, so loops over it vectorise. Inputs are clamped to [-87.3, 88.3]: below, the
-// result is float's smallest normal (about 1.2e-38) instead of a denormal or zero, which no sum
-// of exponentials here can tell apart.
-inline float exp_approx(float x) {
+// branch, no call, so loops over it vectorise. n is rounded by adding and taking away 1.5 * 2^23
+// (the sum's last bit is the unit): one add each way, where a conversion after a sign test made
+// GCC blend several versions of the loop body.
+inline float exp_in_range(float x) {
   constexpr float kLog2e = 1.44269504088896341f;
   constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
-  x = x < -87.3f ? -87.3f : (x > 88.3f ? 88.3f : x);
-  const float fx = x * kLog2e;
-  const std::int32_t n = static_cast<std::int32_t>(fx + (fx >= 0.0f ? 0.5f : -0.5f));
-  const float fn = static_cast<float>(n);
+  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23
+  const float fn = (x * kLog2e + kRound) - kRound;
+  const std::int32_t n = static_cast<std::int32_t>(fn);
   const float r = (x - fn * kLn2Hi) - fn * kLn2Lo;
   float p = 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;
@@ -45,8 +44,23 @@ inline float exp_approx(float x) {
   return e_r * two_n;
 }
 
-// tanh u = 1 - 2 / (e^{2u} + 1): exact at the tails (+-1), absolute error about 1e-7 near 0.
-inline float tanh_approx(float u) { return 1.0f - 2.0f / (exp_approx(2.0f * u) + 1.0f); }
+// e^x for x in float's range: clamped to [-87.3, 88.3], so below the result is float's
+// smallest normal (about 1.2e-38) instead of a denormal or zero, which no sum of exponentials
+// here can tell apart.
+inline float exp_approx(float x) {
+  x = x < -87.3f ? -87.3f : x;
+  return exp_in_range(x > 88.3f ? 88.3f : x);
+}
+
+// 1 / (1 + e^-u), the logistic function, with u clamped to [-40, 40]: 1 in float above, e^-40
+// (4e-18, not the true smaller value) below. The clamp keeps every intermediate normal: GCC
+// computes a clamped lane's constant result beside each lane's own and blends, and a denormal
+// there (1 / (1 + e^88), times x) costs a microcode assist in every iteration, five times the
+// loop's time.
+inline float sigmoid_approx(float u) {
+  u = u < -40.0f ? -40.0f : u;
+  return 1.0f / (1.0f + exp_in_range(u > 40.0f ? -40.0f : -u));
+}
 
 constexpr float kGeluBeta = 0.7978845608028654f;  // sqrt(2 / pi)
 constexpr float kGeluKappa = 0.044715f;
@@ -85,12 +99,13 @@ double cross_entropy_rows(const float* logits, std::int64_t vocab, const std::in
   return total;
 }
 
+// With s = sigmoid(2u), u = beta (x + kappa x^3): 0.5 (1 + tanh u) = s and 1 - tanh^2 u =
+// 4 s (1 - s), so GELU is x s and its derivative s + 2 x s (1 - s) beta (1 + 3 kappa x^2).
 void gelu_tanh(const float* x, float* y, std::int64_t n) {
 #pragma omp simd
   for (std::int64_t i = 0; i < n; ++i) {
     const float v = x[i];
-    const float t = tanh_approx(kGeluBeta * (v + kGeluKappa * v * v * v));
-    y[i] = 0.5f * v * (1.0f + t);
+    y[i] = v * sigmoid_approx(2.0f * kGeluBeta * (v + kGeluKappa * v * v * v));
   }
 }
 
@@ -99,11 +114,9 @@ void gelu_tanh_backward(const float* x, const float* dy, float* dx, std::int64_t
   for (std::int64_t i = 0; i < n; ++i) {
     const float v = x[i];
     const float v2 = v * v;
-    const float t = tanh_approx(kGeluBeta * (v + kGeluKappa * v2 * v));
-    const float left_derivative = 0.5f * (1.0f + t);
-    const float right_derivative =
-        0.5f * v * (1.0f - t * t) * kGeluBeta * (1.0f + 3.0f * kGeluKappa * v2);
-    dx[i] = dy[i] * (left_derivative + right_derivative);
+    const float s = sigmoid_approx(2.0f * kGeluBeta * (v + kGeluKappa * v2 * v));
+    const float slope = 2.0f * kGeluBeta * (1.0f + 3.0f * kGeluKappa * v2);
+    dx[i] = dy[i] * (s + v * s * (1.0f - s) * slope);
   }
 }
 
