@@ -1,6 +1,7 @@
 #include "train/model.h"
 
 #include <ATen/Parallel.h>
+#include <ATen/autocast_mode.h>
 #include <torch/version.h>
 
 #include <algorithm>
@@ -464,16 +465,76 @@ torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
   return normed.to(x.scalar_type()) * weight;
 }
 
+bool autocast_enabled(c10::DeviceType type) {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+  return at::autocast::is_autocast_enabled(type);
+#else
+  return type == c10::DeviceType::CUDA ? at::autocast::is_enabled()
+                                       : at::autocast::is_cpu_enabled();
+#endif
+}
+
+at::ScalarType autocast_dtype(c10::DeviceType type) {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+  return at::autocast::get_autocast_dtype(type);
+#else
+  return type == c10::DeviceType::CUDA ? at::autocast::get_autocast_gpu_dtype()
+                                       : at::autocast::get_autocast_cpu_dtype();
+#endif
+}
+
+AutocastScope::AutocastScope(c10::DeviceType type, at::ScalarType dtype)
+    : type_(type), was_enabled_(autocast_enabled(type)), was_dtype_(autocast_dtype(type)) {
+  set(true, dtype);
+  at::autocast::increment_nesting();
+}
+
+AutocastScope::~AutocastScope() {
+  if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+  set(was_enabled_, was_dtype_);
+}
+
+void AutocastScope::set(bool enabled, at::ScalarType dtype) {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+  at::autocast::set_autocast_enabled(type_, enabled);
+  at::autocast::set_autocast_dtype(type_, dtype);
+#else
+  if (type_ == c10::DeviceType::CUDA) {
+    at::autocast::set_enabled(enabled);
+    at::autocast::set_autocast_gpu_dtype(dtype);
+  } else {
+    at::autocast::set_cpu_enabled(enabled);
+    at::autocast::set_autocast_cpu_dtype(dtype);
+  }
+#endif
+}
+
+torch::Tensor WeightCasts::operator()(const torch::Tensor& w) {
+  if (!keeping_ || !w.defined() || w.scalar_type() != torch::kFloat) return w;
+  const c10::DeviceType type = w.device().type();
+  if (!autocast_enabled(type)) return w;
+  auto found = copies_.find(w.unsafeGetTensorImpl());
+  if (found != copies_.end()) return found->second;
+  // A copy made without gradients (a checkpointed block's first forward) would cut a trained
+  // weight off from its gradient wherever it were reused: autocast casts that one as before.
+  if (w.requires_grad() && !torch::GradMode::is_enabled()) return w;
+  torch::Tensor copy = w.to(autocast_dtype(type));
+  copies_.emplace(w.unsafeGetTensorImpl(), copy);
+  ++made_;
+  return copy;
+}
+
 torch::Tensor TensorParallel::copy(const torch::Tensor& x) const {
   if (size == 1) return x;
   if (!torch::GradMode::is_enabled()) return x;
   return TensorParallelCopy::apply(x, &allreduce);
 }
 
-torch::Tensor TensorParallel::row(const torch::nn::Linear& projection,
-                                  const torch::Tensor& x) const {
+torch::Tensor TensorParallel::row(const torch::nn::Linear& projection, const torch::Tensor& x,
+                                  WeightCasts* casts) const {
   namespace F = torch::nn::functional;
-  torch::Tensor partial = F::linear(x, projection->weight);
+  torch::Tensor partial =
+      F::linear(x, casts != nullptr ? (*casts)(projection->weight) : projection->weight);
   torch::Tensor y;
   if (torch::GradMode::is_enabled()) {
     y = TensorParallelReduce::apply(partial, &allreduce);
@@ -498,10 +559,11 @@ void LoraAdapters::add(torch::nn::Linear& projection, const std::string& name,
   dropout_ = o.dropout;
 }
 
-torch::Tensor LoraAdapters::apply(const torch::nn::Linear& projection,
-                                  const torch::Tensor& x) const {
+torch::Tensor LoraAdapters::apply(const torch::nn::Linear& projection, const torch::Tensor& x,
+                                  WeightCasts* casts) const {
   namespace F = torch::nn::functional;
-  torch::Tensor y = F::linear(x, projection->weight, projection->bias);
+  torch::Tensor y = F::linear(
+      x, casts != nullptr ? (*casts)(projection->weight) : projection->weight, projection->bias);
   for (const Adapter& a : adapters_) {
     if (a.module != projection.get()) continue;
     torch::Tensor in = x;
@@ -537,9 +599,9 @@ torch::Tensor Gpt2BlockImpl::forward(const torch::Tensor& x, KVCache* cache, siz
   const std::int64_t hd = s_.n_embd / s_.n_head, q_dim = heads_ * hd, kv_dim = kv_heads_ * hd;
   auto in = [&](const torch::Tensor& a) { return tp_ != nullptr ? tp_->copy(a) : a; };
   auto out = [&](const torch::nn::Linear& p, const torch::Tensor& a) {
-    return tp_ != nullptr ? tp_->row(p, a) : lora_.apply(p, a);
+    return tp_ != nullptr ? tp_->row(p, a, weight_casts) : lora_.apply(p, a, weight_casts);
   };
-  torch::Tensor qkv = lora_.apply(c_attn, in(ln_1(x)));  // (B, T, q_dim + 2 kv_dim)
+  torch::Tensor qkv = lora_.apply(c_attn, in(ln_1(x)), weight_casts);  // (B, T, q_dim + 2 kv_dim)
   auto parts = qkv.split_with_sizes({q_dim, kv_dim, kv_dim}, -1);
   torch::Tensor q = parts[0].view({b, t, heads_, hd}).transpose(1, 2);     // (B, H, T, D)
   torch::Tensor k = parts[1].view({b, t, kv_heads_, hd}).transpose(1, 2);  // (B, Hkv, T, D)
@@ -549,7 +611,8 @@ torch::Tensor Gpt2BlockImpl::forward(const torch::Tensor& x, KVCache* cache, siz
                         .contiguous()
                         .view({b, t, q_dim});
   torch::Tensor h = x + out(attn_proj, y);
-  torch::Tensor m = out(mlp_proj, gelu_tanh(lora_.apply(c_fc, in(ln_2(h))), cpu_kernels));
+  torch::Tensor m =
+      out(mlp_proj, gelu_tanh(lora_.apply(c_fc, in(ln_2(h)), weight_casts), cpu_kernels));
   return h + m;
 }
 
@@ -589,12 +652,13 @@ torch::Tensor LlamaBlockImpl::forward(const torch::Tensor& x, const torch::Tenso
   const std::int64_t hd = s_.n_embd / s_.n_head;
   auto in = [&](const torch::Tensor& a) { return tp_ != nullptr ? tp_->copy(a) : a; };
   auto out = [&](const torch::nn::Linear& p, const torch::Tensor& a) {
-    return tp_ != nullptr ? tp_->row(p, a) : lora_.apply(p, a);
+    return tp_ != nullptr ? tp_->row(p, a, weight_casts) : lora_.apply(p, a, weight_casts);
   };
   torch::Tensor n = in(attention_norm(x));
-  torch::Tensor q = lora_.apply(wq, n).view({b, t, heads_, hd}).transpose(1, 2);  // (B, H, T, D)
-  torch::Tensor k = lora_.apply(wk, n).view({b, t, kv_heads_, hd}).transpose(1, 2);
-  torch::Tensor v = lora_.apply(wv, n).view({b, t, kv_heads_, hd}).transpose(1, 2);
+  torch::Tensor q =
+      lora_.apply(wq, n, weight_casts).view({b, t, heads_, hd}).transpose(1, 2);  // (B, H, T, D)
+  torch::Tensor k = lora_.apply(wk, n, weight_casts).view({b, t, kv_heads_, hd}).transpose(1, 2);
+  torch::Tensor v = lora_.apply(wv, n, weight_casts).view({b, t, kv_heads_, hd}).transpose(1, 2);
   q = apply_rope(q, cos, sin);
   k = apply_rope(k, cos, sin);
   torch::Tensor y = block_attention(q, k, v, cache, layer, cpu_kernels)
@@ -603,7 +667,8 @@ torch::Tensor LlamaBlockImpl::forward(const torch::Tensor& x, const torch::Tenso
                         .view({b, t, heads_ * hd});
   torch::Tensor h = x + out(wo, y);
   torch::Tensor f = in(ffn_norm(h));
-  return h + out(w2, torch::silu(lora_.apply(w1, f)) * lora_.apply(w3, f));  // SwiGLU
+  return h + out(w2, torch::silu(lora_.apply(w1, f, weight_casts)) *
+                         lora_.apply(w3, f, weight_casts));  // SwiGLU
 }
 
 namespace {
@@ -621,6 +686,7 @@ TransformerLMImpl::TransformerLMImpl(ModelOptions options) : options_(std::move(
           block_name(i),
           LlamaBlock(s, options_.norm_eps, options_.lora, &options_.tensor_parallel)));
       llama_blocks_.back()->cpu_kernels = options_.cpu_kernels;
+      llama_blocks_.back()->weight_casts = &weight_casts_;
     }
     norm = register_module("norm", RMSNorm(s.n_embd, options_.norm_eps));
     lm_head = register_module(
@@ -640,6 +706,7 @@ TransformerLMImpl::TransformerLMImpl(ModelOptions options) : options_(std::move(
       gpt2_blocks_.push_back(
           register_module(block_name(i), Gpt2Block(s, options_.lora, &options_.tensor_parallel)));
       gpt2_blocks_.back()->cpu_kernels = options_.cpu_kernels;
+      gpt2_blocks_.back()->weight_casts = &weight_casts_;
     }
     ln_f = register_module("ln_f",
                            torch::nn::LayerNorm(torch::nn::LayerNormOptions({s.n_embd}).eps(1e-5)));
@@ -718,7 +785,7 @@ torch::Tensor TransformerLMImpl::hidden(const torch::Tensor& tokens, KVCache* ca
 
 torch::Tensor TransformerLMImpl::head(const torch::Tensor& h) {
   // GPT-2's head is the token embedding, transposed (weight tying).
-  const torch::Tensor& w = lm_head ? lm_head->weight : wte->weight;  // (V, C)
+  const torch::Tensor w = weight_casts_(lm_head ? lm_head->weight : wte->weight);  // (V, C)
   const std::int64_t v = w.size(0);
   const std::int64_t padded = (v + 63) / 64 * 64;
   if (padded == v || !h.is_cuda()) return torch::nn::functional::linear(h, w);  // (..., V)

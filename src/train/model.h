@@ -11,11 +11,56 @@
 #include <torch/torch.h>
 
 #include <functional>
+#include <unordered_map>
 #include <vector>
 
 #include "core/model_shapes.h"
 
 namespace sweepbench {
+
+// Autocast's state for a device type (libtorch's functions for it differ between versions).
+bool autocast_enabled(c10::DeviceType type);
+at::ScalarType autocast_dtype(c10::DeviceType type);
+
+// Mixed precision the way torch.autocast does it, for the C++ API of libtorch 1.13 and 2.x: on
+// `type` in `dtype` while it lives, the previous state back after.
+class AutocastScope {
+ public:
+  AutocastScope(c10::DeviceType type, at::ScalarType dtype);
+  ~AutocastScope();
+  AutocastScope(const AutocastScope&) = delete;
+  AutocastScope& operator=(const AutocastScope&) = delete;
+
+ private:
+  void set(bool enabled, at::ScalarType dtype);
+  c10::DeviceType type_;
+  bool was_enabled_;
+  at::ScalarType was_dtype_;
+};
+
+// Mixed precision's copies of the weight matrices in autocast's lower precision, kept for a
+// training step. Autocast casts an fp32 weight where a product uses it: in every micro-batch's
+// forward and in every recomputation of a checkpointed block (and libtorch 1.x's CPU autocast
+// casts linear's transposed weight, a view its cache cannot keep, so there in every use).
+// Between start() and stop(), operator() makes each weight's copy once, with its autograd edge
+// back to the weight, and hands out that copy after; stop() drops them, before the optimizer's
+// update changes the weights. Outside, or where autocast is off for the weight's device, or the
+// weight is not fp32, it returns the weight (and autocast casts it as before).
+class WeightCasts {
+ public:
+  void start() { keeping_ = true; }
+  void stop() {
+    keeping_ = false;
+    copies_.clear();
+  }
+  torch::Tensor operator()(const torch::Tensor& w);
+  std::int64_t made() const { return made_; }  // copies made so far
+
+ private:
+  bool keeping_ = false;
+  std::unordered_map<const c10::TensorImpl*, torch::Tensor> copies_;
+  std::int64_t made_ = 0;
+};
 
 // LoRA (train.peft: lora): adapters on the block projections named in `targets`; r = 0: none.
 struct LoraOptions {
@@ -30,7 +75,9 @@ struct LoraOptions {
 class LoraAdapters {
  public:
   void add(torch::nn::Linear& projection, const std::string& name, const LoraOptions& o);
-  torch::Tensor apply(const torch::nn::Linear& projection, const torch::Tensor& x) const;
+  // With `casts`, the projection's weight through it.
+  torch::Tensor apply(const torch::nn::Linear& projection, const torch::Tensor& x,
+                      WeightCasts* casts = nullptr) const;
 
  private:
   struct Adapter {
@@ -53,7 +100,8 @@ struct TensorParallel {
   // Megatron's f: identity forward, gradient summed over the group backward.
   torch::Tensor copy(const torch::Tensor& x) const;
   // A row-parallel projection: the partial products summed over the group, then the bias.
-  torch::Tensor row(const torch::nn::Linear& projection, const torch::Tensor& x) const;
+  torch::Tensor row(const torch::nn::Linear& projection, const torch::Tensor& x,
+                    WeightCasts* casts = nullptr) const;
 };
 
 struct ModelOptions {
@@ -142,6 +190,7 @@ class Gpt2BlockImpl : public torch::nn::Module {
 
  public:
   bool cpu_kernels = false;  // gelu_tanh's and causal_attention's (ModelOptions::cpu_kernels)
+  WeightCasts* weight_casts = nullptr;  // the projections' weights through it; nullptr: none
 };
 TORCH_MODULE(Gpt2Block);
 
@@ -163,7 +212,8 @@ class LlamaBlockImpl : public torch::nn::Module {
   std::int64_t heads_, kv_heads_;
 
  public:
-  bool cpu_kernels = false;  // causal_attention's choice (ModelOptions::cpu_kernels)
+  bool cpu_kernels = false;             // causal_attention's choice (ModelOptions::cpu_kernels)
+  WeightCasts* weight_casts = nullptr;  // the projections' weights through it; nullptr: none
 };
 TORCH_MODULE(LlamaBlock);
 
@@ -191,6 +241,9 @@ class TransformerLMImpl : public torch::nn::Module {
   // starts as the base model.
   void reset_parameters(std::uint64_t seed);
   const ModelOptions& options() const { return options_; }
+  // The copies of the weights for mixed precision that every projection and the head use; the
+  // trainer keeps them for a step (WeightCasts::start, stop).
+  WeightCasts& weight_casts() { return weight_casts_; }
 
  private:
   // (B, T) -> (B, T, C) after the final norm; with a cache, as forward_cached.
@@ -210,6 +263,7 @@ class TransformerLMImpl : public torch::nn::Module {
   torch::Tensor rope_cos_, rope_sin_;  // (max_seq_len, head_dim), not parameters
   // Each block as a function of its input (see the constructor).
   std::vector<std::function<torch::Tensor(const torch::Tensor&)>> block_fns_;
+  WeightCasts weight_casts_;
 };
 TORCH_MODULE(TransformerLM);
 

@@ -63,53 +63,16 @@ namespace {
   } while (0)
 #endif
 
-// Mixed precision the way torch.autocast does it, for the C++ API of libtorch 1.13 and 2.x (whose
-// autocast functions take the device type since 2.4).
-class AutocastScope {
+// Keeps the model's copies of its weights in autocast's dtype while it lives (WeightCasts).
+class KeptWeightCasts {
  public:
-  AutocastScope(c10::DeviceType type, at::ScalarType dtype) : type_(type) {
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-    was_enabled_ = at::autocast::is_autocast_enabled(type);
-    was_dtype_ = at::autocast::get_autocast_dtype(type);
-    at::autocast::set_autocast_enabled(type, true);
-    at::autocast::set_autocast_dtype(type, dtype);
-#else
-    if (type == c10::DeviceType::CUDA) {
-      was_enabled_ = at::autocast::is_enabled();
-      was_dtype_ = at::autocast::get_autocast_gpu_dtype();
-      at::autocast::set_enabled(true);
-      at::autocast::set_autocast_gpu_dtype(dtype);
-    } else {
-      was_enabled_ = at::autocast::is_cpu_enabled();
-      was_dtype_ = at::autocast::get_autocast_cpu_dtype();
-      at::autocast::set_cpu_enabled(true);
-      at::autocast::set_autocast_cpu_dtype(dtype);
-    }
-#endif
-    at::autocast::increment_nesting();
-  }
-  ~AutocastScope() {
-    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-    at::autocast::set_autocast_enabled(type_, was_enabled_);
-    at::autocast::set_autocast_dtype(type_, was_dtype_);
-#else
-    if (type_ == c10::DeviceType::CUDA) {
-      at::autocast::set_enabled(was_enabled_);
-      at::autocast::set_autocast_gpu_dtype(was_dtype_);
-    } else {
-      at::autocast::set_cpu_enabled(was_enabled_);
-      at::autocast::set_autocast_cpu_dtype(was_dtype_);
-    }
-#endif
-  }
-  AutocastScope(const AutocastScope&) = delete;
-  AutocastScope& operator=(const AutocastScope&) = delete;
+  explicit KeptWeightCasts(WeightCasts& casts) : casts_(casts) { casts_.start(); }
+  ~KeptWeightCasts() { casts_.stop(); }
+  KeptWeightCasts(const KeptWeightCasts&) = delete;
+  KeptWeightCasts& operator=(const KeptWeightCasts&) = delete;
 
  private:
-  c10::DeviceType type_;
-  bool was_enabled_ = false;
-  at::ScalarType was_dtype_ = at::kFloat;
+  WeightCasts& casts_;
 };
 
 // The profiler's events as a Chrome trace in Kineto's layout ({"traceEvents": [...]}, times in
@@ -478,6 +441,12 @@ class TorchTrainer : public Trainer {
       // ZeRO-3: the root unit (embeddings, final norm, head) stays gathered for the whole
       // forward and backward of every micro-batch.
       Gathered root(*this, -1);
+      // Mixed precision: the weights' bf16/fp16 copies are made once a step and serve every
+      // micro-batch's forward and every recomputation; the optimizer's update (after this)
+      // makes new ones next step. Not with ZeRO-3, whose point is not to hold every weight at
+      // once.
+      std::optional<KeptWeightCasts> keep_casts;
+      if (autocast_dtype_ && stage() < 3) keep_casts.emplace(model_->weight_casts());
       for (const Batch& batch : micro_batches) {
         torch::Tensor tokens = to_device(batch.inputs, batch);
         torch::Tensor targets = to_device(batch.targets, batch);

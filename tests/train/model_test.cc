@@ -109,6 +109,81 @@ TEST(Model, CheckpointingGivesTheSameGradients) {
   }
 }
 
+TEST(Model, KeptWeightCastsChangeNothingButHowOftenTheWeightsAreCast) {
+  // Mixed precision (CPU autocast, bf16) over three micro-batches, as the trainer accumulates
+  // them: with the model's WeightCasts kept for the step each weight matrix is cast once, not in
+  // every forward and recomputation, and losses and gradients are those of casting every time,
+  // bit for bit (one thread, so the products' sums are the same); with checkpointing too, whose
+  // first forward runs without gradients and must not leave a copy cut off from its weight.
+  // After stop() and an update, the next step casts the new weights.
+  const int threads = at::get_num_threads();
+  at::set_num_threads(1);
+  for (const char* preset : {"gpt2-tiny", "llama-tiny"}) {
+    const ModelShape s = find_model_preset(preset)->shape;
+    // GPT-2: four projections a block and the head (the tied embedding); Llama: seven and its own.
+    const std::int64_t matrices = s.arch == "llama" ? 7 * s.n_layer + 1 : 4 * s.n_layer + 1;
+    std::vector<torch::Tensor> tokens, targets;
+    for (int i = 0; i < 4; ++i) {
+      tokens.push_back(torch::randint(s.vocab_size, {2, 16}, torch::kLong));
+      targets.push_back(torch::randint(s.vocab_size, {2, 16}, torch::kLong));
+    }
+    for (bool checkpointing : {false, true}) {
+      SCOPED_TRACE(std::string(preset) + (checkpointing ? ", checkpointing" : ""));
+      std::vector<double> losses[2];
+      std::vector<torch::Tensor> grads[2];
+      std::int64_t made[2][2];  // copies made after the first step, after the second
+      for (int keep = 0; keep < 2; ++keep) {
+        ModelOptions o = options_for(s, checkpointing);
+        // As the trainer does: the recomputation in the same mixed precision as the forward.
+        o.block_scope = [](const std::function<void()>& body) {
+          AutocastScope bf16(c10::DeviceType::CPU, at::kBFloat16);
+          body();
+        };
+        TransformerLM m(o);
+        m->reset_parameters(3);
+        auto step = [&](int first, int count) {
+          if (keep == 1) m->weight_casts().start();
+          for (int i = first; i < first + count; ++i) {
+            torch::Tensor loss;
+            {
+              AutocastScope bf16(c10::DeviceType::CPU, at::kBFloat16);
+              loss = m->loss(tokens[i], targets[i]) / count;
+            }
+            loss.backward();
+            losses[keep].push_back(loss.item<double>());
+          }
+          m->weight_casts().stop();
+          for (const auto& p : m->parameters()) grads[keep].push_back(p.grad().clone());
+        };
+        step(0, 3);
+        made[keep][0] = m->weight_casts().made();
+        {
+          torch::NoGradGuard no_grad;
+          for (auto& p : m->parameters()) {
+            p.sub_(p.grad() * 0.5);
+            p.mutable_grad().zero_();
+          }
+        }
+        step(3, 1);
+        made[keep][1] = m->weight_casts().made();
+      }
+      EXPECT_EQ(made[0][0], 0);
+      EXPECT_EQ(made[0][1], 0);
+      EXPECT_EQ(made[1][0], matrices);
+      EXPECT_EQ(made[1][1], 2 * matrices);
+      EXPECT_EQ(losses[0], losses[1]);
+      ASSERT_EQ(grads[0].size(), grads[1].size());
+      for (size_t i = 0; i < grads[0].size(); ++i) {
+        EXPECT_TRUE(torch::equal(grads[0][i], grads[1][i]))
+            << "gradient " << i << ": max difference "
+            << (grads[1][i] - grads[0][i]).abs().max().item<double>();
+        EXPECT_GT(grads[1][i].abs().max().item<double>(), 0.0) << "gradient " << i;
+      }
+    }
+  }
+  at::set_num_threads(threads);
+}
+
 TEST(Model, TheChunkedLossGivesTheLossAndGradientsOfTheWholeLogits) {
   // train.fused_loss: the head's logits chunk by chunk (here 7 rows, so 10 chunks and a short
   // one for 2 x 32 tokens), forward and backward, against logits then cross_entropy; in fp32
