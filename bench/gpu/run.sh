@@ -7,6 +7,8 @@
 #   bench/gpu/run.sh tiny             the tiny presets, fp32 and bf16
 #   bench/gpu/run.sh smoke            tiny, then GPT-2 124M for a few steps
 #   bench/gpu/run.sh measure          the figures: GPT-2 124M bf16 mb8 seq1024 and variants
+#   bench/gpu/run.sh mfu              issue 19: micro batch 8 to 64 to the best MFU, the chunked
+#                                     loss against the whole logits at 8, a profile of each
 #   bench/gpu/run.sh hf               the Hugging Face Trainer baseline on the same shapes
 #   bench/gpu/run.sh eager            the same step in Python PyTorch eager, and its profile
 #
@@ -93,6 +95,28 @@ measure() {
     --set train.warmup_steps=1
 }
 
+mfu() {  # issue 19's sweep: MFU by micro batch (the chunked head loss keeps 32 and 64 in memory)
+  train gpt2-bf16-mb8-logits --set train.steps=40 --set train.warmup_steps=10 \
+    --set metrics.profile_steps=12
+  for mb in 8 16 32 64; do
+    train "gpt2-bf16-mb$mb-fused" --set train.steps=40 --set train.warmup_steps=10 \
+      --set train.micro_batch=$mb --set train.fused_loss=true --set metrics.profile_steps=12
+  done
+  # Step 1's loss, chunked against whole logits: equal within bf16's rounding.
+  python3 - "$W/runs" <<'PY'
+import json, sys
+runs = sys.argv[1]
+for name in ("gpt2-bf16-mb8-logits", "gpt2-bf16-mb8-fused", "gpt2-bf16-mb16-fused",
+             "gpt2-bf16-mb32-fused", "gpt2-bf16-mb64-fused"):
+    try:
+        m = json.load(open(f"{runs}/{name}/summary.json"))["metrics"]
+        print(name, "mfu", m.get("mfu"), "tokens/s", m.get("train_tokens_per_second"),
+              "peak bytes", m.get("mem_peak_bytes"))
+    except (OSError, KeyError, ValueError) as e:
+        print(name, "no summary:", e)
+PY
+}
+
 hf() {  # the Hugging Face Trainer on the same shapes (bench/gpu/hf_trainer_gpt2.py)
   echo "== Hugging Face Trainer baseline"
   PYTHONUNBUFFERED=1 timeout 240 python3 "$root/bench/gpu/hf_trainer_gpt2.py" --bf16 --steps 60 \
@@ -133,7 +157,7 @@ fi
 for phase in "$@"; do
   case $phase in
     build) ;;
-    tiny|smoke|measure) if ((built)); then $phase; else echo "== $phase: skipped, no bench-train"; fi ;;
+    tiny|smoke|measure|mfu) if ((built)); then $phase; else echo "== $phase: skipped, no bench-train"; fi ;;
     hf) hf ;;
     eager) eager ;;
     *) echo "run.sh: unknown phase $phase" >&2; exit 2 ;;
