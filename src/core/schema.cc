@@ -222,8 +222,9 @@ std::vector<KeySpec> build_table() {
           .hashed_unless_default()
           .only_for({"train"}),
       K("train.cpu_kernels", T::kBool, B(true),
-        "fp32 on CPUs: sweepbench's own one-pass kernels for the head's cross-entropy, GPT-2's "
-        "GELU and AdamW instead of libtorch's several ops each; false: libtorch's ops only")
+        "On CPUs: sweepbench's own one-pass kernels for the head's cross-entropy, causal "
+        "attention's softmax, AdamW (fp32) and GPT-2's GELU (fp32 and bf16) instead of "
+        "libtorch's several ops each; false: libtorch's ops only")
           .hashed_unless_default()
           .only_for({"train"}),
       K("train.overlap_comm", T::kBool, B(false),

@@ -323,10 +323,10 @@ class Run {
     if (!console_.enabled()) return;
     const ModelShape& s = plan_.trainer.shape;
     // Which build of cpu_kernels.h runs, where it runs: figures differ between them.
-    const std::string kernels =
-        plan_.trainer.cpu_kernels && device_.type == "cpu" && plan_.dtype == "fp32"
-            ? std::string(", cpu kernels ") + cpu::instruction_set()
-            : std::string();
+    const std::string kernels = plan_.trainer.cpu_kernels && device_.type == "cpu" &&
+                                        (plan_.dtype == "fp32" || plan_.dtype == "bf16")
+                                    ? std::string(", cpu kernels ") + cpu::instruction_set()
+                                    : std::string();
     console_.line(
         "# bench-train %s: %s (%s, %.2fM parameters), %d rank(s), %s (%s), %s, %d thread(s)/rank%s",
         SWEEPBENCH_VERSION, plan_.preset.c_str(), s.arch.c_str(),

@@ -6,19 +6,22 @@
 
 namespace sweepbench::cpu {
 
-#define SWEEPBENCH_KERNELS_DECLARE(isa)                                                           \
-  namespace isa {                                                                                 \
-  double cross_entropy_rows(const float* logits, std::int64_t vocab, const std::int64_t* targets, \
-                            std::int64_t begin, std::int64_t end, float* grad, float scale);      \
-  void gelu_tanh(const float* x, float* y, std::int64_t n);                                       \
-  void gelu_tanh_backward(const float* x, const float* dy, float* dx, std::int64_t n);            \
-  void adamw(float* p, const float* g, float* m, float* v, std::int64_t n, const AdamW& a);       \
-  double sum_of_squares(const float* x, std::int64_t n);                                          \
-  void causal_softmax(const float* s, float* p, std::int64_t t, std::int64_t cols,                \
-                      std::int64_t offset, float scale, std::int64_t begin, std::int64_t end);    \
-  void causal_softmax_backward(const float* p, const float* dp, float* ds, std::int64_t t,        \
-                               std::int64_t cols, std::int64_t offset, float scale,               \
-                               std::int64_t begin, std::int64_t end);                             \
+#define SWEEPBENCH_KERNELS_DECLARE(isa)                                                            \
+  namespace isa {                                                                                  \
+  double cross_entropy_rows(const float* logits, std::int64_t vocab, const std::int64_t* targets,  \
+                            std::int64_t begin, std::int64_t end, float* grad, float scale);       \
+  void gelu_tanh(const float* x, float* y, std::int64_t n);                                        \
+  void gelu_tanh_backward(const float* x, const float* dy, float* dx, std::int64_t n);             \
+  void gelu_tanh_bf16(const std::uint16_t* x, std::uint16_t* y, std::int64_t n);                   \
+  void gelu_tanh_backward_bf16(const std::uint16_t* x, const std::uint16_t* dy, std::uint16_t* dx, \
+                               std::int64_t n);                                                    \
+  void adamw(float* p, const float* g, float* m, float* v, std::int64_t n, const AdamW& a);        \
+  double sum_of_squares(const float* x, std::int64_t n);                                           \
+  void causal_softmax(const float* s, float* p, std::int64_t t, std::int64_t cols,                 \
+                      std::int64_t offset, float scale, std::int64_t begin, std::int64_t end);     \
+  void causal_softmax_backward(const float* p, const float* dp, float* ds, std::int64_t t,         \
+                               std::int64_t cols, std::int64_t offset, float scale,                \
+                               std::int64_t begin, std::int64_t end);                              \
   }
 SWEEPBENCH_KERNELS_DECLARE(base)
 #if defined(__x86_64__)
@@ -114,6 +117,15 @@ void gelu_tanh(const float* x, float* y, std::int64_t n) {
 
 void gelu_tanh_backward(const float* x, const float* dy, float* dx, std::int64_t n) {
   SWEEPBENCH_KERNELS_CALL(gelu_tanh_backward, x, dy, dx, n);
+}
+
+void gelu_tanh_bf16(const std::uint16_t* x, std::uint16_t* y, std::int64_t n) {
+  SWEEPBENCH_KERNELS_CALL(gelu_tanh_bf16, x, y, n);
+}
+
+void gelu_tanh_backward_bf16(const std::uint16_t* x, const std::uint16_t* dy, std::uint16_t* dx,
+                             std::int64_t n) {
+  SWEEPBENCH_KERNELS_CALL(gelu_tanh_backward_bf16, x, dy, dx, n);
 }
 
 void causal_softmax(const float* s, float* p, std::int64_t t, std::int64_t cols,

@@ -23,6 +23,11 @@ double cross_entropy_rows(const float* logits, std::int64_t vocab, const std::in
 void gelu_tanh(const float* x, float* y, std::int64_t n);
 // dx = dy * d gelu(x) / dx, over n elements.
 void gelu_tanh_backward(const float* x, const float* dy, float* dx, std::int64_t n);
+// Both over bf16 values (their raw bits): computed in fp32, rounded to nearest even, as
+// libtorch computes bf16's GELU.
+void gelu_tanh_bf16(const std::uint16_t* x, std::uint16_t* y, std::int64_t n);
+void gelu_tanh_backward_bf16(const std::uint16_t* x, const std::uint16_t* dy, std::uint16_t* dx,
+                             std::int64_t n);
 
 // Causal attention's softmax over rows [begin, end) of scores (B, H, T, S) laid out as rows of
 // `cols` = S: row r is query t_i = r % t, at position offset + t_i, which sees keys 0 .. offset +

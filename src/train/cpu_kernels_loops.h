@@ -62,8 +62,37 @@ inline float sigmoid_approx(float u) {
   return 1.0f / (1.0f + exp_in_range(u > 40.0f ? -40.0f : -u));
 }
 
+// bf16 (its raw bits) to float, exactly.
+inline float from_bf16(std::uint16_t h) {
+  const std::uint32_t bits = static_cast<std::uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+// float to bf16, rounded to nearest even as libtorch rounds; NaN stays a (quiet) NaN.
+inline std::uint16_t to_bf16(float f) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  const std::uint32_t rounded = bits + 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<std::uint16_t>(f != f ? 0x7fc0u : rounded >> 16);
+}
+
 constexpr float kGeluBeta = 0.7978845608028654f;  // sqrt(2 / pi)
 constexpr float kGeluKappa = 0.044715f;
+
+// With s = sigmoid(2u), u = beta (x + kappa x^3): 0.5 (1 + tanh u) = s and 1 - tanh^2 u =
+// 4 s (1 - s), so GELU is x s and its derivative s + 2 x s (1 - s) beta (1 + 3 kappa x^2).
+inline float gelu_value(float v) {
+  return v * sigmoid_approx(2.0f * kGeluBeta * (v + kGeluKappa * v * v * v));
+}
+
+inline float gelu_derivative(float v) {
+  const float v2 = v * v;
+  const float s = sigmoid_approx(2.0f * kGeluBeta * (v + kGeluKappa * v2 * v));
+  const float slope = 2.0f * kGeluBeta * (1.0f + 3.0f * kGeluKappa * v2);
+  return s + v * s * (1.0f - s) * slope;
+}
 
 }  // namespace
 
@@ -99,24 +128,26 @@ double cross_entropy_rows(const float* logits, std::int64_t vocab, const std::in
   return total;
 }
 
-// With s = sigmoid(2u), u = beta (x + kappa x^3): 0.5 (1 + tanh u) = s and 1 - tanh^2 u =
-// 4 s (1 - s), so GELU is x s and its derivative s + 2 x s (1 - s) beta (1 + 3 kappa x^2).
 void gelu_tanh(const float* x, float* y, std::int64_t n) {
 #pragma omp simd
-  for (std::int64_t i = 0; i < n; ++i) {
-    const float v = x[i];
-    y[i] = v * sigmoid_approx(2.0f * kGeluBeta * (v + kGeluKappa * v * v * v));
-  }
+  for (std::int64_t i = 0; i < n; ++i) y[i] = gelu_value(x[i]);
 }
 
 void gelu_tanh_backward(const float* x, const float* dy, float* dx, std::int64_t n) {
 #pragma omp simd
+  for (std::int64_t i = 0; i < n; ++i) dx[i] = dy[i] * gelu_derivative(x[i]);
+}
+
+void gelu_tanh_bf16(const std::uint16_t* x, std::uint16_t* y, std::int64_t n) {
+#pragma omp simd
+  for (std::int64_t i = 0; i < n; ++i) y[i] = to_bf16(gelu_value(from_bf16(x[i])));
+}
+
+void gelu_tanh_backward_bf16(const std::uint16_t* x, const std::uint16_t* dy, std::uint16_t* dx,
+                             std::int64_t n) {
+#pragma omp simd
   for (std::int64_t i = 0; i < n; ++i) {
-    const float v = x[i];
-    const float v2 = v * v;
-    const float s = sigmoid_approx(2.0f * kGeluBeta * (v + kGeluKappa * v2 * v));
-    const float slope = 2.0f * kGeluBeta * (1.0f + 3.0f * kGeluKappa * v2);
-    dx[i] = dy[i] * (s + v * s * (1.0f - s) * slope);
+    dx[i] = to_bf16(from_bf16(dy[i]) * gelu_derivative(from_bf16(x[i])));
   }
 }
 

@@ -80,14 +80,27 @@ bool fp32_on_cpu(const torch::Tensor& t) {
 // Elements per task of libtorch's thread pool for the elementwise kernels.
 constexpr std::int64_t kElementGrain = 1 << 15;
 
+bool bf16_on_cpu(const torch::Tensor& t) {
+  return t.device().is_cpu() && t.scalar_type() == torch::kBFloat16;
+}
+
+// A bf16 tensor's elements as their raw bits, for cpu_kernels.h.
+std::uint16_t* bf16_bits(const torch::Tensor& t) {
+  return reinterpret_cast<std::uint16_t*>(t.data_ptr<at::BFloat16>());
+}
+
+// fp32 or bf16 (as autocast leaves the MLP's first product on a CPU).
 struct GeluTanhKernel : public torch::autograd::Function<GeluTanhKernel> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& input) {
     torch::Tensor x = input.contiguous();
     torch::Tensor y = torch::empty_like(x);
-    const float* xp = x.data_ptr<float>();
-    float* yp = y.data_ptr<float>();
+    const bool bf16 = x.scalar_type() == torch::kBFloat16;
     at::parallel_for(0, x.numel(), kElementGrain, [&](std::int64_t begin, std::int64_t end) {
-      cpu::gelu_tanh(xp + begin, yp + begin, end - begin);
+      if (bf16) {
+        cpu::gelu_tanh_bf16(bf16_bits(x) + begin, bf16_bits(y) + begin, end - begin);
+      } else {
+        cpu::gelu_tanh(x.data_ptr<float>() + begin, y.data_ptr<float>() + begin, end - begin);
+      }
     });
     ctx->save_for_backward({x});
     return y;
@@ -95,13 +108,17 @@ struct GeluTanhKernel : public torch::autograd::Function<GeluTanhKernel> {
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grad_out) {
     torch::Tensor x = ctx->get_saved_variables()[0];
-    torch::Tensor dy = grad_out[0].contiguous();
+    torch::Tensor dy = grad_out[0].to(x.scalar_type()).contiguous();
     torch::Tensor dx = torch::empty_like(x);
-    const float* xp = x.data_ptr<float>();
-    const float* dyp = dy.data_ptr<float>();
-    float* dxp = dx.data_ptr<float>();
+    const bool bf16 = x.scalar_type() == torch::kBFloat16;
     at::parallel_for(0, x.numel(), kElementGrain, [&](std::int64_t begin, std::int64_t end) {
-      cpu::gelu_tanh_backward(xp + begin, dyp + begin, dxp + begin, end - begin);
+      if (bf16) {
+        cpu::gelu_tanh_backward_bf16(bf16_bits(x) + begin, bf16_bits(dy) + begin,
+                                     bf16_bits(dx) + begin, end - begin);
+      } else {
+        cpu::gelu_tanh_backward(x.data_ptr<float>() + begin, dy.data_ptr<float>() + begin,
+                                dx.data_ptr<float>() + begin, end - begin);
+      }
     });
     return {dx};
   }
@@ -327,7 +344,7 @@ torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos,
 }  // namespace
 
 torch::Tensor gelu_tanh(const torch::Tensor& x, bool cpu_kernels) {
-  if (cpu_kernels && fp32_on_cpu(x)) return GeluTanhKernel::apply(x);
+  if (cpu_kernels && (fp32_on_cpu(x) || bf16_on_cpu(x))) return GeluTanhKernel::apply(x);
   return torch::gelu(x, "tanh");
 }
 

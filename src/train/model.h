@@ -136,8 +136,8 @@ struct ModelOptions {
 // The theta each preset family was trained with: Llama 3 500000, the others 10000.
 double rope_theta_for(const std::string& preset);
 
-// GPT-2's GELU (tanh approximation). With `cpu_kernels`, where x is fp32 on the CPU, one pass of
-// cpu_kernels.h's forward and one of its backward instead of libtorch's gelu.
+// GPT-2's GELU (tanh approximation). With `cpu_kernels`, where x is fp32 or bf16 on the CPU, one
+// pass of cpu_kernels.h's forward and one of its backward instead of libtorch's gelu.
 torch::Tensor gelu_tanh(const torch::Tensor& x, bool cpu_kernels);
 
 // The mean cross-entropy of logits (N, V) against targets (N), in fp32. With `cpu_kernels`, where
