@@ -94,14 +94,19 @@ struct GeluTanhKernel : public torch::autograd::Function<GeluTanhKernel> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& input) {
     torch::Tensor x = input.contiguous();
     torch::Tensor y = torch::empty_like(x);
-    const bool bf16 = x.scalar_type() == torch::kBFloat16;
-    at::parallel_for(0, x.numel(), kElementGrain, [&](std::int64_t begin, std::int64_t end) {
-      if (bf16) {
-        cpu::gelu_tanh_bf16(bf16_bits(x) + begin, bf16_bits(y) + begin, end - begin);
-      } else {
-        cpu::gelu_tanh(x.data_ptr<float>() + begin, y.data_ptr<float>() + begin, end - begin);
-      }
-    });
+    if (x.scalar_type() == torch::kBFloat16) {
+      const std::uint16_t* xp = bf16_bits(x);
+      std::uint16_t* yp = bf16_bits(y);
+      at::parallel_for(0, x.numel(), kElementGrain, [&](std::int64_t begin, std::int64_t end) {
+        cpu::gelu_tanh_bf16(xp + begin, yp + begin, end - begin);
+      });
+    } else {
+      const float* xp = x.data_ptr<float>();
+      float* yp = y.data_ptr<float>();
+      at::parallel_for(0, x.numel(), kElementGrain, [&](std::int64_t begin, std::int64_t end) {
+        cpu::gelu_tanh(xp + begin, yp + begin, end - begin);
+      });
+    }
     ctx->save_for_backward({x});
     return y;
   }
@@ -110,16 +115,19 @@ struct GeluTanhKernel : public torch::autograd::Function<GeluTanhKernel> {
     torch::Tensor x = ctx->get_saved_variables()[0];
     torch::Tensor dy = grad_out[0].to(x.scalar_type()).contiguous();
     torch::Tensor dx = torch::empty_like(x);
-    const bool bf16 = x.scalar_type() == torch::kBFloat16;
-    at::parallel_for(0, x.numel(), kElementGrain, [&](std::int64_t begin, std::int64_t end) {
-      if (bf16) {
-        cpu::gelu_tanh_backward_bf16(bf16_bits(x) + begin, bf16_bits(dy) + begin,
-                                     bf16_bits(dx) + begin, end - begin);
-      } else {
-        cpu::gelu_tanh_backward(x.data_ptr<float>() + begin, dy.data_ptr<float>() + begin,
-                                dx.data_ptr<float>() + begin, end - begin);
-      }
-    });
+    if (x.scalar_type() == torch::kBFloat16) {
+      const std::uint16_t *xp = bf16_bits(x), *dyp = bf16_bits(dy);
+      std::uint16_t* dxp = bf16_bits(dx);
+      at::parallel_for(0, x.numel(), kElementGrain, [&](std::int64_t begin, std::int64_t end) {
+        cpu::gelu_tanh_backward_bf16(xp + begin, dyp + begin, dxp + begin, end - begin);
+      });
+    } else {
+      const float *xp = x.data_ptr<float>(), *dyp = dy.data_ptr<float>();
+      float* dxp = dx.data_ptr<float>();
+      at::parallel_for(0, x.numel(), kElementGrain, [&](std::int64_t begin, std::int64_t end) {
+        cpu::gelu_tanh_backward(xp + begin, dyp + begin, dxp + begin, end - begin);
+      });
+    }
     return {dx};
   }
 };

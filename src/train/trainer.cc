@@ -966,10 +966,18 @@ class TorchTrainer : public Trainer {
   // denominator goes through a bounded scratch buffer, chunk by chunk.
   void adamw_step(double lr, const torch::Tensor& clip_coef) {
     ++adam_steps_;
-    // The gradients clipped: by cpu_kernels.h's AdamW as it reads them, else in place first.
+    // The gradients clipped: by cpu_kernels.h's AdamW as it reads them (the coefficient read
+    // once, a CPU scalar there), else in place first.
+    float kernel_clip = 1.0f;
     if (clip_coef.defined()) {
+      bool read = false;
       for (Segment& g : segments_) {
-        if (!clips_in_kernel(g)) g.gradient().mul_(clip_coef);
+        if (!clips_in_kernel(g)) {
+          g.gradient().mul_(clip_coef);
+        } else if (!read) {
+          kernel_clip = clip_coef.item<float>();
+          read = true;
+        }
       }
     }
 #if TORCH_VERSION_MAJOR >= 2
@@ -1002,7 +1010,7 @@ class TorchTrainer : public Trainer {
                      static_cast<float>(o_.beta1), static_cast<float>(o_.beta2),
                      static_cast<float>(o_.eps),   static_cast<float>(bc1),
                      static_cast<float>(bc2_sqrt)};
-        if (clip_coef.defined() && clips_in_kernel(g)) a.grad_scale = clip_coef.item<float>();
+        if (clips_in_kernel(g)) a.grad_scale = kernel_clip;
         float* p = data.data_ptr<float>();
         const float* gp = grad.data_ptr<float>();
         float* m = g.exp_avg.data_ptr<float>();
