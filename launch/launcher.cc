@@ -25,6 +25,14 @@ bool mentions(const std::vector<std::string>& args, const std::string& option) {
   return false;
 }
 
+// A short option given alone or with its value attached: -K, -K0.
+bool mentions_short(const std::vector<std::string>& args, char option) {
+  for (const std::string& a : args) {
+    if (a.size() >= 2 && a[0] == '-' && a[1] == option) return true;
+  }
+  return false;
+}
+
 // One process, started directly.
 class LocalLauncher : public Launcher {
  public:
@@ -67,6 +75,12 @@ class SrunLauncher : public Launcher {
                                      "--nodes=" + std::to_string(r.nodes),
                                      "--cpus-per-task=" + std::to_string(cpus),
                                      "--exact"};
+    // A rank that dies (a crash, an uncaught signal, a non-zero exit) ends the step: srun's own
+    // default lets the others wait in their next collective until the time limit. mpirun ends
+    // the job the same way. launch.srun_args can say otherwise (--kill-on-bad-exit=0).
+    if (!mentions(r.srun_args, "--kill-on-bad-exit") && !mentions_short(r.srun_args, 'K')) {
+      argv.push_back("--kill-on-bad-exit=1");
+    }
     if (r.gpus_per_rank > 0) argv.push_back("--gpus-per-task=" + std::to_string(r.gpus_per_rank));
     argv.insert(argv.end(), r.srun_args.begin(), r.srun_args.end());
     return argv;

@@ -30,32 +30,42 @@ namespace {
 namespace fs = std::filesystem;
 
 // Why a point ended as it did: its summary.json reason, else its program's last stderr line.
+// When srun says another task than rank 0 failed first, that comes first: with
+// --kill-on-bad-exit, rank 0 (which writes the summary) was ended by srun and knows only that.
 std::string reason_of(const std::string& point_dir, const std::string& program,
                       const ProcessResult& r) {
+  std::string err;
+  try {
+    if (auto text = read_file_if_exists((fs::path(point_dir) / kLogsDir / "stderr.txt").string())) {
+      err = std::move(*text);
+    }
+  } catch (const Error&) {
+    // An unreadable log says nothing.
+  }
+  std::string first;
+  if (std::optional<SrunTaskFailure> f = first_srun_task_failure(err); f && !f->includes_rank0) {
+    first =
+        "srun: " + f->tasks + " on " + f->host + " ended first: " + first_line(f->what, 200) + "; ";
+  }
   try {
     if (auto text = read_file_if_exists((fs::path(point_dir) / kSummaryFile).string())) {
       Value s = parse_yaml(*text, kSummaryFile);
       if (const Value* why = s.find("reason");
           why != nullptr && why->is_string() && !why->as_string().empty()) {
-        return first_line(why->as_string(), 300);
+        return first + (first.empty() ? "" : "rank 0: ") + first_line(why->as_string(), 300);
       }
     }
   } catch (const Error&) {
     // A summary that cannot be read says nothing; fall back to the log.
   }
   std::string last;
-  try {
-    if (auto err = read_file_if_exists((fs::path(point_dir) / kLogsDir / "stderr.txt").string())) {
-      std::istringstream lines(*err);
-      for (std::string line; std::getline(lines, line);) {
-        if (!trim(line).empty()) last = trim(line);
-      }
-    }
-  } catch (const Error&) {
+  std::istringstream lines(err);
+  for (std::string line; std::getline(lines, line);) {
+    if (!trim(line).empty()) last = trim(line);
   }
   std::string what = program + ": " + r.describe();
   if (r.term_signal == SIGKILL) what += " (the kernel's out-of-memory killer, or a user)";
-  return last.empty() ? what : what + ": " + first_line(last, 300);
+  return first + (last.empty() ? what : what + ": " + first_line(last, 300));
 }
 
 // The first of the files a finished run must leave that is not in the point directory.

@@ -84,6 +84,40 @@ std::string slurm_base_job_id(const std::string& job_id) {
   return job_id.substr(0, job_id.find('_'));
 }
 
+std::optional<SrunTaskFailure> first_srun_task_failure(const std::string& stderr_text) {
+  const std::string prefix = "srun: error: ";
+  std::istringstream lines(stderr_text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(prefix, 0) != 0) continue;
+    // HOST: task(s) LIST: WHAT. A host name holds no ": ".
+    size_t host_end = line.find(": ", prefix.size());
+    if (host_end == std::string::npos) continue;
+    size_t tasks_begin = host_end + 2;
+    size_t tasks_end = line.find(": ", tasks_begin);
+    if (tasks_end == std::string::npos) continue;
+    std::string tasks = line.substr(tasks_begin, tasks_end - tasks_begin);
+    std::string list;
+    if (tasks.rfind("task ", 0) == 0) {
+      list = tasks.substr(5);
+    } else if (tasks.rfind("tasks ", 0) == 0) {
+      list = tasks.substr(6);
+    } else {
+      continue;
+    }
+    if (list.empty() || list.find_first_not_of("0123456789,-") != std::string::npos) continue;
+    SrunTaskFailure f;
+    f.host = line.substr(prefix.size(), host_end - prefix.size());
+    f.tasks = tasks;
+    f.what = trim(line.substr(tasks_end + 2));
+    std::istringstream ranges(list);
+    for (std::string range; std::getline(ranges, range, ',');) {
+      if (range.substr(0, range.find('-')) == "0") f.includes_rank0 = true;
+    }
+    return f;
+  }
+  return std::nullopt;
+}
+
 std::optional<SlurmJobStates> query_slurm_jobs(const std::vector<std::string>& job_ids) {
   SlurmJobStates states;
   if (job_ids.empty()) return states;

@@ -31,6 +31,17 @@ ClaimLiveness slurm_claim_liveness();
 // "123" of "123_4", "123" of "123".
 std::string slurm_base_job_id(const std::string& job_id);
 
+// The first of srun's lines about tasks that ended badly, as srun prints them when they end:
+// "srun: error: HOST: task 1: Exited with exit code 3", "srun: error: n2: tasks 2-3: Killed".
+// Under --kill-on-bad-exit the first is the cause and the later ones are srun ending the rest.
+struct SrunTaskFailure {
+  std::string host;
+  std::string tasks;  // "task 1", "tasks 0,2-3"
+  std::string what;   // "Exited with exit code 3", "Segmentation fault"
+  bool includes_rank0 = false;
+};
+std::optional<SrunTaskFailure> first_srun_task_failure(const std::string& stderr_text);
+
 // The cluster's MaxArraySize from `scontrol show config`; nullopt when it does not answer.
 std::optional<long> slurm_max_array_size();
 

@@ -63,11 +63,12 @@ PointCommand command(const std::vector<std::string>& sets, bool allocation = fal
 }
 
 const Argv kMpirun2 = {"mpirun", "-n", "2", "--bind-to", "none"};
-const Argv kSrun2 = {"srun",      "--mpi=pmix",        "--ntasks=2",
-                     "--nodes=1", "--cpus-per-task=4", "--exact"};
+const Argv kSrun2 = {
+    "srun",    "--mpi=pmix",          "--ntasks=2", "--nodes=1", "--cpus-per-task=4",
+    "--exact", "--kill-on-bad-exit=1"};
 const Argv kSrun2Gpu = {
-    "srun",    "--mpi=pmix",       "--ntasks=2", "--nodes=1", "--cpus-per-task=4",
-    "--exact", "--gpus-per-task=1"};
+    "srun",    "--mpi=pmix",           "--ntasks=2",       "--nodes=1", "--cpus-per-task=4",
+    "--exact", "--kill-on-bad-exit=1", "--gpus-per-task=1"};
 
 // The options every test below sets, besides the runtime.
 std::vector<std::string> full(const std::string& runtime, const std::string& image) {

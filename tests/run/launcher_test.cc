@@ -71,9 +71,9 @@ TEST(Launcher, InsideAnAllocationEveryPointIsAnSrunStep) {
                                  "bench-train", "c.yaml", "o");
   EXPECT_EQ(c.launcher, "srun");
   // 16 CPUs on a node shared by its 2 ranks.
-  EXPECT_THAT(c.argv,
-              ElementsAre("srun", "--mpi=pmix", "--ntasks=4", "--nodes=2", "--cpus-per-task=8",
-                          "--exact", "bench-train", "--config", "c.yaml", "--out", "o"));
+  EXPECT_THAT(c.argv, ElementsAre("srun", "--mpi=pmix", "--ntasks=4", "--nodes=2",
+                                  "--cpus-per-task=8", "--exact", "--kill-on-bad-exit=1",
+                                  "bench-train", "--config", "c.yaml", "--out", "o"));
   PointCommand one = point_command(config_with({}), allocation(), "bench-train", "c.yaml", "o");
   EXPECT_EQ(one.launcher, "srun");  // one rank too: a job step is what SLURM accounts
 }
@@ -85,8 +85,25 @@ TEST(Launcher, SrunAsksForGpusAndTheConfiguredCpus) {
                     allocation(), "bench-train", "c.yaml", "o");
   EXPECT_THAT(c.argv,
               ElementsAre("srun", "--mpi=pmix", "--ntasks=8", "--nodes=1", "--cpus-per-task=12",
-                          "--exact", "--gpus-per-task=1", "--cpu-bind=cores", "bench-train",
-                          "--config", "c.yaml", "--out", "o"));
+                          "--exact", "--kill-on-bad-exit=1", "--gpus-per-task=1",
+                          "--cpu-bind=cores", "bench-train", "--config", "c.yaml", "--out", "o"));
+}
+
+TEST(Launcher, SrunEndsTheStepWhenARankDiesUnlessTheUserSaysOtherwise) {
+  auto argv_with = [](const std::string& srun_args) {
+    return point_command(config_with({"launch.ranks=2", "launch.srun_args=" + srun_args}),
+                         allocation(), "bench-train", "c.yaml", "o")
+        .argv;
+  };
+  auto count = [](const std::vector<std::string>& argv, const std::string& arg) {
+    return std::count(argv.begin(), argv.end(), arg);
+  };
+  EXPECT_EQ(count(argv_with("[]"), "--kill-on-bad-exit=1"), 1);
+  for (std::string own : {"--kill-on-bad-exit=0", "-K0", "-K"}) {
+    std::vector<std::string> argv = argv_with("[" + own + "]");
+    EXPECT_EQ(count(argv, "--kill-on-bad-exit=1"), 0) << own;
+    EXPECT_EQ(count(argv, own), 1) << own;
+  }
 }
 
 TEST(Launcher, AnExplicitLauncherWinsOverAuto) {

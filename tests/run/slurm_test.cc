@@ -10,6 +10,35 @@
 namespace sweepbench {
 namespace {
 
+TEST(SrunOutput, TheFirstTaskThatEndedBadlyIsTheCause) {
+  // As srun printed it when rank 1 crashed in MPI_Init and --kill-on-bad-exit ended the rest.
+  std::optional<SrunTaskFailure> f = first_srun_task_failure(
+      "bench-train: rank 0: step 1\n"
+      "srun: error: n1: task 1: Segmentation fault (core dumped)\n"
+      "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.\n"
+      "srun: error: n2: tasks 0,2-3: Killed\n");
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->host, "n1");
+  EXPECT_EQ(f->tasks, "task 1");
+  EXPECT_EQ(f->what, "Segmentation fault (core dumped)");
+  EXPECT_FALSE(f->includes_rank0);
+
+  f = first_srun_task_failure("srun: error: node-7: tasks 0-3: Exited with exit code 22\n");
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->tasks, "tasks 0-3");
+  EXPECT_EQ(f->what, "Exited with exit code 22");
+  EXPECT_TRUE(f->includes_rank0);
+  EXPECT_TRUE(first_srun_task_failure("srun: error: n2: tasks 3,0: Killed\n")->includes_rank0);
+  EXPECT_FALSE(first_srun_task_failure("srun: error: n2: tasks 10-12: Killed\n")->includes_rank0);
+
+  // srun's other errors are not task endings.
+  EXPECT_FALSE(first_srun_task_failure("srun: error: Unable to create step for job 7: Busy\n"
+                                       "srun: error: n1: task x: y\n"
+                                       "error: n1: task 1: Killed\n")
+                   .has_value());
+  EXPECT_FALSE(first_srun_task_failure("").has_value());
+}
+
 TEST(SlurmStates, MapToPointStatuses) {
   EXPECT_EQ(status_of_slurm_state("PENDING"), PointStatus::kPending);
   EXPECT_EQ(status_of_slurm_state("REQUEUED"), PointStatus::kPending);

@@ -74,7 +74,7 @@ class ClusterCase(SlurmCase):
         self.assertEqual(len(tags), points)
         for tag in tags:
             record = read_json(os.path.join(out, tag, "status.json"))
-            self.assertEqual(record["status"], "ok", f"{tag}: {record}")
+            self.assertEqual(record["status"], "ok", f"{tag}: {record}\n{point_logs(out, tag)}")
             ranks = read_yaml(os.path.join(out, tag, "config.yaml"))["launch"]["ranks"]
             hosts = set()
             for r in range(ranks):

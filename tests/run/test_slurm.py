@@ -146,6 +146,35 @@ axes:
             with open(os.path.join(out, tag, "logs", "rank-00000.stdout.txt")) as f:
                 self.assertRegex(f.read(), rf"task [0-3] rank 0/{ranks}")
 
+    def test_a_rank_that_dies_ends_the_point_instead_of_leaving_the_others_waiting(self):
+        # Rank 1 fails at once; rank 0 would wait 300 s, as a rank whose peer crashed waits in
+        # its next collective. srun --kill-on-bad-exit=1 ends the step: the point fails in
+        # seconds (SLURM's default would let rank 0 run on until the time limit).
+        s = os.path.join(self.tmp, "dies.yaml")
+        with open(s, "w") as f:
+            f.write("""\
+name: dies
+base:
+  benchmark: command
+  slurm: {exclusive: false}
+  launch: {ranks: 2}
+  command:
+    argv: [sh, -c, 'if [ {rank} = 1 ]; then exit 3; fi; exec sleep 300']
+""")
+        out = os.path.join(self.tmp, "out")
+        start = time.monotonic()
+        self.sbatch("--ntasks=2", "--output=" + self.tmp + "/dies-%j.out", SWEEP_SH, s, out)
+        self.cluster.wait_until_idle(240)
+        self.assertLess(time.monotonic() - start, 150, self.job_logs(out))
+        (tag, point), = self.status(out).items()
+        self.assertEqual(point["status"], "failed", f"{point}\n{self.job_logs(out)}")
+        record = read_json(os.path.join(out, tag, "status.json"))
+        self.assertIn("--kill-on-bad-exit=1", record["command"])
+        self.assertLess(record["seconds"], 120, record)
+        # The reason names the rank that ended first, not only rank 0's SIGTERM from srun.
+        self.assertRegex(record["reason"], r"^srun: task 1 on \S+ ended first: Exited with exit "
+                         r"code 22; rank 0: ", record)
+
     def test_sweep_sh_fails_fast_without_bench_sweep(self):
         s = sweep_file(self.tmp, "nobin")
         env = {"PATH": "/usr/bin:/bin", "SLURM_CONF": self.env["SLURM_CONF"]}
