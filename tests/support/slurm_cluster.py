@@ -340,8 +340,29 @@ PreemptMode={self.preempt_mode}
         """Waits until no job is pending, running or completing."""
         live = ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED",
                 "REQUEUE_HOLD", "REQUEUE_FED", "RESIZING", "SIGNALING", "STAGE_OUT")
-        self._wait_for(lambda: not any(s in live for s in self.job_states().values()), seconds,
-                       "every job to end")
+        try:
+            self._wait_for(lambda: not any(s in live for s in self.job_states().values()),
+                           seconds, "every job to end")
+        except RuntimeError as e:
+            raise RuntimeError(f"{e}\n{self.what_still_runs()}") from None
+
+    def what_still_runs(self):
+        """The jobs and steps still known and the processes of SLURM's jobs on this host, for a
+        failure message: which step of which job hangs, and in which program."""
+        text = []
+        for argv in (["squeue", "-h", "-r", "-t", "all", "-o", "%i %T %N %M"],
+                     ["squeue", "-h", "-s", "-o", "%i %N %M"],
+                     ["ps", "-eo", "pid,ppid,stat,etime,args"]):
+            try:
+                r = subprocess.run(argv, env=self.env, capture_output=True, text=True, timeout=30)
+                out = r.stdout
+            except (OSError, subprocess.TimeoutExpired) as e:
+                out = str(e)
+            if argv[0] == "ps":
+                keep = ("slurmstepd", "srun", "bench-", "mpirun", "sleep")
+                out = "\n".join(line for line in out.splitlines() if any(k in line for k in keep))
+            text.append(f"--- {' '.join(argv)} ---\n{out}")
+        return "\n".join(text)
 
     def logs(self, lines=30):
         out = []
