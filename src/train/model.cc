@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "train/cpu_kernels.h"
+#include "train/torch_support.h"
 
 namespace sweepbench {
 namespace {
@@ -186,20 +187,13 @@ double cross_entropy_sum(const torch::Tensor& logits, const torch::Tensor& targe
   check_targets(targets, logits.size(1));  // the kernel indexes rows by them
   constexpr std::int64_t kRows = 8;
   const std::int64_t n = logits.size(0), vocab = logits.size(1);
-  const std::int64_t blocks = (n + kRows - 1) / kRows;
-  std::vector<double> partial(static_cast<size_t>(blocks), 0.0);
   const float* lp = logits.data_ptr<float>();
   const std::int64_t* tp = targets.data_ptr<std::int64_t>();
   float* gp = grad.defined() ? grad.data_ptr<float>() : nullptr;
-  at::parallel_for(0, blocks, 1, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t b = begin; b < end; ++b) {
-      partial[static_cast<size_t>(b)] = cpu::cross_entropy_rows(
-          lp, vocab, tp, b * kRows, std::min(n, (b + 1) * kRows), gp, static_cast<float>(scale));
-    }
+  return fixed_order_parallel_sum((n + kRows - 1) / kRows, [&](std::int64_t b) {
+    return cpu::cross_entropy_rows(lp, vocab, tp, b * kRows, std::min(n, (b + 1) * kRows), gp,
+                                   static_cast<float>(scale));
   });
-  double total = 0;
-  for (double p : partial) total += p;
-  return total;
 }
 
 // Loss and gradient in one pass; backward scales the saved gradient by dL/dloss (no pass when

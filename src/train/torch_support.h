@@ -1,6 +1,7 @@
 // What the two libtorch sides, the trainer (trainer.cc) and the generator (src/infer), share:
-// failures as outcomes, the CPU memory budget that stands in for a full GPU in tests, and the
-// device's memory readings. Included only by translation units that include torch.
+// failures as outcomes, the CPU memory budget that stands in for a full GPU in tests, the
+// device's memory readings, and a parallel sum in a fixed order (model.cc's loss, trainer.cc's
+// gradient norm). Included only by translation units that include torch.
 #pragma once
 
 #include <c10/core/CPUAllocator.h>
@@ -8,11 +9,26 @@
 #include <torch/version.h>
 
 #include <atomic>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "train/trainer.h"
 
 namespace sweepbench {
+
+// The sum of part(0) .. part(parts - 1), computed over libtorch's threads and added in the order
+// of the parts: the same total whatever the thread count (a reduction in thread order is not).
+template <typename Part>
+double fixed_order_parallel_sum(std::int64_t parts, const Part& part) {
+  std::vector<double> partial(static_cast<size_t>(parts), 0.0);
+  at::parallel_for(0, parts, 1, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) partial[static_cast<size_t>(i)] = part(i);
+  });
+  double total = 0;
+  for (double p : partial) total += p;
+  return total;
+}
 
 // libtorch's CPU allocator with a budget: it counts the bytes in use and fails an allocation past
 // the budget with c10::OutOfMemoryError, as the CUDA caching allocator does on a full GPU. It is

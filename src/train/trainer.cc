@@ -946,18 +946,11 @@ class TorchTrainer : public Trainer {
   // fixed order (the same whatever the thread count).
   static double sum_of_squares(const torch::Tensor& x) {
     constexpr std::int64_t kPart = 1 << 18;
-    const std::int64_t n = x.numel(), parts = (n + kPart - 1) / kPart;
-    std::vector<double> partial(static_cast<size_t>(parts), 0.0);
+    const std::int64_t n = x.numel();
     const float* p = x.data_ptr<float>();
-    at::parallel_for(0, parts, 1, [&](std::int64_t begin, std::int64_t end) {
-      for (std::int64_t i = begin; i < end; ++i) {
-        partial[static_cast<size_t>(i)] =
-            cpu::sum_of_squares(p + i * kPart, std::min(kPart, n - i * kPart));
-      }
+    return fixed_order_parallel_sum((n + kPart - 1) / kPart, [&](std::int64_t i) {
+      return cpu::sum_of_squares(p + i * kPart, std::min(kPart, n - i * kPart));
     });
-    double total = 0;
-    for (double s : partial) total += s;
-    return total;
   }
 
   // AdamW with decoupled weight decay, the same arithmetic in the same order as
