@@ -73,6 +73,11 @@ def main():
             metrics["perplexity"] = float("inf")
         trainer.log_metrics("eval", metrics)
         trainer.save_metrics("eval", metrics)
+    # Under a launcher (accelerate launch, torchrun, mpirun) Trainer made a process group; left to
+    # the interpreter's exit, gloo's threads now and then end a rank in std::terminate (SIGABRT
+    # after the metrics were written, seen once in CI).
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
 
 
 if __name__ == "__main__":
