@@ -163,6 +163,33 @@ TEST(Parsers, Fairseq2ReadsItsMetricLinesOnEitherStream) {
             "ok");
 }
 
+TEST(Parsers, HfTrainerReadsTheFinalDictOfTransformers4And5) {
+  // 4.x prints floats (numpy's in its later releases); 5.x quoted strings of four digits. The
+  // log_metrics block's runtime is "0:00:00.07", which is no number.
+  const std::string block =
+      "***** train metrics *****\n  train_runtime            = 0:00:00.07\n"
+      "***** eval metrics *****\n  eval_loss                =     6.0211\n";
+  for (const std::string& dict :
+       {std::string("{'train_runtime': 0.0787, 'train_samples_per_second': 304.974, "
+                    "'train_steps_per_second': 76.243, 'train_loss': 6.1434, 'epoch': 0.09}\n"),
+        std::string("{'train_runtime': 0.0787, 'train_samples_per_second': np.float64(304.974), "
+                    "'train_steps_per_second': 76.243, 'train_loss': 6.1434, 'epoch': 0.09}\n"),
+        std::string("{'train_runtime': '0.0787', 'train_samples_per_second': '305', "
+                    "'train_steps_per_second': '76.24', 'train_loss': '6.143', 'epoch': "
+                    "'0.09375'}\n")}) {
+    Logs run(dict + block, "");
+    CommandSpec spec = spec_of("  parser: hf-trainer\n");
+    auto m = by_name(read_metrics(spec.metrics, run.out));
+    EXPECT_EQ(m["train_runtime"].value, 0.0787) << dict;
+    EXPECT_NEAR(m["train_samples_per_second"].value, 305, 0.03) << dict;
+    EXPECT_NEAR(m["train_loss"].value, 6.143, 0.0005) << dict;
+    EXPECT_EQ(m["eval_loss"].value, 6.0211) << dict;
+    EXPECT_EQ(judge_command(spec, exited(0), read_metrics(spec.metrics, run.out), run.out).status,
+              "ok")
+        << dict;
+  }
+}
+
 TEST(Parsers, LlamaBenchJsonLinesAndJson) {
   const std::string pp = R"({"build_commit": "abc", "model_type": "llama 7B Q4_0", "n_prompt": )"
                          R"(512, "n_gen": 0, "avg_ns": 1000, "avg_ts": 2000.5, "stddev_ts": 3.1})";
