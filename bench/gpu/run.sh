@@ -42,7 +42,7 @@ build() {
   torch_prefix=${TORCH_PREFIX:-$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')} || return 1
   nccl_root=$(python3 -c 'import nvidia.nccl as n; print(list(n.__path__)[0])' 2>/dev/null)
   local args=(-S "$root" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSWEEPBENCH_BUILD_TESTS=OFF
-              -DCMAKE_PREFIX_PATH="$torch_prefix" -DTORCH_CUDA_ARCH_LIST=9.0)
+              -DCMAKE_PREFIX_PATH="$torch_prefix" -DSWEEPBENCH_CUDA=ON -DTORCH_CUDA_ARCH_LIST=9.0)
   [[ -n $nccl_root ]] && args+=(-DNCCL_ROOT="$nccl_root")
   if [[ -d $D/usr ]]; then
     args+=(-Dyaml-cpp_DIR=$D/usr/lib/$A/cmake/yaml-cpp -DBoost_DIR=$D/usr/lib/$A/cmake/Boost-1.74.0

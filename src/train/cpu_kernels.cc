@@ -2,6 +2,8 @@
 #include "train/cpu_kernels.h"
 
 #include <atomic>
+#include <cstdlib>
+#include <sstream>
 #include <stdexcept>
 
 namespace sweepbench::cpu {
@@ -79,6 +81,30 @@ std::atomic<Isa>& chosen() {
 #else
 #define SWEEPBENCH_KERNELS_CALL(f, ...) return base::f(__VA_ARGS__);
 #endif
+
+bool kernel_enabled(Kernel k) {
+  static const unsigned off = [] {
+    const char* names[] = {"loss", "gelu", "attention", "adamw", "norm"};
+    const char* env = std::getenv("SWEEPBENCH_CPU_KERNELS_OFF");
+    unsigned bits = 0;
+    std::istringstream list(env != nullptr ? env : "");
+    for (std::string name; std::getline(list, name, ',');) {
+      bool known = false;
+      for (unsigned i = 0; i < sizeof names / sizeof names[0]; ++i) {
+        if (name == names[i]) {
+          bits |= 1u << i;
+          known = true;
+        }
+      }
+      if (!known && !name.empty()) {
+        throw std::invalid_argument("SWEEPBENCH_CPU_KERNELS_OFF: no kernel '" + name +
+                                    "' (loss, gelu, attention, adamw, norm)");
+      }
+    }
+    return bits;
+  }();
+  return (off & (1u << static_cast<unsigned>(k))) == 0;
+}
 
 const char* instruction_set() {
   const Isa isa = chosen().load();

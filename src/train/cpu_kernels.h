@@ -56,6 +56,14 @@ struct AdamW {
 };
 void adamw(float* p, const float* g, float* m, float* v, std::int64_t n, const AdamW& a);
 
+// The kernels by name, so that a benchmark can measure each against libtorch's own op in one
+// run (bench/cpu_kernels_vs_torch.py): SWEEPBENCH_CPU_KERNELS_OFF=attention,adamw in the
+// environment, read once, turns those off where train.cpu_kernels would use them. The names:
+// loss (the head's cross-entropy), gelu, attention (causal softmax), adamw, norm (the gradient
+// norm's sum of squares).
+enum class Kernel { kLoss, kGelu, kAttention, kAdamW, kNorm };
+bool kernel_enabled(Kernel k);
+
 // The build the kernels run: "avx512" (AVX-512 F and DQ, with AVX2 and FMA), "avx2+fma" or
 // "baseline"; the widest the CPU has unless use_instruction_set chose another.
 const char* instruction_set();

@@ -292,7 +292,8 @@ struct ChunkedHeadLoss : public torch::autograd::Function<ChunkedHeadLoss> {
       const std::int64_t len = std::min(rows, n - start);
       torch::Tensor hc = h.narrow(0, start, len);
       torch::Tensor product = torch::nn::functional::linear(hc, wp);  // (len, V'), autocast's dtype
-      if (cpu_kernels && fp32_on_cpu(product) && product.size(1) == v) {
+      if (cpu_kernels && fp32_on_cpu(product) && product.size(1) == v &&
+          cpu::kernel_enabled(cpu::Kernel::kLoss)) {
         // The loss and softmax - one-hot, over N, in one pass of cpu_kernels.h.
         torch::Tensor p = want_h || want_w ? torch::empty_like(product) : torch::Tensor();
         total += cross_entropy_sum(product.contiguous(), targets.narrow(0, start, len).contiguous(),
@@ -346,14 +347,18 @@ torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos,
 }  // namespace
 
 torch::Tensor gelu_tanh(const torch::Tensor& x, bool cpu_kernels) {
-  if (cpu_kernels && (fp32_on_cpu(x) || bf16_on_cpu(x))) return GeluTanhKernel::apply(x);
+  if (cpu_kernels && (fp32_on_cpu(x) || bf16_on_cpu(x)) &&
+      cpu::kernel_enabled(cpu::Kernel::kGelu)) {
+    return GeluTanhKernel::apply(x);
+  }
   return torch::gelu(x, "tanh");
 }
 
 torch::Tensor cross_entropy_mean(const torch::Tensor& logits, const torch::Tensor& targets,
                                  bool cpu_kernels) {
   torch::Tensor flat = logits.to(torch::kFloat);
-  if (cpu_kernels && fp32_on_cpu(flat) && flat.dim() == 2) {
+  if (cpu_kernels && fp32_on_cpu(flat) && flat.dim() == 2 &&
+      cpu::kernel_enabled(cpu::Kernel::kLoss)) {
     return CrossEntropyKernel::apply(flat, targets,
                                      torch::GradMode::is_enabled() && flat.requires_grad());
   }
@@ -372,32 +377,13 @@ torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
     // One new token sees every cached key: no mask. The query heads that share a key/value head
     // are stacked as rows of one product instead of repeating the cache for each of them.
     torch::Tensor qg = q.reshape({b, hkv, groups, d});  // (B, Hkv, G, D)
-#if TORCH_VERSION_MAJOR >= 2
-    torch::Tensor y = at::scaled_dot_product_attention(qg, k, v);
-#else
-    double scale = 1.0 / std::sqrt(static_cast<double>(d));
-    torch::Tensor y = torch::matmul(
-        torch::softmax(torch::matmul(qg, k.transpose(-2, -1)) * scale, -1, qg.scalar_type()),
-        v);  // (B, Hkv, G, D)
-#endif
+    torch::Tensor y = at::scaled_dot_product_attention(qg, k, v);  // (B, Hkv, G, D)
     return y.reshape({b, h, 1, d});
   }
-  torch::Tensor kk = groups > 1 ? k.repeat_interleave(groups, 1) : k;
-  torch::Tensor vv = groups > 1 ? v.repeat_interleave(groups, 1) : v;
-  // Query i (position offset + i) may not see key j > offset + i: (T, S), true = hidden.
-  auto future = [&] {
-    return torch::ones({t, kk.size(2)},
-                       torch::TensorOptions().dtype(torch::kBool).device(q.device()))
-        .triu(offset + 1);
-  };
-#if TORCH_VERSION_MAJOR >= 2
-  (void)cpu_kernels;  // libtorch's fused attention is already one pass
-  // Fused kernels (flash / memory-efficient) where the device has them.
-  if (offset == 0) return at::scaled_dot_product_attention(q, kk, vv, {}, 0.0, /*is_causal=*/true);
-  return at::scaled_dot_product_attention(q, kk, vv, future().logical_not());  // true = take part
-#else
-  double scale = 1.0 / std::sqrt(static_cast<double>(d));
-  if (cpu_kernels && fp32_on_cpu(q)) {
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  if (cpu_kernels && fp32_on_cpu(q) && cpu::kernel_enabled(cpu::Kernel::kAttention)) {
+    torch::Tensor kk = groups > 1 ? k.repeat_interleave(groups, 1) : k;
+    torch::Tensor vv = groups > 1 ? v.repeat_interleave(groups, 1) : v;
     // Queries in blocks of kQueryBlock: block i (positions offset + i kQueryBlock ...) meets
     // only the keys it may see, so the products skip the masked upper triangle block by block
     // (about half of QK^T and PV, and of their gradients, for long sequences); the kernel
@@ -415,12 +401,18 @@ torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
     }
     return blocks == 1 ? out[0] : torch::cat(out, 2);
   }
-  torch::Tensor scores = torch::matmul(q, kk.transpose(-2, -1));  // (B, H, T, S)
-  torch::Tensor att = scores * scale;
-  att = att.masked_fill(future(), -std::numeric_limits<float>::infinity());
-  att = torch::softmax(att, -1);
-  return torch::matmul(att, vv);  // (B, H, T, D)
-#endif
+  // libtorch's fused attention (flash attention on CPUs and GPUs, memory-efficient elsewhere);
+  // grouped-query heads share their key/value head without copies.
+  const bool gqa = groups > 1;
+  if (offset == 0) {
+    return at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true, std::nullopt,
+                                            gqa);
+  }
+  // Query i (position offset + i) sees keys 0 .. offset + i: (T, S), true = takes part.
+  torch::Tensor seen =
+      torch::ones({t, k.size(2)}, torch::TensorOptions().dtype(torch::kBool).device(q.device()))
+          .tril(offset);
+  return at::scaled_dot_product_attention(q, k, v, seen, 0.0, false, std::nullopt, gqa);
 }
 
 namespace {
@@ -490,22 +482,10 @@ torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
   return normed.to(x.scalar_type()) * weight;
 }
 
-bool autocast_enabled(c10::DeviceType type) {
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-  return at::autocast::is_autocast_enabled(type);
-#else
-  return type == c10::DeviceType::CUDA ? at::autocast::is_enabled()
-                                       : at::autocast::is_cpu_enabled();
-#endif
-}
+bool autocast_enabled(c10::DeviceType type) { return at::autocast::is_autocast_enabled(type); }
 
 at::ScalarType autocast_dtype(c10::DeviceType type) {
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
   return at::autocast::get_autocast_dtype(type);
-#else
-  return type == c10::DeviceType::CUDA ? at::autocast::get_autocast_gpu_dtype()
-                                       : at::autocast::get_autocast_cpu_dtype();
-#endif
 }
 
 AutocastScope::AutocastScope(c10::DeviceType type, at::ScalarType dtype)
@@ -520,18 +500,8 @@ AutocastScope::~AutocastScope() {
 }
 
 void AutocastScope::set(bool enabled, at::ScalarType dtype) {
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
   at::autocast::set_autocast_enabled(type_, enabled);
   at::autocast::set_autocast_dtype(type_, dtype);
-#else
-  if (type_ == c10::DeviceType::CUDA) {
-    at::autocast::set_enabled(enabled);
-    at::autocast::set_autocast_gpu_dtype(dtype);
-  } else {
-    at::autocast::set_cpu_enabled(enabled);
-    at::autocast::set_autocast_cpu_dtype(dtype);
-  }
-#endif
 }
 
 torch::Tensor WeightCasts::operator()(const torch::Tensor& w) {

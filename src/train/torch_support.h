@@ -44,14 +44,10 @@ class BudgetCpuAllocator final : public c10::Allocator {
     return allocator;
   }
 
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
   c10::DataPtr allocate(size_t n) override { return allocate_counted(n); }
   void copy_data(void* dest, const void* src, std::size_t count) const override {
     default_copy_data(dest, src, count);
   }
-#else
-  c10::DataPtr allocate(size_t n) const override { return allocate_counted(n); }
-#endif
 
  private:
   struct Block {

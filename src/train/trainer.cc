@@ -75,38 +75,6 @@ class KeptWeightCasts {
   WeightCasts& casts_;
 };
 
-// The profiler's events as a Chrome trace in Kineto's layout ({"traceEvents": [...]}, times in
-// microseconds), for a libtorch without Kineto, whose save() refuses. Our phases are user scopes
-// (activity type 1, Kineto's USER_ANNOTATION); everything else it records there is a CPU op.
-std::string chrome_trace(const std::vector<torch::autograd::profiler::KinetoEvent>& events) {
-  std::string out = "{\"schemaVersion\": 1, \"displayTimeUnit\": \"ms\", \"traceEvents\": [";
-  const std::string pid = std::to_string(::getpid());
-  char times[96];
-  bool first = true;
-  for (const auto& e : events) {
-#if TORCH_VERSION_MAJOR >= 2
-    std::snprintf(times, sizeof times, "\"ts\": %.3f, \"dur\": %.3f",
-                  static_cast<double>(e.startNs()) / 1e3,
-                  static_cast<double>(e.durationNs()) / 1e3);
-#else
-    std::snprintf(times, sizeof times, "\"ts\": %llu, \"dur\": %llu",
-                  static_cast<unsigned long long>(e.startUs()),
-                  static_cast<unsigned long long>(e.durationUs()));
-#endif
-    out += first ? "\n  {" : ",\n  {";
-    first = false;
-    out += "\"ph\": \"X\", \"cat\": ";
-    out += e.activityType() == 1 ? "\"user_annotation\"" : "\"cpu_op\"";
-    out += ", \"name\": ";
-    append_quoted_json(out, e.name());
-    out += ", \"pid\": " + pid + ", \"tid\": " + std::to_string(e.startThreadId()) + ", ";
-    out += times;
-    out += "}";
-  }
-  out += "\n]}\n";
-  return out;
-}
-
 enum Phase { kForward, kBackward, kComm, kOptimizer, kPhases };
 
 const char* const kPhaseNames[kPhases] = {"forward", "backward", "comm", "optimizer"};
@@ -512,7 +480,7 @@ class TorchTrainer : public Trainer {
           acc += grad.norm().to(torch::kDouble).pow(2);
           continue;
         }
-        if (kernels_apply(grad)) {
+        if (kernels_apply(grad, cpu::Kernel::kNorm)) {
           acc += sum_of_squares(grad);
           continue;
         }
@@ -635,9 +603,9 @@ class TorchTrainer : public Trainer {
     return bytes;
   }
 
-  // libtorch's Kineto profiler API. Where libtorch has Kineto (PyTorch's wheels), save() writes
-  // Kineto's trace, with CUDA kernels and copies on their streams. Debian's libtorch 1.13 is built
-  // without it: save() refuses, but the op events are recorded all the same, and we write them.
+  // libtorch's Kineto profiler API: save() writes Kineto's Chrome trace (CPU ops with their
+  // shapes and threads, and on a GPU the kernels and copies on their streams), which Perfetto
+  // and TensorBoard open.
   void start_profile(const ProfileActivities& activities) override {
     namespace prof = torch::profiler::impl;
     std::set<prof::ActivityType> kinds;
@@ -663,16 +631,14 @@ class TorchTrainer : public Trainer {
                   std::string("the profiler failed: ") + e.what_without_backtrace());
     }
     if (path.empty()) return;
+    // `path` is the caller's temporary name (bench_train.cc renames it into place).
     try {
       result->save(path);
-      return;
-    } catch (const c10::Error&) {
-      // No Kineto in this libtorch ("requires ... USE_KINETO=1"): our own writer below.
+    } catch (const c10::Error& e) {
+      throw Error(ErrorKind::kIo, Mark::in(path), "",
+                  std::string("the profiler cannot save its trace (a libtorch without Kineto?): ") +
+                      first_line(e.what_without_backtrace()));
     }
-    std::ofstream out(path, std::ios::trunc);
-    out << chrome_trace(result->events());
-    out.close();
-    if (!out) throw Error(ErrorKind::kIo, Mark::in(path), "", "cannot write the trace");
   }
 
  private:
@@ -930,16 +896,18 @@ class TorchTrainer : public Trainer {
     int unit_;
   };
 
-  // Whether cpu_kernels.h runs on `t` (train.cpu_kernels, a contiguous fp32 tensor on the CPU).
-  bool kernels_apply(const torch::Tensor& t) const {
+  // Whether cpu_kernels.h's kernel `k` runs on `t` (train.cpu_kernels, a contiguous fp32 tensor
+  // on the CPU).
+  bool kernels_apply(const torch::Tensor& t, cpu::Kernel k) const {
     return o_.cpu_kernels && t.device().is_cpu() && t.scalar_type() == torch::kFloat &&
-           t.is_contiguous();
+           t.is_contiguous() && cpu::kernel_enabled(k);
   }
 
   // Whether cpu_kernels.h's AdamW reads this segment's gradient where it lies (and so scales it
   // by clipping's coefficient as it reads it).
   bool clips_in_kernel(Segment& g) {
-    return !o_.offload_optimizer && kernels_apply(g.gradient()) && kernels_apply(g.values(rank_));
+    return !o_.offload_optimizer && kernels_apply(g.gradient(), cpu::Kernel::kAdamW) &&
+           kernels_apply(g.values(rank_), cpu::Kernel::kAdamW);
   }
 
   // The sum of squares of `x` by cpu_kernels.h over libtorch's threads, in parts summed in a
@@ -955,8 +923,7 @@ class TorchTrainer : public Trainer {
 
   // AdamW with decoupled weight decay, the same arithmetic in the same order as
   // torch.optim.AdamW (the reference test compares the updated weights): decay, first and second
-  // moments, bias corrections, then p -= lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps). The
-  // denominator goes through a bounded scratch buffer, chunk by chunk.
+  // moments, bias corrections, then p -= lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps).
   void adamw_step(double lr, const torch::Tensor& clip_coef) {
     ++adam_steps_;
     // The gradients clipped: by cpu_kernels.h's AdamW as it reads them (the coefficient read
@@ -973,23 +940,6 @@ class TorchTrainer : public Trainer {
         }
       }
     }
-#if TORCH_VERSION_MAJOR >= 2
-    if (device_.is_cuda() && !o_.offload_optimizer) {
-      // PyTorch's fused AdamW kernel (torch.optim.AdamW(fused=True)): the same update in one
-      // pass over parameters, gradients and moments instead of about ten.
-      if (!adam_step_count_.defined()) {
-        adam_step_count_ =
-            torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat).device(device_));
-      }
-      adam_step_count_.fill_(static_cast<double>(adam_steps_));
-      for (Segment& g : segments_) {
-        at::_fused_adamw_({g.values(rank_)}, {g.gradient()}, {g.exp_avg}, {g.exp_avg_sq}, {},
-                          {adam_step_count_}, lr, o_.beta1, o_.beta2, g.weight_decay, o_.eps,
-                          /*amsgrad=*/false, /*maximize=*/false, {}, {});
-      }
-      return;
-    }
-#endif
     const double bc1 = 1.0 - std::pow(o_.beta1, static_cast<double>(adam_steps_));
     const double bc2_sqrt = std::sqrt(1.0 - std::pow(o_.beta2, static_cast<double>(adam_steps_)));
     for (Segment& g : segments_) {
@@ -997,7 +947,7 @@ class TorchTrainer : public Trainer {
       // gradient brought over; the updated values go back to the device after.
       torch::Tensor data = o_.offload_optimizer ? g.host_values : g.values(rank_);
       torch::Tensor grad = o_.offload_optimizer ? g.gradient().to(torch::kCPU) : g.gradient();
-      if (kernels_apply(grad) && kernels_apply(data)) {
+      if (kernels_apply(grad, cpu::Kernel::kAdamW) && kernels_apply(data, cpu::Kernel::kAdamW)) {
         // One pass of cpu_kernels.h over values, gradient and moments, over libtorch's threads.
         cpu::AdamW a{static_cast<float>(lr),       static_cast<float>(g.weight_decay),
                      static_cast<float>(o_.beta1), static_cast<float>(o_.beta2),
@@ -1011,22 +961,17 @@ class TorchTrainer : public Trainer {
         at::parallel_for(0, data.numel(), 1 << 15, [&](std::int64_t begin, std::int64_t end) {
           cpu::adamw(p + begin, gp + begin, m + begin, v + begin, end - begin, a);
         });
-        if (o_.offload_optimizer) g.values(rank_).copy_(g.host_values);
-        continue;
-      }
-      if (g.weight_decay != 0) data.mul_(1.0 - lr * g.weight_decay);
-      g.exp_avg.mul_(o_.beta1).add_(grad, 1.0 - o_.beta1);
-      g.exp_avg_sq.mul_(o_.beta2).addcmul_(grad, grad, 1.0 - o_.beta2);
-      const std::int64_t n = data.numel();
-      if (!scratch_.defined() || scratch_.numel() < std::min(n, kChunk)) {
-        scratch_ = torch::empty({std::min(n, kChunk)}, data.options());
-      }
-      for (std::int64_t start = 0; start < n; start += kChunk) {
-        std::int64_t len = std::min(kChunk, n - start);
-        torch::Tensor denom = scratch_.narrow(0, 0, len);
-        torch::sqrt_out(denom, g.exp_avg_sq.narrow(0, start, len));
-        denom.div_(bc2_sqrt).add_(o_.eps);
-        data.narrow(0, start, len).addcdiv_(g.exp_avg.narrow(0, start, len), denom, -lr / bc1);
+      } else {
+        // PyTorch's fused AdamW (torch.optim.AdamW(fused=True)), on CPUs and GPUs: the same
+        // update in one pass over values, gradients and moments instead of about ten. Its step
+        // count is a float tensor where the values are.
+        if (!adam_step_count_.defined() || adam_step_count_.device() != data.device()) {
+          adam_step_count_ = torch::zeros({}, data.options().dtype(torch::kFloat));
+        }
+        adam_step_count_.fill_(static_cast<double>(adam_steps_));
+        at::_fused_adamw_({data}, {grad}, {g.exp_avg}, {g.exp_avg_sq}, {}, {adam_step_count_}, lr,
+                          o_.beta1, o_.beta2, g.weight_decay, o_.eps, /*amsgrad=*/false,
+                          /*maximize=*/false, {}, {});
       }
       if (o_.offload_optimizer) g.values(rank_).copy_(g.host_values);
     }
@@ -1207,22 +1152,19 @@ class TorchTrainer : public Trainer {
   std::set<const c10::TensorImpl*> split_;  // tensor parallelism's split parameters
   std::int64_t trainable_count_ = 0;
   std::int64_t frozen_bytes_ = 0;  // LoRA's frozen weights, held whole by every rank
-  // Elementwise passes over flat buffers work in chunks of this many elements (64 MB of fp32):
-  // large enough to keep both cores busy, small enough for a bounded scratch buffer.
-  static constexpr std::int64_t kChunk = 16 << 20;
+  // The gradient norm's chunks on libtorch's ops (see the norm in step()).
   static constexpr std::int64_t kNormChunk = 1 << 20;
 
   std::vector<Segment> segments_;
   // Declared after the segments, so it stops (running what it was given) before they go.
   std::unique_ptr<CommWorker> worker_;
-  // A std::shared_ptr in libtorch 1.13, a c10::intrusive_ptr in recent 2.x.
+  // What libtorch's grad_accumulator() returns (a c10::intrusive_ptr in recent 2.x).
   using AccumulatorPtr =
       decltype(torch::autograd::impl::grad_accumulator(std::declval<const torch::Tensor&>()));
   std::vector<AccumulatorPtr> accumulators_;    // carry the ZeRO-2/3 hooks
   torch::Tensor flat_scratch_, piece_scratch_;  // ZeRO-2/3: the largest segment and its piece
   std::int64_t largest_ = 0;
   std::int64_t rank_ = 0, world_ = 1;  // this rank's piece and the pieces (1 unsharded)
-  torch::Tensor scratch_;              // AdamW's denominator, one chunk at a time
   torch::Tensor adam_step_count_;      // the fused kernel's step, a float on the device
   std::int64_t adam_steps_ = 0;
   torch::Tensor loss_sum_, grad_norm_;

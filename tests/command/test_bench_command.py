@@ -453,12 +453,14 @@ axes:
 
     def test_accelerate_launch_over_num_processes(self):
         venv = peer_venv()
-        # Debian's torch 1.13 cannot start torchrun under Python 3.11, so accelerate starts its
-        # CPU processes through mpirun (scripts/peer-venv says why); its hostfile comes from
-        # launch.setup. That mpirun is accelerate's, not bench-sweep's: nothing gives it
-        # `--bind-to none`, so the environment does (Open MPI binds two ranks to cores, which
-        # fails where the two CPUs are one core's threads), gloo talks over loopback whatever
-        # the host name resolves to, and the rendezvous port is a free one rather than 29500.
+        # accelerate starts its CPU processes as one job through mpirun (its multi-CPU path,
+        # --mpirun_hostfile; launched through torchrun instead, accelerate 1.15 with --cpu
+        # reported each process's own micro batch here, 2 samples a step with two processes);
+        # its hostfile comes from launch.setup. That mpirun is accelerate's, not bench-sweep's:
+        # nothing gives it `--bind-to none`, so the environment does (Open MPI binds two ranks
+        # to cores, which fails where the two CPUs are one core's threads), gloo talks over
+        # loopback whatever the host name resolves to, and the rendezvous port is a free one
+        # rather than 29500.
         port = free_port()
         out, _ = self.run_sweep(f"""\
 name: accelerate

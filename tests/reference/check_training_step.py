@@ -4,9 +4,10 @@ reference model (gpt_reference.py), and compares losses, gradient norms and the 
 
 Usage: check_training_step.py DUMP_DIR [WEIGHT_TOLERANCE]   exit 0 when everything matches
 
-WEIGHT_TOLERANCE (default 1e-6) bounds the updated weights' largest difference: 1e-6 for
-libtorch's ops, 1e-5 for bench-train's own CPU kernels (train.cpu_kernels), whose exponentials and
-sums round differently, a difference two AdamW steps magnify where a gradient is near zero.
+WEIGHT_TOLERANCE (default 1e-6) bounds the updated weights' largest difference. The tests give
+1e-5: libtorch 2.x's fused attention and bench-train's own CPU kernels (train.cpu_kernels) round
+differently from the reference's written-out formulas, and two AdamW steps magnify that where a
+gradient is near zero (the losses and gradient norms are checked to 1e-5 relative).
 """
 import json
 import os
@@ -74,7 +75,7 @@ def main():
         got = array("final." + n)
         diff = (got - p.detach()).abs().max().item()
         worst = max(worst, diff)
-        # Two AdamW steps move a weight by at most about 2 lr = 2e-3; agreement to 1e-6 is tight.
+        # Two AdamW steps move a weight by at most about 2 lr = 2e-3; 1e-5 is half a percent of that.
         if diff > weight_tolerance:
             failures.append(f"final {n}: max |difference| {diff:.3g}")
     print(f"final weights: max |difference| {worst:.3g} over {len(names)} tensors")

@@ -625,8 +625,12 @@ class Profile(BenchTrainCase):
                 # Warm-up (2 steps) and the profiled steps 3 and 4 are left out.
                 self.assertEqual(list(f["steps"]["measured"]), [0, 0, 1, 0, 0, 1, 1, 1])
             with open(os.path.join(out, relative)) as t:
-                # Chrome trace format in Kineto's layout: complete ("X") events in traceEvents.
-                events = [e for e in json.load(t)["traceEvents"] if e.get("ph") == "X"]
+                trace = json.load(t)
+            # Kineto's own trace (PyTorch's profiler, the format Perfetto and TensorBoard open):
+            # its header, and complete ("X") events in traceEvents.
+            for key in ("schemaVersion", "baseTimeNanoseconds", "deviceProperties"):
+                self.assertIn(key, trace)
+            events = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
             names = {e["name"] for e in events}
             for phase in ("forward", "backward", "comm", "optimizer"):
                 self.assertIn(phase, names)
