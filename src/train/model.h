@@ -18,12 +18,12 @@
 
 namespace sweepbench {
 
-// Autocast's state for a device type (libtorch's functions for it differ between versions).
+// Autocast's state for a device type.
 bool autocast_enabled(c10::DeviceType type);
 at::ScalarType autocast_dtype(c10::DeviceType type);
 
-// Mixed precision the way torch.autocast does it, for the C++ API of libtorch 1.13 and 2.x: on
-// `type` in `dtype` while it lives, the previous state back after.
+// Mixed precision the way torch.autocast does it, for libtorch's C++ API: on `type` in `dtype`
+// while it lives, the previous state back after.
 class AutocastScope {
  public:
   AutocastScope(c10::DeviceType type, at::ScalarType dtype);
@@ -40,8 +40,7 @@ class AutocastScope {
 
 // Mixed precision's copies of the weight matrices in autocast's lower precision, kept for a
 // training step. Autocast casts an fp32 weight where a product uses it: in every micro-batch's
-// forward and in every recomputation of a checkpointed block (and libtorch 1.x's CPU autocast
-// casts linear's transposed weight, a view its cache cannot keep, so there in every use).
+// forward and in every recomputation of a checkpointed block.
 // Between start() and stop(), operator() makes each weight's copy once, with its autograd edge
 // back to the weight, and hands out that copy after; stop() drops them, before the optimizer's
 // update changes the weights. Outside, or where autocast is off for the weight's device, or the
@@ -277,8 +276,9 @@ std::vector<std::string> load_tensor_parallel_part(TransformerLM& local, Transfo
 // Causal scaled-dot-product attention with grouped-query heads.
 // q (B, H, T, D); k, v (B, Hkv, S, D) with H a multiple of Hkv and S = offset + T: query i is
 // position offset + i and sees keys 0 .. offset + i -> (B, H, T, D).
-// With `cpu_kernels`, on the CPU in fp32 and with libtorch 1.x (2.x has its own fused
-// attention), the scaling, causal mask and softmax are one pass of cpu_kernels.h each way.
+// libtorch's scaled_dot_product_attention; with `cpu_kernels`, on the CPU in fp32, the queries
+// in blocks that meet only the keys they may see, their scaling, causal mask and softmax one pass
+// of cpu_kernels.h each way.
 torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
                                const torch::Tensor& v, std::int64_t offset = 0,
                                bool cpu_kernels = false);

@@ -137,8 +137,8 @@ TEST(CpuKernels, GeluInBf16IsTheFp32GeluRoundedOnce) {
   // Against libtorch's GELU of the same values in fp64, rounded: the two differ where the exact
   // value lies within fp32's error of a rounding boundary, rarely, and then by one bf16 step
   // (2^-7 of the value at most). Below x = -5 (values under 1e-6) the reference's own
-  // 1 + tanh(u) cancels, even in fp64, so there only both tiny is asked. libtorch 1.13's own
-  // bf16 GELU is no reference: it rounds inside and is off by far more, 60% at x = -3.
+  // 1 + tanh(u) cancels, even in fp64, so there only both tiny is asked. (libtorch 1.13's own
+  // bf16 GELU rounded inside and was off by far more, 60% at x = -3.)
   auto within_a_rounding = [](const torch::Tensor& got, const torch::Tensor& want) {
     if (got.numel() == 0) return 0.0;
     torch::Tensor a = got.to(torch::kDouble), b = want.to(torch::kDouble);
@@ -185,8 +185,8 @@ TEST(CpuKernels, GeluInBf16IsTheFp32GeluRoundedOnce) {
 
 TEST(CpuKernels, CausalAttentionAndItsGradientsEqualTheMaskedSoftmaxWay) {
   for_each_instruction_set([&] {
-    // libtorch 1.x: scale, mask and softmax as one kernel (libtorch 2.x has its own fused
-    // attention, which the flag leaves alone); both ways the same to float rounding, GQA heads,
+    // Our blocks and kernel against libtorch's scaled_dot_product_attention: the same to float
+    // rounding, GQA heads,
     // a sequence length that is not a multiple of a vector, queries after a prefix (offset), and
     // more queries than one block of 64 (the last one short).
     torch::manual_seed(6);

@@ -204,9 +204,9 @@ TEST(Model, TheChunkedLossGivesTheLossAndGradientsOfTheWholeLogits) {
         TransformerLM m(o);
         m->reset_parameters(3);
         torch::Tensor loss;
-        at::autocast::set_cpu_enabled(bf16);  // bf16 is CPU autocast's dtype
+        at::autocast::set_autocast_enabled(at::kCPU, bf16);  // bf16 is CPU autocast's dtype
         loss = m->loss(tokens, targets);
-        at::autocast::set_cpu_enabled(false);
+        at::autocast::set_autocast_enabled(at::kCPU, false);
         at::autocast::clear_cache();
         loss.backward();
         losses[fused] = loss.item<double>();
