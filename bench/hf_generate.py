@@ -4,7 +4,7 @@ framework, the peer users would pick, timed for bench/infer_vs_pytorch.py. Greed
 exactly --output new tokens (min_new_tokens = max_new_tokens). TTFT is generate() with one new
 token (optimum-benchmark's prefill latency); e2e the whole generate().
 
-Runs in the venv bench/infer_vs_pytorch.py makes (transformers from PyPI).
+Runs in scripts/peer-venv's venv (transformers and torch from PyPI).
 Prints one JSON line: {"ttft_s": [...], "e2e_s": [...], "transformers": ..., "torch": ...}.
 """
 import argparse

@@ -4,6 +4,9 @@ against (bench/train_vs_pytorch.py). Parameter names match src/train/model.cc.
 
 GPT-2: learned positions, pre-LayerNorm, GELU(tanh), biases, tied head.
 Llama: RMSNorm, rotary embeddings (half-split), SwiGLU, grouped-query attention, untied head.
+
+Attention is written out (scores, mask, softmax) for the numerics tests; sdpa=True uses
+F.scaled_dot_product_attention instead, as PyTorch 2.x users write it for speed (bench/).
 """
 import math
 
@@ -12,8 +15,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 
-def causal_attention(q, k, v):
+def causal_attention(q, k, v, sdpa=False):
     # q (B, H, T, D); k, v (B, Hkv, T, D)
+    if sdpa:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=q.size(1) != k.size(1))
     groups = q.size(1) // k.size(1)
     if groups > 1:
         k = k.repeat_interleave(groups, 1)
@@ -26,8 +31,9 @@ def causal_attention(q, k, v):
 
 
 class Gpt2Block(nn.Module):
-    def __init__(self, d, n_head, n_kv_head, ffn):
+    def __init__(self, d, n_head, n_kv_head, ffn, sdpa=False):
         super().__init__()
+        self.sdpa = sdpa
         self.n_head, self.n_kv_head, self.hd = n_head, n_kv_head, d // n_head
         kv = n_kv_head * self.hd
         self.ln_1 = nn.LayerNorm(d, eps=1e-5)
@@ -44,7 +50,7 @@ class Gpt2Block(nn.Module):
         q = q.view(b, t, self.n_head, self.hd).transpose(1, 2)
         k = k.view(b, t, self.n_kv_head, self.hd).transpose(1, 2)
         v = v.view(b, t, self.n_kv_head, self.hd).transpose(1, 2)
-        y = causal_attention(q, k, v).transpose(1, 2).contiguous().view(b, t, c)
+        y = causal_attention(q, k, v, self.sdpa).transpose(1, 2).contiguous().view(b, t, c)
         h = x + self.attn_proj(y)
         return h + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(h)), approximate="tanh"))
 
@@ -66,8 +72,9 @@ def rotate_half(x):
 
 
 class LlamaBlock(nn.Module):
-    def __init__(self, d, n_head, n_kv_head, ffn):
+    def __init__(self, d, n_head, n_kv_head, ffn, sdpa=False):
         super().__init__()
+        self.sdpa = sdpa
         self.n_head, self.n_kv_head, self.hd = n_head, n_kv_head, d // n_head
         kv = n_kv_head * self.hd
         self.attention_norm = RMSNorm(d)
@@ -88,7 +95,7 @@ class LlamaBlock(nn.Module):
         v = self.wv(n).view(b, t, self.n_kv_head, self.hd).transpose(1, 2)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
-        y = causal_attention(q, k, v).transpose(1, 2).contiguous().view(b, t, c)
+        y = causal_attention(q, k, v, self.sdpa).transpose(1, 2).contiguous().view(b, t, c)
         h = x + self.wo(y)
         f = self.ffn_norm(h)
         return h + self.w2(F.silu(self.w1(f)) * self.w3(f))
@@ -96,13 +103,13 @@ class LlamaBlock(nn.Module):
 
 class ReferenceLM(nn.Module):
     def __init__(self, arch, n_layer, n_embd, n_head, n_kv_head, ffn_dim, vocab_size, block_size,
-                 max_seq_len, rope_theta=10000.0):
+                 max_seq_len, rope_theta=10000.0, sdpa=False):
         super().__init__()
         self.arch = arch
         self.wte = nn.Embedding(vocab_size, n_embd)
         if arch == "llama":
             for i in range(n_layer):
-                self.add_module(f"h{i}", LlamaBlock(n_embd, n_head, n_kv_head, ffn_dim))
+                self.add_module(f"h{i}", LlamaBlock(n_embd, n_head, n_kv_head, ffn_dim, sdpa))
             self.norm = RMSNorm(n_embd)
             self.lm_head = nn.Linear(n_embd, vocab_size, bias=False)
             hd = n_embd // n_head
@@ -114,7 +121,7 @@ class ReferenceLM(nn.Module):
         else:
             self.wpe = nn.Embedding(block_size, n_embd)
             for i in range(n_layer):
-                self.add_module(f"h{i}", Gpt2Block(n_embd, n_head, n_kv_head, ffn_dim))
+                self.add_module(f"h{i}", Gpt2Block(n_embd, n_head, n_kv_head, ffn_dim, sdpa))
             self.ln_f = nn.LayerNorm(n_embd, eps=1e-5)
         self.n_layer = n_layer
 
