@@ -222,9 +222,9 @@ std::vector<KeySpec> build_table() {
           .hashed_unless_default()
           .only_for({"train"}),
       K("train.cpu_kernels", T::kBool, B(true),
-        "On CPUs: sweepbench's own one-pass kernels for the head's cross-entropy, causal "
-        "attention's softmax, AdamW (fp32) and GPT-2's GELU (fp32 and bf16) instead of "
-        "libtorch's several ops each; false: libtorch's ops only")
+        "On CPUs: sweepbench's own one-pass kernel for the head's cross-entropy (loss and "
+        "gradient at once, fp32 logits) instead of libtorch's log-softmax and NLL loss and their "
+        "backwards; false: libtorch's ops only")
           .hashed_unless_default()
           .only_for({"train"}),
       K("train.overlap_comm", T::kBool, B(false),

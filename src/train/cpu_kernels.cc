@@ -2,8 +2,6 @@
 #include "train/cpu_kernels.h"
 
 #include <atomic>
-#include <cstdlib>
-#include <sstream>
 #include <stdexcept>
 
 namespace sweepbench::cpu {
@@ -12,18 +10,6 @@ namespace sweepbench::cpu {
   namespace isa {                                                                                  \
   double cross_entropy_rows(const float* logits, std::int64_t vocab, const std::int64_t* targets,  \
                             std::int64_t begin, std::int64_t end, float* grad, float scale);       \
-  void gelu_tanh(const float* x, float* y, std::int64_t n);                                        \
-  void gelu_tanh_backward(const float* x, const float* dy, float* dx, std::int64_t n);             \
-  void gelu_tanh_bf16(const std::uint16_t* x, std::uint16_t* y, std::int64_t n);                   \
-  void gelu_tanh_backward_bf16(const std::uint16_t* x, const std::uint16_t* dy, std::uint16_t* dx, \
-                               std::int64_t n);                                                    \
-  void adamw(float* p, const float* g, float* m, float* v, std::int64_t n, const AdamW& a);        \
-  double sum_of_squares(const float* x, std::int64_t n);                                           \
-  void causal_softmax(const float* s, float* p, std::int64_t t, std::int64_t cols,                 \
-                      std::int64_t offset, float scale, std::int64_t begin, std::int64_t end);     \
-  void causal_softmax_backward(const float* p, const float* dp, float* ds, std::int64_t t,         \
-                               std::int64_t cols, std::int64_t offset, float scale,                \
-                               std::int64_t begin, std::int64_t end);                              \
   }
 SWEEPBENCH_KERNELS_DECLARE(base)
 #if defined(__x86_64__)
@@ -82,30 +68,6 @@ std::atomic<Isa>& chosen() {
 #define SWEEPBENCH_KERNELS_CALL(f, ...) return base::f(__VA_ARGS__);
 #endif
 
-bool kernel_enabled(Kernel k) {
-  static const unsigned off = [] {
-    const char* names[] = {"loss", "gelu", "attention", "adamw", "norm"};
-    const char* env = std::getenv("SWEEPBENCH_CPU_KERNELS_OFF");
-    unsigned bits = 0;
-    std::istringstream list(env != nullptr ? env : "");
-    for (std::string name; std::getline(list, name, ',');) {
-      bool known = false;
-      for (unsigned i = 0; i < sizeof names / sizeof names[0]; ++i) {
-        if (name == names[i]) {
-          bits |= 1u << i;
-          known = true;
-        }
-      }
-      if (!known && !name.empty()) {
-        throw std::invalid_argument("SWEEPBENCH_CPU_KERNELS_OFF: no kernel '" + name +
-                                    "' (loss, gelu, attention, adamw, norm)");
-      }
-    }
-    return bits;
-  }();
-  return (off & (1u << static_cast<unsigned>(k))) == 0;
-}
-
 const char* instruction_set() {
   const Isa isa = chosen().load();
   for (const IsaName& n : kIsaNames) {
@@ -135,42 +97,6 @@ void use_instruction_set(const std::string& name) {
 double cross_entropy_rows(const float* logits, std::int64_t vocab, const std::int64_t* targets,
                           std::int64_t begin, std::int64_t end, float* grad, float scale) {
   SWEEPBENCH_KERNELS_CALL(cross_entropy_rows, logits, vocab, targets, begin, end, grad, scale);
-}
-
-void gelu_tanh(const float* x, float* y, std::int64_t n) {
-  SWEEPBENCH_KERNELS_CALL(gelu_tanh, x, y, n);
-}
-
-void gelu_tanh_backward(const float* x, const float* dy, float* dx, std::int64_t n) {
-  SWEEPBENCH_KERNELS_CALL(gelu_tanh_backward, x, dy, dx, n);
-}
-
-void gelu_tanh_bf16(const std::uint16_t* x, std::uint16_t* y, std::int64_t n) {
-  SWEEPBENCH_KERNELS_CALL(gelu_tanh_bf16, x, y, n);
-}
-
-void gelu_tanh_backward_bf16(const std::uint16_t* x, const std::uint16_t* dy, std::uint16_t* dx,
-                             std::int64_t n) {
-  SWEEPBENCH_KERNELS_CALL(gelu_tanh_backward_bf16, x, dy, dx, n);
-}
-
-void causal_softmax(const float* s, float* p, std::int64_t t, std::int64_t cols,
-                    std::int64_t offset, float scale, std::int64_t begin, std::int64_t end) {
-  SWEEPBENCH_KERNELS_CALL(causal_softmax, s, p, t, cols, offset, scale, begin, end);
-}
-
-void causal_softmax_backward(const float* p, const float* dp, float* ds, std::int64_t t,
-                             std::int64_t cols, std::int64_t offset, float scale,
-                             std::int64_t begin, std::int64_t end) {
-  SWEEPBENCH_KERNELS_CALL(causal_softmax_backward, p, dp, ds, t, cols, offset, scale, begin, end);
-}
-
-double sum_of_squares(const float* x, std::int64_t n) {
-  SWEEPBENCH_KERNELS_CALL(sum_of_squares, x, n);
-}
-
-void adamw(float* p, const float* g, float* m, float* v, std::int64_t n, const AdamW& a) {
-  SWEEPBENCH_KERNELS_CALL(adamw, p, g, m, v, n, a);
 }
 
 }  // namespace sweepbench::cpu

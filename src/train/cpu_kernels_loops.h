@@ -1,10 +1,10 @@
-// The loops of cpu_kernels.h, compiled three times: cpu_kernels_avx512.cc (AVX-512),
+// The loop of cpu_kernels.h, compiled three times: cpu_kernels_avx512.cc (AVX-512),
 // cpu_kernels_avx2.cc (AVX2 + FMA) and cpu_kernels_base.cc (the build's baseline ISA), each into
 // a namespace of its own named by SWEEPBENCH_KERNELS_ISA, so the builds of every function (and
 // of the inline helpers) never meet; cpu_kernels.cc picks one at run time. Those files are
 // compiled with -fopenmp-simd (vector reductions, no OpenMP runtime), -fno-math-errno and
-// -fno-trapping-math (sqrt and the selects below vectorise only without errno and trap
-// semantics, which nothing here uses). Include only from those three files.
+// -fno-trapping-math (the clamps below vectorise only without errno and trap semantics, which
+// nothing here uses). Include only from those three files.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -52,48 +52,6 @@ inline float exp_approx(float x) {
   return exp_in_range(x > 88.3f ? 88.3f : x);
 }
 
-// 1 / (1 + e^-u), the logistic function, with u clamped to [-40, 40]: 1 in float above, e^-40
-// (4e-18, not the true smaller value) below. The clamp keeps every intermediate normal: GCC
-// computes a clamped lane's constant result beside each lane's own and blends, and a denormal
-// there (1 / (1 + e^88), times x) costs a microcode assist in every iteration, five times the
-// loop's time.
-inline float sigmoid_approx(float u) {
-  u = u < -40.0f ? -40.0f : u;
-  return 1.0f / (1.0f + exp_in_range(u > 40.0f ? -40.0f : -u));
-}
-
-// bf16 (its raw bits) to float, exactly.
-inline float from_bf16(std::uint16_t h) {
-  const std::uint32_t bits = static_cast<std::uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-// float to bf16, rounded to nearest even as libtorch rounds; NaN stays a (quiet) NaN.
-inline std::uint16_t to_bf16(float f) {
-  std::uint32_t bits;
-  std::memcpy(&bits, &f, sizeof bits);
-  const std::uint32_t rounded = bits + 0x7fffu + ((bits >> 16) & 1u);
-  return static_cast<std::uint16_t>(f != f ? 0x7fc0u : rounded >> 16);
-}
-
-constexpr float kGeluBeta = 0.7978845608028654f;  // sqrt(2 / pi)
-constexpr float kGeluKappa = 0.044715f;
-
-// With s = sigmoid(2u), u = beta (x + kappa x^3): 0.5 (1 + tanh u) = s and 1 - tanh^2 u =
-// 4 s (1 - s), so GELU is x s and its derivative s + 2 x s (1 - s) beta (1 + 3 kappa x^2).
-inline float gelu_value(float v) {
-  return v * sigmoid_approx(2.0f * kGeluBeta * (v + kGeluKappa * v * v * v));
-}
-
-inline float gelu_derivative(float v) {
-  const float v2 = v * v;
-  const float s = sigmoid_approx(2.0f * kGeluBeta * (v + kGeluKappa * v2 * v));
-  const float slope = 2.0f * kGeluBeta * (1.0f + 3.0f * kGeluKappa * v2);
-  return s + v * s * (1.0f - s) * slope;
-}
-
 }  // namespace
 
 double cross_entropy_rows(const float* logits, std::int64_t vocab, const std::int64_t* targets,
@@ -126,99 +84,6 @@ double cross_entropy_rows(const float* logits, std::int64_t vocab, const std::in
     total += lse - static_cast<double>(row[targets[i]]);
   }
   return total;
-}
-
-void gelu_tanh(const float* x, float* y, std::int64_t n) {
-#pragma omp simd
-  for (std::int64_t i = 0; i < n; ++i) y[i] = gelu_value(x[i]);
-}
-
-void gelu_tanh_backward(const float* x, const float* dy, float* dx, std::int64_t n) {
-#pragma omp simd
-  for (std::int64_t i = 0; i < n; ++i) dx[i] = dy[i] * gelu_derivative(x[i]);
-}
-
-void gelu_tanh_bf16(const std::uint16_t* x, std::uint16_t* y, std::int64_t n) {
-#pragma omp simd
-  for (std::int64_t i = 0; i < n; ++i) y[i] = to_bf16(gelu_value(from_bf16(x[i])));
-}
-
-void gelu_tanh_backward_bf16(const std::uint16_t* x, const std::uint16_t* dy, std::uint16_t* dx,
-                             std::int64_t n) {
-#pragma omp simd
-  for (std::int64_t i = 0; i < n; ++i) {
-    dx[i] = to_bf16(from_bf16(dy[i]) * gelu_derivative(from_bf16(x[i])));
-  }
-}
-
-void causal_softmax(const float* s, float* p, std::int64_t t, std::int64_t cols,
-                    std::int64_t offset, float scale, std::int64_t begin, std::int64_t end) {
-  for (std::int64_t r = begin; r < end; ++r) {
-    const float* in = s + r * cols;
-    float* out = p + r * cols;
-    const std::int64_t seen = offset + r % t + 1 < cols ? offset + r % t + 1 : cols;
-    float peak = -std::numeric_limits<float>::infinity();
-#pragma omp simd reduction(max : peak)
-    for (std::int64_t j = 0; j < seen; ++j) peak = in[j] * scale > peak ? in[j] * scale : peak;
-    float sum = 0;
-#pragma omp simd reduction(+ : sum)
-    for (std::int64_t j = 0; j < seen; ++j) {
-      const float e = exp_approx(in[j] * scale - peak);
-      out[j] = e;
-      sum += e;
-    }
-    const float inv = 1.0f / sum;
-#pragma omp simd
-    for (std::int64_t j = 0; j < seen; ++j) out[j] *= inv;
-    for (std::int64_t j = seen; j < cols; ++j) out[j] = 0.0f;
-  }
-}
-
-void causal_softmax_backward(const float* p, const float* dp, float* ds, std::int64_t t,
-                             std::int64_t cols, std::int64_t offset, float scale,
-                             std::int64_t begin, std::int64_t end) {
-  for (std::int64_t r = begin; r < end; ++r) {
-    const float* pr = p + r * cols;
-    const float* dpr = dp + r * cols;
-    float* out = ds + r * cols;
-    const std::int64_t seen = offset + r % t + 1 < cols ? offset + r % t + 1 : cols;
-    float dot = 0;
-#pragma omp simd reduction(+ : dot)
-    for (std::int64_t j = 0; j < seen; ++j) dot += pr[j] * dpr[j];
-#pragma omp simd
-    for (std::int64_t j = 0; j < seen; ++j) out[j] = scale * (pr[j] * (dpr[j] - dot));
-    for (std::int64_t j = seen; j < cols; ++j) out[j] = 0.0f;
-  }
-}
-
-double sum_of_squares(const float* x, std::int64_t n) {
-  constexpr std::int64_t kBlock = 256;
-  double total = 0;
-  for (std::int64_t start = 0; start < n; start += kBlock) {
-    const std::int64_t end = start + kBlock < n ? start + kBlock : n;
-    float sum = 0;
-#pragma omp simd reduction(+ : sum)
-    for (std::int64_t i = start; i < end; ++i) sum += x[i] * x[i];
-    total += sum;
-  }
-  return total;
-}
-
-void adamw(float* p, const float* g, float* m, float* v, std::int64_t n, const AdamW& a) {
-  const float decay = 1.0f - a.lr * a.weight_decay;
-  const float one_minus_b1 = 1.0f - a.beta1, one_minus_b2 = 1.0f - a.beta2;
-  const float step = -a.lr / a.bias_correction1;
-  const float bc2 = a.bias_correction2_sqrt, eps = a.eps, b1 = a.beta1, b2 = a.beta2;
-  const float scale = a.grad_scale;
-#pragma omp simd
-  for (std::int64_t i = 0; i < n; ++i) {
-    const float gi = g[i] * scale;
-    const float mi = m[i] * b1 + gi * one_minus_b1;
-    const float vi = v[i] * b2 + gi * gi * one_minus_b2;
-    m[i] = mi;
-    v[i] = vi;
-    p[i] = p[i] * decay + step * (mi / (std::sqrt(vi) / bc2 + eps));
-  }
 }
 
 }  // namespace sweepbench::cpu::SWEEPBENCH_KERNELS_ISA

@@ -78,98 +78,6 @@ bool fp32_on_cpu(const torch::Tensor& t) {
   return t.device().is_cpu() && t.scalar_type() == torch::kFloat;
 }
 
-// Elements per task of libtorch's thread pool for the elementwise kernels.
-constexpr std::int64_t kElementGrain = 1 << 15;
-
-bool bf16_on_cpu(const torch::Tensor& t) {
-  return t.device().is_cpu() && t.scalar_type() == torch::kBFloat16;
-}
-
-// A bf16 tensor's elements as their raw bits, for cpu_kernels.h.
-std::uint16_t* bf16_bits(const torch::Tensor& t) {
-  return reinterpret_cast<std::uint16_t*>(t.data_ptr<at::BFloat16>());
-}
-
-// fp32 or bf16 (as autocast leaves the MLP's first product on a CPU).
-struct GeluTanhKernel : public torch::autograd::Function<GeluTanhKernel> {
-  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& input) {
-    torch::Tensor x = input.contiguous();
-    torch::Tensor y = torch::empty_like(x);
-    if (x.scalar_type() == torch::kBFloat16) {
-      const std::uint16_t* xp = bf16_bits(x);
-      std::uint16_t* yp = bf16_bits(y);
-      at::parallel_for(0, x.numel(), kElementGrain, [&](std::int64_t begin, std::int64_t end) {
-        cpu::gelu_tanh_bf16(xp + begin, yp + begin, end - begin);
-      });
-    } else {
-      const float* xp = x.data_ptr<float>();
-      float* yp = y.data_ptr<float>();
-      at::parallel_for(0, x.numel(), kElementGrain, [&](std::int64_t begin, std::int64_t end) {
-        cpu::gelu_tanh(xp + begin, yp + begin, end - begin);
-      });
-    }
-    ctx->save_for_backward({x});
-    return y;
-  }
-  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
-                                                 torch::autograd::variable_list grad_out) {
-    torch::Tensor x = ctx->get_saved_variables()[0];
-    torch::Tensor dy = grad_out[0].to(x.scalar_type()).contiguous();
-    torch::Tensor dx = torch::empty_like(x);
-    if (x.scalar_type() == torch::kBFloat16) {
-      const std::uint16_t *xp = bf16_bits(x), *dyp = bf16_bits(dy);
-      std::uint16_t* dxp = bf16_bits(dx);
-      at::parallel_for(0, x.numel(), kElementGrain, [&](std::int64_t begin, std::int64_t end) {
-        cpu::gelu_tanh_backward_bf16(xp + begin, dyp + begin, dxp + begin, end - begin);
-      });
-    } else {
-      const float *xp = x.data_ptr<float>(), *dyp = dy.data_ptr<float>();
-      float* dxp = dx.data_ptr<float>();
-      at::parallel_for(0, x.numel(), kElementGrain, [&](std::int64_t begin, std::int64_t end) {
-        cpu::gelu_tanh_backward(xp + begin, dyp + begin, dxp + begin, end - begin);
-      });
-    }
-    return {dx};
-  }
-};
-
-// Causal attention's scale, mask and softmax in one pass of cpu_kernels.h each way.
-struct CausalSoftmaxKernel : public torch::autograd::Function<CausalSoftmaxKernel> {
-  static constexpr std::int64_t kRowGrain = 64;
-  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& input,
-                               std::int64_t offset, double scale) {
-    torch::Tensor s = input.contiguous();
-    torch::Tensor p = torch::empty_like(s);
-    const std::int64_t t = s.size(-2), cols = s.size(-1), rows = s.numel() / cols;
-    const float* sp = s.data_ptr<float>();
-    float* pp = p.data_ptr<float>();
-    const float sc = static_cast<float>(scale);
-    at::parallel_for(0, rows, kRowGrain, [&](std::int64_t begin, std::int64_t end) {
-      cpu::causal_softmax(sp, pp, t, cols, offset, sc, begin, end);
-    });
-    ctx->save_for_backward({p});
-    ctx->saved_data["offset"] = offset;
-    ctx->saved_data["scale"] = scale;
-    return p;
-  }
-  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
-                                                 torch::autograd::variable_list grad_out) {
-    torch::Tensor p = ctx->get_saved_variables()[0];
-    torch::Tensor dp = grad_out[0].contiguous();
-    torch::Tensor ds = torch::empty_like(p);
-    const std::int64_t offset = ctx->saved_data["offset"].toInt();
-    const float sc = static_cast<float>(ctx->saved_data["scale"].toDouble());
-    const std::int64_t t = p.size(-2), cols = p.size(-1), rows = p.numel() / cols;
-    const float* pp = p.data_ptr<float>();
-    const float* dpp = dp.data_ptr<float>();
-    float* dsp = ds.data_ptr<float>();
-    at::parallel_for(0, rows, kRowGrain, [&](std::int64_t begin, std::int64_t end) {
-      cpu::causal_softmax_backward(pp, dpp, dsp, t, cols, offset, sc, begin, end);
-    });
-    return {ds, torch::Tensor(), torch::Tensor()};
-  }
-};
-
 // Targets outside [0, V) would index past a row: refused as libtorch's nll_loss refuses them.
 void check_targets(const torch::Tensor& targets, std::int64_t vocab) {
   if (targets.numel() == 0) return;
@@ -292,8 +200,7 @@ struct ChunkedHeadLoss : public torch::autograd::Function<ChunkedHeadLoss> {
       const std::int64_t len = std::min(rows, n - start);
       torch::Tensor hc = h.narrow(0, start, len);
       torch::Tensor product = torch::nn::functional::linear(hc, wp);  // (len, V'), autocast's dtype
-      if (cpu_kernels && fp32_on_cpu(product) && product.size(1) == v &&
-          cpu::kernel_enabled(cpu::Kernel::kLoss)) {
+      if (cpu_kernels && fp32_on_cpu(product) && product.size(1) == v) {
         // The loss and softmax - one-hot, over N, in one pass of cpu_kernels.h.
         torch::Tensor p = want_h || want_w ? torch::empty_like(product) : torch::Tensor();
         total += cross_entropy_sum(product.contiguous(), targets.narrow(0, start, len).contiguous(),
@@ -346,19 +253,10 @@ torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos,
 
 }  // namespace
 
-torch::Tensor gelu_tanh(const torch::Tensor& x, bool cpu_kernels) {
-  if (cpu_kernels && (fp32_on_cpu(x) || bf16_on_cpu(x)) &&
-      cpu::kernel_enabled(cpu::Kernel::kGelu)) {
-    return GeluTanhKernel::apply(x);
-  }
-  return torch::gelu(x, "tanh");
-}
-
 torch::Tensor cross_entropy_mean(const torch::Tensor& logits, const torch::Tensor& targets,
                                  bool cpu_kernels) {
   torch::Tensor flat = logits.to(torch::kFloat);
-  if (cpu_kernels && fp32_on_cpu(flat) && flat.dim() == 2 &&
-      cpu::kernel_enabled(cpu::Kernel::kLoss)) {
+  if (cpu_kernels && fp32_on_cpu(flat) && flat.dim() == 2) {
     return CrossEntropyKernel::apply(flat, targets,
                                      torch::GradMode::is_enabled() && flat.requires_grad());
   }
@@ -370,7 +268,7 @@ double rope_theta_for(const std::string& preset) {
 }
 
 torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
-                               const torch::Tensor& v, std::int64_t offset, bool cpu_kernels) {
+                               const torch::Tensor& v, std::int64_t offset) {
   const std::int64_t b = q.size(0), h = q.size(1), t = q.size(2), d = q.size(3);
   const std::int64_t hkv = k.size(1), groups = h / hkv;
   if (t == 1 && offset > 0) {
@@ -379,27 +277,6 @@ torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
     torch::Tensor qg = q.reshape({b, hkv, groups, d});  // (B, Hkv, G, D)
     torch::Tensor y = at::scaled_dot_product_attention(qg, k, v);  // (B, Hkv, G, D)
     return y.reshape({b, h, 1, d});
-  }
-  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
-  if (cpu_kernels && fp32_on_cpu(q) && cpu::kernel_enabled(cpu::Kernel::kAttention)) {
-    torch::Tensor kk = groups > 1 ? k.repeat_interleave(groups, 1) : k;
-    torch::Tensor vv = groups > 1 ? v.repeat_interleave(groups, 1) : v;
-    // Queries in blocks of kQueryBlock: block i (positions offset + i kQueryBlock ...) meets
-    // only the keys it may see, so the products skip the masked upper triangle block by block
-    // (about half of QK^T and PV, and of their gradients, for long sequences); the kernel
-    // masks within the diagonal block.
-    constexpr std::int64_t kQueryBlock = 64;
-    const std::int64_t blocks = (t + kQueryBlock - 1) / kQueryBlock;
-    std::vector<torch::Tensor> out;
-    for (std::int64_t i = 0; i < blocks; ++i) {
-      const std::int64_t start = i * kQueryBlock, len = std::min(kQueryBlock, t - start);
-      const std::int64_t seen = std::min(kk.size(2), offset + start + len);
-      torch::Tensor keys = kk.narrow(2, 0, seen), values = vv.narrow(2, 0, seen);
-      torch::Tensor scores = torch::matmul(q.narrow(2, start, len), keys.transpose(-2, -1));
-      out.push_back(
-          torch::matmul(CausalSoftmaxKernel::apply(scores, offset + start, scale), values));
-    }
-    return blocks == 1 ? out[0] : torch::cat(out, 2);
   }
   // libtorch's fused attention (flash attention on CPUs and GPUs, memory-efficient elsewhere);
   // grouped-query heads share their key/value head without copies.
@@ -437,9 +314,8 @@ std::pair<torch::Tensor, torch::Tensor> cache_append(KVCache& cache, size_t laye
 
 // Attention of a block, with or without a cache.
 torch::Tensor block_attention(const torch::Tensor& q, const torch::Tensor& k,
-                              const torch::Tensor& v, KVCache* cache, size_t layer,
-                              bool cpu_kernels) {
-  if (cache == nullptr) return causal_attention(q, k, v, 0, cpu_kernels);
+                              const torch::Tensor& v, KVCache* cache, size_t layer) {
+  if (cache == nullptr) return causal_attention(q, k, v, 0);
   std::int64_t offset = cache->length;
   auto [keys, values] = cache_append(*cache, layer, k, v);
   return causal_attention(q, keys, values, offset);
@@ -601,13 +477,13 @@ torch::Tensor Gpt2BlockImpl::forward(const torch::Tensor& x, KVCache* cache, siz
   torch::Tensor q = parts[0].view({b, t, heads_, hd}).transpose(1, 2);     // (B, H, T, D)
   torch::Tensor k = parts[1].view({b, t, kv_heads_, hd}).transpose(1, 2);  // (B, Hkv, T, D)
   torch::Tensor v = parts[2].view({b, t, kv_heads_, hd}).transpose(1, 2);
-  torch::Tensor y = block_attention(q, k, v, cache, layer, cpu_kernels)
+  torch::Tensor y = block_attention(q, k, v, cache, layer)
                         .transpose(1, 2)
                         .contiguous()
                         .view({b, t, q_dim});
   torch::Tensor h = x + out(attn_proj, y);
   torch::Tensor m =
-      out(mlp_proj, gelu_tanh(lora_.apply(c_fc, in(ln_2(h)), weight_casts), cpu_kernels));
+      out(mlp_proj, torch::gelu(lora_.apply(c_fc, in(ln_2(h)), weight_casts), "tanh"));
   return h + m;
 }
 
@@ -656,7 +532,7 @@ torch::Tensor LlamaBlockImpl::forward(const torch::Tensor& x, const torch::Tenso
   torch::Tensor v = lora_.apply(wv, n, weight_casts).view({b, t, kv_heads_, hd}).transpose(1, 2);
   q = apply_rope(q, cos, sin);
   k = apply_rope(k, cos, sin);
-  torch::Tensor y = block_attention(q, k, v, cache, layer, cpu_kernels)
+  torch::Tensor y = block_attention(q, k, v, cache, layer)
                         .transpose(1, 2)
                         .contiguous()
                         .view({b, t, heads_ * hd});
@@ -680,7 +556,6 @@ TransformerLMImpl::TransformerLMImpl(ModelOptions options) : options_(std::move(
       llama_blocks_.push_back(register_module(
           block_name(i),
           LlamaBlock(s, options_.norm_eps, options_.lora, &options_.tensor_parallel)));
-      llama_blocks_.back()->cpu_kernels = options_.cpu_kernels;
       llama_blocks_.back()->weight_casts = &weight_casts_;
     }
     norm = register_module("norm", RMSNorm(s.n_embd, options_.norm_eps));
@@ -700,7 +575,6 @@ TransformerLMImpl::TransformerLMImpl(ModelOptions options) : options_(std::move(
     for (std::int64_t i = 0; i < s.n_layer; ++i) {
       gpt2_blocks_.push_back(
           register_module(block_name(i), Gpt2Block(s, options_.lora, &options_.tensor_parallel)));
-      gpt2_blocks_.back()->cpu_kernels = options_.cpu_kernels;
       gpt2_blocks_.back()->weight_casts = &weight_casts_;
     }
     ln_f = register_module("ln_f",

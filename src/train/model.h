@@ -112,8 +112,7 @@ struct ModelOptions {
   // loss(): the head and cross-entropy over chunks of tokens, so the whole logits and their
   // gradient never exist at once (train.fused_loss); false: logits, then cross_entropy.
   bool fused_loss = false;
-  // fp32 on CPUs: the cross-entropy, GELU and attention softmax of cpu_kernels.h instead of
-  // libtorch's ops.
+  // fp32 on CPUs: the head's cross-entropy by cpu_kernels.h instead of libtorch's ops.
   bool cpu_kernels = false;
   std::int64_t loss_chunk_rows = 0;  // tokens per chunk; 0: about 64 MB of fp32 logits
   // On the CPU, the token embedding's backward adds its rows of gradient straight into the
@@ -134,10 +133,6 @@ struct ModelOptions {
 
 // The theta each preset family was trained with: Llama 3 500000, the others 10000.
 double rope_theta_for(const std::string& preset);
-
-// GPT-2's GELU (tanh approximation). With `cpu_kernels`, where x is fp32 or bf16 on the CPU, one
-// pass of cpu_kernels.h's forward and one of its backward instead of libtorch's gelu.
-torch::Tensor gelu_tanh(const torch::Tensor& x, bool cpu_kernels);
 
 // The mean cross-entropy of logits (N, V) against targets (N), in fp32. With `cpu_kernels`, where
 // the logits are fp32 on the CPU, cpu_kernels.h's kernel makes the loss and, when gradients are
@@ -188,7 +183,6 @@ class Gpt2BlockImpl : public torch::nn::Module {
   std::int64_t heads_, kv_heads_;  // this rank's (all without tensor parallelism)
 
  public:
-  bool cpu_kernels = false;  // gelu_tanh's and causal_attention's (ModelOptions::cpu_kernels)
   WeightCasts* weight_casts = nullptr;  // the projections' weights through it; nullptr: none
 };
 TORCH_MODULE(Gpt2Block);
@@ -211,7 +205,6 @@ class LlamaBlockImpl : public torch::nn::Module {
   std::int64_t heads_, kv_heads_;
 
  public:
-  bool cpu_kernels = false;             // causal_attention's choice (ModelOptions::cpu_kernels)
   WeightCasts* weight_casts = nullptr;  // the projections' weights through it; nullptr: none
 };
 TORCH_MODULE(LlamaBlock);
@@ -276,11 +269,8 @@ std::vector<std::string> load_tensor_parallel_part(TransformerLM& local, Transfo
 // Causal scaled-dot-product attention with grouped-query heads.
 // q (B, H, T, D); k, v (B, Hkv, S, D) with H a multiple of Hkv and S = offset + T: query i is
 // position offset + i and sees keys 0 .. offset + i -> (B, H, T, D).
-// libtorch's scaled_dot_product_attention; with `cpu_kernels`, on the CPU in fp32, the queries
-// in blocks that meet only the keys they may see, their scaling, causal mask and softmax one pass
-// of cpu_kernels.h each way.
+// libtorch's scaled_dot_product_attention (flash attention on CPUs and GPUs).
 torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
-                               const torch::Tensor& v, std::int64_t offset = 0,
-                               bool cpu_kernels = false);
+                               const torch::Tensor& v, std::int64_t offset = 0);
 
 }  // namespace sweepbench

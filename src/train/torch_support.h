@@ -1,7 +1,7 @@
 // What the two libtorch sides, the trainer (trainer.cc) and the generator (src/infer), share:
 // failures as outcomes, the CPU memory budget that stands in for a full GPU in tests, the
-// device's memory readings, and a parallel sum in a fixed order (model.cc's loss, trainer.cc's
-// gradient norm). Included only by translation units that include torch.
+// device's memory readings, and a parallel sum in a fixed order (model.cc's loss). Included only
+// by translation units that include torch.
 #pragma once
 
 #include <c10/core/CPUAllocator.h>

@@ -31,7 +31,6 @@
 #include "core/digest.h"
 #include "core/error.h"
 #include "core/text.h"
-#include "train/cpu_kernels.h"
 #include "train/model.h"
 #include "train/sampler.h"
 #include "train/torch_support.h"
@@ -480,10 +479,6 @@ class TorchTrainer : public Trainer {
           acc += grad.norm().to(torch::kDouble).pow(2);
           continue;
         }
-        if (kernels_apply(grad, cpu::Kernel::kNorm)) {
-          acc += sum_of_squares(grad);
-          continue;
-        }
         const std::int64_t n = grad.numel();
         for (std::int64_t start = 0; start < n; start += kNormChunk) {
           acc += grad.narrow(0, start, std::min(kNormChunk, n - start))
@@ -520,10 +515,11 @@ class TorchTrainer : public Trainer {
         }
       }
       if (!skipped_) {
-        // Clip without a host round trip: scale by min(1, clip / norm), in AdamW's step.
-        torch::Tensor coef;
-        if (o_.grad_clip > 0) coef = torch::clamp_max(o_.grad_clip / (grad_norm_ + 1e-6), 1.0);
-        adamw_step(lr, coef);
+        // Clip without a host round trip: the gradients times min(1, clip / norm), that is
+        // divided by max(1, norm / clip), in AdamW's kernel.
+        torch::Tensor divisor;
+        if (o_.grad_clip > 0) divisor = torch::clamp_min((grad_norm_ + 1e-6) / o_.grad_clip, 1.0);
+        adamw_step(lr, divisor);
       }
       clock_.stop(kOptimizer);
       if (sharded() && stage() <= 2) {
@@ -896,83 +892,29 @@ class TorchTrainer : public Trainer {
     int unit_;
   };
 
-  // Whether cpu_kernels.h's kernel `k` runs on `t` (train.cpu_kernels, a contiguous fp32 tensor
-  // on the CPU).
-  bool kernels_apply(const torch::Tensor& t, cpu::Kernel k) const {
-    return o_.cpu_kernels && t.device().is_cpu() && t.scalar_type() == torch::kFloat &&
-           t.is_contiguous() && cpu::kernel_enabled(k);
-  }
-
-  // Whether cpu_kernels.h's AdamW reads this segment's gradient where it lies (and so scales it
-  // by clipping's coefficient as it reads it).
-  bool clips_in_kernel(Segment& g) {
-    return !o_.offload_optimizer && kernels_apply(g.gradient(), cpu::Kernel::kAdamW) &&
-           kernels_apply(g.values(rank_), cpu::Kernel::kAdamW);
-  }
-
-  // The sum of squares of `x` by cpu_kernels.h over libtorch's threads, in parts summed in a
-  // fixed order (the same whatever the thread count).
-  static double sum_of_squares(const torch::Tensor& x) {
-    constexpr std::int64_t kPart = 1 << 18;
-    const std::int64_t n = x.numel();
-    const float* p = x.data_ptr<float>();
-    return fixed_order_parallel_sum((n + kPart - 1) / kPart, [&](std::int64_t i) {
-      return cpu::sum_of_squares(p + i * kPart, std::min(kPart, n - i * kPart));
-    });
-  }
-
-  // AdamW with decoupled weight decay, the same arithmetic in the same order as
-  // torch.optim.AdamW (the reference test compares the updated weights): decay, first and second
-  // moments, bias corrections, then p -= lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps).
-  void adamw_step(double lr, const torch::Tensor& clip_coef) {
+  // AdamW with decoupled weight decay: PyTorch's fused AdamW (torch.optim.AdamW(fused=True)'s
+  // kernel), on CPUs and GPUs one pass over values, gradients and both moments; the reference
+  // test compares the updated weights with torch.optim.AdamW's. Clipping's factor goes in as the
+  // kernel's grad_scale (the gradients divided by max(1, norm / clip) as it reads them), so
+  // clipping makes no pass of its own. `grad_scale` is that divisor, a float on the device, or
+  // undefined for no clipping.
+  void adamw_step(double lr, const torch::Tensor& grad_scale) {
     ++adam_steps_;
-    // The gradients clipped: by cpu_kernels.h's AdamW as it reads them (the coefficient read
-    // once, a CPU scalar there), else in place first.
-    float kernel_clip = 1.0f;
-    if (clip_coef.defined()) {
-      bool read = false;
-      for (Segment& g : segments_) {
-        if (!clips_in_kernel(g)) {
-          g.gradient().mul_(clip_coef);
-        } else if (!read) {
-          kernel_clip = clip_coef.item<float>();
-          read = true;
-        }
-      }
-    }
-    const double bc1 = 1.0 - std::pow(o_.beta1, static_cast<double>(adam_steps_));
-    const double bc2_sqrt = std::sqrt(1.0 - std::pow(o_.beta2, static_cast<double>(adam_steps_)));
     for (Segment& g : segments_) {
       // Offloaded: the step runs on the host, on its fp32 copy of the values, with the
       // gradient brought over; the updated values go back to the device after.
       torch::Tensor data = o_.offload_optimizer ? g.host_values : g.values(rank_);
       torch::Tensor grad = o_.offload_optimizer ? g.gradient().to(torch::kCPU) : g.gradient();
-      if (kernels_apply(grad, cpu::Kernel::kAdamW) && kernels_apply(data, cpu::Kernel::kAdamW)) {
-        // One pass of cpu_kernels.h over values, gradient and moments, over libtorch's threads.
-        cpu::AdamW a{static_cast<float>(lr),       static_cast<float>(g.weight_decay),
-                     static_cast<float>(o_.beta1), static_cast<float>(o_.beta2),
-                     static_cast<float>(o_.eps),   static_cast<float>(bc1),
-                     static_cast<float>(bc2_sqrt)};
-        if (clips_in_kernel(g)) a.grad_scale = kernel_clip;
-        float* p = data.data_ptr<float>();
-        const float* gp = grad.data_ptr<float>();
-        float* m = g.exp_avg.data_ptr<float>();
-        float* v = g.exp_avg_sq.data_ptr<float>();
-        at::parallel_for(0, data.numel(), 1 << 15, [&](std::int64_t begin, std::int64_t end) {
-          cpu::adamw(p + begin, gp + begin, m + begin, v + begin, end - begin, a);
-        });
-      } else {
-        // PyTorch's fused AdamW (torch.optim.AdamW(fused=True)), on CPUs and GPUs: the same
-        // update in one pass over values, gradients and moments instead of about ten. Its step
-        // count is a float tensor where the values are.
-        if (!adam_step_count_.defined() || adam_step_count_.device() != data.device()) {
-          adam_step_count_ = torch::zeros({}, data.options().dtype(torch::kFloat));
-        }
-        adam_step_count_.fill_(static_cast<double>(adam_steps_));
-        at::_fused_adamw_({data}, {grad}, {g.exp_avg}, {g.exp_avg_sq}, {}, {adam_step_count_}, lr,
-                          o_.beta1, o_.beta2, g.weight_decay, o_.eps, /*amsgrad=*/false,
-                          /*maximize=*/false, {}, {});
+      // The step count and the divisor are float tensors where the values are.
+      if (!adam_step_count_.defined() || adam_step_count_.device() != data.device()) {
+        adam_step_count_ = torch::zeros({}, data.options().dtype(torch::kFloat));
       }
+      adam_step_count_.fill_(static_cast<double>(adam_steps_));
+      std::optional<torch::Tensor> divisor;
+      if (grad_scale.defined()) divisor = grad_scale.to(data.device(), torch::kFloat);
+      at::_fused_adamw_({data}, {grad}, {g.exp_avg}, {g.exp_avg_sq}, {}, {adam_step_count_}, lr,
+                        o_.beta1, o_.beta2, g.weight_decay, o_.eps, /*amsgrad=*/false,
+                        /*maximize=*/false, divisor, std::nullopt);
       if (o_.offload_optimizer) g.values(rank_).copy_(g.host_values);
     }
   }

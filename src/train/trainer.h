@@ -56,7 +56,7 @@ struct TrainerOptions {
   bool overlap_comm = false;
   // train.fused_loss: the head's cross-entropy over chunks of tokens, without the whole logits.
   bool fused_loss = false;
-  // train.cpu_kernels: fp32 on CPUs, our one-pass cross-entropy, GELU and AdamW (cpu_kernels.h).
+  // train.cpu_kernels: on CPUs, our one-pass cross-entropy of the head (cpu_kernels.h).
   bool cpu_kernels = true;
   // launch.tensor_parallel: blocks split over groups of this many consecutive ranks.
   std::int64_t tensor_parallel = 1;
