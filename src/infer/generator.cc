@@ -63,14 +63,14 @@ class TorchGenerator : public Generator {
   }
 
   std::vector<float> logits(const std::vector<std::int64_t>& prompts) override {
-    torch::NoGradGuard no_grad;
+    c10::InferenceMode inference;
     torch::Tensor l = model_->forward(to_device(prompts, o_.batch)).to(torch::kCPU, torch::kFloat);
     l = l.contiguous();  // (B, T, V)
     return {l.data_ptr<float>(), l.data_ptr<float>() + l.numel()};
   }
 
   double sequence_log_prob(const std::vector<std::int64_t>& sequence, std::int64_t from) override {
-    torch::NoGradGuard no_grad;
+    c10::InferenceMode inference;
     torch::Tensor tokens = to_device(sequence, 1);  // (1, L)
     torch::Tensor logp = torch::log_softmax(model_->forward(tokens).to(torch::kFloat), -1)[0];
     double total = 0;
@@ -143,7 +143,9 @@ class TorchGenerator : public Generator {
   }
 
   void run(const std::vector<std::int64_t>& prompts, Generation& g) {
-    torch::NoGradGuard no_grad;
+    // Inference mode, not only no gradients: no version counters or view tracking either, which
+    // a decode step of small ops pays for on every one of them.
+    c10::InferenceMode inference;
     const std::int64_t batch = o_.batch, k = o_.num_beams, rows = batch * k;
     const std::int64_t out = o_.output_tokens;
     const bool cached = o_.kv_cache != KvCache::kNone;
