@@ -278,7 +278,10 @@ class PreemptRequeue(SlurmCase):
     CLUSTER = dict(preempt_mode="REQUEUE")
 
     def test_slurm_requeues_a_preempted_point_which_then_ends_ok(self):
-        s = sweep_file(self.tmp, "prq", steps=1500, axes="  launch.ranks: [2]\n",
+        # Long enough to be running when the urgent job comes (a few seconds later) on a fast
+        # engine: 1500 steps took 2.2 s on PyTorch 2.15 and ended before the preemption; this
+        # many take about 30 s here, and the second attempt must still end within the wait.
+        s = sweep_file(self.tmp, "prq", steps=20000, axes="  launch.ranks: [2]\n",
                        slurm="{exclusive: true}")
         out = os.path.join(self.tmp, "out")
         self.bench_sweep("submit", s, "--out", out)
