@@ -36,7 +36,9 @@ std::string reason_of(const std::string& point_dir, const std::string& program,
                       const ProcessResult& r) {
   std::string err;
   try {
-    if (auto text = read_file_if_exists((fs::path(point_dir) / kLogsDir / "stderr.txt").string())) {
+    // Its last MiB: srun's lines come at the end, and a program may print gigabytes first.
+    if (auto text = read_file_tail((fs::path(point_dir) / kLogsDir / "stderr.txt").string(),
+                                   size_t{1} << 20)) {
       err = std::move(*text);
     }
   } catch (const Error&) {

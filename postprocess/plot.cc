@@ -506,7 +506,8 @@ int bench_plot_main(const std::vector<std::string>& args, std::ostream& out, std
         terminal_for(spec.output);  // a bad extension is an error before any work
 
         std::string input = vm["input"].as<std::string>();
-        std::optional<std::string> text = read_file_if_exists(input);
+        // bench-extract's tables are megabytes; a GiB is a generous bound (docs/security.md).
+        std::optional<std::string> text = read_file_if_exists(input, size_t{1} << 30);
         if (!text)
           throw Error::input(Mark::in(input), "", "no such file", "give bench-extract's CSV");
         CsvTable table = parse_csv(*text, input);

@@ -1,8 +1,10 @@
 #include "core/fs.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -129,14 +131,96 @@ void write_file_atomic(const std::string& path, std::string_view text) {
   file.commit();
 }
 
-std::optional<std::string> read_file_if_exists(const std::string& path) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) return std::nullopt;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw io_error(path, "cannot read", errno);
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
+namespace {
+
+std::string what_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  return "not a regular file";
+}
+
+std::string size_text(size_t bytes) {
+  if (bytes >= (size_t{1} << 20) && bytes % (size_t{1} << 20) == 0) {
+    return std::to_string(bytes >> 20) + " MiB";
+  }
+  return std::to_string(bytes) + " bytes";
+}
+
+// Reads from `fd` at its offset until its end or `limit` + 1 bytes.
+std::string read_up_to(int fd, const std::string& path, size_t limit) {
+  std::string text;
+  char buf[1 << 16];
+  while (text.size() <= limit) {
+    ssize_t n = ::read(fd, buf, std::min(sizeof(buf), limit + 1 - text.size()));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw io_error(path, "cannot read", errno);
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+  }
+  return text;
+}
+
+struct Fd {
+  int fd;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+}  // namespace
+
+int open_regular_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return -1;
+    if (errno == ENXIO) {
+      throw Error(ErrorKind::kIo, Mark::in(path), "",
+                  "is a socket or device, not a regular file: sweepbench reads only regular files");
+    }
+    throw io_error(path, "cannot read", errno);
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    throw io_error(path, "cannot read", err);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw Error(ErrorKind::kIo, Mark::in(path), "",
+                "is " + what_kind(st.st_mode) +
+                    ", not a regular file: sweepbench reads only regular files");
+  }
+  // Regular files ignore O_NONBLOCK, but clear it for whoever reads on.
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
+
+std::optional<std::string> read_file_if_exists(const std::string& path, size_t max_bytes) {
+  Fd f{open_regular_file(path)};
+  if (f.fd < 0) return std::nullopt;
+  std::string text = read_up_to(f.fd, path, max_bytes);
+  if (text.size() > max_bytes) {
+    throw Error(ErrorKind::kIo, Mark::in(path), "",
+                "is larger than " + size_text(max_bytes) +
+                    ", more than such a file can be: is it the file it should be?");
+  }
+  return text;
+}
+
+std::optional<std::string> read_file_tail(const std::string& path, size_t max_bytes) {
+  Fd f{open_regular_file(path)};
+  if (f.fd < 0) return std::nullopt;
+  struct stat st {};
+  if (::fstat(f.fd, &st) == 0 && static_cast<size_t>(st.st_size) > max_bytes) {
+    ::lseek(f.fd, st.st_size - static_cast<off_t>(max_bytes), SEEK_SET);
+  }
+  std::string text = read_up_to(f.fd, path, max_bytes);
+  if (text.size() > max_bytes) text.erase(0, text.size() - max_bytes);  // it grew meanwhile
+  return text;
 }
 
 void make_directories(const std::string& path) {

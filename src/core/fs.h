@@ -44,9 +44,26 @@ class AtomicFile {
   bool committed_ = false;
 };
 
-// The whole file, or nullopt when it does not exist. Throws Error(kIo) when it exists but cannot
-// be read.
-std::optional<std::string> read_file_if_exists(const std::string& path);
+// The most read_file_if_exists reads of one file unless told otherwise: results' small files
+// (status.json, summary.json, config.yaml, the manifest) are kilobytes; 64 MiB is no real one.
+constexpr size_t kMaxSmallFile = size_t{64} << 20;
+
+// A file opened for reading only when it is a regular file (docs/security.md): opened with
+// O_NONBLOCK, so that a FIFO cannot block the open, then checked with fstat, so that a FIFO,
+// socket or device (/dev/zero) is refused before a byte is read. Returns the descriptor (the
+// caller closes it), or -1 when the file does not exist. Throws Error(kIo) naming the path and
+// what it is otherwise.
+int open_regular_file(const std::string& path);
+
+// The whole file, or nullopt when it does not exist. Throws Error(kIo) naming the path when it
+// exists but cannot be read, is not a regular file (open_regular_file), or is larger than
+// `max_bytes`.
+std::optional<std::string> read_file_if_exists(const std::string& path,
+                                               size_t max_bytes = kMaxSmallFile);
+
+// The last `max_bytes` of a regular file at most (a log's tail), or nullopt when it does not
+// exist; the same errors as read_file_if_exists.
+std::optional<std::string> read_file_tail(const std::string& path, size_t max_bytes);
 
 // mkdir -p; throws Error(kIo) naming the path.
 void make_directories(const std::string& path);
