@@ -85,7 +85,7 @@ void print_metrics(const RankResult& r) {
   for (const CommandMetric& m : r.command.metrics) {
     std::string value = m.found ? format_float_repr(m.value) : "-";
     std::printf("  %-32s %16s  %-12s %s%s\n", m.name.c_str(), value.c_str(), m.unit.c_str(),
-                m.source.c_str(), m.found ? "" : ("  (" + m.problem + ")").c_str());
+                m.source.c_str(), m.problem.empty() ? "" : ("  (" + m.problem + ")").c_str());
   }
   if (r.status == "ok") {
     std::printf("# OK\n");
@@ -155,6 +155,9 @@ int run(const std::string& config_path, const std::string& out_arg) {
   outputs.point_dir = out;
   outputs.expand = [&](const std::string& text) {
     return expand_command_text(text, resolved, values, "command.metrics");
+  };
+  outputs.expand_pattern = [&](const std::string& text) {
+    return expand_command_text(text, resolved, values, "command.metrics", glob_escape);
   };
   r.command.metrics = read_metrics(spec.metrics, outputs);
   CommandVerdict verdict = judge_command(spec, ran.end, r.command.metrics, outputs);

@@ -1,6 +1,9 @@
 #include "command/metric_eval.h"
 
+#include <fcntl.h>
 #include <glob.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -9,11 +12,11 @@
 #include <fstream>
 #include <limits>
 #include <optional>
-#include <regex>
 
 #include "core/fs.h"
 #include "core/process.h"
 #include "core/text.h"
+#include "core/user_regex.h"
 #include "core/yaml_io.h"
 #include "results/summary.h"
 
@@ -21,40 +24,59 @@ namespace sweepbench {
 namespace fs = std::filesystem;
 namespace {
 
-// Calls fn(line, number) for each line of the file; '\r' ends a line too (progress bars redraw
-// themselves with it, and a terminal shows each redraw as the line). False: no such file.
+// Calls fn(line, number, cut) for each line of the file; '\r' ends a line too (progress bars
+// redraw themselves with it, and a terminal shows each redraw as the line). A line longer than
+// kMaxMatchedLine is given as its first kMaxMatchedLine bytes, with cut true. False: no such
+// file. Throws Error(kIo) when the file is not a regular file (a FIFO, /dev/zero) or cannot be
+// read: such a file never blocks or feeds the reader for ever.
 bool for_each_line(const std::string& path,
-                   const std::function<void(const std::string&, size_t)>& fn) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
+                   const std::function<void(const std::string&, size_t, bool)>& fn) {
+  int fd = open_regular_file(path);
+  if (fd < 0) return false;
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
   std::string line;
+  bool cut = false;
   size_t number = 1;
   char buf[1 << 16];
+  char previous = 0;
   auto emit = [&]() {
-    fn(line, number++);
+    fn(line, number++, cut);
     line.clear();
+    cut = false;
   };
-  while (in.read(buf, sizeof(buf)) || in.gcount() > 0) {
-    std::streamsize n = in.gcount();
-    for (std::streamsize i = 0; i < n; ++i) {
+  while (true) {
+    ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw io_error(path, "cannot read", errno);
+    if (n == 0) break;
+    for (ssize_t i = 0; i < n; ++i) {
       char c = buf[i];
       if (c == '\n' || c == '\r') {
         // "\r\n" is one end of line.
-        if (c == '\n' && line.empty() && i > 0 && buf[i - 1] == '\r') continue;
-        emit();
+        if (!(c == '\n' && previous == '\r')) emit();
       } else if (line.size() < kMaxMatchedLine) {
         line += c;
+      } else {
+        cut = true;
       }
+      previous = c;
     }
   }
-  if (!line.empty()) emit();
+  if (!line.empty() || cut) emit();
   return true;
 }
 
-std::string path_in(const CommandOutputs& o, const std::string& file) {
-  std::string expanded = o.expand(file);
+// A metric's file under the point directory (unless absolute); `pattern`: as a glob pattern, in
+// which only what the user wrote is special (the point directory and placeholders' values are
+// escaped).
+std::string path_in(const CommandOutputs& o, const std::string& file, bool pattern = false) {
+  std::string expanded = pattern ? o.expand_pattern(file) : o.expand(file);
   fs::path p(expanded);
-  return p.is_absolute() ? expanded : (fs::path(o.point_dir) / p).string();
+  if (p.is_absolute()) return expanded;
+  return (fs::path(pattern ? glob_escape(o.point_dir) : o.point_dir) / p).string();
 }
 
 // A value a JSON pointer reached, and the object or list that holds it (for `where`).
@@ -131,8 +153,8 @@ std::optional<double> number_of(const std::string& text) {
   std::string t = trim(text);
   // Thousands separators, as fairseq2 and humans print them: 12,345 or 1,234.5.
   if (t.find(',') != std::string::npos) {
-    static const std::regex grouped(R"(-?[0-9]{1,3}(,[0-9]{3})+(\.[0-9]+)?)");
-    if (!std::regex_match(t, grouped)) return std::nullopt;
+    static const UserRegex grouped(R"(-?[0-9]{1,3}(,[0-9]{3})+(\.[0-9]+)?)", Mark(), "");
+    if (!grouped.full_match(t)) return std::nullopt;
     t.erase(std::remove(t.begin(), t.end(), ','), t.end());
   }
   if (t == "nan" || t == "NaN") return std::numeric_limits<double>::quiet_NaN();
@@ -141,164 +163,213 @@ std::optional<double> number_of(const std::string& text) {
   return parse_double(t);
 }
 
+// One metric being read: its record, and its reduction kept as values arrive, so that a program
+// printing millions of matches costs a few numbers, not a list (only kMaxKeptValues are kept).
+struct Reading {
+  const MetricSpec* spec = nullptr;
+  CommandMetric m;
+  std::int64_t count = 0;
+  double sum = 0, low = 0, high = 0, first = 0, last = 0;
+  // Text sources whose longest lines were cut at kMaxMatchedLine: "stdout line 3".
+  std::string cut_line;
+
+  void add(double v) {
+    if (count == 0) {
+      first = low = high = v;
+    } else {
+      // NaN is neither lower nor higher: min and max are of the numbers (std::fmin).
+      low = std::fmin(low, v);
+      high = std::fmax(high, v);
+    }
+    last = v;
+    sum += v;
+    ++count;
+    if (m.values.size() < kMaxKeptValues) m.values.push_back(v);
+  }
+  void clear() {
+    count = 0;
+    sum = 0;
+    m.values.clear();
+  }
+  double reduced() const {
+    switch (spec->reduce) {
+      case MetricReduce::kLast:
+      case MetricReduce::kAll:
+        return last;
+      case MetricReduce::kFirst:
+        return first;
+      case MetricReduce::kMean:
+        return sum / static_cast<double>(count);
+      case MetricReduce::kMin:
+        return low;
+      case MetricReduce::kMax:
+        return high;
+      case MetricReduce::kSum:
+        return sum;
+      case MetricReduce::kCount:
+        return static_cast<double>(count);
+    }
+    return 0;
+  }
+};
+
 // Values of one JSON document (or of each JSON line) at the pointer.
-void json_values(const Value& doc, const MetricSpec& spec, CommandMetric* m) {
+void json_values(const Value& doc, Reading* r) {
+  const MetricSpec& spec = *r->spec;
   std::vector<Found> found;
   resolve_pointer(doc, pointer_tokens(spec.pointer), 0, nullptr, &found);
   for (const Found& f : found) {
     if (!holder_matches(f.holder, spec.where)) continue;
     const Value* v = f.value;
     if (spec.reduce == MetricReduce::kCount) {
-      m->values.push_back(1);  // what is there counts, number or not
+      r->add(1);  // what is there counts, number or not
     } else if (v->is_number()) {
-      m->values.push_back(v->as_float());
+      r->add(v->as_float());
     } else if (v->is_bool()) {
-      m->values.push_back(v->as_bool() ? 1 : 0);
+      r->add(v->as_bool() ? 1 : 0);
     } else if (v->is_string() && number_of(v->as_string())) {
-      m->values.push_back(*number_of(v->as_string()));
-    } else if (m->problem.empty()) {
-      m->problem = spec.pointer + " is " + v->describe() + ", not a number";
+      r->add(*number_of(v->as_string()));
+    } else if (r->m.problem.empty()) {
+      r->m.problem = spec.pointer + " is " + v->describe() + ", not a number";
     }
   }
 }
 
-// The program's output as JSON: one document (llama-bench -o json), else every line that parses
-// as a JSON object or list (JSON lines among other output).
-void read_json_stream(const std::string& path, const MetricSpec& spec, CommandMetric* m) {
-  try {
-    if (std::optional<std::string> text = read_file_if_exists(path)) {
-      std::string t = trim(*text);
-      if (!t.empty() && (t[0] == '{' || t[0] == '[')) {
-        json_values(parse_yaml(t, spec.file), spec, m);
-        return;
+// The size of a regular file, 0 for anything else (which the reader then refuses).
+size_t regular_size(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) ? static_cast<size_t>(st.st_size)
+                                                                : 0;
+}
+
+// The program's output as JSON: one document (llama-bench -o json) when it is at most
+// kMaxJsonDocument, else every line that parses as a JSON object or list (JSON lines among
+// other output), read a line at a time.
+void read_json_stream(const std::string& path, Reading* r) {
+  if (regular_size(path) <= kMaxJsonDocument) {
+    try {
+      if (std::optional<std::string> text = read_file_if_exists(path, kMaxJsonDocument)) {
+        std::string t = trim(*text);
+        if (!t.empty() && (t[0] == '{' || t[0] == '[')) {
+          json_values(parse_yaml(t, r->spec->file), r);
+          return;
+        }
       }
+    } catch (const Error&) {
+      // Not one document: read line by line.
     }
-  } catch (const Error&) {
-    // Not one document: read line by line.
   }
-  for_each_line(path, [&](const std::string& line, size_t) {
+  for_each_line(path, [&](const std::string& line, size_t, bool) {
     std::string t = trim(line);
     if (t.empty() || (t[0] != '{' && t[0] != '[')) return;
     try {
-      json_values(parse_yaml(t, spec.file), spec, m);
+      json_values(parse_yaml(t, r->spec->file), r);
     } catch (const Error&) {
       // Not JSON after all (a Python dict, say): not a record.
     }
   });
 }
 
-// The files a metric names: its path, or every file its glob pattern matches, sorted.
+// The files a metric names: its path, or every file its glob pattern matches, sorted. Only the
+// pattern the user wrote is a pattern: what a placeholder put in it ({out} holding '[x]') is
+// escaped first, so it stands for itself.
 std::vector<std::string> metric_files(const CommandOutputs& o, const std::string& file) {
   std::string path = path_in(o, file);
-  if (path.find_first_of("*?[") == std::string::npos) return {path};
+  std::string pattern = path_in(o, file, true);
+  if (pattern.find_first_of("*?[") == std::string::npos) return {path};
   std::vector<std::string> files;
   glob_t g{};
-  if (::glob(path.c_str(), 0, nullptr, &g) == 0) {
+  if (::glob(pattern.c_str(), 0, nullptr, &g) == 0) {
     for (size_t i = 0; i < g.gl_pathc; ++i) files.push_back(g.gl_pathv[i]);
   }
   ::globfree(&g);
   return files;
 }
 
-void read_json_file(const std::string& path, const std::string& shown, const MetricSpec& spec,
-                    CommandMetric* m) {
-  std::optional<std::string> text;
+// A JSON file: one document when it is at most kMaxJsonDocument, else JSON lines, one document
+// per line, every line of which must parse.
+void read_json_file(const std::string& path, const std::string& shown, Reading* r) {
+  CommandMetric& m = r->m;
   try {
-    text = read_file_if_exists(path);
-  } catch (const Error& e) {
-    m->problem = shown + " cannot be read: " + e.message();
-    return;
-  }
-  if (!text) {
-    m->problem = shown + " does not exist";
-    return;
-  }
-  try {
-    json_values(parse_yaml(*text, shown), spec, m);
-    return;
-  } catch (const Error&) {
-  }
-  // JSON lines: one document per line.
-  size_t line_number = 0;
-  for (size_t start = 0; start < text->size();) {
-    size_t end = text->find('\n', start);
-    std::string line = trim(text->substr(start, end == std::string::npos ? end : end - start));
-    ++line_number;
-    start = end == std::string::npos ? text->size() : end + 1;
-    if (line.empty()) continue;
-    try {
-      json_values(parse_yaml(line, shown), spec, m);
-    } catch (const Error&) {
-      m->problem = shown + " line " + std::to_string(line_number) + " is not JSON";
-      m->values.clear();
-      return;
+    if (regular_size(path) <= kMaxJsonDocument) {
+      std::optional<std::string> text = read_file_if_exists(path, kMaxJsonDocument);
+      if (!text) {
+        m.problem = shown + " does not exist";
+        return;
+      }
+      try {
+        json_values(parse_yaml(*text, shown), r);
+        return;
+      } catch (const Error&) {
+        // JSON lines, below.
+      }
     }
+    bool bad = false;
+    for_each_line(path, [&](const std::string& text, size_t line_number, bool) {
+      std::string line = trim(text);
+      if (bad || line.empty()) return;
+      try {
+        json_values(parse_yaml(line, shown), r);
+      } catch (const Error&) {
+        m.problem = shown + " line " + std::to_string(line_number) + " is not JSON";
+        r->clear();
+        bad = true;
+      }
+    });
+  } catch (const Error& e) {
+    m.problem = shown + " cannot be read: " + e.message();
   }
 }
 
-void read_json_metric(const MetricSpec& spec, const CommandOutputs& o, CommandMetric* m) {
+void read_json_metric(const CommandOutputs& o, Reading* r) {
+  const MetricSpec& spec = *r->spec;
+  CommandMetric& m = r->m;
   if (spec.file == "stdout" || spec.file == "stderr" || spec.file == "output") {
-    m->source = spec.file;
-    if (spec.file != "stderr") read_json_stream(o.stdout_path, spec, m);
-    if (spec.file != "stdout") read_json_stream(o.stderr_path, spec, m);
+    m.source = spec.file;
+    try {
+      if (spec.file != "stderr") read_json_stream(o.stdout_path, r);
+      if (spec.file != "stdout") read_json_stream(o.stderr_path, r);
+    } catch (const Error& e) {
+      m.problem = "the program's output cannot be read: " + e.message();
+    }
     return;
   }
-  m->source = o.expand(spec.file);
+  m.source = o.expand(spec.file);
   std::vector<std::string> files = metric_files(o, spec.file);
   if (files.empty()) {
-    m->problem = "no file matches " + m->source;
+    m.problem = "no file matches " + m.source;
     return;
   }
   for (const std::string& f : files) {
     std::string shown = files.size() == 1 && files.front() == path_in(o, spec.file)
-                            ? m->source
+                            ? m.source
                             : fs::path(f).lexically_relative(o.point_dir).string();
-    read_json_file(f, shown, spec, m);
-    if (!m->problem.empty() && m->values.empty()) return;
+    read_json_file(f, shown, r);
+    if (!m.problem.empty() && m.values.empty()) return;
   }
-}
-
-double reduce(MetricReduce r, const std::vector<double>& v) {
-  switch (r) {
-    case MetricReduce::kLast:
-    case MetricReduce::kAll:
-      return v.back();
-    case MetricReduce::kFirst:
-      return v.front();
-    case MetricReduce::kMean:
-      return mean(v);
-    case MetricReduce::kMin:
-      return *std::min_element(v.begin(), v.end());
-    case MetricReduce::kMax:
-      return *std::max_element(v.begin(), v.end());
-    case MetricReduce::kSum: {
-      double s = 0;
-      for (double x : v) s += x;
-      return s;
-    }
-    case MetricReduce::kCount:
-      return static_cast<double>(v.size());
-  }
-  return 0;
 }
 
 // The first line of the run's output matching one of `patterns`: "stderr line 12: TEXT".
 std::optional<std::string> first_match(const std::vector<std::string>& patterns,
                                        const CommandOutputs& o) {
-  std::vector<std::regex> res;
-  for (const std::string& p : patterns) res.emplace_back(p, std::regex::ECMAScript);
+  std::vector<UserRegex> res;
+  for (const std::string& p : patterns) res.emplace_back(p, Mark(), "");
   std::optional<std::string> hit;
   for (const auto& [name, path] :
        {std::pair<std::string, std::string>{"stderr", o.stderr_path}, {"stdout", o.stdout_path}}) {
-    for_each_line(path, [&](const std::string& line, size_t n) {
-      if (hit) return;
-      for (const std::regex& re : res) {
-        if (std::regex_search(line, re)) {
-          hit = name + " line " + std::to_string(n) + ": " + first_line(trim(line), 200);
-          return;
+    try {
+      for_each_line(path, [&](const std::string& line, size_t n, bool) {
+        if (hit) return;
+        for (const UserRegex& re : res) {
+          if (re.search(line)) {
+            hit = name + " line " + std::to_string(n) + ": " + first_line(trim(line), 200);
+            return;
+          }
         }
-      }
-    });
+      });
+    } catch (const Error&) {
+      // An unreadable log matches nothing; read_metrics says why.
+    }
     if (hit) break;
   }
   return hit;
@@ -306,23 +377,36 @@ std::optional<std::string> first_match(const std::vector<std::string>& patterns,
 
 std::string last_stderr_line(const CommandOutputs& o) {
   std::string last;
-  for_each_line(o.stderr_path, [&](const std::string& line, size_t) {
-    if (!trim(line).empty()) last = trim(line);
-  });
+  try {
+    for_each_line(o.stderr_path, [&](const std::string& line, size_t, bool) {
+      if (!trim(line).empty()) last = trim(line);
+    });
+  } catch (const Error&) {
+  }
   return first_line(last, 300);
+}
+
+std::string with_commas(std::int64_t n) {
+  std::string digits = std::to_string(n);
+  for (int at = static_cast<int>(digits.size()) - 3; at > 0; at -= 3) {
+    digits.insert(static_cast<size_t>(at), ",");
+  }
+  return digits;
 }
 
 }  // namespace
 
 std::vector<CommandMetric> read_metrics(const std::vector<MetricSpec>& specs,
                                         const CommandOutputs& o) {
-  std::vector<CommandMetric> out;
+  std::vector<Reading> readings(specs.size());
   // Text sources are read once each, every metric of the source matched against each line.
   std::map<std::string, std::vector<size_t>> by_text_source;  // path -> metrics
-  std::vector<std::regex> res(specs.size());
+  std::vector<std::optional<UserRegex>> res(specs.size());
   for (size_t i = 0; i < specs.size(); ++i) {
     const MetricSpec& s = specs[i];
-    CommandMetric m;
+    Reading& r = readings[i];
+    r.spec = &s;
+    CommandMetric& m = r.m;
     m.name = s.name;
     m.unit = s.unit;
     m.reduce = to_string(s.reduce);
@@ -351,47 +435,70 @@ std::vector<CommandMetric> read_metrics(const std::vector<MetricSpec>& specs,
       case MetricSource::kJson:
         break;
     }
-    if (s.source != MetricSource::kJson) res[i] = std::regex(s.regex, std::regex::ECMAScript);
-    out.push_back(std::move(m));
+    if (s.source != MetricSource::kJson) res[i].emplace(s.regex, s.mark, "regex");
   }
   for (const auto& [path, metrics] : by_text_source) {
-    bool exists = for_each_line(path, [&](const std::string& line, size_t n) {
-      for (size_t i : metrics) {
-        for (auto it = std::sregex_iterator(line.begin(), line.end(), res[i]);
-             it != std::sregex_iterator(); ++it) {
-          std::string text = (*it)[static_cast<size_t>(specs[i].group)].str();
-          if (specs[i].reduce == MetricReduce::kCount) {
-            out[i].values.push_back(static_cast<double>(n));  // a count's values: line numbers
-          } else if (std::optional<double> v = number_of(text)) {
-            out[i].values.push_back(*v);
-          } else if (out[i].problem.empty()) {
-            std::string where = specs[i].source == MetricSource::kOutput
-                                    ? (path == o.stdout_path ? "stdout" : "stderr")
-                                    : out[i].source;
-            out[i].problem = "'" + first_line(text, 60) + "' (" + where + " line " +
-                             std::to_string(n) + ") is not a number";
-          }
+    auto where_of = [&, p = path](size_t i) {
+      return specs[i].source == MetricSource::kOutput ? (p == o.stdout_path ? "stdout" : "stderr")
+                                                      : readings[i].m.source;
+    };
+    bool exists = true;
+    try {
+      exists = for_each_line(path, [&](const std::string& line, size_t n, bool cut) {
+        for (size_t i : metrics) {
+          Reading& r = readings[i];
+          if (cut && r.cut_line.empty()) r.cut_line = where_of(i) + " line " + std::to_string(n);
+          res[i]->for_each_match(line, specs[i].group, [&](std::string_view match) {
+            std::string text(match);
+            if (specs[i].reduce == MetricReduce::kCount) {
+              r.add(static_cast<double>(n));  // a count's values: line numbers
+            } else if (std::optional<double> v = number_of(text)) {
+              r.add(*v);
+            } else if (r.m.problem.empty()) {
+              r.m.problem = "'" + first_line(text, 60) + "' (" + where_of(i) + " line " +
+                            std::to_string(n) + ") is not a number";
+            }
+          });
         }
+      });
+    } catch (const Error& e) {
+      for (size_t i : metrics) {
+        if (readings[i].m.problem.empty()) readings[i].m.problem = path + ": " + e.message();
       }
-    });
+    }
     if (!exists) {
       for (size_t i : metrics) {
-        if (out[i].problem.empty()) out[i].problem = out[i].source + " does not exist";
+        if (readings[i].m.problem.empty()) {
+          readings[i].m.problem = readings[i].m.source + " does not exist";
+        }
       }
     }
   }
+  std::vector<CommandMetric> out;
   for (size_t i = 0; i < specs.size(); ++i) {
-    if (specs[i].source == MetricSource::kJson) read_json_metric(specs[i], o, &out[i]);
-    CommandMetric& m = out[i];
-    m.found = !m.values.empty() || specs[i].reduce == MetricReduce::kCount;
-    m.value =
-        m.found ? reduce(specs[i].reduce, m.values) : std::numeric_limits<double>::quiet_NaN();
+    Reading& r = readings[i];
+    if (specs[i].source == MetricSource::kJson) read_json_metric(o, &r);
+    CommandMetric& m = r.m;
+    m.found = r.count > 0 || specs[i].reduce == MetricReduce::kCount;
+    m.value = m.found ? r.reduced() : std::numeric_limits<double>::quiet_NaN();
     if (!m.found && m.problem.empty()) {
       m.problem = specs[i].source == MetricSource::kJson
                       ? "nothing at " + specs[i].pointer + " in " + m.source
                       : "no line of " + m.source + " matches " + specs[i].regex;
     }
-    if (m.found && !m.values.empty()) m.problem.clear();  // a value was read after all
+    if (!m.found && !r.cut_line.empty()) {
+      m.problem += " (" + r.cut_line + " is longer than " +
+                   std::to_string(kMaxMatchedLine >> 20) + " MiB: only its first MiB was read)";
+    }
+    if (m.found && r.count > 0) {
+      m.problem.clear();  // a value was read after all
+      if (r.count > static_cast<std::int64_t>(kMaxKeptValues)) {
+        m.problem = with_commas(r.count) + " values read; the " + m.reduce +
+                    " is of all of them; the first " +
+                    with_commas(static_cast<std::int64_t>(kMaxKeptValues)) + " are kept";
+      }
+    }
+    out.push_back(std::move(m));
   }
   return out;
 }

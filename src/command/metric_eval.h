@@ -2,8 +2,11 @@
 //
 // Everything here works on files already written (the program's stdout and stderr logs, the
 // files it left) and on the facts of its end, so tests give it hand-made logs. Regular
-// expressions are matched line by line (ECMAScript, as std::regex reads it); a line longer than
-// kMaxMatchedLine bytes is matched on its first kMaxMatchedLine bytes.
+// expressions (RE2, core/user_regex.h) are matched line by line; a line longer than
+// kMaxMatchedLine bytes is matched on its first kMaxMatchedLine bytes, and a metric not found says
+// so. Every read is bounded (docs/security.md): only regular files are read, one line is held at a
+// time, a JSON document is parsed whole only up to kMaxJsonDocument, and a metric keeps its
+// reduction as values arrive with at most kMaxKeptValues of the values themselves.
 #pragma once
 
 #include <functional>
@@ -15,7 +18,9 @@
 
 namespace sweepbench {
 
-constexpr size_t kMaxMatchedLine = 1 << 16;
+constexpr size_t kMaxMatchedLine = size_t{1} << 20;
+constexpr size_t kMaxJsonDocument = size_t{16} << 20;
+constexpr size_t kMaxKeptValues = 10000;
 
 // Where the run's text is: its logs, and the directory that relative metric files are under.
 struct CommandOutputs {
@@ -23,6 +28,11 @@ struct CommandOutputs {
   std::string point_dir;
   // A metric's file with its placeholders replaced (bench-command's values for this rank).
   std::function<std::string(const std::string&)> expand = [](const std::string& s) { return s; };
+  // The same for a glob pattern: each placeholder's value escaped (glob_escape), so that only
+  // what the user wrote is a pattern.
+  std::function<std::string(const std::string&)> expand_pattern = [](const std::string& s) {
+    return s;
+  };
 };
 
 // Reads every metric of `specs`: each found value in order, reduced as its spec says.

@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <regex>
 #include <set>
 
 #include "core/config.h"
 #include "core/placeholders.h"
 #include "core/text.h"
+#include "core/user_regex.h"
 
 namespace sweepbench {
 namespace fs = std::filesystem;
@@ -49,14 +49,9 @@ void check_placeholders(const std::string& text, const Mark& mark, const std::st
   check_placeholders({{text, mark}}, key, runtime);
 }
 
-// ECMAScript, as bench-command will compile it; returns its number of capture groups.
+// RE2, as bench-command will compile it; returns its number of capture groups.
 size_t check_regex(const std::string& re, const Mark& mark, const std::string& key) {
-  try {
-    return std::regex(re, std::regex::ECMAScript).mark_count();
-  } catch (const std::regex_error& e) {
-    throw Error::input(mark, key, "'" + re + "' is not a regular expression: " + e.what(),
-                       "write an ECMAScript regular expression (as in JavaScript)");
-  }
+  return static_cast<size_t>(UserRegex(re, mark, key).groups());
 }
 
 MetricReduce parse_reduce(const Value& v, const std::string& key) {
@@ -466,10 +461,19 @@ CommandSpec command_spec_of(const Value& resolved) {
   return spec;
 }
 
+std::string glob_escape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '*' || c == '?' || c == '[' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
 std::string expand_command_text(const std::string& text, const Value& resolved,
-                                const RuntimeValues& values, const std::string& key) {
-  return render_placeholders(
-      parse_placeholders(text, Mark::in(key), key), [&](const std::string& name) -> std::string {
+                                const RuntimeValues& values, const std::string& key,
+                                const std::function<std::string(const std::string&)>& escape) {
+  auto value_of = [&](const std::string& name) -> std::string {
         if (name == "out") return values.out;
         if (name == "rank") return std::to_string(values.rank);
         if (name == "local_rank") return std::to_string(values.local_rank);
@@ -480,7 +484,11 @@ std::string expand_command_text(const std::string& text, const Value& resolved,
           throw unknown_placeholders({name}, Mark::in(key), key, "see docs/commands.md");
         }
         return placeholder_text(*v);
-      });
+  };
+  return render_placeholders(parse_placeholders(text, Mark::in(key), key),
+                             [&](const std::string& name) {
+                               return escape ? escape(value_of(name)) : value_of(name);
+                             });
 }
 
 ExpandedCommand expand_command(const CommandSpec& spec, const Value& resolved,

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -32,7 +33,7 @@ struct MetricSpec {
   // ({placeholders} and glob patterns allowed: every file that matches is read); kJson also
   // "stdout", "stderr" or "output" (JSON lines in the program's output).
   std::string file;
-  std::string regex;    // kStdout, kStderr, kFile: matched against each line (ECMAScript)
+  std::string regex;    // kStdout, kStderr, kFile: matched against each line (RE2)
   int group = 1;        // the capture group holding the number; 0 = the whole match
   std::string pointer;  // kJson: RFC 6901, with '*' for every item of a list or map
   // kJson: the object holding each value must have these members equal to these scalars
@@ -61,9 +62,15 @@ struct RuntimeValues {
   std::int64_t rank = 0, local_rank = 0, world_size = 1;
 };
 
-// `text` with every placeholder replaced by its value (config keys from `resolved`).
-std::string expand_command_text(const std::string& text, const Value& resolved,
-                                const RuntimeValues& values, const std::string& key);
+// `text` with every placeholder replaced by its value (config keys from `resolved`), each value
+// passed through `escape` when given (glob_escape for a metric's file pattern).
+std::string expand_command_text(
+    const std::string& text, const Value& resolved, const RuntimeValues& values,
+    const std::string& key,
+    const std::function<std::string(const std::string&)>& escape = nullptr);
+
+// `text` with glob(3)'s special characters (* ? [ \) escaped, so that it matches only itself.
+std::string glob_escape(const std::string& text);
 
 // The program's argv, environment additions and working directory for this rank (command.workdir,
 // relative to the current directory; null: the current directory).

@@ -96,9 +96,10 @@ struct CommandMetric {
   std::string reduce;          // last, first, mean, min, max, sum, count, all
   bool required = false;       // a run without it is failed
   bool found = false;          // at least one value was read
-  double value = 0;            // the reduction of `values` (for all: the last)
-  std::vector<double> values;  // every value read, in order
-  std::string problem;         // why it was not found, or a value was not a number
+  double value = 0;            // the reduction of every value read (for all: the last)
+  std::vector<double> values;  // the values read, in order: the first kMaxKeptValues (10,000)
+  // Why it was not found, or a value was not a number; when found, what was not kept of it.
+  std::string problem;
 };
 
 // What bench-command adds to a rank's results (the group /command).

@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -259,6 +260,139 @@ CommandEnd exited(int code) {
   e.exit_code = code;
   return e;
 }
+
+// Issue 29, case 1: std::regex recursed once per character (SIGSEGV on a 60,000-character line)
+// and backtracked exponentially; RE2 matches these in time linear in the line.
+TEST(ReadMetrics, PatternsThatCrashedOrHungStdRegexAreLinear) {
+  std::string long_line = std::string(60000, 'b') + "c 7";
+  std::string evil = std::string(28, 'a') + "!";
+  Logs run(long_line + "\n" + evil + "\nvalue 5\n", "");
+  std::vector<CommandMetric> m = read(
+      "    - {name: alternation, regex: '(b|bb)*c', group: 0, reduce: count}\n"
+      "    - {name: any, regex: '.*', group: 0, reduce: count}\n"
+      "    - {name: nested, regex: '^(a+)+$', group: 0, reduce: count}\n"
+      "    - {name: value, regex: 'value (\\d)'}\n",
+      run);
+  EXPECT_EQ(m[0].value, 1);  // the long line
+  EXPECT_EQ(m[1].value, 3);  // every line
+  EXPECT_EQ(m[2].value, 0);  // no line is all a's
+  EXPECT_EQ(m[3].value, 5);
+  CommandSpec spec = spec_of("  metrics:\n    - {name: value, regex: 'value (\\d)'}\n"
+                             "  success: {match: ['(b|bb)*c'], fail: ['^(a+)+$']}\n");
+  EXPECT_EQ(judge_command(spec, exited(0), read_metrics(spec.metrics, run.out), run.out).status,
+            "ok");
+}
+
+// Case 15: a number past the first 64 KiB of a line was not found; lines are matched whole up to
+// kMaxMatchedLine (1 MiB), and a metric not found in a longer line says the line was cut.
+TEST(ReadMetrics, LongLinesAreMatchedWholeUpToTheirLimit) {
+  Logs run(std::string(100000, 'x') + " tps 42\n", "");
+  std::vector<CommandMetric> m = read("    - {name: tps, regex: 'tps (\\d+)'}\n", run);
+  EXPECT_EQ(m[0].value, 42);
+  Logs longer(std::string(kMaxMatchedLine + 10, 'x') + " tps 42\nother\n", "");
+  m = read("    - {name: tps, regex: 'tps (\\d+)'}\n", longer);
+  EXPECT_FALSE(m[0].found);
+  EXPECT_EQ(m[0].problem,
+            "no line of stdout matches tps (\\d+) (stdout line 1 is longer than 1 MiB: only its "
+            "first MiB was read)");
+}
+
+// Case 6: every match was stored (3.8 GB for 97 MB of matching lines). Reductions are kept as
+// values arrive, over all of them; only the first kMaxKeptValues values are kept, and the metric
+// says so.
+TEST(ReadMetrics, ManyMatchesKeepTheirReductionNotEveryValue) {
+  std::string out;
+  const int n = static_cast<int>(kMaxKeptValues) * 2 + 1;
+  for (int i = 1; i <= n; ++i) out += "v " + std::to_string(i) + "\n";
+  Logs run(out, "");
+  std::vector<CommandMetric> m = read(
+      "    - {name: mean, regex: 'v (\\d+)', reduce: mean}\n"
+      "    - {name: sum, regex: 'v (\\d+)', reduce: sum}\n"
+      "    - {name: max, regex: 'v (\\d+)', reduce: max}\n"
+      "    - {name: count, regex: 'v', reduce: count}\n"
+      "    - {name: all, regex: 'v (\\d+)', reduce: all}\n",
+      run);
+  EXPECT_EQ(m[0].value, (n + 1) / 2.0);
+  EXPECT_EQ(m[1].value, static_cast<double>(n) * (n + 1) / 2);
+  EXPECT_EQ(m[2].value, n);
+  EXPECT_EQ(m[3].value, n);
+  EXPECT_EQ(m[4].value, n);  // all: the last value
+  for (const CommandMetric& x : m) {
+    EXPECT_TRUE(x.found);
+    EXPECT_EQ(x.values.size(), kMaxKeptValues) << x.name;
+    EXPECT_EQ(x.values.front(), 1) << x.name;  // count's values are line numbers
+  }
+  EXPECT_EQ(m[4].values.back(), static_cast<double>(kMaxKeptValues));
+  EXPECT_EQ(m[0].problem, "20,001 values read; the mean is of all of them; the first 10,000 are "
+                          "kept");
+}
+
+// Cases 2 and 3: a metric file that is a FIFO blocked the point for ever, /dev/zero fed it for
+// ever. Only regular files are read.
+TEST(ReadMetrics, SpecialFilesAreRefusedNotRead) {
+  Logs run("", "");
+  ASSERT_EQ(::mkfifo(run.dir.file("fifo").c_str(), 0600), 0);
+  std::vector<CommandMetric> m = read(
+      "    - {name: fifo, from: fifo, regex: '(\\d+)'}\n"
+      "    - {name: zero, from: /dev/zero, regex: '(\\d+)'}\n"
+      "    - {name: json, from: json fifo, pointer: /v}\n",
+      run);
+  EXPECT_FALSE(m[0].found);
+  EXPECT_EQ(m[0].problem, run.dir.file("fifo") +
+                              ": is a FIFO, not a regular file: sweepbench reads only regular "
+                              "files");
+  EXPECT_EQ(m[1].problem,
+            "/dev/zero: is a character device, not a regular file: sweepbench reads only regular "
+            "files");
+  EXPECT_THAT(m[2].problem, HasSubstr("fifo cannot be read: "));
+  EXPECT_THAT(m[2].problem, HasSubstr("is a FIFO"));
+}
+
+// Case 5: a JSON pointer metric on stdout held the whole output (3.1 GB resident for 460 MB).
+// Output larger than kMaxJsonDocument is read a line at a time, as JSON lines.
+TEST(ReadMetrics, LargeJsonOutputIsReadALineAtATime) {
+  std::string filler(1000, 'y');
+  std::string out;
+  while (out.size() <= kMaxJsonDocument) out += filler + "\n";
+  out += "{\"tps\": 12.5}\n";
+  Logs run(out, "");
+  std::vector<CommandMetric> m = read("    - {name: tps, from: json stdout, pointer: /tps}\n", run);
+  EXPECT_EQ(m[0].value, 12.5);
+  std::string lines;
+  while (lines.size() <= kMaxJsonDocument) lines += "{\"tps\": 1, \"pad\": \"" + filler + "\"}\n";
+  run.dir.write("big.jsonl", lines + "{\"tps\": 3}\n");
+  m = read("    - {name: tps, from: json big.jsonl, pointer: /tps, reduce: max}\n", run);
+  EXPECT_EQ(m[0].value, 3);
+}
+
+// Case 8: glob characters in the point's directory (bench-sweep run --out 'runs/a?') made a
+// metric's file a pattern that read another point's file. Only what the user wrote is a pattern.
+TEST(ReadMetrics, GlobCharactersInThePointDirectoryAreLiteral) {
+  TempDir dir;
+  dir.write("ab/m.txt", "v 999\n");
+  dir.write("a?/m.txt", "v 1\n");
+  dir.write("a?/r-1.txt", "v 2\n");
+  dir.write("ab/r-9.txt", "v 900\n");
+  CommandOutputs o;
+  o.point_dir = dir.file("a?");
+  o.stdout_path = dir.write("a?/out.txt", "");
+  o.stderr_path = dir.write("a?/err.txt", "");
+  // {out} as bench-command expands it: the value escaped in a pattern, not in a path.
+  o.expand = [&](const std::string& s) { return s == "{out}/m.txt" ? o.point_dir + "/m.txt" : s; };
+  o.expand_pattern = [&](const std::string& s) {
+    return s == "{out}/m.txt" ? glob_escape(o.point_dir) + "/m.txt" : s;
+  };
+  std::vector<CommandMetric> m = read_metrics(
+      spec_of("  metrics:\n"
+              "    - {name: own, from: '{out}/m.txt', regex: 'v (\\d+)'}\n"
+              "    - {name: rel, from: 'r-*.txt', regex: 'v (\\d+)', reduce: sum}\n")
+          .metrics,
+      o);
+  EXPECT_EQ(m[0].value, 1);
+  EXPECT_EQ(m[1].value, 2);
+  EXPECT_EQ(glob_escape("runs/[x]*?\\"), "runs/\\[x]\\*\\?\\\\");
+}
+
 
 TEST(JudgeCommand, EachCriterionAndItsReason) {
   Logs run("epoch 1\n{'train_runtime': 4.5}\ndone\n", "warning: x\nlast words\n");

@@ -94,9 +94,8 @@ TEST(CommandSpec, BadInputNamesTheKeyTheLineAndTheFix) {
             "command.argv: is empty, but benchmark is command (give the program and its "
             "arguments, e.g. [python3, train.py, --lr, '{params.lr}'])");
   EXPECT_EQ(error_text(kBase + "  metrics:\n    - {name: a, regex: 'x(', unit: s}\n"),
-            "c.yaml:5:7: command.metrics[0].regex: 'x(' is not a regular expression: Mismatched "
-            "'(' and ')' in regular expression (write an ECMAScript regular expression (as in "
-            "JavaScript))");
+            "c.yaml:5:7: command.metrics[0].regex: 'x(' is not a regular expression: missing "
+            "): x( (write RE2 syntax (docs/commands.md#regular-expressions))");
   EXPECT_EQ(error_text(kBase + "  metrics:\n    - {name: a}\n"),
             "c.yaml:5:7: command.metrics[0]: has no regex (add regex: with a capture group "
             "around the number, e.g. 'loss ([0-9.]+)')");
@@ -134,9 +133,26 @@ TEST(CommandSpec, BadInputNamesTheKeyTheLineAndTheFix) {
             "c.yaml:4:13: command.metrics: expected a list of mappings, but an item is the "
             "integer 3");
   EXPECT_EQ(error_text(kBase + "  success: {fail: ['[']}\n"),
-            "c.yaml:4:20: command.success.fail: '[' is not a regular expression: Unexpected "
-            "character within '[...]' in regular expression (write an ECMAScript regular "
-            "expression (as in JavaScript))");
+            "c.yaml:4:20: command.success.fail: '[' is not a regular expression: missing ]: [ "
+            "(write RE2 syntax (docs/commands.md#regular-expressions))");
+}
+
+// RE2 has no lookaround or backreferences (what keeps it linear); a pattern written for
+// ECMAScript or Python is told what to write instead.
+TEST(CommandSpec, PatternsRe2RefusesSayWhatToWriteInstead) {
+  EXPECT_EQ(error_text(kBase + "  metrics:\n    - {name: a, regex: 'loss (?=x)([0-9]+)'}\n"),
+            "c.yaml:5:7: command.metrics[0].regex: 'loss (?=x)([0-9]+)' is not a regular "
+            "expression: invalid perl operator: (?= (lookahead and lookbehind are not supported: "
+            "match the context too and take the number from a capture group; RE2 syntax "
+            "(docs/commands.md#regular-expressions))");
+  EXPECT_EQ(error_text(kBase + "  success: {match: ['(a)\\1']}\n"),
+            "c.yaml:4:21: command.success.match: '(a)\\1' is not a regular expression: invalid "
+            "escape sequence: \\1 (backreferences (\\1) are not supported; RE2 syntax "
+            "(docs/commands.md#regular-expressions))");
+  EXPECT_EQ(error_text(kBase + "  metrics:\n    - {name: a, regex: '(?<n>[0-9]+)'}\n"),
+            "c.yaml:5:7: command.metrics[0].regex: '(?<n>[0-9]+)' is not a regular "
+            "expression: invalid perl operator: (?< (name a group (?P<name>...); RE2 syntax "
+            "(docs/commands.md#regular-expressions))");
 }
 
 TEST(CommandSpec, UnknownPlaceholdersAreListedSorted) {

@@ -1,0 +1,159 @@
+#!/usr/bin/python3
+"""Issue 29's hostile inputs and faults, end to end through the real binaries: command points
+whose programs print what crashed or hung std::regex, metrics read from special files, results
+trees holding FIFOs and links to /dev/zero, glob characters in --out. Each test would hang (the
+ctest timeout), crash or read the wrong file before issue 29.
+
+    SWEEPBENCH_BIN_DIR=build/release/bin /usr/bin/python3 tests/run/test_trust.py -v HostileFiles
+"""
+import csv
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "support"))
+from e2e import BIN, ENV, bench_sweep, read_json  # noqa: E402
+
+# Each command here must end in seconds; a hang is the failure these tests look for.
+QUICK = 60
+
+
+def command_sweep(tmp, name, script, metrics, extra=""):
+    """A sweep whose program is the shell script `script` ({out} is the point directory)."""
+    with open(os.path.join(tmp, name + ".sh"), "w") as f:
+        f.write(script + "\n")
+    path = os.path.join(tmp, name + ".yaml")
+    with open(path, "w") as f:
+        f.write(f"name: {name}\nbase:\n  benchmark: command\n  command:\n"
+                f"    argv: [sh, {os.path.join(tmp, name + '.sh')}, '{{out}}']\n"
+                f"    metrics:\n" + "".join(f"      - {m}\n" for m in metrics) + extra)
+    return path
+
+
+def tool(name, *args, check=None):
+    r = subprocess.run([os.path.join(BIN, name), *args], env=ENV, capture_output=True, text=True,
+                       timeout=QUICK)
+    if check is not None and r.returncode != check:
+        raise AssertionError(f"{name} {' '.join(args)}: exit {r.returncode}, wanted {check}\n"
+                             f"{r.stdout}\n{r.stderr}")
+    return r
+
+
+def only_point(out):
+    points = read_json(os.path.join(out, "manifest.json"))["points"]
+    assert len(points) == 1, points
+    return os.path.join(out, points[0]["tag"])
+
+
+class HostileOutput(unittest.TestCase):
+    def test_a_long_line_and_backtracking_patterns_leave_the_point_ok(self):
+        # Case 1: bench-command died of SIGSEGV on a 60,000-character line with '(b|bb)*c' or
+        # '.*', and '^(a+)+$' against 28 a's and a '!' took seconds, doubling per character.
+        with tempfile.TemporaryDirectory() as tmp:
+            script = ("head -c 60000 /dev/zero | tr '\\0' b; echo c\n"
+                      "echo aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!\necho 'tps 7'")
+            s = command_sweep(tmp, "long", script, [
+                "{name: tps, regex: 'tps (\\d+)'}",
+                "{name: any, regex: '.*', group: 0, reduce: count}",
+                "{name: alt, regex: '(b|bb)*c', group: 0, reduce: count}"],
+                "    success: {fail: ['^(a+)+$']}\n")
+            out = os.path.join(tmp, "out")
+            bench_sweep("run", s, "--out", out, check=0, timeout=QUICK)
+            summary = read_json(os.path.join(only_point(out), "summary.json"))
+            self.assertEqual(summary["status"], "ok", summary)
+            with open(self.extract(out, tmp)) as f:
+                rows = list(csv.DictReader(f))
+            self.assertEqual(float(rows[0]["tps"]), 7)
+            self.assertEqual(rows[0]["any"], "3")
+            self.assertEqual(rows[0]["alt"], "1")
+
+    def test_a_regex_written_for_ecmascript_is_refused_before_anything_runs(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            s = command_sweep(tmp, "look", "echo tps 7", ["{name: tps, regex: '(?<=tps )\\d+'}"])
+            r = bench_sweep("run", s, "--out", os.path.join(tmp, "out"), check=2, timeout=QUICK)
+            self.assertIn("command.metrics[0].regex: '(?<=tps )\\d+' is not a regular expression: "
+                          "invalid perl operator: (?<", r.stderr)
+            self.assertIn("lookahead and lookbehind are not supported", r.stderr)
+            self.assertFalse(os.path.exists(os.path.join(tmp, "out")))
+
+    @staticmethod
+    def extract(out, tmp):
+        csv_path = os.path.join(tmp, "t.csv")
+        tool("bench-extract", "-i", out, "-o", csv_path, check=0)
+        return csv_path
+
+
+class HostileFiles(unittest.TestCase):
+    def test_a_metric_from_a_special_file_ends_the_point_with_the_reason(self):
+        # Case 2: `from: /dev/zero` (or a FIFO) never ended the point.
+        with tempfile.TemporaryDirectory() as tmp:
+            s = command_sweep(tmp, "special", "mkfifo \"$1/pipe\"; echo tps 3", [
+                "{name: zero, from: /dev/zero, regex: '(\\d+)'}",
+                "{name: pipe, from: pipe, regex: '(\\d+)'}",
+                "{name: tps, regex: 'tps (\\d+)', optional: true}"])
+            out = os.path.join(tmp, "out")
+            r = bench_sweep("run", s, "--out", out, check=1, timeout=QUICK)
+            summary = read_json(os.path.join(only_point(out), "summary.json"))
+            self.assertEqual(summary["status"], "failed", r.stdout)
+            self.assertIn("zero (/dev/zero: is a character device, not a regular file", summary["reason"])
+            self.assertIn("pipe: is a FIFO, not a regular file", summary["reason"])
+
+    def test_fifos_and_links_to_dev_zero_among_results_are_refused_not_waited_on(self):
+        # Case 3: a status.json or summary.json that is a FIFO hung status, run and extract; case
+        # 7: a config.yaml linked to /dev/zero was read until memory ran out; bench-plot -i a FIFO
+        # blocked and -i /dev/zero grew without bound.
+        with tempfile.TemporaryDirectory() as tmp:
+            s = command_sweep(tmp, "fifo", "echo tps 3", ["{name: tps, regex: 'tps (\\d+)'}"],
+                              "axes:\n  params.x: [1, 2]\n".replace("axes", "  params: {x: 0}\naxes"))
+            out = os.path.join(tmp, "out")
+            bench_sweep("run", s, "--out", out, check=0, timeout=QUICK)
+            points = [os.path.join(out, p["tag"])
+                      for p in read_json(os.path.join(out, "manifest.json"))["points"]]
+            saved = os.path.join(tmp, "saved")
+            os.mkdir(saved)
+            for name in ("status.json", "summary.json"):
+                os.rename(os.path.join(points[0], name), os.path.join(saved, name))
+                os.mkfifo(os.path.join(points[0], name))
+            os.rename(os.path.join(points[1], "config.yaml"), os.path.join(saved, "config.yaml"))
+            os.symlink("/dev/zero", os.path.join(points[1], "config.yaml"))
+            # status and run stop at the first such file, naming it (exit 4: a file-system error).
+            for args in (("status", out), ("run", s, "--out", out)):
+                r = bench_sweep(*args, check=4, timeout=QUICK)
+                self.assertRegex(r.stderr, r"(status.json: error: is a FIFO|config.yaml: error: is "
+                                           r"a character device), not a regular file: sweepbench "
+                                           r"reads only regular files")
+            csv_path = os.path.join(tmp, "t.csv")
+            r = tool("bench-extract", "-i", out, "-o", csv_path, check=0)
+            self.assertIn("status.json: cannot be read: is a FIFO", r.stderr)
+            self.assertIn("config.yaml: cannot be read: is a character device", r.stderr)
+            os.mkfifo(os.path.join(tmp, "table.csv"))
+            for source, kind in ((os.path.join(tmp, "table.csv"), "a FIFO"),
+                                 ("/dev/zero", "a character device")):
+                r = tool("bench-plot", "-i", source, "-o", os.path.join(tmp, "p.png"),
+                         "--metric", "tps", check=4)
+                self.assertIn(f"error: is {kind}, not a regular file", r.stderr)
+
+    def test_glob_characters_in_out_do_not_read_another_points_file(self):
+        # Case 8: with --out runs/a?, a metric `from: '{out}/m.txt'` read runs/ab's file.
+        with tempfile.TemporaryDirectory() as tmp:
+            s = command_sweep(tmp, "glob", "echo 1 > \"$1/m.txt\"",
+                              ["{name: m, from: '{out}/m.txt', regex: '(\\d+)'}",
+                               "{name: star, from: '*.txt', regex: '(\\d+)', reduce: sum}"])
+            other = os.path.join(tmp, "ab")
+            bench_sweep("run", s, "--out", other, check=0, timeout=QUICK)
+            for p in read_json(os.path.join(other, "manifest.json"))["points"]:
+                with open(os.path.join(other, p["tag"], "m.txt"), "w") as f:
+                    f.write("999\n")
+            out = os.path.join(tmp, "a?")
+            bench_sweep("run", s, "--out", out, check=0, timeout=QUICK)
+            with open(HostileOutput.extract(out, tmp)) as f:
+                rows = list(csv.DictReader(f))
+            self.assertEqual(float(rows[0]["m"]), 1)
+            self.assertEqual(float(rows[0]["star"]), 1)
+
+
+if __name__ == "__main__":
+    unittest.main()
