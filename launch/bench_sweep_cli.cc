@@ -14,6 +14,7 @@
 #include "core/process.h"
 #include "core/schema.h"
 #include "core/table.h"
+#include "core/terminal.h"
 #include "core/text.h"
 #include "core/yaml_io.h"
 #include "launch/runner.h"
@@ -478,7 +479,14 @@ std::string schema_markdown() {
   return out.str();
 }
 
-int bench_sweep_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+int bench_sweep_main(const std::vector<std::string>& args, std::ostream& raw_out,
+                     std::ostream& raw_err) {
+  // Messages and run's and submit's reports are for people: what values, tags, reasons and
+  // programs' words they hold reaches the terminal escaped (core/terminal.h). Tables escape
+  // their own cells; JSON and CSV stay exact.
+  TerminalSafeStream err(raw_err);
+  TerminalSafeStream people_out(raw_out);
+  std::ostream& out = raw_out;
   if (args.empty()) {
     err << kUsage;
     return kExitUsage;
@@ -495,8 +503,8 @@ int bench_sweep_main(const std::vector<std::string>& args, std::ostream& out, st
       return kExitOk;
     }
     if (command == "plan") return run_plan(rest, out, err);
-    if (command == "run") return run_run(rest, out, err);
-    if (command == "submit") return run_submit(rest, out, err);
+    if (command == "run") return run_run(rest, people_out, err);
+    if (command == "submit") return run_submit(rest, people_out, err);
     if (command == "status") return run_status(rest, out, err);
     if (command == "keys") return run_keys(rest, out);
     std::string message = "unknown command '" + command + "'";

@@ -4,10 +4,13 @@
 #include <vector>
 
 #include "core/fs.h"
+#include "core/terminal.h"
 #include "postprocess/extract.h"
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
+  // Messages are for people: what they quote of the results reaches the terminal escaped.
+  sweepbench::TerminalSafeStream err(std::cerr);
   return sweepbench::close_standard_output(
-      "bench-extract", sweepbench::bench_extract_main(args, std::cout, std::cerr));
+      "bench-extract", sweepbench::bench_extract_main(args, std::cout, err));
 }

@@ -3,6 +3,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cmath>
 #include <boost/program_options.hpp>
 #include <filesystem>
 #include <iostream>
@@ -102,6 +103,10 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
       "keep", po::value<std::vector<std::string>>()->composing(),
       "Keep this column even with --drop-constant (repeatable, or A,B)")(
       "strict", "Exit 1 when a point is incomplete")(
+      "spreadsheet-safe",
+      "CSV: a text cell beginning with =, +, -, @, a tab or a carriage return gets a leading ' "
+      "so that a spreadsheet shows it and never runs it as a formula (numbers are left as they "
+      "are)")(
       "group-repeats", "One row per point over its repeats: mean and _std columns")(
       "price-per-hour", po::value<double>(),
       "USD per device-hour for cost_usd_per_mtok (hardware.price_per_hour wins)")(
@@ -131,9 +136,17 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
           throw Error(ErrorKind::kConflict, Mark::in(*output), "", "the output file exists",
                       "add -f to replace it, or choose another -o");
         }
+        const bool spreadsheet_safe = vm.count("spreadsheet-safe") > 0;
+        if (spreadsheet_safe && format != TableFormat::kCsv) {
+          throw Error::input(Mark::in("--spreadsheet-safe"), "",
+                             "applies to CSV, not " + table_format_name(format),
+                             "leave it out, or write CSV (--format csv)");
+        }
         double price = vm.count("price-per-hour") ? vm["price-per-hour"].as<double>() : -1;
-        if (vm.count("price-per-hour") && !(price >= 0)) {
-          throw Error::input(Mark::in("--price-per-hour"), "", "must be 0 or more");
+        if (vm.count("price-per-hour") && !(price >= 0 && std::isfinite(price))) {
+          throw Error::input(Mark::in("--price-per-hour"), "",
+                             format_float_repr(price) + " is not a price",
+                             "give USD per device-hour: a finite number, 0 or more");
         }
         ExtractOptions options;
         options.price_per_hour = price;
@@ -143,7 +156,10 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
         }
         options.point_timeout_s = vm["point-timeout"].as<double>();
         if (!(options.point_timeout_s > 0) || options.point_timeout_s > 1e6) {
-          throw Error::input(Mark::in("--point-timeout"), "", "must be more than 0 seconds");
+          throw Error::input(Mark::in("--point-timeout"), "",
+                             format_float_repr(options.point_timeout_s) +
+                                 " is out of range: it must be more than 0 and at most "
+                                 "1,000,000 seconds");
         }
         if (vm.count("series")) {
           options.series = parse_series(vm["series"].as<std::string>());
@@ -156,6 +172,14 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
         }
         PointSearch search = find_point_dirs(vm["input"].as<std::vector<std::string>>());
         const std::vector<std::string>& dirs = search.points;
+        std::vector<std::string> keep;
+        if (vm.count("keep")) {
+          if (!vm.count("drop-constant")) {
+            throw Error::input(Mark::in("--keep"), "", "applies with --drop-constant only",
+                               "add --drop-constant, or leave --keep out");
+          }
+          keep = split_commas(vm["keep"].as<std::vector<std::string>>());
+        }
         auto warn = [&err](const std::string& w) {
           err << "bench-extract: warning: " << w << "\n";
         };
@@ -165,7 +189,7 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
         std::ostream& sink = file ? file->stream() : out;
         // A refused write (a full disk) stops the extraction at once rather than at the end.
         const std::string sink_name = output ? *output : "standard output";
-        size_t rows = 0, incomplete = 0;
+        size_t rows = 0, incomplete = 0, replaced = 0;
         if (vm.count("group-repeats") || vm.count("drop-constant")) {
           // Both need every row before the first is printed.
           ExtractTable table;
@@ -176,18 +200,26 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
             table.rows.push_back(std::move(p.row));
           });
           if (vm.count("group-repeats")) group_repeats(&table);
-          if (vm.count("drop-constant")) {
-            drop_constant_columns(
-                &table, vm.count("keep") ? split_commas(vm["keep"].as<std::vector<std::string>>())
-                                         : std::vector<std::string>{});
+          // --keep names columns: one that the table lacks is a typo, said before any output.
+          for (const std::string& k : keep) {
+            if (std::find(table.columns.begin(), table.columns.end(), k) != table.columns.end()) {
+              continue;
+            }
+            std::optional<std::string> near = closest_match(k, table.columns);
+            throw Error::input(Mark::in("--keep " + k), "",
+                               "no column is named '" + k + "'" +
+                                   (near ? " (did you mean '" + *near + "'?)" : ""),
+                               "bench-extract without --drop-constant lists every column");
           }
-          print_table(table, format, sink);
+          if (vm.count("drop-constant")) drop_constant_columns(&table, keep);
+          replaced = print_table(table, format, sink, spreadsheet_safe);
           check_stream(sink, sink_name);
           rows = table.rows.size();
         } else {
           const bool series = options.series != Series::kNone;
           ExtractWriter writer(
-              series ? series_columns(options.series, dirs) : extract_columns(dirs), format, sink);
+              series ? series_columns(options.series, dirs) : extract_columns(dirs), format, sink,
+              spreadsheet_safe);
           extract_each(dirs, options, warn, [&](ExtractedPoint&& p) {
             for (const std::string& w : p.warnings) warn(w);
             if (p.incomplete) ++incomplete;
@@ -201,11 +233,15 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
           });
           writer.finish();
           check_stream(sink, sink_name);
+          replaced = writer.replaced();
         }
         if (file) {
           file->commit();
           err << "bench-extract: " << plural(rows, "point") << " written to " << *output
               << (incomplete ? " (" + std::to_string(incomplete) + " incomplete)" : "") << "\n";
+        }
+        if (replaced > 0) {
+          warn(plural(replaced, "byte") + " of text that were not UTF-8 (or NUL) written as U+FFFD");
         }
         bool unread = incomplete > 0 || !search.warnings.empty();
         if (!search.warnings.empty()) {

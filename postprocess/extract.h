@@ -104,9 +104,11 @@ const std::vector<TableFormat>& extract_formats();
 // Prints rows as they come: the header first, then a row at a time, then what closes the table.
 class ExtractWriter {
  public:
-  ExtractWriter(std::vector<std::string> columns, TableFormat format, std::ostream& out);
+  ExtractWriter(std::vector<std::string> columns, TableFormat format, std::ostream& out,
+                bool spreadsheet_safe = false);
   void row(const std::map<std::string, Value>& row);
   void finish() { writer_.finish(); }
+  size_t replaced() const { return writer_.replaced(); }
 
  private:
   std::vector<std::string> columns_;
@@ -114,7 +116,9 @@ class ExtractWriter {
   std::vector<Value> cells_;
 };
 
-void print_table(const ExtractTable& table, TableFormat format, std::ostream& out);
+// Returns ExtractWriter::replaced().
+size_t print_table(const ExtractTable& table, TableFormat format, std::ostream& out,
+                   bool spreadsheet_safe = false);
 
 int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 

@@ -22,8 +22,9 @@ const std::vector<TableFormat>& extract_formats() {
 }
 
 ExtractWriter::ExtractWriter(std::vector<std::string> columns, TableFormat format,
-                             std::ostream& out)
-    : columns_(columns), writer_(std::move(columns), format, out, TableOptions{true, {}}) {}
+                             std::ostream& out, bool spreadsheet_safe)
+    : columns_(columns),
+      writer_(std::move(columns), format, out, TableOptions{true, {}, spreadsheet_safe}) {}
 
 void ExtractWriter::row(const std::map<std::string, Value>& row) {
   cells_.clear();
@@ -34,10 +35,12 @@ void ExtractWriter::row(const std::map<std::string, Value>& row) {
   writer_.row(cells_);
 }
 
-void print_table(const ExtractTable& t, TableFormat format, std::ostream& out) {
-  ExtractWriter w(t.columns, format, out);
+size_t print_table(const ExtractTable& t, TableFormat format, std::ostream& out,
+                   bool spreadsheet_safe) {
+  ExtractWriter w(t.columns, format, out, spreadsheet_safe);
   for (const auto& row : t.rows) w.row(row);
   w.finish();
+  return w.replaced();
 }
 
 }  // namespace sweepbench

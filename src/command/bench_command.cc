@@ -18,6 +18,7 @@
 #include "core/fs.h"
 #include "core/placeholders.h"
 #include "core/run_info.h"
+#include "core/terminal.h"
 #include "core/text.h"
 #include "core/yaml_io.h"
 #include "layout/paths.h"
@@ -79,18 +80,21 @@ void write_summary(const std::string& out, const RankResult& r) {
 
 // nccl-tests style: a header, a units row, one line per metric, a footer.
 void print_metrics(const RankResult& r) {
-  std::printf("# bench-command: %s in %.1f s\n", join(r.command.argv, " ").c_str(),
+  // For people: what the program and the user wrote is shown escaped (core/terminal.h).
+  auto safe = [](const std::string& s) { return terminal_safe(s, false); };
+  std::printf("# bench-command: %s in %.1f s\n", safe(join(r.command.argv, " ")).c_str(),
               r.command.seconds);
   std::printf("# %-32s %16s  %-12s %s\n", "metric", "value", "unit", "source");
   for (const CommandMetric& m : r.command.metrics) {
     std::string value = m.found ? format_float_repr(m.value) : "-";
-    std::printf("  %-32s %16s  %-12s %s%s\n", m.name.c_str(), value.c_str(), m.unit.c_str(),
-                m.source.c_str(), m.problem.empty() ? "" : ("  (" + m.problem + ")").c_str());
+    std::printf("  %-32s %16s  %-12s %s%s\n", m.name.c_str(), value.c_str(), safe(m.unit).c_str(),
+                safe(m.source).c_str(),
+                m.problem.empty() ? "" : ("  (" + safe(m.problem) + ")").c_str());
   }
   if (r.status == "ok") {
     std::printf("# OK\n");
   } else {
-    std::printf("# %s: %s\n", r.status == "oom" ? "OOM" : "FAILED", r.reason.c_str());
+    std::printf("# %s: %s\n", r.status == "oom" ? "OOM" : "FAILED", safe(r.reason).c_str());
   }
   std::fflush(stdout);
 }
@@ -171,7 +175,7 @@ int run(const std::string& config_path, const std::string& out_arg) {
   }
   if (r.status != "ok") {
     std::fprintf(stderr, "bench-command: rank %lld: %s: %s\n", static_cast<long long>(r.rank),
-                 r.status.c_str(), r.reason.c_str());
+                 r.status.c_str(), terminal_safe(r.reason, false).c_str());
   }
   return exit_code_of(r.status);
 }
@@ -190,7 +194,10 @@ int bench_command_main(int argc, char** argv) {
     po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
     po::notify(vm);
   } catch (const po::error& e) {
-    if (lead) std::fprintf(stderr, "bench-command: error: %s (bench-command --help)\n", e.what());
+    if (lead) {
+      std::fprintf(stderr, "bench-command: error: %s (bench-command --help)\n",
+                   terminal_safe(e.what()).c_str());
+    }
     return kExitUsage;
   }
   if (vm.count("help") || vm.count("version")) {
@@ -217,7 +224,7 @@ int bench_command_main(int argc, char** argv) {
     return code;
   } catch (const Error& e) {
     if (lead || e.kind() != ErrorKind::kInput) {
-      std::fprintf(stderr, "bench-command: error: %s\n", e.what());
+      std::fprintf(stderr, "bench-command: error: %s\n", terminal_safe(e.what()).c_str());
     }
     switch (e.kind()) {
       case ErrorKind::kInput:

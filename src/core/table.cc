@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "core/terminal.h"
 #include "core/text.h"
 #include "core/yaml_io.h"
 
@@ -106,14 +107,22 @@ std::string csv_field(const std::string& text) {
   return out + "\"";
 }
 
+std::string spreadsheet_text(const std::string& text) {
+  if (!text.empty() && std::string_view("=+-@\t\r").find(text[0]) != std::string_view::npos) {
+    return "'" + text;
+  }
+  return text;
+}
+
 std::string cell_text(const Value& v, TableFormat format, bool round) {
+  bool people = format == TableFormat::kText || format == TableFormat::kMarkdown;
   if (v.is_null()) return "";
-  if (v.is_string()) return v.as_string();
   if (v.is_float()) {
-    bool people = format == TableFormat::kText || format == TableFormat::kMarkdown;
     return round && people ? human_number(v.as_float()) : format_float_repr(v.as_float());
   }
-  return display_value(v);
+  std::string text = v.is_string() ? v.as_string() : display_value(v);
+  // For people, a cell is one line and never an escape sequence (core/terminal.h).
+  return people ? terminal_safe(text, false) : text;
 }
 
 TableWidths::TableWidths(const std::vector<std::string>& columns) {
@@ -131,6 +140,7 @@ TableWriter::TableWriter(std::vector<std::string> columns, TableFormat format, s
     : columns_(std::move(columns)), format_(format), out_(out), options_(std::move(options)) {
   switch (format_) {
     case TableFormat::kText:
+      for (std::string& c : columns_) c = terminal_safe(c, false);
       if (options_.widths) text_line(columns_, true);
       return;
     case TableFormat::kCsv: {
@@ -144,7 +154,9 @@ TableWriter::TableWriter(std::vector<std::string> columns, TableFormat format, s
     }
     case TableFormat::kMarkdown:
       out_ << "|";
-      for (const std::string& c : columns_) out_ << " " << markdown_cell(c) << " |";
+      for (const std::string& c : columns_) {
+        out_ << " " << markdown_cell(terminal_safe(c, false)) << " |";
+      }
       out_ << "\n|";
       for (size_t i = 0; i < columns_.size(); ++i) out_ << "---|";
       out_ << "\n";
@@ -190,7 +202,11 @@ void TableWriter::row(const std::vector<Value>& cells) {
       std::string line;
       for (size_t i = 0; i < cells.size(); ++i) {
         if (i > 0) line += ',';
-        line += csv_field(cell_text(cells[i], format_, false));
+        std::string text = cell_text(cells[i], format_, false);
+        // Numbers stay numbers (-1.5); text and lists are what a spreadsheet could run.
+        bool number = cells[i].is_int() || cells[i].is_float();
+        if (options_.spreadsheet_safe && !number) text = spreadsheet_text(text);
+        line += csv_field(valid_utf8(text, &replaced_));
       }
       out_ << line << "\n";
       break;

@@ -37,12 +37,19 @@ std::string human_number(double v);
 
 // CSV field quoting (RFC 4180).
 std::string csv_field(const std::string& text);
+// `text` as a spreadsheet shows it and never runs it: a leading ' when it begins with =, +, -,
+// @, a tab or a carriage return (TableOptions::spreadsheet_safe).
+std::string spreadsheet_text(const std::string& text);
 
 struct TableOptions {
   bool round = false;  // text and Markdown: floats by human_number
   // Text: the column widths, when the caller measured the rows first (TableWidths) and wants
   // rows printed as they come; without them text rows are held until finish().
   std::optional<std::vector<size_t>> widths;
+  // CSV: a text cell that a spreadsheet would take for a formula (it begins with =, +, -, @, a
+  // tab or a carriage return) gets a leading ' (OWASP's advice on CSV injection). Numbers are
+  // left as they are. Off by default: CSV keeps the data exact.
+  bool spreadsheet_safe = false;
 };
 
 // A cell's text in `format` (before escaping): null is empty, strings as they are, floats in
@@ -68,6 +75,9 @@ class TableWriter {
               TableOptions options = {});
   void row(const std::vector<Value>& cells);  // one cell per column, in order
   void finish();
+  // CSV: how many bytes of the cells were not UTF-8 (or NUL) and were written as U+FFFD (JSON
+  // writes each as \u00XX).
+  size_t replaced() const { return replaced_; }
 
  private:
   void text_line(const std::vector<std::string>& cells, bool header);
@@ -77,6 +87,7 @@ class TableWriter {
   TableOptions options_;
   std::vector<std::vector<std::string>> held_;  // text rows waiting for their widths
   size_t rows_ = 0;
+  size_t replaced_ = 0;
 };
 
 }  // namespace sweepbench

@@ -93,6 +93,25 @@ size_t find_invalid_utf8(std::string_view s) {
   return std::string_view::npos;
 }
 
+std::string valid_utf8(std::string_view s, size_t* replaced) {
+  if (find_invalid_utf8(s) == std::string_view::npos && s.find('\0') == std::string_view::npos) {
+    return std::string(s);
+  }
+  std::string out;
+  for (size_t i = 0; i < s.size();) {
+    size_t len = utf8_sequence_length(s, i);
+    if (len == 0 || s[i] == '\0') {
+      out += "\xEF\xBF\xBD";  // U+FFFD
+      if (replaced != nullptr) ++*replaced;
+      ++i;
+    } else {
+      out.append(s.substr(i, len));
+      i += len;
+    }
+  }
+  return out;
+}
+
 void append_quoted_json(std::string& out, std::string_view s) {
   // Most keys and values need no escape: copy them whole.
   bool plain = std::all_of(s.begin(), s.end(), [](char ch) {

@@ -24,6 +24,11 @@ void append_quoted_json(std::string& out, std::string_view s);
 // The offset of the first byte that is not part of valid UTF-8, or npos when all of it is valid.
 size_t find_invalid_utf8(std::string_view s);
 
+// `s` as valid UTF-8 text: each byte that is not part of valid UTF-8, and each NUL, replaced by
+// U+FFFD; `replaced` (when given) counts the replacements. For text that came from programs'
+// output on its way into our files and tables (docs/security.md).
+std::string valid_utf8(std::string_view s, size_t* replaced = nullptr);
+
 // Levenshtein edit distance (insertions, deletions, substitutions of bytes).
 size_t edit_distance(std::string_view a, std::string_view b);
 

@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "core/fs.h"
+#include "core/text.h"
 #include "core/yaml_io.h"
 #include "results/rank_fields.h"
 
@@ -99,7 +100,10 @@ class Writer {
     Handle space(H5_CHECK(H5Screate(H5S_SCALAR)), H5Sclose);
     Handle a(H5_CHECK(H5Acreate2(where, name, string_type_, space.get(), H5P_DEFAULT, H5P_DEFAULT)),
              H5Aclose);
-    const char* p = value.c_str();
+    // Text from programs' output may hold bytes that are not UTF-8, or NULs (which would cut
+    // it): the file holds it as valid UTF-8, so that its reader never calls it damaged.
+    std::string text = valid_utf8(value);
+    const char* p = text.c_str();
     H5_CHECK(H5Awrite(a.get(), string_type_, &p));
   }
   void attr(hid_t where, const char* name, std::int64_t value) {
@@ -119,8 +123,11 @@ class Writer {
     array(where, name, H5T_NATIVE_UINT8, H5T_STD_U8LE, v.data(), v.size());
   }
   void dataset(hid_t where, const char* name, const std::vector<std::string>& v) {
+    std::vector<std::string> texts;
+    texts.reserve(v.size());
+    for (const std::string& s : v) texts.push_back(valid_utf8(s));  // as attr() does
     std::vector<const char*> ptrs;
-    for (const std::string& s : v) ptrs.push_back(s.c_str());
+    for (const std::string& s : texts) ptrs.push_back(s.c_str());
     array(where, name, string_type_, string_type_, ptrs.data(), ptrs.size());
   }
 

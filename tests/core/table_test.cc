@@ -61,6 +61,50 @@ TEST(TableWriter, MarkdownEscapesPipesAndRounds) {
             "| 0 | a\\|b, \"c\" | 123.5 |\n| 12 |  | 1.234e-05 |\n");
 }
 
+// Issue 29, case 9: a value holding escape sequences reached the terminal raw in the text and
+// Markdown tables (recolouring, moving the cursor, retitling the window).
+TEST(TableWriter, TextAndMarkdownShowControlCharactersEscaped) {
+  for (TableFormat f : {TableFormat::kText, TableFormat::kMarkdown}) {
+    std::ostringstream out;
+    TableWriter t({"tag", "reason\x1b[2J"}, f, out);
+    t.row({Value::string("x=\x1b[31mred"), Value::string("a\nb\r\x07\x1b]0;title\x07 \xff")});
+    t.finish();
+    std::string text = out.str();
+    EXPECT_EQ(text.find('\x1b'), std::string::npos) << text;
+    EXPECT_EQ(text.find('\r'), std::string::npos) << text;
+    EXPECT_NE(text.find("x=\\x1b[31mred"), std::string::npos) << text;
+    EXPECT_NE(text.find("a\\x0ab\\x0d\\x07\\x1b]0;title\\x07 \\xff"), std::string::npos) << text;
+    EXPECT_NE(text.find("reason\\x1b[2J"), std::string::npos) << text;
+  }
+}
+
+// Case 10: a text cell beginning with = + - @ ran as a formula where the CSV was opened. With
+// spreadsheet_safe it is text; numbers stay numbers; without it the data is exact.
+TEST(TableWriter, SpreadsheetSafeCsvQuotesFormulasNotNumbers) {
+  auto csv = [](bool safe) {
+    std::ostringstream out;
+    TableWriter t({"a", "b", "c", "d", "e"}, TableFormat::kCsv, out, TableOptions{false, {}, safe});
+    t.row({Value::string("=HYPERLINK(\"http://x\",\"y\")"), Value::string("+1"),
+           Value::string("@SUM(A1)"), Value::real(-1.5), Value::string("-x")});
+    t.finish();
+    return out.str();
+  };
+  EXPECT_EQ(csv(true), "a,b,c,d,e\n\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\",'+1,'@SUM(A1),-1.5,'-x\n");
+  EXPECT_EQ(csv(false), "a,b,c,d,e\n\"=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\",+1,@SUM(A1),-1.5,-x\n");
+  EXPECT_EQ(spreadsheet_text("\tx"), "'\tx");
+  EXPECT_EQ(spreadsheet_text("x=1"), "x=1");
+}
+
+// Case 11: bytes that are not UTF-8 and NULs are written as U+FFFD, and counted.
+TEST(TableWriter, CsvIsValidUtf8) {
+  std::ostringstream out;
+  TableWriter t({"a"}, TableFormat::kCsv, out);
+  t.row({Value::string(std::string("ok \xff\xfe x\0y \xc3\xa9", 12))});
+  t.finish();
+  EXPECT_EQ(out.str(), "a\nok \xEF\xBF\xBD\xEF\xBF\xBD x\xEF\xBF\xBDy \xc3\xa9\n");
+  EXPECT_EQ(t.replaced(), 3u);
+}
+
 TEST(TableFormat, NamesAndExtensions) {
   std::vector<TableFormat> all = {TableFormat::kCsv, TableFormat::kMarkdown, TableFormat::kText};
   EXPECT_EQ(parse_table_format("md", all), TableFormat::kMarkdown);

@@ -155,5 +155,78 @@ class HostileFiles(unittest.TestCase):
             self.assertEqual(float(rows[0]["star"]), 1)
 
 
+class HostileText(unittest.TestCase):
+    """Cases 9, 10, 11 and 16: what programs print reaches terminals escaped, spreadsheets as
+    text when asked, and our files as valid UTF-8; options out of range are refused."""
+
+    def run_failing_point(self, tmp):
+        # The program fails with escape sequences, a formula and bytes that are not UTF-8 in what
+        # it prints: its last stderr line is the point's reason.
+        script = ("printf 'tps \\377\\000x\\n'\n"
+                  "printf '=HYPERLINK(\"http://evil\",\"x\") \\033[31mred \\033]0;owned\\007\\n' >&2\n"
+                  "exit 3")
+        s = command_sweep(tmp, "text", script, ["{name: tps, regex: 'tps (\\C*)', optional: true}"],
+                          "  params: {note: '=HYPERLINK(\"http://evil\",\"x\")'}\n")
+        out = os.path.join(tmp, "out")
+        return s, out, bench_sweep("run", s, "--out", out, check=1, timeout=QUICK)
+
+    def test_escape_sequences_reach_terminals_escaped_and_csv_exact(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            s, out, r = self.run_failing_point(tmp)
+            self.assertIn("\\x1b[31mred \\x1b]0;owned\\x07", r.stdout)
+            for text in (r.stdout, r.stderr):
+                self.assertNotIn("\x1b", text)
+                self.assertNotIn("\x07", text)
+            r = bench_sweep("status", out, check=0, timeout=QUICK)
+            self.assertNotIn("\x1b", r.stdout)
+            for fmt in ("table", "md"):
+                r = tool("bench-extract", "-i", out, "--format", fmt, check=0)
+                self.assertIn("\\x1b[31mred", r.stdout, fmt)
+                self.assertNotIn("\x1b", r.stdout, fmt)
+            # CSV and JSON keep the data exact: the reason as the program wrote it.
+            r = tool("bench-extract", "-i", out, "--format", "csv", check=0)
+            self.assertIn('=HYPERLINK(""http://evil"",""x"") \x1b[31mred \x1b]0;owned\x07"',
+                          r.stdout)
+
+    def test_spreadsheet_safe_csv_and_valid_utf8_rank_files(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            s, out, r = self.run_failing_point(tmp)
+            r = tool("bench-extract", "-i", out, "--spreadsheet-safe", check=0)
+            with_safe = list(csv.DictReader(r.stdout.splitlines()))
+            self.assertEqual(with_safe[0]["params.note"], "'=HYPERLINK(\"http://evil\",\"x\")")
+            self.assertEqual(with_safe[0]["status"], "failed")
+            r = tool("bench-extract", "-i", out, check=0)
+            exact = list(csv.DictReader(r.stdout.splitlines()))
+            self.assertEqual(exact[0]["params.note"], "=HYPERLINK(\"http://evil\",\"x\")")
+            r = tool("bench-extract", "-i", out, "--spreadsheet-safe", "--format", "json", check=2)
+            self.assertIn("--spreadsheet-safe: error: applies to CSV, not json", r.stderr)
+            # Case 11: the metric's problem quotes '\xff\0x'; the rank file holds it as UTF-8
+            # (U+FFFD), and reading it back finds nothing damaged.
+            r = tool("bench-extract", "-i", out, check=0)
+            self.assertNotIn("damaged", r.stderr)
+            self.assertNotIn("warning", r.stderr)
+            import h5py
+            point = only_point(out)
+            with h5py.File(os.path.join(point, "rank-00000.h5"), "r") as f:
+                problem = f["command/metric_problem"][0].decode("utf-8")
+            self.assertIn("'\ufffd\ufffdx' (stdout line 1) is not a number", problem)
+
+    def test_options_out_of_range_are_refused_with_the_reason(self):
+        # Case 16: --keep with a typo was ignored, --price-per-hour inf accepted, and
+        # --point-timeout 1e300 said "must be more than 0 seconds".
+        with tempfile.TemporaryDirectory() as tmp:
+            s, out, _ = self.run_failing_point(tmp)
+            r = tool("bench-extract", "-i", out, "--drop-constant", "--keep", "statsu", check=2)
+            self.assertIn("--keep statsu: error: no column is named 'statsu' (did you mean "
+                          "'status'?)", r.stderr)
+            r = tool("bench-extract", "-i", out, "--keep", "status", check=2)
+            self.assertIn("--keep: error: applies with --drop-constant only", r.stderr)
+            r = tool("bench-extract", "-i", out, "--price-per-hour", "inf", check=2)
+            self.assertIn("--price-per-hour: error: inf is not a price", r.stderr)
+            r = tool("bench-extract", "-i", out, "--point-timeout", "1e300", check=2)
+            self.assertIn("--point-timeout: error: 1e+300 is out of range: it must be more than 0 "
+                          "and at most 1,000,000 seconds", r.stderr)
+
+
 if __name__ == "__main__":
     unittest.main()
