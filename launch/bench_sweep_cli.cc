@@ -180,7 +180,9 @@ void add_plan_options(po::options_description& desc) {
       "Only this scenario (repeatable, or comma-separated)")(
       "set", po::value<std::vector<std::string>>()->composing(),
       "Override KEY=VALUE in every point's base (repeatable; VALUE is YAML)")(
-      "max-points", po::value<size_t>()->default_value(kDefaultMaxPoints),
+      // Read as a signed number and checked: boost reads "-5" into a size_t as 2^64 - 5, which
+      // turned the guard off.
+      "max-points", po::value<long long>()->default_value(static_cast<long long>(kDefaultMaxPoints)),
       "Refuse sweeps with more points than this");
 }
 
@@ -213,9 +215,19 @@ po::variables_map parse_with_sweep(const std::vector<std::string>& args,
 }
 
 // --max-points, --scenario and --set, as plan and run share them.
+size_t max_points_of(const po::variables_map& vm) {
+  long long n = vm["max-points"].as<long long>();
+  if (n < 1) {
+    throw Error::input(Mark::in("--max-points " + std::to_string(n)), "",
+                       "must be 1 or more: it is the most points a sweep may expand to",
+                       "give a positive number, e.g. --max-points 50000");
+  }
+  return static_cast<size_t>(n);
+}
+
 PlanOptions plan_options_of(const po::variables_map& vm) {
   PlanOptions options;
-  options.max_points = vm["max-points"].as<size_t>();
+  options.max_points = max_points_of(vm);
   if (vm.count("scenario")) {
     options.scenarios = selectors(vm, "scenario");
   }
@@ -370,9 +382,9 @@ int run_submit(const std::vector<std::string>& args, std::ostream& out, std::ost
       submit.run_args.insert(submit.run_args.end(), {"--set", kv});
     }
   }
-  if (vm["max-points"].as<size_t>() != kDefaultMaxPoints) {
+  if (max_points_of(vm) != kDefaultMaxPoints) {
     submit.run_args.insert(submit.run_args.end(),
-                           {"--max-points", std::to_string(vm["max-points"].as<size_t>())});
+                           {"--max-points", std::to_string(max_points_of(vm))});
   }
   if (vm.count("bench-train")) {
     submit.run_args.insert(

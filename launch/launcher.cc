@@ -195,8 +195,16 @@ std::vector<std::string> with_setup_lines(const Value& resolved,
                                           const std::vector<std::string>& lines,
                                           const std::string& out_dir,
                                           const std::vector<std::string>& argv) {
-  std::string script;
+  // A line that ends the shell (exit, or any failure under set -e) ends the point before its
+  // program starts: the EXIT trap says which line did, in a line the runner takes as the
+  // point's reason instead of blaming the program (issue 29). Taken down before exec.
+  std::string script =
+      "trap 'printf \"sweepbench: launch.setup line %s ended the shell with exit code %s before "
+      "the program started\\n\" \"$sweepbench_setup_line\" \"$?\" >&2' EXIT\n";
+  size_t number = 0;
   for (const std::string& line : lines) {
+    script += "sweepbench_setup_line=" + shell_quote(std::to_string(++number) + " (" + line + ")") +
+              "\n";
     // The line is the user's shell code; a value put into it is one quoted word.
     script +=
         render_placeholders(parse_placeholders(line, Mark::in("launch.setup"), "launch.setup"),
@@ -211,7 +219,7 @@ std::vector<std::string> with_setup_lines(const Value& resolved,
                             });
     script += "\n";
   }
-  script += "exec \"$@\"\n";
+  script += "trap - EXIT\nexec \"$@\"\n";
   std::vector<std::string> out = {"bash", "-c", script, "sweepbench-setup"};
   out.insert(out.end(), argv.begin(), argv.end());
   return out;

@@ -64,6 +64,10 @@ std::string reason_of(const std::string& point_dir, const std::string& program,
   std::istringstream lines(err);
   for (std::string line; std::getline(lines, line);) {
     if (!trim(line).empty()) last = trim(line);
+    // launch.setup ended the shell before the program started (with_setup_lines): the program
+    // never ran, so the reason is that line's, not the program's.
+    static const std::string kSetup = "sweepbench: launch.setup line ";
+    if (line.rfind(kSetup, 0) == 0) return first_line(line.substr(12), 300);
   }
   std::string what = program + ": " + r.describe();
   if (r.term_signal == SIGKILL) what += " (the kernel's out-of-memory killer, or a user)";

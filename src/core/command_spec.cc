@@ -13,10 +13,18 @@ namespace sweepbench {
 namespace fs = std::filesystem;
 namespace {
 
-// Columns bench-extract fills itself; a metric cannot take their place.
+// Columns bench-extract fills itself (postprocess/point_row.cc extract_columns, table_ops.cc
+// group_repeats); a metric cannot take their place. Metrics bench-train and bench-infer report
+// are not here: a command's metric of such a name shares their column, on purpose.
 const std::set<std::string> kReservedNames = {
-    "sweep",      "tag",    "index", "scenario", "repeat",    "status",    "reason",
-    "world_size", "device", "units", "params",   "benchmark", "exit_code", "seconds"};
+    "sweep",        "tag",         "index",
+    "scenario",     "repeat",      "status",
+    "reason",       "world_size",  "device",
+    "units",        "params",      "benchmark",
+    "exit_code",    "seconds",     "repeats",
+    "profile_trace", "cost_usd_per_mtok", "mem_torch_mem_alloc_in_bytes",
+    "mem_peak_torch_mem_alloc_in_bytes", "mem_nvidia_mem_reserved", "cpu_percent_mean",
+    "ram_peak_mb"};
 
 const Mark& mark_of(const Value& v, const Mark& fallback) {
   return v.mark().known() ? v.mark() : fallback;
@@ -105,6 +113,13 @@ MetricSpec parse_metric(const Value& item, size_t index, const Mark& list_mark) 
   if (!is_identifier(m.name)) {
     throw Error::input(mark, key + ".name", "'" + m.name + "' is not a metric name",
                        "use letters, digits and _, not starting with a digit: it is a column");
+  }
+  // --group-repeats adds NAME_std beside each metric NAME.
+  if (m.name.size() > 4 && m.name.compare(m.name.size() - 4, 4, "_std") == 0) {
+    throw Error::input(mark, key + ".name",
+                       "'" + m.name + "' ends in _std, which bench-extract --group-repeats gives "
+                       "each metric's standard deviation",
+                       "choose another name");
   }
   if (kReservedNames.count(m.name)) {
     throw Error::input(mark, key + ".name",

@@ -196,10 +196,19 @@ void check_tensor_sizes(const Value& full) {
     std::string shape = by_logits
                             ? "the logits (micro_batch x seq_len x vocab_size floats)"
                             : "the attention scores (micro_batch x n_head x seq_len^2 floats)";
-    throw rule_error(mb, key,
-                     std::to_string(mb.as_int()) + " is too large: " + shape + " would need " +
-                         bytes_text(bytes) + ", more than any machine holds",
-                     "lower it (use train.grad_accum for a larger batch per step)");
+    if (mb.as_int() > 1) {
+      throw rule_error(mb, key,
+                       std::to_string(mb.as_int()) + " is too large: " + shape + " would need " +
+                           bytes_text(bytes) + ", more than any machine holds",
+                       "lower it (use train.grad_accum for a larger batch per step)");
+    }
+    // One sequence is already too much: the shape is to blame, not the batch (issue 29).
+    const char* culprit = by_logits && vocab > seq ? "model.vocab_size" : "data.seq_len";
+    const Value& v = required(full, culprit);
+    throw rule_error(v, culprit,
+                     std::to_string(v.as_int()) + " is too large: even at " + key + " 1, " + shape +
+                         " would need " + bytes_text(bytes) + ", more than any machine holds",
+                     "lower it");
   }
 }
 

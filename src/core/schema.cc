@@ -72,6 +72,10 @@ Value M() { return Value::map(); }
 
 using T = KeyType;
 
+// Maxima are far past any real run (4096 layers, vocabularies, contexts and prompts of 16 Mi
+// tokens, batches of 1 Mi sequences) so that a slip (n_layer: 1000000000, grad_accum near
+// INT64_MAX) is refused at plan time with its key named, instead of allocating until the kernel
+// kills the rank (issue 29). The size checks of bench-train and bench-infer judge what is left.
 std::vector<KeySpec> build_table() {
   return {
       // ---- top level ----
@@ -97,6 +101,7 @@ std::vector<KeySpec> build_table() {
           .only_for({"train", "infer"}),
       K("model.n_layer", T::kInt, N(), "Transformer blocks; null = the preset's")
           .min(1)
+          .max(4096)
           .derived()
           .only_for({"train", "infer"}),
       K("model.n_embd", T::kInt, N(), "Model width d; null = the preset's")
@@ -107,11 +112,13 @@ std::vector<KeySpec> build_table() {
       K("model.n_head", T::kInt, N(),
         "Attention heads; must divide model.n_embd; null = the preset's")
           .min(1)
+          .max(1 << 16)
           .derived()
           .only_for({"train", "infer"}),
       K("model.n_kv_head", T::kInt, N(),
         "Key/value heads (grouped-query attention); must divide model.n_head; null = the preset's")
           .min(1)
+          .max(1 << 16)
           .derived()
           .only_for({"train", "infer"}),
       K("model.ffn_dim", T::kInt, N(),
@@ -124,11 +131,13 @@ std::vector<KeySpec> build_table() {
           .only_for({"train", "infer"}),
       K("model.vocab_size", T::kInt, N(), "Vocabulary size; null = the preset's")
           .min(1)
+          .max(1 << 24)
           .derived()
           .only_for({"train", "infer"}),
       K("model.block_size", T::kInt, N(),
         "Longest sequence the model accepts (position table size); null = the preset's")
           .min(1)
+          .max(1 << 24)
           .derived()
           .only_for({"train", "infer"}),
 
@@ -143,6 +152,7 @@ std::vector<KeySpec> build_table() {
       K("data.seq_len", T::kInt, N(),
         "Tokens per sequence; every sequence is exactly this long; null = model.block_size")
           .min(1)
+          .max(1 << 24)
           .derived()
           .only_for({"train", "infer"}),
       K("data.token_dtype", T::kEnum, S("uint16"),
@@ -164,9 +174,11 @@ std::vector<KeySpec> build_table() {
           .only_for({"train"}),
       K("train.micro_batch", T::kInt, I(8), "Sequences per rank per forward pass")
           .min(1)
+          .max(1 << 20)
           .only_for({"train"}),
       K("train.grad_accum", T::kInt, I(1), "Micro batches accumulated per optimizer step")
           .min(1)
+          .max(1 << 20)
           .only_for({"train"}),
       K("train.dtype", T::kEnum, S("fp32"),
         "fp32, bf16 (mixed precision, fp32 master weights) or fp16 (with dynamic loss scaling)")
@@ -266,19 +278,23 @@ std::vector<KeySpec> build_table() {
       K("eval.micro_batch", T::kInt, N(),
         "Sequences per evaluation batch; null = train.micro_batch")
           .min(1)
+          .max(1 << 20)
           .derived()
           .only_for({"train"}),
 
       // ---- infer (bench-infer; hashed only for benchmark: infer) ----
       K("infer.input_tokens", T::kInt, I(128), "Prompt tokens per sequence")
           .min(1)
+          .max(1 << 24)
           .only_for({"infer"}),
       K("infer.output_tokens", T::kInt, I(128),
         "Tokens generated per sequence; every run generates exactly this many (no early stop)")
           .min(1)
+          .max(1 << 24)
           .only_for({"infer"}),
       K("infer.batch_size", T::kInt, I(1), "Prompts generated together per rank")
           .min(1)
+          .max(1 << 20)
           .only_for({"infer"}),
       K("infer.num_beams", T::kInt, I(1),
         "1: greedy or sampled decoding; more: beam search with this many beams per prompt")
@@ -351,6 +367,8 @@ std::vector<KeySpec> build_table() {
         "Regular expressions that must match no line of stdout or stderr (e.g. Traceback)")
           .only_for({"command"}),
       K("command.success.exit_code", T::kInt, I(0), "The exit code of a successful run; null = any")
+          .min(0)
+          .max(255)
           .nullable()
           .only_for({"command"}),
       K("command.success.required", T::kStringList, N(),

@@ -234,6 +234,7 @@ TrainerOptions device_options(const GeneratorOptions& o) {
   t.shape = o.shape;
   t.preset = o.preset;
   t.dtype = o.dtype;
+  t.dtype_key = "infer.dtype";
   t.device = o.device;
   t.local_rank = o.local_rank;
   t.threads = o.threads;

@@ -1175,7 +1175,7 @@ DeviceInfo select_device(const TrainerOptions& o) {
   }
   if (!want_cuda) {
     if (o.dtype == DType::kFp16) {
-      throw Error::input(Mark{}, "train.dtype",
+      throw Error::input(Mark{}, o.dtype_key,
                          "fp16 needs a GPU: CPU kernels for half precision are missing",
                          "use bf16 or fp32 on a CPU");
     }

@@ -27,6 +27,8 @@ struct TrainerOptions {
   std::int64_t seq_len = 0;
   std::int64_t grad_accum = 1;
   DType dtype = DType::kFp32;
+  // The key the dtype came from, for errors: bench-infer's is infer.dtype.
+  const char* dtype_key = "train.dtype";
   bool activation_checkpointing = false;
   double lr = 3e-4, beta1 = 0.9, beta2 = 0.95, eps = 1e-8, weight_decay = 0.1;
   double grad_clip = 1.0;     // 0: off

@@ -116,6 +116,19 @@ TEST(CommandSpec, BadInputNamesTheKeyTheLineAndTheFix) {
   EXPECT_EQ(error_text(kBase + "  metrics:\n    - {name: status, regex: x}\n"),
             "c.yaml:5:7: command.metrics[0].name: 'status' is a column bench-extract fills "
             "itself (choose another name)");
+  // Issue 29, case 16: an exit code no process can have was accepted and could never match.
+  EXPECT_EQ(error_text(kBase + "  success: {exit_code: 256}\n"),
+            "c.yaml:4:24: command.success.exit_code: must be in [0, 255], got integer 256");
+  // Issue 29, case 15: our own columns gave duplicate columns.
+  EXPECT_EQ(error_text(kBase + "  metrics:\n    - {name: profile_trace, regex: x}\n"),
+            "c.yaml:5:7: command.metrics[0].name: 'profile_trace' is a column bench-extract "
+            "fills itself (choose another name)");
+  EXPECT_EQ(error_text(kBase + "  metrics:\n    - {name: repeats, regex: x}\n"),
+            "c.yaml:5:7: command.metrics[0].name: 'repeats' is a column bench-extract fills "
+            "itself (choose another name)");
+  EXPECT_EQ(error_text(kBase + "  metrics:\n    - {name: loss_std, regex: x}\n"),
+            "c.yaml:5:7: command.metrics[0].name: 'loss_std' ends in _std, which bench-extract "
+            "--group-repeats gives each metric's standard deviation (choose another name)");
   EXPECT_EQ(error_text(kBase + "  metrics:\n    - {name: a, regex: x}\n    - {name: a, "
                                "regex: y}\n"),
             "c.yaml:6:7: command.metrics: two metrics are named 'a' (rename one of them)");

@@ -38,7 +38,7 @@ TEST(PartialConfig, RejectsUnknownKeysWithASuggestion) {
 
 TEST(PartialConfig, RejectsWrongTypesWithTheirPosition) {
   EXPECT_EQ(error_text("train:\n  micro_batch: eight\n"),
-            "c.yaml:2:16: train.micro_batch: expected integer >= 1, got the string \"eight\"");
+            "c.yaml:2:16: train.micro_batch: expected integer in [1, 1048576], got the string \"eight\"");
   EXPECT_EQ(error_text("train: 3\n"),
             "c.yaml:1:8: train: is a section; expected a mapping of its keys, got the integer 3");
   EXPECT_THAT(error_text("train.lr: 1\ntrain:\n  lr: 2\n"), HasSubstr("train.lr: is set twice"));
@@ -94,8 +94,8 @@ TEST(Overrides, AreTypedLikeYaml) {
 
 TEST(Overrides, ExplainMistakes) {
   EXPECT_EQ(std::string(error_of([] { parse_override("train.micro_batch=abc"); }).what()),
-            "--set train.micro_batch=abc: train.micro_batch: expected integer >= 1, got the string "
-            "\"abc\"");
+            "--set train.micro_batch=abc: train.micro_batch: expected integer in [1, 1048576], got "
+            "the string \"abc\"");
   EXPECT_EQ(std::string(error_of([] { parse_override("train.microbatch=8"); }).what()),
             "--set train.microbatch=8: unknown key 'train.microbatch' (did you mean "
             "'train.micro_batch'?)");
@@ -240,6 +240,22 @@ TEST(ConfigHash, EachWorkloadHashesOnlyTheSectionsItReads) {
   EXPECT_THAT(text, ::testing::Not(HasSubstr("micro_batch")));
 }
 
+// Issue 29, case 16: the size check blamed train.micro_batch (at 1) for a vocabulary or a
+// sequence too large for any machine; the key it names is the one to lower.
+TEST(TensorSizes, NameTheKeyToLower) {
+  auto error = [](const char* text) { return error_of([&] { resolved(text); }); };
+  Error vocab = error("model: {vocab_size: 16777216, block_size: 1048576}\ntrain.micro_batch: 1\n");
+  EXPECT_EQ(vocab.key(), "model.vocab_size");
+  EXPECT_THAT(vocab.message(), HasSubstr("16777216 is too large: even at train.micro_batch 1, the "
+                                         "logits"));
+  Error seq = error("model: {block_size: 4194304}\ntrain.micro_batch: 1\n");
+  EXPECT_EQ(seq.key(), "data.seq_len");
+  EXPECT_THAT(seq.message(), HasSubstr("the attention scores"));
+  Error batch = error("model: {block_size: 1048576}\ntrain.micro_batch: 1024\n");
+  EXPECT_EQ(batch.key(), "train.micro_batch");
+  EXPECT_THAT(batch.message(), HasSubstr("1024 is too large: the "));
+}
+
 TEST(InferRules, TheSequenceMustFitAndChoicesMustCombine) {
   // gpt2-tiny: block_size 128.
   EXPECT_NO_THROW(
@@ -253,7 +269,12 @@ TEST(InferRules, TheSequenceMustFitAndChoicesMustCombine) {
   Error beams = error("benchmark: infer\ninfer: {num_beams: 4, do_sample: true}\n");
   EXPECT_EQ(beams.key(), "infer.num_beams");
   EXPECT_THAT(beams.message(), HasSubstr("infer.do_sample is true"));
-  Error huge = error("benchmark: infer\ninfer.batch_size: 100000000000\n");
+  // Issue 29, case 4: batch_size x num_beams past int range crashed bench-infer. Each has its
+  // range, and what they make together is judged by the memory it would need.
+  Error beyond = error("benchmark: infer\ninfer.batch_size: 100000000000\n");
+  EXPECT_EQ(beyond.key(), "infer.batch_size");
+  EXPECT_EQ(beyond.message(), "must be in [1, 1048576], got integer 100000000000");
+  Error huge = error("benchmark: infer\ninfer: {batch_size: 1048576, num_beams: 1024}\n");
   EXPECT_EQ(huge.key(), "infer.batch_size");
   EXPECT_THAT(huge.message(), HasSubstr("more than any machine holds"));
   // The rules are bench-infer's: a training point with the same section is not checked.

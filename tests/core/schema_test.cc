@@ -89,9 +89,9 @@ TEST(SchemaCoerce, ExplainsWrongTypesAndRanges) {
     return std::string(error_of([&] { s.coerce(*s.find(key), yaml_value(text)); }).what());
   };
   EXPECT_EQ(coerce("train.micro_batch", "0"),
-            "s.yaml:1:4: train.micro_batch: must be >= 1, got integer 0");
+            "s.yaml:1:4: train.micro_batch: must be in [1, 1048576], got integer 0");
   EXPECT_EQ(coerce("train.micro_batch", "eight"),
-            "s.yaml:1:4: train.micro_batch: expected integer >= 1, got the string \"eight\"");
+            "s.yaml:1:4: train.micro_batch: expected integer in [1, 1048576], got the string \"eight\"");
   EXPECT_EQ(coerce("train.micro_batch", "8.0"),
             "s.yaml:1:4: train.micro_batch: expected an integer, got the float 8.0 (write it "
             "without a decimal point)");

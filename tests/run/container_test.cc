@@ -384,6 +384,13 @@ TEST(Workloads, ArgvUnderEveryLauncherAndContainerRuntime) {
   }
 }
 
+// What with_setup_lines puts around the lines: the EXIT trap that names a line that ended the
+// shell, each line's number and text before it, the trap taken down before exec.
+const char* const kSetupTrap =
+    "trap 'printf \"sweepbench: launch.setup line %s ended the shell with exit code %s before the "
+    "program started\\n\" \"$sweepbench_setup_line\" \"$?\" >&2' EXIT\n";
+const char* const kSetupExec = "trap - EXIT\nexec \"$@\"\n";
+
 // launch.setup: the lines run in one bash that then becomes the point's command; a value put into
 // a line is one single-quoted word whatever it holds.
 TEST(SetupLines, WrapTheWholeCommandInOneShell) {
@@ -392,14 +399,21 @@ TEST(SetupLines, WrapTheWholeCommandInOneShell) {
                "launch.setup=['module load cuda/12.4', 'conda activate {params.env}']"});
   EXPECT_THAT(cmd.argv,
               ElementsAreArray(
-                  cat({{"bash", "-c", "module load cuda/12.4\nconda activate pt22\nexec \"$@\"\n",
+                  cat({{"bash", "-c",
+                        std::string(kSetupTrap) +
+                            "sweepbench_setup_line='1 (module load cuda/12.4)'\n"
+                            "module load cuda/12.4\n"
+                            "sweepbench_setup_line='2 (conda activate {params.env})'\n"
+                            "conda activate pt22\n" +
+                            kSetupExec,
                         "sweepbench-setup"},
                        kMpirun2,
                        {"/opt/sb/bench-train", "--config", "/r/t/config.yaml", "--out", "/r/t"}})));
   // Inside a container the setup runs on the host, before the runtime starts.
   PointCommand boxed = command(
       {"launch.setup=['echo {out}']", "container.runtime=apptainer", "container.image=/img/a.sif"});
-  EXPECT_EQ(boxed.argv[2], "echo /r/t\nexec \"$@\"\n");
+  EXPECT_EQ(boxed.argv[2], std::string(kSetupTrap) +
+                               "sweepbench_setup_line='1 (echo {out})'\necho /r/t\n" + kSetupExec);
   EXPECT_EQ(boxed.argv[4], "apptainer");
 }
 
@@ -408,9 +422,10 @@ TEST(SetupLines, HostileValuesStayOneWord) {
   Value config = config_with({"params.env=" + quote_json(hostile)});
   std::vector<std::string> argv =
       with_setup_lines(config, {"conda activate {params.env}"}, "/r/my dir's", {"prog"});
-  EXPECT_EQ(argv[2],
-            "conda activate 'a'\\''b `touch x` $(touch y) \"q\"\nnext; rm -rf z'\n"
-            "exec \"$@\"\n");
+  EXPECT_EQ(argv[2], std::string(kSetupTrap) +
+                        "sweepbench_setup_line='1 (conda activate {params.env})'\n"
+                        "conda activate 'a'\\''b `touch x` $(touch y) \"q\"\nnext; rm -rf z'\n" +
+                        kSetupExec);
 }
 
 int run_argv(const std::vector<std::string>& argv) { return capture_process(argv).exit_code; }
@@ -435,6 +450,28 @@ TEST(SetupLines, ARealShellPassesHostileValuesVerbatim) {
   for (const char* planted : {"/b", "/d", "/s", "/o"}) {
     EXPECT_FALSE(fs::exists(dir.path() + planted)) << planted;
   }
+}
+
+// Issue 29, case 16: a setup line that ended the shell (set -e and a failure, or exit) was blamed
+// on the program, which never started. The shell names the line; a failing line without set -e
+// still does not stop the point (docs/commands.md).
+TEST(SetupLines, ALineThatEndsTheShellIsNamed) {
+  sweepbench::testing::TempDir dir;
+  Value config = config_with({});
+  std::vector<std::string> argv = with_setup_lines(
+      config, {"set -e", "false", "echo unreached"}, dir.path(), {"sh", "-c", "echo program"});
+  Captured r = capture_process(argv);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err,
+            "sweepbench: launch.setup line 2 (false) ended the shell with exit code 1 before the "
+            "program started\n");
+  EXPECT_EQ(r.out, "");
+  argv = with_setup_lines(config, {"false", "echo set-up"}, dir.path(),
+                          {"sh", "-c", "echo program; exit 4"});
+  r = capture_process(argv);
+  EXPECT_EQ(r.exit_code, 4);  // the program's own, and no word from the trap
+  EXPECT_EQ(r.out, "set-up\nprogram\n");
+  EXPECT_EQ(r.err, "");
 }
 
 }  // namespace

@@ -64,6 +64,13 @@ TEST(Cli, UsageErrorsExitTwo) {
   CliRun format = bench_sweep({"plan", sweeps_dir() + "/quickstart.yaml", "--format", "xml"});
   EXPECT_EQ(format.code, 2);
   EXPECT_THAT(format.err, HasSubstr("unknown format 'xml' (use table, json or csv)"));
+  // Issue 29, case 16: a negative --max-points was read as 2^64 - 5, exited 0, and turned the
+  // guard off.
+  CliRun negative = bench_sweep({"plan", sweeps_dir() + "/quickstart.yaml", "--max-points", "-5"});
+  EXPECT_EQ(negative.code, 2);
+  EXPECT_EQ(negative.err,
+            "--max-points -5: error: must be 1 or more: it is the most points a sweep may expand "
+            "to (give a positive number, e.g. --max-points 50000)\n");
 }
 
 TEST(Cli, ABadSweepFileNamesTheSpotAndWritesNothing) {

@@ -88,7 +88,7 @@ TEST(SweepFileErrors, AxesAndZipGroups) {
   EXPECT_THAT(parse_error("axes:\n  train.micro_batch: 8\n"),
               HasSubstr("axes.train.micro_batch: expected a list, got the integer 8"));
   EXPECT_EQ(parse_error("axes:\n  train.micro_batch: [1, x]\n"),
-            "s.yaml:2:26: train.micro_batch: expected integer >= 1, got the string \"x\"");
+            "s.yaml:2:26: train.micro_batch: expected integer in [1, 1048576], got the string \"x\"");
   EXPECT_EQ(parse_error("zip:\n  - data.seq_len: [512, 1024, 2048, 4096]\n"
                         "    train.micro_batch: [64, 32, 8]\n"),
             "s.yaml:2:5: zip[0]: the lists of a zip group must have equal length: data.seq_len "
@@ -112,7 +112,7 @@ TEST(SweepFileErrors, ExcludeAndInclude) {
               HasSubstr("exclude[0]: expected a non-empty mapping"));
   EXPECT_THAT(
       parse_error("axes:\n  train.micro_batch: [1, 2]\nexclude:\n  - {train.micro_batch: x}\n"),
-      HasSubstr("expected integer >= 1, got the string \"x\""));
+      HasSubstr("expected integer in [1, 1048576], got the string \"x\""));
   EXPECT_THAT(parse_error("include:\n  - 3\n"), HasSubstr("include[0]: expected a mapping"));
 }
 

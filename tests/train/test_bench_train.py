@@ -750,8 +750,14 @@ class BadInput(BenchTrainCase):
         self.assertEqual(r.returncode, 2, r.stderr + r.stdout)
         self.assertIn("is a directory, not a YAML file", r.stderr)
         self.assertFalse(os.path.exists(out))
+        # Past its range (issue 29), and within it but too large for the shape.
         for mb in ("1000000000", str(2 ** 58), str(2 ** 62)):
-            self.assertRejected(["--set", f"train.micro_batch={mb}"], "is too large: the logits")
+            self.assertRejected(["--set", f"train.micro_batch={mb}"],
+                                "train.micro_batch: must be in [1, 1048576]")
+        for key in ("train.grad_accum=9223372036854775000", "model.n_layer=1000000000"):
+            self.assertRejected(["--set", key], key.split("=")[0] + ": must be in [1, ")
+        self.assertRejected(["--set", "train.micro_batch=1048576", "--set", "model.vocab_size=16777216"],
+                            "is too large: the logits")
         self.assertRejected(["--max-memory-mb", "-1"], "--max-memory-mb -1: error: must be from 0")
 
 
