@@ -211,6 +211,18 @@ class HostileText(unittest.TestCase):
                 problem = f["command/metric_problem"][0].decode("utf-8")
             self.assertIn("'\ufffd\ufffdx' (stdout line 1) is not a number", problem)
 
+    def test_a_setup_line_that_ends_the_shell_is_the_reason_not_the_program(self):
+        # Case 16: the point's reason blamed bench-command, which never started.
+        with tempfile.TemporaryDirectory() as tmp:
+            s = command_sweep(tmp, "setup", "echo tps 1", ["{name: tps, regex: 'tps (\\d+)'}"],
+                              "  launch: {setup: ['set -e', 'false']}\n")
+            out = os.path.join(tmp, "out")
+            r = bench_sweep("run", s, "--out", out, check=1, timeout=QUICK)
+            st = read_json(os.path.join(only_point(out), "status.json"))
+            self.assertEqual(st["status"], "failed", r.stdout)
+            self.assertEqual(st["reason"], "launch.setup line 2 (false) ended the shell with exit "
+                                           "code 1 before the program started")
+
     def test_options_out_of_range_are_refused_with_the_reason(self):
         # Case 16: --keep with a typo was ignored, --price-per-hour inf accepted, and
         # --point-timeout 1e300 said "must be more than 0 seconds".
