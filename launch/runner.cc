@@ -23,6 +23,7 @@
 #include "layout/claim.h"
 #include "layout/manifest.h"
 #include "layout/paths.h"
+#include "layout/point_status.h"
 
 namespace sweepbench {
 namespace {
@@ -169,6 +170,28 @@ class SweepRun {
     return std::nullopt;
   }
 
+  // A point whose status.json says running, whose runner is gone (we hold its claim), but whose
+  // run had finished: its rank files are whole and its summary.json says how it ended. That is
+  // the point's result, as bench-sweep status and bench-extract say (layout/point_status.cc);
+  // it is recorded, not run again (issue 29, case 13). True when it was.
+  bool recover_finished_run(const SweepPoint& p, const PointRecord& record) {
+    if (record.status != PointStatus::kRunning || record.config_hash != p.config_hash) {
+      return false;
+    }
+    RankFilesEvidence ranks = inspect_rank_files(point_dir(p));
+    std::optional<PointStatus> run = parse_point_status(ranks.run_status);
+    if (ranks.count == 0 || !ranks.problem.empty() || !run) return false;
+    if (*run != PointStatus::kOk && !is_failure(*run)) return false;
+    PointRecord r = record;
+    r.status = *run;
+    r.reason = "its runner died before recording the point" +
+               (ranks.run_reason.empty() ? "" : "; " + ranks.run_reason);
+    r.ended = utc_now_iso8601();
+    finish(p, r);
+    row(p, to_string(r.status), "recovered: " + r.reason);
+    return true;
+  }
+
   void run_point(const SweepPoint& p, const PointCommand& cmd, size_t i, size_t n) {
     std::optional<PointRecord> record;
     if (auto it = records_.find(p.tag); it != records_.end()) record = it->second;
@@ -224,6 +247,7 @@ class SweepRun {
       row(p, to_string(record->status), "finished by another runner");
       return;
     }
+    if (record && !o_.force && recover_finished_run(p, *record)) return;
     PointRecord r;
     r.config_hash = p.config_hash;
     r.attempt = (record ? record->attempt : 0) + 1;

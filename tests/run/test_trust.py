@@ -7,6 +7,7 @@ ctest timeout), crash or read the wrong file before issue 29.
     SWEEPBENCH_BIN_DIR=build/release/bin /usr/bin/python3 tests/run/test_trust.py -v HostileFiles
 """
 import csv
+import json
 import os
 import subprocess
 import sys
@@ -135,6 +136,36 @@ class HostileFiles(unittest.TestCase):
                 r = tool("bench-plot", "-i", source, "-o", os.path.join(tmp, "p.png"),
                          "--metric", "tps", check=4)
                 self.assertIn(f"error: is {kind}, not a regular file", r.stderr)
+
+    def test_a_finished_point_recorded_running_is_recovered_not_run_again(self):
+        # Case 13: status.json said running with a dead pid, the run had finished (status and
+        # bench-extract called it ok), and bench-sweep run ran it again.
+        with tempfile.TemporaryDirectory() as tmp:
+            s = command_sweep(tmp, "recover", "echo run >> \"$1/runs.txt\"; echo tps 5",
+                              ["{name: tps, regex: 'tps (\\d+)'}"])
+            out = os.path.join(tmp, "out")
+            bench_sweep("run", s, "--out", out, check=0, timeout=QUICK)
+            point = only_point(out)
+            status_path = os.path.join(point, "status.json")
+            st = read_json(status_path)
+            st.update(status="running", ended="", pid=2 ** 22 + 1)  # past pid_max: never alive
+            with open(status_path, "w") as f:
+                json.dump(st, f)
+            r = bench_sweep("run", s, "--out", out, check=0, timeout=QUICK)
+            self.assertIn("recovered: its runner died before recording the point", r.stdout)
+            with open(os.path.join(point, "runs.txt")) as f:
+                self.assertEqual(f.read(), "run\n")  # not run again
+            self.assertFalse(os.path.exists(os.path.join(point, "attempts")))
+            st = read_json(status_path)
+            self.assertEqual((st["status"], st["attempt"]), ("ok", 1))
+            # A run that had not finished (no summary.json) is run again, as before.
+            st.update(status="running")
+            with open(status_path, "w") as f:
+                json.dump(st, f)
+            os.rename(os.path.join(point, "summary.json"), os.path.join(tmp, "summary.json"))
+            r = bench_sweep("run", s, "--out", out, check=0, timeout=QUICK)
+            self.assertEqual(read_json(status_path)["attempt"], 2, r.stdout)
+            self.assertTrue(os.path.exists(os.path.join(point, "attempts", "1", "runs.txt")))
 
     def test_glob_characters_in_out_do_not_read_another_points_file(self):
         # Case 8: with --out runs/a?, a metric `from: '{out}/m.txt'` read runs/ab's file.
