@@ -306,6 +306,16 @@ PlanWriteResult write_plan(const PlanView& view, const std::string& out_dir) {
   auto need_of = [&](const SweepPoint& p, const std::string& text) {
     fs::path dir = root / p.tag;
     std::string path = (dir / kConfigFile).string();
+    // A point directory that is a symbolic link is refused, not followed: results would be
+    // written wherever it points, outside --out (issue 29, case 14; docs/running.md).
+    if (fs::is_symlink(dir, ec)) {
+      std::string target = fs::read_symlink(dir, ec).string();
+      conflicts.push_back(conflict(dir.string(),
+                                   "is a symbolic link (to " + target +
+                                       "): sweepbench never follows a point directory's link",
+                                   "move the directory it points to here, or remove the link"));
+      return Need::kNothing;
+    }
     if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) {
       conflicts.push_back(conflict(dir.string(), "exists and is not a directory",
                                    "move it away, or plan into another --out"));

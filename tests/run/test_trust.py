@@ -167,6 +167,30 @@ class HostileFiles(unittest.TestCase):
             self.assertEqual(read_json(status_path)["attempt"], 2, r.stdout)
             self.assertTrue(os.path.exists(os.path.join(point, "attempts", "1", "runs.txt")))
 
+    def test_a_point_directory_that_is_a_link_is_refused_not_followed(self):
+        # Case 14: results were written outside --out, an unrelated file there was moved into
+        # attempts/1, and bench-extract dropped the row without a word.
+        with tempfile.TemporaryDirectory() as tmp:
+            s = command_sweep(tmp, "link", "echo tps 5", ["{name: tps, regex: 'tps (\\d+)'}"])
+            out = os.path.join(tmp, "out")
+            bench_sweep("run", s, "--out", out, check=0, timeout=QUICK)
+            point = only_point(out)
+            elsewhere = os.path.join(tmp, "elsewhere")
+            os.rename(point, os.path.join(tmp, "moved"))
+            os.mkdir(elsewhere)
+            with open(os.path.join(elsewhere, "status.json"), "w") as f:
+                f.write("unrelated\n")
+            os.symlink(elsewhere, point)
+            r = bench_sweep("run", s, "--out", out, check=3, timeout=QUICK)
+            self.assertIn(f"{point}: error: is a symbolic link (to {elsewhere}): sweepbench never "
+                          "follows a point directory's link", r.stderr)
+            self.assertEqual(sorted(os.listdir(elsewhere)), ["status.json"])
+            with open(os.path.join(elsewhere, "status.json")) as f:
+                self.assertEqual(f.read(), "unrelated\n")
+            r = tool("bench-extract", "-i", out, check=0)
+            self.assertIn(f"{point}: a point directory that is a symbolic link, not followed",
+                          r.stderr)
+
     def test_glob_characters_in_out_do_not_read_another_points_file(self):
         # Case 8: with --out runs/a?, a metric `from: '{out}/m.txt'` read runs/ab's file.
         with tempfile.TemporaryDirectory() as tmp:
