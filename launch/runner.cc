@@ -1,5 +1,6 @@
 #include "launch/runner.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -75,6 +76,14 @@ std::string reason_of(const std::string& point_dir, const std::string& program,
   return first + (last.empty() ? what : what + ": " + first_line(last, 300));
 }
 
+// Appends `text` to a log; a log that cannot be written costs only the line.
+void append_to_log(const std::string& path, const std::string& text) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  write_all(fd, text);
+  ::close(fd);
+}
+
 // The first of the files a finished run must leave that is not in the point directory.
 std::optional<std::string> missing_result(const std::string& point_dir,
                                           const std::vector<std::string>& files) {
@@ -126,7 +135,11 @@ class SweepRun {
          << plural(points.size(), "point")
          << (o_.dry_run ? " (dry run: nothing runs, nothing is written)" : "") << ", out "
          << o_.out_dir << "\n";
-    if (!o_.dry_run) install_stop_signal_handlers();
+    if (!o_.dry_run) {
+      install_stop_signal_handlers();
+      // What a point leaves running stays our descendant, to be ended with the point.
+      become_child_subreaper();
+    }
     for (size_t i = 0; i < points.size(); ++i) {
       if (!o_.dry_run && received_stop_signal() != 0) break;
       run_point(*points[i], commands[i], i, points.size());
@@ -279,6 +292,15 @@ class SweepRun {
     ProcessResult result = run_process(cmd.argv, cmd.env, (logs / "stdout.txt").string(),
                                        (logs / "stderr.txt").string(), claim->fd());
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    // No process of a point outlives it: what it left (a daemon, ranks whose launcher died) is
+    // ended now, before the next point is measured beside it, and named in its log.
+    std::vector<std::string> leftovers = end_leftover_processes();
+    std::string ended;
+    if (!leftovers.empty()) {
+      ended = "ended " + plural(leftovers.size(), "process", "processes") +
+              " the point left running: " + join(leftovers, ", ");
+      append_to_log((logs / "stderr.txt").string(), "bench-sweep: " + ended + "\n");
+    }
     ++report_.ran;
     r.exit_code = result.term_signal != 0 ? 128 + result.term_signal : result.exit_code;
     std::unique_ptr<Workload> workload = workload_of(p.config);
@@ -304,11 +326,13 @@ class SweepRun {
           (killed_by_second_stop() ? " by a second stop signal, before it could write its results"
                                    : "");
     }
+    if (!ended.empty() && r.status != PointStatus::kOk) r.reason += "; " + ended;
     r.ended = utc_now_iso8601();
     finish(p, r);
     if (r.status == PointStatus::kTimeout) timed_out_.push_back(&p);
     row(p, to_string(r.status),
-        seconds_text(r.seconds) + " s" + (r.reason.empty() ? "" : "; " + r.reason));
+        seconds_text(r.seconds) + " s" + (r.reason.empty() ? "" : "; " + r.reason) +
+            (!ended.empty() && r.status == PointStatus::kOk ? "; " + ended : ""));
   }
 
   // A point that reached the time limit runs again in a fresh run of this batch job: the job

@@ -166,6 +166,15 @@ int run(const std::string& config_path, const std::string& out_arg) {
   r.command.metrics = read_metrics(spec.metrics, outputs);
   CommandVerdict verdict = judge_command(spec, ran.end, r.command.metrics, outputs);
   if (!ran.log_error.empty() && verdict.status == "ok") verdict = {"failed", ran.log_error};
+  if (!ran.leftovers.empty()) {
+    // Ended, so they cannot disturb the next point; said in the point's log (this stderr) and,
+    // for a run that did not succeed, in its reason.
+    std::string ended = "ended " + plural(ran.leftovers.size(), "process", "processes") +
+                        " the program left running: " + join(ran.leftovers, ", ");
+    std::fprintf(stderr, "bench-command: rank %lld: %s\n", static_cast<long long>(r.rank),
+                 terminal_safe(ended).c_str());
+    if (verdict.status != "ok") verdict.reason += "; " + ended;
+  }
   r.status = r.rank_status = verdict.status;
   r.reason = verdict.reason;
   write_rank_file(r, rank_path);

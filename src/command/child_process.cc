@@ -99,6 +99,7 @@ ChildRun run_child(const ChildSpec& spec) {
     sigemptyset(&sa.sa_mask);
     ::sigaction(s, &sa, nullptr);
   }
+  become_child_subreaper();
   const pid_t parent = ::getpid();
   auto t0 = std::chrono::steady_clock::now();
   pid_t pid = ::fork();
@@ -194,8 +195,11 @@ ChildRun run_child(const ChildSpec& spec) {
   }
   run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   g_child_group = 0;
-  // Whatever the program started and left behind goes with it.
+  // Whatever the program started and left behind goes with it: its group at once (the program
+  // is gone), then every other descendant, after SIGTERM and a grace (a daemon in a session of
+  // its own); they are named in the point's log.
   ::kill(-pid, SIGKILL);
+  run.leftovers = end_leftover_processes();
   for (Stream& s : streams) ::close(s.pipe);
   if (::fsync(out_log) != 0 || ::close(out_log) != 0 || ::fsync(err_log) != 0 ||
       ::close(err_log) != 0) {

@@ -2,7 +2,9 @@
 // the stop signals bench-command receives passed to it (docs/commands.md, "Signals").
 //
 // The program runs in its own process group, stdin from /dev/null, and dies with bench-command
-// (PR_SET_PDEATHSIG: SIGKILL), so nothing of a point outlives it. SIGTERM, SIGINT and SIGUSR1 go
+// (PR_SET_PDEATHSIG: SIGKILL). bench-command is its descendants' reaper (become_child_subreaper),
+// so what the program leaves running, a daemon that left its group and session included, is
+// ended when it has ended (end_leftover_processes) and named: nothing of a point outlives it. SIGTERM, SIGINT and SIGUSR1 go
 // to the program's group as they are; SIGUSR2 (bench-sweep's "stop") and SIGHUP go as SIGTERM.
 // When the program has not ended kGraceSeconds after the first, or at a second, it is killed.
 #pragma once
@@ -29,6 +31,7 @@ struct ChildRun {
   CommandEnd end;
   double seconds = 0;     // from the start to the end
   std::string log_error;  // a log that could not be written (a full disk): the run is not whole
+  std::vector<std::string> leftovers;  // "PID (COMM)" of what the program left running, ended
 };
 
 // Runs it to the end. Throws Error(kIo) when a log file cannot be created.

@@ -1,5 +1,6 @@
 #include "core/process.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/prctl.h>
@@ -12,6 +13,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 
@@ -186,6 +188,107 @@ ProcessResult run_process(const std::vector<std::string>& argv,
   if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) r.term_signal = WTERMSIG(status);
   return r;
+}
+
+void become_child_subreaper() { ::prctl(PR_SET_CHILD_SUBREAPER, 1); }
+
+namespace {
+
+struct ProcEntry {
+  pid_t pid, ppid;
+  std::string comm;
+};
+
+// Every process of /proc with its parent and name (the kernel's "comm", 15 bytes at most).
+std::vector<ProcEntry> all_processes() {
+  std::vector<ProcEntry> out;
+  DIR* dir = ::opendir("/proc");
+  if (dir == nullptr) return out;
+  while (dirent* e = ::readdir(dir)) {
+    char* end = nullptr;
+    long pid = std::strtol(e->d_name, &end, 10);
+    if (end == e->d_name || *end != '\0' || pid <= 0) continue;
+    char path[64];
+    std::snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+    int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    char buf[512];
+    ssize_t n = ::read(fd, buf, sizeof(buf) - 1);
+    ::close(fd);
+    if (n <= 0) continue;
+    buf[n] = '\0';
+    // "PID (COMM) STATE PPID ...": COMM may hold spaces and parentheses, so read from the last ')'.
+    char* open = std::strchr(buf, '(');
+    char* close = std::strrchr(buf, ')');
+    if (open == nullptr || close == nullptr || close < open) continue;
+    char state = 0;
+    long ppid = 0;
+    if (std::sscanf(close + 1, " %c %ld", &state, &ppid) != 2) continue;
+    if (state == 'Z') continue;  // ended already; waitpid reaps it
+    out.push_back({static_cast<pid_t>(pid), static_cast<pid_t>(ppid),
+                   std::string(open + 1, static_cast<size_t>(close - open - 1))});
+  }
+  ::closedir(dir);
+  return out;
+}
+
+std::vector<ProcEntry> descendants_of(pid_t root, pid_t except) {
+  std::vector<ProcEntry> all = all_processes(), found;
+  std::vector<pid_t> frontier = {root};
+  while (!frontier.empty()) {
+    pid_t parent = frontier.back();
+    frontier.pop_back();
+    for (const ProcEntry& p : all) {
+      if (p.ppid != parent || p.pid == except) continue;
+      found.push_back(p);
+      frontier.push_back(p.pid);
+    }
+  }
+  return found;
+}
+
+void reap_children() {
+  int status = 0;
+  while (::waitpid(-1, &status, WNOHANG) > 0) {
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> descendant_processes(int except) {
+  std::vector<std::string> out;
+  for (const ProcEntry& p : descendants_of(::getpid(), except)) {
+    out.push_back(std::to_string(p.pid) + " (" + p.comm + ")");
+  }
+  return out;
+}
+
+std::vector<std::string> end_leftover_processes(double grace_seconds) {
+  reap_children();
+  std::vector<ProcEntry> left = descendants_of(::getpid(), 0);
+  std::vector<std::string> named;
+  if (left.empty()) return named;
+  for (const ProcEntry& p : left) {
+    named.push_back(std::to_string(p.pid) + " (" + p.comm + ")");
+    ::kill(p.pid, SIGTERM);
+  }
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::milliseconds(static_cast<long>(grace_seconds * 1000));
+  int stops_before = g_stop_count.load();
+  while (std::chrono::steady_clock::now() < deadline) {
+    reap_children();
+    if (descendants_of(::getpid(), 0).empty()) return named;
+    if (g_stop_count.load() != stops_before) break;  // a stop signal: no more waiting
+    ::usleep(50'000);
+  }
+  // Those still there, and what they started meanwhile.
+  for (const ProcEntry& p : descendants_of(::getpid(), 0)) ::kill(p.pid, SIGKILL);
+  for (int i = 0; i < 100; ++i) {
+    reap_children();
+    if (descendants_of(::getpid(), 0).empty()) break;
+    ::usleep(10'000);
+  }
+  return named;
 }
 
 Captured capture_process(const std::vector<std::string>& argv, double timeout_seconds) {

@@ -42,6 +42,24 @@ ProcessResult run_process(const std::vector<std::string>& argv,
 
 std::string signal_name(int sig);
 
+// No process of a point outlives it (docs/security.md). The process that runs points (bench-sweep
+// run, bench-command) becomes its descendants' reaper (PR_SET_CHILD_SUBREAPER), so that what a
+// program leaves behind, even a daemon that forked twice and left its session (setsid), stays
+// its descendant; when the point has ended, end_leftover_processes ends whatever is left.
+void become_child_subreaper();
+
+// How long leftovers get between SIGTERM and SIGKILL.
+constexpr double kLeftoverGraceSeconds = 3;
+
+// The processes descending from this one (its children, theirs, ...), found in /proc, each as
+// "PID (COMM)"; `except` (a child still meant to run, or 0) and its descendants left out.
+std::vector<std::string> descendant_processes(int except = 0);
+
+// Ends every process still descending from this one: SIGTERM, then SIGKILL to those left after
+// `grace_seconds` (at once when a stop signal has come meanwhile), and reaps them. Returns them
+// as "PID (COMM)", for the point's log; empty when none was left.
+std::vector<std::string> end_leftover_processes(double grace_seconds = kLeftoverGraceSeconds);
+
 // A short command's output, for asking a tool (squeue, sbatch, scontrol) something.
 struct Captured {
   bool started = false;  // false: the program was not found or could not run

@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -85,6 +86,32 @@ class HostileOutput(unittest.TestCase):
         csv_path = os.path.join(tmp, "t.csv")
         tool("bench-extract", "-i", out, "-o", csv_path, check=0)
         return csv_path
+
+
+class Leftovers(unittest.TestCase):
+    """Case 12: a program that double-forks a daemon (setsid) returned at once, the point was ok,
+    and the daemon ran on (30 s, then wrote a file), beside the next point's measurement."""
+
+    def test_a_daemon_the_program_leaves_is_ended_and_named(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            marker = os.path.join(tmp, "daemon-was-here")
+            # The program returns once the daemon is in a session of its own.
+            script = ("setsid sh -c 'echo $$ > \"$0.pid\"; sleep 2; touch \"$0\"' " + marker +
+                      " </dev/null >/dev/null 2>&1 &\n"
+                      "while [ ! -s " + marker + ".pid ]; do sleep 0.01; done\necho tps 3")
+            s = command_sweep(tmp, "daemon", script, ["{name: tps, regex: 'tps (\\d+)'}"],
+                              "  launch: {ranks: 1}\n")
+            out = os.path.join(tmp, "out")
+            r = bench_sweep("run", s, "--out", out, check=0, timeout=QUICK)
+            point = only_point(out)
+            with open(os.path.join(point, "logs", "stderr.txt")) as f:
+                log = f.read()
+            self.assertRegex(log, r"bench-command: rank 0: ended 2 processes the program left "
+                                  r"running: [0-9]+ \(sh\), [0-9]+ \(sleep\)")
+            self.assertEqual(read_json(os.path.join(point, "status.json"))["status"], "ok")
+            time.sleep(3)
+            self.assertFalse(os.path.exists(marker), "the daemon outlived its point")
+            self.assertEqual(subprocess.run(["pgrep", "-f", marker]).returncode, 1)
 
 
 class HostileFiles(unittest.TestCase):
