@@ -89,16 +89,20 @@ class SyntheticSource : public TokenSource {
 class MappedFile {
  public:
   explicit MappedFile(const std::string& path) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: should it have become a FIFO since inspect_token_file, the open cannot block.
+    int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
       throw data_error(path, std::string("cannot open the data file: ") + std::strerror(errno),
                        "check data.path");
     }
     struct stat st {};
-    if (::fstat(fd, &st) != 0) {
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
       int err = errno;
       ::close(fd);
-      throw data_error(path, std::string("cannot stat the data file: ") + std::strerror(err));
+      throw data_error(path, S_ISREG(st.st_mode)
+                                 ? std::string("cannot stat the data file: ") + std::strerror(err)
+                                 : std::string("is not a regular file"),
+                       "give data.path a regular file");
     }
     size_ = static_cast<size_t>(st.st_size);
     if (size_ > 0) {
@@ -244,6 +248,16 @@ TokenFileInfo inspect_token_file(const std::string& path, DataSource source,
   if (::stat(path.c_str(), &st) != 0) {
     throw data_error(path, std::string("cannot read the data file: ") + std::strerror(errno),
                      "check data.path");
+  }
+  // A FIFO or device would block the read or feed it for ever (issue 29, case 3).
+  if (!S_ISREG(st.st_mode)) {
+    const char* kind = S_ISDIR(st.st_mode)    ? "a directory"
+                       : S_ISFIFO(st.st_mode) ? "a FIFO"
+                                              : "a device or socket";
+    throw data_error(path,
+                     std::string("is ") + kind +
+                         ", not a regular file: a data file is read whole (memory-mapped)",
+                     "give data.path a regular file");
   }
   std::int64_t size = static_cast<std::int64_t>(st.st_size);
   TokenFileInfo info;

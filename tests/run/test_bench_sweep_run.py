@@ -361,7 +361,9 @@ class Orphans(unittest.TestCase):
             self.assertTrue(st["points"][0]["orphaned"])
             table = run("status", "--out", out, check=0).stdout
             self.assertIn("running (orphaned)", table)
-            # The orphan ends with its results; only then does a rerun run the point again.
+            # The orphan ends with its results; only then does a rerun take the point over, and
+            # finding its run finished and whole, records it instead of running it again
+            # (issue 29, case 13).
             open(release, "w").close()
             wait_until(lambda: os.path.exists(os.path.join(point, "summary.json")), 120,
                        "the orphan to finish")
@@ -369,9 +371,10 @@ class Orphans(unittest.TestCase):
             self.assertEqual(read_json(os.path.join(point, "summary.json"))["status"], "ok")
             r = run("run", s, "--out", out, check=0)
             self.assertEqual(set(statuses(out).values()), {"ok"}, r.stdout)
-            # Nothing lost: the orphan's results were moved aside, not overwritten.
-            self.assertEqual(
-                read_json(os.path.join(point, "attempts", "1", "summary.json"))["status"], "ok")
+            self.assertIn("recovered: its runner died before recording the point", r.stdout)
+            # Nothing lost: the orphan's results are the point's.
+            self.assertFalse(os.path.exists(os.path.join(point, "attempts")), r.stdout)
+            self.assertEqual(read_json(os.path.join(point, "status.json"))["attempt"], 1)
 
 
 class CtrlC(unittest.TestCase):
