@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,7 +14,6 @@
 #include "core/error.h"
 #include "core/process.h"
 
-extern char** environ;
 
 namespace sweepbench {
 namespace {
@@ -64,29 +62,11 @@ ChildRun run_child(const ChildSpec& spec) {
   ChildRun run;
   int out_log = open_log(spec.stdout_log);
   int err_log = open_log(spec.stderr_log);
-  int out_pipe[2], err_pipe[2], exec_pipe[2];
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0 ||
-      ::pipe2(exec_pipe, O_CLOEXEC) != 0) {
+  int out_pipe[2], err_pipe[2];
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0) {
     throw Error(ErrorKind::kIo, Mark::in(spec.stdout_log), "",
                 std::string("cannot create a pipe: ") + std::strerror(errno));
   }
-  // The environment and argv are built before fork: the child only calls async-signal-safe
-  // functions.
-  std::map<std::string, std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    std::string entry(*e);
-    size_t eq = entry.find('=');
-    if (eq != std::string::npos) env[entry.substr(0, eq)] = entry.substr(eq + 1);
-  }
-  for (const auto& [k, v] : spec.env) env[k] = v;
-  std::vector<std::string> env_entries;
-  for (const auto& [k, v] : env) env_entries.push_back(k + "=" + v);
-  std::vector<char*> envp, argv;
-  for (std::string& e : env_entries) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> args = spec.argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
 
   // Stop signals are blocked until the child's group is known, so none is lost between.
   sigset_t stops, old;
@@ -100,41 +80,25 @@ ChildRun run_child(const ChildSpec& spec) {
     ::sigaction(s, &sa, nullptr);
   }
   become_child_subreaper();
-  const pid_t parent = ::getpid();
   auto t0 = std::chrono::steady_clock::now();
-  pid_t pid = ::fork();
-  if (pid < 0) {
+  SpawnSpec start;
+  start.argv = spec.argv;
+  start.env = spec.env;
+  start.workdir = spec.workdir;
+  start.stdout_fd = out_pipe[1];
+  start.stderr_fd = err_pipe[1];
+  start.parent_death_signal = SIGKILL;  // nothing of a point outlives bench-command
+  Spawned child;
+  try {
+    child = spawn_process(start);
+  } catch (...) {
     ::sigprocmask(SIG_SETMASK, &old, nullptr);
-    throw Error(ErrorKind::kIo, Mark::in(spec.argv.front()), "",
-                std::string("cannot fork: ") + std::strerror(errno));
+    throw;
   }
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(127);
-    for (int s : kForwardedSignals) ::signal(s, SIG_DFL);
-    ::sigprocmask(SIG_SETMASK, &old, nullptr);
-    int null_in = ::open("/dev/null", O_RDONLY);
-    if (null_in >= 0) ::dup2(null_in, 0);
-    ::dup2(out_pipe[1], 1);
-    ::dup2(err_pipe[1], 2);
-    auto fail = [&](const char* what) {
-      int e = errno;
-      ::write(exec_pipe[1], what, std::strlen(what));
-      ::write(exec_pipe[1], ": ", 2);
-      const char* msg = std::strerror(e);
-      ::write(exec_pipe[1], msg, std::strlen(msg));
-      ::_exit(127);
-    };
-    if (::chdir(spec.workdir.c_str()) != 0) fail("cannot enter the working directory");
-    ::execvpe(argv[0], argv.data(), envp.data());
-    fail("cannot start it");
-  }
-  ::setpgid(pid, pid);  // also here: whichever runs first, the group exists before a signal
+  const pid_t pid = child.pid;
   g_child_group = pid;
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);
-  ::close(exec_pipe[1]);
   if (int first = g_first_signal.load(); first != 0) ::kill(-pid, forwarded(first));
   ::sigprocmask(SIG_SETMASK, &old, nullptr);
 
@@ -207,11 +171,7 @@ ChildRun run_child(const ChildSpec& spec) {
       run.log_error = std::string("cannot write the program's log: ") + std::strerror(errno);
     }
   }
-  std::string exec_error;
-  for (ssize_t got; (got = ::read(exec_pipe[0], buf, sizeof(buf))) > 0;) {
-    exec_error.append(buf, static_cast<size_t>(got));
-  }
-  ::close(exec_pipe[0]);
+  const std::string& exec_error = child.error;
   run.end.stop_signal = g_first_signal.load();
   if (!exec_error.empty()) {
     run.end.started = false;

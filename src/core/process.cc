@@ -18,6 +18,9 @@
 #include <ctime>
 
 #include "core/error.h"
+#include "core/fs.h"
+
+extern char** environ;
 
 namespace sweepbench {
 namespace {
@@ -67,37 +70,6 @@ extern "C" void on_stop_signal(int sig) {
     (void)ignored;
     ::kill(-group, SIGKILL);
   }
-}
-
-[[noreturn]] void exec_child(const std::vector<std::string>& argv,
-                             const std::map<std::string, std::string>& env, int out_fd, int err_fd,
-                             int inherit_fd, pid_t parent) {
-  ::setpgid(0, 0);
-  // The runner's death reaches the point as "stop after this step"; if it died already, now.
-  ::prctl(PR_SET_PDEATHSIG, SIGUSR2);
-  if (::getppid() != parent) ::_exit(128 + SIGUSR2);
-  if (inherit_fd >= 0) ::fcntl(inherit_fd, F_SETFD, 0);  // kept across exec
-  struct sigaction sa {};
-  sa.sa_handler = SIG_DFL;
-  sigemptyset(&sa.sa_mask);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2}) sigaction(sig, &sa, nullptr);
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, nullptr);
-  int in_fd = ::open("/dev/null", O_RDONLY);
-  if (in_fd >= 0) ::dup2(in_fd, 0);
-  ::dup2(out_fd, 1);
-  ::dup2(err_fd, 2);
-  for (const auto& [name, value] : env) ::setenv(name.c_str(), value.c_str(), 1);
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  ::execvp(args[0], args.data());
-  std::string message =
-      "bench-sweep: cannot start '" + argv[0] + "': " + std::strerror(errno) + "\n";
-  ssize_t ignored = ::write(2, message.data(), message.size());
-  (void)ignored;
-  ::_exit(127);
 }
 
 int open_log(const std::string& path) {
@@ -153,6 +125,86 @@ int received_stop_signal() { return g_stop_signal.load(); }
 
 bool killed_by_second_stop() { return g_killed.load(); }
 
+Spawned spawn_process(const SpawnSpec& spec) {
+  // Built before fork: after it, the child calls only async-signal-safe functions.
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string entry(*e);
+    size_t eq = entry.find('=');
+    if (eq != std::string::npos) env[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
+  for (const auto& [k, v] : spec.env) env[k] = v;
+  std::vector<std::string> env_entries;
+  for (const auto& [k, v] : env) env_entries.push_back(k + "=" + v);
+  std::vector<char*> envp, argv;
+  for (std::string& e : env_entries) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = spec.argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  int exec_pipe[2];
+  if (::pipe2(exec_pipe, O_CLOEXEC) != 0) {
+    throw Error(ErrorKind::kIo, Mark::in(spec.argv.front()), "",
+                std::string("cannot create a pipe: ") + std::strerror(errno));
+  }
+  std::fflush(nullptr);
+  const pid_t parent = ::getpid();
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    if (spec.own_group) ::setpgid(0, 0);
+    if (spec.parent_death_signal != 0) {
+      ::prctl(PR_SET_PDEATHSIG, spec.parent_death_signal);
+      // Should the parent have died already, the signal is due now.
+      if (::getppid() != parent) ::_exit(128 + spec.parent_death_signal);
+    }
+    if (spec.keep_fd >= 0) ::fcntl(spec.keep_fd, F_SETFD, 0);
+    struct sigaction sa {};
+    sa.sa_handler = SIG_DFL;
+    sigemptyset(&sa.sa_mask);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2}) ::sigaction(sig, &sa, nullptr);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    int in_fd = spec.stdin_fd >= 0 ? spec.stdin_fd : ::open("/dev/null", O_RDONLY);
+    if (in_fd >= 0) ::dup2(in_fd, 0);
+    if (spec.stdout_fd >= 0) ::dup2(spec.stdout_fd, 1);
+    if (spec.stderr_fd >= 0) ::dup2(spec.stderr_fd, 2);
+    auto fail = [&](const char* what) {
+      const char* reason = std::strerror(errno);
+      ssize_t ignored = ::write(exec_pipe[1], what, std::strlen(what));
+      ignored = ::write(exec_pipe[1], ": ", 2);
+      ignored = ::write(exec_pipe[1], reason, std::strlen(reason));
+      (void)ignored;
+      ::_exit(127);
+    };
+    if (!spec.workdir.empty() && ::chdir(spec.workdir.c_str()) != 0) {
+      fail("cannot enter the working directory");
+    }
+    ::execvpe(argv[0], argv.data(), envp.data());
+    fail("cannot start it");
+  }
+  ::close(exec_pipe[1]);
+  if (pid < 0) {
+    int err = errno;
+    ::close(exec_pipe[0]);
+    throw Error(ErrorKind::kIo, Mark::in(spec.argv.front()), "",
+                std::string("cannot fork: ") + std::strerror(err));
+  }
+  if (spec.own_group) ::setpgid(pid, pid);  // also in the child: whichever runs first
+  Spawned s;
+  s.pid = pid;
+  char buf[512];
+  for (ssize_t got; (got = ::read(exec_pipe[0], buf, sizeof(buf))) != 0;) {
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    s.error.append(buf, static_cast<size_t>(got));
+  }
+  ::close(exec_pipe[0]);
+  return s;
+}
+
 ProcessResult run_process(const std::vector<std::string>& argv,
                           const std::map<std::string, std::string>& env,
                           const std::string& stdout_path, const std::string& stderr_path,
@@ -165,17 +217,29 @@ ProcessResult run_process(const std::vector<std::string>& argv,
     ::close(out_fd);
     throw;
   }
-  std::fflush(nullptr);
-  pid_t parent = ::getpid();
-  pid_t pid = ::fork();
-  if (pid == 0) exec_child(argv, env, out_fd, err_fd, inherit_fd, parent);
+  SpawnSpec spec;
+  spec.argv = argv;
+  spec.env = env;
+  spec.stdout_fd = out_fd;
+  spec.stderr_fd = err_fd;
+  spec.keep_fd = inherit_fd;
+  // The runner's death reaches the point as "stop after this step"; if it died already, now.
+  spec.parent_death_signal = SIGUSR2;
+  Spawned child;
+  try {
+    child = spawn_process(spec);
+  } catch (...) {
+    ::close(out_fd);
+    ::close(err_fd);
+    throw;
+  }
+  pid_t pid = child.pid;
+  if (!child.error.empty()) {
+    // As a shell would: the reason in the stderr log, exit code 127.
+    write_all(err_fd, "bench-sweep: '" + argv[0] + "' " + child.error + "\n");
+  }
   ::close(out_fd);
   ::close(err_fd);
-  if (pid < 0) {
-    throw Error(ErrorKind::kIo, Mark::in(argv[0]), "",
-                std::string("cannot fork: ") + std::strerror(errno), "");
-  }
-  ::setpgid(pid, pid);  // also in the child: whichever runs first
   g_child_group.store(pid);
   // A signal that came before the child's group was known: pass it on now.
   if (int sig = g_stop_signal.load(); sig != 0) ::kill(-pid, forwarded(sig));
@@ -282,11 +346,15 @@ std::vector<std::string> end_leftover_processes(double grace_seconds) {
     ::usleep(50'000);
   }
   // Those still there, and what they started meanwhile.
-  for (const ProcEntry& p : descendants_of(::getpid(), 0)) ::kill(p.pid, SIGKILL);
-  for (int i = 0; i < 100; ++i) {
-    reap_children();
-    if (descendants_of(::getpid(), 0).empty()) break;
+  // SIGKILL cannot be refused, but a loaded machine may take a while to carry it out (and a
+  // process may have started another meanwhile): again until none is left, 10 s at most.
+  auto killed_by = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (true) {
+    std::vector<ProcEntry> still = descendants_of(::getpid(), 0);
+    if (still.empty() || std::chrono::steady_clock::now() > killed_by) break;
+    for (const ProcEntry& p : still) ::kill(p.pid, SIGKILL);
     ::usleep(10'000);
+    reap_children();
   }
   return named;
 }
@@ -300,21 +368,20 @@ Captured capture_process(const std::vector<std::string>& argv, double timeout_se
     ::close(out_pipe[1]);
     return c;
   }
-  std::fflush(nullptr);
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    int in_fd = ::open("/dev/null", O_RDONLY);
-    if (in_fd >= 0) ::dup2(in_fd, 0);
-    ::dup2(out_pipe[1], 1);
-    ::dup2(err_pipe[1], 2);
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execvp(args[0], args.data());
-    ::_exit(127);
+  SpawnSpec spec;
+  spec.argv = argv;
+  spec.stdout_fd = out_pipe[1];
+  spec.stderr_fd = err_pipe[1];
+  spec.own_group = false;  // a short query: it goes with this process's group
+  Spawned child;
+  try {
+    child = spawn_process(spec);
+  } catch (const Error&) {
+    child.pid = -1;
   }
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);
+  pid_t pid = child.pid;
   if (pid < 0) {
     ::close(out_pipe[0]);
     ::close(err_pipe[0]);
@@ -356,7 +423,8 @@ Captured capture_process(const std::vector<std::string>& argv, double timeout_se
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  c.started = !(WIFEXITED(status) && WEXITSTATUS(status) == 127 && c.out.empty());
+  c.started = child.error.empty();
+  if (!c.started) c.err += child.error;
   if (WIFEXITED(status) && !timed_out) c.exit_code = WEXITSTATUS(status);
   if (timed_out) c.err += "\n(killed after " + std::to_string(timeout_seconds) + " s)";
   return c;

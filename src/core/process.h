@@ -28,6 +28,28 @@ int received_stop_signal();
 // twice, through `timeout`) killed the running point with SIGKILL.
 bool killed_by_second_stop();
 
+// Starting a process: the one fork and exec of sweepbench (the runner's points, bench-command's
+// program and the short commands of capture_process all start here). Everything the child does
+// between fork and exec is async-signal-safe: argv and the environment are built before fork.
+struct SpawnSpec {
+  std::vector<std::string> argv;           // argv[0] looked up in PATH
+  std::map<std::string, std::string> env;  // added to this process's environment
+  std::string workdir;                     // "" = this process's
+  int stdin_fd = -1;                       // -1: /dev/null
+  int stdout_fd = -1, stderr_fd = -1;      // -1: this process's
+  int keep_fd = -1;                        // kept open across exec (a point's claim)
+  bool own_group = true;                   // in a process group of its own (setpgid)
+  int parent_death_signal = 0;             // PR_SET_PDEATHSIG: what the child gets if we die
+};
+struct Spawned {
+  int pid = -1;       // the child (reap it even when `error` is set: it exited 127)
+  std::string error;  // why it did not start ("cannot start it: No such file or directory")
+};
+// Forks and execs; returns once the exec has succeeded or failed (a close-on-exec pipe says
+// which). Stop and forwarded signals are reset to their defaults and unblocked in the child.
+// Throws Error(kIo) when it cannot fork.
+Spawned spawn_process(const SpawnSpec& spec);
+
 // Runs argv (argv[0] looked up in PATH) with `env` added to this process's environment. Throws
 // Error(kIo) when the log files cannot be created; a program that cannot be started exits 127 with
 // the reason in its stderr file, as a shell would.

@@ -31,7 +31,7 @@ TEST(Leftovers, ADaemonThatLeftItsSessionIsEndedAndNamed) {
            " </dev/null >/dev/null 2>&1 & while [ ! -s " + pid_file + " ]; do sleep 0.01; done"});
   ASSERT_TRUE(program.ok()) << program.err;
   std::vector<std::string> left = descendant_processes();
-  ASSERT_EQ(left.size(), 1u);
+  ASSERT_EQ(left.size(), 1u) << ::testing::PrintToString(left);
   EXPECT_THAT(left[0], MatchesRegex("[0-9]+ \\((sh|sleep)\\)"));
   auto t0 = std::chrono::steady_clock::now();
   std::vector<std::string> ended = end_leftover_processes(0.5);
@@ -39,7 +39,7 @@ TEST(Leftovers, ADaemonThatLeftItsSessionIsEndedAndNamed) {
   // sh until its exec of sleep: the name is the one it had when it was found.
   EXPECT_THAT(ended, ElementsAre(MatchesRegex("[0-9]+ \\((sh|sleep)\\)")));
   EXPECT_GE(waited, 0.5);  // SIGTERM was ignored: the grace, then SIGKILL
-  EXPECT_TRUE(descendant_processes().empty());
+  EXPECT_TRUE(descendant_processes().empty()) << ::testing::PrintToString(descendant_processes());
   pid_t daemon = std::stoi(sweepbench::testing::read_text(pid_file));
   EXPECT_NE(::kill(daemon, 0), 0);  // gone, and reaped
   EXPECT_TRUE(end_leftover_processes().empty());
