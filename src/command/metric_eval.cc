@@ -355,8 +355,11 @@ std::optional<std::string> first_match(const std::vector<std::string>& patterns,
   std::vector<UserRegex> res;
   for (const std::string& p : patterns) res.emplace_back(p, Mark(), "");
   std::optional<std::string> hit;
-  for (const auto& [name, path] :
+  // Not structured bindings: clang 14 (the fuzz preset) cannot capture them in a lambda.
+  for (const std::pair<std::string, std::string>& source :
        {std::pair<std::string, std::string>{"stderr", o.stderr_path}, {"stdout", o.stdout_path}}) {
+    const std::string& name = source.first;
+    const std::string& path = source.second;
     try {
       for_each_line(path, [&](const std::string& line, size_t n, bool) {
         if (hit) return;
@@ -437,7 +440,9 @@ std::vector<CommandMetric> read_metrics(const std::vector<MetricSpec>& specs,
     }
     if (s.source != MetricSource::kJson) res[i].emplace(s.regex, s.mark, "regex");
   }
-  for (const auto& [path, metrics] : by_text_source) {
+  for (const auto& source : by_text_source) {
+    const std::string& path = source.first;
+    const std::vector<size_t>& metrics = source.second;
     auto where_of = [&, p = path](size_t i) {
       return specs[i].source == MetricSource::kOutput ? (p == o.stdout_path ? "stdout" : "stderr")
                                                       : readings[i].m.source;
