@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/fs.h"
 #include "core/process.h"
 
 
@@ -43,18 +44,6 @@ int open_log(const std::string& path) {
   return fd;
 }
 
-bool write_all(int fd, const char* data, size_t n) {
-  while (n > 0) {
-    ssize_t w = ::write(fd, data, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    data += w;
-    n -= static_cast<size_t>(w);
-  }
-  return true;
-}
 
 }  // namespace
 
@@ -132,10 +121,11 @@ ChildRun run_child(const ChildSpec& spec) {
         s.open = false;
         continue;
       }
-      if (!write_all(s.log, buf, static_cast<size_t>(got)) && run.log_error.empty()) {
+      std::string_view chunk(buf, static_cast<size_t>(got));
+      if (!write_all(s.log, chunk) && run.log_error.empty()) {
         run.log_error = std::string("cannot write the program's log: ") + std::strerror(errno);
       }
-      if (spec.echo) write_all(s.echo, buf, static_cast<size_t>(got));
+      if (spec.echo) write_all(s.echo, chunk);
     }
     auto now = std::chrono::steady_clock::now();
     if (!exited && ::waitpid(pid, &status, WNOHANG) == pid) {

@@ -389,13 +389,6 @@ std::string last_stderr_line(const CommandOutputs& o) {
   return first_line(last, 300);
 }
 
-std::string with_commas(std::int64_t n) {
-  std::string digits = std::to_string(n);
-  for (int at = static_cast<int>(digits.size()) - 3; at > 0; at -= 3) {
-    digits.insert(static_cast<size_t>(at), ",");
-  }
-  return digits;
-}
 
 }  // namespace
 
@@ -498,9 +491,9 @@ std::vector<CommandMetric> read_metrics(const std::vector<MetricSpec>& specs,
     if (m.found && r.count > 0) {
       m.problem.clear();  // a value was read after all
       if (r.count > static_cast<std::int64_t>(kMaxKeptValues)) {
-        m.problem = with_commas(r.count) + " values read; the " + m.reduce +
+        m.problem = with_commas(static_cast<double>(r.count)) + " values read; the " + m.reduce +
                     " is of all of them; the first " +
-                    with_commas(static_cast<std::int64_t>(kMaxKeptValues)) + " are kept";
+                    with_commas(static_cast<double>(kMaxKeptValues)) + " are kept";
       }
     }
     out.push_back(std::move(m));

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "core/text.h"
+
 namespace sweepbench {
 namespace {
 
@@ -9,34 +11,6 @@ void hex_byte(unsigned char c, std::string* out) {
   char buf[8];
   std::snprintf(buf, sizeof(buf), "\\x%02x", c);
   *out += buf;
-}
-
-// The length of the UTF-8 sequence at s[i] and its code point, or 0 when it is not one (a
-// stray continuation byte, an overlong form, a surrogate, past U+10FFFF, or cut short).
-size_t utf8_at(std::string_view s, size_t i, char32_t* cp) {
-  auto b = static_cast<unsigned char>(s[i]);
-  size_t n;
-  char32_t min;
-  if (b < 0x80) {
-    *cp = b;
-    return 1;
-  } else if ((b & 0xE0) == 0xC0) {
-    n = 2, min = 0x80, *cp = b & 0x1F;
-  } else if ((b & 0xF0) == 0xE0) {
-    n = 3, min = 0x800, *cp = b & 0x0F;
-  } else if ((b & 0xF8) == 0xF0) {
-    n = 4, min = 0x10000, *cp = b & 0x07;
-  } else {
-    return 0;
-  }
-  if (i + n > s.size()) return 0;
-  for (size_t k = 1; k < n; ++k) {
-    auto c = static_cast<unsigned char>(s[i + k]);
-    if ((c & 0xC0) != 0x80) return 0;
-    *cp = (*cp << 6) | (c & 0x3F);
-  }
-  if (*cp < min || *cp > 0x10FFFF || (*cp >= 0xD800 && *cp <= 0xDFFF)) return 0;
-  return n;
 }
 
 bool shown_escaped(char32_t cp) {
@@ -97,7 +71,7 @@ std::string terminal_safe(std::string_view text, bool keep_newlines) {
   out.reserve(text.size());
   for (size_t i = 0; i < text.size();) {
     char32_t cp = 0;
-    size_t n = utf8_at(text, i, &cp);
+    size_t n = utf8_char_at(text, i, &cp);
     if (n == 0) {
       hex_byte(static_cast<unsigned char>(text[i]), &out);
       i += 1;

@@ -50,13 +50,17 @@ std::string format_float_repr(double value) {
 
 namespace {
 
-// Length of the valid UTF-8 sequence starting at s[i], or 0 if it is not valid.
-size_t utf8_sequence_length(std::string_view s, size_t i) {
+}  // namespace
+
+size_t utf8_char_at(std::string_view s, size_t i, char32_t* code_point) {
   auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
   unsigned char c = byte(i);
   size_t len = 0;
   std::uint32_t cp = 0;
-  if (c < 0x80) return 1;
+  if (c < 0x80) {
+    if (code_point != nullptr) *code_point = c;
+    return 1;
+  }
   if ((c & 0xE0) == 0xC0) {
     len = 2;
     cp = c & 0x1F;
@@ -79,8 +83,13 @@ size_t utf8_sequence_length(std::string_view s, size_t i) {
       (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) {
     return 0;
   }
+  if (code_point != nullptr) *code_point = cp;
   return len;
 }
+
+namespace {
+
+size_t utf8_sequence_length(std::string_view s, size_t i) { return utf8_char_at(s, i, nullptr); }
 
 }  // namespace
 
@@ -306,6 +315,19 @@ std::string utc_now_iso8601() {
   char buf[32];
   std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
+}
+
+std::string with_commas(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.0f", v);
+  std::string digits(buf);
+  std::string out;
+  size_t start = digits[0] == '-' ? 1 : 0;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > start && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
 }
 
 std::vector<std::string> split_commas(const std::vector<std::string>& values) {

@@ -21,6 +21,11 @@ std::string quote_json(std::string_view s);
 // The same, appended to `out`.
 void append_quoted_json(std::string& out, std::string_view s);
 
+// The length of the valid UTF-8 character at s[i] (1 to 4), its code point in `code_point` when
+// given; 0 when it is not one (a stray continuation byte, an overlong form, a surrogate, past
+// U+10FFFF, or cut short).
+size_t utf8_char_at(std::string_view s, size_t i, char32_t* code_point = nullptr);
+
 // The offset of the first byte that is not part of valid UTF-8, or npos when all of it is valid.
 size_t find_invalid_utf8(std::string_view s);
 
@@ -41,6 +46,9 @@ std::string join(const std::vector<std::string>& parts, std::string_view sep);
 // Option values that may each hold a comma-separated list ("a,b" "c" -> a b c), trimmed, empty
 // parts dropped.
 std::vector<std::string> split_commas(const std::vector<std::string>& values);
+
+// 1234567 -> "1,234,567" (rounded to an integer).
+std::string with_commas(double v);
 
 // The current time in UTC as ISO 8601, to the second: "2026-11-22T06:30:00Z".
 std::string utc_now_iso8601();

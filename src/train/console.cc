@@ -4,19 +4,6 @@
 
 namespace sweepbench {
 
-std::string with_commas(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.0f", v);
-  std::string digits(buf);
-  std::string out;
-  size_t start = digits[0] == '-' ? 1 : 0;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > start && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
-
 std::string duration_text(double s) {
   char buf[32];
   if (s >= 3600) {

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <string>
 
+#include "core/text.h"  // with_commas
+
 namespace sweepbench {
 
 // Output on rank 0 only (llm.c's printf0), flushed per line so progress shows under mpirun.
@@ -26,8 +28,6 @@ class Console {
   bool enabled_;
 };
 
-// 1234567 -> "1,234,567".
-std::string with_commas(double v);
 // 42.0 -> "42.0s", 125 -> "2m05s", 7300 -> "2h01m".
 std::string duration_text(double s);
 // A monotonic clock, in seconds.
