@@ -466,6 +466,15 @@ TEST(SetupLines, ALineThatEndsTheShellIsNamed) {
             "sweepbench: launch.setup line 2 (false) ended the shell with exit code 1 before the "
             "program started\n");
   EXPECT_EQ(r.out, "");
+  // The line as written is named through one single-quoted word: nothing in it runs there.
+  const std::string hostile = "false # $(touch " + dir.path() + "/a) `touch " + dir.path() +
+                              "/b` 'q' \"d\" x,y:z";
+  argv = with_setup_lines(config, {"set -e", hostile}, dir.path(), {"true"});
+  r = capture_process(argv);
+  EXPECT_EQ(r.err, "sweepbench: launch.setup line 2 (" + hostile +
+                       ") ended the shell with exit code 1 before the program started\n");
+  EXPECT_FALSE(fs::exists(dir.path() + "/a"));
+  EXPECT_FALSE(fs::exists(dir.path() + "/b"));
   argv = with_setup_lines(config, {"false", "echo set-up"}, dir.path(),
                           {"sh", "-c", "echo program; exit 4"});
   r = capture_process(argv);
