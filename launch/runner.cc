@@ -136,7 +136,7 @@ class SweepRun {
          << (o_.dry_run ? " (dry run: nothing runs, nothing is written)" : "") << ", out "
          << o_.out_dir << "\n";
     if (!o_.dry_run) {
-      install_stop_signal_handlers();
+      install_stop_forwarding(StopPolicy::kRunner);
       // What a point leaves running stays our descendant, to be ended with the point.
       become_child_subreaper();
     }

@@ -6,7 +6,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -18,22 +17,6 @@
 
 namespace sweepbench {
 namespace {
-
-std::atomic<int> g_first_signal{0};
-std::atomic<int> g_signal_count{0};
-std::atomic<pid_t> g_child_group{0};
-
-int forwarded(int sig) { return sig == SIGUSR2 || sig == SIGHUP ? SIGTERM : sig; }
-
-extern "C" void on_command_stop_signal(int sig) {
-  int expected = 0;
-  g_first_signal.compare_exchange_strong(expected, sig);
-  int n = ++g_signal_count;
-  pid_t group = g_child_group.load();
-  if (group > 0) ::kill(-group, n > 1 ? SIGKILL : forwarded(sig));
-}
-
-constexpr int kForwardedSignals[] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2};
 
 int open_log(const std::string& path) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -57,17 +40,13 @@ ChildRun run_child(const ChildSpec& spec) {
                 std::string("cannot create a pipe: ") + std::strerror(errno));
   }
 
-  // Stop signals are blocked until the child's group is known, so none is lost between.
+  // Stop signals are blocked until the child's group is known, so none is lost between; the
+  // one handler of core/process.h passes them on with bench-command's policy.
   sigset_t stops, old;
   sigemptyset(&stops);
-  for (int s : kForwardedSignals) sigaddset(&stops, s);
+  for (int s : stop_signals(StopPolicy::kCommand)) sigaddset(&stops, s);
   ::sigprocmask(SIG_BLOCK, &stops, &old);
-  for (int s : kForwardedSignals) {
-    struct sigaction sa {};
-    sa.sa_handler = on_command_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    ::sigaction(s, &sa, nullptr);
-  }
+  install_stop_forwarding(StopPolicy::kCommand);
   become_child_subreaper();
   auto t0 = std::chrono::steady_clock::now();
   SpawnSpec start;
@@ -85,10 +64,9 @@ ChildRun run_child(const ChildSpec& spec) {
     throw;
   }
   const pid_t pid = child.pid;
-  g_child_group = pid;
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);
-  if (int first = g_first_signal.load(); first != 0) ::kill(-pid, forwarded(first));
+  forward_stops_to(pid);
   ::sigprocmask(SIG_SETMASK, &old, nullptr);
 
   // Copy both pipes to the logs (and through) until the program has ended and they are drained.
@@ -135,7 +113,7 @@ ChildRun run_child(const ChildSpec& spec) {
     // Something the program started may hold the pipes open after it ended: a moment to drain,
     // then no longer.
     if (exited && now - exited_at > std::chrono::seconds(2)) break;
-    if (g_first_signal.load() != 0 && !exited && !killed) {
+    if (received_stop_signal() != 0 && !exited && !killed) {
       if (first_signal_at == std::chrono::steady_clock::time_point()) first_signal_at = now;
       if (now - first_signal_at > std::chrono::duration<double>(kGraceSeconds)) {
         ::kill(-pid, SIGKILL);
@@ -148,7 +126,7 @@ ChildRun run_child(const ChildSpec& spec) {
     }
   }
   run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  g_child_group = 0;
+  forward_stops_to(0);
   // Whatever the program started and left behind goes with it: its group at once (the program
   // is gone), then every other descendant, after SIGTERM and a grace (a daemon in a session of
   // its own); they are named in the point's log.
@@ -162,7 +140,7 @@ ChildRun run_child(const ChildSpec& spec) {
     }
   }
   const std::string& exec_error = child.error;
-  run.end.stop_signal = g_first_signal.load();
+  run.end.stop_signal = received_stop_signal();
   if (!exec_error.empty()) {
     run.end.started = false;
     run.end.start_error = "'" + spec.argv.front() + "' " + exec_error;

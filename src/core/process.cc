@@ -30,12 +30,19 @@ std::atomic<int> g_stop_signal{0};
 std::atomic<int> g_stop_count{0};
 std::atomic<long long> g_first_stop_ns{0};
 std::atomic<bool> g_killed{false};
+std::atomic<int> g_policy{static_cast<int>(StopPolicy::kRunner)};
 
 // One Ctrl-C can arrive twice: under `timeout`, the terminal signals both timeout and its child,
 // and timeout passes its own on. Stop signals within this long of the first count as one.
 constexpr long long kSameStopNs = 1'000'000'000;
 
-int forwarded(int sig) { return sig == SIGUSR1 ? SIGUSR1 : SIGUSR2; }
+// What the child's group gets for a first stop `sig`, by policy.
+int forwarded(int sig) {
+  if (g_policy.load() == static_cast<int>(StopPolicy::kCommand)) {
+    return sig == SIGUSR2 || sig == SIGHUP ? SIGTERM : sig;
+  }
+  return sig == SIGUSR1 ? SIGUSR1 : SIGUSR2;
+}
 
 long long monotonic_ns() {
   timespec t{};
@@ -47,6 +54,13 @@ extern "C" void on_stop_signal(int sig) {
   int expected = 0;
   g_stop_signal.compare_exchange_strong(expected, sig);
   pid_t group = g_child_group.load();
+  if (g_policy.load() == static_cast<int>(StopPolicy::kCommand)) {
+    // The user's program gets the first as it is (or SIGTERM); any second one kills it.
+    int n = g_stop_count.fetch_add(1) + 1;
+    if (n > 1) g_killed.store(true);
+    if (group > 0) ::kill(-group, n > 1 ? SIGKILL : forwarded(sig));
+    return;
+  }
   if (sig == SIGUSR1) {
     if (group > 0) ::kill(-group, SIGUSR1);
     return;
@@ -113,12 +127,26 @@ std::string ProcessResult::describe() const {
   return "exit code " + std::to_string(exit_code);
 }
 
-void install_stop_signal_handlers() {
+void install_stop_forwarding(StopPolicy policy) {
+  g_policy.store(static_cast<int>(policy));
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
   sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGUSR1}) sigaction(sig, &sa, nullptr);
+  // The runner's waits restart; bench-command's poll loop wants to wake up.
+  sa.sa_flags = policy == StopPolicy::kRunner ? SA_RESTART : 0;
+  for (int sig : stop_signals(policy)) sigaction(sig, &sa, nullptr);
+}
+
+const std::vector<int>& stop_signals(StopPolicy policy) {
+  static const std::vector<int> runner = {SIGINT, SIGTERM, SIGHUP, SIGUSR1};
+  static const std::vector<int> command = {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2};
+  return policy == StopPolicy::kRunner ? runner : command;
+}
+
+void forward_stops_to(int group) {
+  g_child_group.store(group);
+  // A stop that came before the group was known: pass it on now.
+  if (int sig = g_stop_signal.load(); sig != 0 && group > 0) ::kill(-group, forwarded(sig));
 }
 
 int received_stop_signal() { return g_stop_signal.load(); }
@@ -240,14 +268,12 @@ ProcessResult run_process(const std::vector<std::string>& argv,
   }
   ::close(out_fd);
   ::close(err_fd);
-  g_child_group.store(pid);
-  // A signal that came before the child's group was known: pass it on now.
-  if (int sig = g_stop_signal.load(); sig != 0) ::kill(-pid, forwarded(sig));
+  forward_stops_to(pid);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) break;
   }
-  g_child_group.store(0);
+  forward_stops_to(0);
   ProcessResult r;
   if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) r.term_signal = WTERMSIG(status);

@@ -20,12 +20,27 @@ struct ProcessResult {
   std::string describe() const;  // "exit code 3", "killed by SIGKILL"
 };
 
-// Installs the handlers above for the rest of the process (idempotent).
-void install_stop_signal_handlers();
-// The first stop signal received (SIGINT, SIGTERM, SIGHUP or SIGUSR1), or 0.
+// How the stop signals this process receives reach the process group of the child it runs: one
+// handler, two policies.
+enum class StopPolicy {
+  // bench-sweep run (above): SIGINT, SIGTERM and SIGHUP become SIGUSR2, SIGUSR1 stays SIGUSR1
+  // and is not a stop; a stop delivered twice within a second counts once; a second stop
+  // kills the group with SIGKILL and says so on stderr.
+  kRunner,
+  // bench-command (docs/commands.md, "Signals"): SIGTERM, SIGINT and SIGUSR1 pass as they are,
+  // SIGUSR2 (bench-sweep's stop) and SIGHUP become SIGTERM; any second signal kills the group.
+  kCommand,
+};
+// Installs the handler with `policy` for the rest of the process.
+void install_stop_forwarding(StopPolicy policy);
+// The signals a policy handles (bench-command blocks them while it starts its program).
+const std::vector<int>& stop_signals(StopPolicy policy);
+// From now on stops go to process group `group` (0: none); one received before is passed on now.
+void forward_stops_to(int group);
+// The first stop signal received, or 0.
 int received_stop_signal();
-// True when a second stop signal (more than a second after the first: one Ctrl-C can arrive
-// twice, through `timeout`) killed the running point with SIGKILL.
+// True when a second stop signal (kRunner: more than a second after the first, since one Ctrl-C
+// can arrive twice through `timeout`) killed the child's group with SIGKILL.
 bool killed_by_second_stop();
 
 // Starting a process: the one fork and exec of sweepbench (the runner's points, bench-command's
