@@ -6,6 +6,7 @@
 
 #include "core/config.h"
 #include "core/placeholders.h"
+#include "core/schema.h"
 #include "core/text.h"
 #include "core/user_regex.h"
 
@@ -55,6 +56,33 @@ void check_placeholders(const std::vector<std::pair<std::string, Mark>>& texts,
 void check_placeholders(const std::string& text, const Mark& mark, const std::string& key,
                         const std::vector<std::string>& runtime) {
   check_placeholders({{text, mark}}, key, runtime);
+}
+
+// A placeholder naming an entry of a map key (params.threads, launch.env.X) that this point does
+// not set would become an empty argument without a word (issue 30: `{params.thread}` for
+// `params.threads`, and llama-bench ran with its default): refused, with the nearest entry the
+// point does set. An entry set to null or '' on purpose is set.
+void require_set_entries(const std::vector<std::pair<std::string, Mark>>& texts,
+                         const std::string& key, const Value& resolved) {
+  for (const auto& [text, at] : texts) {
+    for (const std::string& name : placeholder_names(parse_placeholders(text, at, key))) {
+      Schema::Lookup found = Schema::get().lookup(name);
+      if (found.kind != Schema::Lookup::Kind::kMapEntry) continue;
+      if (resolved.find_path(name) != nullptr) continue;
+      const std::string& map = found.spec->path;
+      std::vector<std::string> set;
+      if (const Value* m = resolved.find_path(map); m != nullptr && m->is_map()) {
+        for (const Value::Entry& e : m->entries()) set.push_back(map + "." + e.key);
+      }
+      std::optional<std::string> near = closest_match(name, set);
+      throw Error::input(
+          at, key,
+          "placeholder {" + name + "} is not set" + (near ? " (did you mean '" + *near + "'?)" : ""),
+          (set.empty() ? "the point sets no " + map + " entries"
+                       : "the point sets " + join(set, ", ")) +
+              "; set " + name + " in base or an axis, or to '' where an empty value is meant");
+    }
+  }
 }
 
 // RE2, as bench-command will compile it; returns its number of capture groups.
@@ -396,6 +424,7 @@ CommandSpec command_spec_of(const Value& resolved) {
     lines.emplace_back(line.as_string(), line.mark());
   }
   check_placeholders(lines, "launch.setup", {"out"});
+  require_set_entries(lines, "launch.setup", resolved);
   if (config_at(resolved, "benchmark").as_string() != "command") return spec;
 
   const Value& argv = config_at(resolved, "command.argv");
@@ -410,17 +439,21 @@ CommandSpec command_spec_of(const Value& resolved) {
     spec.argv.push_back(a.as_string());
   }
   check_placeholders(texts, "command.argv", runtime);
+  require_set_entries(texts, "command.argv", resolved);
   if (spec.argv.front().empty()) {
     throw Error::input(argv.mark(), "command.argv", "its first item (the program) is empty");
   }
   for (const Value::Entry& e : config_at(resolved, "command.env").entries()) {
     check_placeholders(e.value.as_string(), mark_of(e.value, e.key_mark), "command.env." + e.key,
                        runtime);
+    require_set_entries({{e.value.as_string(), mark_of(e.value, e.key_mark)}},
+                        "command.env." + e.key, resolved);
     spec.env[e.key] = e.value.as_string();
   }
   const Value& workdir = config_at(resolved, "command.workdir");
   if (!workdir.is_null()) {
     check_placeholders(workdir.as_string(), workdir.mark(), "command.workdir", runtime);
+    require_set_entries({{workdir.as_string(), workdir.mark()}}, "command.workdir", resolved);
     spec.workdir = workdir.as_string();
   }
   spec.parser = config_at(resolved, "command.parser").as_string();
@@ -428,6 +461,10 @@ CommandSpec command_spec_of(const Value& resolved) {
   const Value& metrics = config_at(resolved, "command.metrics");
   for (size_t i = 0; i < metrics.items().size(); ++i) {
     MetricSpec m = parse_metric(metrics.items()[i], i, metrics.mark());
+    if (!m.file.empty()) {
+      require_set_entries({{m.file, m.mark}}, "command.metrics[" + std::to_string(i) + "].from",
+                          resolved);
+    }
     // A metric of the parser's name replaces the parser's (its regex, unit, optional).
     auto same = std::find_if(spec.metrics.begin(), spec.metrics.end(),
                              [&](const MetricSpec& o) { return o.name == m.name; });

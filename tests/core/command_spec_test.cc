@@ -181,9 +181,27 @@ TEST(CommandSpec, UnknownPlaceholdersAreListedSorted) {
   EXPECT_THAT(error_text("launch:\n  setup: ['echo {rank}']\n"),
               HasSubstr("launch.setup: unknown placeholder: rank (a placeholder is out, or a "
                         "config key"));
-  // An entry of params that a point does not set reads as empty, as in tag formats.
-  EXPECT_NO_THROW(
-      resolved("benchmark: command\ncommand:\n  argv: [p, '{params.anything}', '{{literal}}']\n"));
+}
+
+// Issue 30, item 4: `{params.thread}` for `params.threads` gave llama-bench an empty argument and
+// every point was ok. An entry a point does not set is an error naming the nearest one it sets;
+// one set to '' or null on purpose reads as empty.
+TEST(CommandSpec, APlaceholderForAnEntryThePointDoesNotSetIsRefused) {
+  EXPECT_EQ(error_text("benchmark: command\ncommand:\n  argv: [llama-bench, -t, '{params.thread}']"
+                       "\nparams: {threads: 2, model: m.gguf}\n"),
+            "c.yaml:3:27: command.argv: placeholder {params.thread} is not set (did you mean "
+            "'params.threads'?) (the point sets params.threads, params.model; set params.thread "
+            "in base or an axis, or to '' where an empty value is meant)");
+  EXPECT_THAT(error_text("launch:\n  setup: ['module load {params.module}']\n"),
+              HasSubstr("launch.setup: placeholder {params.module} is not set (the point sets no "
+                        "params entries;"));
+  EXPECT_THAT(error_text(kBase + "  env: {A: '{launch.env.HOM}'}\nlaunch: {env: {HOME: /h}}\n"),
+              HasSubstr("command.env.A: placeholder {launch.env.HOM} is not set (did you mean "
+                        "'launch.env.HOME'?)"));
+  EXPECT_THAT(error_text(kBase + "  metrics: [{name: x, from: '{params.dir}/m.txt', regex: 'x'}]\n"),
+              HasSubstr("command.metrics[0].from: placeholder {params.dir} is not set"));
+  EXPECT_NO_THROW(resolved("benchmark: command\ncommand:\n  argv: [p, '{params.a}', '{params.b}', "
+                           "'{{literal}}']\nparams: {a: '', b: null}\n"));
 }
 
 TEST(Params, FreeNamesScalarsAndListsHashedOnlyWhenSet) {
