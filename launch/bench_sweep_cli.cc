@@ -20,6 +20,7 @@
 #include "launch/runner.h"
 #include "launch/status.h"
 #include "launch/submit.h"
+#include "launch/workload.h"
 #include "layout/manifest.h"
 #include "sweep/expand.h"
 #include "sweep/plan_output.h"
@@ -29,6 +30,21 @@ namespace sweepbench {
 namespace {
 
 namespace po = boost::program_options;
+
+// The programs of the registered workloads (launch/workload.h): each gets an option naming the
+// one to run (--bench-train PATH).
+std::vector<std::string> workload_programs() {
+  std::vector<std::string> out;
+  for (const std::string& name : workloads().names()) out.push_back(workloads().make(name)->program());
+  return out;
+}
+
+void add_program_options(po::options_description& desc, const std::string& what) {
+  for (const std::string& program : workload_programs()) {
+    desc.add_options()(program.c_str(), po::value<std::string>(),
+                       ("The " + program + " " + what).c_str());
+  }
+}
 
 const char* const kVersion = SWEEPBENCH_VERSION;
 
@@ -66,8 +82,10 @@ Usage: bench-sweep run SWEEP.yaml --out DIR [--scenario NAME]... [--only INDEX|T
                        [--set KEY=VALUE]... [--dry-run] [--force] [--retry-failed]
 
 Plans exactly as `bench-sweep plan --out DIR` does, then runs the points in order. Each point
-runs `bench-train` through its launcher: srun --mpi=pmix inside a SLURM allocation, mpirun for
-several ranks outside one, a plain exec for one rank (launch.launcher overrides). Its logs go
+runs its workload's program (the key `benchmark`: train runs `bench-train`, infer `bench-infer`,
+command `bench-command` with your program) through its launcher: srun --mpi=pmix inside a SLURM
+allocation, mpirun for several ranks outside one, a plain exec for one rank (launch.launcher
+overrides), in its container if it names one. Its logs go
 to DIR/<tag>/logs/, its status (ok, oom, failed, timeout, cancelled, skipped, ...) to
 DIR/<tag>/status.json and the manifest. A point that fails never stops the sweep.
 
@@ -308,10 +326,9 @@ int run_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       "only", po::value<std::vector<std::string>>()->composing(),
       "Only these points, by index or tag (repeatable, or comma-separated)")(
       "dry-run", "Print every point's command; run and write nothing")(
-      "force", "Rerun points that are already ok")("retry-failed",
-                                                   "Rerun points that failed or ran out of memory")(
-      "bench-train", po::value<std::string>(),
-      "The bench-train to run (default: the one beside bench-sweep, else PATH's)");
+      "force", "Rerun points that are already ok")(
+      "retry-failed", "Rerun points that failed or ran out of memory");
+  add_program_options(desc, "to run (default: the one beside bench-sweep, else PATH's)");
   po::variables_map vm = parse_with_sweep(args, desc);
   if (vm.count("help")) {
     out << kRunHelp;
@@ -328,7 +345,9 @@ int run_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   run.force = vm.count("force") > 0;
   run.retry_failed = vm.count("retry-failed") > 0;
   run.dry_run = vm.count("dry-run") > 0;
-  if (vm.count("bench-train")) run.programs["bench-train"] = vm["bench-train"].as<std::string>();
+  for (const std::string& program : workload_programs()) {
+    if (vm.count(program)) run.programs[program] = vm[program].as<std::string>();
+  }
   run.prune_after_oom = spec.prune_after_oom;
   points_to_run(plan, run.only);  // a bad --only is an error before anything is written
   if (!run.dry_run) write_plan_locked(plan, run.out_dir, out);
@@ -347,8 +366,8 @@ int run_submit(const std::vector<std::string>& args, std::ostream& out, std::ost
       "Only these points, by index or tag (repeatable, or comma-separated)")(
       "dry-run", "Print the batch scripts and sbatch commands; write and submit nothing")(
       "force", "Submit points that are already ok")(
-      "retry-failed", "Submit points that failed or ran out of memory")(
-      "bench-train", po::value<std::string>(), "The bench-train the jobs run");
+      "retry-failed", "Submit points that failed or ran out of memory");
+  add_program_options(desc, "the jobs run");
   po::variables_map vm = parse_with_sweep(args, desc);
   if (vm.count("help")) {
     out << kSubmitHelp;
@@ -386,10 +405,12 @@ int run_submit(const std::vector<std::string>& args, std::ostream& out, std::ost
     submit.run_args.insert(submit.run_args.end(),
                            {"--max-points", std::to_string(max_points_of(vm))});
   }
-  if (vm.count("bench-train")) {
+  for (const std::string& program : workload_programs()) {
+    if (vm.count(program) == 0) continue;
     submit.run_args.insert(
         submit.run_args.end(),
-        {"--bench-train", std::filesystem::absolute(vm["bench-train"].as<std::string>()).string()});
+        {"--" + program,
+         std::filesystem::absolute(vm[program].as<std::string>()).string()});
   }
   points_to_run(plan, submit.only);  // a bad --only is an error before anything is written
   if (!submit.dry_run && !capture_process({"sbatch", "--version"}, 30).started) {

@@ -48,6 +48,19 @@ TEST(Cli, HelpExplainsEveryCommandWithAnExample) {
   EXPECT_EQ(bench_sweep({}).code, 2);
 }
 
+// Issue 30, item 5: `run --help` said every point runs bench-train. It names every workload's
+// program, and run and submit take an option for each.
+TEST(Cli, RunAndSubmitHelpNameEveryWorkloadsProgram) {
+  for (const char* command : {"run", "submit"}) {
+    CliRun help = bench_sweep({command, "--help"});
+    for (const char* program : {"bench-train", "bench-infer", "bench-command"}) {
+      EXPECT_THAT(help.out, HasSubstr("--" + std::string(program) + " arg")) << command;
+    }
+  }
+  EXPECT_THAT(bench_sweep({"run", "--help"}).out,
+              HasSubstr("train runs `bench-train`, infer `bench-infer`,\ncommand `bench-command`"));
+}
+
 TEST(Cli, UsageErrorsExitTwo) {
   CliRun typo = bench_sweep({"plna", "x.yaml"});
   EXPECT_EQ(typo.code, 2);
