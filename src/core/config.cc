@@ -591,12 +591,37 @@ Value loosen_derived_keys(const Value& partial) {
   return out;
 }
 
-Value load_point_config(const std::string& path, const std::vector<Override>& overrides) {
+Value load_point_config(const std::string& path, const std::vector<Override>& overrides,
+                        PointLoad* load) {
+  const std::string benchmark = load != nullptr ? load->benchmark : "";
   Value partial = normalize_partial_config(load_yaml_file(path));
   // A point config holds its derived values written out; those still equal to what their source
   // gives follow an override of the source (--set model.preset=... changes the shape).
   if (!overrides.empty()) partial = loosen_derived_keys(partial);
   for (const Override& o : overrides) merge_into(partial, o.partial);
+  if (!benchmark.empty()) {
+    // The program says which kind it runs: a config that names none is of that kind, one that
+    // names another is refused before its sections are checked as the wrong kind's.
+    const Value* named = partial.find("benchmark");
+    if (named == nullptr || named->is_null()) {
+      partial.set("benchmark", Value::string(benchmark));
+    } else if (named->is_string() && named->as_string() != benchmark) {
+      throw Error::input(named->mark().known() ? named->mark() : Mark::in(path), "benchmark",
+                         "is '" + named->as_string() + "', but this program runs '" + benchmark +
+                             "' points",
+                         "run it with bench-" + named->as_string() + ", or set benchmark: " +
+                             benchmark);
+    }
+  }
+  if (load != nullptr && load->running_ranks > 0) {
+    // What depends on the number of ranks (launch.tensor_parallel divides it) is checked, and
+    // recorded, for the ranks running: `mpirun -n 2 bench-train` of a launch.ranks: 1 config.
+    const Value* ranks = partial.find_path("launch.ranks");
+    load->configured_ranks = ranks != nullptr && ranks->is_int()
+                                 ? ranks->as_int()
+                                 : Schema::get().lookup("launch.ranks").spec->default_value.as_int();
+    partial.set_path("launch.ranks", Value::integer(load->running_ranks));
+  }
   return resolve_config(partial);
 }
 

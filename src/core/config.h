@@ -7,6 +7,7 @@
 // model.block_size, eval.micro_batch from train.micro_batch), then cross-key checks.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -59,8 +60,19 @@ Value loosen_derived_keys(const Value& partial);
 // Loads a point config file (as written by `bench-sweep plan --out`, or by hand), applies the
 // overrides and resolves it. Derived values written out in the file follow their sources:
 // `--set model.preset=llama-tiny` on a gpt2-tiny point gives a llama-tiny shape, while a
-// model.n_layer that differs from its preset's stays. Used by bench-train.
-Value load_point_config(const std::string& path, const std::vector<Override>& overrides);
+// model.n_layer that differs from its preset's stays. Used by bench-train and bench-infer, which
+// say what they run in `load`.
+struct PointLoad {
+  // The kind the program runs: a config without the key `benchmark` is of that kind, one naming
+  // another kind is an error. Empty: as the config says.
+  std::string benchmark;
+  // The ranks running (> 0): launch.ranks becomes this, so that what depends on it is checked
+  // against the ranks that run; configured_ranks receives the value it had.
+  std::int64_t running_ranks = 0;
+  std::int64_t configured_ranks = 0;
+};
+Value load_point_config(const std::string& path, const std::vector<Override>& overrides,
+                        PointLoad* load = nullptr);
 
 // Gets a key of a resolved config; throws a std::logic_error if the schema lacks it.
 const Value& config_at(const Value& resolved, std::string_view path);

@@ -67,13 +67,8 @@ struct InferPlan {
 
 InferPlan make_infer_plan(const Args& args, const MpiEnv& mpi) {
   InferPlan p;
-  p.point = read_point_config(args, mpi, "bench-infer");
+  p.point = read_point_config(args, mpi, "bench-infer", "infer");
   const Settings& set = p.point.settings;
-  if (set.benchmark != "infer") {
-    throw Error::input(Mark::in(args.config), "benchmark",
-                       "is '" + set.benchmark + "': this point is not an inference benchmark",
-                       "run it with bench-" + set.benchmark + ", or set benchmark: infer");
-  }
   const InferSettings& n = set.infer;
   GeneratorOptions& g = p.gen;
   g.shape = model_shape_of(p.point.config);

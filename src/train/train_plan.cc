@@ -26,23 +26,33 @@ std::string tag_of(const std::string& config_path) {
 
 }  // namespace
 
-PointConfig read_point_config(const Args& args, const MpiEnv& mpi, const char* program) {
+PointConfig read_point_config(const Args& args, const MpiEnv& mpi, const char* program,
+                              const std::string& benchmark) {
   const std::string help = std::string(program) + " --help";
   if (args.config.empty()) throw Error::input(Mark::in(program), "", "--config is missing", help);
   if (args.out.empty()) throw Error::input(Mark::in(program), "", "--out is missing", help);
   PointConfig p;
-  p.config = load_point_config(args.config, parse_overrides(args.sets));
+  PointLoad load{benchmark, mpi.size()};
+  try {
+    p.config = load_point_config(args.config, parse_overrides(args.sets), &load);
+  } catch (const Error& e) {
+    if (load.configured_ranks == 0 || load.configured_ranks == mpi.size()) throw;
+    // A rule of the ranks failed for the ranks running, not the config's: say which.
+    throw Error(e.kind(), e.mark(), e.key(), e.message(),
+                (e.hint().empty() ? "" : e.hint() + "; ") + "launch.ranks is the " +
+                    std::to_string(mpi.size()) + " rank(s) running, not the config's " +
+                    std::to_string(load.configured_ranks));
+  }
   p.config_yaml = emit_canonical_yaml(p.config);
   p.config_hash = config_hash(p.config);
   p.tag = tag_of(args.config);
   p.settings = Settings::of(p.config);  // read once, typed (core/settings.h)
-  std::int64_t world = p.settings.launch.ranks;
-  if (world != mpi.size() && mpi.rank() == 0) {
-    // A mismatch is allowed (run a point by hand with fewer ranks), but said.
+  if (load.configured_ranks != mpi.size() && mpi.rank() == 0) {
+    // A mismatch is allowed (run a point by hand with other ranks), but said.
     std::fprintf(stderr,
-                 "%s: note: launch.ranks is %lld but %d rank(s) are running; the results record "
-                 "the ranks that ran\n",
-                 program, static_cast<long long>(world), mpi.size());
+                 "%s: note: launch.ranks is %lld but %d rank(s) are running; the point runs, and "
+                 "its results record, launch.ranks: %d\n",
+                 program, static_cast<long long>(load.configured_ranks), mpi.size(), mpi.size());
   }
   p.rank_path = (fs::path(args.out) / rank_file_name(mpi.rank())).string();
   std::error_code ec;
@@ -63,7 +73,7 @@ int compute_threads(const Settings& set, const MpiEnv& mpi) {
 }
 
 TrainPlan make_plan(const Args& args, const MpiEnv& mpi) {
-  PointConfig point = read_point_config(args, mpi, "bench-train");
+  PointConfig point = read_point_config(args, mpi, "bench-train", "train");
   TrainPlan p;
   p.config = point.config;
   const Value& c = p.config;

@@ -46,7 +46,8 @@ struct PointConfig {
   Settings settings;
 };
 // Error(kInput) for bad input, Error(kConflict) when this rank's results are already in --out.
-PointConfig read_point_config(const Args& args, const MpiEnv& mpi, const char* program);
+PointConfig read_point_config(const Args& args, const MpiEnv& mpi, const char* program,
+                              const std::string& benchmark);
 
 // Compute threads per rank: launch.cpus_per_rank, else this node's cores over its ranks (no more
 // than the affinity mask allows).

@@ -79,6 +79,18 @@ class InferCase(unittest.TestCase):
 
 
 class SingleRank(InferCase):
+    def test_a_config_without_benchmark_is_an_inference_point(self):
+        # Issue 30, item 5: the program says which kind it runs; only another kind is refused.
+        path = self.config(runs=1)
+        with open(path) as f:
+            text = f.read().replace("benchmark: infer\n", "")
+        with open(path, "w") as f:
+            f.write(text)
+        out = os.path.join(self.tmp, "out")
+        r = self.run_infer(path, out)
+        self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
+        self.assertEqual(read_json(os.path.join(out, "summary.json"))["benchmark"], "infer")
+
     def test_writes_the_documented_layout_and_a_table(self):
         out = os.path.join(self.tmp, "out")
         r = self.run_infer(self.config(), out)
@@ -229,11 +241,11 @@ class Failures(InferCase):
         out = os.path.join(self.tmp, "out")
         train = os.path.join(self.tmp, "train.yaml")
         with open(train, "w") as f:
-            f.write("model: {preset: gpt2-tiny}\n")
+            f.write("model: {preset: gpt2-tiny}\nbenchmark: train\n")
         r = self.run_infer(train, out)
         self.assertEqual(r.returncode, 2)
-        self.assertIn("benchmark: is 'train': this point is not an inference benchmark", r.stderr)
-        self.assertIn("bench-train", r.stderr)
+        self.assertIn("train.yaml:2:12: error: benchmark: is 'train', but this program runs 'infer' points "
+                      "(run it with bench-train, or set benchmark: infer)", r.stderr)
         r = self.run_infer(self.config(), out, "--set", "infer.output_tokens=200")
         self.assertEqual(r.returncode, 2)
         self.assertIn("infer.output_tokens", r.stderr)

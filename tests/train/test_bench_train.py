@@ -568,6 +568,18 @@ class TensorParallel(BenchTrainCase):
         np.testing.assert_allclose(b["steps"]["grad_norm"][:], a["steps"]["grad_norm"][:], rtol=1e-5)
         self.assertAlmostEqual(b["eval"].attrs["loss"], a["eval"].attrs["loss"], delta=1e-5)
 
+    def test_a_bare_mpirun_checks_and_records_the_ranks_it_runs(self):
+        # Issue 30, item 5: `mpirun -n 2 bench-train` of a config that says launch.ranks: 1 (the
+        # default) was refused for tensor_parallel 2 "does not divide launch.ranks (1)".
+        out = os.path.join(self.tmp, "bare")
+        r = self.run_train(self.config(steps=4, extra="launch: {tensor_parallel: 2}\n"), out, ranks=2)
+        self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
+        self.assertIn("launch.ranks is 1 but 2 rank(s) are running; the point runs, and its results "
+                      "record, launch.ranks: 2", r.stderr)
+        with h5py.File(os.path.join(out, "rank-00001.h5"), "r") as f:
+            self.assertEqual(f.attrs["tensor_parallel"], 2)
+            self.assertIn("ranks: 2\n", f.attrs["config_yaml"])
+
     def test_two_ranks_split_each_block_and_train_as_one_rank_does(self):
         for preset in ("gpt2-tiny", "llama-tiny"):
             (one,), _ = self.train(f"{preset}-1", 1, preset=preset)
@@ -599,6 +611,14 @@ class TensorParallel(BenchTrainCase):
                                        1.0, delta=0.1, msg=f"stage {stage}")
 
     def test_impossible_splits_are_refused_before_any_work(self):
+        # Checked against the ranks running (issue 30, item 5): a launch.ranks: 2 config run by
+        # hand as one process has 1 rank, which tensor_parallel 2 does not divide.
+        out = os.path.join(self.tmp, "alone")
+        r = self.run_train(self.config(extra="launch: {ranks: 2, tensor_parallel: 2}\n"), out)
+        self.assertEqual(r.returncode, 2, r.stderr + r.stdout)
+        self.assertIn("2 does not divide launch.ranks (1)", r.stderr)
+        self.assertIn("launch.ranks is the 1 rank(s) running, not the config's 2", r.stderr)
+        self.assertFalse(os.path.exists(out))
         for sets, message in (
                 (["--set", "launch.tensor_parallel=3"], "3 does not divide launch.ranks (2)"),
                 (["--set", "launch.tensor_parallel=2", "--set", "model.n_kv_head=1"],
@@ -606,7 +626,7 @@ class TensorParallel(BenchTrainCase):
                 (["--set", "launch.tensor_parallel=2", "--set", "train.peft=lora"],
                  "tensor parallelism with train.peft: lora is not supported")):
             out = os.path.join(self.tmp, "bad")
-            r = self.run_train(self.config(extra="launch: {ranks: 2}\n"), out, *sets)
+            r = self.run_train(self.config(extra="launch: {ranks: 2}\n"), out, *sets, ranks=2)
             self.assertEqual(r.returncode, 2, r.stderr + r.stdout)
             self.assertIn(message, r.stderr)
             self.assertFalse(os.path.exists(out))
