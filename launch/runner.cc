@@ -31,6 +31,17 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// How a point's program ended, with what its exit code means to its workload: "exit code 23
+// (cancelled)", "killed by SIGKILL".
+std::string exit_meaning(const Workload& workload, const ProcessResult& r) {
+  std::string text = r.describe();
+  if (r.term_signal == 0 && r.exit_code != 0) {
+    PointStatus s = workload.status_of_exit(r.exit_code);
+    if (s != PointStatus::kFailed) text += " (" + to_string(s) + ")";
+  }
+  return text;
+}
+
 // Why a point ended as it did: its summary.json reason, else its program's last stderr line.
 // When srun says another task than rank 0 failed first, that comes first: with
 // --kill-on-bad-exit, rank 0 (which writes the summary) was ended by srun and knows only that.
@@ -322,7 +333,7 @@ class SweepRun {
       r.reason =
           "bench-sweep received " + signal_name(sig) +
           (sig == SIGUSR1 ? " (the time limit is near)" : "") + "; " + program + ": " +
-          result.describe() +
+          exit_meaning(*workload, result) +
           (killed_by_second_stop() ? " by a second stop signal, before it could write its results"
                                    : "");
     }

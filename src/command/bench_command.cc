@@ -94,7 +94,8 @@ void print_metrics(const RankResult& r) {
   if (r.status == "ok") {
     std::printf("# OK\n");
   } else {
-    std::printf("# %s: %s\n", r.status == "oom" ? "OOM" : "FAILED", safe(r.reason).c_str());
+    // CANCELLED, TIMEOUT, OOM or FAILED, as the point's record says.
+    std::printf("# %s: %s\n", to_upper(r.status).c_str(), safe(r.reason).c_str());
   }
   std::fflush(stdout);
 }

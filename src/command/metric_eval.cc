@@ -509,7 +509,9 @@ CommandVerdict judge_command(const CommandSpec& spec, const CommandEnd& end,
     bool time = end.stop_signal == SIGUSR1 || end.stop_signal == SIGTERM;
     return {time ? "timeout" : "cancelled",
             "bench-command received " + signal_name(end.stop_signal) +
-                (time ? " (the time limit is near)" : "") +
+                (time ? " (the time limit is near)"
+                      : end.stop_signal == SIGUSR2 ? " (bench-sweep's stop)"
+                                                   : "") +
                 " and passed it on; the program: " + (end.started ? what : "never started")};
   }
   if (!end.started) return {"failed", end.start_error};

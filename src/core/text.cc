@@ -252,6 +252,14 @@ std::string to_lower(std::string_view s) {
   return out;
 }
 
+std::string to_upper(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+  }
+  return out;
+}
+
 std::optional<std::int64_t> parse_int64(std::string_view s, int base) {
   if (s.empty()) return std::nullopt;
   bool negative = false;

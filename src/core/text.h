@@ -60,7 +60,8 @@ std::string trim(std::string_view s);
 bool is_identifier(std::string_view name);
 // The first line of `text`, cut to `max` characters ("..." added when cut).
 std::string first_line(const std::string& text, size_t max);
-std::string to_lower(std::string_view s);
+std::string to_lower(std::string_view s);  // ASCII letters only
+std::string to_upper(std::string_view s);  // ASCII letters only
 
 // Parses a whole string as a base-10 int64; nullopt on junk or overflow.
 std::optional<std::int64_t> parse_int64(std::string_view s, int base = 10);

@@ -70,8 +70,9 @@ void print_summary(Console& console, const RunEnd& end, const std::string& write
   } else if (end.status == RunStatus::kOk) {
     console.line("# OK: results in %s (%s)", end.out_dir.c_str(), end.files.c_str());
   } else {
-    console.line("# FAILED: %s: %s; results in %s", status_name(end.status), end.reason.c_str(),
-                 end.out_dir.c_str());
+    // The footer names the status (CANCELLED, TIMEOUT, OOM, FAILED), as the point's record does.
+    console.line("# %s: %s; results in %s", to_upper(status_name(end.status)).c_str(),
+                 end.reason.c_str(), end.out_dir.c_str());
   }
 }
 

@@ -406,7 +406,13 @@ base:
             self.assertEqual(f.read(), "term\n")
         with h5py.File(os.path.join(out, tag, "rank-00000.h5")) as f:
             self.assertEqual(f.attrs["status"], "cancelled")
-            self.assertIn("received SIGUSR2", f.attrs["reason"])
+            self.assertIn("received SIGUSR2 (bench-sweep's stop)", f.attrs["reason"])
+        # Cancelled, and why, in every place (issue 30, item 5: the point's log ended "# FAILED:
+        # ..." and its record said only "exit code 23").
+        self.assertIn("bench-sweep received SIGTERM; bench-command: exit code 23 (cancelled)",
+                      record["reason"])
+        with open(os.path.join(out, tag, "logs", "stdout.txt")) as f:
+            self.assertIn("# CANCELLED: bench-command received SIGUSR2 (bench-sweep's stop)", f.read())
 
 
 RUN_CLM = os.path.join(SOURCE, "bench", "run_clm_synthetic.py")

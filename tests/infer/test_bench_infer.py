@@ -212,7 +212,7 @@ class Failures(InferCase):
             self.assertIn("generation: ", f.attrs["reason"])
             self.assertEqual(len(f["infer/runs"]), 0)
         self.assertEqual(read_json(os.path.join(out, "summary.json"))["status"], "oom")
-        self.assertIn("# FAILED: oom", r.stdout)
+        self.assertIn("# OOM: ", r.stdout)
 
     def _start_and_signal(self, cmd, sig):
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)

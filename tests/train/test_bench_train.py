@@ -261,7 +261,7 @@ class Failures(BenchTrainCase):
             self.assertIn("allocate", f.attrs["reason"])
             self.assertEqual(len(f["steps"]["step"]), 0)
         self.assertEqual(read_json(os.path.join(out, "summary.json"))["status"], "oom")
-        self.assertIn("# FAILED: oom", r.stdout)
+        self.assertIn("# OOM: ", r.stdout)
 
     def test_a_peer_out_of_memory_stops_every_rank(self):
         # Two programs in one MPI job: only rank 1 is capped, so only rank 1 runs out of memory.
@@ -301,7 +301,7 @@ class Failures(BenchTrainCase):
             self.assertGreaterEqual(done, 5)
             self.assertLess(done, 100000)
             self.assertEqual(list(f["steps"]["step"][:]), list(range(done)))  # the last step completed
-        self.assertIn("# FAILED: timeout", stdout)
+        self.assertIn("# TIMEOUT: ", stdout)
 
     def test_slurm_warning_signal_reaches_every_rank_under_mpirun(self):
         out = os.path.join(self.tmp, "out")
@@ -335,7 +335,7 @@ class Failures(BenchTrainCase):
                     self.assertEqual(f.attrs["reason"], "received SIGUSR1")
                     # Seen at the first step's end: that step completes, as after any warning.
                     self.assertEqual(list(f["steps"]["step"][:]), [0])
-                self.assertIn("# FAILED: timeout", stdout)
+                self.assertIn("# TIMEOUT: ", stdout)
 
 
 class Zero(BenchTrainCase):
