@@ -357,6 +357,16 @@ std::vector<std::string> end_leftover_processes(double grace_seconds) {
   reap_children();
   std::vector<ProcEntry> left = descendants_of(::getpid(), 0);
   std::vector<std::string> named;
+  // What is on its way out goes by itself: an MPI singleton's orted, or a launcher's helper,
+  // ends a moment after the program it served (every 1-rank point under Open MPI has one). Only
+  // what is still there after a second is a leftover, to be ended and named.
+  auto settled_by = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  while (!left.empty() && std::chrono::steady_clock::now() < settled_by &&
+         g_stop_count.load() == 0) {
+    ::usleep(20'000);
+    reap_children();
+    left = descendants_of(::getpid(), 0);
+  }
   if (left.empty()) return named;
   for (const ProcEntry& p : left) {
     named.push_back(std::to_string(p.pid) + " (" + p.comm + ")");

@@ -62,6 +62,9 @@ class LocalRun(unittest.TestCase):
             out = os.path.join(tmp, "out")
             r = run("run", s, "--out", out, check=0)
             self.assertIn("# OK: every point is ok", r.stdout)
+            # A 1-rank point's MPI singleton daemon (orted) ends by itself a moment after the
+            # point: it is no leftover to name (it was named on every such point).
+            self.assertNotIn("left running", r.stdout)
             points = manifest_points(out)
             self.assertEqual(len(points), 4)
             for p in points:
