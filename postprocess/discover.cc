@@ -2,6 +2,7 @@
 #include <filesystem>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/error.h"
@@ -19,7 +20,8 @@ namespace fs = std::filesystem;
 // directory we may not read).
 class PointWalk {
  public:
-  explicit PointWalk(PointSearch* out) : out_(out), manifests_(&manifest_warnings_) {}
+  PointWalk(PointSearch* out, bool with_removed)
+      : out_(out), with_removed_(with_removed), manifests_(&manifest_warnings_) {}
 
   void walk(const fs::path& dir) {
     std::error_code ec;
@@ -62,8 +64,38 @@ class PointWalk {
     }
   }
 
-  // A manifest that cannot be read is reported by the extraction that reads it again.
-  void finish() { out_->points.assign(found_.begin(), found_.end()); }
+  // The points in their sweeps' order: each directory's points as its manifest numbers them
+  // (index: the order the sweep file gives), then those it does not name, by name. Points the
+  // manifest says are no longer in the sweep are left out, unless asked for. A manifest that
+  // cannot be read is reported by the extraction that reads it again.
+  void finish() {
+    struct Sorted {
+      std::string parent;
+      bool unnumbered;
+      std::int64_t index;
+      std::string path;
+    };
+    std::vector<Sorted> points;
+    for (const std::string& path : found_) {
+      std::string sweep;
+      fs::path p(path);
+      const ManifestPoint* e = manifests_.entry(p, &sweep);
+      if (e != nullptr && !e->in_sweep) {
+        if (!with_removed_) {
+          ++out_->removed_left_out;
+          continue;
+        }
+        ++out_->removed_included;
+      }
+      bool numbered = e != nullptr && e->index.has_value();
+      points.push_back({p.parent_path().string(), !numbered, numbered ? *e->index : 0, path});
+    }
+    std::sort(points.begin(), points.end(), [](const Sorted& a, const Sorted& b) {
+      return std::tie(a.parent, a.unnumbered, a.index, a.path) <
+             std::tie(b.parent, b.unnumbered, b.index, b.path);
+    });
+    for (Sorted& s : points) out_->points.push_back(std::move(s.path));
+  }
 
  private:
   static std::string normal(const fs::path& p) {
@@ -85,6 +117,7 @@ class PointWalk {
   }
 
   PointSearch* out_;
+  bool with_removed_;
   std::vector<std::string> manifest_warnings_;
   Manifests manifests_;
   std::set<std::string> found_;
@@ -92,9 +125,9 @@ class PointWalk {
 
 }  // namespace
 
-PointSearch find_point_dirs(const std::vector<std::string>& paths) {
+PointSearch find_point_dirs(const std::vector<std::string>& paths, bool with_removed) {
   PointSearch search;
-  PointWalk walk(&search);
+  PointWalk walk(&search, with_removed);
   for (const std::string& p : paths) {
     std::error_code ec;
     if (!fs::is_directory(p, ec)) {

@@ -14,6 +14,8 @@
 #include "core/fs.h"
 #include "core/text.h"
 #include "layout/paths.h"
+#include "postprocess/people_table.h"
+#include "postprocess/point_row.h"
 #include "postprocess/tool_main.h"
 
 namespace sweepbench {
@@ -99,10 +101,17 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
       "force,f", "Replace an existing output file")(
       "format", po::value<std::string>(),
       "csv, json, jsonl, md or table (default: from -o, else csv)")(
+      "columns", po::value<std::vector<std::string>>()->composing(),
+      "Which columns: all, or a list (A,B or repeated). Default: every column for csv and "
+      "json; for table and md the ones people read (the keys that vary, the headline metrics, "
+      "status and reason when a point is not ok)")(
       "drop-constant", "Leave out columns with one value in every row")(
       "keep", po::value<std::vector<std::string>>()->composing(),
       "Keep this column even with --drop-constant (repeatable, or A,B)")(
       "strict", "Exit 1 when a point is incomplete")(
+      "removed",
+      "Also the points no longer in their sweep (planned before the sweep file was edited), "
+      "marked in_sweep = false")(
       "spreadsheet-safe",
       "CSV: a text cell beginning with =, +, -, @, a tab or a carriage return gets a leading ' "
       "so that a spreadsheet shows it and never runs it as a formula (numbers are left as they "
@@ -170,8 +179,16 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
                                "leave those out with --series");
           }
         }
-        PointSearch search = find_point_dirs(vm["input"].as<std::vector<std::string>>());
+        PointSearch search =
+            find_point_dirs(vm["input"].as<std::vector<std::string>>(), vm.count("removed") > 0);
         const std::vector<std::string>& dirs = search.points;
+        // The mark of removed points is a column only when there are some.
+        auto with_mark = [&](std::vector<std::string> columns) {
+          if (search.removed_included == 0) return columns;
+          auto at = std::find(columns.begin(), columns.end(), "repeat");
+          columns.insert(at == columns.end() ? at : at + 1, "in_sweep");
+          return columns;
+        };
         std::vector<std::string> keep;
         if (vm.count("keep")) {
           if (!vm.count("drop-constant")) {
@@ -180,6 +197,34 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
           }
           keep = split_commas(vm["keep"].as<std::vector<std::string>>());
         }
+        // Which columns: every one (CSV, JSON, --columns all), people's (table and md), or a list.
+        std::vector<std::string> chosen;
+        bool all_columns = format != TableFormat::kText && format != TableFormat::kMarkdown;
+        if (vm.count("columns")) {
+          chosen = split_commas(vm["columns"].as<std::vector<std::string>>());
+          if (chosen.size() == 1 && chosen.front() == "all") {
+            chosen.clear();
+            all_columns = true;
+          } else if (options.series != Series::kNone || vm.count("group-repeats") ||
+                     vm.count("drop-constant")) {
+            throw Error::input(Mark::in("--columns"), "",
+                               "a list of columns does not combine with --series, "
+                               "--group-repeats or --drop-constant",
+                               "use --columns all with those, or leave them out");
+          } else {
+            std::vector<std::string> known = with_mark(extract_columns(dirs));
+            for (const std::string& c : chosen) {
+              if (std::find(known.begin(), known.end(), c) != known.end()) continue;
+              std::optional<std::string> near = closest_match(c, known);
+              throw Error::input(Mark::in("--columns " + c), "",
+                                 "no column is named '" + c + "'" +
+                                     (near ? " (did you mean '" + *near + "'?)" : ""),
+                                 "--columns all --format csv lists every column");
+            }
+            all_columns = true;
+          }
+        }
+        const bool people = !all_columns && options.series == Series::kNone;
         auto warn = [&err](const std::string& w) {
           err << "bench-extract: warning: " << w << "\n";
         };
@@ -190,10 +235,10 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
         // A refused write (a full disk) stops the extraction at once rather than at the end.
         const std::string sink_name = output ? *output : "standard output";
         size_t rows = 0, incomplete = 0, replaced = 0;
-        if (vm.count("group-repeats") || vm.count("drop-constant")) {
+        if (vm.count("group-repeats") || vm.count("drop-constant") || people) {
           // Both need every row before the first is printed.
           ExtractTable table;
-          table.columns = extract_columns(dirs);
+          table.columns = with_mark(extract_columns(dirs));
           extract_each(dirs, options, warn, [&](ExtractedPoint&& p) {
             for (const std::string& w : p.warnings) warn(w);
             if (p.incomplete) ++incomplete;
@@ -212,13 +257,17 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
                                "bench-extract without --drop-constant lists every column");
           }
           if (vm.count("drop-constant")) drop_constant_columns(&table, keep);
+          if (people) table = people_table(table, sweep_axes(dirs));
           replaced = print_table(table, format, sink, spreadsheet_safe);
           check_stream(sink, sink_name);
           rows = table.rows.size();
         } else {
           const bool series = options.series != Series::kNone;
           ExtractWriter writer(
-              series ? series_columns(options.series, dirs) : extract_columns(dirs), format, sink,
+              series             ? series_columns(options.series, dirs)
+              : !chosen.empty() ? chosen
+                                : with_mark(extract_columns(dirs)),
+              format, sink,
               spreadsheet_safe);
           extract_each(dirs, options, warn, [&](ExtractedPoint&& p) {
             for (const std::string& w : p.warnings) warn(w);
@@ -242,6 +291,10 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
         }
         if (replaced > 0) {
           warn(plural(replaced, "byte") + " of text that were not UTF-8 (or NUL) written as U+FFFD");
+        }
+        if (search.removed_left_out > 0) {
+          err << "bench-extract: " << plural(search.removed_left_out, "point")
+              << " no longer in their sweep left out (--removed brings them back, marked)\n";
         }
         bool unread = incomplete > 0 || !search.warnings.empty();
         if (!search.warnings.empty()) {

@@ -45,9 +45,8 @@ const std::vector<std::string>& identity_columns() {
   return c;
 }
 
-// The metric columns in the order summarize() gives them, then summarize_infer()'s, whether or
-// not a point has them.
-const std::vector<std::string>& metric_columns() {
+// Every metric summarize() gives, in its order.
+const std::vector<std::string>& training_metric_columns() {
   static const std::vector<std::string> c = [] {
     SummaryInput in;
     in.step_s = {1};
@@ -57,14 +56,33 @@ const std::vector<std::string>& metric_columns() {
     in.parameter_count = 1;
     std::vector<std::string> names;
     for (const Metric& m : summarize(in)) names.push_back(m.name);
-    // Then bench-infer's (infer_metrics.h) that training has not named already.
+    return names;
+  }();
+  return c;
+}
+
+// Every metric summarize_infer() (infer_metrics.h) gives, in its order.
+const std::vector<std::string>& inference_metric_columns() {
+  static const std::vector<std::string> c = [] {
     InferSummaryInput infer;
     infer.runs = {{1, 2, {1}}};
     infer.batch = infer.input_tokens = infer.output_tokens = 1;
     infer.peak_tflops = infer.peak_bandwidth_gbs = 1;
     infer.memory_peak_bytes = 0;
-    for (const Metric& m : summarize_infer(infer)) {
-      if (std::find(names.begin(), names.end(), m.name) == names.end()) names.push_back(m.name);
+    std::vector<std::string> names;
+    for (const Metric& m : summarize_infer(infer)) names.push_back(m.name);
+    return names;
+  }();
+  return c;
+}
+
+// The metric columns in the order summarize() gives them, then summarize_infer()'s, whether or
+// not a point has them.
+const std::vector<std::string>& metric_columns() {
+  static const std::vector<std::string> c = [] {
+    std::vector<std::string> names = training_metric_columns();
+    for (const std::string& m : inference_metric_columns()) {
+      if (std::find(names.begin(), names.end(), m) == names.end()) names.push_back(m);
     }
     return names;
   }();
@@ -91,15 +109,31 @@ std::optional<Value> read_json_or_yaml(const fs::path& path, std::vector<std::st
 
 // What the manifest beside a point says about it (index, scenario, repeat, sweep).
 const ManifestPoint* Manifests::entry(const fs::path& point_dir, std::string* sweep) {
-  fs::path parent = point_dir.parent_path();
-  auto it = cache_.find(parent.string());
-  if (it == cache_.end()) {
-    Value root = read_json_or_yaml(parent / kManifestFile, warnings_).value_or(Value());
-    it = cache_.emplace(parent.string(), Manifest::from_value(root)).first;
-  }
-  const Manifest& manifest = it->second;
+  const Manifest& manifest = of_directory(point_dir.parent_path());
   *sweep = manifest.sweep;
   return manifest.find(point_dir.filename().string());
+}
+
+const Manifest& Manifests::of_directory(const fs::path& dir) {
+  auto it = cache_.find(dir.string());
+  if (it == cache_.end()) {
+    Value root = read_json_or_yaml(dir / kManifestFile, warnings_).value_or(Value());
+    it = cache_.emplace(dir.string(), Manifest::from_value(root)).first;
+  }
+  return it->second;
+}
+
+std::vector<std::string> sweep_axes(const std::vector<std::string>& point_dirs) {
+  std::vector<std::string> warnings, axes;
+  Manifests manifests(&warnings);
+  std::set<std::string> seen;
+  for (const std::string& d : point_dirs) {
+    if (!seen.insert(fs::path(d).parent_path().string()).second) continue;
+    for (const std::string& k : manifests.of_directory(fs::path(d).parent_path()).varying_keys) {
+      if (std::find(axes.begin(), axes.end(), k) == axes.end()) axes.push_back(k);
+    }
+  }
+  return axes;
 }
 
 const std::vector<std::string>& memory_column_names() {
@@ -111,7 +145,15 @@ const std::vector<std::string>& memory_column_names() {
 
 namespace {
 
-Value number_or_null(double v) { return std::isfinite(v) ? Value::real(v) : Value::null(); }
+// A whole number stays one (a program's `"num_requests": 32`, a count of bytes): written 32,
+// not 32.0. Exact up to 2^53, as doubles are.
+Value number_or_null(double v) {
+  if (!std::isfinite(v)) return Value::null();
+  if (v == std::floor(v) && std::fabs(v) <= 9007199254740992.0) {
+    return Value::integer(static_cast<std::int64_t>(v));
+  }
+  return Value::real(v);
+}
 
 // The memory columns of docs/extract.md into `row`: fms-acceleration's from rank 0's stages (as
 // the Hugging Face Trainer logs rank 0 only), the sampler's over every rank.
@@ -139,9 +181,9 @@ void memory_columns(const std::vector<RankResult>& ranks, std::map<std::string, 
     double base = static_cast<double>(before->end);
     const StageMemory* init = stage["init"];
     const StageMemory* train = stage[work];
-    (*row)["mem_torch_mem_alloc_in_bytes"] = Value::real(base + alloc(init) + alloc(train));
+    (*row)["mem_torch_mem_alloc_in_bytes"] = number_or_null(base + alloc(init) + alloc(train));
     (*row)["mem_peak_torch_mem_alloc_in_bytes"] =
-        Value::real(base + alloc(init) + peaked(init) + alloc(train) + peaked(train));
+        number_or_null(base + alloc(init) + peaked(init) + alloc(train) + peaked(train));
   }
   std::vector<double> reserved, cpu;
   double ram_peak = -1;
@@ -154,7 +196,7 @@ void memory_columns(const std::vector<RankResult>& ranks, std::map<std::string, 
     cpu.insert(cpu.end(), r.samples.cpu_percent.begin(), r.samples.cpu_percent.end());
     for (double mb : r.samples.ram_used_mb) ram_peak = std::max(ram_peak, mb);
   }
-  if (!reserved.empty()) (*row)["mem_nvidia_mem_reserved"] = Value::real(mean(reserved));
+  if (!reserved.empty()) (*row)["mem_nvidia_mem_reserved"] = number_or_null(mean(reserved));
   if (!cpu.empty()) (*row)["cpu_percent_mean"] = Value::real(mean(cpu));
   if (ram_peak >= 0) (*row)["ram_peak_mb"] = Value::real(ram_peak);
 }
@@ -258,6 +300,12 @@ namespace {
 struct PointColumns {
   std::set<std::string> params;
   std::vector<std::string> metrics;  // in the order first seen
+  std::set<std::string> benchmarks;  // the workloads present (empty: no config could be read)
+
+  // Whether a point of the workload `benchmark` may be among them.
+  bool has(const std::string& benchmark) const {
+    return benchmarks.empty() || benchmarks.count(benchmark) != 0;
+  }
 };
 
 PointColumns point_columns(const std::vector<std::string>& dirs) {
@@ -271,6 +319,8 @@ PointColumns point_columns(const std::vector<std::string>& dirs) {
     std::vector<std::string> ignored;
     std::optional<Value> config = read_json_or_yaml(fs::path(d) / kConfigFile, &ignored);
     if (!config || !config->is_map()) continue;
+    std::string benchmark = text_field(*config, "benchmark");
+    c.benchmarks.insert(benchmark.empty() ? "train" : benchmark);
     if (const Value* params = config->find("params"); params != nullptr) {
       for (const Value::Entry& e : params->entries()) c.params.insert(e.key);
     }
@@ -288,10 +338,14 @@ PointColumns point_columns(const std::vector<std::string>& dirs) {
   return c;
 }
 
-// Identity, then every config key (params as one column per entry).
+// Identity, then every config key that a workload present reads (params as one column per
+// entry).
 std::vector<std::string> config_columns(const PointColumns& pc) {
   std::vector<std::string> columns = identity_columns();
   for (const KeySpec& k : Schema::get().keys()) {
+    bool read = std::any_of(pc.benchmarks.begin(), pc.benchmarks.end(),
+                            [&](const std::string& b) { return k.applies_to(b); });
+    if (!pc.benchmarks.empty() && !read) continue;
     if (k.type == KeyType::kFreeMap) {
       for (const std::string& name : pc.params) columns.push_back(k.path + "." + name);
     } else {
@@ -316,18 +370,29 @@ std::vector<std::string> series_columns(Series series, const std::vector<std::st
 }
 
 std::vector<std::string> extract_columns(const std::vector<std::string>& dirs) {
+  // Only the columns of the workloads present: a table of command points has no training or
+  // inference metrics, and one of training points no command columns.
   PointColumns pc = point_columns(dirs);
   std::vector<std::string> columns = config_columns(pc);
   columns.insert(columns.end(), {"world_size", "device"});
-  for (const std::string& m : metric_columns()) columns.push_back(m);
+  auto add = [&](const std::string& m) {
+    if (std::find(columns.begin(), columns.end(), m) == columns.end()) columns.push_back(m);
+  };
+  if (pc.has("train")) {
+    for (const std::string& m : training_metric_columns()) add(m);
+  }
+  if (pc.has("infer")) {
+    for (const std::string& m : inference_metric_columns()) add(m);
+  }
   // A command's metric of a name bench-train or bench-infer has (tokens_per_second, say) shares
   // its column: one table compares the programs.
-  for (const std::string& m : pc.metrics) {
-    if (std::find(columns.begin(), columns.end(), m) == columns.end()) columns.push_back(m);
+  for (const std::string& m : pc.metrics) add(m);
+  if (pc.has("command")) columns.insert(columns.end(), {"exit_code", "seconds", "units"});
+  if (pc.has("train") || pc.has("infer")) {
+    for (const std::string& m : memory_column_names()) columns.push_back(m);
+    columns.push_back("cost_usd_per_mtok");
   }
-  columns.insert(columns.end(), {"exit_code", "seconds", "units"});
-  for (const std::string& m : memory_column_names()) columns.push_back(m);
-  columns.insert(columns.end(), {"cost_usd_per_mtok", "profile_trace"});
+  if (pc.has("train")) columns.push_back("profile_trace");
   return columns;
 }
 
@@ -348,6 +413,8 @@ ExtractedPoint extract_point(const std::string& d, Manifests& manifests, double 
       if (e->index) row["index"] = Value::integer(*e->index);
       if (e->scenario) row["scenario"] = Value::string(*e->scenario);
       if (e->repeat) row["repeat"] = Value::integer(*e->repeat);
+      // Only points no longer in their sweep are marked (bench-extract --removed).
+      if (!e->in_sweep) row["in_sweep"] = Value::boolean(false);
       planned_hash = e->config_hash;
     }
     if (!sweep.empty()) row["sweep"] = Value::string(sweep);

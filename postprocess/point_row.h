@@ -19,8 +19,15 @@ namespace sweepbench {
 const std::vector<std::string>& identity_columns();
 // The metric columns in the order summarize() gives them, whether or not a point has them.
 const std::vector<std::string>& metric_columns();
+// Those of training (summarize()) and of inference (summarize_infer()) alone.
+const std::vector<std::string>& training_metric_columns();
+const std::vector<std::string>& inference_metric_columns();
 // The memory columns of docs/extract.md.
 const std::vector<std::string>& memory_column_names();
+
+// The keys the sweeps of these points vary, in their sweep files' order (their manifests'
+// varying_keys), for tables that show the axes first.
+std::vector<std::string> sweep_axes(const std::vector<std::string>& point_dirs);
 
 // A file whose presence makes its directory a point.
 bool is_point_file(const std::string& name);
@@ -32,6 +39,8 @@ class Manifests {
   explicit Manifests(std::vector<std::string>* warnings) : warnings_(warnings) {}
   // The manifest entry of the point `point_dir` (nullptr when none names it); *sweep its sweep.
   const ManifestPoint* entry(const std::filesystem::path& point_dir, std::string* sweep);
+  // The manifest of the sweep directory `dir` (empty when it has none).
+  const Manifest& of_directory(const std::filesystem::path& dir);
 
  private:
   std::vector<std::string>* warnings_;

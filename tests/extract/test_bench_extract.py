@@ -200,8 +200,8 @@ class Extract(unittest.TestCase):
         extract("-i", self.root, "-o", out, "-f", "--format", "jsonl")
         with open(out) as f:
             self.assertEqual(len([json.loads(line) for line in f]), 6)
-        md = extract("-i", self.root, "--format", "md", "--drop-constant", "--keep",
-                     "model.preset").stdout.splitlines()
+        md = extract("-i", self.root, "--format", "md", "--columns", "all", "--drop-constant",
+                     "--keep", "model.preset").stdout.splitlines()
         header = [c.strip() for c in md[0].strip("|").split("|")]
         self.assertIn("model.preset", header)  # constant, kept
         self.assertNotIn("data.seq_len", header)  # constant, dropped
@@ -311,6 +311,111 @@ class Extract(unittest.TestCase):
         with open(fig, "rb") as f:
             self.assertEqual(f.read(), before)
         self.assertEqual(os.listdir(figs), ["e.png"])  # no temporary figure, script or data
+
+    def test_tables_for_people_show_what_varies_and_the_headline_metrics(self):
+        # Issue 30, item 1: `--format table` printed every column (3,235 characters wide).
+        r = extract("-i", os.path.join(self.root, "grid"), "--format", "table")
+        lines = r.stdout.splitlines()
+        self.assertEqual(len(lines), 1 + 4)
+        self.assertLessEqual(max(len(line) for line in lines), 120, r.stdout)
+        header = lines[0].lstrip("#").split()
+        # index; the axes in the sweep file's order (eval.micro_batch follows train.micro_batch
+        # and is left out); training's headline metrics with units; status and reason, since
+        # two points ran out of memory.
+        self.assertEqual(header[:3], ["index", "ranks", "micro_batch"])
+        for h in ("tokens/s", "(ms)", "loss", "status", "reason"):
+            self.assertIn(h, header)
+        self.assertNotIn("eval.micro_batch", r.stdout)
+        self.assertNotIn("model.preset", r.stdout)
+        ok = [line.split() for line in lines[1:] if "ok" in line.split()]
+        self.assertEqual(len(ok), 2)
+        tag = [t for t, p in self.grid.items() if p["index"] == int(ok[0][0])][0]
+        summary = read_json(os.path.join(self.root, "grid", tag, "summary.json"))["metrics"]
+        step_ms = float(ok[0][header.index("(ms)") - 1])
+        self.assertAlmostEqual(step_ms, summary["step_time_median_s"] * 1000,
+                               delta=summary["step_time_median_s"] * 1000 * 1e-3)
+        md = extract("-i", os.path.join(self.root, "grid"), "--format", "md").stdout.splitlines()
+        self.assertTrue(md[0].startswith("| index | ranks | micro_batch | tokens/s |"), md[0])
+        # --columns all gives every column, a list the columns named, in any format.
+        wide = extract("-i", os.path.join(self.root, "grid"), "--format", "table", "--columns", "all")
+        self.assertIn("model.preset", wide.stdout)
+        listed = extract("-i", self.root, "--columns", "tag,status", "--columns", "train_loss")
+        self.assertEqual(listed.stdout.splitlines()[0], "tag,status,train_loss")
+        bad = extract("-i", self.root, "--columns", "train_los", check=2)
+        self.assertIn("--columns train_los: error: no column is named 'train_los' (did you mean "
+                      "'train_loss'?)", bad.stderr)
+        # Over repeats: mean ± std, rounded to the std's second digit.
+        g = extract("-i", self.rep, "--group-repeats", "--format", "table").stdout
+        self.assertRegex(g, r"\d ± \d")
+
+    def test_csv_keeps_only_the_columns_of_the_workloads_present(self):
+        columns = extract("-i", os.path.join(self.root, "grid")).stdout.splitlines()[0].split(",")
+        self.assertIn("train.micro_batch", columns)
+        self.assertIn("train_tokens_per_second", columns)
+        for absent in ("infer.batch_size", "ttft_p50_s", "command.argv", "exit_code"):
+            self.assertNotIn(absent, columns)
+
+
+COMMAND = """\
+name: people
+base:
+  benchmark: command
+  command:
+    argv: [sh, -c, 'echo "{{\\"num_requests\\": {params.n}, \\"lat\\": 0.0123}}" > {out}/r.json']
+    metrics:
+      - {name: num_requests, from: 'json {out}/r.json', pointer: /num_requests}
+      - {name: latency, from: 'json {out}/r.json', pointer: /lat, unit: s}
+axes:
+  params.n: %s
+"""
+
+
+class ForPeople(unittest.TestCase):
+    """Command points (quick to run): the sweep's order, integers, points taken out of a sweep."""
+
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory()
+        self.tmp = self._tmp.name
+        self.out = os.path.join(self.tmp, "out")
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def run_sweep(self, values):
+        path = os.path.join(self.tmp, "people.yaml")
+        with open(path, "w") as f:
+            f.write(COMMAND % values)
+        bench_sweep("run", path, "--out", self.out, check=0)
+
+    def test_sweep_order_integers_and_removed_points(self):
+        self.run_sweep("[32, 128, 1024]")
+        df = pd.read_csv(io.StringIO(extract("-i", self.out).stdout))
+        # The sweep file's order, not the tags' (n=1024 and n=128 sort before n=32).
+        self.assertEqual(list(df["params.n"]), [32, 128, 1024])
+        self.assertEqual(list(df["index"]), [0, 1, 2])
+        # What the program wrote as an integer stays one.
+        csv = extract("-i", self.out).stdout
+        self.assertIn(",32,0.0123,", csv)
+        self.assertNotIn("32.0", csv)
+        # Only a command's columns: no training or inference ones.
+        self.assertNotIn("train.micro_batch", df.columns)
+        self.assertNotIn("train_tokens_per_second", df.columns)
+        table = extract("-i", self.out, "--format", "table").stdout
+        self.assertIn("latency (ms)", table)
+        self.assertRegex(table, r"0\s+32\s+32\s+12\.3")
+        # The sweep file loses a value: its point is no longer in the sweep and is left out,
+        # with a word; --removed brings it back, marked.
+        self.run_sweep("[32, 1024]")
+        r = extract("-i", self.out)
+        df = pd.read_csv(io.StringIO(r.stdout))
+        self.assertEqual(list(df["params.n"]), [32, 1024])
+        self.assertNotIn("in_sweep", df.columns)
+        self.assertIn("1 point no longer in their sweep left out (--removed brings them back, "
+                      "marked)", r.stderr)
+        df = pd.read_csv(io.StringIO(extract("-i", self.out, "--removed").stdout))
+        self.assertEqual(sorted(df["params.n"]), [32, 128, 1024])
+        self.assertEqual(list(df[df["params.n"] == 128]["in_sweep"]), [False])
+        self.assertTrue(df[df["params.n"] != 128]["in_sweep"].isna().all())
 
 
 if __name__ == "__main__":

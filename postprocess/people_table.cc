@@ -1,0 +1,310 @@
+#include "postprocess/people_table.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/schema.h"
+#include "core/table.h"
+#include "core/text.h"
+
+namespace sweepbench {
+namespace {
+
+using Row = std::map<std::string, Value>;
+
+// How a metric's values are shown: as they are, or scaled to a unit chosen per column.
+enum class Scale { kPlain, kSeconds, kBytes, kRatio };
+
+struct Headline {
+  const char* metric;
+  const char* header;
+  const char* unit;  // for kPlain
+  Scale scale;
+};
+
+// What a person compares first (docs/extract.md): llama-bench's t/s, vLLM's TTFT and TPOT.
+constexpr Headline kTraining[] = {
+    {"train_tokens_per_second", "tokens/s", "", Scale::kPlain},
+    {"step_time_median_s", "step", "", Scale::kSeconds},
+    {"mfu", "MFU", "", Scale::kRatio},
+    {"tflops_per_device", "TFLOPS", "", Scale::kPlain},
+    {"mem_peak_bytes", "peak mem", "", Scale::kBytes},
+    {"train_loss", "loss", "", Scale::kPlain},
+};
+constexpr Headline kInference[] = {
+    {"ttft_p50_s", "TTFT p50", "", Scale::kSeconds},
+    {"tpot_p50_s", "TPOT p50", "", Scale::kSeconds},
+    {"output_tps", "output tok/s", "", Scale::kPlain},
+    {"mbu", "MBU", "", Scale::kRatio},
+    {"mem_peak_bytes", "peak mem", "", Scale::kBytes},
+};
+
+// Cells past this width are cut in the middle: a tag or an argv stays recognisable.
+constexpr size_t kMaxValueWidth = 40;
+// The reason gets what is left of a terminal's 120 columns, but never less than this.
+constexpr size_t kLineWidth = 120;
+constexpr size_t kMinReasonWidth = 24;
+
+size_t display_width(const std::string& text) {
+  size_t n = 0;
+  for (char c : text) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
+}
+
+// `text` cut at its end to `max` characters, '…' marking the cut.
+std::string abbreviate_end(const std::string& text, size_t max) {
+  if (display_width(text) <= max || max < 2) return text;
+  size_t kept = 0, i = 0;
+  for (; i < text.size(); ++i) {
+    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80 && ++kept == max) break;
+  }
+  return text.substr(0, i) + "…";
+}
+
+const Value* find_cell(const Row& row, const std::string& column) {
+  auto it = row.find(column);
+  return it == row.end() || it->second.is_null() ? nullptr : &it->second;
+}
+
+std::string text_of(const Row& row, const std::string& column) {
+  const Value* v = find_cell(row, column);
+  return v == nullptr ? "" : cell_text(*v, TableFormat::kText, true);
+}
+
+std::optional<double> number_of(const Row& row, const std::string& column) {
+  const Value* v = find_cell(row, column);
+  if (v == nullptr || !v->is_number()) return std::nullopt;
+  double x = v->as_float();
+  return std::isfinite(x) ? std::optional<double>(x) : std::nullopt;
+}
+
+bool is_config_column(const std::string& column) {
+  Schema::Lookup found = Schema::get().lookup(column);
+  return found.kind == Schema::Lookup::Kind::kKey || found.kind == Schema::Lookup::Kind::kMapEntry;
+}
+
+bool is_derived_key(const std::string& column) {
+  Schema::Lookup found = Schema::get().lookup(column);
+  return found.kind == Schema::Lookup::Kind::kKey && found.spec->derived;
+}
+
+// The columns that vary over the rows: the sweeps' axes in their order, then the table's
+// order with derived keys last; one whose
+// values group the rows exactly as an earlier one's do says nothing new and is left out.
+std::vector<std::string> varying_columns(const ExtractTable& t,
+                                         const std::vector<std::string>& axes) {
+  std::vector<std::string> candidates = {"sweep", "scenario", "repeat", "in_sweep"};
+  candidates.insert(candidates.end(), axes.begin(), axes.end());
+  std::vector<std::string> derived;
+  for (const std::string& c : t.columns) {
+    if (!is_config_column(c) || std::find(axes.begin(), axes.end(), c) != axes.end()) continue;
+    (is_derived_key(c) ? derived : candidates).push_back(c);
+  }
+  candidates.insert(candidates.end(), derived.begin(), derived.end());
+  std::vector<std::string> out;
+  std::set<std::vector<size_t>> partitions;
+  for (const std::string& c : candidates) {
+    if (std::find(t.columns.begin(), t.columns.end(), c) == t.columns.end()) continue;
+    std::map<std::string, size_t> ids;
+    std::vector<size_t> partition;
+    size_t set_values = 0;
+    for (const Row& row : t.rows) {
+      std::string v = text_of(row, c);
+      auto [it, fresh] = ids.emplace(v, ids.size());
+      if (fresh && !v.empty()) ++set_values;
+      partition.push_back(it->second);
+    }
+    // A key only some workloads read is empty in the others' rows: that alone is no variation.
+    if (set_values < 2) continue;
+    if (!partitions.insert(partition).second) continue;
+    out.push_back(c);
+  }
+  return out;
+}
+
+// A unit and factor for a column whose largest magnitude is `max`: it then reads 1 to 1000.
+std::pair<std::string, double> unit_for(Scale scale, double max, const std::string& plain_unit) {
+  switch (scale) {
+    case Scale::kSeconds:
+      if (max >= 1) return {"s", 1};
+      if (max >= 1e-3) return {"ms", 1e3};
+      return {"µs", 1e6};
+    case Scale::kBytes:
+      if (max >= std::pow(2.0, 30)) return {"GiB", std::pow(2.0, -30)};
+      if (max >= std::pow(2.0, 20)) return {"MiB", std::pow(2.0, -20)};
+      if (max >= 1024) return {"KiB", 1.0 / 1024};
+      return {"B", 1};
+    case Scale::kRatio:
+      return {"%", 100};
+    case Scale::kPlain:
+      break;
+  }
+  return {plain_unit, 1};
+}
+
+// `v`, or `v ± std` rounded to the std's second significant digit: what the noise allows.
+std::string format_measure(double v, std::optional<double> std) {
+  if (!std || !(*std > 0)) return human_number(v);
+  int decimals = 1 - static_cast<int>(std::floor(std::log10(*std)));
+  char buf[96];
+  if (decimals >= 0) {
+    std::snprintf(buf, sizeof buf, "%.*f ± %.*f", decimals, v, decimals, *std);
+  } else {
+    double step = std::pow(10.0, -decimals);
+    std::snprintf(buf, sizeof buf, "%.0f ± %.0f", std::round(v / step) * step,
+                  std::round(*std / step) * step);
+  }
+  return buf;
+}
+
+struct MetricColumn {
+  std::string metric, header;
+  Scale scale = Scale::kPlain;
+  std::string unit;  // kPlain's own
+};
+
+// The headline metrics of the workloads present, then each command metric, those that some
+// row has.
+std::vector<MetricColumn> metric_columns_for(const ExtractTable& t) {
+  std::set<std::string> kinds;
+  for (const Row& row : t.rows) kinds.insert(text_of(row, "benchmark"));
+  std::vector<MetricColumn> out;
+  auto add = [&](const MetricColumn& m) {
+    for (const MetricColumn& o : out) {
+      if (o.metric == m.metric) return;
+    }
+    for (const Row& row : t.rows) {
+      if (number_of(row, m.metric)) {
+        out.push_back(m);
+        return;
+      }
+    }
+  };
+  if (kinds.count("train") || kinds.count("")) {
+    for (const Headline& h : kTraining) add({h.metric, h.header, h.scale, h.unit});
+  }
+  if (kinds.count("infer")) {
+    for (const Headline& h : kInference) add({h.metric, h.header, h.scale, h.unit});
+  }
+  if (kinds.count("command")) {
+    // A command's metrics, in the order its rows give their units (the order it defines them).
+    for (const Row& row : t.rows) {
+      const Value* units = find_cell(row, "units");
+      if (units == nullptr || !units->is_map() || text_of(row, "benchmark") != "command") continue;
+      for (const Value::Entry& e : units->entries()) {
+        std::string unit = e.value.is_string() ? e.value.as_string() : "";
+        Scale scale = unit == "s" ? Scale::kSeconds : unit == "bytes" ? Scale::kBytes
+                                                                      : Scale::kPlain;
+        add({e.key, e.key, scale, unit});
+      }
+    }
+  }
+  return out;
+}
+
+// The header of a config column: its last part when no other shown column ends the same way.
+std::vector<std::string> short_names(const std::vector<std::string>& columns) {
+  auto last = [](const std::string& c) {
+    size_t dot = c.rfind('.');
+    return dot == std::string::npos ? c : c.substr(dot + 1);
+  };
+  std::map<std::string, int> count;
+  for (const std::string& c : columns) ++count[last(c)];
+  std::vector<std::string> out;
+  for (const std::string& c : columns) out.push_back(count[last(c)] == 1 ? last(c) : c);
+  return out;
+}
+
+}  // namespace
+
+std::string abbreviate_middle(const std::string& text, size_t max) {
+  // Count and cut by characters, not bytes: a cut never splits one.
+  std::vector<size_t> starts;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) starts.push_back(i);
+  }
+  if (starts.size() <= max || max < 3) return text;
+  size_t head = (max - 1) * 2 / 3, tail = max - 1 - head;
+  return text.substr(0, starts[head]) + "…" + text.substr(starts[starts.size() - tail]);
+}
+
+ExtractTable people_table(const ExtractTable& full, const std::vector<std::string>& axes) {
+  ExtractTable out;
+  out.warnings = full.warnings;
+  out.incomplete = full.incomplete;
+  std::vector<std::string> keys = varying_columns(full, axes);
+  std::vector<MetricColumn> metrics = metric_columns_for(full);
+  bool all_ok = std::all_of(full.rows.begin(), full.rows.end(),
+                            [](const Row& r) { return text_of(r, "status") == "ok"; });
+
+  // Each metric column's unit, from its largest value.
+  std::vector<std::pair<std::string, double>> units;
+  for (const MetricColumn& m : metrics) {
+    double max = 0;
+    for (const Row& row : full.rows) {
+      if (auto v = number_of(row, m.metric)) max = std::max(max, std::fabs(*v));
+    }
+    units.push_back(unit_for(m.scale, max, m.unit));
+  }
+
+  bool indexed = std::any_of(full.rows.begin(), full.rows.end(),
+                             [](const Row& r) { return find_cell(r, "index") != nullptr; });
+  if (indexed) out.columns.push_back("index");
+  std::vector<std::string> key_headers = short_names(keys);
+  out.columns.insert(out.columns.end(), key_headers.begin(), key_headers.end());
+  for (size_t i = 0; i < metrics.size(); ++i) {
+    const std::string& unit = units[i].first;
+    out.columns.push_back(metrics[i].header + (unit.empty() ? "" : " (" + unit + ")"));
+  }
+  if (!all_ok) out.columns.insert(out.columns.end(), {"status", "reason"});
+
+  for (const Row& row : full.rows) {
+    Row cells;
+    if (indexed) cells["index"] = Value::string(text_of(row, "index"));
+    for (size_t i = 0; i < keys.size(); ++i) {
+      cells[key_headers[i]] = Value::string(abbreviate_middle(text_of(row, keys[i]), kMaxValueWidth));
+    }
+    // A point that did not end ok measured nothing to compare: its reason says why.
+    const bool ok = text_of(row, "status") == "ok";
+    for (size_t i = 0; i < metrics.size(); ++i) {
+      std::string header = out.columns[(indexed ? 1 : 0) + keys.size() + i];
+      std::optional<double> v = number_of(row, metrics[i].metric);
+      if (!v || !ok) {
+        cells[header] = Value::string("-");
+        continue;
+      }
+      double factor = units[i].second;
+      std::optional<double> std = number_of(row, metrics[i].metric + "_std");
+      if (std) *std *= factor;
+      cells[header] = Value::string(format_measure(*v * factor, std));
+    }
+    if (!all_ok) {
+      cells["status"] = Value::string(text_of(row, "status"));
+      cells["reason"] = Value::string(text_of(row, "reason"));
+    }
+    out.rows.push_back(std::move(cells));
+  }
+  if (!all_ok) {
+    // The reason takes the rest of the line: each other column is as wide as its widest cell
+    // (the header's '#' included), and two spaces apart.
+    size_t used = 1;
+    for (const std::string& c : out.columns) {
+      if (c == "reason") continue;
+      size_t width = display_width(c);
+      for (const Row& row : out.rows) width = std::max(width, display_width(text_of(row, c)));
+      used += width + 2;
+    }
+    size_t room = std::max(kMinReasonWidth, used < kLineWidth ? kLineWidth - used : 0);
+    for (Row& row : out.rows) {
+      row["reason"] = Value::string(abbreviate_end(text_of(row, "reason"), room));
+    }
+  }
+  return out;
+}
+
+}  // namespace sweepbench
