@@ -21,7 +21,7 @@ import pandas as pd
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "support"))
-from e2e import BENCH_SWEEP, BIN, ENV, bench_sweep, read_json  # noqa: E402
+from e2e import BENCH_SWEEP, BIN, ENV, SOURCE, bench_sweep, read_json  # noqa: E402
 
 BENCH_EXTRACT = os.path.join(BIN, "bench-extract")
 BENCH_PLOT = os.path.join(BIN, "bench-plot")
@@ -386,6 +386,17 @@ class ForPeople(unittest.TestCase):
         with open(path, "w") as f:
             f.write(COMMAND % values)
         bench_sweep("run", path, "--out", self.out, check=0)
+
+    def test_the_quickstarts_table_fits_120_columns(self):
+        # Issue 30, "Done when": the shipped quickstart sweep, as scripts/quickstart prints it.
+        bench_sweep("run", os.path.join(SOURCE, "sweeps", "quickstart.yaml"), "--out", self.out,
+                    check=0)
+        table = extract("-i", self.out, "--format", "table").stdout
+        lines = table.splitlines()
+        self.assertEqual(len(lines), 5, table)
+        self.assertLessEqual(max(len(line) for line in lines), 120, table)
+        self.assertEqual(lines[0].lstrip("#").split()[:5],
+                         ["index", "micro_batch", "seq_len", "tokens/s", "step"])
 
     def test_sweep_order_integers_and_removed_points(self):
         self.run_sweep("[32, 128, 1024]")
