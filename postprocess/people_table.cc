@@ -50,12 +50,6 @@ constexpr size_t kMaxValueWidth = 40;
 constexpr size_t kLineWidth = 120;
 constexpr size_t kMinReasonWidth = 24;
 
-size_t display_width(const std::string& text) {
-  size_t n = 0;
-  for (char c : text) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
-  return n;
-}
-
 // `text` cut at its end to `max` characters, '…' marking the cut.
 std::string abbreviate_end(const std::string& text, size_t max) {
   if (display_width(text) <= max || max < 2) return text;
@@ -222,16 +216,6 @@ std::vector<std::string> short_names(const std::vector<std::string>& columns) {
 
 }  // namespace
 
-std::string abbreviate_middle(const std::string& text, size_t max) {
-  // Count and cut by characters, not bytes: a cut never splits one.
-  std::vector<size_t> starts;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) starts.push_back(i);
-  }
-  if (starts.size() <= max || max < 3) return text;
-  size_t head = (max - 1) * 2 / 3, tail = max - 1 - head;
-  return text.substr(0, starts[head]) + "…" + text.substr(starts[starts.size() - tail]);
-}
 
 ExtractTable people_table(const ExtractTable& full, const std::vector<std::string>& axes) {
   ExtractTable out;

@@ -21,7 +21,4 @@ namespace sweepbench {
 // the keys the sweeps vary, in their files' order, shown first when they vary here.
 ExtractTable people_table(const ExtractTable& full, const std::vector<std::string>& axes = {});
 
-// `text` cut to at most `max` characters (UTF-8 aware), its middle replaced by '…'.
-std::string abbreviate_middle(const std::string& text, size_t max);
-
 }  // namespace sweepbench

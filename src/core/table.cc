@@ -121,17 +121,21 @@ std::string cell_text(const Value& v, TableFormat format, bool round) {
     return round && people ? human_number(v.as_float()) : format_float_repr(v.as_float());
   }
   std::string text = v.is_string() ? v.as_string() : display_value(v);
-  // For people, a cell is one line and never an escape sequence (core/terminal.h).
-  return people ? terminal_safe(text, false) : text;
+  if (!people) return text;
+  // For people, a cell is one line and never an escape sequence (core/terminal.h), and a list
+  // or map (an argv, a metrics list) no wider than kMaxPeopleListWidth: its ends stay.
+  text = terminal_safe(text, false);
+  return v.is_list() || v.is_map() ? abbreviate_middle(text, kMaxPeopleListWidth) : text;
 }
 
 TableWidths::TableWidths(const std::vector<std::string>& columns) {
-  for (const std::string& c : columns) widths_.push_back(c.size());
+  for (const std::string& c : columns) widths_.push_back(display_width(c));
 }
 
 void TableWidths::add(const std::vector<Value>& cells, bool round) {
   for (size_t c = 0; c < cells.size() && c < widths_.size(); ++c) {
-    widths_[c] = std::max(widths_[c], cell_text(cells[c], TableFormat::kText, round).size());
+    widths_[c] =
+        std::max(widths_[c], display_width(cell_text(cells[c], TableFormat::kText, round)));
   }
 }
 
@@ -172,13 +176,13 @@ void TableWriter::text_line(const std::vector<std::string>& cells, bool header) 
   std::string line = header ? "#" : " ";
   // The first column is right-aligned, like a number; the rest are left-aligned.
   size_t first = std::max<size_t>(width[0] + 1, 6);  // with the '#' or ' ' before it
-  line.append(first - 1 - std::min(first - 1, cells[0].size()), ' ');
+  line.append(first - 1 - std::min(first - 1, display_width(cells[0])), ' ');
   line += cells[0];
   for (size_t c = 1; c < cells.size(); ++c) {
     line += "  ";
     line += cells[c];
-    if (c + 1 < cells.size() && width[c] > cells[c].size()) {
-      line.append(width[c] - cells[c].size(), ' ');
+    if (c + 1 < cells.size() && width[c] > display_width(cells[c])) {
+      line.append(width[c] - display_width(cells[c]), ' ');
     }
   }
   while (!line.empty() && line.back() == ' ') line.pop_back();  // an empty last cell
@@ -238,10 +242,10 @@ void TableWriter::row(const std::vector<Value>& cells) {
 void TableWriter::finish() {
   if (format_ == TableFormat::kText && !options_.widths) {
     std::vector<size_t> width;
-    for (const std::string& c : columns_) width.push_back(c.size());
+    for (const std::string& c : columns_) width.push_back(display_width(c));
     for (const auto& r : held_) {
       for (size_t c = 0; c < r.size() && c < width.size(); ++c) {
-        width[c] = std::max(width[c], r[c].size());
+        width[c] = std::max(width[c], display_width(r[c]));
       }
     }
     options_.widths = width;

@@ -52,8 +52,12 @@ struct TableOptions {
   bool spreadsheet_safe = false;
 };
 
+// How wide a list or map cell may be in the formats for people (text, Markdown): past it, its
+// middle is cut ('…'); CSV and JSON keep it whole.
+constexpr size_t kMaxPeopleListWidth = 48;
+
 // A cell's text in `format` (before escaping): null is empty, strings as they are, floats in
-// full or rounded, lists and maps by display_value.
+// full or rounded, lists and maps by display_value (cut for people, above).
 std::string cell_text(const Value& v, TableFormat format = TableFormat::kCsv, bool round = false);
 
 // Measures rows for the text format, for TableOptions::widths.

@@ -368,4 +368,22 @@ std::string first_line(const std::string& text, size_t max) {
   return line.size() > max ? line.substr(0, max) + "..." : line;
 }
 
+std::string abbreviate_middle(const std::string& text, size_t max) {
+  // Count and cut by characters, not bytes: a cut never splits one.
+  std::vector<size_t> starts;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) starts.push_back(i);
+  }
+  if (starts.size() <= max || max < 3) return text;
+  size_t head = (max - 1) * 2 / 3, tail = max - 1 - head;
+  return text.substr(0, starts[head]) + "…" + text.substr(starts[starts.size() - tail]);
+}
+
+
+size_t display_width(std::string_view text) {
+  size_t n = 0;
+  for (char c : text) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
+}
+
 }  // namespace sweepbench

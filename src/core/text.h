@@ -62,6 +62,11 @@ bool is_identifier(std::string_view name);
 std::string first_line(const std::string& text, size_t max);
 std::string to_lower(std::string_view s);  // ASCII letters only
 std::string to_upper(std::string_view s);  // ASCII letters only
+// `text` cut to at most `max` characters (UTF-8 aware), its middle replaced by '…' (for people:
+// a long value stays recognisable by its two ends).
+std::string abbreviate_middle(const std::string& text, size_t max);
+// The characters of UTF-8 `text` (a terminal column each, for the scripts our tables print).
+size_t display_width(std::string_view text);
 
 // Parses a whole string as a base-10 int64; nullopt on junk or overflow.
 std::optional<std::int64_t> parse_int64(std::string_view s, int base = 10);

@@ -545,6 +545,14 @@ PlannedSweep stream_sweep(const SweepSpec& spec, const PlanOptions& options) {
     const KeySpec* ks = schema.lookup(k).spec;
     if (ks != nullptr && ks->hashed) tag_options.varying_keys.push_back(k);
   }
+  for (const std::string& k : tag_options.varying_keys) {
+    auto l = leaf_of.find(k);
+    if (l == leaf_of.end()) continue;  // a map's entry (params.x): a scalar
+    const std::vector<Value>& values = plan.leaves_[l->second].values;
+    if (std::any_of(values.begin(), values.end(), is_long_tag_value)) {
+      tag_options.long_keys.insert(k);
+    }
+  }
   tag_options.show_scenario = spec.named_scenarios && spec.scenarios.size() > 1;
   tag_options.show_repeat = repeats > 1;
   Tagger tagger(spec.tag, tag_options);

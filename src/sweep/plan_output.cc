@@ -47,16 +47,22 @@ struct Columns {
     header.insert(header.end(), keys.begin(), keys.end());
   }
 
-  void row(const SweepPoint& p, std::vector<Value>* out) const {
+  // `people`: the aligned table (wide values cut), else CSV (exact).
+  void row(const SweepPoint& p, std::vector<Value>* out, bool people = true) const {
     out->clear();
     out->push_back(Value::integer(static_cast<std::int64_t>(p.index)));
     out->push_back(Value::string(p.tag));
     if (show_scenario) out->push_back(Value::string(p.scenario));
     if (show_repeat) out->push_back(Value::integer(p.repeat));
     // Config values as the plan shows them everywhere (quoted when they would read back as
-    // another type), never rounded: they are what runs.
-    for (const std::string& k : keys)
-      out->push_back(Value::string(display_value(varying_value(p.config, k))));
+    // another type), never rounded: they are what runs. A list or map (an argv) is cut in the
+    // middle past core/table.h's width for people: --format csv has it whole.
+    for (const std::string& k : keys) {
+      const Value& v = varying_value(p.config, k);
+      std::string text = display_value(v);
+      if (people && (v.is_list() || v.is_map())) text = abbreviate_middle(text, kMaxPeopleListWidth);
+      out->push_back(Value::string(text));
+    }
   }
 };
 ;
@@ -101,7 +107,7 @@ void print_csv(const PlanView& plan, std::ostream& out) {
   std::vector<Value> row;
   plan.for_each_point(
       [&](const SweepPoint& p) {
-        columns.row(p, &row);
+        columns.row(p, &row, false);
         row.insert(row.begin() + 2, Value::string(p.config_hash));
         table.row(row);
       },

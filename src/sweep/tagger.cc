@@ -86,6 +86,7 @@ std::string readable_tag(const TagInput& p, const std::vector<std::string>& keys
     parts.push_back(s.empty() ? "scenario" : s);
   }
   const Value* benchmark = p.config->find_path("benchmark");
+  std::vector<std::string> long_parts;
   for (size_t i = 0; i < keys.size(); ++i) {
     Schema::Lookup found = Schema::get().lookup(keys[i]);
     // A key this point's workload does not read, or a params entry it does not set, says
@@ -96,8 +97,14 @@ std::string readable_tag(const TagInput& p, const std::vector<std::string>& keys
     }
     const Value* v = p.config->find_path(keys[i]);
     if (v == nullptr && found.kind == Schema::Lookup::Kind::kMapEntry) continue;
+    if (options.long_keys.count(keys[i]) != 0) {
+      // The scenario's name stands for it; without scenarios it goes last.
+      if (!options.show_scenario) long_parts.push_back(labels[i] + "=" + tag_text(v ? *v : Value()));
+      continue;
+    }
     parts.push_back(labels[i] + "=" + tag_text(v ? *v : Value()));
   }
+  parts.insert(parts.end(), long_parts.begin(), long_parts.end());
   std::string suffix = "ws=" + std::to_string(config_at(*p.config, "launch.ranks").as_int()) + "." +
                        p.config_hash.substr(0, 8);
   if (options.show_repeat) suffix += repeat_suffix(p.repeat);
@@ -248,6 +255,11 @@ void check_safe(const std::string& tag, const TagInput& p, const Mark& mark) {
 }
 
 }  // namespace
+
+bool is_long_tag_value(const Value& value) {
+  if (value.is_list() || value.is_map()) return true;
+  return value.is_string() && value.as_string().size() > kLongTagValue;
+}
 
 std::vector<TagFormatPiece> parse_tag_format(const std::string& format, const Mark& mark) {
   return parse_placeholders(

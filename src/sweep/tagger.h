@@ -60,7 +60,17 @@ struct TagOptions {
   std::vector<std::string> varying_keys;  // hashed keys whose values differ across the sweep
   bool show_scenario = false;             // the sweep has several scenarios
   bool show_repeat = false;               // repeats > 1
+  // Varying keys with a value too long to spell (a list, a map, or text past
+  // kLongTagValue characters: an argv, a metrics list, setup lines). With scenarios, the
+  // scenario's name stands for them and the tag leaves them out; without, they come after the
+  // other keys, so that a cut at kMaxTagLength never takes a short axis.
+  std::set<std::string> long_keys;
 };
+
+// Text values longer than this are "long" (TagOptions::long_keys).
+constexpr size_t kLongTagValue = 24;
+// Whether `value` is too long to spell in a tag.
+bool is_long_tag_value(const Value& value);
 
 // One point's tag at a time, for a sweep whose varying keys are known (the plan streams its
 // points through one). The constructor checks the format (unknown placeholders); tag() throws an

@@ -55,6 +55,19 @@ TEST(PlanTable, ShowsDerivedKeysThatVary) {
               HasSubstr("index,tag,config_hash,model.n_embd,train.micro_batch,model.ffn_dim\n"));
 }
 
+// Issue 30, item 2: an argv that varies printed the plan hundreds of characters wide. For
+// people it is cut in the middle to 48 characters; CSV keeps it whole.
+TEST(PlanTable, WideValuesAreCutForPeopleAndWholeInCsv) {
+  const std::string argv = "[/opt/venvs/vllm/bin/vllm, bench, latency, --input-len, '128', "
+                           "--output-len, '128', --output-json, out.json]";
+  Plan plan = plan_text("name: w\nbase:\n  benchmark: command\naxes:\n  command.argv: [" + argv +
+                        ", [echo]]\n");
+  std::string table = printed(plan, PlanFormat::kTable);
+  EXPECT_THAT(table, HasSubstr("  [/opt/venvs/vllm/bin/vllm, benc…-json, out.json]\n"));
+  EXPECT_EQ(table.find("--output-len"), std::string::npos);
+  EXPECT_THAT(printed(plan, PlanFormat::kCsv), HasSubstr("--output-len, \"\"128\"\""));
+}
+
 TEST(PlanTable, HasHeaderRowsAndFooter) {
   Plan plan = plan_text(kSweep);
   std::string text = printed(plan, PlanFormat::kTable);

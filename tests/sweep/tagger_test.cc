@@ -55,6 +55,29 @@ TEST(ReadableTags, ScenarioAndRepeatAreShownWhenTheyDistinguishPoints) {
   EXPECT_THAT(plan.points[3].tag, MatchesRegex("big\\.micro_batch=8\\.ws=1\\.[0-9a-f]{8}\\.r1"));
 }
 
+// Issue 30, item 2: scenarios that differ in a command's argv and metrics spelled them in the
+// tag (`latency.argv=tmp_vllm_venv_bin_vllm+-de2cd967.metrics=...`) and the real axes were cut
+// off. The scenario's name stands for long values; without scenarios they come last.
+TEST(ReadableTags, AScenariosNameStandsForItsLongValues) {
+  const std::string command =
+      "base:\n  benchmark: command\n  command: {argv: [x]}\nscenarios:\n"
+      "  - {name: latency, base: {command.argv: [/tmp/vllm-venv/bin/vllm, bench, latency, "
+      "--input-len, '{params.n}'], launch.setup: [source /opt/a/activate]}}\n"
+      "  - {name: throughput, base: {command.argv: [/tmp/vllm-venv/bin/vllm, bench, throughput, "
+      "--input-len, '{params.n}']}}\n"
+      "axes:\n  params.n: [32, 128]\n  params.batch: [1, 8]\n";
+  Plan plan = plan_text(command);
+  ASSERT_EQ(plan.points.size(), 8u);
+  EXPECT_THAT(plan.points[0].tag, MatchesRegex("latency\\.n=32\\.batch=1\\.ws=1\\.[0-9a-f]{8}"));
+  EXPECT_THAT(plan.points[7].tag,
+              MatchesRegex("throughput\\.n=128\\.batch=8\\.ws=1\\.[0-9a-f]{8}"));
+  // No scenarios: a long axis goes after the short ones, so that a cut takes it first.
+  Plan plain = plan_text(std::string(kTiny) +
+                         "axes:\n  launch.setup: [[module load a/1.0 b/2.0 c/3.0], []]\n"
+                         "  train.micro_batch: [2, 4]\n");
+  EXPECT_THAT(plain.points[0].tag, MatchesRegex("micro_batch=2\\.setup=module_load_a_.*"));
+}
+
 TEST(ReadableTags, HostileValuesGiveSafeDistinctNames) {
   // Each value is a container image that could break a path or a shell.
   Plan plan = plan_text(
