@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/schema.h"
+#include "core/config.h"
 #include "core/table.h"
 #include "core/text.h"
 
@@ -77,48 +77,15 @@ std::optional<double> number_of(const Row& row, const std::string& column) {
   return std::isfinite(x) ? std::optional<double>(x) : std::nullopt;
 }
 
-bool is_config_column(const std::string& column) {
-  Schema::Lookup found = Schema::get().lookup(column);
-  return found.kind == Schema::Lookup::Kind::kKey || found.kind == Schema::Lookup::Kind::kMapEntry;
-}
-
-bool is_derived_key(const std::string& column) {
-  Schema::Lookup found = Schema::get().lookup(column);
-  return found.kind == Schema::Lookup::Kind::kKey && found.spec->derived;
-}
-
-// The columns that vary over the rows: the sweeps' axes in their order, then the table's
-// order with derived keys last; one whose
-// values group the rows exactly as an earlier one's do says nothing new and is left out.
-std::vector<std::string> varying_columns(const ExtractTable& t,
-                                         const std::vector<std::string>& axes) {
-  std::vector<std::string> candidates = {"sweep", "scenario", "repeat", "in_sweep"};
-  candidates.insert(candidates.end(), axes.begin(), axes.end());
-  std::vector<std::string> derived;
-  for (const std::string& c : t.columns) {
-    if (!is_config_column(c) || std::find(axes.begin(), axes.end(), c) != axes.end()) continue;
-    (is_derived_key(c) ? derived : candidates).push_back(c);
-  }
-  candidates.insert(candidates.end(), derived.begin(), derived.end());
-  std::vector<std::string> out;
-  std::set<std::vector<size_t>> partitions;
-  for (const std::string& c : candidates) {
-    if (std::find(t.columns.begin(), t.columns.end(), c) == t.columns.end()) continue;
-    std::map<std::string, size_t> ids;
-    std::vector<size_t> partition;
-    size_t set_values = 0;
-    for (const Row& row : t.rows) {
-      std::string v = text_of(row, c);
-      auto [it, fresh] = ids.emplace(v, ids.size());
-      if (fresh && !v.empty()) ++set_values;
-      partition.push_back(it->second);
-    }
-    // A key only some workloads read is empty in the others' rows: that alone is no variation.
-    if (set_values < 2) continue;
-    if (!partitions.insert(partition).second) continue;
-    out.push_back(c);
-  }
-  return out;
+// The columns that vary over the rows (core/config.h): scenario, repeat and the sweeps' axes
+// first.
+std::vector<std::string> varying_columns_of(const ExtractTable& t,
+                                            const std::vector<std::string>& axes) {
+  std::vector<std::string> first = {"sweep", "scenario", "repeat", "in_sweep"};
+  first.insert(first.end(), axes.begin(), axes.end());
+  return varying_columns(
+      t.columns, t.rows.size(),
+      [&](size_t r, const std::string& c) { return text_of(t.rows[r], c); }, first);
 }
 
 // A unit and factor for a column whose largest magnitude is `max`: it then reads 1 to 1000.
@@ -221,7 +188,7 @@ ExtractTable people_table(const ExtractTable& full, const std::vector<std::strin
   ExtractTable out;
   out.warnings = full.warnings;
   out.incomplete = full.incomplete;
-  std::vector<std::string> keys = varying_columns(full, axes);
+  std::vector<std::string> keys = varying_columns_of(full, axes);
   std::vector<MetricColumn> metrics = metric_columns_for(full);
   bool all_ok = std::all_of(full.rows.begin(), full.rows.end(),
                             [](const Row& r) { return text_of(r, "status") == "ok"; });

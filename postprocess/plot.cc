@@ -12,12 +12,14 @@
 #include <sstream>
 #include <tuple>
 
+#include "core/config.h"
 #include "core/error.h"
 #include "core/exit_codes.h"
 #include "core/fs.h"
 #include "core/process.h"
 #include "core/registry.h"
 #include "core/text.h"
+#include "core/yaml_io.h"
 #include "postprocess/tool_main.h"
 #include "results/summary.h"
 
@@ -43,16 +45,17 @@ size_t column_index(const CsvTable& t, const std::string& name, const std::strin
   throw Error::input(Mark::in(option + " " + name), "", "no column '" + name + "'", hint);
 }
 
-// Text into a gnuplot script: a single-quoted string, the one gnuplot form in which nothing is
-// expanded (inside double quotes gnuplot runs `backquoted` commands). A quote is doubled; a
-// single-quoted string cannot span lines, so line breaks become spaces, and NUL (which would end
-// the script's line) is left out. Every text from the table, the options or a path goes
-// through here.
+// Text into a gnuplot script: single-quoted strings, the one gnuplot form in which nothing is
+// expanded (inside double quotes gnuplot runs `backquoted` commands). A quote ends one string and
+// comes as "'" joined by gnuplot's `.` ('it' . "'" . 's'): a doubled quote, gnuplot's other
+// escape, is read as an empty string when the text starts with one. A single-quoted string
+// cannot span lines, so line breaks become spaces, and NUL (which would end the script's line) is
+// left out. Every text from the table, the options or a path goes through here.
 std::string gp_string(const std::string& s) {
   std::string out = "'";
   for (char c : s) {
     if (c == '\'') {
-      out += "''";
+      out += "' . \"'\" . '";
     } else if (c == '\n' || c == '\r') {
       out += ' ';
     } else if (c != '\0') {
@@ -188,6 +191,166 @@ CsvTable parse_csv(const std::string& text, const std::string& source) {
   return t;
 }
 
+namespace {
+
+// How a metric's values are read: its kind of unit, by bench-extract's naming (docs/metrics.md),
+// else the unit a command gave it (the CSV's units column).
+enum class UnitKind { kPlain, kSeconds, kBytes, kRatio };
+
+UnitKind unit_kind(const std::string& metric, std::string* plain) {
+  auto ends = [&](const char* suffix) { return ends_with(metric, suffix); };
+  static const std::set<std::string> seconds = {"average_ttft", "average_gen_time",
+                                                "average_latency_per_token", "train_runtime",
+                                                "seconds"};
+  if (ends("_s") || metric.find("_seconds") != std::string::npos || seconds.count(metric)) {
+    return UnitKind::kSeconds;
+  }
+  if (metric.find("bytes") != std::string::npos) return UnitKind::kBytes;
+  if (metric == "mfu" || metric == "mbu" || ends("_mfu")) return UnitKind::kRatio;
+  if (ends("_per_second")) {
+    std::string what = metric.substr(0, metric.size() - 11);
+    size_t cut = what.rfind('_');
+    *plain = (cut == std::string::npos ? what : what.substr(cut + 1)) + "/s";
+  } else if (ends("tps")) {
+    *plain = "tokens/s";
+  } else if (metric == "mt_per_hour") {
+    *plain = "million tokens/h";
+  } else if (metric.find("tflops") != std::string::npos) {
+    *plain = "TFLOP/s";
+  } else if (ends("_mb")) {
+    *plain = "MB";
+  } else if (metric.find("percent") != std::string::npos) {
+    *plain = "%";
+  } else if (ends("_gbs")) {
+    *plain = "GB/s";
+  }
+  return UnitKind::kPlain;
+}
+
+// A unit and factor for values up to `max`: they then read 1 to 1000 (or as the unit is).
+std::pair<std::string, double> scaled_unit(UnitKind kind, double max, const std::string& plain) {
+  switch (kind) {
+    case UnitKind::kSeconds:
+      if (max >= 1) return {"s", 1};
+      if (max >= 1e-3) return {"ms", 1e3};
+      return {"µs", 1e6};
+    case UnitKind::kBytes:
+      if (max >= 1073741824.0) return {"GiB", 1.0 / 1073741824.0};
+      if (max >= 1048576.0) return {"MiB", 1.0 / 1048576.0};
+      if (max >= 1024) return {"KiB", 1.0 / 1024};
+      return {"B", 1};
+    case UnitKind::kRatio:
+      return {"%", 100};
+    case UnitKind::kPlain:
+      break;
+  }
+  return {plain, 1};
+}
+
+// The last part of a dotted column: seq_len of data.seq_len.
+std::string short_name(const std::string& column) {
+  size_t dot = column.rfind('.');
+  return dot == std::string::npos ? column : column.substr(dot + 1);
+}
+
+}  // namespace
+
+void describe_figure(const CsvTable& t, PlotSpec* spec) {
+  auto index_of = [&](const std::string& c) -> std::optional<size_t> {
+    auto it = std::find(t.columns.begin(), t.columns.end(), c);
+    if (it == t.columns.end()) return std::nullopt;
+    return static_cast<size_t>(it - t.columns.begin());
+  };
+  std::optional<size_t> status = index_of("status");
+  std::vector<const std::vector<std::string>*> ok;
+  for (const auto& row : t.rows) {
+    if (!status || row[*status] == "ok") ok.push_back(&row);
+  }
+  auto cell = [&](size_t r, const std::string& c) {
+    std::optional<size_t> i = index_of(c);
+    return i ? (*ok[r])[*i] : std::string();
+  };
+  spec->varying = varying_columns(t.columns, ok.size(), cell);
+
+  // Legends: a config column's value as `name=value`; any other hue (a tag) by the keys that
+  // vary, other than x, at its first row.
+  std::optional<size_t> hue = spec->hue.empty() ? std::nullopt : index_of(spec->hue);
+  if (hue) {
+    bool config_hue = is_config_column(spec->hue);
+    for (size_t r = 0; r < ok.size(); ++r) {
+      const std::string& h = (*ok[r])[*hue];
+      if (spec->hue_labels.count(h) != 0) continue;
+      std::vector<std::string> parts;
+      if (config_hue) {
+        parts.push_back(short_name(spec->hue) + "=" + h);
+      } else {
+        for (const std::string& c : spec->varying) {
+          if (c != spec->x) parts.push_back(short_name(c) + "=" + cell(r, c));
+        }
+      }
+      spec->hue_labels[h] = parts.empty() ? h : join(parts, ", ");
+    }
+  }
+
+  // Units: one scale for metrics of one kind (they share the axis), from the largest value.
+  std::optional<size_t> units_column = index_of("units");
+  std::vector<UnitKind> kinds;
+  std::vector<std::string> plains;
+  double max = 0;
+  for (const std::string& m : spec->metrics) {
+    std::string plain;
+    UnitKind kind = unit_kind(m, &plain);
+    if (kind == UnitKind::kPlain && plain.empty() && units_column && !ok.empty()) {
+      // A command's own unit: the units column is a map in YAML flow text.
+      try {
+        Value units = parse_yaml((*ok.front())[*units_column], "units");
+        if (const Value* u = units.is_map() ? units.find(m) : nullptr; u && u->is_string()) {
+          plain = u->as_string();
+          if (plain == "s") kind = UnitKind::kSeconds;
+          if (plain == "bytes") kind = UnitKind::kBytes;
+        }
+      } catch (const Error&) {
+        // No units to read: the label has none.
+      }
+    }
+    kinds.push_back(kind);
+    plains.push_back(plain);
+    if (std::optional<size_t> i = index_of(m)) {
+      for (const auto* row : ok) {
+        if (std::optional<double> v = number((*row)[*i])) max = std::max(max, std::fabs(*v));
+      }
+    }
+  }
+  bool one_kind = std::all_of(kinds.begin(), kinds.end(), [&](UnitKind k) { return k == kinds[0]; });
+  for (size_t i = 0; i < spec->metrics.size(); ++i) {
+    spec->units[spec->metrics[i]] =
+        one_kind ? scaled_unit(kinds[i], max, plains[i]) : std::make_pair(plains[i], 1.0);
+  }
+
+  // Where and when: the devices (two named, then a count) and the dates of the ok rows.
+  std::vector<std::string> devices, dates;
+  std::optional<size_t> device = index_of("device_name"), started = index_of("started");
+  for (const auto* row : ok) {
+    if (device && !(*row)[*device].empty() &&
+        std::find(devices.begin(), devices.end(), (*row)[*device]) == devices.end()) {
+      devices.push_back((*row)[*device]);
+    }
+    if (started && (*row)[*started].size() >= 10) dates.push_back((*row)[*started].substr(0, 10));
+  }
+  std::vector<std::string> where;
+  if (!devices.empty()) {
+    where.push_back(devices.size() <= 2 ? join(devices, ", ")
+                                        : devices[0] + ", " + devices[1] + " and " +
+                                              std::to_string(devices.size() - 2) + " more");
+  }
+  if (!dates.empty()) {
+    std::sort(dates.begin(), dates.end());
+    where.push_back(dates.front() == dates.back() ? dates.front()
+                                                  : dates.front() + " to " + dates.back());
+  }
+  spec->where = join(where, ", ");
+}
+
 std::vector<PlotPoint> plot_points(const CsvTable& t, const PlotSpec& spec, size_t* left_out) {
   if (spec.metrics.empty()) {
     throw Error::input(Mark::in("--metric"), "", "is missing", "name a column to plot");
@@ -205,6 +368,15 @@ std::vector<PlotPoint> plot_points(const CsvTable& t, const PlotSpec& spec, size
   using Key = std::tuple<size_t, std::string, std::string>;
   std::map<Key, std::vector<double>> groups;
   std::vector<Key> order;
+  // The swept columns the rows of a group must agree on (x and hue may differ by design), and
+  // each group's first row.
+  std::vector<size_t> must_agree;
+  for (const std::string& c : spec.varying) {
+    if (c == spec.x || c == spec.hue) continue;
+    auto it = std::find(t.columns.begin(), t.columns.end(), c);
+    if (it != t.columns.end()) must_agree.push_back(static_cast<size_t>(it - t.columns.begin()));
+  }
+  std::map<std::pair<std::string, std::string>, const std::vector<std::string>*> first_row;
   std::vector<bool> any_value(metrics.size(), false), any_text(metrics.size(), false),
       any_nonfinite(metrics.size(), false);
   *left_out = 0;
@@ -212,6 +384,21 @@ std::vector<PlotPoint> plot_points(const CsvTable& t, const PlotSpec& spec, size
     if (status && row[*status] != "ok") {
       ++*left_out;
       continue;
+    }
+    std::pair<std::string, std::string> group{row[x], hue ? row[*hue] : std::string()};
+    auto [first, fresh] = first_row.emplace(group, &row);
+    for (size_t c : must_agree) {
+      if (fresh || (*first->second)[c] == row[c]) continue;
+      std::string where = spec.x + "=" + row[x] + (hue ? ", " + spec.hue + "=" + row[*hue] : "");
+      throw Error::input(
+          Mark::in("--x " + spec.x), "",
+          "the rows with " + where + " differ in " + t.columns[c] + " (" + (*first->second)[c] +
+              " and " + row[c] + "): their mean would mix configurations",
+          spec.hue.empty() ? "add --hue " + t.columns[c] + ", or plot the rows of one " +
+                                 t.columns[c] + " at a time"
+                           : "plot the rows of one " + t.columns[c] +
+                                 " at a time (bench-extract -i only those points), or make it "
+                                 "--hue");
     }
     bool complete = true;
     for (size_t m = 0; m < metrics.size(); ++m) {
@@ -297,6 +484,9 @@ class BarKind : public PlotKind {
   void draw(std::ostream& s, const PlotContext& c) const override {
     s << "set style data histogram\nset style histogram errorbars gap 1 lw 1\n"
       << "set style fill solid 0.8 border -1\nset boxwidth 0.9\nset xtics noenhanced\n";
+    // Cluster i stands at x = i: the axis spans the clusters, not gnuplot's round numbers.
+    s << "set xrange [-0.6:" << format_float_repr(static_cast<double>(c.xs.size()) - 0.4)
+      << "]\n";
     s << "plot";
     for (size_t k = 0; k < c.series.size(); ++k) {
       s << (k ? ", \\\n    " : " ") << c.data_file << " using " << (2 + 2 * k) << ":" << (3 + 2 * k)
@@ -322,7 +512,9 @@ class LineKind : public PlotKind {
       }
       s << "set xtics (" << tics << ")\n";
     }
-    s << "set offsets graph 0.05, graph 0.05, 0, 0\n";
+    // The x axis spans the data (not gnuplot's next round tic, -5 for positions from 0), with a
+    // little room so that the end points show whole.
+    s << "set autoscale xfix\nset offsets graph 0.02, graph 0.02, 0, 0\n";
     s << "plot";
     for (size_t k = 0; k < c.series.size(); ++k) {
       s << (k ? ", \\\n    " : " ") << c.data_file << " using 1:" << (2 + 2 * k) << ":"
@@ -404,8 +596,13 @@ std::string gnuplot_script(const std::vector<PlotPoint>& points, const PlotSpec&
   bool several = spec.metrics.size() > 1;
   auto label_of = [&](const Series& q) {
     if (q.hue.empty()) return q.metric;
-    std::string h = spec.hue + "=" + q.hue;
+    auto known = spec.hue_labels.find(q.hue);
+    std::string h = known != spec.hue_labels.end() ? known->second : spec.hue + "=" + q.hue;
     return several ? q.metric + ", " + h : h;
+  };
+  auto factor_of = [&](const std::string& metric) {
+    auto it = spec.units.find(metric);
+    return it == spec.units.end() ? 1.0 : it->second.second;
   };
   // The data: one row per x; per series, mean and std ("NaN" where a series has no point).
   std::ostringstream d;
@@ -419,8 +616,9 @@ std::string gnuplot_script(const std::vector<PlotPoint>& points, const PlotSpec&
     d << gp_data_text(xs[i]);
     for (const Series& q : series) {
       const PlotPoint* p = find(xs[i], q);
-      d << "\t" << (p ? format_float_repr(p->mean) : "NaN") << "\t"
-        << (p ? format_float_repr(p->std) : "NaN");
+      double f = factor_of(q.metric);
+      d << "\t" << (p ? format_float_repr(p->mean * f) : "NaN") << "\t"
+        << (p ? format_float_repr(p->std * f) : "NaN");
     }
     d << "\n";
   }
@@ -435,10 +633,28 @@ std::string gnuplot_script(const std::vector<PlotPoint>& points, const PlotSpec&
   s << "set terminal " << terminal_for(spec.output) << "\n";
   s << "set output " << gp_string(spec.draw_to.empty() ? spec.output : spec.draw_to) << "\n";
   s << "set datafile separator tab\nset datafile missing 'NaN'\n";
-  s << "set title " << gp_string(spec.title.empty() ? metrics : spec.title) << " noenhanced\n";
-  s << "set ylabel " << gp_string(metrics) << " noenhanced\n";
+  // What, then where and when on a second line (a constant "\n" joins the two quoted texts).
+  s << "set title " << gp_string(spec.title.empty() ? metrics : spec.title)
+    << (spec.where.empty() ? "" : " . \"\\n\" . " + gp_string(spec.where)) << " noenhanced\n";
+  std::vector<std::string> ylabels;
+  for (const std::string& m : spec.metrics) {
+    auto it = spec.units.find(m);
+    bool unit = it != spec.units.end() && !it->second.first.empty();
+    ylabels.push_back(m + (unit ? " (" + it->second.first + ")" : ""));
+  }
+  s << "set ylabel " << gp_string(join(ylabels, ", ")) << " noenhanced\n";
   s << "set xlabel " << gp_string(spec.x) << " noenhanced\n";
-  s << "set key outside right top noenhanced\nset grid ytics\nset yrange [0:*]\n";
+  // The legend stays outside the plot: at the right while its labels are short, else below the
+  // x label in two columns, with the bottom margin made room for it.
+  size_t widest = 0;
+  for (const Series& q : series) widest = std::max(widest, display_width(label_of(q)));
+  if (widest <= 24) {
+    s << "set key outside right top noenhanced\n";
+  } else {
+    s << "set key outside bottom center horizontal maxcols 2 noenhanced\n"
+      << "set bmargin " << 4 + (series.size() + 1) / 2 << "\n";
+  }
+  s << "set grid ytics\nset yrange [0:*]\n";
   std::string data_file = gp_string(data_path);
   if (kind->numeric_x() && !numeric_order(xs)) {
     throw Error::input(
@@ -511,6 +727,7 @@ int bench_plot_main(const std::vector<std::string>& args, std::ostream& out, std
         if (!text)
           throw Error::input(Mark::in(input), "", "no such file", "give bench-extract's CSV");
         CsvTable table = parse_csv(*text, input);
+        describe_figure(table, &spec);
         size_t left_out = 0;
         std::vector<PlotPoint> points = plot_points(table, spec, &left_out);
 
@@ -543,8 +760,17 @@ int bench_plot_main(const std::vector<std::string>& args, std::ostream& out, std
                       "gnuplot failed: " + trim(run.err.empty() ? run.out : run.err));
         }
         figure.commit();
+        size_t fewest = points.front().count, most = fewest;
+        for (const PlotPoint& p : points) {
+          fewest = std::min(fewest, p.count);
+          most = std::max(most, p.count);
+        }
         err << "bench-plot: " << spec.output << ": " << plural(points.size(), "value") << " of "
-            << join(spec.metrics, ", ")
+            << join(spec.metrics, ", ") << " by " << spec.x
+            << (spec.hue.empty() ? "" : " and " + spec.hue) << ", each the mean of "
+            << (fewest == most ? std::to_string(fewest)
+                               : std::to_string(fewest) + " to " + std::to_string(most))
+            << (most == 1 ? " row" : " rows")
             << (left_out ? ", " + std::to_string(left_out) +
                                " rows left out (not ok "
                                "or no value)"

@@ -30,7 +30,19 @@ struct PlotSpec {
   std::vector<std::string> metrics;  // one or more columns, plotted side by side
   std::string x, hue, kind = "bar", title, output;
   std::string draw_to;  // the file gnuplot writes, when not `output` (a temporary file)
+  // From the table (describe_figure): the config columns that vary over the ok rows (rows that
+  // share x and hue must agree on them to be averaged), each hue's legend label, each metric's
+  // unit and the factor that scales it there, and where and when the rows were measured.
+  std::vector<std::string> varying;
+  std::map<std::string, std::string> hue_labels;
+  std::map<std::string, std::pair<std::string, double>> units;
+  std::string where;
 };
+
+// Fills spec->varying, hue_labels, units and where from the table's ok rows (docs/extract.md,
+// "Figures"): legends from the keys that vary (`kv_cache=dynamic, batch_size=1`, not a tag),
+// times in s, ms or µs and bytes in KiB, MiB or GiB as the values need, the devices and dates.
+void describe_figure(const CsvTable& table, PlotSpec* spec);
 
 // One plotted value: the mean and sample standard deviation of `metric` over `count` rows.
 struct PlotPoint {
@@ -40,8 +52,9 @@ struct PlotPoint {
 };
 
 // Groups the ok rows, metric by metric; Error(kInput) for an unknown column (listing the
-// columns), a metric that is not numeric, or a metric with nothing to plot. `left_out` counts rows
-// that are not ok or lack a value of some metric.
+// columns), a metric that is not numeric, a metric with nothing to plot, or rows of one group
+// that differ in a column of spec.varying (their mean would mix configurations; the error names
+// the column). `left_out` counts rows that are not ok or lack a value of some metric.
 std::vector<PlotPoint> plot_points(const CsvTable& table, const PlotSpec& spec, size_t* left_out);
 
 // The gnuplot script that draws `points` from the data file `data_path` into spec.output; the

@@ -237,6 +237,9 @@ std::vector<std::map<std::string, Value>> series_rows(Series series,
     for (const KeySpec& k : Schema::get().keys()) {
       if (auto it = point.find(k.path); it != point.end()) r[k.path] = it->second;
     }
+    for (const char* c : {"started", "device_name"}) {
+      if (auto it = point.find(c); it != point.end()) r[c] = it->second;
+    }
     return r;
   };
   if (series == Series::kSystem) {
@@ -359,6 +362,7 @@ std::vector<std::string> config_columns(const PointColumns& pc) {
 
 std::vector<std::string> series_columns(Series series, const std::vector<std::string>& dirs) {
   std::vector<std::string> columns = config_columns(point_columns(dirs));
+  columns.insert(columns.end(), {"started", "device_name"});
   if (series == Series::kSystem) {
     columns.insert(columns.end(),
                    {"rank", "time_s", "cpu_percent", "ram_used_mb", "rss_bytes", "device_bytes"});
@@ -374,7 +378,7 @@ std::vector<std::string> extract_columns(const std::vector<std::string>& dirs) {
   // inference metrics, and one of training points no command columns.
   PointColumns pc = point_columns(dirs);
   std::vector<std::string> columns = config_columns(pc);
-  columns.insert(columns.end(), {"world_size", "device"});
+  columns.insert(columns.end(), {"world_size", "started", "device_name", "device"});
   auto add = [&](const std::string& m) {
     if (std::find(columns.begin(), columns.end(), m) == columns.end()) columns.push_back(m);
   };
@@ -561,6 +565,11 @@ ExtractedPoint extract_point(const std::string& d, Manifests& manifests, double 
     if (!ranks.empty() && whole) {
       row["world_size"] = Value::integer(ranks.front().world_size);
       row["device"] = Value::string(ranks.front().device_type);
+      // Where and when, for figures' titles: rank 0's device (a GPU's or CPU's name) and start.
+      if (!ranks.front().device_name.empty()) {
+        row["device_name"] = Value::string(ranks.front().device_name);
+      }
+      if (!ranks.front().start_time.empty()) row["started"] = Value::string(ranks.front().start_time);
       // Million tokens an hour: trained tokens, or generated ones for inference.
       double mt_per_hour = 0;
       const bool infer = ranks.front().benchmark == "infer";

@@ -17,7 +17,7 @@ void group_repeats(ExtractTable* t) {
   std::set<std::string> metrics(metric_columns().begin(), metric_columns().end());
   metrics.insert(memory_column_names().begin(), memory_column_names().end());
   metrics.insert("cost_usd_per_mtok");
-  std::set<std::string> not_key = {"tag", "index", "repeat", "status", "reason"};
+  std::set<std::string> not_key = {"tag", "index", "repeat", "status", "reason", "started"};
   not_key.insert(metrics.begin(), metrics.end());
   std::vector<std::vector<size_t>> groups;
   std::map<std::string, size_t> group_of;

@@ -625,6 +625,48 @@ Value load_point_config(const std::string& path, const std::vector<Override>& ov
   return resolve_config(partial);
 }
 
+bool is_config_column(const std::string& column) {
+  Schema::Lookup found = Schema::get().lookup(column);
+  return found.kind == Schema::Lookup::Kind::kKey || found.kind == Schema::Lookup::Kind::kMapEntry;
+}
+
+std::vector<std::string> varying_columns(
+    const std::vector<std::string>& columns, size_t rows,
+    const std::function<std::string(size_t row, const std::string& column)>& cell,
+    const std::vector<std::string>& first) {
+  auto has = [](const std::vector<std::string>& list, const std::string& c) {
+    return std::find(list.begin(), list.end(), c) != list.end();
+  };
+  std::vector<std::string> candidates, derived;
+  for (const std::string& c : first) {
+    if (has(columns, c) && !has(candidates, c)) candidates.push_back(c);
+  }
+  for (const std::string& c : columns) {
+    if (has(candidates, c) || !is_config_column(c)) continue;
+    Schema::Lookup found = Schema::get().lookup(c);
+    bool is_derived = found.kind == Schema::Lookup::Kind::kKey && found.spec->derived;
+    (is_derived ? derived : candidates).push_back(c);
+  }
+  candidates.insert(candidates.end(), derived.begin(), derived.end());
+  std::vector<std::string> out;
+  std::set<std::vector<size_t>> partitions;
+  for (const std::string& c : candidates) {
+    std::map<std::string, size_t> ids;
+    std::vector<size_t> partition;
+    size_t set_values = 0;
+    for (size_t r = 0; r < rows; ++r) {
+      std::string v = cell(r, c);
+      auto [it, fresh] = ids.emplace(v, ids.size());
+      if (fresh && !v.empty()) ++set_values;
+      partition.push_back(it->second);
+    }
+    if (set_values < 2) continue;
+    if (!partitions.insert(partition).second) continue;
+    out.push_back(c);
+  }
+  return out;
+}
+
 const Value& config_at(const Value& resolved, std::string_view path) {
   const Value* v = resolved.find_path(path);
   if (v == nullptr) throw std::logic_error("config has no key " + std::string(path));

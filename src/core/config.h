@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -73,6 +74,20 @@ struct PointLoad {
 };
 Value load_point_config(const std::string& path, const std::vector<Override>& overrides,
                         PointLoad* load = nullptr);
+
+// The columns of a table of points (bench-extract's, or its CSV) that vary over its rows, for
+// the tables and figures people read: `first` (any columns, such as the sweeps' axes, in their
+// order), then the config columns (schema keys and map entries such as params.x) in `columns`'
+// order with derived keys last. A column whose set values are fewer than two (a key only some
+// workloads read is empty in the others' rows) does not vary; one that groups the rows exactly
+// as an earlier one (eval.micro_batch following train.micro_batch) is left out. `cell(row,
+// column)` is a cell's text, "" when empty.
+std::vector<std::string> varying_columns(
+    const std::vector<std::string>& columns, size_t rows,
+    const std::function<std::string(size_t row, const std::string& column)>& cell,
+    const std::vector<std::string>& first = {});
+// Whether a column of such a table is a config key (train.micro_batch, params.x).
+bool is_config_column(const std::string& column);
 
 // Gets a key of a resolved config; throws a std::logic_error if the schema lacks it.
 const Value& config_at(const Value& resolved, std::string_view path);

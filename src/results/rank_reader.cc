@@ -657,6 +657,18 @@ RankRead read_rank_file(const std::string& path, RankReadScope scope) {
   if (r.benchmark == "command") {
     if (Id g = in.group(f, "command"); g.ok()) read_command(in, g.get(), all, r.command);
   }
+  if (lead && !all) {
+    // Where and when, for tables' and figures' titles (bench-extract's device_name and
+    // started): read last, and a problem with them is no problem of the file's, so that what
+    // the row's numbers need is read exactly as before.
+    std::vector<std::string> ignored;
+    Reader extra(&ignored);
+    for (const auto& [name, field] : {std::pair{"device_name", &RankResult::device_name},
+                                      std::pair{"start_time", &RankResult::start_time}}) {
+      if (H5Aexists(f, name) <= 0) continue;
+      if (std::optional<std::string> v = extra.text(f, "", name)) r.*field = std::move(*v);
+    }
+  }
   if (identity && steps_ok) read.result = std::move(r);
   return read;
 }

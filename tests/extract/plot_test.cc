@@ -104,9 +104,12 @@ TEST(GnuplotScript, TextIsSingleQuotedAndOnOneLine) {
   size_t left_out = 0;
   std::string data;
   std::string s = gnuplot_script(plot_points(t, spec, &left_out), spec, "/o/d'", &data);
-  EXPECT_THAT(s, HasSubstr("set title 'T `a` \" \\ '' system(\"b\") plot' noenhanced\n"));
-  EXPECT_THAT(s, HasSubstr("set output '/o/`c`''.png'\n"));
-  EXPECT_THAT(s, HasSubstr("'/o/d''' using 2:3:xtic(1) title 'who=`touch x` $(touch y) it''s z'"));
+  // A quote ends a single-quoted string and comes as "'" (a text that begins with one is
+  // where gnuplot's doubled quote fails).
+  EXPECT_THAT(s, HasSubstr("set title 'T `a` \" \\ ' . \"'\" . ' system(\"b\") plot' noenhanced\n"));
+  EXPECT_THAT(s, HasSubstr("set output '/o/`c`' . \"'\" . '.png'\n"));
+  EXPECT_THAT(s, HasSubstr("'/o/d' . \"'\" . '' using 2:3:xtic(1) title 'who=`touch x` $(touch y) "
+                           "it' . \"'\" . 's z'"));
   EXPECT_EQ(s.find("\"`"), std::string::npos);
   EXPECT_EQ(s.find('\0'), std::string::npos);
   EXPECT_EQ(s.find('\r'), std::string::npos);
@@ -198,6 +201,73 @@ TEST(GnuplotScript, ManyXValuesGetGnuplotsOwnTics) {
   EXPECT_THAT(s, ::testing::Not(HasSubstr("set xtics (")));
   EXPECT_THAT(s, HasSubstr("with yerrorlines"));
   EXPECT_EQ(std::count(data.begin(), data.end(), '\n'), 41);  // header + 40 positions
+}
+
+}  // namespace
+}  // namespace sweepbench
+
+namespace sweepbench {
+namespace {
+
+// Issue 30, item 3: what a person reads in a figure.
+CsvTable token_series() {
+  return parse_csv(
+      "tag,status,infer.batch_size,infer.kv_cache,eval.micro_batch,started,device_name,position,"
+      "token_seconds_mean\n"
+      "s1,ok,1,static,1,2026-11-26T10:00:00Z,AMD EPYC,0,0.0002\n"
+      "s1,ok,1,static,1,2026-11-26T10:00:00Z,AMD EPYC,1,0.00006\n"
+      "d4,ok,4,dynamic,4,2026-11-27T09:00:00Z,AMD EPYC,0,0.0004\n"
+      "d4,ok,4,dynamic,4,2026-11-27T09:00:00Z,AMD EPYC,1,0.00013\n"
+      "s4,ok,4,static,4,2026-11-27T09:00:00Z,AMD EPYC,0,0.0003\n"
+      "s4,ok,4,static,4,2026-11-27T09:00:00Z,AMD EPYC,1,0.0001\n",
+      "t.csv");
+}
+
+TEST(DescribeFigure, LegendsFromTheKeysThatVaryUnitsScaledAndWhereAndWhen) {
+  PlotSpec spec;
+  spec.metrics = {"token_seconds_mean"};
+  spec.x = "position";
+  spec.hue = "tag";
+  spec.kind = "line";
+  spec.output = "/o/t.png";
+  describe_figure(token_series(), &spec);
+  // eval.micro_batch varies exactly as infer.batch_size: it says nothing more.
+  EXPECT_THAT(spec.varying, ElementsAre("infer.batch_size", "infer.kv_cache"));
+  EXPECT_EQ(spec.hue_labels["s1"], "batch_size=1, kv_cache=static");
+  EXPECT_EQ(spec.units["token_seconds_mean"], std::make_pair(std::string("µs"), 1e6));
+  EXPECT_EQ(spec.where, "AMD EPYC, 2026-11-26 to 2026-11-27");
+  size_t left_out = 0;
+  std::string data;
+  std::string s = gnuplot_script(plot_points(token_series(), spec, &left_out), spec, "/o/d", &data);
+  EXPECT_THAT(s, HasSubstr("title 'batch_size=1, kv_cache=static'"));
+  EXPECT_THAT(s, HasSubstr("set ylabel 'token_seconds_mean (µs)'"));
+  EXPECT_THAT(s, HasSubstr(" . \"\\n\" . 'AMD EPYC, 2026-11-26 to 2026-11-27' noenhanced"));
+  EXPECT_THAT(s, HasSubstr("set autoscale xfix"));  // the x axis starts where the data do
+  EXPECT_THAT(data, HasSubstr("\"0\"\t200.0\t"));  // 0.0002 s as 200 µs
+}
+
+TEST(DescribeFigure, RowsThatDifferInASweptKeyAreNotAveraged) {
+  PlotSpec spec;
+  spec.metrics = {"token_seconds_mean"};
+  spec.x = "position";
+  spec.output = "/o/t.png";
+  describe_figure(token_series(), &spec);
+  size_t left_out = 0;
+  Error e = testing::error_of([&] { plot_points(token_series(), spec, &left_out); });
+  EXPECT_EQ(std::string(e.what()),
+            "--x position: the rows with position=0 differ in infer.batch_size (1 and 4): "
+            "their mean would mix configurations (add --hue infer.batch_size, or plot the rows "
+            "of one infer.batch_size at a time)");
+  spec.hue = "infer.batch_size";
+  describe_figure(token_series(), &spec);
+  Error mixed = testing::error_of([&] { plot_points(token_series(), spec, &left_out); });
+  EXPECT_THAT(std::string(mixed.what()), HasSubstr("differ in infer.kv_cache (dynamic and static)"));
+  spec.x = "infer.kv_cache";
+  spec.metrics = {"token_seconds_mean"};
+  describe_figure(token_series(), &spec);
+  // Rows that differ only in what is not swept (the token position) are averaged.
+  EXPECT_EQ(plot_points(token_series(), spec, &left_out).size(), 3u);
+  EXPECT_EQ(spec.hue_labels["4"], "batch_size=4");
 }
 
 }  // namespace

@@ -237,7 +237,7 @@ class Extract(unittest.TestCase):
                  "scaling": ["--metric", "tokens_per_second_per_device"],
                  # training and evaluation side by side, as in the WikiText-2 benchmark's figure
                  "two": ["--metric", "train_samples_per_second,eval_samples_per_second",
-                         "--x", "train.micro_batch"]}
+                         "--x", "train.micro_batch", "--hue", "launch.ranks"]}
         for kind, args in kinds.items():
             for ext in ("png", "svg"):
                 fig = os.path.join(figs, f"{kind}.{ext}")

@@ -346,6 +346,10 @@ class DamagedFiles(unittest.TestCase):
             with open(path, "r+b") as f:
                 f.seek(offset)
                 f.write(b"\xff" * 8)
+        # Whether HDF5 loops on a damaged file depends on what its reader process read before:
+        # without a manifest the points are read in name order, in which these files make it
+        # loop (in the sweep's order, as the manifest gives it, they make it fail at once).
+        os.remove(os.path.join(cls.tree, "manifest.json"))
 
     @classmethod
     def tearDownClass(cls):
