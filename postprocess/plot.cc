@@ -202,7 +202,8 @@ UnitKind unit_kind(const std::string& metric, std::string* plain) {
   static const std::set<std::string> seconds = {"average_ttft", "average_gen_time",
                                                 "average_latency_per_token", "train_runtime",
                                                 "seconds"};
-  if (ends("_s") || metric.find("_seconds") != std::string::npos || seconds.count(metric)) {
+  if ((ends("_s") && !ends("_per_s")) || metric.find("_seconds") != std::string::npos ||
+      seconds.count(metric)) {
     return UnitKind::kSeconds;
   }
   if (metric.find("bytes") != std::string::npos) return UnitKind::kBytes;
@@ -298,21 +299,24 @@ void describe_figure(const CsvTable& t, PlotSpec* spec) {
   std::vector<std::string> plains;
   double max = 0;
   for (const std::string& m : spec->metrics) {
+    // A command's own unit first (the units column: a map in YAML flow text), else what
+    // bench-extract's names say.
     std::string plain;
-    UnitKind kind = unit_kind(m, &plain);
-    if (kind == UnitKind::kPlain && plain.empty() && units_column && !ok.empty()) {
-      // A command's own unit: the units column is a map in YAML flow text.
+    std::optional<UnitKind> given;
+    for (size_t r = 0; units_column && r < ok.size() && !given; ++r) {
       try {
-        Value units = parse_yaml((*ok.front())[*units_column], "units");
+        Value units = parse_yaml((*ok[r])[*units_column], "units");
         if (const Value* u = units.is_map() ? units.find(m) : nullptr; u && u->is_string()) {
           plain = u->as_string();
-          if (plain == "s") kind = UnitKind::kSeconds;
-          if (plain == "bytes") kind = UnitKind::kBytes;
+          given = plain == "s" ? UnitKind::kSeconds
+                  : plain == "bytes" ? UnitKind::kBytes
+                                     : UnitKind::kPlain;
         }
       } catch (const Error&) {
-        // No units to read: the label has none.
+        // A row without units to read says nothing.
       }
     }
+    UnitKind kind = given ? *given : unit_kind(m, &plain);
     kinds.push_back(kind);
     plains.push_back(plain);
     if (std::optional<size_t> i = index_of(m)) {
