@@ -17,6 +17,7 @@
 #include "core/exit_codes.h"
 #include "core/fs.h"
 #include "core/placeholders.h"
+#include "core/process.h"
 #include "core/run_info.h"
 #include "core/terminal.h"
 #include "core/text.h"
@@ -165,6 +166,11 @@ int run(const std::string& config_path, const std::string& out_arg) {
     return expand_command_text(text, resolved, values, "command.metrics", glob_escape);
   };
   r.command.metrics = read_metrics(spec.metrics, outputs);
+  if (ran.end.stop_signal == 0 && received_stop_signal() != 0) {
+    // Stopped while reading (core/process.h's handler recorded it): the reading stopped too.
+    ran.end.stop_signal = received_stop_signal();
+    ran.end.stopped_while_reading = true;
+  }
   CommandVerdict verdict = judge_command(spec, ran.end, r.command.metrics, outputs);
   if (!ran.log_error.empty() && verdict.status == "ok") verdict = {"failed", ran.log_error};
   if (!ran.leftovers.empty()) {

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <csignal>
 #include <filesystem>
@@ -15,6 +16,7 @@
 
 #include "core/fs.h"
 #include "core/process.h"
+#include "core/terminal.h"
 #include "core/text.h"
 #include "core/user_regex.h"
 #include "core/yaml_io.h"
@@ -42,6 +44,11 @@ bool for_each_line(const std::string& path,
   size_t number = 1;
   char buf[1 << 16];
   char previous = 0;
+  // A stop signal is honoured within a second in this phase too: a program that printed
+  // gigabytes is read for a second more, then no longer (the point is cancelled or timed out
+  // anyway, and bench-sweep's second stop would kill us).
+  const auto started = std::chrono::steady_clock::now();
+  size_t chunks = 0;
   auto emit = [&]() {
     fn(line, number++, cut);
     line.clear();
@@ -52,6 +59,12 @@ bool for_each_line(const std::string& path,
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) throw io_error(path, "cannot read", errno);
     if (n == 0) break;
+    if (++chunks % 16 == 0 && received_stop_signal() != 0 &&
+        std::chrono::steady_clock::now() - started > std::chrono::seconds(1)) {
+      std::fprintf(stderr, "bench-command: a stop signal came: %s was read only in part\n",
+                   terminal_safe(path, false).c_str());
+      break;
+    }
     for (ssize_t i = 0; i < n; ++i) {
       char c = buf[i];
       if (c == '\n' || c == '\r') {
@@ -512,7 +525,10 @@ CommandVerdict judge_command(const CommandSpec& spec, const CommandEnd& end,
                 (time ? " (the time limit is near)"
                       : end.stop_signal == SIGUSR2 ? " (bench-sweep's stop)"
                                                    : "") +
-                " and passed it on; the program: " + (end.started ? what : "never started")};
+                (end.stopped_while_reading
+                     ? " while it read the program's output, whose metrics may be incomplete; "
+                       "the program: " + what
+                     : " and passed it on; the program: " + (end.started ? what : "never started"))};
   }
   if (!end.started) return {"failed", end.start_error};
   std::vector<std::string> problems;

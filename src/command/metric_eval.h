@@ -46,6 +46,9 @@ struct CommandEnd {
   int exit_code = -1;       // when it exited
   int term_signal = 0;      // when a signal ended it
   int stop_signal = 0;      // a stop signal bench-command received and passed on (or 0)
+  // The stop came after the program ended, while its output was read for the metrics: they may
+  // be incomplete (reading stops a second after a stop signal).
+  bool stopped_while_reading = false;
 };
 
 struct CommandVerdict {

@@ -484,6 +484,15 @@ TEST(JudgeCommand, StopSignalsGiveTimeoutOrCancelled) {
             "program: killed by SIGTERM");
   end.stop_signal = SIGUSR2;
   EXPECT_EQ(judge_command(spec, end, {}, run.out).status, "cancelled");
+  // A stop after the program ended, while its output was read: the metrics may be cut.
+  end.term_signal = 0;
+  end.exit_code = 0;
+  end.stopped_while_reading = true;
+  v = judge_command(spec, end, {}, run.out);
+  EXPECT_EQ(v.status, "cancelled");
+  EXPECT_EQ(v.reason,
+            "bench-command received SIGUSR2 (bench-sweep's stop) while it read the program's "
+            "output, whose metrics may be incomplete; the program: exit code 0");
 }
 
 // The program's argv golden: each list item one argument, values put in whole, no shell.

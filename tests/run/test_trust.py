@@ -114,6 +114,37 @@ class Leftovers(unittest.TestCase):
             self.assertEqual(subprocess.run(["pgrep", "-f", marker]).returncode, 1)
 
 
+    def test_a_stop_while_bench_command_reads_a_huge_output_is_honoured_within_a_second(self):
+        # Deliverable 2: SIGTERM within a second in every phase. A program that wrote 200 MB of
+        # short lines took bench-command many seconds to read for its metric after a stop.
+        with tempfile.TemporaryDirectory() as tmp:
+            script = ("yes x1 | head -c 200000000 > \"$1/big.txt\"\ntouch \"$1/written\"")
+            s = command_sweep(tmp, "big", script,
+                              ["{name: ones, from: big.txt, regex: 'x(1)', reduce: count}"])
+            out = os.path.join(tmp, "out")
+            runner = subprocess.Popen([os.path.join(BIN, "bench-sweep"), "run", s, "--out", out],
+                                      env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True)
+            deadline = time.monotonic() + QUICK
+            written = None
+            while written is None and time.monotonic() < deadline:
+                found = [os.path.join(out, d, "written") for d in os.listdir(out)] \
+                    if os.path.isdir(out) else []
+                written = next((w for w in found if os.path.exists(w)), None)
+                time.sleep(0.05)
+            self.assertIsNotNone(written, "the program never finished writing")
+            time.sleep(1.5)  # bench-command is reading big.txt now
+            stopped = time.monotonic()
+            runner.terminate()
+            stdout, stderr = runner.communicate(timeout=QUICK)
+            took = time.monotonic() - stopped
+            self.assertLess(took, 4, stdout + stderr)
+            point = os.path.dirname(written)
+            self.assertEqual(read_json(os.path.join(point, "status.json"))["status"], "cancelled")
+            with open(os.path.join(point, "logs", "stderr.txt")) as f:
+                self.assertIn("big.txt was read only in part", f.read())
+
+
 class HostileFiles(unittest.TestCase):
     def test_a_metric_from_a_special_file_ends_the_point_with_the_reason(self):
         # Case 2: `from: /dev/zero` (or a FIFO) never ended the point.
