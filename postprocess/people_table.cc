@@ -65,9 +65,16 @@ const Value* find_cell(const Row& row, const std::string& column) {
   return it == row.end() || it->second.is_null() ? nullptr : &it->second;
 }
 
+// A cell as people read it (rounded, a long list cut)...
 std::string text_of(const Row& row, const std::string& column) {
   const Value* v = find_cell(row, column);
   return v == nullptr ? "" : cell_text(*v, TableFormat::kText, true);
+}
+
+// ...and exactly, to tell values apart (two argvs that differ only in their middle).
+std::string exact_text_of(const Row& row, const std::string& column) {
+  const Value* v = find_cell(row, column);
+  return v == nullptr ? "" : cell_text(*v, TableFormat::kCsv);
 }
 
 std::optional<double> number_of(const Row& row, const std::string& column) {
@@ -85,7 +92,7 @@ std::vector<std::string> varying_columns_of(const ExtractTable& t,
   first.insert(first.end(), axes.begin(), axes.end());
   return varying_columns(
       t.columns, t.rows.size(),
-      [&](size_t r, const std::string& c) { return text_of(t.rows[r], c); }, first);
+      [&](size_t r, const std::string& c) { return exact_text_of(t.rows[r], c); }, first);
 }
 
 // A unit and factor for a column whose largest magnitude is `max`: it then reads 1 to 1000.
@@ -110,8 +117,9 @@ std::pair<std::string, double> unit_for(Scale scale, double max, const std::stri
 
 // `v`, or `v ± std` rounded to the std's second significant digit: what the noise allows.
 std::string format_measure(double v, std::optional<double> std) {
-  if (!std || !(*std > 0)) return human_number(v);
-  int decimals = 1 - static_cast<int>(std::floor(std::log10(*std)));
+  // A std at the level of rounding (equal repeats) is none.
+  if (!std || !(*std > std::fabs(v) * 1e-9)) return human_number(v);
+  int decimals = std::min(15, 1 - static_cast<int>(std::floor(std::log10(*std))));
   char buf[96];
   if (decimals >= 0) {
     std::snprintf(buf, sizeof buf, "%.*f ± %.*f", decimals, v, decimals, *std);
@@ -135,9 +143,10 @@ std::vector<MetricColumn> metric_columns_for(const ExtractTable& t) {
   std::set<std::string> kinds;
   for (const Row& row : t.rows) kinds.insert(text_of(row, "benchmark"));
   std::vector<MetricColumn> out;
-  auto add = [&](const MetricColumn& m) {
+  auto add = [&](MetricColumn m) {
     for (const MetricColumn& o : out) {
       if (o.metric == m.metric) return;
+      if (o.header == m.header) m.header = m.metric;  // a command's "loss" beside training's
     }
     for (const Row& row : t.rows) {
       if (number_of(row, m.metric)) {
@@ -168,14 +177,18 @@ std::vector<MetricColumn> metric_columns_for(const ExtractTable& t) {
   return out;
 }
 
-// The header of a config column: its last part when no other shown column ends the same way.
-std::vector<std::string> short_names(const std::vector<std::string>& columns) {
+// The header of a key column: its last part when no other shown column (a key, a metric, index,
+// status, reason) is called the same, else its whole name.
+std::vector<std::string> short_names(const std::vector<std::string>& columns,
+                                     const std::vector<MetricColumn>& metrics) {
   auto last = [](const std::string& c) {
     size_t dot = c.rfind('.');
     return dot == std::string::npos ? c : c.substr(dot + 1);
   };
   std::map<std::string, int> count;
   for (const std::string& c : columns) ++count[last(c)];
+  for (const char* fixed : {"index", "status", "reason"}) ++count[fixed];
+  for (const MetricColumn& m : metrics) ++count[m.header];
   std::vector<std::string> out;
   for (const std::string& c : columns) out.push_back(count[last(c)] == 1 ? last(c) : c);
   return out;
@@ -206,7 +219,14 @@ ExtractTable people_table(const ExtractTable& full, const std::vector<std::strin
   bool indexed = std::any_of(full.rows.begin(), full.rows.end(),
                              [](const Row& r) { return find_cell(r, "index") != nullptr; });
   if (indexed) out.columns.push_back("index");
-  std::vector<std::string> key_headers = short_names(keys);
+  // Points no longer in their sweep (--removed) are marked whatever else varies; without an
+  // index, the tag names each row.
+  bool marked = std::any_of(full.rows.begin(), full.rows.end(),
+                            [](const Row& r) { return find_cell(r, "in_sweep") != nullptr; });
+  keys.erase(std::remove(keys.begin(), keys.end(), "in_sweep"), keys.end());
+  if (marked) keys.insert(keys.begin(), "in_sweep");
+  if (!indexed) keys.insert(keys.begin(), "tag");
+  std::vector<std::string> key_headers = short_names(keys, metrics);
   out.columns.insert(out.columns.end(), key_headers.begin(), key_headers.end());
   for (size_t i = 0; i < metrics.size(); ++i) {
     const std::string& unit = units[i].first;

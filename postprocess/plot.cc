@@ -206,7 +206,9 @@ UnitKind unit_kind(const std::string& metric, std::string* plain) {
       seconds.count(metric)) {
     return UnitKind::kSeconds;
   }
-  if (metric.find("bytes") != std::string::npos) return UnitKind::kBytes;
+  if (metric.find("bytes") != std::string::npos && !ends("_per_s") && !ends("_per_second")) {
+    return UnitKind::kBytes;
+  }
   if (metric == "mfu" || metric == "mbu" || ends("_mfu")) return UnitKind::kRatio;
   if (ends("_per_second")) {
     std::string what = metric.substr(0, metric.size() - 11);
@@ -327,8 +329,9 @@ void describe_figure(const CsvTable& t, PlotSpec* spec) {
   }
   bool one_kind = std::all_of(kinds.begin(), kinds.end(), [&](UnitKind k) { return k == kinds[0]; });
   for (size_t i = 0; i < spec->metrics.size(); ++i) {
+    // Kinds that differ share no scale: each keeps its base unit (s, B, a ratio).
     spec->units[spec->metrics[i]] =
-        one_kind ? scaled_unit(kinds[i], max, plains[i]) : std::make_pair(plains[i], 1.0);
+        one_kind ? scaled_unit(kinds[i], max, plains[i]) : scaled_unit(kinds[i], 1, plains[i]);
   }
 
   // Where and when: the devices (two named, then a count) and the dates of the ok rows.
@@ -468,6 +471,7 @@ struct PlotContext {
   std::string data_file;               // as a gnuplot string
   std::function<const PlotPoint*(const std::string& x, const Series& q)> find;
   std::function<std::string(const Series& q)> label;
+  std::function<double(const std::string& metric)> factor;  // the data's unit scale
   bool several = false;  // several metrics side by side
 };
 
@@ -552,9 +556,9 @@ class ScalingKind : public LineKind {
                         metric.find("mfu") != std::string::npos ||
                         metric.find("time") != std::string::npos;
       std::string x0 = format_float_repr(*number(c.xs.front()));
-      s << ", \\\n    "
-        << (per_device ? format_float_repr(base->mean)
-                       : format_float_repr(base->mean) + " * x / " + x0)
+      // In the unit the data are drawn in.
+      std::string y0 = format_float_repr(base->mean * c.factor(metric));
+      s << ", \\\n    " << (per_device ? y0 : y0 + " * x / " + x0)
         << " with lines dt 2 lc rgb 'gray40' title "
         << gp_string(c.several ? "ideal (" + metric + ")" : "ideal");
     }
@@ -666,7 +670,7 @@ std::string gnuplot_script(const std::vector<PlotPoint>& points, const PlotSpec&
         "a " + spec.kind + " plot needs a numeric x, and '" + spec.x + "' has text values",
         "use --kind bar, or another --x");
   }
-  kind->draw(s, PlotContext{spec, series, xs, data_file, find, label_of, several});
+  kind->draw(s, PlotContext{spec, series, xs, data_file, find, label_of, factor_of, several});
   return s.str();
 }
 

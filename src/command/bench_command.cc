@@ -166,8 +166,8 @@ int run(const std::string& config_path, const std::string& out_arg) {
     return expand_command_text(text, resolved, values, "command.metrics", glob_escape);
   };
   r.command.metrics = read_metrics(spec.metrics, outputs);
-  if (ran.end.stop_signal == 0 && received_stop_signal() != 0) {
-    // Stopped while reading (core/process.h's handler recorded it): the reading stopped too.
+  if (ran.end.stop_signal == 0 && output_read_in_part()) {
+    // Stopped while reading (core/process.h's handler recorded it), and the reading was cut.
     ran.end.stop_signal = received_stop_signal();
     ran.end.stopped_while_reading = true;
   }

@@ -26,6 +26,20 @@ namespace sweepbench {
 namespace fs = std::filesystem;
 namespace {
 
+// A stop signal is honoured within a second in the reading phase too: once one has come, the
+// program's output and the metrics' files are read for a second more in all, then no longer (a
+// program that printed gigabytes takes many seconds; the point is cancelled or timed out anyway,
+// and bench-sweep's second stop would kill us).
+std::optional<std::chrono::steady_clock::time_point> g_stop_seen;
+bool g_read_in_part = false;
+
+bool reading_must_stop() {
+  if (received_stop_signal() == 0) return false;
+  auto now = std::chrono::steady_clock::now();
+  if (!g_stop_seen) g_stop_seen = now;
+  return now - *g_stop_seen > std::chrono::seconds(1);
+}
+
 // Calls fn(line, number, cut) for each line of the file; '\r' ends a line too (progress bars
 // redraw themselves with it, and a terminal shows each redraw as the line). A line longer than
 // kMaxMatchedLine is given as its first kMaxMatchedLine bytes, with cut true. False: no such
@@ -44,10 +58,6 @@ bool for_each_line(const std::string& path,
   size_t number = 1;
   char buf[1 << 16];
   char previous = 0;
-  // A stop signal is honoured within a second in this phase too: a program that printed
-  // gigabytes is read for a second more, then no longer (the point is cancelled or timed out
-  // anyway, and bench-sweep's second stop would kill us).
-  const auto started = std::chrono::steady_clock::now();
   size_t chunks = 0;
   auto emit = [&]() {
     fn(line, number++, cut);
@@ -59,11 +69,11 @@ bool for_each_line(const std::string& path,
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) throw io_error(path, "cannot read", errno);
     if (n == 0) break;
-    if (++chunks % 16 == 0 && received_stop_signal() != 0 &&
-        std::chrono::steady_clock::now() - started > std::chrono::seconds(1)) {
+    if (++chunks % 16 == 0 && reading_must_stop()) {
       std::fprintf(stderr, "bench-command: a stop signal came: %s was read only in part\n",
                    terminal_safe(path, false).c_str());
-      break;
+      g_read_in_part = true;
+      return true;  // no last line: it would be cut where the reading stopped
     }
     for (ssize_t i = 0; i < n; ++i) {
       char c = buf[i];
@@ -513,6 +523,8 @@ std::vector<CommandMetric> read_metrics(const std::vector<MetricSpec>& specs,
   }
   return out;
 }
+
+bool output_read_in_part() { return g_read_in_part; }
 
 CommandVerdict judge_command(const CommandSpec& spec, const CommandEnd& end,
                              const std::vector<CommandMetric>& metrics, const CommandOutputs& o) {

@@ -51,6 +51,10 @@ struct CommandEnd {
   bool stopped_while_reading = false;
 };
 
+// True when a stop signal cut the reading of the program's output or a metric's file (a second
+// after it came): the metrics read may be incomplete.
+bool output_read_in_part();
+
 struct CommandVerdict {
   std::string status;  // ok, failed, oom, timeout, cancelled
   std::string reason;  // empty when ok

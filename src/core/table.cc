@@ -172,6 +172,7 @@ TableWriter::TableWriter(std::vector<std::string> columns, TableFormat format, s
 }
 
 void TableWriter::text_line(const std::vector<std::string>& cells, bool header) {
+  if (cells.empty()) return;  // a table of no columns has no lines
   const std::vector<size_t>& width = *options_.widths;
   std::string line = header ? "#" : " ";
   // The first column is right-aligned, like a number; the rest are left-aligned.

@@ -547,11 +547,21 @@ PlannedSweep stream_sweep(const SweepSpec& spec, const PlanOptions& options) {
   }
   for (const std::string& k : tag_options.varying_keys) {
     auto l = leaf_of.find(k);
-    if (l == leaf_of.end()) continue;  // a map's entry (params.x): a scalar
-    const std::vector<Value>& values = plan.leaves_[l->second].values;
-    if (std::any_of(values.begin(), values.end(), is_long_tag_value)) {
-      tag_options.long_keys.insert(k);
+    bool long_value = false;
+    if (l != leaf_of.end()) {
+      const std::vector<Value>& values = plan.leaves_[l->second].values;
+      long_value = std::any_of(values.begin(), values.end(), is_long_tag_value);
+    } else if (Schema::Lookup found = schema.lookup(k);
+               found.kind == Schema::Lookup::Kind::kMapEntry) {
+      // A map's entry (params.prompt): its values are in the map's leaf.
+      if (auto m = leaf_of.find(found.spec->path); m != leaf_of.end()) {
+        for (const Value& map : plan.leaves_[m->second].values) {
+          const Value* v = map.is_map() ? map.find(found.entry) : nullptr;
+          long_value = long_value || (v != nullptr && is_long_tag_value(*v));
+        }
+      }
     }
+    if (long_value) tag_options.long_keys.insert(k);
   }
   tag_options.show_scenario = spec.named_scenarios && spec.scenarios.size() > 1;
   tag_options.show_repeat = repeats > 1;

@@ -36,7 +36,10 @@ PointConfig read_point_config(const Args& args, const MpiEnv& mpi, const char* p
   try {
     p.config = load_point_config(args.config, parse_overrides(args.sets), &load);
   } catch (const Error& e) {
-    if (load.configured_ranks == 0 || load.configured_ranks == mpi.size()) throw;
+    if (load.configured_ranks == 0 || load.configured_ranks == mpi.size() ||
+        e.message().find("launch.ranks") == std::string::npos) {
+      throw;
+    }
     // A rule of the ranks failed for the ranks running, not the config's: say which.
     throw Error(e.kind(), e.mark(), e.key(), e.message(),
                 (e.hint().empty() ? "" : e.hint() + "; ") + "launch.ranks is the " +

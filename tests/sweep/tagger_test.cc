@@ -76,6 +76,11 @@ TEST(ReadableTags, AScenariosNameStandsForItsLongValues) {
                          "axes:\n  launch.setup: [[module load a/1.0 b/2.0 c/3.0], []]\n"
                          "  train.micro_batch: [2, 4]\n");
   EXPECT_THAT(plain.points[0].tag, MatchesRegex("micro_batch=2\\.setup=module_load_a_.*"));
+  // So does a params entry with a long value (a prompt, a model path).
+  Plan prompts = plan_text(std::string(kTiny) +
+                           "axes:\n  params.prompt: ['tell me a story about a long tag', hi]\n"
+                           "  train.micro_batch: [2, 4]\n");
+  EXPECT_THAT(prompts.points[0].tag, MatchesRegex("micro_batch=2\\.prompt=tell_me_a_story.*"));
 }
 
 TEST(ReadableTags, HostileValuesGiveSafeDistinctNames) {

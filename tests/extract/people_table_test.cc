@@ -1,0 +1,88 @@
+// bench-extract's tables for people (postprocess/people_table.h), on rows made here.
+#include "postprocess/people_table.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace sweepbench {
+namespace {
+
+using ::testing::ElementsAre;
+
+using Row = std::map<std::string, Value>;
+
+Row point(std::int64_t index, std::int64_t micro_batch, double tps, double step_s) {
+  return {{"index", Value::integer(index)},
+          {"status", Value::string("ok")},
+          {"benchmark", Value::string("train")},
+          {"train.micro_batch", Value::integer(micro_batch)},
+          {"eval.micro_batch", Value::integer(micro_batch)},
+          {"train_tokens_per_second", Value::real(tps)},
+          {"step_time_median_s", Value::real(step_s)}};
+}
+
+ExtractTable table_of(std::vector<Row> rows) {
+  ExtractTable t;
+  t.columns = {"index", "status", "reason", "benchmark", "train.micro_batch", "eval.micro_batch",
+               "train_tokens_per_second", "step_time_median_s"};
+  t.rows = std::move(rows);
+  return t;
+}
+
+std::string cell(const ExtractTable& t, size_t row, const std::string& column) {
+  return t.rows[row].at(column).as_string();
+}
+
+TEST(PeopleTable, KeysThatVaryHeadlineMetricsAndUnits) {
+  ExtractTable t = people_table(table_of({point(0, 2, 48149.3, 0.001329), point(1, 4, 76314, 0.0021)}));
+  // eval.micro_batch follows train.micro_batch: left out.
+  EXPECT_THAT(t.columns, ElementsAre("index", "micro_batch", "tokens/s", "step (ms)"));
+  EXPECT_EQ(cell(t, 0, "step (ms)"), "1.329");
+  EXPECT_EQ(cell(t, 1, "tokens/s"), "76314");
+}
+
+TEST(PeopleTable, MeanAndStdRoundedToTheNoiseAndEqualRepeatsShowNone) {
+  Row a = point(0, 2, 48686.3, 0.001), b = point(1, 4, 3.7, 0.002);
+  a["train_tokens_per_second_std"] = Value::real(153.2);
+  b["train_tokens_per_second_std"] = Value::real(5e-16);  // equal repeats, rounding's noise
+  ExtractTable t = people_table(table_of({a, b}));
+  EXPECT_EQ(cell(t, 0, "tokens/s"), "48690 ± 150");
+  EXPECT_EQ(cell(t, 1, "tokens/s"), "3.7");
+}
+
+TEST(PeopleTable, ValuesThatDifferOnlyInTheirMiddleStillVary) {
+  // Two argvs longer than a people's cell, differing only where it is cut.
+  std::string head(40, 'a'), tail(40, 'z');
+  Row a = point(0, 2, 1, 1), b = point(1, 2, 2, 1);
+  a["command.argv"] = Value::string(head + " -t 8 " + tail);
+  b["command.argv"] = Value::string(head + " -t 16 " + tail);
+  ExtractTable full = table_of({a, b});
+  full.columns.push_back("command.argv");
+  ExtractTable t = people_table(full);
+  EXPECT_THAT(t.columns, ElementsAre("index", "argv", "tokens/s", "step (s)"));
+}
+
+TEST(PeopleTable, NoRowsGiveAHeaderAndRemovedPointsAreMarked) {
+  EXPECT_THAT(people_table(table_of({})).columns, ElementsAre("tag"));
+  Row gone = point(0, 2, 1, 1);
+  gone["in_sweep"] = Value::boolean(false);
+  ExtractTable full = table_of({gone, point(1, 2, 2, 1)});
+  full.columns.push_back("in_sweep");
+  ExtractTable t = people_table(full);
+  EXPECT_THAT(t.columns, ElementsAre("index", "in_sweep", "tokens/s", "step (s)"));
+  EXPECT_EQ(cell(t, 0, "in_sweep"), "false");
+  EXPECT_EQ(cell(t, 1, "in_sweep"), "");
+}
+
+TEST(PeopleTable, AKeyNamedLikeAFixedColumnKeepsItsWholeName) {
+  Row a = point(0, 2, 1, 1), b = point(1, 2, 2, 1);
+  a["params.status"] = Value::string("x");
+  b["params.status"] = Value::string("y");
+  ExtractTable full = table_of({a, b});
+  full.columns.push_back("params.status");
+  EXPECT_THAT(people_table(full).columns,
+              ElementsAre("index", "params.status", "tokens/s", "step (s)"));
+}
+
+}  // namespace
+}  // namespace sweepbench
