@@ -195,6 +195,9 @@ struct Reading {
   double sum = 0, low = 0, high = 0, first = 0, last = 0;
   // Text sources whose longest lines were cut at kMaxMatchedLine: "stdout line 3".
   std::string cut_line;
+  // While nothing matches: the first line that names the metric, which the pattern did not
+  // read (a Trainer that prints `'train_runtime': '0:00:12'`), to say what was found instead.
+  std::string near_line;
 
   void add(double v) {
     if (count == 0) {
@@ -469,6 +472,7 @@ std::vector<CommandMetric> read_metrics(const std::vector<MetricSpec>& specs,
         for (size_t i : metrics) {
           Reading& r = readings[i];
           if (cut && r.cut_line.empty()) r.cut_line = where_of(i) + " line " + std::to_string(n);
+          const std::int64_t before = r.count;
           res[i]->for_each_match(line, specs[i].group, [&](std::string_view match) {
             std::string text(match);
             if (specs[i].reduce == MetricReduce::kCount) {
@@ -480,6 +484,11 @@ std::vector<CommandMetric> read_metrics(const std::vector<MetricSpec>& specs,
                             std::to_string(n) + ") is not a number";
             }
           });
+          if (r.count == before && r.count == 0 && r.near_line.empty() &&
+              line.find(specs[i].name) != std::string::npos) {
+            r.near_line = where_of(i) + " line " + std::to_string(n) + ": " +
+                          first_line(trim(line), 80);
+          }
         }
       });
     } catch (const Error& e) {
@@ -503,9 +512,13 @@ std::vector<CommandMetric> read_metrics(const std::vector<MetricSpec>& specs,
     m.found = r.count > 0 || specs[i].reduce == MetricReduce::kCount;
     m.value = m.found ? r.reduced() : std::numeric_limits<double>::quiet_NaN();
     if (!m.found && m.problem.empty()) {
+      // A parser's pattern is its own business: named, not spelled.
+      std::string pattern = specs[i].parser.empty() ? specs[i].regex
+                                                    : "the " + specs[i].parser + " parser's pattern";
       m.problem = specs[i].source == MetricSource::kJson
                       ? "nothing at " + specs[i].pointer + " in " + m.source
-                      : "no line of " + m.source + " matches " + specs[i].regex;
+                      : "no line of " + m.source + " matches " + pattern;
+      if (!r.near_line.empty()) m.problem += "; it is named on " + r.near_line;
     }
     if (!m.found && !r.cut_line.empty()) {
       m.problem += " (" + r.cut_line + " is longer than " +
@@ -567,15 +580,23 @@ CommandVerdict judge_command(const CommandSpec& spec, const CommandEnd& end,
       break;
     }
   }
+  // The reason names every missing metric, and says why of the first (the others' are in the
+  // point's log and rank file): four copies of a parser's pattern said nothing more.
   std::vector<std::string> missing;
+  const CommandMetric* first_missing = nullptr;
   bool any = false;
   for (const CommandMetric& m : metrics) {
     any = any || m.found;
-    if (m.required && !m.found) missing.push_back(m.name + " (" + m.problem + ")");
+    if (m.required && !m.found) {
+      missing.push_back(m.name);
+      if (first_missing == nullptr) first_missing = &m;
+    }
   }
   if (!missing.empty()) {
     problems.push_back("required metric" + std::string(missing.size() > 1 ? "s" : "") +
-                       " not found: " + join(missing, "; "));
+                       " not found: " + join(missing, ", ") + " (" +
+                       (missing.size() > 1 ? first_missing->name + ": " : "") +
+                       first_missing->problem + ")");
   } else if (!metrics.empty() && !any) {
     problems.push_back("no metric was found in the program's output");
   }

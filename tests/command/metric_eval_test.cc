@@ -191,6 +191,20 @@ TEST(Parsers, HfTrainerReadsTheFinalDictOfTransformers4And5) {
   }
 }
 
+// Issue 31: a Trainer whose output the parser does not read gave a reason that spelled the
+// parser's pattern four times and was cut off. Now: the metrics named, why for the first, and
+// the line that names it.
+TEST(Parsers, AMissingParserMetricSaysWhatWasFoundInstead) {
+  Logs run("{'train_runtime': 'soon', 'train_samples_per_second': 'many'}\n", "");
+  CommandSpec spec = spec_of("  parser: hf-trainer\n");
+  std::vector<CommandMetric> metrics = read_metrics(spec.metrics, run.out);
+  EXPECT_EQ(judge_command(spec, exited(0), metrics, run.out).reason,
+            "required metrics not found: train_runtime, train_samples_per_second, "
+            "train_steps_per_second, train_loss (train_runtime: no line of stdout matches the "
+            "hf-trainer parser's pattern; it is named on stdout line 1: {'train_runtime': 'soon', "
+            "'train_samples_per_second': 'many'})");
+}
+
 TEST(Parsers, LlamaBenchJsonLinesAndJson) {
   const std::string pp = R"({"build_commit": "abc", "model_type": "llama 7B Q4_0", "n_prompt": )"
                          R"(512, "n_gen": 0, "avg_ns": 1000, "avg_ts": 2000.5, "stddev_ts": 3.1})";
@@ -234,7 +248,7 @@ TEST(Parsers, PaceReadsItsResultsFile) {
   Logs none("", "");
   CommandVerdict v = judge_command(spec, exited(0), read_metrics(spec.metrics, none.out), none.out);
   EXPECT_EQ(v.status, "failed");
-  EXPECT_THAT(v.reason, HasSubstr("average_gen_time (no file matches *_results.json)"));
+  EXPECT_THAT(v.reason, HasSubstr("(average_gen_time: no file matches *_results.json)"));
 }
 
 TEST(ReadMetrics, WhereSelectsRecordsAndGlobsReadEveryFile) {
@@ -421,8 +435,8 @@ TEST(JudgeCommand, EachCriterionAndItsReason) {
       "  metrics:\n    - {name: rt, regex: 'runtime=(\\d+)'}\n"
       "    - {name: tps, regex: 'tps=(\\d+)'}\n");
   EXPECT_EQ(judge(required, exited(0)).reason,
-            "required metrics not found: rt (no line of stdout matches runtime=(\\d+)); tps (no "
-            "line of stdout matches tps=(\\d+))");
+            "required metrics not found: rt, tps (rt: no line of stdout matches "
+            "runtime=(\\d+))");
   // A program that exits 0 with none of its (optional) metrics measured nothing.
   CommandSpec optional = spec_of("  metrics:\n    - {name: a, regex: 'a=(\\d)', optional: true}\n");
   EXPECT_EQ(judge(optional, exited(0)).reason, "no metric was found in the program's output");
