@@ -404,15 +404,43 @@ std::optional<std::string> first_match(const std::vector<std::string>& patterns,
   return hit;
 }
 
-std::string last_stderr_line(const CommandOutputs& o) {
-  std::string last;
+// What a failed program said: the exception of the last Python traceback on its stderr (with
+// up to two indented lines after it, where pydantic and others put the real message), else its
+// last line. A traceback's last line is often a link ("For further information visit ...").
+std::string program_error(const CommandOutputs& o) {
+  std::string last, exception;
+  bool in_traceback = false;
+  int details = -1;  // >= 0: indented lines taken after the exception line
   try {
     for_each_line(o.stderr_path, [&](const std::string& line, size_t, bool) {
-      if (!trim(line).empty()) last = trim(line);
+      std::string t = trim(line);
+      if (t.empty()) return;
+      last = t;
+      const bool indented = line[0] == ' ' || line[0] == '\t';
+      if (t == "Traceback (most recent call last):") {
+        in_traceback = true;
+        details = -1;
+        return;
+      }
+      if (in_traceback) {
+        if (indented) return;  // a frame and its code
+        in_traceback = false;
+        exception = t;
+        details = 0;
+        return;
+      }
+      if (details >= 0) {
+        if (!indented || details == 2) {
+          details = -1;
+        } else if (t.rfind("For further information", 0) != 0) {
+          exception += " " + t;
+          ++details;
+        }
+      }
     });
   } catch (const Error&) {
   }
-  return first_line(last, 300);
+  return first_line(exception.empty() ? last : exception, 300);
 }
 
 
@@ -562,7 +590,7 @@ CommandVerdict judge_command(const CommandSpec& spec, const CommandEnd& end,
     if (end.term_signal == SIGKILL) why += " (the kernel's out-of-memory killer, or a user)";
     problems.push_back(why);
   } else if (spec.exit_code && end.exit_code != *spec.exit_code) {
-    std::string last = last_stderr_line(o);
+    std::string last = program_error(o);
     problems.push_back(
         "the program ended with " + what +
         (*spec.exit_code != 0 ? " (expected " + std::to_string(*spec.exit_code) + ")" : "") +

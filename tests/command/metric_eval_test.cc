@@ -408,6 +408,29 @@ TEST(ReadMetrics, GlobCharactersInThePointDirectoryAreLiteral) {
 }
 
 
+// Issue 31, item 3: vLLM's reason was its last stderr line, "For further information visit
+// https://errors.pydantic.dev/...", while the real message was two lines above.
+TEST(JudgeCommand, AFailedPythonProgramIsJudgedByItsLastTracebacksException) {
+  Logs run("", R"(INFO 11-26 starting
+Traceback (most recent call last):
+  File "/venv/bin/vllm", line 8, in <module>
+    sys.exit(main())
+ValueError: a first error
+During handling of the above exception, another exception occurred:
+Traceback (most recent call last):
+  File "/venv/lib/python3.11/site-packages/vllm/config.py", line 120, in __init__
+    raise ValidationError(...)
+pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig
+  Value error, User-specified max_model_len (100000) is greater than the derived max_model_len
+    For further information visit https://errors.pydantic.dev/2.11/v/value_error
+)");
+  CommandVerdict v = judge_command(spec_of(""), exited(1), {}, run.out);
+  EXPECT_EQ(v.reason,
+            "the program ended with exit code 1: pydantic_core._pydantic_core.ValidationError: 1 "
+            "validation error for ModelConfig Value error, User-specified max_model_len (100000) "
+            "is greater than the derived max_model_len");
+}
+
 TEST(JudgeCommand, EachCriterionAndItsReason) {
   Logs run("epoch 1\n{'train_runtime': 4.5}\ndone\n", "warning: x\nlast words\n");
   CommandSpec spec = spec_of(
