@@ -17,6 +17,14 @@ void group_repeats(ExtractTable* t) {
   std::set<std::string> metrics(metric_columns().begin(), metric_columns().end());
   metrics.insert(memory_column_names().begin(), memory_column_names().end());
   metrics.insert("cost_usd_per_mtok");
+  // A command's figures are measurements too: its metrics (the names its units map gives) and
+  // its wall time (issue 31: repeats of command points were never grouped).
+  for (const auto& row : t->rows) {
+    auto units = row.find("units");
+    if (units == row.end() || !units->second.is_map()) continue;
+    for (const Value::Entry& e : units->second.entries()) metrics.insert(e.key);
+    metrics.insert("seconds");
+  }
   std::set<std::string> not_key = {"tag", "index", "repeat", "status", "reason", "started"};
   not_key.insert(metrics.begin(), metrics.end());
   std::vector<std::vector<size_t>> groups;
@@ -58,6 +66,11 @@ void group_repeats(ExtractTable* t) {
         if (it != t->rows[i].end() && it->second.is_number())
           values.push_back(it->second.as_float());
       }
+      // A metric that is no number (a command's `reduce: all` list) is the first ok repeat's.
+      auto first_ok = ok.empty() ? t->rows[g.front()].end() : t->rows[ok.front()].find(m);
+      bool listed = !ok.empty() && first_ok != t->rows[ok.front()].end() &&
+                    !first_ok->second.is_number() && !first_ok->second.is_null();
+      if (values.empty() && listed) continue;
       row.erase(m);
       if (!values.empty()) {
         row[m] = Value::real(mean(values));

@@ -387,6 +387,20 @@ class ForPeople(unittest.TestCase):
             f.write(COMMAND % values)
         bench_sweep("run", path, "--out", self.out, check=0)
 
+    def test_repeats_of_command_points_are_grouped(self):
+        # Issue 31: --group-repeats never grouped command points (their wall time and metrics
+        # were taken for keys).
+        path = os.path.join(self.tmp, "people.yaml")
+        with open(path, "w") as f:
+            f.write((COMMAND % "[32, 128]") + "repeats: 3\n")
+        bench_sweep("run", path, "--out", self.out, check=0)
+        df = pd.read_csv(io.StringIO(extract("-i", self.out, "--group-repeats").stdout))
+        self.assertEqual(list(df["params.n"]), [32, 128])
+        self.assertEqual(list(df["repeats"]), [3, 3])
+        self.assertEqual(list(df["num_requests"]), [32, 128])
+        self.assertEqual(list(df["num_requests_std"]), [0, 0])
+        self.assertTrue((df["seconds_std"] >= 0).all())
+
     def test_the_quickstarts_table_fits_120_columns(self):
         # Issue 30, "Done when": the shipped quickstart sweep, as scripts/quickstart prints it.
         bench_sweep("run", os.path.join(SOURCE, "sweeps", "quickstart.yaml"), "--out", self.out,
