@@ -353,8 +353,9 @@ std::vector<KeySpec> build_table() {
           .only_for({"command"}),
       K("command.parser", T::kEnum, S("none"),
         "Metrics of a known program, added to command.metrics: hf-trainer (the Hugging Face "
-        "Trainer), pace (PACE's benchmark_llm_offline.py), fairseq2, llama-bench, or none")
-          .choices({"none", "hf-trainer", "pace", "fairseq2", "llama-bench"})
+        "Trainer), pace (PACE's benchmark_llm_offline.py), fairseq2, llama-bench, vllm (vllm "
+        "bench latency, throughput and serve), or none")
+          .choices({"none", "hf-trainer", "pace", "fairseq2", "llama-bench", "vllm"})
           .only_for({"command"}),
       K("command.metrics", T::kRecordList, L(),
         "Figures of merit: a list of {name, unit, from, regex, group, reduce} or {name, unit, "

@@ -222,6 +222,36 @@ TEST(Parsers, LlamaBenchJsonLinesAndJson) {
   EXPECT_EQ(m["tg_tokens_per_second"].unit, "tokens/s");
 }
 
+// Issue 31: vLLM's benchmarks took 6 to 9 pointer and regex lines per sweep.
+TEST(Parsers, VllmReadsLatencyAndThroughputResults) {
+  Logs latency("", "");
+  latency.dir.write("vllm.json", R"({"avg_latency": 0.5, "latencies": [0.4, 0.5, 0.6],
+    "percentiles": {"10": 0.42, "25": 0.45, "50": 0.5, "75": 0.55, "90": 0.58, "99": 0.6}})");
+  CommandSpec spec = spec_of("  parser: vllm\n");
+  std::vector<CommandMetric> metrics = read_metrics(spec.metrics, latency.out);
+  auto m = by_name(metrics);
+  EXPECT_EQ(m["avg_latency"].value, 0.5);
+  EXPECT_EQ(m["latency_p90"].value, 0.58);
+  EXPECT_EQ(m["latencies"].values, (std::vector<double>{0.4, 0.5, 0.6}));
+  EXPECT_FALSE(m["tokens_per_second"].found);
+  EXPECT_EQ(judge_command(spec, exited(0), metrics, latency.out).status, "ok");
+
+  Logs throughput("INFO ...\nThroughput: 12.34 requests/s, 3159.04 total tokens/s, 1579.52 output "
+                  "tokens/s\n",
+                  "");
+  throughput.dir.write("vllm-throughput.json", R"({"elapsed_time": 8.1, "num_requests": 100,
+    "total_num_tokens": 25600, "requests_per_second": 12.34, "tokens_per_second": 3159.04})");
+  m = by_name(read_metrics(spec.metrics, throughput.out));
+  EXPECT_EQ(m["requests_per_second"].value, 12.34);
+  EXPECT_EQ(m["tokens_per_second"].value, 3159.04);
+  EXPECT_EQ(m["output_tokens_per_second"].value, 1579.52);
+  EXPECT_EQ(m["num_requests"].value, 100);
+  // Without its --output-json file, nothing is found and the run says so.
+  Logs none("", "");
+  EXPECT_EQ(judge_command(spec, exited(0), read_metrics(spec.metrics, none.out), none.out).reason,
+            "no metric was found in the program's output");
+}
+
 TEST(Parsers, PaceReadsItsResultsFile) {
   Logs run("", "");
   run.dir.write("facebook--opt-125m_torch.bfloat16_bs1_it128_nt128_results.json", R"({
