@@ -397,7 +397,8 @@ void set_run_environment(RankResult& r, const RunEnvironment& env) {
 
 void write_summary_file(const std::string& out_dir, const RankResult& r, const std::string& status,
                         const std::string& reason, const Value& extra,
-                        const std::vector<Metric>& metrics) {
+                        const std::vector<Metric>& metrics,
+                        const std::map<std::string, Value>& whole) {
   Value root = Value::map();
   root.set("benchmark", Value::string(r.benchmark));
   root.set("status", Value::string(status));
@@ -410,7 +411,11 @@ void write_summary_file(const std::string& out_dir, const RankResult& r, const s
   Value values = Value::map();
   Value units = Value::map();
   for (const Metric& m : metrics) {
-    values.set(m.name, std::isfinite(m.value) ? Value::real(m.value) : Value::null());
+    if (auto list = whole.find(m.name); list != whole.end()) {
+      values.set(m.name, list->second);
+    } else {
+      values.set(m.name, std::isfinite(m.value) ? Value::real(m.value) : Value::null());
+    }
     units.set(m.name, Value::string(m.unit));
   }
   root.set("metrics", values);

@@ -2,6 +2,7 @@
 // place when the file is complete, so a reader never sees half a file under the final name.
 #pragma once
 
+#include <map>
 #include <string>
 
 #include "core/run_info.h"
@@ -17,9 +18,11 @@ void set_run_environment(RankResult& result, const RunEnvironment& env);
 
 // Writes DIR/summary.json (docs/results-format.md): the run's identity from `result`, `status`
 // and `reason`, the entries of `extra`, then `metrics` (null where not finite) and their units.
+// `whole`: metrics written as these values instead (a command's `reduce: all` lists).
 void write_summary_file(const std::string& out_dir, const RankResult& result,
                         const std::string& status, const std::string& reason, const Value& extra,
-                        const std::vector<Metric>& metrics);
+                        const std::vector<Metric>& metrics,
+                        const std::map<std::string, Value>& whole = {});
 
 // Writes `result` to `path` (via "<dir>/.<name>.partial"). Refuses to replace an existing file:
 // throws Error(kConflict). HDF5 failures throw Error(kIo) naming the path and HDF5's message.

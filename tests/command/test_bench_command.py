@@ -199,6 +199,11 @@ axes:
             self.assertEqual(summary["benchmark"], "command")
             self.assertEqual(summary["metrics"]["tps"], 106)
             self.assertEqual(summary["units"]["tps"], "tokens/s")
+            # A list metric is whole in summary.json and the printout, as in the rank file
+            # (issue 31: both held only its last value).
+            self.assertEqual(summary["metrics"]["losses"], [4.0, 3.0, 2.0])
+            with open(os.path.join(point, "logs", "stdout.txt")) as f:
+                self.assertRegex(f.read(), r"losses\s+\[4\.0, 3\.0, 2\.0\]")
 
         t = table(out)
         self.assertEqual(list(t["params.n"]), [1, 2])
