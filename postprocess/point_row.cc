@@ -193,7 +193,11 @@ void memory_columns(const std::vector<RankResult>& ranks, std::map<std::string, 
       reserved.push_back(static_cast<double>(*std::max_element(dev.begin(), dev.end())) -
                          static_cast<double>(dev.front()));
     }
-    cpu.insert(cpu.end(), r.samples.cpu_percent.begin(), r.samples.cpu_percent.end());
+    // -1: not sampled (the first sample, which has no interval to measure over, or
+    // metrics.system off): no 0 to average in.
+    for (double c : r.samples.cpu_percent) {
+      if (c >= 0) cpu.push_back(c);
+    }
     for (double mb : r.samples.ram_used_mb) ram_peak = std::max(ram_peak, mb);
   }
   if (!reserved.empty()) (*row)["mem_nvidia_mem_reserved"] = number_or_null(mean(reserved));
@@ -239,6 +243,9 @@ std::vector<std::map<std::string, Value>> series_rows(Series series,
     }
     for (const char* c : {"started", "device_name"}) {
       if (auto it = point.find(c); it != point.end()) r[c] = it->second;
+    }
+    for (const auto& [column, value] : point) {
+      if (column.rfind("params.", 0) == 0) r[column] = value;  // the program's own options
     }
     return r;
   };
@@ -395,6 +402,8 @@ std::vector<std::string> extract_columns(const std::vector<std::string>& dirs) {
   if (pc.has("train") || pc.has("infer")) {
     for (const std::string& m : memory_column_names()) columns.push_back(m);
     columns.push_back("cost_usd_per_mtok");
+  } else if (pc.has("command")) {
+    columns.insert(columns.end(), {"cpu_percent_mean", "ram_peak_mb"});  // sampled as ours
   }
   if (pc.has("train")) columns.push_back("profile_trace");
   return columns;
@@ -575,6 +584,7 @@ ExtractedPoint extract_point(const std::string& d, Manifests& manifests, double 
       const bool infer = ranks.front().benchmark == "infer";
       if (ranks.front().benchmark == "command") {
         command_columns(ranks.front().command, &row);
+        memory_columns(ranks, &row);  // the sampler's CPU and RAM (no stages, no GPU)
       } else {
         for (const Metric& m : infer ? summarize_infer(infer_summary_input_from_ranks(ranks))
                                      : summarize(summary_input_from_ranks(ranks))) {

@@ -163,7 +163,15 @@ int run(const std::string& config_path, const std::string& out_arg) {
   r.command.argv = cmd.argv;
   r.command.workdir = cmd.workdir;
   r.start_time = utc_now_iso8601();
+  // CPU and RAM while the program runs, as bench-train and bench-infer sample theirs (the node's
+  // CPU use and RAM in use: the program is a process tree of its own, whatever it starts).
+  ResourceSampler sampler(
+      static_cast<int>(config_at(resolved, "metrics.sample_interval_ms").as_int()), "",
+      config_at(resolved, "metrics.system").as_bool());
+  sampler.start();
   ChildRun ran = run_child(child);
+  sampler.stop();
+  take_samples(sampler, r);
   r.end_time = utc_now_iso8601();
   r.command.exit_code = ran.end.started && ran.end.term_signal == 0 ? ran.end.exit_code : -1;
   r.command.term_signal = ran.end.term_signal;

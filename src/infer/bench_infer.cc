@@ -22,6 +22,7 @@
 #include "core/settings.h"
 #include "core/text.h"
 #include "infer/generator.h"
+#include "results/rank_file.h"
 #include "results/infer_metrics.h"
 #include "train/bench_run.h"
 #include "train/data.h"

@@ -472,4 +472,15 @@ void write_rank_file(const RankResult& result, const std::string& path) {
   fs::remove(partial, ec);
 }
 
+void take_samples(const ResourceSampler& sampler, RankResult& r) {
+  r.samples.device_source = sampler.device_source();
+  for (const ResourceSample& s : sampler.samples()) {
+    r.samples.time_s.push_back(s.time_s);
+    r.samples.device_bytes.push_back(s.device_bytes);
+    r.samples.rss_bytes.push_back(s.rss_bytes);
+    r.samples.cpu_percent.push_back(s.cpu_percent);
+    r.samples.ram_used_mb.push_back(s.ram_used_mb);
+  }
+}
+
 }  // namespace sweepbench

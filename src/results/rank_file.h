@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/run_info.h"
+#include "core/sampler.h"
 #include "core/value.h"
 #include "layout/paths.h"  // rank_file_name
 #include "results/rank_result.h"
@@ -18,6 +19,9 @@ void set_run_environment(RankResult& result, const RunEnvironment& env);
 
 // Writes DIR/summary.json (docs/results-format.md): the run's identity from `result`, `status`
 // and `reason`, the entries of `extra`, then `metrics` (null where not finite) and their units.
+// The sampler's samples into r.samples (bench-train, bench-infer and bench-command alike).
+void take_samples(const ResourceSampler& sampler, RankResult& r);
+
 // `whole`: metrics written as these values instead (a command's `reduce: all` lists).
 void write_summary_file(const std::string& out_dir, const RankResult& result,
                         const std::string& status, const std::string& reason, const Value& extra,

@@ -125,16 +125,6 @@ void fill_identity(RankResult& r, MpiEnv& mpi, const DeviceInfo& device,
   r.start_time = utc_now_iso8601();
 }
 
-void take_samples(const ResourceSampler& sampler, RankResult& r) {
-  r.samples.device_source = sampler.device_source();
-  for (const ResourceSample& s : sampler.samples()) {
-    r.samples.time_s.push_back(s.time_s);
-    r.samples.device_bytes.push_back(s.device_bytes);
-    r.samples.rss_bytes.push_back(s.rss_bytes);
-    r.samples.cpu_percent.push_back(s.cpu_percent);
-    r.samples.ram_used_mb.push_back(s.ram_used_mb);
-  }
-}
 
 int finish_run(MpiEnv& mpi, Console& console, RankResult& r, const RunEnd& end) {
   // Each rank writes its own file; the run's outcome stands only if every rank's did, so the

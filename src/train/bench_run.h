@@ -14,7 +14,7 @@
 #include "train/console.h"
 #include "train/mpi_env.h"
 #include "train/run_status.h"
-#include "train/sampler.h"
+#include "core/sampler.h"
 #include "train/train_args.h"
 #include "train/trainer.h"
 
@@ -84,9 +84,6 @@ MemoryStages model_memory_stages(const std::unique_ptr<Model>& model, const Devi
 // way. `benchmark` is the workload's name (train, infer).
 void fill_identity(RankResult& r, MpiEnv& mpi, const DeviceInfo& device,
                    const std::string& benchmark);
-
-// The sampler's series into the result.
-void take_samples(const ResourceSampler& sampler, RankResult& r);
 
 // The end of a run: each rank writes its file; only if every rank could does rank 0 write
 // summary.json (`extra` entries added at its top level) and print the table under `heading`.

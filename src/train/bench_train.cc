@@ -45,7 +45,7 @@
 #include "train/host_memory.h"
 #include "train/mpi_env.h"
 #include "train/run_status.h"
-#include "train/sampler.h"
+#include "core/sampler.h"
 #include "train/train_args.h"
 #include "train/train_plan.h"
 #include "train/trainer.h"

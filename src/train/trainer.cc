@@ -32,7 +32,7 @@
 #include "core/error.h"
 #include "core/text.h"
 #include "train/model.h"
-#include "train/sampler.h"
+#include "core/sampler.h"
 #include "train/torch_support.h"
 
 #ifdef SWEEPBENCH_WITH_CUDA

@@ -401,6 +401,21 @@ class ForPeople(unittest.TestCase):
         self.assertEqual(list(df["num_requests_std"]), [0, 0])
         self.assertTrue((df["seconds_std"] >= 0).all())
 
+    def test_command_points_are_sampled_and_the_first_command_sweep_runs(self):
+        # Issue 31: command points had no CPU/RAM sampling (--series system was empty); the
+        # shipped first command sweep (docs/first-steps.md) runs as documented.
+        bench_sweep("run", os.path.join(SOURCE, "sweeps", "command-quick.yaml"), "--out", self.out,
+                    "--set", "metrics.sample_interval_ms=10", check=0)
+        df = pd.read_csv(io.StringIO(extract("-i", self.out).stdout))
+        self.assertEqual(len(df), 6)
+        self.assertTrue((df["status"] == "ok").all(), df[["status", "reason"]])
+        self.assertTrue((df["mb_per_s"] > 0).all())
+        self.assertTrue((df["cpu_percent_mean"] >= 0).all())
+        self.assertTrue((df["ram_peak_mb"] > 0).all())
+        system = pd.read_csv(io.StringIO(extract("-i", self.out, "--series", "system").stdout))
+        self.assertGreaterEqual(len(system), 2 * 6)
+        self.assertEqual(sorted(set(system["params.level"])), [1, 6, 9])
+
     def test_the_quickstarts_table_fits_120_columns(self):
         # Issue 30, "Done when": the shipped quickstart sweep, as scripts/quickstart prints it.
         bench_sweep("run", os.path.join(SOURCE, "sweeps", "quickstart.yaml"), "--out", self.out,

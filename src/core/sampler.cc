@@ -1,4 +1,4 @@
-#include "train/sampler.h"
+#include "core/sampler.h"
 
 #include <dlfcn.h>
 #include <unistd.h>
