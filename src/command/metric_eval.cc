@@ -626,7 +626,18 @@ CommandVerdict judge_command(const CommandSpec& spec, const CommandEnd& end,
                        (missing.size() > 1 ? first_missing->name + ": " : "") +
                        first_missing->problem + ")");
   } else if (!metrics.empty() && !any) {
-    problems.push_back("no metric was found in the program's output");
+    // A parser knows what its program must be told to write (issue 31: llama-bench without
+    // -o jsonl said only that nothing was found).
+    static const std::map<std::string, std::string> kAsk = {
+        {"llama-bench", "the llama-bench parser reads its JSON records on stdout: run it with "
+                        "-o jsonl (or -o json)"},
+        {"vllm", "the vllm parser reads the file of --output-json '{out}/vllm.json' (any "
+                 "vllm*.json in the point directory)"},
+        {"pace", "the pace parser reads *_results.json in the point directory: set the "
+                 "benchmark's output_dir to {out}"}};
+    auto ask = kAsk.find(spec.parser);
+    problems.push_back("no metric was found in the program's output" +
+                       (ask == kAsk.end() ? std::string() : " (" + ask->second + ")"));
   }
   if (problems.empty()) return {"ok", ""};
   if (auto oom = first_match(spec.oom_patterns, o)) {

@@ -375,7 +375,24 @@ std::vector<MetricSpec> parser_metrics(const std::string& parser) {
       m.parser = "llama-bench";
       return m;
     };
-    return {lb("pp_tokens_per_second", "n_gen"), lb("tg_tokens_per_second", "n_prompt")};
+    // Their spread, and what the run was: the model's size and parameters, the threads (issue
+    // 31: these were no columns).
+    auto extra = [&](const std::string& name, const std::string& unit, const char* zero,
+                     const std::string& pointer, MetricReduce reduce) {
+      MetricSpec m = lb(name, zero != nullptr ? zero : "n_gen");
+      m.unit = unit;
+      m.pointer = pointer;
+      m.reduce = reduce;
+      if (zero == nullptr) m.where.clear();
+      return m;
+    };
+    return {lb("pp_tokens_per_second", "n_gen"),
+            lb("tg_tokens_per_second", "n_prompt"),
+            extra("pp_stddev_ts", "tokens/s", "n_gen", "/stddev_ts", MetricReduce::kMean),
+            extra("tg_stddev_ts", "tokens/s", "n_prompt", "/stddev_ts", MetricReduce::kMean),
+            extra("model_size", "bytes", nullptr, "/model_size", MetricReduce::kLast),
+            extra("model_n_params", "parameters", nullptr, "/model_n_params", MetricReduce::kLast),
+            extra("n_threads", "threads", nullptr, "/n_threads", MetricReduce::kLast)};
   }
   if (parser == "pace") {
     // benchmark_llm_offline.py's results file, {output_dir}/<model>_<dtype>_bs.._results.json:

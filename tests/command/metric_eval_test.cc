@@ -220,6 +220,23 @@ TEST(Parsers, LlamaBenchJsonLinesAndJson) {
   EXPECT_EQ(m["pp_tokens_per_second"].value, 2000.5);
   EXPECT_EQ(m["tg_tokens_per_second"].value, 110.25);
   EXPECT_EQ(m["tg_tokens_per_second"].unit, "tokens/s");
+  // Issue 31: the spread and what ran are columns too.
+  const std::string more = R"({"n_prompt": 512, "n_gen": 0, "avg_ts": 1999.5, "stddev_ts": 2.9, )"
+                           R"("model_size": 3825065984, "model_n_params": 6738415616, )"
+                           R"("n_threads": 8})";
+  Logs three(pp + "\n" + tg + "\n" + more + "\n", "");
+  m = by_name(read_metrics(spec.metrics, three.out));
+  EXPECT_EQ(m["pp_tokens_per_second"].value, 2000);
+  EXPECT_EQ(m["pp_stddev_ts"].value, 3.0);
+  EXPECT_EQ(m["tg_stddev_ts"].value, 0.4);
+  EXPECT_EQ(m["model_size"].value, 3825065984.0);
+  EXPECT_EQ(m["model_n_params"].value, 6738415616.0);
+  EXPECT_EQ(m["n_threads"].value, 8);
+  // Without -o jsonl (its table on stdout), the reason says what the parser reads.
+  Logs table("| model | size | params | backend | threads | test | t/s |\n", "");
+  EXPECT_EQ(judge_command(spec, exited(0), read_metrics(spec.metrics, table.out), table.out).reason,
+            "no metric was found in the program's output (the llama-bench parser reads its JSON "
+            "records on stdout: run it with -o jsonl (or -o json))");
 }
 
 // Issue 31: vLLM's benchmarks took 6 to 9 pointer and regex lines per sweep.
@@ -249,7 +266,8 @@ TEST(Parsers, VllmReadsLatencyAndThroughputResults) {
   // Without its --output-json file, nothing is found and the run says so.
   Logs none("", "");
   EXPECT_EQ(judge_command(spec, exited(0), read_metrics(spec.metrics, none.out), none.out).reason,
-            "no metric was found in the program's output");
+            "no metric was found in the program's output (the vllm parser reads the file of "
+            "--output-json '{out}/vllm.json' (any vllm*.json in the point directory))");
 }
 
 TEST(Parsers, PaceReadsItsResultsFile) {
