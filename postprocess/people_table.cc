@@ -11,6 +11,7 @@
 #include "core/config.h"
 #include "core/table.h"
 #include "core/text.h"
+#include "core/units.h"
 
 namespace sweepbench {
 namespace {
@@ -18,7 +19,7 @@ namespace {
 using Row = std::map<std::string, Value>;
 
 // How a metric's values are shown: as they are, or scaled to a unit chosen per column.
-enum class Scale { kPlain, kSeconds, kBytes, kRatio };
+using Scale = UnitKind;
 
 struct Headline {
   const char* metric;
@@ -93,26 +94,6 @@ std::vector<std::string> varying_columns_of(const ExtractTable& t,
   return varying_columns(
       t.columns, t.rows.size(),
       [&](size_t r, const std::string& c) { return exact_text_of(t.rows[r], c); }, first);
-}
-
-// A unit and factor for a column whose largest magnitude is `max`: it then reads 1 to 1000.
-std::pair<std::string, double> unit_for(Scale scale, double max, const std::string& plain_unit) {
-  switch (scale) {
-    case Scale::kSeconds:
-      if (max >= 1) return {"s", 1};
-      if (max >= 1e-3) return {"ms", 1e3};
-      return {"µs", 1e6};
-    case Scale::kBytes:
-      if (max >= std::pow(2.0, 30)) return {"GiB", std::pow(2.0, -30)};
-      if (max >= std::pow(2.0, 20)) return {"MiB", std::pow(2.0, -20)};
-      if (max >= 1024) return {"KiB", 1.0 / 1024};
-      return {"B", 1};
-    case Scale::kRatio:
-      return {"%", 100};
-    case Scale::kPlain:
-      break;
-  }
-  return {plain_unit, 1};
 }
 
 // `v`, or `v ± std` rounded to the std's second significant digit: what the noise allows.
@@ -213,7 +194,7 @@ ExtractTable people_table(const ExtractTable& full, const std::vector<std::strin
     for (const Row& row : full.rows) {
       if (auto v = number_of(row, m.metric)) max = std::max(max, std::fabs(*v));
     }
-    units.push_back(unit_for(m.scale, max, m.unit));
+    units.push_back(scaled_unit(m.scale, max, m.unit));
   }
 
   bool indexed = std::any_of(full.rows.begin(), full.rows.end(),

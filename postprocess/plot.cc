@@ -19,6 +19,7 @@
 #include "core/process.h"
 #include "core/registry.h"
 #include "core/text.h"
+#include "core/units.h"
 #include "core/yaml_io.h"
 #include "postprocess/tool_main.h"
 #include "results/summary.h"
@@ -193,10 +194,8 @@ CsvTable parse_csv(const std::string& text, const std::string& source) {
 
 namespace {
 
-// How a metric's values are read: its kind of unit, by bench-extract's naming (docs/metrics.md),
-// else the unit a command gave it (the CSV's units column).
-enum class UnitKind { kPlain, kSeconds, kBytes, kRatio };
-
+// How a metric's values are read: its kind of unit (core/units.h), by bench-extract's naming
+// (docs/metrics.md), else the unit a command gave it (the CSV's units column).
 UnitKind unit_kind(const std::string& metric, std::string* plain) {
   auto ends = [&](const char* suffix) { return ends_with(metric, suffix); };
   static const std::set<std::string> seconds = {"average_ttft", "average_gen_time",
@@ -228,26 +227,6 @@ UnitKind unit_kind(const std::string& metric, std::string* plain) {
     *plain = "GB/s";
   }
   return UnitKind::kPlain;
-}
-
-// A unit and factor for values up to `max`: they then read 1 to 1000 (or as the unit is).
-std::pair<std::string, double> scaled_unit(UnitKind kind, double max, const std::string& plain) {
-  switch (kind) {
-    case UnitKind::kSeconds:
-      if (max >= 1) return {"s", 1};
-      if (max >= 1e-3) return {"ms", 1e3};
-      return {"µs", 1e6};
-    case UnitKind::kBytes:
-      if (max >= 1073741824.0) return {"GiB", 1.0 / 1073741824.0};
-      if (max >= 1048576.0) return {"MiB", 1.0 / 1048576.0};
-      if (max >= 1024) return {"KiB", 1.0 / 1024};
-      return {"B", 1};
-    case UnitKind::kRatio:
-      return {"%", 100};
-    case UnitKind::kPlain:
-      break;
-  }
-  return {plain, 1};
 }
 
 // The last part of a dotted column: seq_len of data.seq_len.

@@ -336,6 +336,28 @@ const std::vector<std::string>& command_runtime_placeholders() {
   return names;
 }
 
+namespace {
+
+// A parser's metric read by JSON pointer from `file` (a path or glob in the point directory, or
+// stdout).
+MetricSpec parser_json_metric(const std::string& parser, const std::string& file,
+                              const std::string& name, const std::string& unit,
+                              const std::string& pointer, bool required,
+                              MetricReduce reduce = MetricReduce::kLast) {
+  MetricSpec m;
+  m.name = name;
+  m.unit = unit;
+  m.source = MetricSource::kJson;
+  m.file = file;
+  m.pointer = pointer;
+  m.reduce = reduce;
+  m.required = required;
+  m.parser = parser;
+  return m;
+}
+
+}  // namespace
+
 std::vector<MetricSpec> parser_metrics(const std::string& parser) {
   if (parser == "fairseq2") {
     // Its LogMetricRecorder: "train Metrics (step 20) - Loss: 2.301 | Elements per Second:
@@ -363,16 +385,10 @@ std::vector<MetricSpec> parser_metrics(const std::string& parser) {
   if (parser == "llama-bench") {
     // llama-bench -o jsonl (or -o json) on stdout: one record per test, avg_ts its tokens/s.
     auto lb = [](const std::string& name, const char* zero) {
-      MetricSpec m;
-      m.name = name;
-      m.unit = "tokens/s";
-      m.source = MetricSource::kJson;
-      m.file = "stdout";
-      m.pointer = "/avg_ts";
+      // Optional: a run may do only one kind of test.
+      MetricSpec m = parser_json_metric("llama-bench", "stdout", name, "tokens/s", "/avg_ts",
+                                        false, MetricReduce::kMean);
       m.where = {{zero, Value::integer(0)}};
-      m.reduce = MetricReduce::kMean;
-      m.required = false;  // a run may do only one kind of test
-      m.parser = "llama-bench";
       return m;
     };
     // Their spread, and what the run was: the model's size and parameters, the threads (issue
@@ -400,15 +416,7 @@ std::vector<MetricSpec> parser_metrics(const std::string& parser) {
     // be the point directory ({out}). One framework per point; with several, the last one's.
     auto pace = [](const std::string& name, const std::string& unit, const std::string& pointer,
                    bool required) {
-      MetricSpec m;
-      m.name = name;
-      m.unit = unit;
-      m.source = MetricSource::kJson;
-      m.file = "*_results.json";
-      m.pointer = pointer;
-      m.required = required;
-      m.parser = "pace";
-      return m;
+      return parser_json_metric("pace", "*_results.json", name, unit, pointer, required);
     };
     const std::string r = "/benchmark_results/*/metrics/";
     return {
@@ -430,16 +438,7 @@ std::vector<MetricSpec> parser_metrics(const std::string& parser) {
     // {mean,median,p99}_{ttft,tpot,itl}_ms.
     auto vj = [](const std::string& name, const std::string& unit, const std::string& pointer,
                  MetricReduce reduce = MetricReduce::kLast) {
-      MetricSpec m;
-      m.name = name;
-      m.unit = unit;
-      m.source = MetricSource::kJson;
-      m.file = "vllm*.json";
-      m.pointer = pointer;
-      m.reduce = reduce;
-      m.required = false;
-      m.parser = "vllm";
-      return m;
+      return parser_json_metric("vllm", "vllm*.json", name, unit, pointer, false, reduce);
     };
     std::vector<MetricSpec> out = {
         vj("avg_latency", "s", "/avg_latency"),
