@@ -198,6 +198,9 @@ struct Reading {
   // While nothing matches: the first line that names the metric, which the pattern did not
   // read (a Trainer that prints `'train_runtime': '0:00:12'`), to say what was found instead.
   std::string near_line;
+  // JSON records that `where` selects but that lack the pointer's member (a llama-bench record
+  // without avg_ts): named in the metric's problem even when other records gave values.
+  std::int64_t records_without = 0;
 
   void add(double v) {
     if (count == 0) {
@@ -243,7 +246,22 @@ struct Reading {
 void json_values(const Value& doc, Reading* r) {
   const MetricSpec& spec = *r->spec;
   std::vector<Found> found;
-  resolve_pointer(doc, pointer_tokens(spec.pointer), 0, nullptr, &found);
+  const std::vector<std::string> tokens = pointer_tokens(spec.pointer);
+  resolve_pointer(doc, tokens, 0, nullptr, &found);
+  if (!spec.where.empty() && tokens.size() == 1 && tokens[0] != "*") {
+    // Records (one, or a list of them) that the metric selects but that lack its member.
+    auto check = [&](const Value& record) {
+      if (record.is_map() && holder_matches(&record, spec.where) &&
+          record.find(tokens[0]) == nullptr) {
+        ++r->records_without;
+      }
+    };
+    if (doc.is_list()) {
+      for (const Value& item : doc.items()) check(item);
+    } else {
+      check(doc);
+    }
+  }
   for (const Found& f : found) {
     if (!holder_matches(f.holder, spec.where)) continue;
     const Value* v = f.value;
@@ -559,6 +577,11 @@ std::vector<CommandMetric> read_metrics(const std::vector<MetricSpec>& specs,
                     " is of all of them; the first " +
                     with_commas(static_cast<double>(kMaxKeptValues)) + " are kept";
       }
+    }
+    if (r.records_without > 0) {
+      std::string gap = plural(static_cast<size_t>(r.records_without), "record") + " of " +
+                        m.source + " selected for it had no " + specs[i].pointer;
+      m.problem = m.problem.empty() ? gap : m.problem + "; " + gap;
     }
     out.push_back(std::move(m));
   }

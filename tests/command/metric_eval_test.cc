@@ -232,6 +232,12 @@ TEST(Parsers, LlamaBenchJsonLinesAndJson) {
   EXPECT_EQ(m["model_size"].value, 3825065984.0);
   EXPECT_EQ(m["model_n_params"].value, 6738415616.0);
   EXPECT_EQ(m["n_threads"].value, 8);
+  // A record without its figure is named, not left out silently.
+  Logs gap(pp + "\n" + R"({"n_prompt": 128, "n_gen": 0, "stddev_ts": 1.0})" + "\n", "");
+  std::vector<CommandMetric> with_gap = read_metrics(spec.metrics, gap.out);
+  m = by_name(with_gap);
+  EXPECT_EQ(m["pp_tokens_per_second"].value, 2000.5);
+  EXPECT_EQ(m["pp_tokens_per_second"].problem, "1 record of stdout selected for it had no /avg_ts");
   // Without -o jsonl (its table on stdout), the reason says what the parser reads.
   Logs table("| model | size | params | backend | threads | test | t/s |\n", "");
   EXPECT_EQ(judge_command(spec, exited(0), read_metrics(spec.metrics, table.out), table.out).reason,
