@@ -201,6 +201,8 @@ struct Reading {
   // JSON records that `where` selects but that lack the pointer's member (a llama-bench record
   // without avg_ts): named in the metric's problem even when other records gave values.
   std::int64_t records_without = 0;
+  // A JSON array cut short whose complete records were read: said in the metric's problem.
+  std::string salvaged;
 
   void add(double v) {
     if (count == 0) {
@@ -289,14 +291,72 @@ size_t regular_size(const std::string& path) {
 // The program's output as JSON: one document (llama-bench -o json) when it is at most
 // kMaxJsonDocument, else every line that parses as a JSON object or list (JSON lines among
 // other output), read a line at a time.
+// The complete objects of a JSON array cut short (a program killed while it wrote
+// `llama-bench -o json`'s records): each `{...}` at the array's top level that closes, as text.
+std::vector<std::string> complete_records(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = text.find_first_not_of(" \t\r\n");
+  if (start == std::string::npos || text[start] != '[') return out;
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  size_t record = 0;
+  for (size_t i = start; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      if (depth == 1 && c == '{') record = i;
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      --depth;
+      if (depth == 1 && c == '}') out.push_back(text.substr(record, i + 1 - record));
+      if (depth <= 0) break;
+    }
+  }
+  return out;
+}
+
+// Reads the complete records of a cut JSON array `text` into `r`; false when there are none.
+bool salvage_records(const std::string& text, const std::string& source, Reading* r) {
+  std::vector<std::string> records = complete_records(text);
+  size_t read = 0;
+  for (const std::string& record : records) {
+    try {
+      json_values(parse_yaml(record, source), r);
+      ++read;
+    } catch (const Error&) {
+      // A record that does not parse is not one.
+    }
+  }
+  if (read == 0) return false;
+  r->salvaged = source + "'s JSON array is cut short: its " + plural(read, "complete record") +
+                " were read";
+  return true;
+}
+
 void read_json_stream(const std::string& path, Reading* r) {
   if (regular_size(path) <= kMaxJsonDocument) {
     try {
       if (std::optional<std::string> text = read_file_if_exists(path, kMaxJsonDocument)) {
         std::string t = trim(*text);
         if (!t.empty() && (t[0] == '{' || t[0] == '[')) {
-          json_values(parse_yaml(t, r->spec->file), r);
-          return;
+          try {
+            json_values(parse_yaml(t, r->spec->file), r);
+            return;
+          } catch (const Error&) {
+            if (salvage_records(t, r->spec->file, r)) return;
+            throw;
+          }
         }
       }
     } catch (const Error&) {
@@ -345,6 +405,7 @@ void read_json_file(const std::string& path, const std::string& shown, Reading* 
         json_values(parse_yaml(*text, shown), r);
         return;
       } catch (const Error&) {
+        if (salvage_records(*text, shown, r)) return;
         // JSON lines, below.
       }
     }
@@ -578,6 +639,7 @@ std::vector<CommandMetric> read_metrics(const std::vector<MetricSpec>& specs,
                     with_commas(static_cast<double>(kMaxKeptValues)) + " are kept";
       }
     }
+    if (!r.salvaged.empty()) m.problem = m.problem.empty() ? r.salvaged : m.problem + "; " + r.salvaged;
     if (r.records_without > 0) {
       std::string gap = plural(static_cast<size_t>(r.records_without), "record") + " of " +
                         m.source + " selected for it had no " + specs[i].pointer;

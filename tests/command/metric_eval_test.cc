@@ -232,6 +232,17 @@ TEST(Parsers, LlamaBenchJsonLinesAndJson) {
   EXPECT_EQ(m["model_size"].value, 3825065984.0);
   EXPECT_EQ(m["model_n_params"].value, 6738415616.0);
   EXPECT_EQ(m["n_threads"].value, 8);
+  // A -o json array cut short (the program was killed while writing): its complete records
+  // are read, and the metric says so. Records span lines, as llama-bench indents them.
+  Logs cut("[\n  {\n    \"n_prompt\": 512,\n    \"n_gen\": 0,\n    \"avg_ts\": 2000.5\n  },\n"
+           "  {\n    \"n_prompt\": 0,\n    \"n_gen\": 128,\n    \"note\": \"a } in {text\",\n"
+           "    \"avg_ts\": 110.25\n  },\n  {\n    \"n_prompt\": 0,\n    \"n_gen\": 12",
+           "");
+  m = by_name(read_metrics(spec.metrics, cut.out));
+  EXPECT_EQ(m["pp_tokens_per_second"].value, 2000.5);
+  EXPECT_EQ(m["tg_tokens_per_second"].value, 110.25);
+  EXPECT_EQ(m["tg_tokens_per_second"].problem,
+            "stdout's JSON array is cut short: its 2 complete records were read");
   // A record without its figure is named, not left out silently.
   Logs gap(pp + "\n" + R"({"n_prompt": 128, "n_gen": 0, "stddev_ts": 1.0})" + "\n", "");
   std::vector<CommandMetric> with_gap = read_metrics(spec.metrics, gap.out);
