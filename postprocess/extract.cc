@@ -9,6 +9,7 @@
 #include <iostream>
 #include <optional>
 
+#include "core/config.h"
 #include "core/error.h"
 #include "core/exit_codes.h"
 #include "core/fs.h"
@@ -262,16 +263,30 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
           check_stream(sink, sink_name);
           rows = table.rows.size();
         } else {
+          // The points go aside as they are read (bounded memory), then out, without the
+          // measurement columns that no point has (an MFU on CPUs, a GPU's memory): only then
+          // is that known. Identity and config columns stay: every point has its config.
           const bool series = options.series != Series::kNone;
-          ExtractWriter writer(
-              series             ? series_columns(options.series, dirs)
-              : !chosen.empty() ? chosen
-                                : with_mark(extract_columns(dirs)),
-              format, sink,
-              spreadsheet_safe);
+          PointSpool spool;
           extract_each(dirs, options, warn, [&](ExtractedPoint&& p) {
             for (const std::string& w : p.warnings) warn(w);
             if (p.incomplete) ++incomplete;
+            spool.add(p);
+          });
+          std::vector<std::string> columns;
+          if (!chosen.empty()) {
+            columns = chosen;
+          } else {
+            const std::vector<std::string>& identity = identity_columns();
+            for (const std::string& c : series ? series_columns(options.series, dirs)
+                                               : with_mark(extract_columns(dirs))) {
+              bool always = std::find(identity.begin(), identity.end(), c) != identity.end() ||
+                            is_config_column(c);
+              if (always || spool.filled().count(c) != 0) columns.push_back(c);
+            }
+          }
+          ExtractWriter writer(columns, format, sink, spreadsheet_safe);
+          spool.replay([&](ExtractedPoint&& p) {
             if (series) {
               for (const auto& row : p.series) writer.row(row);
             } else {

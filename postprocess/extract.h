@@ -14,9 +14,11 @@
 // JSON, JSON lines, Markdown): core/table.h's, as for plans and status.
 #pragma once
 
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <ostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -78,6 +80,24 @@ struct ExtractOptions {
   // The most a reader may spend on one point before it is stopped and the point is incomplete.
   double point_timeout_s = 60;
   Series series = Series::kNone;
+};
+
+// Points written aside, in a temporary file, as they come, and read back in order: so that a
+// table streamed in bounded memory can still leave out the columns that no point has (CSV and
+// JSON: issue 30). filled() is every column some row or series row has a value in.
+class PointSpool {
+ public:
+  PointSpool();
+  ~PointSpool();
+  PointSpool(const PointSpool&) = delete;
+  PointSpool& operator=(const PointSpool&) = delete;
+  void add(const ExtractedPoint& point);
+  void replay(const std::function<void(ExtractedPoint&&)>& sink);
+  const std::set<std::string>& filled() const { return filled_; }
+
+ private:
+  std::FILE* file_ = nullptr;
+  std::set<std::string> filled_;
 };
 
 // Reads the points in order and hands each row to `sink`, in order. Warnings that concern no

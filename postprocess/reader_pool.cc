@@ -401,6 +401,53 @@ class ReaderPool {
 
 }  // namespace
 
+PointSpool::PointSpool() {
+  // An unnamed file: nothing is left behind, whatever ends this process.
+  file_ = std::tmpfile();
+  if (file_ == nullptr) {
+    throw Error(ErrorKind::kIo, Mark::in("tmpfile"), "",
+                std::string("cannot create a temporary file: ") + std::strerror(errno),
+                "set TMPDIR to a writable directory with room for the table");
+  }
+}
+
+PointSpool::~PointSpool() {
+  if (file_ != nullptr) std::fclose(file_);
+}
+
+void PointSpool::add(const ExtractedPoint& p) {
+  for (const auto* row : {&p.row}) {
+    for (const auto& [column, value] : *row) {
+      if (!value.is_null()) filled_.insert(column);
+    }
+  }
+  for (const auto& row : p.series) {
+    for (const auto& [column, value] : row) {
+      if (!value.is_null()) filled_.insert(column);
+    }
+  }
+  std::string body = encode_point(p);
+  std::string framed;
+  put_u32(&framed, static_cast<std::uint32_t>(body.size()));
+  framed += body;
+  if (std::fwrite(framed.data(), 1, framed.size(), file_) != framed.size()) {
+    throw Error(ErrorKind::kIo, Mark::in("tmpfile"), "",
+                std::string("cannot write the temporary table: ") + std::strerror(errno),
+                "set TMPDIR to a directory with room for the table");
+  }
+}
+
+void PointSpool::replay(const std::function<void(ExtractedPoint&&)>& sink) {
+  if (std::fflush(file_) != 0 || std::fseek(file_, 0, SEEK_SET) != 0) {
+    throw Error(ErrorKind::kIo, Mark::in("tmpfile"), "",
+                std::string("cannot read the temporary table back: ") + std::strerror(errno));
+  }
+  int fd = ::fileno(file_);
+  ::lseek(fd, 0, SEEK_SET);
+  std::string body;
+  while (read_record(fd, &body)) sink(decode_point(body));
+}
+
 void extract_each(const std::vector<std::string>& dirs, const ExtractOptions& o,
                   const std::function<void(const std::string&)>& warning,
                   const std::function<void(ExtractedPoint&&)>& sink) {

@@ -157,8 +157,11 @@ class HostileFiles(unittest.TestCase):
             r = bench_sweep("run", s, "--out", out, check=1, timeout=QUICK)
             summary = read_json(os.path.join(only_point(out), "summary.json"))
             self.assertEqual(summary["status"], "failed", r.stdout)
-            self.assertIn("zero (/dev/zero: is a character device, not a regular file", summary["reason"])
-            self.assertIn("pipe: is a FIFO, not a regular file", summary["reason"])
+            self.assertIn("(zero: /dev/zero: is a character device, not a regular file", summary["reason"])
+            self.assertIn("required metrics not found: zero, pipe", summary["reason"])
+            # The reason says why of the first; each metric's own is in the point's printout.
+            with open(os.path.join(only_point(out), "logs", "stdout.txt")) as f:
+                self.assertIn("pipe: is a FIFO, not a regular file", f.read())
 
     def test_fifos_and_links_to_dev_zero_among_results_are_refused_not_waited_on(self):
         # Case 3: a status.json or summary.json that is a FIFO hung status, run and extract; case
