@@ -124,7 +124,8 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
       "Reader processes (default: the CPUs this process may use)")(
       "series", po::value<std::string>(),
       "A long table for line figures instead of one row per point: tokens (bench-infer's time "
-      "per generated token by position) or system (CPU and RAM samples over time, per rank)")(
+      "per generated token by position), system (CPU and RAM samples over time, per rank) or "
+      "lists (each value of commands' list metrics)")(
       "point-timeout", po::value<double>()->default_value(60),
       "Seconds a reader may spend on one point's files before it is stopped and the point is "
       "incomplete");

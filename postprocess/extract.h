@@ -41,7 +41,9 @@ struct ExtractedPoint {
 // that token over the timed runs, each run's the slowest rank's; position 0 is the first token,
 // its time the TTFT). system: one row per sample of the background sampler, per rank (CPU and RAM
 // over time, PACE's system monitor).
-enum class Series { kNone, kTokens, kSystem };
+// lists: one row per value of a command point's list metrics (`reduce: all`, vLLM's latencies):
+// the metric's name and unit, the value's place in its list (item) and the value.
+enum class Series { kNone, kTokens, kSystem, kLists };
 Series parse_series(const std::string& name);  // Error(kInput) for another name
 // The columns of a series table, in order.
 std::vector<std::string> series_columns(Series series, const std::vector<std::string>& point_dirs);

@@ -268,6 +268,27 @@ std::vector<std::map<std::string, Value>> series_rows(Series series,
     }
     return rows;
   }
+  if (series == Series::kLists) {
+    // Each value of a command's list metrics (reduce: all; vLLM's latencies), rank 0's as the
+    // row's are: one row per value, with the metric's name and the value's place in its list.
+    const RankResult* rank0 = &ranks.front();
+    for (const RankResult& r : ranks) {
+      if (r.rank == 0) rank0 = &r;
+    }
+    if (rank0->benchmark != "command") return rows;
+    for (const CommandMetric& m : rank0->command.metrics) {
+      if (!m.found || m.reduce != "all") continue;
+      for (size_t i = 0; i < m.values.size(); ++i) {
+        std::map<std::string, Value> r = base();
+        r["metric"] = Value::string(m.name);
+        r["unit"] = Value::string(m.unit);
+        r["item"] = Value::integer(static_cast<std::int64_t>(i));
+        r["value"] = number_or_null(m.values[i]);
+        rows.push_back(std::move(r));
+      }
+    }
+    return rows;
+  }
   if (ranks.front().benchmark != "infer") return rows;  // tokens: inference points only
   // Each timed run's token times, the slowest rank's (as the row's metrics are).
   std::vector<std::vector<InferRunTiming>> per_rank;
@@ -298,9 +319,11 @@ std::vector<std::map<std::string, Value>> series_rows(Series series,
 Series parse_series(const std::string& name) {
   if (name == "tokens") return Series::kTokens;
   if (name == "system") return Series::kSystem;
+  if (name == "lists") return Series::kLists;
   throw Error::input(Mark::in("--series " + name), "", "is not a series",
-                     "use --series tokens (per-token latency of bench-infer points) or --series "
-                     "system (CPU and RAM over time)");
+                     "use --series tokens (per-token latency of bench-infer points), --series "
+                     "system (CPU and RAM over time) or --series lists (each value of commands' "
+                     "list metrics)");
 }
 
 namespace {
@@ -373,6 +396,8 @@ std::vector<std::string> series_columns(Series series, const std::vector<std::st
   if (series == Series::kSystem) {
     columns.insert(columns.end(),
                    {"rank", "time_s", "cpu_percent", "ram_used_mb", "rss_bytes", "device_bytes"});
+  } else if (series == Series::kLists) {
+    columns.insert(columns.end(), {"metric", "unit", "item", "value"});
   } else {
     columns.insert(columns.end(), {"position", "runs", "token_seconds_mean", "token_seconds_p50",
                                    "token_seconds_p90", "token_seconds_min", "token_seconds_max"});

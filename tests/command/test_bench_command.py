@@ -215,6 +215,21 @@ axes:
         rows = json.loads(extract("-i", out, "--format", "json"))
         self.assertEqual(rows[0]["units"]["tps"], "tokens/s")
         self.assertEqual(rows[0]["losses"], [4, 3, 2])
+        # A list metric as a long table (issue 31: it could not be a --series) and a figure.
+        lists = pandas.read_csv(io.StringIO(extract("-i", out, "--series", "lists")))
+        self.assertEqual(list(lists["metric"]), ["losses"] * 6)
+        self.assertEqual(list(lists["item"]), [0, 1, 2] * 2)
+        self.assertEqual(list(lists["value"]), [4, 3, 2] * 2)
+        self.assertEqual(list(lists["params.n"]), [1, 1, 1, 2, 2, 2])
+        csv_path = os.path.join(self.tmp, "lists.csv")
+        with open(csv_path, "w") as f:
+            f.write(extract("-i", out, "--series", "lists"))
+        fig = os.path.join(self.tmp, "losses.png")
+        r = subprocess.run([os.path.join(BIN, "bench-plot"), "-i", csv_path, "-o", fig, "--kind",
+                            "line", "--x", "item", "--metric", "value", "--hue", "params.n"],
+                           capture_output=True, text=True, env=ENV, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(os.path.getsize(fig) > 1000)
 
     def test_a_dry_run_shows_what_rank_0_will_run(self):
         sweep = self.sweep("""\
