@@ -241,11 +241,22 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
           // Both need every row before the first is printed.
           ExtractTable table;
           table.columns = with_mark(extract_columns(dirs));
+          std::vector<std::string> found_metrics;  // as PointSpool::command_metrics()
           extract_each(dirs, options, warn, [&](ExtractedPoint&& p) {
             for (const std::string& w : p.warnings) warn(w);
             if (p.incomplete) ++incomplete;
+            if (auto units = p.row.find("units");
+                units != p.row.end() && units->second.is_map()) {
+              for (const Value::Entry& e : units->second.entries()) {
+                if (std::find(found_metrics.begin(), found_metrics.end(), e.key) ==
+                    found_metrics.end()) {
+                  found_metrics.push_back(e.key);
+                }
+              }
+            }
             table.rows.push_back(std::move(p.row));
           });
+          table.columns = with_command_metrics(table.columns, found_metrics);
           if (vm.count("group-repeats")) group_repeats(&table);
           // --keep names columns: one that the table lacks is a typo, said before any output.
           for (const std::string& k : keep) {
@@ -279,8 +290,10 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
             columns = chosen;
           } else {
             const std::vector<std::string>& identity = identity_columns();
-            for (const std::string& c : series ? series_columns(options.series, dirs)
-                                               : with_mark(extract_columns(dirs))) {
+            for (const std::string& c :
+                 series ? series_columns(options.series, dirs)
+                        : with_command_metrics(with_mark(extract_columns(dirs)),
+                                               spool.command_metrics())) {
               bool always = std::find(identity.begin(), identity.end(), c) != identity.end() ||
                             is_config_column(c);
               if (always || spool.filled().count(c) != 0) columns.push_back(c);

@@ -96,11 +96,19 @@ class PointSpool {
   void add(const ExtractedPoint& point);
   void replay(const std::function<void(ExtractedPoint&&)>& sink);
   const std::set<std::string>& filled() const { return filled_; }
+  // The command metrics of the rows (their units maps' names), in the order first seen: those a
+  // parser names from what the program printed (llama-bench's pp512) are known only now.
+  const std::vector<std::string>& command_metrics() const { return command_metrics_; }
 
  private:
   std::FILE* file_ = nullptr;
   std::set<std::string> filled_;
+  std::vector<std::string> command_metrics_;
 };
+
+// `columns` with every name of `metrics` it lacks, before its exit_code (or at its end).
+std::vector<std::string> with_command_metrics(std::vector<std::string> columns,
+                                              const std::vector<std::string>& metrics);
 
 // Reads the points in order and hands each row to `sink`, in order. Warnings that concern no
 // point (a manifest that cannot be read) go to `warning` first. Error when a reader process dies.

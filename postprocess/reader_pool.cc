@@ -426,6 +426,14 @@ void PointSpool::add(const ExtractedPoint& p) {
       if (!value.is_null()) filled_.insert(column);
     }
   }
+  if (auto units = p.row.find("units"); units != p.row.end() && units->second.is_map()) {
+    for (const Value::Entry& e : units->second.entries()) {
+      if (std::find(command_metrics_.begin(), command_metrics_.end(), e.key) ==
+          command_metrics_.end()) {
+        command_metrics_.push_back(e.key);
+      }
+    }
+  }
   std::string body = encode_point(p);
   std::string framed;
   put_u32(&framed, static_cast<std::uint32_t>(body.size()));
@@ -435,6 +443,17 @@ void PointSpool::add(const ExtractedPoint& p) {
                 std::string("cannot write the temporary table: ") + std::strerror(errno),
                 "set TMPDIR to a directory with room for the table");
   }
+}
+
+std::vector<std::string> with_command_metrics(std::vector<std::string> columns,
+                                              const std::vector<std::string>& metrics) {
+  auto at = std::find(columns.begin(), columns.end(), "exit_code");
+  std::vector<std::string> missing;
+  for (const std::string& m : metrics) {
+    if (std::find(columns.begin(), columns.end(), m) == columns.end()) missing.push_back(m);
+  }
+  columns.insert(at, missing.begin(), missing.end());
+  return columns;
 }
 
 void PointSpool::replay(const std::function<void(ExtractedPoint&&)>& sink) {

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <cmath>
 #include <cstdio>
@@ -188,6 +189,14 @@ int run(const std::string& config_path, const std::string& out_arg) {
     return expand_command_text(text, resolved, values, "command.metrics", glob_escape);
   };
   r.command.metrics = read_metrics(spec.metrics, outputs);
+  if (spec.parser == "llama-bench") {
+    // One metric per test beside the parser's means; a name the sweep gave a metric is kept.
+    for (CommandMetric& test : llama_bench_tests(outputs)) {
+      bool taken = std::any_of(r.command.metrics.begin(), r.command.metrics.end(),
+                               [&](const CommandMetric& m) { return m.name == test.name; });
+      if (!taken) r.command.metrics.push_back(std::move(test));
+    }
+  }
   if (ran.end.stop_signal == 0 && output_read_in_part()) {
     // Stopped while reading (core/process.h's handler recorded it), and the reading was cut.
     ran.end.stop_signal = received_stop_signal();

@@ -650,6 +650,87 @@ std::vector<CommandMetric> read_metrics(const std::vector<MetricSpec>& specs,
   return out;
 }
 
+std::vector<CommandMetric> llama_bench_tests(const CommandOutputs& o) {
+  // Each record's test, named as llama-bench's own table names it: pp512, tg128, pp512+tg128,
+  // and @d64 for a depth; its avg_ts, the mean over the records of one test.
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<double>> by_test;
+  auto take = [&](const Value& record) {
+    if (!record.is_map()) return;
+    const Value* ts = record.find("avg_ts");
+    const Value* prompt = record.find("n_prompt");
+    const Value* gen = record.find("n_gen");
+    if (ts == nullptr || !ts->is_number() || prompt == nullptr || !prompt->is_int() ||
+        gen == nullptr || !gen->is_int()) {
+      return;
+    }
+    std::int64_t p = prompt->as_int(), g = gen->as_int();
+    if (p <= 0 && g <= 0) return;
+    std::string name = p > 0 && g > 0 ? "pp" + std::to_string(p) + "+tg" + std::to_string(g)
+                       : p > 0        ? "pp" + std::to_string(p)
+                                      : "tg" + std::to_string(g);
+    if (const Value* depth = record.find("n_depth");
+        depth != nullptr && depth->is_int() && depth->as_int() > 0) {
+      name += "@d" + std::to_string(depth->as_int());
+    }
+    if (by_test.find(name) == by_test.end()) order.push_back(name);
+    by_test[name].push_back(ts->as_float());
+  };
+  auto take_document = [&](const Value& doc) {
+    if (doc.is_list()) {
+      for (const Value& item : doc.items()) take(item);
+    } else {
+      take(doc);
+    }
+  };
+  try {
+    bool whole = false;
+    if (regular_size(o.stdout_path) <= kMaxJsonDocument) {
+      if (std::optional<std::string> text = read_file_if_exists(o.stdout_path, kMaxJsonDocument)) {
+        std::string t = trim(*text);
+        if (!t.empty() && t[0] == '[') {
+          try {
+            take_document(parse_yaml(t, "stdout"));
+          } catch (const Error&) {
+            for (const std::string& record : complete_records(t)) {
+              try {
+                take(parse_yaml(record, "stdout"));
+              } catch (const Error&) {
+              }
+            }
+          }
+          whole = true;
+        }
+      }
+    }
+    if (!whole) {
+      for_each_line(o.stdout_path, [&](const std::string& line, size_t, bool) {
+        std::string t = trim(line);
+        if (t.empty() || t[0] != '{') return;
+        try {
+          take(parse_yaml(t, "stdout"));
+        } catch (const Error&) {
+        }
+      });
+    }
+  } catch (const Error&) {
+    // Output that cannot be read has no tests; the parser's own metrics say why.
+  }
+  std::vector<CommandMetric> out;
+  for (const std::string& name : order) {
+    CommandMetric m;
+    m.name = name;
+    m.unit = "tokens/s";
+    m.source = "stdout";
+    m.reduce = "mean";
+    m.found = true;
+    m.values = by_test[name];
+    m.value = mean(m.values);
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
 bool output_read_in_part() { return g_read_in_part; }
 
 CommandVerdict judge_command(const CommandSpec& spec, const CommandEnd& end,

@@ -51,6 +51,11 @@ struct CommandEnd {
   bool stopped_while_reading = false;
 };
 
+// llama-bench's records (-o jsonl or -o json on stdout) as one metric per test, named as its
+// table names them: pp512, tg128, pp512+tg128, tg128@d64 (tokens/s, the mean avg_ts of the
+// test's records), in the order first seen. Added to a point's metrics by the llama-bench parser.
+std::vector<CommandMetric> llama_bench_tests(const CommandOutputs& o);
+
 // True when a stop signal cut the reading of the program's output or a metric's file (a second
 // after it came): the metrics read may be incomplete.
 bool output_read_in_part();

@@ -417,6 +417,32 @@ class ForPeople(unittest.TestCase):
         self.assertGreaterEqual(len(system), 2 * 6)
         self.assertEqual(sorted(set(system["params.level"])), [1, 6, 9])
 
+    def test_llama_bench_gives_one_metric_per_test(self):
+        # Issue 31: llama-bench's tests were averaged into pp/tg means only. A stand-in prints
+        # the records llama-bench -o jsonl writes (llama.cpp's build is not affordable here).
+        records = [
+            {"n_prompt": 512, "n_gen": 0, "n_depth": 0, "avg_ts": 2000.5, "stddev_ts": 3.0},
+            {"n_prompt": 0, "n_gen": 128, "n_depth": 0, "avg_ts": 110.25, "stddev_ts": 0.5},
+            {"n_prompt": 512, "n_gen": 128, "n_depth": 0, "avg_ts": 400.0, "stddev_ts": 1.0},
+            {"n_prompt": 0, "n_gen": 128, "n_depth": 64, "avg_ts": 100.0, "stddev_ts": 0.5}]
+        program = os.path.join(self.tmp, "llama-bench.sh")
+        with open(program, "w") as f:
+            f.write("cat <<'EOF'\n" + "\n".join(json.dumps(r) for r in records) + "\nEOF\n")
+        path = os.path.join(self.tmp, "llama.yaml")
+        with open(path, "w") as f:
+            f.write(f"name: llama\nbase:\n  benchmark: command\n  command:\n"
+                    f"    argv: [sh, {program}, '{{params.threads}}']\n    parser: llama-bench\n"
+                    f"axes:\n  params.threads: [1, 2]\n")
+        bench_sweep("run", path, "--out", self.out, check=0)
+        df = pd.read_csv(io.StringIO(extract("-i", self.out).stdout))
+        self.assertEqual(list(df["pp512"]), [2000.5, 2000.5])
+        self.assertEqual(list(df["tg128"]), [110.25, 110.25])
+        self.assertEqual(list(df["pp512+tg128"]), [400, 400])
+        self.assertEqual(list(df["tg128@d64"]), [100, 100])
+        self.assertEqual(list(df["tg_tokens_per_second"]), [105.125, 105.125])
+        table = extract("-i", self.out, "--format", "table").stdout
+        self.assertIn("pp512+tg128 (tokens/s)", table)
+
     def test_the_quickstarts_table_fits_120_columns(self):
         # Issue 30, "Done when": the shipped quickstart sweep, as scripts/quickstart prints it.
         bench_sweep("run", os.path.join(SOURCE, "sweeps", "quickstart.yaml"), "--out", self.out,
