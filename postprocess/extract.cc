@@ -245,15 +245,7 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
           extract_each(dirs, options, warn, [&](ExtractedPoint&& p) {
             for (const std::string& w : p.warnings) warn(w);
             if (p.incomplete) ++incomplete;
-            if (auto units = p.row.find("units");
-                units != p.row.end() && units->second.is_map()) {
-              for (const Value::Entry& e : units->second.entries()) {
-                if (std::find(found_metrics.begin(), found_metrics.end(), e.key) ==
-                    found_metrics.end()) {
-                  found_metrics.push_back(e.key);
-                }
-              }
-            }
+            add_command_metrics(p.row, &found_metrics);
             table.rows.push_back(std::move(p.row));
           });
           table.columns = with_command_metrics(table.columns, found_metrics);

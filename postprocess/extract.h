@@ -106,6 +106,9 @@ class PointSpool {
   std::vector<std::string> command_metrics_;
 };
 
+// The command metrics of `row` (its units map's names) added to `names`, each once, in order.
+void add_command_metrics(const std::map<std::string, Value>& row, std::vector<std::string>* names);
+
 // `columns` with every name of `metrics` it lacks, before its exit_code (or at its end).
 std::vector<std::string> with_command_metrics(std::vector<std::string> columns,
                                               const std::vector<std::string>& metrics);

@@ -51,16 +51,6 @@ constexpr size_t kMaxValueWidth = 40;
 constexpr size_t kLineWidth = 120;
 constexpr size_t kMinReasonWidth = 24;
 
-// `text` cut at its end to `max` characters, '…' marking the cut.
-std::string abbreviate_end(const std::string& text, size_t max) {
-  if (display_width(text) <= max || max < 2) return text;
-  size_t kept = 0, i = 0;
-  for (; i < text.size(); ++i) {
-    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80 && ++kept == max) break;
-  }
-  return text.substr(0, i) + "…";
-}
-
 const Value* find_cell(const Row& row, const std::string& column) {
   auto it = row.find(column);
   return it == row.end() || it->second.is_null() ? nullptr : &it->second;
@@ -162,10 +152,7 @@ std::vector<MetricColumn> metric_columns_for(const ExtractTable& t) {
 // status, reason) is called the same, else its whole name.
 std::vector<std::string> short_names(const std::vector<std::string>& columns,
                                      const std::vector<MetricColumn>& metrics) {
-  auto last = [](const std::string& c) {
-    size_t dot = c.rfind('.');
-    return dot == std::string::npos ? c : c.substr(dot + 1);
-  };
+  auto last = [](const std::string& c) { return short_key(c); };
   std::map<std::string, int> count;
   for (const std::string& c : columns) ++count[last(c)];
   for (const char* fixed : {"index", "status", "reason"}) ++count[fixed];

@@ -229,19 +229,16 @@ UnitKind unit_kind(const std::string& metric, std::string* plain) {
   return UnitKind::kPlain;
 }
 
-// The last part of a dotted column: seq_len of data.seq_len.
-std::string short_name(const std::string& column) {
-  size_t dot = column.rfind('.');
-  return dot == std::string::npos ? column : column.substr(dot + 1);
-}
-
 }  // namespace
 
 void describe_figure(const CsvTable& t, PlotSpec* spec) {
+  // Columns by name, once: varying_columns asks for every cell of every column.
+  std::map<std::string, size_t> position;
+  for (size_t i = 0; i < t.columns.size(); ++i) position.emplace(t.columns[i], i);
   auto index_of = [&](const std::string& c) -> std::optional<size_t> {
-    auto it = std::find(t.columns.begin(), t.columns.end(), c);
-    if (it == t.columns.end()) return std::nullopt;
-    return static_cast<size_t>(it - t.columns.begin());
+    auto it = position.find(c);
+    if (it == position.end()) return std::nullopt;
+    return it->second;
   };
   std::optional<size_t> status = index_of("status");
   std::vector<const std::vector<std::string>*> ok;
@@ -264,10 +261,10 @@ void describe_figure(const CsvTable& t, PlotSpec* spec) {
       if (spec->hue_labels.count(h) != 0) continue;
       std::vector<std::string> parts;
       if (config_hue) {
-        parts.push_back(short_name(spec->hue) + "=" + h);
+        parts.push_back(short_key(spec->hue) + "=" + h);
       } else {
         for (const std::string& c : spec->varying) {
-          if (c != spec->x) parts.push_back(short_name(c) + "=" + cell(r, c));
+          if (c != spec->x) parts.push_back(short_key(c) + "=" + cell(r, c));
         }
       }
       spec->hue_labels[h] = parts.empty() ? h : join(parts, ", ");

@@ -415,25 +415,24 @@ PointSpool::~PointSpool() {
   if (file_ != nullptr) std::fclose(file_);
 }
 
-void PointSpool::add(const ExtractedPoint& p) {
-  for (const auto* row : {&p.row}) {
-    for (const auto& [column, value] : *row) {
-      if (!value.is_null()) filled_.insert(column);
-    }
+void add_command_metrics(const std::map<std::string, Value>& row,
+                         std::vector<std::string>* names) {
+  auto units = row.find("units");
+  if (units == row.end() || !units->second.is_map()) return;
+  for (const Value::Entry& e : units->second.entries()) {
+    if (std::find(names->begin(), names->end(), e.key) == names->end()) names->push_back(e.key);
   }
-  for (const auto& row : p.series) {
+}
+
+void PointSpool::add(const ExtractedPoint& p) {
+  auto note_filled = [this](const std::map<std::string, Value>& row) {
     for (const auto& [column, value] : row) {
       if (!value.is_null()) filled_.insert(column);
     }
-  }
-  if (auto units = p.row.find("units"); units != p.row.end() && units->second.is_map()) {
-    for (const Value::Entry& e : units->second.entries()) {
-      if (std::find(command_metrics_.begin(), command_metrics_.end(), e.key) ==
-          command_metrics_.end()) {
-        command_metrics_.push_back(e.key);
-      }
-    }
-  }
+  };
+  note_filled(p.row);
+  for (const auto& row : p.series) note_filled(row);
+  add_command_metrics(p.row, &command_metrics_);
   std::string body = encode_point(p);
   std::string framed;
   put_u32(&framed, static_cast<std::uint32_t>(body.size()));

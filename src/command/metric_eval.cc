@@ -326,35 +326,45 @@ std::vector<std::string> complete_records(const std::string& text) {
   return out;
 }
 
-// Reads the complete records of a cut JSON array `text` into `r`; false when there are none.
-bool salvage_records(const std::string& text, const std::string& source, Reading* r) {
-  std::vector<std::string> records = complete_records(text);
+using JsonSink = std::function<void(const Value&)>;
+
+// The complete records of a cut JSON array `text`, each through `sink`; how many there were.
+size_t salvage_records(const std::string& text, const std::string& source, const JsonSink& sink) {
   size_t read = 0;
-  for (const std::string& record : records) {
+  for (const std::string& record : complete_records(text)) {
     try {
-      json_values(parse_yaml(record, source), r);
+      sink(parse_yaml(record, source));
       ++read;
     } catch (const Error&) {
       // A record that does not parse is not one.
     }
   }
-  if (read == 0) return false;
-  r->salvaged = source + "'s JSON array is cut short: its " + plural(read, "complete record") +
-                " were read";
-  return true;
+  return read;
 }
 
-void read_json_stream(const std::string& path, Reading* r) {
+std::string salvaged_note(const std::string& source, size_t records) {
+  return source + "'s JSON array is cut short: its " + plural(records, "complete record") +
+         " were read";
+}
+
+// Each JSON document of a program's output through `sink`: the whole output when it is one
+// document (of a cut array, its complete records: *salvaged counts them), else each line that
+// is one (JSON lines).
+void for_each_json_document(const std::string& path, const std::string& source,
+                            const JsonSink& sink, size_t* salvaged) {
   if (regular_size(path) <= kMaxJsonDocument) {
     try {
       if (std::optional<std::string> text = read_file_if_exists(path, kMaxJsonDocument)) {
         std::string t = trim(*text);
         if (!t.empty() && (t[0] == '{' || t[0] == '[')) {
           try {
-            json_values(parse_yaml(t, r->spec->file), r);
+            sink(parse_yaml(t, source));
             return;
           } catch (const Error&) {
-            if (salvage_records(t, r->spec->file, r)) return;
+            if (size_t n = salvage_records(t, source, sink)) {
+              *salvaged = n;
+              return;
+            }
             throw;
           }
         }
@@ -367,11 +377,18 @@ void read_json_stream(const std::string& path, Reading* r) {
     std::string t = trim(line);
     if (t.empty() || (t[0] != '{' && t[0] != '[')) return;
     try {
-      json_values(parse_yaml(t, r->spec->file), r);
+      sink(parse_yaml(t, source));
     } catch (const Error&) {
       // Not JSON after all (a Python dict, say): not a record.
     }
   });
+}
+
+void read_json_stream(const std::string& path, Reading* r) {
+  size_t salvaged = 0;
+  for_each_json_document(
+      path, r->spec->file, [r](const Value& doc) { json_values(doc, r); }, &salvaged);
+  if (salvaged > 0) r->salvaged = salvaged_note(r->spec->file, salvaged);
 }
 
 // The files a metric names: its path, or every file its glob pattern matches, sorted. Only the
@@ -405,7 +422,11 @@ void read_json_file(const std::string& path, const std::string& shown, Reading* 
         json_values(parse_yaml(*text, shown), r);
         return;
       } catch (const Error&) {
-        if (salvage_records(*text, shown, r)) return;
+        if (size_t n = salvage_records(*text, shown,
+                                       [r](const Value& doc) { json_values(doc, r); })) {
+          r->salvaged = salvaged_note(shown, n);
+          return;
+        }
         // JSON lines, below.
       }
     }
@@ -684,35 +705,8 @@ std::vector<CommandMetric> llama_bench_tests(const CommandOutputs& o) {
     }
   };
   try {
-    bool whole = false;
-    if (regular_size(o.stdout_path) <= kMaxJsonDocument) {
-      if (std::optional<std::string> text = read_file_if_exists(o.stdout_path, kMaxJsonDocument)) {
-        std::string t = trim(*text);
-        if (!t.empty() && t[0] == '[') {
-          try {
-            take_document(parse_yaml(t, "stdout"));
-          } catch (const Error&) {
-            for (const std::string& record : complete_records(t)) {
-              try {
-                take(parse_yaml(record, "stdout"));
-              } catch (const Error&) {
-              }
-            }
-          }
-          whole = true;
-        }
-      }
-    }
-    if (!whole) {
-      for_each_line(o.stdout_path, [&](const std::string& line, size_t, bool) {
-        std::string t = trim(line);
-        if (t.empty() || t[0] != '{') return;
-        try {
-          take(parse_yaml(t, "stdout"));
-        } catch (const Error&) {
-        }
-      });
-    }
+    size_t salvaged = 0;
+    for_each_json_document(o.stdout_path, "stdout", take_document, &salvaged);
   } catch (const Error&) {
     // Output that cannot be read has no tests; the parser's own metrics say why.
   }

@@ -630,6 +630,11 @@ bool is_config_column(const std::string& column) {
   return found.kind == Schema::Lookup::Kind::kKey || found.kind == Schema::Lookup::Kind::kMapEntry;
 }
 
+std::string short_key(const std::string& column) {
+  size_t dot = column.rfind('.');
+  return dot == std::string::npos ? column : column.substr(dot + 1);
+}
+
 std::vector<std::string> varying_columns(
     const std::vector<std::string>& columns, size_t rows,
     const std::function<std::string(size_t row, const std::string& column)>& cell,

@@ -88,6 +88,8 @@ std::vector<std::string> varying_columns(
     const std::vector<std::string>& first = {});
 // Whether a column of such a table is a config key (train.micro_batch, params.x).
 bool is_config_column(const std::string& column);
+// A column's last part, as people's tables and legends name it: seq_len of data.seq_len.
+std::string short_key(const std::string& column);
 
 // Gets a key of a resolved config; throws a std::logic_error if the schema lacks it.
 const Value& config_at(const Value& resolved, std::string_view path);

@@ -386,4 +386,13 @@ size_t display_width(std::string_view text) {
   return n;
 }
 
+std::string abbreviate_end(const std::string& text, size_t max) {
+  if (display_width(text) <= max || max < 2) return text;
+  size_t kept = 0, i = 0;
+  for (; i < text.size(); ++i) {
+    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80 && ++kept == max) break;
+  }
+  return text.substr(0, i) + "…";
+}
+
 }  // namespace sweepbench

@@ -65,6 +65,8 @@ std::string to_upper(std::string_view s);  // ASCII letters only
 // `text` cut to at most `max` characters (UTF-8 aware), its middle replaced by '…' (for people:
 // a long value stays recognisable by its two ends).
 std::string abbreviate_middle(const std::string& text, size_t max);
+// `text` cut at its end to at most `max` characters (UTF-8 aware), '…' marking the cut.
+std::string abbreviate_end(const std::string& text, size_t max);
 // The characters of UTF-8 `text` (a terminal column each, for the scripts our tables print).
 size_t display_width(std::string_view text);
 
