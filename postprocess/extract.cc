@@ -57,6 +57,16 @@ void refuse_output_among_results(const std::string& output) {
   }
 }
 
+// --columns NAME: refused unless `known` has it, with the nearest name.
+void check_column_named(const std::string& c, const std::vector<std::string>& known) {
+  if (std::find(known.begin(), known.end(), c) != known.end()) return;
+  std::optional<std::string> near = closest_match(c, known);
+  throw Error::input(
+      Mark::in("--columns " + c), "",
+      "no column is named '" + c + "'" + (near ? " (did you mean '" + *near + "'?)" : ""),
+      "--columns all --format csv lists every column");
+}
+
 const char* const kUsage = R"(bench-extract: results trees to one table, one row per point.
 Usage: bench-extract -i PATH [PATH...] [-o OUT] [-f] [--format csv|json|jsonl|md|table]
                      [--drop-constant] [--keep COL]... [--group-repeats]
@@ -214,14 +224,12 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
                                "--group-repeats or --drop-constant",
                                "use --columns all with those, or leave them out");
           } else {
+            // A command's metrics named by its output (llama-bench's pp512) are known once the
+            // points are read: a name that may be one is checked then, before any output.
             std::vector<std::string> known = with_mark(extract_columns(dirs));
+            const bool commands = std::find(known.begin(), known.end(), "exit_code") != known.end();
             for (const std::string& c : chosen) {
-              if (std::find(known.begin(), known.end(), c) != known.end()) continue;
-              std::optional<std::string> near = closest_match(c, known);
-              throw Error::input(Mark::in("--columns " + c), "",
-                                 "no column is named '" + c + "'" +
-                                     (near ? " (did you mean '" + *near + "'?)" : ""),
-                                 "--columns all --format csv lists every column");
+              if (!commands) check_column_named(c, known);
             }
             all_columns = true;
           }
@@ -279,6 +287,9 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
           });
           std::vector<std::string> columns;
           if (!chosen.empty()) {
+            std::vector<std::string> known =
+                with_command_metrics(with_mark(extract_columns(dirs)), spool.command_metrics());
+            for (const std::string& c : chosen) check_column_named(c, known);
             columns = chosen;
           } else {
             const std::vector<std::string>& identity = identity_columns();

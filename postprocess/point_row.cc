@@ -213,6 +213,8 @@ void command_columns(const CommandResult& c, std::map<std::string, Value>* row) 
   for (const CommandMetric& m : c.metrics) {
     if (!m.found) {
       (*row)[m.name] = Value::null();
+    } else if (m.is_text) {
+      (*row)[m.name] = Value::string(m.text);
     } else if (m.reduce == "all") {
       Value list = Value::list();
       for (double v : m.values) list.items().push_back(number_or_null(v));

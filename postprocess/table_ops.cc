@@ -85,7 +85,12 @@ void group_repeats(ExtractTable* t) {
       columns.push_back("repeats");
     } else {
       columns.push_back(c);
-      if (metrics.count(c) != 0) columns.push_back(c + "_std");
+      // Not beside a text metric (type: text) or a list, which have no spread.
+      bool words = std::any_of(rows.begin(), rows.end(), [&](const auto& row) {
+        auto it = row.find(c);
+        return it != row.end() && !it->second.is_number() && !it->second.is_null();
+      });
+      if (metrics.count(c) != 0 && !words) columns.push_back(c + "_std");
     }
   }
   t->columns = columns;

@@ -74,10 +74,13 @@ void write_summary(const std::string& out, const RankResult& r) {
   extra.set("exit_code", Value::integer(r.command.exit_code));
   extra.set("seconds", Value::real(r.command.seconds));
   std::vector<Metric> metrics;
-  std::map<std::string, Value> lists;  // reduce: all, kept whole (as in the rank file)
+  std::map<std::string, Value>
+      lists;  // reduce: all and type: text, kept whole (as in the rank file)
   for (const CommandMetric& m : r.command.metrics) {
     metrics.push_back({m.name, m.found ? m.value : std::nan(""), m.unit});
-    if (m.found && m.reduce == "all") {
+    if (m.found && m.is_text) {
+      lists[m.name] = Value::string(m.text);
+    } else if (m.found && m.reduce == "all") {
       Value list = Value::list();
       for (double v : m.values) {
         list.items().push_back(std::isfinite(v) ? Value::real(v) : Value::null());
@@ -97,14 +100,16 @@ void print_metrics(const RankResult& r) {
   std::printf("# %-32s %16s  %-12s %s\n", "metric", "value", "unit", "source");
   for (const CommandMetric& m : r.command.metrics) {
     std::string value = m.found ? format_float_repr(m.value) : "-";
-    if (m.found && m.reduce == "all") {
+    if (m.found && m.is_text) {
+      value = abbreviate_end(m.text, 60);  // the words, escaped below with the rest
+    } else if (m.found && m.reduce == "all") {
       // Every value, as the rank file and summary.json keep them (the line cut past 60).
       std::vector<std::string> all;
       for (double v : m.values) all.push_back(format_float_repr(v));
       value = abbreviate_middle("[" + join(all, ", ") + "]", 60);
     }
-    std::printf("  %-32s %16s  %-12s %s%s\n", m.name.c_str(), value.c_str(), safe(m.unit).c_str(),
-                safe(m.source).c_str(),
+    std::printf("  %-32s %16s  %-12s %s%s\n", m.name.c_str(), safe(value).c_str(),
+                safe(m.unit).c_str(), safe(m.source).c_str(),
                 m.problem.empty() ? "" : ("  (" + safe(m.problem) + ")").c_str());
   }
   if (r.status == "ok") {

@@ -203,6 +203,23 @@ struct Reading {
   std::int64_t records_without = 0;
   // A JSON array cut short whose complete records were read: said in the metric's problem.
   std::string salvaged;
+  // type: text: the first and last words read, and whether one was longer than kept.
+  std::string first_text, last_text;
+  bool text_cut = false;
+
+  void add_text(std::string_view found) {
+    // Valid UTF-8 (a program's bytes go on to our files and tables), cut on a character's start.
+    std::string t = valid_utf8(found);
+    if (t.size() > kMaxMetricText) {
+      size_t end = kMaxMetricText;
+      while (end > 0 && (static_cast<unsigned char>(t[end]) & 0xC0) == 0x80) --end;
+      t.resize(end);
+      text_cut = true;
+    }
+    if (count == 0) first_text = t;
+    last_text = std::move(t);
+    ++count;
+  }
 
   void add(double v) {
     if (count == 0) {
@@ -221,6 +238,8 @@ struct Reading {
     count = 0;
     sum = 0;
     m.values.clear();
+    first_text.clear();
+    last_text.clear();
   }
   double reduced() const {
     switch (spec->reduce) {
@@ -267,7 +286,15 @@ void json_values(const Value& doc, Reading* r) {
   for (const Found& f : found) {
     if (!holder_matches(f.holder, spec.where)) continue;
     const Value* v = f.value;
-    if (spec.reduce == MetricReduce::kCount) {
+    if (spec.text) {
+      if (v->is_string()) {
+        r->add_text(v->as_string());
+      } else if (v->is_number() || v->is_bool()) {
+        r->add_text(emit_json(*v, 0));
+      } else if (!v->is_null() && r->m.problem.empty()) {
+        r->m.problem = spec.pointer + " is " + v->describe() + ", not text";
+      }
+    } else if (spec.reduce == MetricReduce::kCount) {
       r->add(1);  // what is there counts, number or not
     } else if (v->is_number()) {
       r->add(v->as_float());
@@ -603,7 +630,9 @@ std::vector<CommandMetric> read_metrics(const std::vector<MetricSpec>& specs,
           const std::int64_t before = r.count;
           res[i]->for_each_match(line, specs[i].group, [&](std::string_view match) {
             std::string text(match);
-            if (specs[i].reduce == MetricReduce::kCount) {
+            if (specs[i].text) {
+              r.add_text(text);
+            } else if (specs[i].reduce == MetricReduce::kCount) {
               r.add(static_cast<double>(n));  // a count's values: line numbers
             } else if (std::optional<double> v = number_of(text)) {
               r.add(*v);
@@ -652,7 +681,16 @@ std::vector<CommandMetric> read_metrics(const std::vector<MetricSpec>& specs,
       m.problem += " (" + r.cut_line + " is longer than " +
                    std::to_string(kMaxMatchedLine >> 20) + " MiB: only its first MiB was read)";
     }
-    if (m.found && r.count > 0) {
+    if (specs[i].text) {
+      m.is_text = true;
+      m.value = std::numeric_limits<double>::quiet_NaN();
+      m.text = specs[i].reduce == MetricReduce::kFirst ? r.first_text : r.last_text;
+      if (m.found) m.problem.clear();
+      if (r.text_cut) {
+        m.problem =
+            "a value longer than " + std::to_string(kMaxMetricText) + " bytes was cut there";
+      }
+    } else if (m.found && r.count > 0) {
       m.problem.clear();  // a value was read after all
       if (r.count > static_cast<std::int64_t>(kMaxKeptValues)) {
         m.problem = with_commas(static_cast<double>(r.count)) + " values read; the " + m.reduce +

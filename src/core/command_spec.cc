@@ -111,7 +111,7 @@ MetricSpec parse_metric(const Value& item, size_t index, const Mark& list_mark) 
   MetricSpec m;
   m.mark = mark;
   static const std::set<std::string> known = {"name",   "unit",    "from",     "regex", "group",
-                                              "reduce", "pointer", "optional", "where"};
+                                              "reduce", "pointer", "optional", "where", "type"};
   for (const Value::Entry& e : item.entries()) {
     if (known.count(e.key) == 0) {
       std::vector<std::string> names(known.begin(), known.end());
@@ -119,7 +119,8 @@ MetricSpec parse_metric(const Value& item, size_t index, const Mark& list_mark) 
       throw Error::input(
           mark_of(e.value, e.key_mark.known() ? e.key_mark : mark), key,
           "unknown field '" + e.key + "'" + (near ? " (did you mean '" + *near + "'?)" : ""),
-          "a metric has name, unit, from, regex, group, reduce, pointer, optional");
+          "a metric has name, unit, from, regex, group, reduce, pointer, optional, where, "
+          "type");
     }
   }
   auto text = [&](const char* field, bool needed) -> std::optional<std::string> {
@@ -184,6 +185,20 @@ MetricSpec parse_metric(const Value& item, size_t index, const Mark& list_mark) 
   }
   if (const Value* r = item.find("reduce"); r != nullptr && !r->is_null()) {
     m.reduce = parse_reduce(*r, key + ".reduce");
+  }
+  if (std::optional<std::string> type = text("type", false); type && *type != "number") {
+    if (*type != "text") {
+      throw Error::input(mark_of(*item.find("type"), mark), key + ".type",
+                         "'" + *type + "' is not a metric type",
+                         "use number (the default) or text");
+    }
+    m.text = true;
+    if (m.reduce != MetricReduce::kLast && m.reduce != MetricReduce::kFirst) {
+      throw Error::input(
+          mark_of(*item.find("reduce"), mark), key + ".reduce",
+          "a text metric keeps one value, so " + to_string(m.reduce) + " does not apply",
+          "use reduce: last (the default) or first");
+    }
   }
   if (const Value* o = item.find("optional"); o != nullptr && !o->is_null()) {
     if (!o->is_bool()) {
@@ -402,13 +417,20 @@ std::vector<MetricSpec> parser_metrics(const std::string& parser) {
       if (zero == nullptr) m.where.clear();
       return m;
     };
-    return {lb("pp_tokens_per_second", "n_gen"),
-            lb("tg_tokens_per_second", "n_prompt"),
+    auto words = [&](const std::string& field) {
+      MetricSpec m = extra(field, "", nullptr, "/" + field, MetricReduce::kLast);
+      m.text = true;
+      return m;
+    };
+    return {lb("pp_tokens_per_second", "n_gen"), lb("tg_tokens_per_second", "n_prompt"),
             extra("pp_stddev_ts", "tokens/s", "n_gen", "/stddev_ts", MetricReduce::kMean),
             extra("tg_stddev_ts", "tokens/s", "n_prompt", "/stddev_ts", MetricReduce::kMean),
             extra("model_size", "bytes", nullptr, "/model_size", MetricReduce::kLast),
             extra("model_n_params", "parameters", nullptr, "/model_n_params", MetricReduce::kLast),
-            extra("n_threads", "threads", nullptr, "/n_threads", MetricReduce::kLast)};
+            extra("n_threads", "threads", nullptr, "/n_threads", MetricReduce::kLast),
+            // What it ran on, as text columns (figures leave them out).
+            words("backends"), words("model_type"), words("cpu_info"), words("gpu_info"),
+            words("build_commit")};
   }
   if (parser == "pace") {
     // benchmark_llm_offline.py's results file, {output_dir}/<model>_<dtype>_bs.._results.json:

@@ -41,9 +41,16 @@ struct MetricSpec {
   std::vector<std::pair<std::string, Value>> where;
   MetricReduce reduce = MetricReduce::kLast;
   bool required = true;
+  // type: text. The value is kept as the words found (a capture group, a JSON string or the
+  // text of a JSON number), at most kMaxMetricText bytes: a column of text in the table, which
+  // figures leave out (llama-bench's backends, model type and CPU). Its reduce is last or first.
+  bool text = false;
   std::string parser;  // the command.parser it comes from; "" = command.metrics
   Mark mark;
 };
+
+// The longest text a `type: text` metric keeps; longer ones are cut here, and the metric says so.
+constexpr size_t kMaxMetricText = 256;
 
 struct CommandSpec {
   std::vector<std::string> argv;           // may hold {placeholders}

@@ -342,7 +342,7 @@ void write_result(Writer& w, const RankResult& r) {
     w.attr(command, "term_signal", c.term_signal);
     w.attr(command, "seconds", c.seconds);
     // The metrics as columns of one row each, and every value read as (metric, value) pairs.
-    std::vector<std::string> name, unit, source, reduce, problem;
+    std::vector<std::string> name, unit, source, reduce, problem, type, text;
     std::vector<std::uint8_t> required, found;
     std::vector<double> value, values;
     std::vector<std::int64_t> value_metric;
@@ -356,6 +356,8 @@ void write_result(Writer& w, const RankResult& r) {
       required.push_back(m.required);
       found.push_back(m.found);
       value.push_back(m.value);
+      type.push_back(m.is_text ? "text" : "number");
+      text.push_back(m.text);
       for (double v : m.values) {
         values.push_back(v);
         value_metric.push_back(static_cast<std::int64_t>(i));
@@ -369,6 +371,8 @@ void write_result(Writer& w, const RankResult& r) {
     w.dataset(command, "metric_found", found);
     w.dataset(command, "metric_value", value);
     w.dataset(command, "metric_problem", problem);
+    w.dataset(command, "metric_type", type);
+    w.dataset(command, "metric_text", text);
     w.dataset(command, "values", values);
     w.dataset(command, "values_metric", value_metric);
   }

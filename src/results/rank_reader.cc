@@ -423,8 +423,23 @@ void read_command(Reader& in, hid_t g, bool all, CommandResult& c) {
       return;
     }
   }
+  // Text metrics (type: text) came within schema 4: files before them have none.
+  std::optional<std::vector<std::string>> type, text;
+  if (H5Lexists(g, "metric_type", H5P_DEFAULT) > 0) {
+    type = in.strings(g, p, "metric_type");
+    text = in.strings(g, p, "metric_text");
+    if (!type || !text) return;
+    if (type->size() != n || text->size() != n) {
+      in.problem("command/metric_*", "its columns have different lengths");
+      return;
+    }
+  }
   for (size_t i = 0; i < n; ++i) {
     CommandMetric m;
+    if (type && (*type)[i] == "text") {
+      m.is_text = true;
+      m.text = (*text)[i];
+    }
     m.name = (*name)[i];
     m.unit = (*unit)[i];
     m.source = (*source)[i];

@@ -98,6 +98,10 @@ struct CommandMetric {
   bool found = false;          // at least one value was read
   double value = 0;            // the reduction of every value read (for all: the last)
   std::vector<double> values;  // the values read, in order: the first kMaxKeptValues (10,000)
+  // type: text (docs/commands.md): the words kept (reduce last or first); value is NaN and
+  // values empty.
+  bool is_text = false;
+  std::string text;
   // Why it was not found, or a value was not a number; when found, what was not kept of it.
   std::string problem;
 };

@@ -256,6 +256,64 @@ TEST(Parsers, LlamaBenchJsonLinesAndJson) {
             "records on stdout: run it with -o jsonl (or -o json))");
 }
 
+// Issue 31: text fields (llama-bench's backends, model type, CPU) could not be columns at all.
+TEST(ReadMetrics, TextMetricsKeepTheWordsFound) {
+  Logs run("torch 2.15.0+cpu on host-a\ntorch 2.16.0 on host-b\nloss 3.5\n", "");
+  run.dir.write("info.json", R"({"backend": "CUDA", "threads": 8, "flash": true, )"
+                             R"("list": ["a"], "none": null})");
+  std::vector<CommandMetric> m = read(
+      "    - {name: torch, regex: 'torch (\\S+)', type: text}\n"
+      "    - {name: first_torch, regex: 'torch (\\S+)', type: text, reduce: first}\n"
+      "    - {name: backend, from: json info.json, pointer: /backend, type: text}\n"
+      "    - {name: threads, from: json info.json, pointer: /threads, type: text}\n"
+      "    - {name: flash, from: json info.json, pointer: /flash, type: text}\n"
+      "    - {name: listed, from: json info.json, pointer: /list, type: text, optional: true}\n"
+      "    - {name: loss, regex: 'loss ([0-9.]+)', type: number}\n",
+      run);
+  auto t = by_name(m);
+  EXPECT_TRUE(t["torch"].is_text);
+  EXPECT_TRUE(t["torch"].found);
+  EXPECT_EQ(t["torch"].text, "2.16.0");
+  EXPECT_TRUE(std::isnan(t["torch"].value));
+  EXPECT_TRUE(t["torch"].values.empty());
+  EXPECT_EQ(t["first_torch"].text, "2.15.0+cpu");
+  EXPECT_EQ(t["backend"].text, "CUDA");
+  EXPECT_EQ(t["threads"].text, "8");
+  EXPECT_EQ(t["flash"].text, "true");
+  EXPECT_FALSE(t["listed"].found);
+  EXPECT_EQ(t["listed"].problem, "/list is a list of 1 item, not text");
+  EXPECT_FALSE(t["loss"].is_text);
+  EXPECT_EQ(t["loss"].value, 3.5);
+  // Kept to kMaxMetricText bytes, cut on a character's start, and valid UTF-8 whatever came.
+  std::string long_line = "name " + std::string(kMaxMetricText - 1, 'x') + "\xc3\xa9 end\n";
+  Logs longer(long_line + "bad \xff\xfe\n", "");
+  t =
+      by_name(read("    - {name: name, regex: '^name (.*)$', type: text}\n"
+                   "    - {name: bad, regex: '^bad (\\C+)$', type: text}\n",
+                   longer));
+  EXPECT_EQ(t["name"].text, std::string(kMaxMetricText - 1, 'x'));
+  EXPECT_EQ(t["name"].problem, "a value longer than 256 bytes was cut there");
+  EXPECT_TRUE(t["bad"].found) << t["bad"].problem;
+  EXPECT_EQ(t["bad"].text, "\xef\xbf\xbd\xef\xbf\xbd");
+}
+
+TEST(Parsers, LlamaBenchTextFieldsAreTextColumns) {
+  const std::string record =
+      R"({"build_commit": "5f3a2b1", "cpu_info": "AMD EPYC 7B13", "gpu_info": "", )"
+      R"("backends": "CPU", "model_type": "llama ?B F32", "n_prompt": 64, "n_gen": 0, )"
+      R"("avg_ts": 812.5})";
+  Logs run(record + "\n", "");
+  auto m = by_name(read_metrics(spec_of("  parser: llama-bench\n").metrics, run.out));
+  EXPECT_EQ(m["backends"].text, "CPU");
+  EXPECT_EQ(m["model_type"].text, "llama ?B F32");
+  EXPECT_EQ(m["cpu_info"].text, "AMD EPYC 7B13");
+  EXPECT_TRUE(m["gpu_info"].found);
+  EXPECT_EQ(m["gpu_info"].text, "");
+  EXPECT_EQ(m["build_commit"].text, "5f3a2b1");
+  EXPECT_TRUE(m["backends"].is_text);
+  EXPECT_FALSE(m["pp_tokens_per_second"].is_text);
+}
+
 // Issue 31: vLLM's benchmarks took 6 to 9 pointer and regex lines per sweep.
 TEST(Parsers, VllmReadsLatencyAndThroughputResults) {
   Logs latency("", "");

@@ -13,6 +13,7 @@ Run by ctest (tests/CMakeLists.txt), one ctest per class:
 import glob
 import io
 import json
+import math
 import os
 import re
 import shutil
@@ -141,6 +142,7 @@ base:
       - {{name: loss_lines, regex: '^loss', reduce: count}}
       - {{name: avg_ts, unit: tokens/s, from: stdout, pointer: /avg_ts}}
       - {{name: argc, from: json given.json, pointer: '/argv/*', reduce: count}}
+      - {{name: greeted, from: json given.json, pointer: /env, type: text}}
     success: {{match: ['^done$'], fail: [Traceback]}}
 axes:
   params.n: [1, 2]
@@ -169,7 +171,14 @@ axes:
                 self.assertEqual(g.attrs["stdout_log"], "logs/rank-00000.stdout.txt")
                 self.assertGreater(g.attrs["seconds"], 0)
                 names = [m.decode() for m in g["metric_name"][:]]
-                self.assertEqual(names, ["tps", "loss_mean", "losses", "loss_lines", "avg_ts", "argc"])
+                self.assertEqual(names, ["tps", "loss_mean", "losses", "loss_lines", "avg_ts", "argc",
+                                         "greeted"])
+                # A text metric (issue 31): its words beside the numbers, its value NaN.
+                self.assertEqual([t.decode() for t in g["metric_type"][:]],
+                                 ["number"] * 6 + ["text"])
+                self.assertEqual([t.decode() for t in g["metric_text"][:]],
+                                 [""] * 6 + [f"hello-{n}"])
+                self.assertTrue(math.isnan(g["metric_value"][6]))
                 values = dict(zip(names, g["metric_value"][:]))
                 self.assertEqual(values["tps"], 100 + 6)
                 self.assertEqual(values["loss_mean"], 3.0)
@@ -202,8 +211,11 @@ axes:
             # A list metric is whole in summary.json and the printout, as in the rank file
             # (issue 31: both held only its last value).
             self.assertEqual(summary["metrics"]["losses"], [4.0, 3.0, 2.0])
+            self.assertEqual(summary["metrics"]["greeted"], f"hello-{n}")
             with open(os.path.join(point, "logs", "stdout.txt")) as f:
-                self.assertRegex(f.read(), r"losses\s+\[4\.0, 3\.0, 2\.0\]")
+                printed = f.read()
+                self.assertRegex(printed, r"losses\s+\[4\.0, 3\.0, 2\.0\]")
+                self.assertRegex(printed, rf"greeted\s+hello-{n}\s")
 
         t = table(out)
         self.assertEqual(list(t["params.n"]), [1, 2])
@@ -212,6 +224,13 @@ axes:
         self.assertEqual(list(t["losses"]), ["[4, 3, 2]"] * 2)  # whole numbers without .0
         self.assertEqual(list(t["exit_code"]), [0, 0])
         self.assertNotIn("model.preset", t.columns)  # a command reads no model: no column
+        self.assertEqual(list(t["greeted"]), ["hello-1", "hello-2"])
+        grouped = pandas.read_csv(io.StringIO(extract("-i", out, "--group-repeats")))
+        self.assertEqual(list(grouped["greeted"]), ["hello-1", "hello-2"])
+        self.assertIn("tps_std", grouped.columns)
+        self.assertNotIn("greeted_std", grouped.columns)  # words have no spread
+        self.assertIn("hello-2", extract("-i", out, "--format", "table", "--columns",
+                                         "tag,greeted,tps"))
         rows = json.loads(extract("-i", out, "--format", "json"))
         self.assertEqual(rows[0]["units"]["tps"], "tokens/s")
         self.assertEqual(rows[0]["losses"], [4, 3, 2])
@@ -230,6 +249,14 @@ axes:
                            capture_output=True, text=True, env=ENV, timeout=120)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertTrue(os.path.getsize(fig) > 1000)
+        # Figures leave text columns out: asked for one, bench-plot says what to choose.
+        with open(csv_path, "w") as f:
+            f.write(extract("-i", out))
+        r = subprocess.run([os.path.join(BIN, "bench-plot"), "-i", csv_path, "-o", fig,
+                            "--x", "params.n", "--metric", "greeted"],
+                           capture_output=True, text=True, env=ENV, timeout=120)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("is not a numeric column", r.stderr)
 
     def test_a_dry_run_shows_what_rank_0_will_run(self):
         sweep = self.sweep("""\

@@ -101,12 +101,20 @@ TEST(CommandSpec, BadInputNamesTheKeyTheLineAndTheFix) {
             "around the number, e.g. 'loss ([0-9.]+)')");
   EXPECT_EQ(error_text(kBase + "  metrics:\n    - {name: a, regx: b}\n"),
             "c.yaml:5:23: command.metrics[0]: unknown field 'regx' (did you mean 'regex'?) (a "
-            "metric has name, unit, from, regex, group, reduce, pointer, optional)");
+            "metric has name, unit, from, regex, group, reduce, pointer, optional, where, type)");
   EXPECT_EQ(error_text(kBase + "  metrics:\n    - {name: a, regex: 'x', group: 2}\n"),
             "c.yaml:5:36: command.metrics[0].group: the regex has 0 capture groups, not 2");
   EXPECT_EQ(error_text(kBase + "  metrics:\n    - {name: a, regex: '(x)', reduce: median}\n"),
             "c.yaml:5:39: command.metrics[0].reduce: the string \"median\" is not a reduction "
             "(use last, first, mean, min, max, sum, count or all)");
+  // Issue 31: text columns.
+  EXPECT_EQ(error_text(kBase + "  metrics:\n    - {name: a, regex: '(x)', type: txt}\n"),
+            "c.yaml:5:37: command.metrics[0].type: 'txt' is not a metric type (use number (the "
+            "default) or text)");
+  EXPECT_EQ(error_text(kBase + "  metrics:\n    - {name: a, regex: '(x)', type: text, reduce: "
+                               "mean}\n"),
+            "c.yaml:5:51: command.metrics[0].reduce: a text metric keeps one value, so mean does "
+            "not apply (use reduce: last (the default) or first)");
   EXPECT_EQ(error_text(kBase + "  metrics:\n    - {name: a, from: json r.json}\n"),
             "c.yaml:5:7: command.metrics[0]: reads JSON but has no pointer (add pointer: /a/b "
             "(RFC 6901; * for every item))");

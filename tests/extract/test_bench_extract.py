@@ -424,7 +424,8 @@ class ForPeople(unittest.TestCase):
             {"n_prompt": 512, "n_gen": 0, "n_depth": 0, "avg_ts": 2000.5, "stddev_ts": 3.0},
             {"n_prompt": 0, "n_gen": 128, "n_depth": 0, "avg_ts": 110.25, "stddev_ts": 0.5},
             {"n_prompt": 512, "n_gen": 128, "n_depth": 0, "avg_ts": 400.0, "stddev_ts": 1.0},
-            {"n_prompt": 0, "n_gen": 128, "n_depth": 64, "avg_ts": 100.0, "stddev_ts": 0.5}]
+            {"n_prompt": 0, "n_gen": 128, "n_depth": 64, "avg_ts": 100.0, "stddev_ts": 0.5,
+             "backends": "CPU", "cpu_info": "AMD EPYC 7B13", "model_type": "llama ?B F32"}]
         program = os.path.join(self.tmp, "llama-bench.sh")
         with open(program, "w") as f:
             f.write("cat <<'EOF'\n" + "\n".join(json.dumps(r) for r in records) + "\nEOF\n")
@@ -442,6 +443,16 @@ class ForPeople(unittest.TestCase):
         self.assertEqual(list(df["tg_tokens_per_second"]), [105.125, 105.125])
         table = extract("-i", self.out, "--format", "table").stdout
         self.assertIn("pp512+tg128 (tokens/s)", table)
+        # Text fields are text columns; the per-test columns can be chosen by name.
+        self.assertEqual(list(df["backends"]), ["CPU", "CPU"])
+        self.assertEqual(list(df["cpu_info"]), ["AMD EPYC 7B13"] * 2)
+        self.assertEqual(list(df["model_type"]), ["llama ?B F32"] * 2)
+        chosen = pd.read_csv(io.StringIO(extract("-i", self.out, "--columns",
+                                                 "params.threads,pp512,backends").stdout))
+        self.assertEqual(list(chosen.columns), ["params.threads", "pp512", "backends"])
+        self.assertEqual(list(chosen["pp512"]), [2000.5, 2000.5])
+        r = extract("-i", self.out, "--columns", "pp521", check=2)
+        self.assertIn("no column is named 'pp521' (did you mean 'pp512'?)", r.stderr)
 
     def test_the_quickstarts_table_fits_120_columns(self):
         # Issue 30, "Done when": the shipped quickstart sweep, as scripts/quickstart prints it.
