@@ -45,18 +45,32 @@ std::string exit_meaning(const Workload& workload, const ProcessResult& r) {
 // Why a point ended as it did: its summary.json reason, else its program's last stderr line.
 // When srun says another task than rank 0 failed first, that comes first: with
 // --kill-on-bad-exit, rank 0 (which writes the summary) was ended by srun and knows only that.
-std::string reason_of(const std::string& point_dir, const std::string& program,
-                      const ProcessResult& r) {
-  std::string err;
+// The end of a point's stderr log: its last MiB (srun's lines come at the end, and a program may
+// print gigabytes first); empty when it cannot be read.
+std::string stderr_tail(const std::string& point_dir) {
   try {
-    // Its last MiB: srun's lines come at the end, and a program may print gigabytes first.
     if (auto text = read_file_tail((fs::path(point_dir) / kLogsDir / "stderr.txt").string(),
                                    size_t{1} << 20)) {
-      err = std::move(*text);
+      return std::move(*text);
     }
   } catch (const Error&) {
     // An unreadable log says nothing.
   }
+  return "";
+}
+
+std::string last_nonempty_line(const std::string& text) {
+  std::string last;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (!trim(line).empty()) last = trim(line);
+  }
+  return last;
+}
+
+std::string reason_of(const std::string& point_dir, const std::string& program,
+                      const ProcessResult& r) {
+  std::string err = stderr_tail(point_dir);
   std::string first;
   if (std::optional<SrunTaskFailure> f = first_srun_task_failure(err); f && !f->includes_rank0) {
     first =
@@ -325,6 +339,11 @@ class SweepRun {
               missing_result(point_dir(p), workload->result_files(p.config))) {
         r.status = PointStatus::kFailed;
         r.reason = program + " exited 0 without results: no " + *missing;
+        // What the launcher said, if anything (srun exits 0 when its tasks' launch failed:
+        // "srun: error: task 0 launch failed: Unspecified error").
+        if (std::string said = last_nonempty_line(stderr_tail(point_dir(p))); !said.empty()) {
+          r.reason += "; stderr ends: " + first_line(said, 200);
+        }
       }
     }
     if (int sig = received_stop_signal(); sig != 0 && r.status != PointStatus::kOk) {

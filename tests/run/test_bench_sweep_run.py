@@ -172,6 +172,17 @@ class LocalRun(unittest.TestCase):
                                       "-i", out, "--strict", "--format", "jsonl"],
                                      capture_output=True, text=True)
             self.assertEqual(json.loads(extract.stdout)["status"], "failed")
+            # What the launcher said comes with it: srun exits 0 when its tasks' launch failed.
+            said = os.path.join(tmp, "said")
+            with open(said, "w") as f:
+                f.write("#!/bin/sh\necho 'srun: error: task 0 launch failed: Unspecified error' >&2\n"
+                        "echo >&2\n")
+            os.chmod(said, 0o755)
+            run("run", s, "--out", out, "--bench-train", said, "--retry-failed", check=1)
+            record = read_json(os.path.join(out, tag, "status.json"))
+            self.assertEqual(record["reason"], "bench-train exited 0 without results: no "
+                             "rank-00000.h5; stderr ends: srun: error: task 0 launch failed: "
+                             "Unspecified error")
 
     def test_bad_input_writes_nothing(self):
         with tempfile.TemporaryDirectory() as tmp:

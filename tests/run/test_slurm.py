@@ -65,6 +65,18 @@ class SlurmCase(slurm_case.SlurmCase):
                 text.append(f"--- {log}\n{f.read()[-3000:]}")
         return "\n".join(text)
 
+    def point_logs(self, out, tag):
+        """Every log and status record of a point's attempts, for a failure message."""
+        text = []
+        names = ("status.json", os.path.join("logs", "stdout.txt"), os.path.join("logs", "stderr.txt"))
+        for d in [os.path.join(out, tag)] + sorted(glob.glob(os.path.join(out, tag, "attempts", "*"))):
+            for name in names:
+                path = os.path.join(d, name)
+                if os.path.exists(path):
+                    with open(path, errors="replace") as f:
+                        text.append(f"--- {path}\n{f.read()[-3000:]}")
+        return "\n".join(text)
+
 
 class ArrayMode(SlurmCase):
     def test_sbatch_array_runs_point_i_in_task_i(self):
@@ -395,7 +407,9 @@ class Timeout(SlurmCase):
         self.cluster.wait_until_idle(200)
 
         p = self.status(out)[tag]
-        self.assertEqual(p["status"], "timeout", p)
+        self.assertEqual(p["status"], "timeout", f"{p}\n{self.job_logs(out)}\n"
+                                                 f"{self.point_logs(out, tag)}\n"
+                                                 f"{self.cluster.logs(120)}")
         record = read_json(os.path.join(out, tag, "status.json"))
         self.assertEqual(record["attempt"], 2, f"{record}\n{self.job_logs(out)}")
         self.assertIn("bench-sweep received SIGUSR1 (the time limit is near)", record["reason"])

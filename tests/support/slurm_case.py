@@ -54,8 +54,26 @@ class SlurmCase(unittest.TestCase):
         self.fail(f"waited {seconds} s for {what}\n{self.cluster.logs()}")
 
     def start_requeued_job(self, job):
-        # SLURM holds a requeued job back for two minutes (BeginTime); the tests wait 2 s only.
-        # Not less: slurmd refuses a job credential made within the second it revoked the last
-        # one ("Job credential revoked") and the job would end FAILED without running.
+        # SLURM holds a requeued job back for two minutes (BeginTime); the tests wait until the
+        # first run's step daemons are gone, then 2 s. Not less: slurmd refuses a job credential
+        # made within the second it revoked the last one ("Job credential revoked") and the job
+        # would end FAILED without running; and a step started while slurmd still ends the first
+        # run's step of the same id (StepId=1.0) is "aborted before step completely launched",
+        # srun saying "task 0 launch failed" and exiting 0 (CI, 2026-11-26).
+        # An array task's own job id (1_0 is job 1): its step daemons are "slurmstepd: [1.0]".
+        number = self.cluster.run("squeue", "-h", "-j", job, "-o", "%A").stdout.strip()
+        if not number.isdigit():
+            number = job.split("_")[0]
+
+        def stepds():
+            ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+            return [line for line in ps.splitlines()
+                    if line.startswith(f"slurmstepd: [{number}.")]
+        deadline = time.monotonic() + 60
+        while stepds() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        left = stepds()
+        if left:
+            self.fail(f"the first run's steps still run after 60 s: {left}\n{self.cluster.logs()}")
         time.sleep(2)
         self.cluster.run("scontrol", "update", "JobId=" + job, "StartTime=now")
