@@ -76,4 +76,9 @@ void UserRegex::for_each_match(std::string_view text, int group,
   }
 }
 
+bool is_python_word_char(std::string_view c) {
+  static const UserRegex word(R"([\pL\pN_])", Mark(), "");
+  return word.full_match(c);
+}
+
 }  // namespace sweepbench

@@ -41,4 +41,9 @@ class UserRegex {
   std::shared_ptr<const re2::RE2> re_;
 };
 
+// Whether `c`, one UTF-8 character, is a word character as Python's `re` has it for str patterns
+// (`\w`: str.isalnum() or '_'), that is a Unicode letter or number (categories L and N, as RE2's
+// tables have them) or '_'. What fairseq2's sweep tagger keeps of a string.
+bool is_python_word_char(std::string_view c);
+
 }  // namespace sweepbench

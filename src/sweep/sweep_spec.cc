@@ -295,9 +295,13 @@ TagSpec parse_tag(const Value& tag, const Mark& fallback) {
       spec.style = TagSpec::Style::kReadable;
     } else if (s == "fairseq2") {
       spec.style = TagSpec::Style::kFairseq2;
+    } else if (s == "fairseq2-0.8") {
+      spec.style = TagSpec::Style::kFairseq2v08;
     } else {
       throw Error::input(mark_or(*style, fallback), "tag.style",
-                         "'" + s + "' is not one of readable, fairseq2");
+                         "'" + s + "' is not one of readable, fairseq2, fairseq2-0.8",
+                         "fairseq2 is fairseq2 0.3's tagger (tag.keys, {preset}); fairseq2-0.8 "
+                         "is 0.8's (every key)");
     }
   }
   if (const Value* format = tag.find("format")) {
@@ -311,6 +315,12 @@ TagSpec parse_tag(const Value& tag, const Mark& fallback) {
     }
   }
   if (const Value* keys = tag.find("keys")) {
+    if (spec.style == TagSpec::Style::kFairseq2v08) {
+      throw Error::input(mark_or(*keys, fallback), "tag.keys",
+                         "does not apply to tag.style fairseq2-0.8: fairseq2 0.8 puts every key "
+                         "of the config in the tag",
+                         "leave tag.keys out, or use tag.style fairseq2 (0.3's allow-list)");
+    }
     const Value& list = require_list(*keys, "tag.keys", fallback);
     for (const Value& k : list.items()) {
       spec.keys.push_back(require_string(k, "tag.keys", mark_or(list, fallback)));

@@ -50,7 +50,9 @@ struct Scenario {
 };
 
 struct TagSpec {
-  enum class Style { kReadable, kFairseq2 };
+  // kFairseq2: fairseq2 0.3's StandardSweepTagger (tag.keys, {preset}); kFairseq2v08: fairseq2
+  // 0.8's _StandardSweepTagGenerator (every key, no preset, ws_{world_size}.{hash}).
+  enum class Style { kReadable, kFairseq2, kFairseq2v08 };
   Style style = Style::kReadable;
   std::optional<std::string> format;
   Mark format_mark;

@@ -8,6 +8,7 @@
 #include "core/placeholders.h"
 #include "core/schema.h"
 #include "core/text.h"
+#include "core/user_regex.h"
 
 namespace sweepbench {
 namespace {
@@ -204,7 +205,8 @@ std::string format_tag(const std::vector<TagFormatPiece>& pieces, const TagInput
   return render(pieces, values);
 }
 
-void collect_fairseq2(const Value& obj, const std::set<std::string>& allowed,
+// `allowed`: the key names kept (fairseq2 0.3's allow-list); null keeps every key (0.8).
+void collect_fairseq2(const Value& obj, const std::set<std::string>* allowed,
                       std::map<std::string, std::string>& tags, const std::string& path) {
   switch (obj.type()) {
     case Value::Type::kNull:
@@ -229,7 +231,7 @@ void collect_fairseq2(const Value& obj, const std::set<std::string>& allowed,
       return;
     case Value::Type::kMap:
       for (const Value::Entry& e : obj.entries()) {
-        if (allowed.count(e.key) == 0) continue;
+        if (allowed != nullptr && allowed->count(e.key) == 0) continue;
         collect_fairseq2(e.value, allowed, tags, path.empty() ? e.key : path + "." + e.key);
       }
       return;
@@ -282,10 +284,22 @@ bool is_safe_tag(std::string_view tag, std::string* why) {
     return fail("it is " + std::to_string(tag.size()) + " characters long, more than " +
                 std::to_string(kMaxTagLength));
   }
-  for (char c : tag) {
+  for (size_t i = 0; i < tag.size();) {
+    char c = tag[i];
+    if (static_cast<unsigned char>(c) >= 0x80) {
+      // Beyond ASCII, letters and numbers only (fairseq2 keeps them: `n_café`).
+      size_t n = utf8_char_at(tag, i);
+      if (n == 0 || !is_python_word_char(tag.substr(i, n))) {
+        return fail("it contains " + quote_json(n == 0 ? std::string(1, c)
+                                                       : std::string(tag.substr(i, n))));
+      }
+      i += n;
+      continue;
+    }
     if (!tag_char(c) && c != '{' && c != '}') {
       return fail("it contains " + quote_json(std::string(1, c)));
     }
+    ++i;
   }
   if (tag[0] == '.' || tag[0] == '-')
     return fail("it starts with '" + std::string(1, tag[0]) + "'");
@@ -307,13 +321,24 @@ std::string tag_text(const Value& value) {
 }
 
 std::string fairseq2_string_tag(const std::string& s) {
+  // re.sub(r"[^-_\w]", "", s), with Python's Unicode \w: letters and numbers of any script.
   std::string kept;
-  for (char c : s) {
-    bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-              c == '-' || c == '_';
-    if (ok) kept += c;
+  size_t characters = 0;
+  for (size_t i = 0; i < s.size();) {
+    size_t n = utf8_char_at(s, i);
+    if (n == 0) {
+      ++i;  // not UTF-8 (a config holds none): nothing fairseq2 could keep
+      continue;
+    }
+    std::string_view c(s.data() + i, n);
+    if (c == "-" || is_python_word_char(c)) {
+      kept.append(c);
+      ++characters;
+    }
+    i += n;
   }
-  if (kept.size() >= 16) return sha1_hex(kept).substr(0, 8);
+  // len() counts characters, not bytes.
+  if (characters >= 16) return sha1_hex(kept).substr(0, 8);
   return kept;
 }
 
@@ -322,13 +347,36 @@ std::map<std::string, std::string> fairseq2_tag_dict(const std::string& preset,
                                                      const std::set<std::string>& allowed) {
   std::map<std::string, std::string> tags{{"preset", preset},
                                           {"world_size", std::to_string(world_size)}};
-  collect_fairseq2(config, allowed, tags, "");
+  collect_fairseq2(config, &allowed, tags, "");
   tags["hash"] = fairseq2_hash(tags);
   return tags;
 }
 
+std::map<std::string, std::string> fairseq2_v08_tag_dict(std::int64_t world_size,
+                                                         const Value& config) {
+  std::map<std::string, std::string> tags{{"world_size", std::to_string(world_size)}};
+  collect_fairseq2(config, nullptr, tags, "");
+  tags["hash"] = fairseq2_hash(tags);
+  return tags;
+}
+
+std::optional<std::string> fairseq2_preset(const Value& config) {
+  // bench-train and bench-infer run a model preset; a command point runs the user's program,
+  // whose recipe preset, if any, only its config can say (params.preset).
+  const Value* benchmark = config.find_path("benchmark");
+  const bool command = benchmark != nullptr && benchmark->is_string() &&
+                       benchmark->as_string() == "command";
+  const Value* preset = config.find_path(command ? "params.preset" : "model.preset");
+  if (preset == nullptr || preset->is_null()) return std::nullopt;
+  return preset->is_string() ? preset->as_string() : scalar_text(*preset);
+}
+
 Tagger::Tagger(const TagSpec& spec, const TagOptions& options) : spec_(spec), options_(options) {
-  if (spec.style == TagSpec::Style::kFairseq2) {
+  if (spec.style == TagSpec::Style::kFairseq2v08) {
+    pieces_ = parse_tag_format(spec.format.value_or("ws_{world_size}.{hash}"), spec.format_mark);
+    collision_hint_ = "add {hash} or the keys that vary (" + join(options.varying_keys, ", ") +
+                      ") to tag.format";
+  } else if (spec.style == TagSpec::Style::kFairseq2) {
     pieces_ = parse_tag_format(spec.format.value_or("ps_{preset}.ws_{world_size}.{hash}"),
                                spec.format_mark);
     allowed_ = std::set<std::string>(spec.keys.begin(), spec.keys.end());
@@ -365,18 +413,34 @@ Tagger::Tagger(const TagSpec& spec, const TagOptions& options) : spec_(spec), op
 }
 
 std::string Tagger::tag(const TagInput& p) const {
-  if (spec_.style == TagSpec::Style::kFairseq2) {
+  if (spec_.style == TagSpec::Style::kFairseq2 || spec_.style == TagSpec::Style::kFairseq2v08) {
+    const bool v08 = spec_.style == TagSpec::Style::kFairseq2v08;
+    const std::int64_t world_size = config_at(*p.config, "launch.ranks").as_int();
+    std::optional<std::string> preset;
+    if (!v08) {
+      preset = fairseq2_preset(*p.config);
+      if (!preset) {
+        throw Error::input(spec_.format_mark, "tag.style",
+                           "fairseq2 (0.3) names a point by its recipe preset, and " +
+                               p.description + " is a command point without params.preset",
+                           "set params.preset (the preset the program runs), or use tag.style "
+                           "fairseq2-0.8, which has none");
+      }
+    }
     std::map<std::string, std::string> dict =
-        fairseq2_tag_dict(config_at(*p.config, "model.preset").as_string(),
-                          config_at(*p.config, "launch.ranks").as_int(), *p.config, allowed_);
+        v08 ? fairseq2_v08_tag_dict(world_size, *p.config)
+            : fairseq2_tag_dict(*preset, world_size, *p.config, allowed_);
     std::set<std::string> unknown;
     for (const TagFormatPiece& piece : pieces_) {
       if (piece.placeholder && dict.count(piece.text) == 0) unknown.insert(piece.text);
     }
     if (!unknown.empty()) {
-      throw unknown_placeholders(unknown, spec_.format_mark,
-                                 "with tag.style fairseq2 a placeholder is preset, world_size, "
-                                 "hash or a config path whose every part is in tag.keys");
+      throw unknown_placeholders(
+          unknown, spec_.format_mark,
+          v08 ? "with tag.style fairseq2-0.8 a placeholder is world_size, hash or a config path "
+                "(fairseq2 0.8 has no preset)"
+              : "with tag.style fairseq2 a placeholder is preset, world_size, hash or a config "
+                "path whose every part is in tag.keys");
     }
     std::string tag = render(pieces_, dict);
     if (options_.show_repeat) tag += repeat_suffix(p.repeat);

@@ -5,12 +5,14 @@
 //    config_hash, e.g. `micro_batch=8.seq_len=1024.ws=2.3f9a1c0e`;
 //  - readable with tag.format: placeholders {train.micro_batch}, {a.b[1]}, {preset},
 //    {world_size}, {hash}, {repeat}, {scenario};
-//  - fairseq2: fairseq2 v0.3's StandardSweepTagger, reproduced exactly.
+//  - fairseq2: fairseq2 v0.3's StandardSweepTagger, reproduced exactly;
+//  - fairseq2-0.8: fairseq2 0.8's _StandardSweepTagGenerator (every key, no preset).
 // Every tag is checked to be a safe directory name, and two points never share one.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -44,8 +46,16 @@ std::string tag_text(const Value& value);
 std::map<std::string, std::string> fairseq2_tag_dict(const std::string& preset,
                                                      std::int64_t world_size, const Value& config,
                                                      const std::set<std::string>& allowed);
-// fairseq2's rendering of a string value: drop characters outside [-_A-Za-z0-9]; if 16 or more
-// remain, the first 8 hex digits of their sha1.
+// fairseq2 0.8's: {world_size} plus every key of the config flattened (no allow-list, no
+// preset); then its "hash".
+std::map<std::string, std::string> fairseq2_v08_tag_dict(std::int64_t world_size,
+                                                         const Value& config);
+// The preset fairseq2 (0.3) tags name: model.preset for bench-train and bench-infer points,
+// params.preset for a command point (none when it has no such entry).
+std::optional<std::string> fairseq2_preset(const Value& config);
+// fairseq2's rendering of a string value (re.sub(r"[^-_\w]", "", s) with Python's Unicode \w:
+// letters and numbers of every script, '_' and '-'); if 16 or more characters remain, the first
+// 8 hex digits of their sha1.
 std::string fairseq2_string_tag(const std::string& s);
 
 struct TagInput {

@@ -19,7 +19,7 @@ def collect(obj, allowed, tags, path):
     if obj is None:
         tags[path] = "none"
     elif isinstance(obj, str):
-        kept = re.sub(r"[^-_A-Za-z0-9]", "", obj)
+        kept = re.sub(r"[^-_\w]", "", obj)  # \w: Unicode letters and numbers, as fairseq2's
         tags[path] = hashlib.sha1(kept.encode()).hexdigest()[:8] if len(kept) >= 16 else kept
     elif isinstance(obj, bool):
         tags[path] = "t" if obj else "f"
@@ -50,7 +50,7 @@ def render(fmt, tags):
 
 
 def main():
-    plan = json.load(open(sys.argv[1]))
+    plan = json.load(open(sys.argv[1], encoding="utf-8"))
     allowed = set(k for k in sys.argv[2].split(",") if k)
     fmt = sys.argv[3] if len(sys.argv) > 3 else "ps_{preset}.ws_{world_size}.{hash}"
     repeats = any(p["repeat"] > 0 for p in plan["points"])

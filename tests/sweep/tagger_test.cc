@@ -210,7 +210,19 @@ TEST(Fairseq2Tags, StringRules) {
   EXPECT_EQ(fairseq2_string_tag("a b/c-d_e"), "abc-d_e");
   EXPECT_EQ(fairseq2_string_tag("abcdefghijklmno"), "abcdefghijklmno");  // 15 kept: as is
   EXPECT_EQ(fairseq2_string_tag("abcdefghijklmnop").size(), 8u);         // 16 kept: hashed
-  EXPECT_EQ(fairseq2_string_tag("caf\xc3\xa9"), "caf");                  // non-ASCII is dropped
+  // Issue 32: Python's \w keeps letters and numbers of every script (fairseq2 gives n_café).
+  EXPECT_EQ(fairseq2_string_tag("caf\xc3\xa9"), "caf\xc3\xa9");
+  EXPECT_EQ(fairseq2_string_tag("cafe\xcc\x81"), "cafe");  // a combining accent (Mn) is no \w
+  EXPECT_EQ(fairseq2_string_tag("\xd9\xa3\xc2\xbd\xe4\xb8\xad"), "\xd9\xa3\xc2\xbd\xe4\xb8\xad");  // ٣½中
+  EXPECT_EQ(fairseq2_string_tag("ok\xf0\x9f\x99\x82!"), "ok");  // an emoji and '!' are not
+  // len() counts characters: 15 Greek letters (30 bytes) stay, 16 are hashed.
+  std::string alphas;
+  for (int i = 0; i < 15; ++i) alphas += "\xce\xb1";
+  EXPECT_EQ(fairseq2_string_tag(alphas), alphas);
+  EXPECT_EQ(fairseq2_string_tag(alphas + "\xce\xb1").size(), 8u);
+  EXPECT_TRUE(is_safe_tag("n_caf\xc3\xa9.1a2b3c4d"));
+  EXPECT_FALSE(is_safe_tag("n_ok\xf0\x9f\x99\x82"));
+  EXPECT_FALSE(is_safe_tag("n_\xff"));
 }
 
 TEST(Fairseq2Tags, WholeSweepUsesDefaultFormat) {
@@ -230,6 +242,26 @@ TEST(Fairseq2Tags, WholeSweepUsesDefaultFormat) {
               "tag: {style: fairseq2, keys: [train], format: '{train.micro_batch}'}\n");
   });
   EXPECT_THAT(bad.what(), HasSubstr("unknown placeholder: train.micro_batch"));
+}
+
+// Issue 32: fairseq2 0.8's rules: every key, no preset, ws_{world_size}.{hash}.
+TEST(Fairseq2Tags, Version08EveryKeyNoPreset) {
+  Plan plan = plan_text(std::string(kTiny) +
+                        "tag: {style: fairseq2-0.8}\naxes:\n  train.micro_batch: [2, 4]\n");
+  EXPECT_THAT(plan.points[0].tag, MatchesRegex("ws_1\\.[0-9a-f]{8}"));
+  EXPECT_NE(plan.points[0].tag, plan.points[1].tag);  // no allow-list: micro_batch is in the hash
+  Error keys = error_of([] {
+    plan_text(std::string(kTiny) + "tag: {style: fairseq2-0.8, keys: [train]}\n");
+  });
+  EXPECT_THAT(keys.what(), HasSubstr("tag.keys: does not apply to tag.style fairseq2-0.8"));
+  Error preset = error_of([] {
+    plan_text(std::string(kTiny) + "tag: {style: fairseq2-0.8, format: 'ps_{preset}.{hash}'}\n");
+  });
+  EXPECT_THAT(preset.what(), HasSubstr("unknown placeholder: preset"));
+  EXPECT_THAT(preset.what(), HasSubstr("fairseq2 0.8 has no preset"));
+  Error style = error_of([] { plan_text(std::string(kTiny) + "tag: {style: fairseq3}\n"); });
+  EXPECT_THAT(style.what(),
+              HasSubstr("'fairseq3' is not one of readable, fairseq2, fairseq2-0.8"));
 }
 
 TEST(SafeTags, Rules) {
