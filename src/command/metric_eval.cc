@@ -180,6 +180,8 @@ std::optional<double> number_of(const std::string& text) {
     if (!grouped.full_match(t)) return std::nullopt;
     t.erase(std::remove(t.begin(), t.end(), ','), t.end());
   }
+  // fairseq2's "<1": an integer or a duration below one (int() gave 0), read as the middle.
+  if (t == "<1") return 0.5;
   if (t == "nan" || t == "NaN") return std::numeric_limits<double>::quiet_NaN();
   if (t == "inf" || t == "Infinity") return std::numeric_limits<double>::infinity();
   if (t == "-inf" || t == "-Infinity") return -std::numeric_limits<double>::infinity();
@@ -493,6 +495,10 @@ void read_json_metric(const CommandOutputs& o, Reading* r) {
     m.problem = "no file matches " + m.source;
     return;
   }
+  // One file matched a pattern: its name says more than the pattern.
+  if (files.size() == 1 && files.front() != path_in(o, spec.file)) {
+    m.source = fs::path(files.front()).lexically_relative(o.point_dir).string();
+  }
   for (const std::string& f : files) {
     std::string shown = files.size() == 1 && files.front() == path_in(o, spec.file)
                             ? m.source
@@ -664,7 +670,23 @@ std::vector<CommandMetric> read_metrics(const std::vector<MetricSpec>& specs,
   std::vector<CommandMetric> out;
   for (size_t i = 0; i < specs.size(); ++i) {
     Reading& r = readings[i];
-    if (specs[i].source == MetricSource::kJson) read_json_metric(o, &r);
+    // A better source of the same figure that has it is read instead (fairseq2's JSON lines).
+    bool replaced = false;
+    for (const MetricSpec& better : specs[i].preferred) {
+      Reading b;
+      b.spec = &better;
+      b.m.name = specs[i].name;
+      b.m.unit = specs[i].unit;
+      b.m.reduce = to_string(better.reduce);
+      b.m.required = specs[i].required;
+      read_json_metric(o, &b);
+      if (b.count == 0) continue;
+      r = std::move(b);
+      r.spec = &specs[i];
+      replaced = true;
+      break;
+    }
+    if (!replaced && specs[i].source == MetricSource::kJson) read_json_metric(o, &r);
     CommandMetric& m = r.m;
     m.found = r.count > 0 || specs[i].reduce == MetricReduce::kCount;
     m.value = m.found ? r.reduced() : std::numeric_limits<double>::quiet_NaN();

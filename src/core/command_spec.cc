@@ -375,27 +375,45 @@ MetricSpec parser_json_metric(const std::string& parser, const std::string& file
 
 std::vector<MetricSpec> parser_metrics(const std::string& parser) {
   if (parser == "fairseq2") {
-    // Its LogMetricRecorder: "train Metrics (step 20) - Loss: 2.301 | Elements per Second:
-    // 12,345 | Elapsed Time: 12s | Wall Time: 1,234s" (integers with thousands separators),
-    // through Python's logging, so on either stream.
+    // Its LogMetricRecorder, through Python's logging (so on either stream): 0.3 prints "Train
+    // Metrics (step 20) - Loss: 2.301 | Elements per Second: 12,345 | Elapsed Time: 12s | Wall
+    // Time: 1,234s"; 0.8 has "NLL Loss", and for time "Data Time", "Compute Time", "Lapse Time"
+    // (each of the interval), "Total Time" and "Wall Time" (so far); a subcategory may follow
+    // the step ("(step 20) - sub - ..."). Integers carry thousands separators; an integer or a
+    // duration below 1 prints as "<1" ("<1s"), read as 0.5; floats as Python's %g (1.5e-05, nan).
+    // Where fairseq2 wrote its JSON lines (metrics/train.jsonl under its output directory: the
+    // point directory, or one or two levels below it), those exact figures are read instead.
     auto f2 = [](const std::string& name, const std::string& unit, const std::string& label,
                  const std::string& number, MetricReduce reduce, bool required) {
       MetricSpec m;
       m.name = name;
       m.unit = unit;
       m.source = MetricSource::kOutput;
-      m.regex = "[Tt]rain Metrics \\(step \\d+\\) - .*" + label + ": (" + number + ")";
+      m.regex = "[Tt]rain Metrics \\(step \\d+\\)(?: - [^|]*?)? - (?:.*\\| )?" + label + ": (" +
+                number + ")s?(?: \\||\\s*$)";
       m.reduce = reduce;
       m.required = required;
       m.parser = "fairseq2";
+      for (const char* file : {"metrics/train.jsonl", "*/metrics/train.jsonl",
+                               "*/*/metrics/train.jsonl"}) {
+        MetricSpec json = parser_json_metric("fairseq2", file, name, unit, "/" + label, false,
+                                             reduce);
+        m.preferred.push_back(json);
+      }
       return m;
     };
-    const std::string integer = "[0-9][0-9,]*", real = "-?[0-9][0-9,]*(?:\\.[0-9]+)?";
+    const std::string integer = "<1|[0-9][0-9,]*",
+                      real = "-?[0-9][0-9,]*(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|-?nan|-?inf";
     return {f2("elements_per_second", "elements/s", "Elements per Second", integer,
                MetricReduce::kMean, true),
-            f2("elapsed_time", "s", "Elapsed Time", integer, MetricReduce::kSum, true),
+            f2("elapsed_time", "s", "Elapsed Time", integer, MetricReduce::kSum, false),
+            f2("data_time", "s", "Data Time", integer, MetricReduce::kSum, false),
+            f2("compute_time", "s", "Compute Time", integer, MetricReduce::kSum, false),
+            f2("lapse_time", "s", "Lapse Time", integer, MetricReduce::kSum, false),
+            f2("total_time", "s", "Total Time", integer, MetricReduce::kLast, false),
             f2("wall_time", "s", "Wall Time", integer, MetricReduce::kLast, false),
-            f2("train_loss", "", "Loss", real, MetricReduce::kLast, false)};
+            f2("train_loss", "", "Loss", real, MetricReduce::kLast, false),
+            f2("nll_loss", "", "NLL Loss", real, MetricReduce::kLast, false)};
   }
   if (parser == "llama-bench") {
     // llama-bench -o jsonl (or -o json) on stdout: one record per test, avg_ts its tokens/s.
@@ -644,6 +662,9 @@ ExpandedCommand expand_command(const CommandSpec& spec, const Value& resolved,
   for (const auto& [name, value] : spec.env) {
     cmd.env[name] = expand_command_text(value, resolved, values, "command.env." + name);
   }
+  // fairseq2 logs through rich, which wraps every line at 80 columns when its output is a pipe
+  // (ours is), cutting the metric lines the parser reads; rich takes its width from COLUMNS.
+  if (spec.parser == "fairseq2" && cmd.env.count("COLUMNS") == 0) cmd.env["COLUMNS"] = "100000";
   // The default is the directory bench-sweep run started in (bench-command inherits it), so
   // relative paths in argv mean what they mean where the user typed the command.
   std::string cwd = fs::current_path().string();

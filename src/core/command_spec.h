@@ -46,6 +46,9 @@ struct MetricSpec {
   // figures leave out (llama-bench's backends, model type and CPU). Its reduce is last or first.
   bool text = false;
   std::string parser;  // the command.parser it comes from; "" = command.metrics
+  // A parser's better sources of the same figure, tried in order before this one: the first
+  // that gives a value is read instead (fairseq2's exact JSON lines over its rounded log).
+  std::vector<MetricSpec> preferred;
   Mark mark;
 };
 

@@ -164,6 +164,50 @@ TEST(Parsers, Fairseq2ReadsItsMetricLinesOnEitherStream) {
             "ok");
 }
 
+// Issue 32: fairseq2 0.8's lines (capital titles, NLL Loss, its five times), values printed as
+// "<1", "<1s", "nan" and with exponents, and its JSON lines preferred where it wrote them.
+TEST(Parsers, Fairseq2ReadsVersion08LinesAndPrefersItsJsonLines) {
+  const std::string v08 =
+      "[11/26/26 10:00:01] INFO     fairseq2 - Train Metrics (step 10) - NLL Loss: 5.62308 | "
+      "Gradient Norm: 1.5e-05 | Data Epoch: 1 | Data Time: <1s | Compute Time: 11s | Lapse Time: "
+      "11s | Total Time: 11s | Wall Time: 11s | Learning Rate: 0.0003 | Elements per Second: "
+      "9,546 | Number of Elements: 2,048\n"
+      "[11/26/26 10:00:02] INFO     fairseq2 - Validation Metrics (step 10) - NLL Loss: 9 | "
+      "Elements per Second: 99,999\n"
+      "[11/26/26 10:00:13] INFO     fairseq2 - Train Metrics (step 20) - lm - NLL Loss: "
+      "1.5e-05 | Data Time: 2s | Compute Time: 9s | Lapse Time: 12s | Total Time: 23s | Wall "
+      "Time: 23s | Elements per Second: <1\n";
+  Logs run("", v08);
+  CommandSpec spec = spec_of("  parser: fairseq2\n");
+  auto m = by_name(read_metrics(spec.metrics, run.out));
+  EXPECT_EQ(m["elements_per_second"].value, (9546 + 0.5) / 2);  // "<1" is 0.5, not left out
+  EXPECT_EQ(m["data_time"].value, 2.5);
+  EXPECT_EQ(m["compute_time"].value, 20);
+  EXPECT_EQ(m["lapse_time"].value, 23);
+  EXPECT_EQ(m["total_time"].value, 23);
+  EXPECT_EQ(m["wall_time"].value, 23);
+  EXPECT_EQ(m["nll_loss"].value, 1.5e-05);  // not 1.5
+  EXPECT_FALSE(m["train_loss"].found);       // "NLL Loss" is not "Loss"
+  EXPECT_FALSE(m["elapsed_time"].found);     // 0.3's, which 0.8 does not print: not required
+  EXPECT_EQ(judge_command(spec, exited(0), read_metrics(spec.metrics, run.out), run.out).status,
+            "ok");
+  // Its JSON lines (exact figures) where it wrote them, one level below the point directory.
+  run.dir.write("fs2/metrics/train.jsonl",
+                "{\"Time\": \"2026-11-26T10:00:01\", \"Step\": 10, \"NLL Loss\": 5.623081, "
+                "\"Data Time\": 0.25, \"Compute Time\": 11.2, \"Wall Time\": 11.45, "
+                "\"Elements per Second\": 9546.7}\n"
+                "{\"Time\": \"2026-11-26T10:00:13\", \"Step\": 20, \"NLL Loss\": 1.5e-05, "
+                "\"Data Time\": 2.1, \"Compute Time\": 9.4, \"Wall Time\": 23.0, "
+                "\"Elements per Second\": 0.4}\n");
+  m = by_name(read_metrics(spec.metrics, run.out));
+  EXPECT_DOUBLE_EQ(m["elements_per_second"].value, (9546.7 + 0.4) / 2);
+  EXPECT_EQ(m["elements_per_second"].source, "fs2/metrics/train.jsonl");
+  EXPECT_DOUBLE_EQ(m["data_time"].value, 2.35);
+  EXPECT_EQ(m["nll_loss"].value, 1.5e-05);
+  EXPECT_EQ(m["lapse_time"].value, 23);  // not in the JSON lines: from the log
+  EXPECT_EQ(m["lapse_time"].source, "output");
+}
+
 TEST(Parsers, HfTrainerReadsTheFinalDictOfTransformers4And5) {
   // 4.x prints floats (numpy's in its later releases); 5.x quoted strings of four digits. The
   // log_metrics block's runtime is "0:00:00.07", which is no number.
@@ -365,7 +409,8 @@ TEST(Parsers, PaceReadsItsResultsFile) {
   EXPECT_EQ(m["output_tps"].value, 102.4);
   EXPECT_EQ(m["average_ttft"].value, 0.05);
   EXPECT_EQ(m["peak_ram_usage"].value, 1024.5);
-  EXPECT_EQ(m["output_tps"].source, "*_results.json");
+  // The one file the pattern *_results.json matched, by name.
+  EXPECT_EQ(m["output_tps"].source, "facebook--opt-125m_torch.bfloat16_bs1_it128_nt128_results.json");
   EXPECT_EQ(judge_command(spec, exited(0), metrics, run.out).status, "ok");
   // Without the file, the run says so.
   Logs none("", "");
