@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Runs a real fairseq2 0.8.1 training recipe, on the CPU, small enough for a 2-core machine (13 s
-# wall on a quiet 2-core VM, up to a minute when it is busy): the `lm/sft` (instruction fine-tuning) recipe of fairseq2 v0.8.1, vendored unchanged in
-# tests/support/fairseq2_recipes/ (the PyPI wheel does not ship fairseq2's recipes/ folder), on a
-# 2-layer LLaMA-3-like model with random weights (no checkpoint: family llama, arch llama3_2_1b,
-# shrunk by config overrides), a byte-level tiktoken tokenizer made here (256 byte tokens + the
-# 256 LLaMA-3 special tokens) and a made-up arithmetic question/answer dataset made here. Nothing
-# is downloaded. It made tests/command/data/fairseq2-0.8/ (README.txt there).
+# Runs a real fairseq2 0.8.1 training recipe on the CPU, small enough for a 2-core machine (13 s
+# wall on a quiet 2-core VM, up to a minute when it is busy): the `lm/sft` (instruction
+# fine-tuning) recipe of fairseq2 v0.8.1, vendored unchanged in tests/support/fairseq2_recipes/
+# (the PyPI wheel does not ship fairseq2's recipes/ folder), on a 2-layer LLaMA-3-like model with
+# random weights (no checkpoint: family llama, arch llama3_2_1b, shrunk by config overrides), a
+# byte-level tiktoken tokenizer made here (256 byte tokens + the 256 LLaMA-3 special tokens) and a
+# made-up arithmetic question/answer dataset made here. Nothing is downloaded. It made
+# tests/command/data/fairseq2-0.8/ (README.txt there).
 #
 #   tests/support/fairseq2_tiny_run.sh OUTDIR [FAIRSEQ2 OPTIONS...] 2>stderr.txt >stdout.txt
 #
