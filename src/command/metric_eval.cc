@@ -840,24 +840,28 @@ CommandVerdict judge_command(const CommandSpec& spec, const CommandEnd& end,
       if (first_missing == nullptr) first_missing = &m;
     }
   }
+  // A parser knows what its program must be told to write (issue 31: llama-bench without -o
+  // jsonl said only that nothing was found): said when none of the metrics was found.
+  static const std::map<std::string, std::string> kAsk = {
+      {"llama-bench", "the llama-bench parser reads its JSON records on stdout: run it with "
+                      "-o jsonl (or -o json)"},
+      {"vllm", "the vllm parser reads the file of --output-json '{out}/vllm.json' (any "
+               "vllm*.json in the point directory)"},
+      {"pace", "the pace parser reads *_results.json in the point directory: set the "
+               "benchmark's output_dir to {out}"},
+      {"fairseq2", "the fairseq2 parser reads its Train Metrics lines, which rich wraps at 80 "
+                   "columns on a pipe (pass --no-rich), or its metrics/train.jsonl (give it an "
+                   "output directory under {out})"}};
+  auto ask = kAsk.find(spec.parser);
+  const std::string hint =
+      any || ask == kAsk.end() ? std::string() : " (" + ask->second + ")";
   if (!missing.empty()) {
     problems.push_back("required metric" + std::string(missing.size() > 1 ? "s" : "") +
                        " not found: " + join(missing, ", ") + " (" +
                        (missing.size() > 1 ? first_missing->name + ": " : "") +
-                       first_missing->problem + ")");
+                       first_missing->problem + ")" + hint);
   } else if (!metrics.empty() && !any) {
-    // A parser knows what its program must be told to write (issue 31: llama-bench without
-    // -o jsonl said only that nothing was found).
-    static const std::map<std::string, std::string> kAsk = {
-        {"llama-bench", "the llama-bench parser reads its JSON records on stdout: run it with "
-                        "-o jsonl (or -o json)"},
-        {"vllm", "the vllm parser reads the file of --output-json '{out}/vllm.json' (any "
-                 "vllm*.json in the point directory)"},
-        {"pace", "the pace parser reads *_results.json in the point directory: set the "
-                 "benchmark's output_dir to {out}"}};
-    auto ask = kAsk.find(spec.parser);
-    problems.push_back("no metric was found in the program's output" +
-                       (ask == kAsk.end() ? std::string() : " (" + ask->second + ")"));
+    problems.push_back("no metric was found in the program's output" + hint);
   }
   if (problems.empty()) return {"ok", ""};
   if (auto oom = first_match(spec.oom_patterns, o)) {

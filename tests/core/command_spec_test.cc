@@ -60,17 +60,6 @@ TEST(CommandSpec, ReadsArgvEnvWorkdirAndMetrics) {
   EXPECT_EQ(*s.exit_code, 0);
 }
 
-// Issue 32: fairseq2 logs through rich, which wraps its metric lines at 80 columns on a pipe.
-TEST(CommandSpec, TheFairseq2ParserWidensRichUnlessColumnsIsSet) {
-  Value r = resolved(kBase + "  parser: fairseq2\n");
-  EXPECT_EQ(expand_command(command_spec_of(r), r, RuntimeValues{}).env.at("COLUMNS"), "100000");
-  Value own = resolved(kBase + "  parser: fairseq2\n  env: {COLUMNS: '120'}\n");
-  EXPECT_EQ(expand_command(command_spec_of(own), own, RuntimeValues{}).env.at("COLUMNS"), "120");
-  Value other = resolved(kBase + "  parser: vllm\n");
-  EXPECT_EQ(expand_command(command_spec_of(other), other, RuntimeValues{}).env.count("COLUMNS"),
-            0u);
-}
-
 TEST(CommandSpec, ParserMetricsComeFirstAndCanBeReplaced) {
   CommandSpec s = command_spec_of(
       resolved(kBase + "  parser: hf-trainer\n  metrics:\n"

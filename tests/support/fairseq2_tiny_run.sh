@@ -15,9 +15,16 @@
 # the command line it ran. Options after OUTDIR go to the recipe (e.g. --no-rich). The venv is
 # $SWEEPBENCH_FAIRSEQ2_VENV if set, else scripts/fairseq2-venv's (made on first use). The
 # recipe's own stdout and stderr are this script's.
+#
+#   tests/support/fairseq2_tiny_run.sh --prepare OUTDIR
+#
+# makes OUTDIR/data only and prints the recipe config's path, for a sweep that runs the recipe
+# itself (sweeps/fairseq2-0.8.yaml, tests/command/test_real_peers.py).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-[[ $# -ge 1 ]] || { echo "usage: $0 OUTDIR [FAIRSEQ2 OPTIONS...]" >&2; exit 2; }
+prepare=false
+if [[ ${1:-} == --prepare ]]; then prepare=true; shift; fi
+[[ $# -ge 1 ]] || { echo "usage: $0 [--prepare] OUTDIR [FAIRSEQ2 OPTIONS...]" >&2; exit 2; }
 out=$1; shift
 if [[ -n ${SWEEPBENCH_FAIRSEQ2_VENV:-} && -x $SWEEPBENCH_FAIRSEQ2_VENV/bin/python ]]; then
   venv=$SWEEPBENCH_FAIRSEQ2_VENV
@@ -111,6 +118,10 @@ common:
   seed: 2
 YAML
 
+if $prepare; then
+  echo "$data/tiny_sft.yaml"
+  exit 0
+fi
 cmd=("$venv/bin/python" -m recipes.lm.sft --config-file "$data/tiny_sft.yaml" "$@" "$out/run")
 printf '%q ' "PYTHONPATH=$root/tests/support/fairseq2_recipes" "${cmd[@]}" > "$out/command.txt"
 echo >> "$out/command.txt"
