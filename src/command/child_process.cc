@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -79,14 +80,24 @@ ChildRun run_child(const ChildSpec& spec) {
   std::chrono::steady_clock::time_point exited_at, first_signal_at;
   bool killed = false;
   char buf[1 << 16];
+  // The program's end wakes the wait as its output does (a pidfd is readable once the process
+  // has exited), so neither order of "pipes closed" and "exited" costs a sleep (issue 33: 200 ms
+  // a point). Without pidfds (Linux before 5.3), a short poll of waitpid instead.
+  int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
   while (true) {
-    pollfd fds[2];
+    pollfd fds[3];
     int n = 0;
     for (Stream& s : streams) {
       if (s.open) fds[n++] = {s.pipe, POLLIN, 0};
     }
-    if (n == 0 && exited) break;
-    int ready = n > 0 ? ::poll(fds, static_cast<nfds_t>(n), 200) : (::usleep(200000), 0);
+    const int streams_polled = n;
+    if (streams_polled == 0 && exited) break;
+    if (!exited && pidfd >= 0) fds[n++] = {pidfd, POLLIN, 0};
+    // 200 ms at most, for the stop signal's grace and the drain after the end; 5 ms where only
+    // waitpid can tell that the program has ended.
+    const int timeout_ms = (pidfd < 0 && streams_polled == 0) ? 5 : 200;
+    int ready = n > 0 ? ::poll(fds, static_cast<nfds_t>(n), timeout_ms)
+                      : (::usleep(timeout_ms * 1000), 0);
     if (ready < 0 && errno != EINTR) break;
     int k = 0;
     for (Stream& s : streams) {
@@ -125,6 +136,7 @@ ChildRun run_child(const ChildSpec& spec) {
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
   }
+  if (pidfd >= 0) ::close(pidfd);
   run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   forward_stops_to(0);
   // Whatever the program started and left behind goes with it: its group at once (the program
