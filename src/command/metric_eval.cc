@@ -9,10 +9,12 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <optional>
+#include <set>
 
 #include "core/fs.h"
 #include "core/process.h"
@@ -90,6 +92,47 @@ bool for_each_line(const std::string& path,
   }
   if (!line.empty() || cut) emit();
   return true;
+}
+
+// A line rich wrote to continue the one before it, when it wrapped a log record at its width:
+// indented 20 spaces or more (past the time column), not a new record's level (a record in the
+// same second as the one before leaves its time column blank).
+bool rich_continuation(const std::string& line) {
+  size_t start = line.find_first_not_of(' ');
+  if (start == std::string::npos || start < 20) return false;
+  for (const char* level : {"DEBUG ", "INFO ", "WARNING ", "ERROR ", "CRITICAL "}) {
+    if (line.compare(start, std::strlen(level), level) == 0) return false;
+  }
+  return true;
+}
+
+std::string trim_right(const std::string& s) {
+  size_t end = s.find_last_not_of(" \t");
+  return end == std::string::npos ? std::string() : s.substr(0, end + 1);
+}
+
+// for_each_line, with rich's wrapped lines joined to the line they continue when `unwrap`
+// (fairseq2's log on a pipe); a joined line has the number of its first line.
+bool for_each_logical_line(const std::string& path, bool unwrap,
+                           const std::function<void(const std::string&, size_t, bool)>& fn) {
+  if (!unwrap) return for_each_line(path, fn);
+  std::string pending;
+  size_t pending_number = 0;
+  bool pending_cut = false, have = false;
+  bool exists = for_each_line(path, [&](const std::string& line, size_t number, bool cut) {
+    if (have && rich_continuation(line) && pending.size() < kMaxMatchedLine) {
+      pending = trim_right(pending) + " " + trim(line);
+      pending_cut = pending_cut || cut;
+      return;
+    }
+    if (have) fn(pending, pending_number, pending_cut);
+    pending = line;
+    pending_number = number;
+    pending_cut = cut;
+    have = true;
+  });
+  if (have) fn(pending, pending_number, pending_cut);
+  return exists;
 }
 
 // A metric's file under the point directory (unless absolute); `pattern`: as a glob pattern, in
@@ -180,8 +223,6 @@ std::optional<double> number_of(const std::string& text) {
     if (!grouped.full_match(t)) return std::nullopt;
     t.erase(std::remove(t.begin(), t.end(), ','), t.end());
   }
-  // fairseq2's "<1": an integer or a duration below one (int() gave 0), read as the middle.
-  if (t == "<1") return 0.5;
   if (t == "nan" || t == "NaN") return std::numeric_limits<double>::quiet_NaN();
   if (t == "inf" || t == "Infinity") return std::numeric_limits<double>::infinity();
   if (t == "-inf" || t == "-Infinity") return -std::numeric_limits<double>::infinity();
@@ -584,6 +625,7 @@ std::vector<CommandMetric> read_metrics(const std::vector<MetricSpec>& specs,
   std::vector<Reading> readings(specs.size());
   // Text sources are read once each, every metric of the source matched against each line.
   std::map<std::string, std::vector<size_t>> by_text_source;  // path -> metrics
+  std::set<std::string> unwrapped;  // text sources whose rich-wrapped lines are joined first
   std::vector<std::optional<UserRegex>> res(specs.size());
   for (size_t i = 0; i < specs.size(); ++i) {
     const MetricSpec& s = specs[i];
@@ -619,6 +661,11 @@ std::vector<CommandMetric> read_metrics(const std::vector<MetricSpec>& specs,
         break;
     }
     if (s.source != MetricSource::kJson) res[i].emplace(s.regex, s.mark, "regex");
+    if (s.rich_wrapped && (s.source == MetricSource::kOutput || s.source == MetricSource::kStdout ||
+                           s.source == MetricSource::kStderr)) {
+      if (s.source != MetricSource::kStderr) unwrapped.insert(o.stdout_path);
+      if (s.source != MetricSource::kStdout) unwrapped.insert(o.stderr_path);
+    }
   }
   for (const auto& source : by_text_source) {
     const std::string& path = source.first;
@@ -629,7 +676,8 @@ std::vector<CommandMetric> read_metrics(const std::vector<MetricSpec>& specs,
     };
     bool exists = true;
     try {
-      exists = for_each_line(path, [&](const std::string& line, size_t n, bool cut) {
+      exists = for_each_logical_line(path, unwrapped.count(path) != 0,
+                                     [&](const std::string& line, size_t n, bool cut) {
         for (size_t i : metrics) {
           Reading& r = readings[i];
           if (cut && r.cut_line.empty()) r.cut_line = where_of(i) + " line " + std::to_string(n);
@@ -640,8 +688,10 @@ std::vector<CommandMetric> read_metrics(const std::vector<MetricSpec>& specs,
               r.add_text(text);
             } else if (specs[i].reduce == MetricReduce::kCount) {
               r.add(static_cast<double>(n));  // a count's values: line numbers
-            } else if (std::optional<double> v = number_of(text)) {
-              r.add(*v);
+            } else if (std::optional<double> v =
+                           specs[i].integer_part && trim(text) == "<1" ? 0.0 : number_of(text)) {
+              // int() of the figure: the middle of [N, N + 1).
+              r.add(specs[i].integer_part && std::isfinite(*v) ? *v + 0.5 : *v);
             } else if (r.m.problem.empty()) {
               r.m.problem = "'" + first_line(text, 60) + "' (" + where_of(i) + " line " +
                             std::to_string(n) + ") is not a number";

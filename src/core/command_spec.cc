@@ -379,10 +379,12 @@ std::vector<MetricSpec> parser_metrics(const std::string& parser) {
     // Metrics (step 20) - Loss: 2.301 | Elements per Second: 12,345 | Elapsed Time: 12s | Wall
     // Time: 1,234s"; 0.8 has "NLL Loss", and for time "Data Time", "Compute Time", "Lapse Time"
     // (each of the interval), "Total Time" and "Wall Time" (so far); a subcategory may follow
-    // the step ("(step 20) - sub - ..."). Integers carry thousands separators; an integer or a
-    // duration below 1 prints as "<1" ("<1s"), read as 0.5; floats as Python's %g (1.5e-05, nan).
+    // the step ("(step 20) - sub - ..."). Integers and durations are int() of the figure, with
+    // thousands separators, "<1" ("<1s") below one: read as the middle of their interval (N + 0.5);
+    // floats print as Python's %g (1.5e-05, nan).
     // Where fairseq2 wrote its JSON lines (metrics/train.jsonl under its output directory: the
     // point directory, or one or two levels below it), those exact figures are read instead.
+    // Without --no-rich, rich wraps each line at 80 columns on a pipe: they are joined again.
     auto f2 = [](const std::string& name, const std::string& unit, const std::string& label,
                  const std::string& number, MetricReduce reduce, bool required) {
       MetricSpec m;
@@ -394,6 +396,8 @@ std::vector<MetricSpec> parser_metrics(const std::string& parser) {
       m.reduce = reduce;
       m.required = required;
       m.parser = "fairseq2";
+      m.rich_wrapped = true;
+      m.integer_part = number.rfind("<1", 0) == 0;  // the integer pattern
       for (const char* file : {"metrics/train.jsonl", "*/metrics/train.jsonl",
                                "*/*/metrics/train.jsonl"}) {
         MetricSpec json = parser_json_metric("fairseq2", file, name, unit, "/" + label, false,

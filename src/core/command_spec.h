@@ -46,6 +46,12 @@ struct MetricSpec {
   // figures leave out (llama-bench's backends, model type and CPU). Its reduce is last or first.
   bool text = false;
   std::string parser;  // the command.parser it comes from; "" = command.metrics
+  // Its text source may be a log that rich wrapped (fairseq2's, on a pipe): lines that continue
+  // the one before (indented 20 spaces or more, no log level first) are joined to it first.
+  bool rich_wrapped = false;
+  // The printed number is int() of the figure (fairseq2's integers and durations: "47s" for
+  // 47.9 s, "<1s" below one): read as the middle of its interval, N + 0.5 ("<1" as 0.5).
+  bool integer_part = false;
   // A parser's better sources of the same figure, tried in order before this one: the first
   // that gives a value is read instead (fairseq2's exact JSON lines over its rounded log).
   std::vector<MetricSpec> preferred;

@@ -155,9 +155,10 @@ TEST(Parsers, Fairseq2ReadsItsMetricLinesOnEitherStream) {
            "5.5 | Elements per Second: 13,655 | Elapsed Time: 11s | Wall Time: 1,246s\n");
   CommandSpec spec = spec_of("  parser: fairseq2\n");
   auto m = by_name(read_metrics(spec.metrics, run.out));
-  EXPECT_EQ(m["elements_per_second"].value, 13000);  // mean of the train lines only
-  EXPECT_EQ(m["elapsed_time"].value, 23);
-  EXPECT_EQ(m["wall_time"].value, 1246);
+  // Mean of the train lines only; integers are int() of the figure: N reads as N + 0.5.
+  EXPECT_EQ(m["elements_per_second"].value, 13000.5);
+  EXPECT_EQ(m["elapsed_time"].value, 24);
+  EXPECT_EQ(m["wall_time"].value, 1246.5);
   EXPECT_EQ(m["train_loss"].value, 5.5);
   EXPECT_EQ(m["elements_per_second"].source, "output");
   EXPECT_EQ(judge_command(spec, exited(0), read_metrics(spec.metrics, run.out), run.out).status,
@@ -180,12 +181,14 @@ TEST(Parsers, Fairseq2ReadsVersion08LinesAndPrefersItsJsonLines) {
   Logs run("", v08);
   CommandSpec spec = spec_of("  parser: fairseq2\n");
   auto m = by_name(read_metrics(spec.metrics, run.out));
-  EXPECT_EQ(m["elements_per_second"].value, (9546 + 0.5) / 2);  // "<1" is 0.5, not left out
-  EXPECT_EQ(m["data_time"].value, 2.5);
-  EXPECT_EQ(m["compute_time"].value, 20);
-  EXPECT_EQ(m["lapse_time"].value, 23);
-  EXPECT_EQ(m["total_time"].value, 23);
-  EXPECT_EQ(m["wall_time"].value, 23);
+  // int() of each figure, read as the middle of its interval: "<1" is 0.5 (not left out), N
+  // is N + 0.5.
+  EXPECT_EQ(m["elements_per_second"].value, (9546.5 + 0.5) / 2);
+  EXPECT_EQ(m["data_time"].value, 0.5 + 2.5);
+  EXPECT_EQ(m["compute_time"].value, 11.5 + 9.5);
+  EXPECT_EQ(m["lapse_time"].value, 11.5 + 12.5);
+  EXPECT_EQ(m["total_time"].value, 23.5);
+  EXPECT_EQ(m["wall_time"].value, 23.5);
   EXPECT_EQ(m["nll_loss"].value, 1.5e-05);  // not 1.5
   EXPECT_FALSE(m["train_loss"].found);       // "NLL Loss" is not "Loss"
   EXPECT_FALSE(m["elapsed_time"].found);     // 0.3's, which 0.8 does not print: not required
@@ -204,8 +207,27 @@ TEST(Parsers, Fairseq2ReadsVersion08LinesAndPrefersItsJsonLines) {
   EXPECT_EQ(m["elements_per_second"].source, "fs2/metrics/train.jsonl");
   EXPECT_DOUBLE_EQ(m["data_time"].value, 2.35);
   EXPECT_EQ(m["nll_loss"].value, 1.5e-05);
-  EXPECT_EQ(m["lapse_time"].value, 23);  // not in the JSON lines: from the log
+  EXPECT_EQ(m["lapse_time"].value, 24);  // not in the JSON lines: from the log
   EXPECT_EQ(m["lapse_time"].source, "output");
+}
+
+// fairseq2 through rich on a pipe: each record wrapped at 80 columns, continuation lines indented
+// past the time column, a record of the same second with its time column blank.
+TEST(Parsers, Fairseq2JoinsTheLinesRichWrapped) {
+  Logs run("",
+           "2026-11-26 17:06:37 INFO     fairseq2 - Train Metrics (step 2) - NLL Loss:      \n"
+           "                             6.75191 | Data Time: <1s | Compute Time: 3s | Lapse  \n"
+           "                             Time: 5s | Total Time: 6s | Wall Time: 6s |         \n"
+           "                             Elements per Second: 244                            \n"
+           "                    INFO     fairseq2 - Train Metrics (step 4) - NLL Loss:      \n"
+           "                             5.99255 | Wall Time: 11s | Elements per Second:     \n"
+           "                             213                                                 \n");
+  auto m = by_name(read_metrics(spec_of("  parser: fairseq2\n").metrics, run.out));
+  EXPECT_EQ(m["elements_per_second"].value, (244.5 + 213.5) / 2);
+  EXPECT_EQ(m["nll_loss"].value, 5.99255);
+  EXPECT_EQ(m["lapse_time"].value, 5.5);  // "Lapse" and "Time: 5s" were on two lines
+  EXPECT_EQ(m["wall_time"].value, 11.5);
+  EXPECT_EQ(m["compute_time"].value, 3.5);
 }
 
 TEST(Parsers, HfTrainerReadsTheFinalDictOfTransformers4And5) {
