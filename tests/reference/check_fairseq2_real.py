@@ -11,7 +11,10 @@ checks bench-sweep without the taggers; with TAGGERS_DIR (scripts/fairseq2-tagge
 run too, and must give those same names. Then the deliberate refusals: what fairseq2 names and
 bench-sweep refuses, each with the reason docs/sweeps.md gives.
 
-Usage: check_fairseq2_real.py BENCH_SWEEP [TAGGERS_DIR] [--update]
+With --installed PYTHON (the Python of scripts/fairseq2-venv, where fairseq2 0.8.1 is installed
+from PyPI), the 0.8 names are computed by that installation's own generator too.
+
+Usage: check_fairseq2_real.py BENCH_SWEEP [TAGGERS_DIR] [--update] [--installed PYTHON]
   --update  rewrite the stored names from the taggers (TAGGERS_DIR needed)
 """
 import json
@@ -73,8 +76,14 @@ def fairseq2_names(taggers, plan_json, style, fmt):
 
 
 def main():
-    args = [a for a in sys.argv[1:] if a != "--update"]
-    update = "--update" in sys.argv
+    argv = sys.argv[1:]
+    installed = None
+    if "--installed" in argv:
+        i = argv.index("--installed")
+        installed = argv[i + 1]
+        del argv[i:i + 2]
+    args = [a for a in argv if a != "--update"]
+    update = "--update" in argv
     bench_sweep = args[0]
     taggers = None
     if len(args) > 1:
@@ -103,6 +112,23 @@ def main():
                 if theirs is None:
                     failures.append(f"{case}: no stored names in {DATA}")
                     continue
+            if installed and style == "fairseq2-0.8":
+                plan_path = os.path.join(tmp, case + ".plan.json")
+                with open(plan_path, "w", encoding="utf-8") as f:
+                    json.dump(planned, f, ensure_ascii=False)
+                r = subprocess.run([installed, os.path.join(HERE, "fairseq2_real_tags.py"),
+                                    "--installed", plan_path, "0.8", ""] + ([fmt] if fmt else []),
+                                   capture_output=True, text=True, encoding="utf-8")
+                if r.returncode != 0:
+                    failures.append(f"{case}: the installed fairseq2 failed: {r.stderr[-2000:]}")
+                    continue
+                got = r.stdout.splitlines()
+                if got != ours:
+                    bad = [(i, a, b) for i, (a, b) in enumerate(zip(ours, got)) if a != b]
+                    failures.append(f"{case}: {len(bad)} names differ from the installed "
+                                    f"fairseq2's, e.g. {bad[:3]}")
+                else:
+                    print(f"{case}: all {len(ours)} names equal the installed fairseq2 0.8.1's")
             diff = [(i, a, b) for i, (a, b) in enumerate(zip(ours, theirs)) if a != b]
             if len(ours) != len(theirs) or diff:
                 failures.append(f"{case}: {len(diff)} of {len(ours)} names differ from "

@@ -9,7 +9,12 @@ that 0.8's generator reads two fields of) and typing_extensions' `override` deco
 in for here: importing the real package needs torch 2.9.1, and none of those imports takes part
 in the naming.
 
+With --installed (run by the Python of a venv where fairseq2 0.8.1 is installed,
+scripts/fairseq2-venv), 0.8's generator is imported from that installation as it is, nothing
+stood in for but the config holder and world info it is constructed with.
+
 Usage: fairseq2_real_tags.py TAGGERS_DIR PLAN.json 0.3|0.8 KEYS [FORMAT]
+       fairseq2_real_tags.py --installed PLAN.json 0.8 KEYS [FORMAT]
   TAGGERS_DIR  what scripts/fairseq2-taggers prints
   PLAN.json    the output of `bench-sweep plan --format json`
   KEYS         0.3's allowed keys, comma-separated (ignored for 0.8)
@@ -85,7 +90,11 @@ def tag(v03, v08, version, config, keys, fmt):
 def main():
     root, plan_path, version, keys = sys.argv[1:5]
     fmt = sys.argv[5] if len(sys.argv) > 5 else None
-    v03, v08 = taggers(root)
+    if root == "--installed":
+        from fairseq2.recipe.internal import sweep_tag as installed
+        v03, v08 = None, installed
+    else:
+        v03, v08 = taggers(root)
     with open(plan_path, encoding="utf-8") as f:
         plan = json.load(f)
     repeats = any(p["repeat"] > 0 for p in plan["points"])
