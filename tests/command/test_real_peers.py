@@ -39,6 +39,21 @@ def table(out):
     return json.loads(r.stdout)
 
 
+def replay(argv, parser, axes=""):
+    """Runs a stand-in command sweep (`argv`, YAML flow text) read by `parser` in a temporary
+    directory; the table's rows and bench-sweep's exit code."""
+    with tempfile.TemporaryDirectory() as tmp:
+        sweep = os.path.join(tmp, "replay.yaml")
+        with open(sweep, "w") as f:
+            f.write("name: replay\nbase:\n  benchmark: command\n  command:\n"
+                    f"    argv: {argv}\n    parser: {parser}\n" + (f"axes:\n{axes}" if axes else ""))
+        out = os.path.join(tmp, "out")
+        r = bench_sweep("run", sweep, "--out", out, cwd=tmp)
+        if r.returncode not in (0, 1):  # 1: a point failed
+            raise AssertionError(f"bench-sweep run: {r.returncode}\n{r.stderr}")
+        return table(out)
+
+
 def printed_output_tokens_per_second(stdout_path):
     with open(stdout_path, errors="replace") as f:
         for line in f:
@@ -49,37 +64,24 @@ def printed_output_tokens_per_second(stdout_path):
 
 class VllmSaved(unittest.TestCase):
     def test_the_parser_gives_vllms_own_figures(self):
-        with tempfile.TemporaryDirectory() as tmp:
-            saved = os.path.join(DATA, "vllm")
-            sweep = os.path.join(tmp, "replay.yaml")
-            with open(sweep, "w") as f:
-                f.write(f"""\
-name: replay
-base:
-  benchmark: command
-  command:
-    argv: [sh, -c, 'cat "$0"; cp "$1" "$2"', '{saved}/{{params.bench}}.stdout',
-           '{saved}/{{params.bench}}.json', '{{out}}/vllm.json']
-    parser: vllm
-axes:
-  params.bench: [latency, throughput]
-""")
-            out = os.path.join(tmp, "out")
-            bench_sweep("run", sweep, "--out", out, check=0, cwd=tmp)
-            rows = {r["params.bench"]: r for r in table(out)}
-            latency = read_json(os.path.join(saved, "latency.json"))
-            self.assertEqual(rows["latency"]["avg_latency"], latency["avg_latency"])
-            self.assertEqual(rows["latency"]["latencies"], latency["latencies"])
-            self.assertEqual(rows["latency"]["latency_p50"], latency["percentiles"]["50"])
-            self.assertEqual(rows["latency"]["latency_p99"], latency["percentiles"]["99"])
-            throughput = read_json(os.path.join(saved, "throughput.json"))
-            for key in ("elapsed_time", "num_requests", "total_num_tokens",
-                        "requests_per_second", "tokens_per_second"):
-                self.assertEqual(rows["throughput"][key], throughput[key], key)
-            self.assertEqual(rows["throughput"]["output_tokens_per_second"],
-                             printed_output_tokens_per_second(
-                                 os.path.join(saved, "throughput.stdout")))
-            self.assertEqual(rows["throughput"]["output_tokens_per_second"], 5191.65)
+        saved = os.path.join(DATA, "vllm")
+        rows = {r["params.bench"]: r for r in replay(
+            f"""[sh, -c, 'cat "$0"; cp "$1" "$2"', '{saved}/{{params.bench}}.stdout',
+           '{saved}/{{params.bench}}.json', '{{out}}/vllm.json']""", "vllm",
+            "  params.bench: [latency, throughput]\n")}
+        latency = read_json(os.path.join(saved, "latency.json"))
+        self.assertEqual(rows["latency"]["avg_latency"], latency["avg_latency"])
+        self.assertEqual(rows["latency"]["latencies"], latency["latencies"])
+        self.assertEqual(rows["latency"]["latency_p50"], latency["percentiles"]["50"])
+        self.assertEqual(rows["latency"]["latency_p99"], latency["percentiles"]["99"])
+        throughput = read_json(os.path.join(saved, "throughput.json"))
+        for key in ("elapsed_time", "num_requests", "total_num_tokens",
+                    "requests_per_second", "tokens_per_second"):
+            self.assertEqual(rows["throughput"][key], throughput[key], key)
+        self.assertEqual(rows["throughput"]["output_tokens_per_second"],
+                         printed_output_tokens_per_second(
+                             os.path.join(saved, "throughput.stdout")))
+        self.assertEqual(rows["throughput"]["output_tokens_per_second"], 5191.65)
 
 
 def llama_test_name(r):
@@ -104,22 +106,8 @@ class LlamaBenchSaved(unittest.TestCase):
             runs["json"] = json.load(f)
         self.assertEqual([llama_test_name(r) for r in runs["json"]],
                          [llama_test_name(r) for r in runs["jsonl"]])
-        with tempfile.TemporaryDirectory() as tmp:
-            sweep = os.path.join(tmp, "replay.yaml")
-            with open(sweep, "w") as f:
-                f.write(f"""\
-name: replay
-base:
-  benchmark: command
-  command:
-    argv: [cat, '{saved}/{{params.format}}.txt']
-    parser: llama-bench
-axes:
-  params.format: [jsonl, json]
-""")
-            out = os.path.join(tmp, "out")
-            bench_sweep("run", sweep, "--out", out, check=0, cwd=tmp)
-            rows = table(out)
+        rows = replay(f"[cat, '{saved}/{{params.format}}.txt']", "llama-bench",
+                      "  params.format: [jsonl, json]\n")
         self.assertEqual(len(rows), 2)
         for row in rows:
             records = runs[row["params.format"]]
@@ -201,23 +189,10 @@ class Fairseq2Saved(unittest.TestCase):
     SAVED = os.path.join(DATA, "fairseq2-0.8")
 
     def replay(self, stderr_name, with_json):
-        with tempfile.TemporaryDirectory() as tmp:
-            copy = (f" && mkdir -p \"$2/fs2\" && cp -r \"{self.SAVED}/metrics\" \"$2/fs2/\""
-                    if with_json else "")
-            sweep = os.path.join(tmp, "replay.yaml")
-            with open(sweep, "w") as f:
-                f.write(f"""\
-name: replay
-base:
-  benchmark: command
-  command:
-    argv: [sh, -c, 'cat "$1" >&2{copy}', sh, '{self.SAVED}/{stderr_name}', '{{out}}']
-    parser: fairseq2
-""")
-            out = os.path.join(tmp, "out")
-            r = bench_sweep("run", sweep, "--out", out, cwd=tmp)
-            self.assertIn(r.returncode, (0, 1), r.stderr)  # 1: the point failed
-            return table(out)[0]
+        copy = (f" && mkdir -p \"$2/fs2\" && cp -r \"{self.SAVED}/metrics\" \"$2/fs2/\""
+                if with_json else "")
+        return replay(f"[sh, -c, 'cat \"$1\" >&2{copy}', sh, '{self.SAVED}/{stderr_name}', "
+                      "'{out}']", "fairseq2")[0]
 
     def test_its_log_lines_give_its_figures_within_1_percent(self):
         # Both logs: --no-rich's plain lines, and rich's, wrapped at 80 columns on a pipe (the
