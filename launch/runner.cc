@@ -163,17 +163,7 @@ class ManifestBatch {
   void flush() {
     if (pending_.empty()) return;
     auto t0 = std::chrono::steady_clock::now();
-    update_manifest(out_dir_, [&](Value& manifest) {
-      Value* points = manifest.find("points");
-      if (points == nullptr || !points->is_list()) return;
-      for (Value& e : points->items()) {
-        const Value* t = e.find("tag");
-        if (t == nullptr || !t->is_string()) continue;
-        auto it = pending_.find(t->as_string());
-        if (it == pending_.end()) continue;
-        for (const Value::Entry& f : it->second.entries()) e.set(f.key, f.value);
-      }
-    });
+    update_manifest_points(out_dir_, pending_);
     pending_.clear();
     auto now = std::chrono::steady_clock::now();
     next_ = now + std::max<std::chrono::steady_clock::duration>(std::chrono::seconds(1),

@@ -91,15 +91,18 @@ void update_manifest(const std::string& out_dir, const std::function<void(Value&
   if (updated != m->text) write_file_atomic(m->path, updated);
 }
 
-void update_manifest_point(const std::string& out_dir, const std::string& tag,
-                           const Value& fields) {
+void update_manifest_points(const std::string& out_dir,
+                            const std::map<std::string, Value>& fields) {
+  if (fields.empty()) return;
   update_manifest(out_dir, [&](Value& manifest) {
     Value* points = manifest.find("points");
     if (points == nullptr || !points->is_list()) return;
     for (Value& e : points->items()) {
       const Value* t = e.find("tag");
-      if (t == nullptr || !t->is_string() || t->as_string() != tag) continue;
-      for (const Value::Entry& f : fields.entries()) e.set(f.key, f.value);
+      if (t == nullptr || !t->is_string()) continue;
+      auto it = fields.find(t->as_string());
+      if (it == fields.end()) continue;
+      for (const Value::Entry& f : it->second.entries()) e.set(f.key, f.value);
     }
   });
 }

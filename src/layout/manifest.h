@@ -67,7 +67,7 @@ struct Manifest {
 // changed), all under DirLock. Does nothing when there is no manifest.
 void update_manifest(const std::string& out_dir, const std::function<void(Value&)>& change);
 
-// Sets `fields` (a map) on the manifest entry whose tag is `tag`, under DirLock.
-void update_manifest_point(const std::string& out_dir, const std::string& tag, const Value& fields);
+// Sets each point's `fields` (a map, by tag) on its manifest entry: one rewrite, under DirLock.
+void update_manifest_points(const std::string& out_dir, const std::map<std::string, Value>& fields);
 
 }  // namespace sweepbench
