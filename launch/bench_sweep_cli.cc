@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <boost/program_options.hpp>
 #include <filesystem>
 #include <optional>
@@ -80,6 +81,7 @@ const char* const kRunHelp =
 
 Usage: bench-sweep run SWEEP.yaml --out DIR [--scenario NAME]... [--only INDEX|TAG,...]
                        [--set KEY=VALUE]... [--dry-run] [--force] [--retry-failed]
+                       [--jobs N|auto]
 
 Plans exactly as `bench-sweep plan --out DIR` does, then runs the points in order. Each point
 runs its workload's program (the key `benchmark`: train runs `bench-train`, infer `bench-infer`,
@@ -96,9 +98,17 @@ DIR/<tag>/attempts/N/: nothing is deleted. Two runners on the same DIR never run
 Ctrl-C (or SIGTERM) stops the running point after its current step, records it as cancelled
 and stops; a second Ctrl-C kills it.
 
+--jobs N runs up to N points at once on this machine, each on CPUs of its own (its affinity:
+launch.ranks x launch.cpus_per_rank, or an equal share of the CPUs) and GPUs of its own
+(CUDA_VISIBLE_DEVICES: launch.ranks x launch.gpus_per_rank); --jobs auto as many as the CPUs and
+GPUs hold (one CPU a rank unless launch.cpus_per_rank says more). A point with launch.exclusive:
+node runs alone. Each status.json says which CPUs and GPUs its point had and which points ran
+beside it. The default, 1, runs one point at a time on the whole machine.
+
 Examples:
   bench-sweep run sweeps/quickstart.yaml --out runs/quickstart
   bench-sweep run sweeps/gpt2-scaling.yaml --out runs/scaling --only 0,3 --dry-run
+  bench-sweep run sweeps/llama-bench.yaml --out runs/llama --jobs auto
   salloc -N 2 bench-sweep run sweeps/gpt2-scaling.yaml --out runs/scaling
 
 Docs: docs/running.md. Exit codes: 0 every point ok, 2 bad input, 3 conflicting output,
@@ -319,7 +329,23 @@ std::filesystem::path self_path() {
   return ec ? std::filesystem::path() : self;
 }
 
-int run_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+// --jobs N|auto.
+int parse_jobs(const std::string& text) {
+  if (text == "auto") return kJobsAuto;
+  char* end = nullptr;
+  long n = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || n < 1 || n > kMaxStopGroups) {
+    throw Error::input(Mark::in("--jobs " + text), "",
+                       "is neither a number of points from 1 to " +
+                           std::to_string(kMaxStopGroups) + " nor auto",
+                       "--jobs 4, or --jobs auto (as many as the CPUs and GPUs hold)");
+  }
+  return static_cast<int>(n);
+}
+
+// `terminal`: the raw stdout (for the live progress line where it is a terminal).
+int run_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+            std::ostream* terminal) {
   po::options_description desc;
   add_plan_options(desc);
   desc.add_options()("out,o", po::value<std::string>(), "The sweep's directory (required)")(
@@ -327,7 +353,9 @@ int run_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       "Only these points, by index or tag (repeatable, or comma-separated)")(
       "dry-run", "Print every point's command; run and write nothing")(
       "force", "Rerun points that are already ok")(
-      "retry-failed", "Rerun points that failed or ran out of memory");
+      "retry-failed", "Rerun points that failed or ran out of memory")(
+      "jobs,j", po::value<std::string>()->default_value("1"),
+      "Points at once, each on CPUs and GPUs of its own: a number, or auto (as many as fit)");
   add_program_options(desc, "to run (default: the one beside bench-sweep, else PATH's)");
   po::variables_map vm = parse_with_sweep(args, desc);
   if (vm.count("help")) {
@@ -345,6 +373,11 @@ int run_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   run.force = vm.count("force") > 0;
   run.retry_failed = vm.count("retry-failed") > 0;
   run.dry_run = vm.count("dry-run") > 0;
+  run.jobs = parse_jobs(vm["jobs"].as<std::string>());
+  if (terminal != nullptr && ::isatty(STDOUT_FILENO) != 0) {
+    const char* term = std::getenv("TERM");
+    if (term != nullptr && *term != '\0' && std::string(term) != "dumb") run.terminal = terminal;
+  }
   for (const std::string& program : workload_programs()) {
     if (vm.count(program)) run.programs[program] = vm[program].as<std::string>();
   }
@@ -536,7 +569,7 @@ int bench_sweep_main(const std::vector<std::string>& args, std::ostream& raw_out
       return kExitOk;
     }
     if (command == "plan") return run_plan(rest, out, err);
-    if (command == "run") return run_run(rest, people_out, err);
+    if (command == "run") return run_run(rest, people_out, err, &raw_out);
     if (command == "submit") return run_submit(rest, people_out, err);
     if (command == "status") return run_status(rest, out, err);
     if (command == "keys") return run_keys(rest, out);

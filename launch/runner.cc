@@ -1,6 +1,7 @@
 #include "launch/runner.h"
 
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,8 +9,11 @@
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <cstdio>
 #include <iomanip>
+#include <iostream>
 #include <map>
+#include <memory>
 #include <sstream>
 
 #include "core/command_spec.h"
@@ -20,6 +24,7 @@
 #include "core/settings.h"
 #include "core/text.h"
 #include "core/yaml_io.h"
+#include "launch/packing.h"
 #include "launch/shell.h"
 #include "launch/slurm.h"
 #include "layout/claim.h"
@@ -176,11 +181,108 @@ class ManifestBatch {
   std::chrono::steady_clock::time_point next_{};
 };
 
+// How far a sweep is, for people: on a terminal one live line at the bottom (done, ok, failed,
+// running, elapsed, an estimate of the time left), redrawn every second; in logs, the estimate
+// on each point's "running" line. The estimate: the points left (running ones included) at the
+// rate points have ended so far; points kept from earlier runs count as done and not in the rate.
+class Progress {
+ public:
+  // `terminal`: where the live line goes (none: no live line).
+  explicit Progress(std::ostream* terminal)
+      : out_(terminal != nullptr ? *terminal : std::cout), live_(terminal != nullptr) {}
+
+  void start(size_t total) {
+    total_ = total;
+    t0_ = std::chrono::steady_clock::now();
+    draw();
+  }
+  // A point is done: ran and ended with `status`, or (nullopt) did not run.
+  void done(std::optional<PointStatus> status) {
+    ++done_;
+    if (status) {
+      ++ran_;
+      ++counts_[*status];
+    }
+  }
+  void tick(size_t running) {
+    running_ = running;
+    auto now = std::chrono::steady_clock::now();
+    if (live_ && now - drawn_ >= std::chrono::seconds(1)) {
+      clear();
+      draw();
+    }
+  }
+  // " [3/10 done, 0:32 elapsed, about 1:10 left]" once a point has run; "" before.
+  std::string eta_text() const {
+    if (ran_ == 0) return "";
+    return " [" + std::to_string(done_) + "/" + std::to_string(total_) + " done, " +
+           clock_text(elapsed()) + " elapsed, about " + clock_text(left()) + " left]";
+  }
+  void clear() {
+    if (!live_ || !shown_) return;
+    out_ << "\r\033[K";
+    shown_ = false;
+  }
+  void draw() {
+    if (!live_ || total_ == 0 || done_ >= total_) return;
+    std::string text = "bench-sweep: " + std::to_string(done_) + "/" + std::to_string(total_) +
+                       " done";
+    std::string counts;
+    for (PointStatus s : all_point_statuses()) {
+      if (auto it = counts_.find(s); it != counts_.end()) {
+        counts += (counts.empty() ? "" : ", ") + to_string(s) + " " + std::to_string(it->second);
+      }
+    }
+    if (!counts.empty()) text += " (" + counts + ")";
+    text += ", " + std::to_string(running_) + " running, " + clock_text(elapsed()) + " elapsed";
+    if (ran_ > 0) text += ", about " + clock_text(left()) + " left";
+    if (size_t width = terminal_columns(); width > 1 && text.size() >= width) {
+      text.resize(width - 1);
+    }
+    out_ << text;
+    out_.flush();
+    shown_ = true;
+    drawn_ = std::chrono::steady_clock::now();
+  }
+  void finish() { clear(); }
+
+ private:
+  double elapsed() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+  }
+  double left() const {
+    return static_cast<double>(total_ - done_) * elapsed() / static_cast<double>(ran_);
+  }
+  static std::string clock_text(double seconds) {
+    long s = static_cast<long>(seconds + 0.5);
+    char buf[32];
+    if (s >= 3600) {
+      std::snprintf(buf, sizeof(buf), "%ld:%02ld:%02ld", s / 3600, s / 60 % 60, s % 60);
+    } else {
+      std::snprintf(buf, sizeof(buf), "%ld:%02ld", s / 60, s % 60);
+    }
+    return buf;
+  }
+  static size_t terminal_columns() {
+    winsize w{};
+    if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &w) == 0 && w.ws_col > 0) return w.ws_col;
+    return 80;
+  }
+
+  std::ostream& out_;
+  bool live_;
+  size_t total_ = 0, done_ = 0, ran_ = 0, running_ = 0;
+  std::map<PointStatus, size_t> counts_;
+  std::chrono::steady_clock::time_point t0_, drawn_;
+  bool shown_ = false;
+};
+
 class SweepRun {
  public:
   SweepRun(const Plan& plan, const RunOptions& o, const LaunchSite& site, std::ostream& out)
       : plan_(plan), o_(o), site_(site), out_(out), root_(fs::absolute(o.out_dir)),
-        manifest_(o.out_dir) {}
+        manifest_(o.out_dir), pool_(usable_cpus(), visible_gpus(), o.jobs),
+        progress_(o.terminal) {}
 
   RunReport run() {
     std::vector<const SweepPoint*> points = points_to_run(plan_, o_.only);
@@ -190,6 +292,13 @@ class SweepRun {
       commands.push_back(point_command(
           p->config, site_, locate_program(workload_of(p->config)->program(), o_.programs),
           config_path(*p), point_dir(*p)));
+    }
+    if (packing() && site_.in_slurm_allocation) {
+      throw Error::input(
+          Mark::in("--jobs"), "",
+          "several points at once inside a SLURM allocation are not there yet: they need srun "
+          "steps on disjoint nodes, CPUs and GPUs of the allocation (issue 33)",
+          "run with --jobs 1 (the default) inside an allocation, or --jobs outside one");
     }
     if (!o_.dry_run) {
       // A missing runtime or image is an error before any point runs.
@@ -202,15 +311,14 @@ class SweepRun {
     out_ << "# bench-sweep run: sweep " << plan_.sweep_name << ", "
          << plural(points.size(), "point")
          << (o_.dry_run ? " (dry run: nothing runs, nothing is written)" : "") << ", out "
-         << o_.out_dir << "\n";
-    if (!o_.dry_run) {
+         << o_.out_dir << jobs_text() << "\n";
+    if (o_.dry_run) {
+      for (size_t i = 0; i < points.size(); ++i) dry_run_point(*points[i], commands[i], i, points.size());
+    } else {
       install_stop_forwarding(StopPolicy::kRunner);
       // What a point leaves running stays our descendant, to be ended with the point.
       become_child_subreaper();
-    }
-    for (size_t i = 0; i < points.size(); ++i) {
-      if (!o_.dry_run && received_stop_signal() != 0) break;
-      run_point(*points[i], commands[i], i, points.size());
+      run_points(points, commands);
     }
     manifest_.flush();
     report_.stop_signal = o_.dry_run ? 0 : received_stop_signal();
@@ -237,8 +345,18 @@ class SweepRun {
   }
 
   void row(const SweepPoint& p, const std::string& status, const std::string& note) {
-    out_ << std::setw(7) << p.index << "  " << std::left << std::setw(10) << status << std::right
+    std::ostringstream line;
+    line << std::setw(7) << p.index << "  " << std::left << std::setw(10) << status << std::right
          << "  " << p.tag << (note.empty() ? "" : "  " + note) << "\n";
+    say(line.str());
+  }
+
+  // A line of output, below the live progress line on a terminal.
+  void say(const std::string& text) {
+    progress_.clear();
+    out_ << text;
+    out_.flush();
+    progress_.draw();
   }
 
   std::optional<std::string> pruned(const SweepPoint& p) const {
@@ -274,40 +392,115 @@ class SweepRun {
     return true;
   }
 
-  void run_point(const SweepPoint& p, const PointCommand& cmd, size_t i, size_t n) {
+  void dry_run_point(const SweepPoint& p, const PointCommand& cmd, size_t i, size_t n) {
+    std::optional<std::string> prune = pruned(p);
+    out_ << "# " << (i + 1) << "/" << n << " " << p.tag << " (index " << p.index << ")"
+         << (prune ? ": would be skipped, " + *prune : "") << "\n";
+    std::vector<std::string> line;
+    if (!cmd.env.empty()) line.push_back("env");  // env(1): NAME=VALUE words, then the command
+    for (const auto& [k, v] : cmd.env) line.push_back(k + "=" + v);
+    line.insert(line.end(), cmd.argv.begin(), cmd.argv.end());
+    out_ << shell_join(line) << "\n";
+    if (config_at(p.config, "benchmark").as_string() == "command") {
+      // What bench-command will run on rank 0, its placeholders replaced.
+      RuntimeValues values;
+      values.out = fs::absolute(point_dir(p)).lexically_normal().string();
+      values.world_size = Settings::of(p.config).launch.ranks;
+      ExpandedCommand program = expand_command(command_spec_of(p.config), p.config, values);
+      std::vector<std::string> shown;
+      if (!program.env.empty()) shown.push_back("env");
+      for (const auto& [k, v] : program.env) shown.push_back(k + "=" + v);
+      shown.insert(shown.end(), program.argv.begin(), program.argv.end());
+      out_ << "#   rank 0 runs: " << shell_join(shown) << "\n";
+    }
+  }
+
+  // A point that is running: its claim, its record so far, and where it runs.
+  struct Running {
+    const SweepPoint* point = nullptr;
+    std::optional<PointClaim> claim;
+    PointRecord record;
+    Placement placement;
+    int pid = -1;
+    std::chrono::steady_clock::time_point t0;
+    std::vector<std::string> beside;
+  };
+
+  // Whether several points may run at once here (--jobs other than 1): then each gets CPUs and
+  // GPUs of its own and its record says which, and beside which points it ran.
+  bool packing() const { return o_.jobs != 1; }
+
+  std::string jobs_text() const {
+    if (!packing()) return "";
+    return std::string(", ") + (o_.jobs == kJobsAuto ? "--jobs auto" : "--jobs " + std::to_string(o_.jobs)) +
+           " (" + plural(static_cast<size_t>(pool_.cpu_count()), "CPU") +
+           (pool_.gpu_count() > 0 ? ", " + plural(static_cast<size_t>(pool_.gpu_count()), "GPU")
+                                  : "") +
+           ")";
+  }
+
+  // The points in plan order, as many at once as --jobs and the machine allow; returns when
+  // each has run (or was kept, skipped or busy elsewhere), or a stop signal has ended the sweep
+  // and the running points have recorded how they ended.
+  void run_points(const std::vector<const SweepPoint*>& points,
+                  const std::vector<PointCommand>& commands) {
+    const size_t n = points.size();
+    size_t next = 0;
+    std::vector<std::unique_ptr<Running>> running;
+    progress_.start(n);
+    while (true) {
+      while (received_stop_signal() == 0 && next < n) {
+        const SweepPoint& p = *points[next];
+        PointNeeds needs = point_needs(Settings::of(p.config).launch, o_.jobs, pool_.cpu_count(),
+                                       pool_.gpu_count());
+        std::optional<Placement> placement = pool_.take(needs);
+        if (!placement) break;  // it waits for a running point to end; the rest wait with it
+        std::unique_ptr<Running> r = start_point(p, commands[next], next, n, needs, *placement);
+        ++next;
+        if (!r) {
+          pool_.give_back(*placement);
+          progress_.done(std::nullopt);
+          continue;
+        }
+        for (std::unique_ptr<Running>& other : running) {
+          other->beside.push_back(p.tag);
+          r->beside.push_back(other->point->tag);
+        }
+        running.push_back(std::move(r));
+      }
+      if (running.empty()) break;
+      std::vector<int> pids;
+      for (const std::unique_ptr<Running>& r : running) pids.push_back(r->pid);
+      std::optional<Ended> ended = wait_for_any(pids, 1.0);
+      progress_.tick(running.size());
+      if (!ended) continue;
+      auto it = std::find_if(running.begin(), running.end(),
+                             [&](const std::unique_ptr<Running>& r) { return r->pid == ended->pid; });
+      std::unique_ptr<Running> done = std::move(*it);
+      running.erase(it);
+      std::vector<int> others;
+      for (const std::unique_ptr<Running>& r : running) others.push_back(r->pid);
+      finish_point(*done, ended->result, others);
+      pool_.give_back(done->placement);
+    }
+    progress_.finish();
+  }
+
+  // Decides, claims and starts a point; nullptr when it does not run (kept, busy elsewhere,
+  // recovered, skipped), having said so.
+  std::unique_ptr<Running> start_point(const SweepPoint& p, const PointCommand& cmd, size_t i,
+                                       size_t n, const PointNeeds& needs,
+                                       const Placement& placement) {
     std::optional<PointRecord> record;
     if (auto it = records_.find(p.tag); it != records_.end()) record = it->second;
     Decision d = decide(record, p.config_hash, o_.force, o_.retry_failed);
-    std::optional<std::string> prune = pruned(p);
-    if (o_.dry_run) {
-      out_ << "# " << (i + 1) << "/" << n << " " << p.tag << " (index " << p.index << ")"
-           << (prune ? ": would be skipped, " + *prune : "") << "\n";
-      std::vector<std::string> line;
-      if (!cmd.env.empty()) line.push_back("env");  // env(1): NAME=VALUE words, then the command
-      for (const auto& [k, v] : cmd.env) line.push_back(k + "=" + v);
-      line.insert(line.end(), cmd.argv.begin(), cmd.argv.end());
-      out_ << shell_join(line) << "\n";
-      if (config_at(p.config, "benchmark").as_string() == "command") {
-        // What bench-command will run on rank 0, its placeholders replaced.
-        RuntimeValues values;
-        values.out = fs::absolute(point_dir(p)).lexically_normal().string();
-        values.world_size = Settings::of(p.config).launch.ranks;
-        ExpandedCommand program = expand_command(command_spec_of(p.config), p.config, values);
-        std::vector<std::string> shown;
-        if (!program.env.empty()) shown.push_back("env");
-        for (const auto& [k, v] : program.env) shown.push_back(k + "=" + v);
-        shown.insert(shown.end(), program.argv.begin(), program.argv.end());
-        out_ << "#   rank 0 runs: " << shell_join(shown) << "\n";
-      }
-      return;
-    }
     if (d == Decision::kKeepOk) {
       row(p, "ok", "kept: ok since " + record->ended + " (--force reruns it)");
-      return;
+      return nullptr;
     }
     if (d == Decision::kKeepFailure) {
       row(p, to_string(record->status), "kept: " + record->reason + " (--retry-failed reruns it)");
-      return;
+      return nullptr;
     }
     ClaimState busy;
     std::optional<PointClaim> claim =
@@ -319,7 +512,7 @@ class SweepRun {
       row(p, busy.orphaned ? "running (orphaned)" : "running",
           busy.orphaned ? busy.describe(point_dir(p))
                         : "elsewhere: " + busy.describe(point_dir(p)));
-      return;
+      return nullptr;
     }
     // Another runner may have finished it between our reading and our claim.
     record = read_point_record(point_dir(p));
@@ -327,10 +520,12 @@ class SweepRun {
     d = decide(record, p.config_hash, o_.force, o_.retry_failed);
     if (d != Decision::kRun) {
       row(p, to_string(record->status), "finished by another runner");
-      return;
+      return nullptr;
     }
-    if (record && !o_.force && recover_finished_run(p, *record)) return;
-    PointRecord r;
+    if (record && !o_.force && recover_finished_run(p, *record)) return nullptr;
+    auto run = std::make_unique<Running>();
+    run->point = &p;
+    PointRecord& r = run->record;
     r.config_hash = p.config_hash;
     r.attempt = (record ? record->attempt : 0) + 1;
     r.launcher = cmd.launcher;
@@ -339,31 +534,68 @@ class SweepRun {
     r.pid = ::getpid();
     r.slurm_job_id = slurm_job_id_here();
     r.started = utc_now_iso8601();
+    if (packing()) {
+      r.cpus = cpu_list_text(placement.cpus);
+      r.gpus = join(placement.gpus, ",");
+      r.beside.emplace();
+    }
     archive_previous_attempt(point_dir(p));
-    if (prune) {
+    // Checked when the point is about to start, so that a larger point queued while a smaller
+    // one ran out of memory beside it is still skipped.
+    if (std::optional<std::string> prune = pruned(p)) {
       r.status = PointStatus::kSkipped;
       r.reason = *prune;
       r.ended = r.started;
       finish(p, r);
       row(p, "skipped", *prune);
-      return;
+      return nullptr;
     }
     r.status = PointStatus::kRunning;
     write_point_record(point_dir(p), r);
     manifest_.set(p.tag, manifest_fields(r));
-    out_ << "# " << (i + 1) << "/" << n << " running " << p.tag << " (" << cmd.launcher << ", "
-         << plural(static_cast<size_t>(Settings::of(p.config).launch.ranks), "rank") << ")\n";
-    out_.flush();
+    std::string where;
+    if (packing()) {
+      where = ", CPUs " + r.cpus + (r.gpus.empty() ? "" : ", GPUs " + r.gpus);
+    }
+    say("# " + std::to_string(i + 1) + "/" + std::to_string(n) + " running " + p.tag + " (" +
+        cmd.launcher + ", " +
+        plural(static_cast<size_t>(Settings::of(p.config).launch.ranks), "rank") + where + ")" +
+        progress_.eta_text() + "\n");
 
+    std::map<std::string, std::string> env = cmd.env;
+    // Its processes carry the point's tag: what one leaves behind is known as its own.
+    env["SWEEPBENCH_POINT"] = p.tag;
+    if (packing()) {
+      // Its share of the machine: the GPUs it asked for and no others, and as many compute
+      // threads a rank as it has CPUs (bench-train reads it when launch.cpus_per_rank is null).
+      if (pool_.gpu_count() > 0) env["CUDA_VISIBLE_DEVICES"] = r.gpus;
+      env["SWEEPBENCH_CPUS_PER_RANK"] = std::to_string(needs.cpus_per_rank);
+    }
     fs::path logs = fs::path(point_dir(p)) / kLogsDir;
     make_directories(logs.string());
-    auto t0 = std::chrono::steady_clock::now();
-    ProcessResult result = run_process(cmd.argv, cmd.env, (logs / "stdout.txt").string(),
-                                       (logs / "stderr.txt").string(), claim->fd());
-    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    run->t0 = std::chrono::steady_clock::now();
+    run->pid = start_process(cmd.argv, env, (logs / "stdout.txt").string(),
+                             (logs / "stderr.txt").string(), claim->fd(),
+                             packing() ? placement.cpus : std::vector<int>{});
+    run->claim.emplace(std::move(*claim));
+    run->placement = placement;
+    return run;
+  }
+
+  // Records how a started point ended. `others`: the points still running beside it.
+  void finish_point(Running& run, const ProcessResult& result, const std::vector<int>& others) {
+    const SweepPoint& p = *run.point;
+    PointRecord& r = run.record;
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - run.t0).count();
+    if (r.beside) *r.beside = run.beside;
+    fs::path logs = fs::path(point_dir(p)) / kLogsDir;
     // No process of a point outlives it: what it left (a daemon, ranks whose launcher died) is
-    // ended now, before the next point is measured beside it, and named in its log.
-    std::vector<std::string> leftovers = end_leftover_processes();
+    // ended now, before the next point is measured beside it, and named in its log. With other
+    // points running, only what carries its tag is its own; what is left unmarked is ended when
+    // nothing else runs.
+    LeftoverScope scope;
+    if (packing()) scope = {others, "SWEEPBENCH_POINT=" + p.tag};
+    std::vector<std::string> leftovers = end_leftover_processes(kLeftoverGraceSeconds, scope);
     std::string ended;
     if (!leftovers.empty()) {
       ended = "ended " + plural(leftovers.size(), "process", "processes") +
@@ -407,6 +639,16 @@ class SweepRun {
     row(p, to_string(r.status),
         seconds_text(r.seconds) + " s" + (r.reason.empty() ? "" : "; " + r.reason) +
             (!ended.empty() && r.status == PointStatus::kOk ? "; " + ended : ""));
+    progress_.done(r.status);
+    if (packing() && others.empty()) {
+      // Nothing else runs: what earlier points left without their tag goes now.
+      std::vector<std::string> unmarked = end_leftover_processes();
+      if (!unmarked.empty()) {
+        say("# ended " + plural(unmarked.size(), "process", "processes") +
+            " that earlier points left running without their tag: " + join(unmarked, ", ") +
+            "\n");
+      }
+    }
   }
 
   // A point that reached the time limit runs again in a fresh run of this batch job: the job
@@ -463,6 +705,8 @@ class SweepRun {
   std::ostream& out_;
   fs::path root_;
   ManifestBatch manifest_;
+  ResourcePool pool_;
+  Progress progress_;
   std::map<std::string, PointRecord> records_;
   std::vector<const SweepPoint*> timed_out_;
   RunReport report_;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "launch/launcher.h"
+#include "launch/packing.h"
 #include "launch/workload.h"
 #include "layout/claim.h"
 #include "layout/point_record.h"
@@ -34,6 +35,11 @@ struct RunOptions {
   // here is the one beside bench-sweep, else PATH's (locate_program).
   std::map<std::string, std::string> programs;
   std::vector<std::string> prune_after_oom;
+  // --jobs: points at once, each on CPUs and GPUs of its own (launch/packing.h); kJobsAuto: as
+  // many as fit. 1, the default: one after another, on the whole machine.
+  int jobs = 1;
+  // A terminal to keep one live progress line on (raw: it takes control sequences), or none.
+  std::ostream* terminal = nullptr;
 };
 
 // What to do with a point, given its last record.

@@ -412,7 +412,9 @@ std::vector<std::string> extract_columns(const std::vector<std::string>& dirs) {
   // inference metrics, and one of training points no command columns.
   PointColumns pc = point_columns(dirs);
   std::vector<std::string> columns = config_columns(pc);
-  columns.insert(columns.end(), {"world_size", "started", "device_name", "device"});
+  // cpus, gpus, beside: where a point ran with bench-sweep run --jobs (empty otherwise).
+  columns.insert(columns.end(),
+                 {"world_size", "started", "device_name", "device", "cpus", "gpus", "beside"});
   auto add = [&](const std::string& m) {
     if (std::find(columns.begin(), columns.end(), m) == columns.end()) columns.push_back(m);
   };
@@ -597,6 +599,13 @@ ExtractedPoint extract_point(const std::string& d, Manifests& manifests, double 
     out.incomplete = status == "incomplete";
     row["status"] = Value::string(status);
     row["reason"] = Value::string(reason);
+    // With bench-sweep run --jobs: where the point ran and beside which points.
+    if (evidence.record) {
+      const PointRecord& rec = *evidence.record;
+      if (!rec.cpus.empty()) row["cpus"] = Value::string(rec.cpus);
+      if (!rec.gpus.empty()) row["gpus"] = Value::string(rec.gpus);
+      if (rec.beside) row["beside"] = Value::string(join(*rec.beside, " "));
+    }
 
     if (!ranks.empty() && whole) {
       row["world_size"] = Value::integer(ranks.front().world_size);

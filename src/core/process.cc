@@ -4,7 +4,9 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <set>
 
 #include "core/error.h"
 #include "core/fs.h"
@@ -26,7 +29,23 @@ extern char** environ;
 namespace sweepbench {
 namespace {
 
-std::atomic<pid_t> g_child_group{0};
+// The process groups stops go to: one a running point (bench-sweep run --jobs N), or the one
+// child of run_process and bench-command. A slot is 0 when free.
+std::atomic<pid_t> g_groups[kMaxStopGroups];
+
+// Sends `sig` to every group stops go to (async-signal-safe).
+void signal_groups(int sig) {
+  for (std::atomic<pid_t>& g : g_groups) {
+    if (pid_t group = g.load(); group > 0) ::kill(-group, sig);
+  }
+}
+
+bool any_group() {
+  for (std::atomic<pid_t>& g : g_groups) {
+    if (g.load() > 0) return true;
+  }
+  return false;
+}
 std::atomic<int> g_stop_signal{0};
 std::atomic<int> g_stop_count{0};
 std::atomic<long long> g_first_stop_ns{0};
@@ -54,28 +73,27 @@ long long monotonic_ns() {
 extern "C" void on_stop_signal(int sig) {
   int expected = 0;
   g_stop_signal.compare_exchange_strong(expected, sig);
-  pid_t group = g_child_group.load();
   if (g_policy.load() == static_cast<int>(StopPolicy::kCommand)) {
     // The user's program gets the first as it is (or SIGTERM); any second one kills it.
     int n = g_stop_count.fetch_add(1) + 1;
     if (n > 1) g_killed.store(true);
-    if (group > 0) ::kill(-group, n > 1 ? SIGKILL : forwarded(sig));
+    signal_groups(n > 1 ? SIGKILL : forwarded(sig));
     return;
   }
   if (sig == SIGUSR1) {
-    if (group > 0) ::kill(-group, SIGUSR1);
+    signal_groups(SIGUSR1);
     return;
   }
   long long now = monotonic_ns();
   long long first = 0;
   if (g_first_stop_ns.compare_exchange_strong(first, now)) {
     g_stop_count.store(1);
-    if (group > 0) ::kill(-group, forwarded(sig));
+    signal_groups(forwarded(sig));
     return;
   }
   if (now - first < kSameStopNs) return;  // the same stop, delivered twice
   g_stop_count.fetch_add(1);
-  if (group > 0) {
+  if (any_group()) {
     // A second, deliberate stop: the user will not wait for the step to end.
     g_killed.store(true);
     static const char kMessage[] =
@@ -83,7 +101,7 @@ extern "C" void on_stop_signal(int sig) {
         "results only when it ends, so this attempt leaves none\n";
     ssize_t ignored = ::write(2, kMessage, sizeof(kMessage) - 1);
     (void)ignored;
-    ::kill(-group, SIGKILL);
+    signal_groups(SIGKILL);
   }
 }
 
@@ -145,9 +163,26 @@ const std::vector<int>& stop_signals(StopPolicy policy) {
 }
 
 void forward_stops_to(int group) {
-  g_child_group.store(group);
-  // A stop that came before the group was known: pass it on now.
-  if (int sig = g_stop_signal.load(); sig != 0 && group > 0) ::kill(-group, forwarded(sig));
+  for (std::atomic<pid_t>& g : g_groups) g.store(0);
+  if (group > 0) add_stop_group(group);
+}
+
+bool add_stop_group(int group) {
+  for (std::atomic<pid_t>& g : g_groups) {
+    pid_t free_slot = 0;
+    if (!g.compare_exchange_strong(free_slot, group)) continue;
+    // A stop that came before the group was known: pass it on now.
+    if (int sig = g_stop_signal.load(); sig != 0) ::kill(-group, forwarded(sig));
+    return true;
+  }
+  return false;
+}
+
+void remove_stop_group(int group) {
+  for (std::atomic<pid_t>& g : g_groups) {
+    pid_t mine = group;
+    g.compare_exchange_strong(mine, 0);
+  }
 }
 
 int received_stop_signal() { return g_stop_signal.load(); }
@@ -171,6 +206,11 @@ Spawned spawn_process(const SpawnSpec& spec) {
   std::vector<std::string> args = spec.argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  for (int c : spec.cpus) {
+    if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &cpus);
+  }
   int exec_pipe[2];
   if (::pipe2(exec_pipe, O_CLOEXEC) != 0) {
     throw Error(ErrorKind::kIo, Mark::in(spec.argv.front()), "",
@@ -204,6 +244,14 @@ Spawned spawn_process(const SpawnSpec& spec) {
       if (::getppid() != parent) ::_exit(128 + spec.parent_death_signal);
     }
     if (spec.keep_fd >= 0) ::fcntl(spec.keep_fd, F_SETFD, 0);
+    if (!spec.cpus.empty() && ::sched_setaffinity(0, sizeof(cpus), &cpus) != 0) {
+      const char* reason = std::strerror(errno);
+      static const char kWhat[] = "cannot run on its CPUs: ";
+      ssize_t ignored = ::write(exec_pipe[1], kWhat, sizeof(kWhat) - 1);
+      ignored = ::write(exec_pipe[1], reason, std::strlen(reason));
+      (void)ignored;
+      ::_exit(127);
+    }
     struct sigaction sa {};
     sa.sa_handler = SIG_DFL;
     sigemptyset(&sa.sa_mask);
@@ -254,10 +302,27 @@ Spawned spawn_process(const SpawnSpec& spec) {
   return s;
 }
 
-ProcessResult run_process(const std::vector<std::string>& argv,
-                          const std::map<std::string, std::string>& env,
-                          const std::string& stdout_path, const std::string& stderr_path,
-                          int inherit_fd) {
+namespace {
+
+// The children start_process started and wait_for_any has not yet returned, each with a pidfd
+// (-1 where the kernel has none: Linux before 5.3). Leftover reaping leaves them alone.
+std::map<pid_t, int>& started_children() {
+  static std::map<pid_t, int> children;
+  return children;
+}
+
+ProcessResult result_of(int status) {
+  ProcessResult r;
+  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) r.term_signal = WTERMSIG(status);
+  return r;
+}
+
+}  // namespace
+
+int start_process(const std::vector<std::string>& argv,
+                  const std::map<std::string, std::string>& env, const std::string& stdout_path,
+                  const std::string& stderr_path, int inherit_fd, const std::vector<int>& cpus) {
   int out_fd = open_log(stdout_path);
   int err_fd = -1;
   try {
@@ -272,6 +337,7 @@ ProcessResult run_process(const std::vector<std::string>& argv,
   spec.stdout_fd = out_fd;
   spec.stderr_fd = err_fd;
   spec.keep_fd = inherit_fd;
+  spec.cpus = cpus;
   // The runner's death reaches the point as "stop after this step"; if it died already, now.
   spec.parent_death_signal = SIGUSR2;
   Spawned child;
@@ -289,16 +355,62 @@ ProcessResult run_process(const std::vector<std::string>& argv,
   }
   ::close(out_fd);
   ::close(err_fd);
-  forward_stops_to(pid);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) break;
+  started_children()[pid] = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (!add_stop_group(pid)) {
+    // More groups than the table holds: this one cannot be told to stop, so it does not run.
+    ::kill(-pid, SIGKILL);
   }
-  forward_stops_to(0);
-  ProcessResult r;
-  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) r.term_signal = WTERMSIG(status);
-  return r;
+  return pid;
+}
+
+std::optional<Ended> wait_for_any(const std::vector<int>& pids, double timeout_seconds) {
+  auto reaped = [](pid_t pid) -> std::optional<Ended> {
+    int status = 0;
+    pid_t got = ::waitpid(pid, &status, WNOHANG);
+    if (got != pid) return std::nullopt;
+    auto& children = started_children();
+    if (auto it = children.find(pid); it != children.end()) {
+      if (it->second >= 0) ::close(it->second);
+      children.erase(it);
+    }
+    remove_stop_group(pid);
+    return Ended{pid, result_of(status)};
+  };
+  for (int pid : pids) {
+    if (auto e = reaped(pid)) return e;
+  }
+  // A pidfd turns readable when its process has ended; without one, ask waitpid every 20 ms.
+  std::vector<pollfd> fds;
+  bool all_have_pidfds = true;
+  for (int pid : pids) {
+    auto it = started_children().find(pid);
+    if (it != started_children().end() && it->second >= 0) {
+      fds.push_back({it->second, POLLIN, 0});
+    } else {
+      all_have_pidfds = false;
+    }
+  }
+  int timeout_ms = static_cast<int>(std::max(0.0, timeout_seconds) * 1000);
+  if (!all_have_pidfds) timeout_ms = std::min(timeout_ms, 20);
+  if (!fds.empty()) {
+    ::poll(fds.data(), static_cast<nfds_t>(fds.size()), timeout_ms);  // EINTR: a signal; check
+  } else {
+    ::usleep(static_cast<useconds_t>(timeout_ms) * 1000);
+  }
+  for (int pid : pids) {
+    if (auto e = reaped(pid)) return e;
+  }
+  return std::nullopt;
+}
+
+ProcessResult run_process(const std::vector<std::string>& argv,
+                          const std::map<std::string, std::string>& env,
+                          const std::string& stdout_path, const std::string& stderr_path,
+                          int inherit_fd) {
+  int pid = start_process(argv, env, stdout_path, stderr_path, inherit_fd);
+  while (true) {
+    if (std::optional<Ended> e = wait_for_any({pid}, 3600)) return e->result;
+  }
 }
 
 void become_child_subreaper() { ::prctl(PR_SET_CHILD_SUBREAPER, 1); }
@@ -310,8 +422,9 @@ struct ProcEntry {
   std::string comm;
 };
 
-// Every process of /proc with its parent and name (the kernel's "comm", 15 bytes at most).
-std::vector<ProcEntry> all_processes() {
+// Every process of /proc with its parent and name (the kernel's "comm", 15 bytes at most);
+// those that have ended and wait to be reaped (zombies) only when asked.
+std::vector<ProcEntry> all_processes(bool zombies = false) {
   std::vector<ProcEntry> out;
   DIR* dir = ::opendir("/proc");
   if (dir == nullptr) return out;
@@ -335,7 +448,7 @@ std::vector<ProcEntry> all_processes() {
     char state = 0;
     long ppid = 0;
     if (std::sscanf(close + 1, " %c %ld", &state, &ppid) != 2) continue;
-    if (state == 'Z') continue;  // ended already; waitpid reaps it
+    if (state == 'Z' && !zombies) continue;  // ended already; waitpid reaps it
     out.push_back({static_cast<pid_t>(pid), static_cast<pid_t>(ppid),
                    std::string(open + 1, static_cast<size_t>(close - open - 1))});
   }
@@ -343,14 +456,14 @@ std::vector<ProcEntry> all_processes() {
   return out;
 }
 
-std::vector<ProcEntry> descendants_of(pid_t root, pid_t except) {
+std::vector<ProcEntry> descendants_of(pid_t root, const std::set<pid_t>& except) {
   std::vector<ProcEntry> all = all_processes(), found;
   std::vector<pid_t> frontier = {root};
   while (!frontier.empty()) {
     pid_t parent = frontier.back();
     frontier.pop_back();
     for (const ProcEntry& p : all) {
-      if (p.ppid != parent || p.pid == except) continue;
+      if (p.ppid != parent || except.count(p.pid) != 0) continue;
       found.push_back(p);
       frontier.push_back(p.pid);
     }
@@ -358,25 +471,66 @@ std::vector<ProcEntry> descendants_of(pid_t root, pid_t except) {
   return found;
 }
 
+// Reaps this process's children that have ended, except those start_process started (their
+// ends are wait_for_any's to tell).
 void reap_children() {
+  const pid_t self = ::getpid();
+  const auto& started = started_children();
   int status = 0;
-  while (::waitpid(-1, &status, WNOHANG) > 0) {
+  if (started.empty()) {
+    while (::waitpid(-1, &status, WNOHANG) > 0) {
+    }
+    return;
   }
+  for (const ProcEntry& p : all_processes(true)) {
+    if (p.ppid == self && started.count(p.pid) == 0) ::waitpid(p.pid, &status, WNOHANG);
+  }
+}
+
+// True when /proc/PID/environ holds `entry` ("NAME=VALUE") as a whole entry.
+bool environment_holds(pid_t pid, const std::string& entry) {
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/%d/environ", static_cast<int>(pid));
+  try {
+    std::optional<std::string> env = read_file_if_exists(path, size_t{8} << 20);
+    if (!env) return false;
+    std::string wanted = entry;
+    wanted.push_back('\0');
+    if (env->compare(0, wanted.size(), wanted) == 0) return true;
+    return env->find('\0' + wanted) != std::string::npos;
+  } catch (const Error&) {
+    return false;  // gone, or not ours to read
+  }
+}
+
+// The descendants `scope` makes leftovers.
+std::vector<ProcEntry> leftovers_in(const LeftoverScope& scope) {
+  std::set<pid_t> running(scope.running.begin(), scope.running.end());
+  std::vector<ProcEntry> found = descendants_of(::getpid(), running);
+  if (scope.marker.empty()) return found;
+  std::vector<ProcEntry> marked;
+  for (const ProcEntry& p : found) {
+    if (environment_holds(p.pid, scope.marker)) marked.push_back(p);
+  }
+  return marked;
 }
 
 }  // namespace
 
 std::vector<std::string> descendant_processes(int except) {
   std::vector<std::string> out;
-  for (const ProcEntry& p : descendants_of(::getpid(), except)) {
+  std::set<pid_t> left_out;
+  if (except > 0) left_out.insert(except);
+  for (const ProcEntry& p : descendants_of(::getpid(), left_out)) {
     out.push_back(std::to_string(p.pid) + " (" + p.comm + ")");
   }
   return out;
 }
 
-std::vector<std::string> end_leftover_processes(double grace_seconds) {
+std::vector<std::string> end_leftover_processes(double grace_seconds,
+                                                const LeftoverScope& scope) {
   reap_children();
-  std::vector<ProcEntry> left = descendants_of(::getpid(), 0);
+  std::vector<ProcEntry> left = leftovers_in(scope);
   std::vector<std::string> named;
   // What is on its way out goes by itself: an MPI singleton's orted, or a launcher's helper,
   // ends a moment after the program it served (every 1-rank point under Open MPI has one). Only
@@ -386,7 +540,7 @@ std::vector<std::string> end_leftover_processes(double grace_seconds) {
          g_stop_count.load() == 0) {
     ::usleep(20'000);
     reap_children();
-    left = descendants_of(::getpid(), 0);
+    left = leftovers_in(scope);
   }
   if (left.empty()) return named;
   for (const ProcEntry& p : left) {
@@ -398,7 +552,7 @@ std::vector<std::string> end_leftover_processes(double grace_seconds) {
   int stops_before = g_stop_count.load();
   while (std::chrono::steady_clock::now() < deadline) {
     reap_children();
-    if (descendants_of(::getpid(), 0).empty()) return named;
+    if (leftovers_in(scope).empty()) return named;
     if (g_stop_count.load() != stops_before) break;  // a stop signal: no more waiting
     ::usleep(50'000);
   }
@@ -407,7 +561,7 @@ std::vector<std::string> end_leftover_processes(double grace_seconds) {
   // process may have started another meanwhile): again until none is left, 10 s at most.
   auto killed_by = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (true) {
-    std::vector<ProcEntry> still = descendants_of(::getpid(), 0);
+    std::vector<ProcEntry> still = leftovers_in(scope);
     if (still.empty() || std::chrono::steady_clock::now() > killed_by) break;
     for (const ProcEntry& p : still) ::kill(p.pid, SIGKILL);
     ::usleep(10'000);

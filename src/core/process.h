@@ -9,6 +9,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,12 @@ void install_stop_forwarding(StopPolicy policy);
 const std::vector<int>& stop_signals(StopPolicy policy);
 // From now on stops go to process group `group` (0: none); one received before is passed on now.
 void forward_stops_to(int group);
+// Several groups at once (bench-sweep run --jobs: one a running point): a stop goes to every
+// group added and not yet removed; one received before is passed on to a group when it is added.
+// At most kMaxStopGroups at once; add_stop_group returns false beyond that.
+constexpr int kMaxStopGroups = 1024;
+bool add_stop_group(int group);
+void remove_stop_group(int group);
 // The first stop signal received, or 0.
 int received_stop_signal();
 // True when a second stop signal (kRunner: more than a second after the first, since one Ctrl-C
@@ -55,6 +62,7 @@ struct SpawnSpec {
   int keep_fd = -1;                        // kept open across exec (a point's claim)
   bool own_group = true;                   // in a process group of its own (setpgid)
   int parent_death_signal = 0;             // PR_SET_PDEATHSIG: what the child gets if we die
+  std::vector<int> cpus;                   // the CPUs it may run on (affinity); empty: ours
 };
 struct Spawned {
   int pid = -1;       // the child (reap it even when `error` is set: it exited 127)
@@ -77,6 +85,21 @@ ProcessResult run_process(const std::vector<std::string>& argv,
                           const std::string& stdout_path, const std::string& stderr_path,
                           int inherit_fd = -1);
 
+// run_process in two halves, for several at once (bench-sweep run --jobs). start_process starts
+// the command as run_process does (on `cpus` only, when given) and adds its group to those stops
+// go to; wait_for_any waits up to `timeout_seconds` for one of `pids` (started here, not yet
+// waited for) to end and returns its pid and result, or nullopt when none ended meanwhile (or a
+// signal came). The group is removed from the stop groups when its result is returned.
+int start_process(const std::vector<std::string>& argv,
+                  const std::map<std::string, std::string>& env, const std::string& stdout_path,
+                  const std::string& stderr_path, int inherit_fd = -1,
+                  const std::vector<int>& cpus = {});
+struct Ended {
+  int pid = -1;
+  ProcessResult result;
+};
+std::optional<Ended> wait_for_any(const std::vector<int>& pids, double timeout_seconds);
+
 std::string signal_name(int sig);
 
 // No process of a point outlives it (docs/security.md). The process that runs points (bench-sweep
@@ -92,10 +115,21 @@ constexpr double kLeftoverGraceSeconds = 3;
 // "PID (COMM)"; `except` (a child still meant to run, or 0) and its descendants left out.
 std::vector<std::string> descendant_processes(int except = 0);
 
-// Ends every process still descending from this one: SIGTERM, then SIGKILL to those left after
-// `grace_seconds` (at once when a stop signal has come meanwhile), and reaps them. Returns them
-// as "PID (COMM)", for the point's log; empty when none was left.
-std::vector<std::string> end_leftover_processes(double grace_seconds = kLeftoverGraceSeconds);
+// Which descendants are one point's leftovers while other points still run (bench-sweep run
+// --jobs): not those of the running points' processes (`running`: their pids), and only those
+// whose environment holds `marker` ("NAME=VALUE", the point's SWEEPBENCH_POINT), since what a
+// point left behind has been handed to this process and no longer tells whose it was. Empty
+// `running` and `marker`: every descendant, as with one point at a time.
+struct LeftoverScope {
+  std::vector<int> running;
+  std::string marker;
+};
+
+// Ends every process still descending from this one (within `scope`): SIGTERM, then SIGKILL to
+// those left after `grace_seconds` (at once when a stop signal has come meanwhile), and reaps
+// them. Returns them as "PID (COMM)", for the point's log; empty when none was left.
+std::vector<std::string> end_leftover_processes(double grace_seconds = kLeftoverGraceSeconds,
+                                                const LeftoverScope& scope = {});
 
 // A short command's output, for asking a tool (squeue, sbatch, scontrol) something.
 struct Captured {

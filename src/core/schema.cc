@@ -409,6 +409,12 @@ std::vector<KeySpec> build_table() {
         "Shell lines run before the point's command, in one bash (module load, conda activate "
         "{params.env}); placeholders become single-quoted words; the lines are your own shell code")
           .hashed_unless_default(),
+      K("launch.exclusive", T::kEnum, S("auto"),
+        "Whether a point shares its nodes with other points that bench-sweep run --jobs runs at "
+        "once: node (alone on its nodes), shared (beside others, on cores and GPUs of its own), "
+        "auto (node for a point over several nodes, else shared)")
+          .choices({"auto", "node", "shared"})
+          .unhashed(),
       K("launch.malloc_cache", T::kBool, B(true),
         "Keep freed host memory in the process (glibc: no mmap, no trim) so steps do not "
         "page-fault "

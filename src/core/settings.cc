@@ -180,6 +180,9 @@ Settings Settings::of(const Value& c) {
   l.env = string_map(c, "launch.env");
   l.setup = strings(c, "launch.setup");
   l.malloc_cache = at(c, "launch.malloc_cache").as_bool();
+  l.exclusive = choice<Exclusive>(
+      c, "launch.exclusive",
+      {{"auto", Exclusive::kAuto}, {"node", Exclusive::kNode}, {"shared", Exclusive::kShared}});
 
   s.metrics.sample_interval_ms = at(c, "metrics.sample_interval_ms").as_int();
   s.metrics.system = at(c, "metrics.system").as_bool();

@@ -16,6 +16,7 @@ namespace sweepbench {
 
 enum class DType { kFp32, kBf16, kFp16 };
 enum class Device { kAuto, kCpu, kCuda };
+enum class Exclusive { kAuto, kNode, kShared };
 enum class DataSource { kSynthetic, kTokens, kText };
 enum class TokenDType { kUint16, kUint32 };
 
@@ -83,6 +84,11 @@ struct LaunchSettings {
   std::map<std::string, std::string> env;
   std::vector<std::string> setup;  // shell lines before the command; may hold {placeholders}
   bool malloc_cache = true;
+  Exclusive exclusive = Exclusive::kAuto;
+  // launch.exclusive with auto decided: alone on its nodes when it spans several.
+  bool alone_on_its_nodes() const {
+    return exclusive == Exclusive::kNode || (exclusive == Exclusive::kAuto && nodes > 1);
+  }
 };
 
 struct MetricsSettings {

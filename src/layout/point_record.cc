@@ -93,6 +93,13 @@ Value PointRecord::to_value() const {
   v.set("started", Value::string(started));
   v.set("ended", Value::string(ended));
   v.set("seconds", Value::real(seconds));
+  if (!cpus.empty()) v.set("cpus", Value::string(cpus));
+  if (!gpus.empty()) v.set("gpus", Value::string(gpus));
+  if (beside) {
+    Value list = Value::list();
+    for (const std::string& tag : *beside) list.items().push_back(Value::string(tag));
+    v.set("beside", list);
+  }
   return v;
 }
 
@@ -115,6 +122,14 @@ PointRecord PointRecord::from_value(const Value& v) {
   r.started = text_field(v, "started");
   r.ended = text_field(v, "ended");
   if (const Value* s = v.find("seconds"); s != nullptr && s->is_number()) r.seconds = s->as_float();
+  r.cpus = text_field(v, "cpus");
+  r.gpus = text_field(v, "gpus");
+  if (const Value* b = v.find("beside"); b != nullptr && b->is_list()) {
+    r.beside.emplace();
+    for (const Value& tag : b->items()) {
+      if (tag.is_string()) r.beside->push_back(tag.as_string());
+    }
+  }
   return r;
 }
 

@@ -55,6 +55,11 @@ struct PointRecord {
   std::string slurm_job_id;    // "1234" or "1234_5" for an array task
   std::string started, ended;  // ISO 8601 UTC
   double seconds = 0;
+  // With several points at once (bench-sweep run --jobs other than 1): the CPUs ("0-3") and
+  // GPUs ("0,1", as CUDA_VISIBLE_DEVICES) it ran on, and the points that ran at the same time
+  // beside it on this machine (empty when none did). Left out of status.json otherwise.
+  std::string cpus, gpus;
+  std::optional<std::vector<std::string>> beside;
 
   Value to_value() const;
   static PointRecord from_value(const Value& v);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <thread>
 
@@ -67,12 +68,17 @@ PointConfig read_point_config(const Args& args, const MpiEnv& mpi, const char* p
 }
 
 int compute_threads(const Settings& set, const MpiEnv& mpi) {
+  if (set.launch.cpus_per_rank) return static_cast<int>(*set.launch.cpus_per_rank);
+  // bench-sweep run --jobs gives each point CPUs of its own and says how many a rank has.
+  if (const char* given = std::getenv("SWEEPBENCH_CPUS_PER_RANK")) {
+    char* end = nullptr;
+    long n = std::strtol(given, &end, 10);
+    if (end != given && *end == '\0' && n > 0 && n <= 1'000'000) return static_cast<int>(n);
+  }
   // Each rank's share of the machine, but no more cores than it may run on (SLURM, mpirun's
   // binding and taskset narrow the affinity mask).
   const int machine = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  return set.launch.cpus_per_rank
-             ? static_cast<int>(*set.launch.cpus_per_rank)
-             : std::max(1, std::min(usable_cpu_count(), machine / mpi.local_size()));
+  return std::max(1, std::min(usable_cpu_count(), machine / mpi.local_size()));
 }
 
 TrainPlan make_plan(const Args& args, const MpiEnv& mpi) {

@@ -6,6 +6,7 @@ that would be shell in the wrong hands.
 Run by ctest (tests/CMakeLists.txt), one ctest per class:
     SWEEPBENCH_BIN_DIR=build/release/bin /usr/bin/python3 tests/run/test_bench_sweep_run.py LocalRun
 """
+import csv
 import json
 import os
 import shlex
@@ -474,6 +475,234 @@ prune_after_oom: [train.micro_batch]
             r = run("run", s, "--out", out, check=1)
             self.assertIn("kept: ", r.stdout)
             self.assertEqual(statuses(out)[by_mb[128]], "skipped")
+
+
+def command_sweep(tmp, name, script, values, extra=""):
+    """A sweep of command points, one a value of params.i, each running `script` in bash: it
+    prints its CPUs (taskset), GPUs and tag, then `value 1` (the point's one metric)."""
+    path = os.path.join(tmp, name + ".yaml")
+    with open(path, "w") as f:
+        f.write(f"""name: {name}
+base:
+  benchmark: command
+  params: {{i: 0}}
+  command:
+    argv: [bash, -c, {json.dumps(script + '; echo "cpus $(taskset -pc $$ | cut -d: -f2)"; '
+                                 'echo "gpus [$CUDA_VISIBLE_DEVICES] tag $SWEEPBENCH_POINT"; '
+                                 'echo value 1')}]
+    metrics:
+      - {{name: value, regex: 'value ([0-9]+)'}}
+{extra}axes:
+  params.i: {json.dumps(values)}
+""")
+    return path
+
+
+def records(out):
+    return {p["tag"]: read_json(os.path.join(out, p["tag"], "status.json"))
+            for p in manifest_points(out)}
+
+
+def said(out, tag):
+    with open(os.path.join(out, tag, "logs", "stdout.txt")) as f:
+        text = f.read()
+    cpus = text.split("cpus ", 1)[1].split("\n", 1)[0].strip()
+    gpus = text.split("gpus [", 1)[1].split("]", 1)[0]
+    return cpus, gpus, text.split(" tag ", 1)[1].split("\n", 1)[0]
+
+
+def cpu_set(text):
+    """{0, 1, 2, 5} from "0-2,5" (as status.json and taskset write CPU lists)."""
+    cpus = set()
+    for part in text.split(","):
+        first, _, last = part.strip().partition("-")
+        cpus.update(range(int(first), int(last or first) + 1))
+    return cpus
+
+
+class Jobs(unittest.TestCase):
+    """Issue 33: `--jobs N|auto` runs points side by side, each on CPUs and GPUs of its own."""
+
+    def test_points_run_side_by_side_on_cpus_of_their_own(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            s = command_sweep(tmp, "side", "sleep 1", [1, 2, 3, 4, 5, 6])
+            out = os.path.join(tmp, "out")
+            r = run("run", s, "--out", out, "--jobs", "2", check=0)
+            self.assertIn("--jobs 2 (", r.stdout)
+            self.assertRegex(r.stdout, r"done, \d+:\d\d elapsed, about \d+:\d\d left\]")
+            recs = records(out)
+            self.assertEqual({x["status"] for x in recs.values()}, {"ok"}, r.stdout)
+            side_by_side = 0
+            for tag, rec in recs.items():
+                cpus, gpus, point = said(out, tag)
+                # Its affinity is the CPUs its record names; its processes carry its tag.
+                self.assertEqual(cpu_set(cpus), cpu_set(rec["cpus"]))
+                self.assertEqual(len(cpu_set(cpus)), 1)  # --jobs 2 on 2 CPUs: one each
+                self.assertEqual(point, tag)
+                for other in rec["beside"]:
+                    # Side by side both ways, never on the same CPU.
+                    self.assertIn(tag, recs[other]["beside"])
+                    self.assertFalse(cpu_set(rec["cpus"]) & cpu_set(recs[other]["cpus"]))
+                side_by_side += bool(rec["beside"])
+            self.assertEqual(side_by_side, 6, "every point ran beside another")
+            # bench-extract has them as columns.
+            table = subprocess.run([os.path.join(BIN, "bench-extract"), "-i", out, "--format",
+                                    "csv"], env=ENV, check=True, capture_output=True, text=True)
+            for row in csv.DictReader(table.stdout.splitlines()):
+                self.assertEqual(row["cpus"], recs[row["tag"]]["cpus"])
+                self.assertEqual(row["beside"], " ".join(recs[row["tag"]]["beside"]))
+            # Without --jobs: one at a time, as before, and no record of CPUs or neighbours.
+            out1 = os.path.join(tmp, "out1")
+            run("run", s, "--out", out1, "--only", "0,1", check=0)
+            ran = [p["tag"] for p in manifest_points(out1)][:2]
+            for tag in ran:
+                rec = read_json(os.path.join(out1, tag, "status.json"))
+                self.assertEqual(rec["status"], "ok")
+                self.assertNotIn("beside", rec)
+                self.assertNotIn("cpus", rec)
+
+    def test_gpus_are_shared_out_by_cuda_visible_devices(self):
+        # No GPU here: the runner's CUDA_VISIBLE_DEVICES is what it shares out, and each point
+        # sees its own share (what a CUDA program would use).
+        with tempfile.TemporaryDirectory() as tmp:
+            s = command_sweep(tmp, "gpus", "sleep 0.5", [1, 2, 3, 4],
+                              extra="  launch: {gpus_per_rank: 1}\n")
+            out = os.path.join(tmp, "out")
+            env = dict(ENV, CUDA_VISIBLE_DEVICES="3,5")
+            r = bench_sweep("run", s, "--out", out, "--jobs", "auto", env=env, check=0)
+            self.assertIn("2 GPUs", r.stdout)
+            recs = records(out)
+            for tag, rec in recs.items():
+                cpus, gpus, _ = said(out, tag)
+                self.assertIn(gpus, ("3", "5"))
+                self.assertEqual(gpus, rec["gpus"])
+                for other in rec["beside"]:
+                    self.assertNotEqual(rec["gpus"], recs[other]["gpus"])
+
+    def test_an_exclusive_point_runs_alone(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            s = command_sweep(tmp, "alone", "sleep 0.3", [1, 2, 3],
+                              extra="  launch: {exclusive: node}\n")
+            out = os.path.join(tmp, "out")
+            run("run", s, "--out", out, "--jobs", "auto", check=0)
+            for tag, rec in records(out).items():
+                self.assertEqual(rec["beside"], [])
+                # Alone, it holds every CPU the runner has.
+                self.assertEqual(cpu_set(said(out, tag)[0]), cpu_set(rec["cpus"]))
+                self.assertEqual(cpu_set(rec["cpus"]), os.sched_getaffinity(0))
+
+    def test_a_bad_jobs_value_is_refused_before_anything_is_written(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            s = command_sweep(tmp, "bad", "true", [1])
+            out = os.path.join(tmp, "out")
+            for bad in ("0", "-1", "two", ""):
+                r = run("run", s, "--out", out, "--jobs", bad, check=2)
+                self.assertIn("--jobs", r.stderr)
+                self.assertIn("auto", r.stderr)
+            self.assertFalse(os.path.exists(out))
+
+    def test_ctrl_c_stops_every_running_point_and_a_rerun_finishes(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            s = sweep(tmp, "stopjobs", "axes:\n  train.micro_batch: [1, 2, 3]\n", steps=100000)
+            out = os.path.join(tmp, "out")
+            proc = subprocess.Popen([BENCH_SWEEP, "run", s, "--out", out, "--jobs", "2"],
+                                    env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    text=True)
+            wait_until(lambda: os.path.exists(os.path.join(out, "manifest.json")) and
+                       Orphans.training(out, 0) and Orphans.training(out, 1), 120,
+                       "two points training")
+            proc.send_signal(signal.SIGINT)
+            stdout, _ = proc.communicate(timeout=120)
+            self.assertEqual(proc.returncode, 6, stdout)
+            st = statuses(out)
+            tags = [p["tag"] for p in manifest_points(out)]
+            self.assertEqual([st[t] for t in tags], ["cancelled", "cancelled", "pending"], stdout)
+            for t in tags[:2]:
+                self.assertEqual(read_json(os.path.join(out, t, "summary.json"))["status"],
+                                 "cancelled")
+            self.assertEqual(bench_train_pids(out), [])
+            # The rerun (short now) runs all three.
+            s = sweep(tmp, "stopjobs", "axes:\n  train.micro_batch: [1, 2, 3]\n", steps=4)
+            run("run", s, "--out", out, "--jobs", "2", check=0)
+
+    def test_two_runners_with_jobs_run_each_point_once(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            s = command_sweep(tmp, "two", "sleep 0.5", list(range(8)))
+            out = os.path.join(tmp, "out")
+            run("plan", s, "--out", out, check=0)
+            procs = [subprocess.Popen([BENCH_SWEEP, "run", s, "--out", out, "--jobs", "2"],
+                                      env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                      text=True) for _ in range(2)]
+            outputs = [p.communicate(timeout=300)[0] for p in procs]
+            recs = records(out)
+            self.assertEqual({r["status"] for r in recs.values()}, {"ok"}, outputs)
+            self.assertEqual({r["attempt"] for r in recs.values()}, {1}, outputs)
+            for tag in recs:
+                self.assertFalse(os.path.exists(os.path.join(out, tag, "attempts")))
+
+    def test_a_point_queued_beside_one_that_ran_out_of_memory_is_still_pruned(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            # i=1 runs a while; i=2 runs out of memory at once, beside it; i=3 and i=4, larger,
+            # wait in the queue and are pruned when their turn comes.
+            script = ('case $SWEEPBENCH_POINT in i=1.*) sleep 2;; '
+                      'i=2.*) echo "CUDA out of memory" >&2; exit 1;; esac')
+            s = command_sweep(tmp, "oom", script, [1, 2, 3, 4])
+            with open(s, "a") as f:
+                f.write("prune_after_oom: [params.i]\n")
+            out = os.path.join(tmp, "out")
+            r = run("run", s, "--out", out, "--jobs", "2", check=1)
+            by_i = {p["varying"]["params.i"]: p["tag"] for p in manifest_points(out)}
+            st = statuses(out)
+            self.assertEqual({i: st[t] for i, t in by_i.items()},
+                             {1: "ok", 2: "oom", 3: "skipped", 4: "skipped"}, r.stdout)
+            self.assertIn(by_i[1], records(out)[by_i[2]]["beside"])
+
+    def test_what_a_point_leaves_running_is_ended_in_its_own_name(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            # i=1 leaves a daemon behind (its own session) and ends at once; i=2 runs on beside
+            # it for a while. The daemon is i=1's leftover, named in i=1's log, not i=2's.
+            script = ('case $SWEEPBENCH_POINT in i=1.*) '
+                      'setsid sleep 300 >/dev/null 2>&1 < /dev/null & ;; *) sleep 3;; esac')
+            s = command_sweep(tmp, "left", script, [1, 2])
+            out = os.path.join(tmp, "out")
+            r = run("run", s, "--out", out, "--jobs", "2", check=0)
+            by_i = {p["varying"]["params.i"]: p["tag"] for p in manifest_points(out)}
+
+            def stderr_of(i):
+                with open(os.path.join(out, by_i[i], "logs", "stderr.txt")) as f:
+                    return f.read()
+            self.assertIn("(sleep)", stderr_of(1), r.stdout)
+            self.assertNotIn("left running", stderr_of(2))
+            gone = subprocess.run(["pgrep", "-f", "sleep 300"], capture_output=True, text=True)
+            self.assertEqual(gone.stdout.strip(), "")
+
+    def test_a_terminal_shows_one_live_progress_line(self):
+        import pty
+        with tempfile.TemporaryDirectory() as tmp:
+            s = command_sweep(tmp, "live", "sleep 1.2", [1, 2, 3, 4])
+            out = os.path.join(tmp, "out")
+            primary, secondary = pty.openpty()
+            proc = subprocess.Popen([BENCH_SWEEP, "run", s, "--out", out, "--jobs", "2"],
+                                    env=dict(ENV, TERM="xterm"), stdout=secondary,
+                                    stderr=subprocess.STDOUT)
+            os.close(secondary)
+            chunks = []
+            while True:
+                try:
+                    data = os.read(primary, 65536)
+                except OSError:
+                    break
+                if not data:
+                    break
+                chunks.append(data)
+            proc.wait(timeout=60)
+            os.close(primary)
+            text = b"".join(chunks).decode()
+            self.assertEqual(proc.returncode, 0, text)
+            self.assertIn("\r\x1b[K", text)
+            self.assertRegex(text, r"bench-sweep: \d/4 done.*, \d running, \d+:\d\d elapsed")
+            # The line is taken down at the end: the summary starts a line of its own.
+            self.assertIn("\n# summary: ok 4", text.replace("\r\x1b[K", "\n"))
 
 
 class Injection(unittest.TestCase):
