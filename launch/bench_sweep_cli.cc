@@ -3,8 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <boost/program_options.hpp>
+#include <cstdlib>
 #include <filesystem>
 #include <optional>
 #include <sstream>
@@ -36,7 +36,8 @@ namespace po = boost::program_options;
 // one to run (--bench-train PATH).
 std::vector<std::string> workload_programs() {
   std::vector<std::string> out;
-  for (const std::string& name : workloads().names()) out.push_back(workloads().make(name)->program());
+  for (const std::string& name : workloads().names())
+    out.push_back(workloads().make(name)->program());
   return out;
 }
 
@@ -210,7 +211,8 @@ void add_plan_options(po::options_description& desc) {
       "Override KEY=VALUE in every point's base (repeatable; VALUE is YAML)")(
       // Read as a signed number and checked: boost reads "-5" into a size_t as 2^64 - 5, which
       // turned the guard off.
-      "max-points", po::value<long long>()->default_value(static_cast<long long>(kDefaultMaxPoints)),
+      "max-points",
+      po::value<long long>()->default_value(static_cast<long long>(kDefaultMaxPoints)),
       "Refuse sweeps with more points than this");
 }
 
@@ -335,10 +337,10 @@ int parse_jobs(const std::string& text) {
   char* end = nullptr;
   long n = std::strtol(text.c_str(), &end, 10);
   if (text.empty() || *end != '\0' || n < 1 || n > kMaxStopGroups) {
-    throw Error::input(Mark::in("--jobs " + text), "",
-                       "is neither a number of points from 1 to " +
-                           std::to_string(kMaxStopGroups) + " nor auto",
-                       "--jobs 4, or --jobs auto (as many as the CPUs and GPUs hold)");
+    throw Error::input(
+        Mark::in("--jobs " + text), "",
+        "is neither a number of points from 1 to " + std::to_string(kMaxStopGroups) + " nor auto",
+        "--jobs 4, or --jobs auto (as many as the CPUs and GPUs hold)");
   }
   return static_cast<int>(n);
 }
@@ -352,8 +354,8 @@ int run_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       "only", po::value<std::vector<std::string>>()->composing(),
       "Only these points, by index or tag (repeatable, or comma-separated)")(
       "dry-run", "Print every point's command; run and write nothing")(
-      "force", "Rerun points that are already ok")(
-      "retry-failed", "Rerun points that failed or ran out of memory")(
+      "force", "Rerun points that are already ok")("retry-failed",
+                                                   "Rerun points that failed or ran out of memory")(
       "jobs,j", po::value<std::string>()->default_value("1"),
       "Points at once, each on CPUs and GPUs of its own: a number, or auto (as many as fit)");
   add_program_options(desc, "to run (default: the one beside bench-sweep, else PATH's)");
@@ -442,8 +444,7 @@ int run_submit(const std::vector<std::string>& args, std::ostream& out, std::ost
     if (vm.count(program) == 0) continue;
     submit.run_args.insert(
         submit.run_args.end(),
-        {"--" + program,
-         std::filesystem::absolute(vm[program].as<std::string>()).string()});
+        {"--" + program, std::filesystem::absolute(vm[program].as<std::string>()).string()});
   }
   points_to_run(plan, submit.only);  // a bad --only is an error before anything is written
   if (!submit.dry_run && !capture_process({"sbatch", "--version"}, 30).started) {

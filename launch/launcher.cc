@@ -69,12 +69,14 @@ class SrunLauncher : public Launcher {
   std::vector<std::string> prefix(const PointResources& r, const LaunchSite& site) const override {
     std::int64_t cpus = r.cpus_per_rank.value_or(std::max<std::int64_t>(
         1, site.cpus_on_node / std::max<std::int64_t>(1, r.ranks_per_node())));
+    if (site.step_cpus_per_rank) cpus = *site.step_cpus_per_rank;
     std::vector<std::string> argv = {"srun",
                                      "--mpi=pmix",
                                      "--ntasks=" + std::to_string(r.ranks),
                                      "--nodes=" + std::to_string(r.nodes),
                                      "--cpus-per-task=" + std::to_string(cpus),
                                      "--exact"};
+    if (!site.step_nodes.empty()) argv.push_back("--nodelist=" + join(site.step_nodes, ","));
     // A rank that dies (a crash, an uncaught signal, a non-zero exit) ends the step: srun's own
     // default lets the others wait in their next collective until the time limit. mpirun ends
     // the job the same way. launch.srun_args can say otherwise (--kill-on-bad-exit=0).
@@ -203,8 +205,8 @@ std::vector<std::string> with_setup_lines(const Value& resolved,
       "the program started\\n\" \"$sweepbench_setup_line\" \"$?\" >&2' EXIT\n";
   size_t number = 0;
   for (const std::string& line : lines) {
-    script += "sweepbench_setup_line=" + shell_quote(std::to_string(++number) + " (" + line + ")") +
-              "\n";
+    script +=
+        "sweepbench_setup_line=" + shell_quote(std::to_string(++number) + " (" + line + ")") + "\n";
     // The line is the user's shell code; a value put into it is one quoted word.
     script +=
         render_placeholders(parse_placeholders(line, Mark::in("launch.setup"), "launch.setup"),

@@ -26,6 +26,10 @@ struct LaunchSite {
   bool in_slurm_allocation = false;  // SLURM_JOB_ID is set
   bool as_root = false;              // mpirun refuses root unless told
   int cpus_on_node = 1;              // SLURM_CPUS_ON_NODE inside an allocation, else usable CPUs
+  // Where the runner placed a point's srun step (bench-sweep run --jobs inside an allocation,
+  // launch/packing.h): its nodes (--nodelist) and CPUs a rank; empty: srun's own choice.
+  std::vector<std::string> step_nodes;
+  std::optional<int> step_cpus_per_rank;
 
   static LaunchSite detect();
 };

@@ -1,11 +1,13 @@
-// Points side by side on one machine (bench-sweep run --jobs, docs/running.md "Several points at
-// once"): what a point needs of the machine, and the pool of CPUs and GPUs that running points
-// hold disjoint shares of.
+// Points side by side (bench-sweep run --jobs, docs/running.md "Several points at once"): what a
+// point needs, and the pool of nodes, CPUs and GPUs that running points hold disjoint shares of.
 //
-// Locally each point gets CPUs of its own (its affinity) and GPUs of its own
-// (CUDA_VISIBLE_DEVICES); a point that must be alone on its nodes (launch.exclusive) waits until
-// nothing runs and holds the whole machine. Points start in plan order: one that does not fit
-// waits for running points to end, and the points after it wait with it.
+// Locally the pool is this machine, one node: each point gets CPUs of its own (its affinity) and
+// GPUs of its own (CUDA_VISIBLE_DEVICES). Inside a SLURM allocation it is the allocation's nodes,
+// with their CPU and GPU counts: each point gets nodes and counts on them, and its srun step
+// (--nodelist, --cpus-per-task, --exact) the CPUs and GPUs, which SLURM picks. A point that must
+// be alone on its nodes (launch.exclusive) waits until they are idle and holds them whole.
+// Points start in plan order: one that does not fit waits for running points to end, and the
+// points after it wait with it.
 #pragma once
 
 #include <optional>
@@ -25,50 +27,80 @@ std::vector<std::string> visible_gpus();
 // "0-3,6": CPUs as taskset and cpusets write them.
 std::string cpu_list_text(const std::vector<int>& cpus);
 
+// SLURM_JOB_CPUS_PER_NODE ("4(x2),2") as one count a node, for `nodes` nodes; empty when it
+// does not parse or does not name that many.
+std::vector<int> parse_slurm_cpus_per_node(const std::string& text, size_t nodes);
+
 // --jobs: a number of points at most (1: one after another, as without it), or auto (0): as
-// many as the machine's CPUs and GPUs hold.
+// many as the CPUs and GPUs hold.
 constexpr int kJobsAuto = 0;
 
-struct PointNeeds {
-  int cpus = 1;          // of this machine, for all its ranks
-  int cpus_per_rank = 1;
-  int gpus = 0;
-  bool alone = false;    // launch.exclusive: nothing else runs meanwhile
+// One node of the pool: this machine (its CPUs by number) or a node of the allocation (its CPUs
+// counted only: SLURM picks which a step gets).
+struct PoolNode {
+  std::string name;
+  std::vector<int> cpus;
+  std::vector<std::string> gpus;  // CUDA_VISIBLE_DEVICES names here; "0".."N-1" in an allocation
 };
 
-// What a point with launch settings `l` needs, on a machine of `site_cpus` CPUs and `site_gpus`
-// GPUs, at --jobs `jobs`. Per rank: launch.cpus_per_rank when set; else the machine's CPUs
-// shared equally by `jobs` points (--jobs N), or one CPU (--jobs auto; a GPU point: the CPUs of
-// its share of the GPUs). GPUs: launch.ranks x launch.gpus_per_rank. Never more than the machine
-// has: such a point takes all of it.
-PointNeeds point_needs(const LaunchSettings& l, int jobs, int site_cpus, int site_gpus);
+struct PointNeeds {
+  int nodes = 1;
+  int cpus_per_rank = 1;
+  int cpus_per_node = 1;  // for the ranks on one of its nodes
+  int gpus_per_node = 0;
+  bool alone = false;  // launch.exclusive: nothing else on its nodes meanwhile
+};
 
-// The CPUs and GPUs a running point holds.
+// What a point with launch settings `l` needs of a pool of `pool_nodes` nodes of `node_cpus` CPUs
+// and `node_gpus` GPUs each, at --jobs `jobs`. Per rank: launch.cpus_per_rank when set; else the
+// pool's CPUs shared equally by `jobs` points (--jobs N), or one CPU (--jobs auto; a GPU point:
+// the CPUs of its share of the GPUs). GPUs: launch.gpus_per_rank a rank. Never more than the pool
+// has: such a point takes all of it.
+PointNeeds point_needs(const LaunchSettings& l, int jobs, int pool_nodes, int node_cpus,
+                       int node_gpus);
+
+// The nodes, CPUs and GPUs a running point holds.
 struct Placement {
-  std::vector<int> cpus;
-  std::vector<std::string> gpus;
+  std::vector<std::string> nodes;
+  std::vector<int> cpus;                  // all of them, on every node it holds
+  std::vector<std::string> gpus;          // likewise
+  std::vector<size_t> node_index;         // into the pool
+  std::vector<int> cpu_count, gpu_count;  // a node, as node_index
   bool alone = false;
 };
 
 class ResourcePool {
  public:
-  ResourcePool(std::vector<int> cpus, std::vector<std::string> gpus, int jobs);
+  ResourcePool(std::vector<PoolNode> nodes, int jobs);
 
   // A placement for `needs`, or nullopt when it does not fit beside the running points now.
   // With nothing running every point fits.
   std::optional<Placement> take(const PointNeeds& needs);
   void give_back(const Placement& placement);
   int running() const { return running_; }
-  int cpu_count() const { return static_cast<int>(cpus_.size()); }
-  int gpu_count() const { return static_cast<int>(gpus_.size()); }
+  int node_count() const { return static_cast<int>(nodes_.size()); }
+  // The first node's: the pool's nodes are alike (a SLURM allocation's usually are).
+  int node_cpus() const {
+    return nodes_.empty() ? 1 : static_cast<int>(nodes_[0].node.cpus.size());
+  }
+  int node_gpus() const {
+    return nodes_.empty() ? 0 : static_cast<int>(nodes_[0].node.gpus.size());
+  }
+  int cpu_count() const;
+  int gpu_count() const;
 
  private:
-  std::vector<int> cpus_;
-  std::vector<std::string> gpus_;
-  std::vector<bool> cpu_busy_, gpu_busy_;
+  struct Node {
+    PoolNode node;
+    std::vector<bool> cpu_busy, gpu_busy;
+    int points = 0;      // running on it
+    bool alone = false;  // held whole by an exclusive point
+    int free_cpus() const;
+    int free_gpus() const;
+  };
+  std::vector<Node> nodes_;
   int jobs_;
   int running_ = 0;
-  bool alone_running_ = false;
 };
 
 }  // namespace sweepbench

@@ -7,9 +7,9 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <cstdio>
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -171,8 +171,8 @@ class ManifestBatch {
     update_manifest_points(out_dir_, pending_);
     pending_.clear();
     auto now = std::chrono::steady_clock::now();
-    next_ = now + std::max<std::chrono::steady_clock::duration>(std::chrono::seconds(1),
-                                                                 10 * (now - t0));
+    next_ = now +
+            std::max<std::chrono::steady_clock::duration>(std::chrono::seconds(1), 10 * (now - t0));
   }
 
  private:
@@ -225,8 +225,8 @@ class Progress {
   }
   void draw() {
     if (!live_ || total_ == 0 || done_ >= total_) return;
-    std::string text = "bench-sweep: " + std::to_string(done_) + "/" + std::to_string(total_) +
-                       " done";
+    std::string text =
+        "bench-sweep: " + std::to_string(done_) + "/" + std::to_string(total_) + " done";
     std::string counts;
     for (PointStatus s : all_point_statuses()) {
       if (auto it = counts_.find(s); it != counts_.end()) {
@@ -277,11 +277,64 @@ class Progress {
   bool shown_ = false;
 };
 
+bool shares_a_node(const Placement& a, const Placement& b) {
+  for (const std::string& n : a.nodes) {
+    if (std::find(b.nodes.begin(), b.nodes.end(), n) != b.nodes.end()) return true;
+  }
+  return false;
+}
+
+// The pool points share at --jobs: this machine, or the nodes of the allocation we run in (their
+// names from scontrol, their CPUs from SLURM_JOB_CPUS_PER_NODE, their GPUs from
+// SLURM_GPUS_ON_NODE). Unused at --jobs 1.
+std::vector<PoolNode> pool_nodes(const RunOptions& o, const LaunchSite& site) {
+  if (o.jobs == 1) return {PoolNode{this_host(), {0}, {}}};
+  if (!site.in_slurm_allocation) return {PoolNode{this_host(), usable_cpus(), visible_gpus()}};
+  const char* list = std::getenv("SLURM_JOB_NODELIST");
+  std::vector<std::string> names;
+  if (list != nullptr && *list != '\0') {
+    Captured c = capture_process({"scontrol", "show", "hostnames", list}, 30);
+    if (c.ok()) {
+      std::istringstream lines(c.out);
+      for (std::string line; std::getline(lines, line);) {
+        if (!trim(line).empty()) names.push_back(trim(line));
+      }
+    }
+  }
+  if (names.empty()) {
+    throw Error::input(Mark::in("--jobs"), "",
+                       "cannot tell this allocation's nodes (SLURM_JOB_NODELIST" +
+                           std::string(list != nullptr ? "=" + std::string(list) : " unset") +
+                           ", and `scontrol show hostnames` did not expand it)",
+                       "run with --jobs 1 (the default), or where scontrol works");
+  }
+  const char* per_node = std::getenv("SLURM_JOB_CPUS_PER_NODE");
+  std::vector<int> cpus =
+      parse_slurm_cpus_per_node(per_node != nullptr ? per_node : "", names.size());
+  if (cpus.empty()) cpus.assign(names.size(), std::max(1, site.cpus_on_node));
+  int gpus = 0;
+  if (const char* g = std::getenv("SLURM_GPUS_ON_NODE")) gpus = std::max(0, std::atoi(g));
+  std::vector<PoolNode> nodes;
+  for (size_t i = 0; i < names.size(); ++i) {
+    PoolNode n;
+    n.name = names[i];
+    for (int c = 0; c < cpus[i]; ++c) n.cpus.push_back(c);
+    for (int g = 0; g < gpus; ++g) n.gpus.push_back(std::to_string(g));
+    nodes.push_back(std::move(n));
+  }
+  return nodes;
+}
+
 class SweepRun {
  public:
   SweepRun(const Plan& plan, const RunOptions& o, const LaunchSite& site, std::ostream& out)
-      : plan_(plan), o_(o), site_(site), out_(out), root_(fs::absolute(o.out_dir)),
-        manifest_(o.out_dir), pool_(usable_cpus(), visible_gpus(), o.jobs),
+      : plan_(plan),
+        o_(o),
+        site_(site),
+        out_(out),
+        root_(fs::absolute(o.out_dir)),
+        manifest_(o.out_dir),
+        pool_(pool_nodes(o, site), o.jobs),
         progress_(o.terminal) {}
 
   RunReport run() {
@@ -292,13 +345,6 @@ class SweepRun {
       commands.push_back(point_command(
           p->config, site_, locate_program(workload_of(p->config)->program(), o_.programs),
           config_path(*p), point_dir(*p)));
-    }
-    if (packing() && site_.in_slurm_allocation) {
-      throw Error::input(
-          Mark::in("--jobs"), "",
-          "several points at once inside a SLURM allocation are not there yet: they need srun "
-          "steps on disjoint nodes, CPUs and GPUs of the allocation (issue 33)",
-          "run with --jobs 1 (the default) inside an allocation, or --jobs outside one");
     }
     if (!o_.dry_run) {
       // A missing runtime or image is an error before any point runs.
@@ -313,7 +359,8 @@ class SweepRun {
          << (o_.dry_run ? " (dry run: nothing runs, nothing is written)" : "") << ", out "
          << o_.out_dir << jobs_text() << "\n";
     if (o_.dry_run) {
-      for (size_t i = 0; i < points.size(); ++i) dry_run_point(*points[i], commands[i], i, points.size());
+      for (size_t i = 0; i < points.size(); ++i)
+        dry_run_point(*points[i], commands[i], i, points.size());
     } else {
       install_stop_forwarding(StopPolicy::kRunner);
       // What a point leaves running stays our descendant, to be ended with the point.
@@ -430,10 +477,15 @@ class SweepRun {
   // GPUs of its own and its record says which, and beside which points it ran.
   bool packing() const { return o_.jobs != 1; }
 
+  // Inside an allocation the points' srun steps share its nodes; else this machine.
+  bool in_allocation() const { return site_.in_slurm_allocation; }
+
   std::string jobs_text() const {
     if (!packing()) return "";
-    return std::string(", ") + (o_.jobs == kJobsAuto ? "--jobs auto" : "--jobs " + std::to_string(o_.jobs)) +
-           " (" + plural(static_cast<size_t>(pool_.cpu_count()), "CPU") +
+    return std::string(", ") +
+           (o_.jobs == kJobsAuto ? "--jobs auto" : "--jobs " + std::to_string(o_.jobs)) + " (" +
+           (in_allocation() ? plural(static_cast<size_t>(pool_.node_count()), "node") + ", " : "") +
+           plural(static_cast<size_t>(pool_.cpu_count()), "CPU") +
            (pool_.gpu_count() > 0 ? ", " + plural(static_cast<size_t>(pool_.gpu_count()), "GPU")
                                   : "") +
            ")";
@@ -451,8 +503,11 @@ class SweepRun {
     while (true) {
       while (received_stop_signal() == 0 && next < n) {
         const SweepPoint& p = *points[next];
-        PointNeeds needs = point_needs(Settings::of(p.config).launch, o_.jobs, pool_.cpu_count(),
-                                       pool_.gpu_count());
+        PointNeeds needs = point_needs(Settings::of(p.config).launch, o_.jobs, pool_.node_count(),
+                                       pool_.node_cpus(), pool_.node_gpus());
+        // In an allocation only srun steps stay on the nodes they are given: a point that runs
+        // through another launcher runs alone.
+        if (in_allocation() && commands[next].launcher != "srun") needs.alone = true;
         std::optional<Placement> placement = pool_.take(needs);
         if (!placement) break;  // it waits for a running point to end; the rest wait with it
         std::unique_ptr<Running> r = start_point(p, commands[next], next, n, needs, *placement);
@@ -463,6 +518,7 @@ class SweepRun {
           continue;
         }
         for (std::unique_ptr<Running>& other : running) {
+          if (!shares_a_node(other->placement, r->placement)) continue;
           other->beside.push_back(p.tag);
           r->beside.push_back(other->point->tag);
         }
@@ -474,8 +530,9 @@ class SweepRun {
       std::optional<Ended> ended = wait_for_any(pids, 1.0);
       progress_.tick(running.size());
       if (!ended) continue;
-      auto it = std::find_if(running.begin(), running.end(),
-                             [&](const std::unique_ptr<Running>& r) { return r->pid == ended->pid; });
+      auto it =
+          std::find_if(running.begin(), running.end(),
+                       [&](const std::unique_ptr<Running>& r) { return r->pid == ended->pid; });
       std::unique_ptr<Running> done = std::move(*it);
       running.erase(it);
       std::vector<int> others;
@@ -488,7 +545,7 @@ class SweepRun {
 
   // Decides, claims and starts a point; nullptr when it does not run (kept, busy elsewhere,
   // recovered, skipped), having said so.
-  std::unique_ptr<Running> start_point(const SweepPoint& p, const PointCommand& cmd, size_t i,
+  std::unique_ptr<Running> start_point(const SweepPoint& p, const PointCommand& planned, size_t i,
                                        size_t n, const PointNeeds& needs,
                                        const Placement& placement) {
     std::optional<PointRecord> record;
@@ -523,6 +580,16 @@ class SweepRun {
       return nullptr;
     }
     if (record && !o_.force && recover_finished_run(p, *record)) return nullptr;
+    // Inside an allocation the step goes to the nodes it was given, with its CPUs a rank.
+    PointCommand cmd = planned;
+    if (packing() && in_allocation() && planned.launcher == "srun") {
+      LaunchSite placed = site_;
+      placed.step_nodes = placement.nodes;
+      placed.step_cpus_per_rank = needs.cpus_per_rank;
+      cmd = point_command(p.config, placed,
+                          locate_program(workload_of(p.config)->program(), o_.programs),
+                          config_path(p), point_dir(p));
+    }
     auto run = std::make_unique<Running>();
     run->point = &p;
     PointRecord& r = run->record;
@@ -535,8 +602,12 @@ class SweepRun {
     r.slurm_job_id = slurm_job_id_here();
     r.started = utc_now_iso8601();
     if (packing()) {
-      r.cpus = cpu_list_text(placement.cpus);
-      r.gpus = join(placement.gpus, ",");
+      if (in_allocation()) {
+        r.nodes = join(placement.nodes, ",");
+      } else {
+        r.cpus = cpu_list_text(placement.cpus);
+        r.gpus = join(placement.gpus, ",");
+      }
       r.beside.emplace();
     }
     archive_previous_attempt(point_dir(p));
@@ -554,7 +625,10 @@ class SweepRun {
     write_point_record(point_dir(p), r);
     manifest_.set(p.tag, manifest_fields(r));
     std::string where;
-    if (packing()) {
+    if (packing() && in_allocation()) {
+      where = ", on " + r.nodes + ", " + plural(static_cast<size_t>(needs.cpus_per_rank), "CPU") +
+              " a rank";
+    } else if (packing()) {
       where = ", CPUs " + r.cpus + (r.gpus.empty() ? "" : ", GPUs " + r.gpus);
     }
     say("# " + std::to_string(i + 1) + "/" + std::to_string(n) + " running " + p.tag + " (" +
@@ -566,9 +640,10 @@ class SweepRun {
     // Its processes carry the point's tag: what one leaves behind is known as its own.
     env["SWEEPBENCH_POINT"] = p.tag;
     if (packing()) {
-      // Its share of the machine: the GPUs it asked for and no others, and as many compute
-      // threads a rank as it has CPUs (bench-train reads it when launch.cpus_per_rank is null).
-      if (pool_.gpu_count() > 0) env["CUDA_VISIBLE_DEVICES"] = r.gpus;
+      // Its share of the machine: the GPUs it asked for and no others (srun's --gpus-per-task
+      // says which in an allocation), and as many compute threads a rank as it has CPUs
+      // (bench-train reads it when launch.cpus_per_rank is null).
+      if (!in_allocation() && pool_.gpu_count() > 0) env["CUDA_VISIBLE_DEVICES"] = r.gpus;
       env["SWEEPBENCH_CPUS_PER_RANK"] = std::to_string(needs.cpus_per_rank);
     }
     fs::path logs = fs::path(point_dir(p)) / kLogsDir;
@@ -576,7 +651,7 @@ class SweepRun {
     run->t0 = std::chrono::steady_clock::now();
     run->pid = start_process(cmd.argv, env, (logs / "stdout.txt").string(),
                              (logs / "stderr.txt").string(), claim->fd(),
-                             packing() ? placement.cpus : std::vector<int>{});
+                             packing() && !in_allocation() ? placement.cpus : std::vector<int>{});
     run->claim.emplace(std::move(*claim));
     run->placement = placement;
     return run;
@@ -645,8 +720,7 @@ class SweepRun {
       std::vector<std::string> unmarked = end_leftover_processes();
       if (!unmarked.empty()) {
         say("# ended " + plural(unmarked.size(), "process", "processes") +
-            " that earlier points left running without their tag: " + join(unmarked, ", ") +
-            "\n");
+            " that earlier points left running without their tag: " + join(unmarked, ", ") + "\n");
       }
     }
   }

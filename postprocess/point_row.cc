@@ -413,8 +413,8 @@ std::vector<std::string> extract_columns(const std::vector<std::string>& dirs) {
   PointColumns pc = point_columns(dirs);
   std::vector<std::string> columns = config_columns(pc);
   // cpus, gpus, beside: where a point ran with bench-sweep run --jobs (empty otherwise).
-  columns.insert(columns.end(),
-                 {"world_size", "started", "device_name", "device", "cpus", "gpus", "beside"});
+  columns.insert(columns.end(), {"world_size", "started", "device_name", "device", "cpus", "gpus",
+                                 "nodes", "beside"});
   auto add = [&](const std::string& m) {
     if (std::find(columns.begin(), columns.end(), m) == columns.end()) columns.push_back(m);
   };
@@ -604,6 +604,7 @@ ExtractedPoint extract_point(const std::string& d, Manifests& manifests, double 
       const PointRecord& rec = *evidence.record;
       if (!rec.cpus.empty()) row["cpus"] = Value::string(rec.cpus);
       if (!rec.gpus.empty()) row["gpus"] = Value::string(rec.gpus);
+      if (!rec.nodes.empty()) row["nodes"] = Value::string(rec.nodes);
       if (rec.beside) row["beside"] = Value::string(join(*rec.beside, " "));
     }
 
@@ -614,7 +615,8 @@ ExtractedPoint extract_point(const std::string& d, Manifests& manifests, double 
       if (!ranks.front().device_name.empty()) {
         row["device_name"] = Value::string(ranks.front().device_name);
       }
-      if (!ranks.front().start_time.empty()) row["started"] = Value::string(ranks.front().start_time);
+      if (!ranks.front().start_time.empty())
+        row["started"] = Value::string(ranks.front().start_time);
       // Million tokens an hour: trained tokens, or generated ones for inference.
       double mt_per_hour = 0;
       const bool infer = ranks.front().benchmark == "infer";

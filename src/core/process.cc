@@ -527,8 +527,7 @@ std::vector<std::string> descendant_processes(int except) {
   return out;
 }
 
-std::vector<std::string> end_leftover_processes(double grace_seconds,
-                                                const LeftoverScope& scope) {
+std::vector<std::string> end_leftover_processes(double grace_seconds, const LeftoverScope& scope) {
   reap_children();
   std::vector<ProcEntry> left = leftovers_in(scope);
   std::vector<std::string> named;

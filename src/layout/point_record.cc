@@ -95,6 +95,7 @@ Value PointRecord::to_value() const {
   v.set("seconds", Value::real(seconds));
   if (!cpus.empty()) v.set("cpus", Value::string(cpus));
   if (!gpus.empty()) v.set("gpus", Value::string(gpus));
+  if (!nodes.empty()) v.set("nodes", Value::string(nodes));
   if (beside) {
     Value list = Value::list();
     for (const std::string& tag : *beside) list.items().push_back(Value::string(tag));
@@ -124,6 +125,7 @@ PointRecord PointRecord::from_value(const Value& v) {
   if (const Value* s = v.find("seconds"); s != nullptr && s->is_number()) r.seconds = s->as_float();
   r.cpus = text_field(v, "cpus");
   r.gpus = text_field(v, "gpus");
+  r.nodes = text_field(v, "nodes");
   if (const Value* b = v.find("beside"); b != nullptr && b->is_list()) {
     r.beside.emplace();
     for (const Value& tag : b->items()) {

@@ -58,7 +58,9 @@ struct PointRecord {
   // With several points at once (bench-sweep run --jobs other than 1): the CPUs ("0-3") and
   // GPUs ("0,1", as CUDA_VISIBLE_DEVICES) it ran on, and the points that ran at the same time
   // beside it on this machine (empty when none did). Left out of status.json otherwise.
-  std::string cpus, gpus;
+  // Inside a SLURM allocation, the nodes its step ran on ("n1,n2") instead of CPUs by number
+  // (SLURM picks those); beside: the points that ran on one of them at the same time.
+  std::string cpus, gpus, nodes;
   std::optional<std::vector<std::string>> beside;
 
   Value to_value() const;

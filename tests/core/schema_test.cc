@@ -70,10 +70,10 @@ TEST(Schema, OnlySchedulingKeysAreLeftOutOfTheHash) {
     if (!k.hashed) unhashed.push_back(k.path);
   }
   EXPECT_EQ(unhashed,
-            (std::vector<std::string>{"slurm.time", "slurm.account", "slurm.qos",
-                                      "slurm.max_requeue", "slurm.signal_seconds", "slurm.job_name",
-                                      "slurm.mail_type", "slurm.mail_user", "hardware.peak_tflops",
-                                      "hardware.peak_bandwidth_gbs", "hardware.price_per_hour"}));
+            (std::vector<std::string>{
+                "launch.exclusive", "slurm.time", "slurm.account", "slurm.qos", "slurm.max_requeue",
+                "slurm.signal_seconds", "slurm.job_name", "slurm.mail_type", "slurm.mail_user",
+                "hardware.peak_tflops", "hardware.peak_bandwidth_gbs", "hardware.price_per_hour"}));
 }
 
 TEST(SchemaCoerce, IntegersBecomeFloatsForFloatKeys) {
@@ -90,8 +90,9 @@ TEST(SchemaCoerce, ExplainsWrongTypesAndRanges) {
   };
   EXPECT_EQ(coerce("train.micro_batch", "0"),
             "s.yaml:1:4: train.micro_batch: must be in [1, 1048576], got integer 0");
-  EXPECT_EQ(coerce("train.micro_batch", "eight"),
-            "s.yaml:1:4: train.micro_batch: expected integer in [1, 1048576], got the string \"eight\"");
+  EXPECT_EQ(
+      coerce("train.micro_batch", "eight"),
+      "s.yaml:1:4: train.micro_batch: expected integer in [1, 1048576], got the string \"eight\"");
   EXPECT_EQ(coerce("train.micro_batch", "8.0"),
             "s.yaml:1:4: train.micro_batch: expected an integer, got the float 8.0 (write it "
             "without a decimal point)");

@@ -96,6 +96,67 @@ class TwoNodes(ClusterCase):
         self.assertIn("(srun, 2 ranks)", r.stdout)
         self.assert_all_ok_on_both_nodes(out, 2)
 
+    def test_jobs_packs_points_over_the_allocations_nodes(self):
+        # Issue 33: `bench-sweep run --jobs auto` in a 2-node allocation (sbatch slurm/sweep.sh,
+        # as users run it): four one-node points of 4 CPUs, two a node at once, each an srun step
+        # on the node it was given; then a two-node point, alone on both.
+        path = os.path.join(self.tmp, "pack.yaml")
+        with open(path, "w") as f:
+            f.write("""\
+name: pack
+base:
+  benchmark: command
+  command:
+    argv: [bash, -c, 'sleep 2; echo "host $(hostname) cpus $SLURM_CPUS_PER_TASK"; echo value 1']
+    metrics:
+      - {name: value, regex: 'value ([0-9]+)'}
+  launch: {cpus_per_rank: 4}
+axes:
+  params.i: [1, 2, 3, 4]
+""")
+        out = os.path.join(self.tmp, "out")
+        self.sbatch("-N", "2", "--output=" + self.tmp + "/pack-%j.out", SWEEP_SH, path, out,
+                    "--jobs", "auto")
+        self.cluster.wait_until_idle()
+        logs = ""
+        for log in glob.glob(self.tmp + "/pack-*.out"):
+            with open(log) as f:
+                logs += f.read()
+        self.assertTrue(os.path.exists(os.path.join(out, "manifest.json")), logs)
+        recs = {tag: read_json(os.path.join(out, tag, "status.json")) for tag in self.tags(out)}
+        self.assertEqual({r["status"] for r in recs.values()}, {"ok"}, logs)
+        per_node = {}
+        for tag, r in recs.items():
+            self.assertIn(r["nodes"], ("n1", "n2"), r)
+            per_node.setdefault(r["nodes"], []).append(tag)
+            self.assertIn("--nodelist=" + r["nodes"], r["command"])
+            self.assertIn("--cpus-per-task=4", r["command"])
+            with open(os.path.join(out, tag, "logs", "stdout.txt")) as f:
+                said = f.read()
+            # The step ran on its node, with its 4 CPUs a task (the nodes' 8 CPUs are declared,
+            # not real: this host has fewer, so affinity cannot show them).
+            self.assertIn(f"host {r['nodes']} cpus 4", said)
+            # Beside: the other point on its node, never one on the other node.
+            for other in r["beside"]:
+                self.assertEqual(recs[other]["nodes"], r["nodes"])
+        self.assertEqual(sorted(len(v) for v in per_node.values()), [2, 2], per_node)
+        self.assertTrue(all(r["beside"] for r in recs.values()), recs)
+        self.assertIn("--jobs auto (2 nodes, 16 CPUs)", logs)
+
+        # Points over both nodes are alone on them (launch.exclusive: auto).
+        wide = os.path.join(self.tmp, "wide")
+        self.sbatch("-N", "2", "--output=" + self.tmp + "/wide-%j.out", SWEEP_SH, path, wide,
+                    "--set", "launch.nodes=2", "--set", "launch.ranks=2", "--only", "0,1",
+                    "--jobs", "auto")
+        self.cluster.wait_until_idle()
+        recs = {tag: read_json(os.path.join(wide, tag, "status.json"))
+                for tag in self.tags(wide)[:2]}
+        self.assertEqual(len(recs), 2)
+        for r in recs.values():
+            self.assertEqual(r["status"], "ok", r)
+            self.assertEqual(r["nodes"], "n1,n2")
+            self.assertEqual(r["beside"], [])
+
     def test_submit_arrays_spread_the_ranks_over_both_nodes(self):
         s = sweep_file(self.tmp, "arrays")
         out = os.path.join(self.tmp, "out")
