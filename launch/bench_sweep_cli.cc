@@ -103,8 +103,9 @@ and stops; a second Ctrl-C kills it.
 launch.ranks x launch.cpus_per_rank, or an equal share of the CPUs) and GPUs of its own
 (CUDA_VISIBLE_DEVICES: launch.ranks x launch.gpus_per_rank); --jobs auto as many as the CPUs and
 GPUs hold (one CPU a rank unless launch.cpus_per_rank says more). A point with launch.exclusive:
-node runs alone. Each status.json says which CPUs and GPUs its point had and which points ran
-beside it. The default, 1, runs one point at a time on the whole machine.
+node runs alone. Inside a SLURM allocation the points are srun steps spread over its nodes
+(--nodelist, --cpus-per-task, --exact). Each status.json says where its point ran and which
+points ran beside it. The default, 1, runs one point at a time on the whole machine.
 
 Examples:
   bench-sweep run sweeps/quickstart.yaml --out runs/quickstart
