@@ -123,7 +123,7 @@ const char* const kSubmitHelp =
     R"(bench-sweep submit: run a sweep's points as SLURM job arrays.
 Usage: bench-sweep submit SWEEP.yaml --out DIR [--max-parallel K] [--scenario NAME]...
                           [--only INDEX|TAG,...] [--set KEY=VALUE]... [--dry-run] [--force]
-                          [--retry-failed]
+                          [--retry-failed] [--points-per-job K|auto] [--jobs N|auto]
 Plans as `bench-sweep plan --out DIR` does, then groups the points that are not ok yet by the
 resources they ask for (launch.nodes, launch.ranks, launch.gpus_per_rank, launch.cpus_per_rank,
 slurm.*) and submits one job array per group, cut to the cluster's MaxArraySize and throttled to
@@ -132,9 +132,17 @@ point, so finished points are kept, interrupted ones rerun, and a point that rea
 limit records `timeout` (--signal=B:USR1@slurm.signal_seconds) and requeues its task up to
 slurm.max_requeue times. The scripts go to DIR/submit/, the job ids to DIR/manifest.json. It
 returns once the jobs are queued; points already queued or running are not submitted twice.
+
+Short points wait more on the scheduler than they run: --points-per-job K packs K points into
+each array task (`bench-sweep run --only T1,...,TK --jobs N`), N at once (--jobs; auto fills
+whole nodes when slurm.exclusive is true); a shared job asks for N points' tasks, and its --time
+is slurm.time times the rounds of points it runs. --points-per-job auto takes K from the points
+that ran already: enough to fill half of the time limit (slurm.time, else the partition's
+MaxTime, else an hour) at their median time.
 Examples:
   bench-sweep submit sweeps/gpt2-scaling.yaml --out runs/scaling --max-parallel 4
   bench-sweep submit sweeps/gpt2-scaling.yaml --out runs/scaling --dry-run
+  bench-sweep submit sweeps/llama-bench.yaml --out runs/llama --points-per-job 20 --jobs 4
   bench-sweep status --out runs/scaling
 Docs: docs/running.md. Exit codes: 0 submitted (or nothing to submit), 2 bad input or sbatch
 refused, 3 conflicting output, 4 file-system error.
@@ -402,7 +410,11 @@ int run_submit(const std::vector<std::string>& args, std::ostream& out, std::ost
       "Only these points, by index or tag (repeatable, or comma-separated)")(
       "dry-run", "Print the batch scripts and sbatch commands; write and submit nothing")(
       "force", "Submit points that are already ok")(
-      "retry-failed", "Submit points that failed or ran out of memory");
+      "retry-failed", "Submit points that failed or ran out of memory")(
+      "points-per-job", po::value<std::string>()->default_value("1"),
+      "Points each array task runs: a number, or auto (from their measured time and the time "
+      "limit)")("jobs,j", po::value<std::string>()->default_value("1"),
+                "Points at once in each task (bench-sweep run --jobs): a number, or auto");
   add_program_options(desc, "the jobs run");
   po::variables_map vm = parse_with_sweep(args, desc);
   if (vm.count("help")) {
@@ -424,6 +436,19 @@ int run_submit(const std::vector<std::string>& args, std::ostream& out, std::ost
   submit.retry_failed = vm.count("retry-failed") > 0;
   submit.dry_run = vm.count("dry-run") > 0;
   submit.max_parallel = vm["max-parallel"].as<long>();
+  submit.jobs = parse_jobs(vm["jobs"].as<std::string>());
+  if (std::string k = vm["points-per-job"].as<std::string>(); k == "auto") {
+    submit.points_per_job = 0;
+  } else {
+    char* end = nullptr;
+    long n = std::strtol(k.c_str(), &end, 10);
+    if (k.empty() || *end != '\0' || n < 1 || n > 1'000'000) {
+      throw Error::input(Mark::in("--points-per-job " + k), "",
+                         "is neither a number of points from 1 to 1000000 nor auto",
+                         "--points-per-job 50, or --points-per-job auto");
+    }
+    submit.points_per_job = n;
+  }
   std::filesystem::path self = self_path();
   submit.bench_sweep = self.empty() ? "bench-sweep" : self.string();
   // What the jobs' `bench-sweep run` needs to plan the same points.

@@ -1,5 +1,7 @@
 #include "launch/slurm.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <sstream>
 
@@ -158,6 +160,83 @@ std::optional<long> slurm_max_array_size() {
     std::string value = trim(line.substr(eq + 1));
     long n = std::strtol(value.c_str(), &end, 10);
     if (end != value.c_str() && n > 0) return n;
+  }
+  return std::nullopt;
+}
+
+std::optional<long> slurm_time_seconds(const std::string& text) {
+  std::string t = trim(text);
+  if (t.empty() || t == "UNLIMITED" || t == "INFINITE" || t == "unlimited" || t == "infinite") {
+    return std::nullopt;
+  }
+  auto number = [](const std::string& s) -> std::optional<long> {
+    if (s.empty() || s.size() > 9 || s.find_first_not_of("0123456789") != std::string::npos) {
+      return std::nullopt;
+    }
+    return std::stol(s);
+  };
+  long days = 0;
+  std::string rest = t;
+  bool with_days = false;
+  if (size_t dash = t.find('-'); dash != std::string::npos) {
+    std::optional<long> d = number(t.substr(0, dash));
+    if (!d) return std::nullopt;
+    days = *d;
+    rest = t.substr(dash + 1);
+    with_days = true;
+  }
+  std::vector<long> parts;
+  size_t start = 0;
+  while (true) {
+    size_t colon = rest.find(':', start);
+    std::optional<long> n = number(rest.substr(start, colon - start));
+    if (!n) return std::nullopt;
+    parts.push_back(*n);
+    if (colon == std::string::npos) break;
+    start = colon + 1;
+  }
+  if (parts.size() > 3) return std::nullopt;
+  long seconds = 0;
+  if (with_days) {
+    // D-HH, D-HH:MM, D-HH:MM:SS
+    seconds = parts[0] * 3600 + (parts.size() > 1 ? parts[1] * 60 : 0) +
+              (parts.size() > 2 ? parts[2] : 0);
+  } else if (parts.size() == 1) {
+    seconds = parts[0] * 60;  // minutes
+  } else if (parts.size() == 2) {
+    seconds = parts[0] * 60 + parts[1];  // MM:SS
+  } else {
+    seconds = parts[0] * 3600 + parts[1] * 60 + parts[2];
+  }
+  return days * 86400 + seconds;
+}
+
+std::string slurm_time_text(long seconds) {
+  long minutes = (std::max(0L, seconds) + 59) / 60;
+  long days = minutes / 1440, hours = minutes / 60 % 24, mins = minutes % 60;
+  char buf[48];
+  if (days > 0) {
+    std::snprintf(buf, sizeof(buf), "%ld-%02ld:%02ld:00", days, hours, mins);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%02ld:%02ld:00", hours, mins);
+  }
+  return buf;
+}
+
+std::optional<long> slurm_partition_max_time(const std::string& partition) {
+  std::vector<std::string> argv = {"scontrol", "show", "partition", "-o"};
+  if (!partition.empty()) argv.insert(argv.begin() + 3, partition);
+  Captured c = capture_process(argv, 30);
+  if (!c.ok()) return std::nullopt;
+  std::istringstream lines(c.out);
+  for (std::string line; std::getline(lines, line);) {
+    // One partition a line: "PartitionName=debug ... Default=YES ... MaxTime=UNLIMITED ...".
+    if (partition.empty() && line.find("Default=YES") == std::string::npos) continue;
+    size_t at = line.find("MaxTime=");
+    if (at == std::string::npos) return std::nullopt;
+    std::string value = line.substr(at + 8);
+    value = value.substr(0, value.find(' '));
+    return slurm_time_seconds(value);
   }
   return std::nullopt;
 }

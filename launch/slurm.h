@@ -45,6 +45,17 @@ std::optional<SrunTaskFailure> first_srun_task_failure(const std::string& stderr
 // The cluster's MaxArraySize from `scontrol show config`; nullopt when it does not answer.
 std::optional<long> slurm_max_array_size();
 
+// A SLURM time ("90" minutes, "MM:SS", "HH:MM:SS", "D-HH", "D-HH:MM", "D-HH:MM:SS") in seconds;
+// nullopt for UNLIMITED or INFINITE and for what does not parse.
+std::optional<long> slurm_time_seconds(const std::string& text);
+// Seconds as SLURM writes a time: "D-HH:MM:SS" (or "HH:MM:SS" under a day), rounded up to a
+// minute.
+std::string slurm_time_text(long seconds);
+
+// The MaxTime of a partition (the default partition when `partition` is empty) from `scontrol
+// show partition -o`, in seconds; nullopt when unlimited or scontrol does not answer.
+std::optional<long> slurm_partition_max_time(const std::string& partition);
+
 // `scontrol requeue JOB`; returns the error text, empty on success.
 std::string slurm_requeue(const std::string& job_id);
 

@@ -1,7 +1,10 @@
 #include "launch/submit.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <optional>
 
@@ -9,6 +12,7 @@
 #include "core/error.h"
 #include "core/fs.h"
 #include "core/settings.h"
+#include "core/table.h"
 #include "core/text.h"
 #include "core/yaml_io.h"
 #include "launch/runner.h"
@@ -79,7 +83,8 @@ void record_job(const std::string& out_dir, const std::string& job_id, const std
   std::map<std::string, std::string> task_of;
   for (size_t i = 0; i < job.points.size(); ++i) {
     tags.items().push_back(Value::string(job.points[i]->tag));
-    task_of[job.points[i]->tag] = job_id + "_" + std::to_string(i);
+    task_of[job.points[i]->tag] =
+        job_id + "_" + std::to_string(i / std::max<size_t>(1, job.per_task));
   }
   entry.set("points", tags);
   update_manifest(out_dir, [&](Value& manifest) {
@@ -165,26 +170,98 @@ std::vector<std::string> sbatch_options(const SweepPoint& point, const std::stri
 
 std::vector<ArrayJob> group_into_arrays(const std::vector<const SweepPoint*>& points,
                                         const std::string& sweep_name,
-                                        const std::string& sweep_path, long max_array_size) {
+                                        const std::string& sweep_path, long max_array_size,
+                                        size_t per_task) {
   std::vector<ArrayJob> groups;
   std::map<std::vector<std::string>, size_t> index_of;
   for (const SweepPoint* p : points) {
     std::vector<std::string> options = sbatch_options(*p, sweep_name, sweep_path);
     auto [it, fresh] = index_of.emplace(options, groups.size());
-    if (fresh) groups.push_back(ArrayJob{options, {}});
+    if (fresh) {
+      ArrayJob group;
+      group.options = options;
+      groups.push_back(std::move(group));
+    }
     groups[it->second].points.push_back(p);
   }
+  per_task = std::max<size_t>(1, per_task);
   size_t chunk = static_cast<size_t>(std::max<long>(1, max_array_size));
+  chunk = chunk > SIZE_MAX / per_task ? SIZE_MAX : chunk * per_task;
   std::vector<ArrayJob> arrays;
   for (const ArrayJob& g : groups) {
     for (size_t start = 0; start < g.points.size(); start += chunk) {
-      size_t end = std::min(g.points.size(), start + chunk);
-      arrays.push_back(ArrayJob{g.options,
-                                {g.points.begin() + static_cast<long>(start),
-                                 g.points.begin() + static_cast<long>(end)}});
+      size_t end = g.points.size() - start > chunk ? start + chunk : g.points.size();
+      ArrayJob a;
+      a.options = g.options;
+      a.points.assign(g.points.begin() + static_cast<long>(start),
+                      g.points.begin() + static_cast<long>(end));
+      a.per_task = per_task;
+      arrays.push_back(std::move(a));
     }
   }
   return arrays;
+}
+
+namespace {
+
+// Sets "--flag=value" in `options` (replacing an earlier one) and returns its old value.
+std::optional<std::string> set_option(std::vector<std::string>* options, const std::string& flag,
+                                      const std::string& value) {
+  for (std::string& o : *options) {
+    if (starts_with(o, flag + "=")) {
+      std::string old = o.substr(flag.size() + 1);
+      o = flag + "=" + value;
+      return old;
+    }
+  }
+  options->push_back(flag + "=" + value);
+  return std::nullopt;
+}
+
+std::optional<long> option_number(const std::vector<std::string>& options,
+                                  const std::string& flag) {
+  for (const std::string& o : options) {
+    if (starts_with(o, flag + "=")) return std::strtol(o.c_str() + flag.size() + 1, nullptr, 10);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+void pack_array(ArrayJob* job, size_t per_task, int jobs, std::optional<long> point_seconds) {
+  job->per_task = std::max<size_t>(1, per_task);
+  const bool whole_nodes =
+      std::find(job->options.begin(), job->options.end(), "--exclusive") != job->options.end();
+  const bool multi_node = option_number(job->options, "--nodes").value_or(1) > 1;
+  // Points at once in a task: --jobs N, or (auto) what whole nodes hold; one for multi-node
+  // points, which have their nodes to themselves.
+  int at_once = multi_node ? 1 : (jobs == kJobsAuto ? (whole_nodes ? kJobsAuto : 1) : jobs);
+  if (!whole_nodes && at_once > 1) {
+    // A shared job asks for `at_once` points' worth of tasks (each with the point's CPUs and
+    // GPUs a task, as before).
+    long ntasks = option_number(job->options, "--ntasks").value_or(1);
+    long per_node = option_number(job->options, "--ntasks-per-node").value_or(ntasks);
+    set_option(&job->options, "--ntasks", std::to_string(ntasks * at_once));
+    set_option(&job->options, "--ntasks-per-node", std::to_string(per_node * at_once));
+  }
+  job->run_options = {"--jobs", at_once == kJobsAuto ? "auto" : std::to_string(at_once)};
+  if (point_seconds) {
+    // Rounds of points one after another; with whole nodes and auto, the points may well run
+    // one at a time (a point as wide as the node): every point's time is kept.
+    size_t rounds = at_once <= 1 ? job->per_task
+                                 : (job->per_task + static_cast<size_t>(at_once) - 1) /
+                                       static_cast<size_t>(at_once);
+    set_option(&job->options, "--time",
+               slurm_time_text(*point_seconds * static_cast<long>(std::max<size_t>(1, rounds))));
+  }
+}
+
+size_t auto_points_per_job(double point_seconds, long limit_seconds, int at_once,
+                           size_t group_size) {
+  if (!(point_seconds > 0)) return std::max<size_t>(1, group_size);
+  double fit = 0.5 * static_cast<double>(limit_seconds) * std::max(1, at_once) / point_seconds;
+  size_t k = fit < 1 ? 1 : static_cast<size_t>(std::min<double>(fit, 1e9));
+  return std::clamp<size_t>(k, 1, std::max<size_t>(1, group_size));
 }
 
 std::string array_script(const ArrayJob& job, const std::vector<std::string>& run_argv,
@@ -192,20 +269,32 @@ std::string array_script(const ArrayJob& job, const std::vector<std::string>& ru
                          const std::string& header_comment) {
   std::string s = "#!/bin/bash\n" + header_comment;
   for (const std::string& o : job.options) s += "#SBATCH " + o + "\n";
-  s += "#SBATCH --array=" + ranges(job.points.size()) +
+  s += "#SBATCH --array=" + ranges(job.tasks()) +
        (max_parallel > 0 ? "%" + std::to_string(max_parallel) : "") + "\n";
   // sbatch expands %j, %u, %x... in the name: the directory's own '%' are written as "%%".
   std::string literal_dir;
   for (char c : log_dir) literal_dir += c == '%' ? std::string("%%") : std::string(1, c);
   s += "#SBATCH --output=" + (fs::path(literal_dir) / "%A_%a.out").string() + "\n";
   s += "set -eu\n";
-  s += "# Array task i runs points[i]; `bench-sweep plan` lists the indices.\n";
+  s += job.per_task > 1 ? "# Array task i runs the points of points[i] (tags, comma-separated); "
+                          "`bench-sweep plan` lists the indices.\n"
+                        : "# Array task i runs points[i]; `bench-sweep plan` lists the indices.\n";
   s += "points=(\n";
-  for (const SweepPoint* p : job.points) {
-    s += "  " + shell_quote(p->tag) + "  # index " + std::to_string(p->index) + "\n";
+  for (size_t t = 0; t < job.tasks(); ++t) {
+    std::vector<std::string> tags;
+    std::vector<std::string> indices;
+    for (size_t i = t * job.per_task; i < std::min(job.points.size(), (t + 1) * job.per_task);
+         ++i) {
+      tags.push_back(job.points[i]->tag);
+      indices.push_back(std::to_string(job.points[i]->index));
+    }
+    s += "  " + shell_quote(join(tags, ",")) + "  # index" + (indices.size() > 1 ? "es " : " ") +
+         join(indices, ",") + "\n";
   }
   s += ")\n";
-  s += "exec " + shell_join(run_argv) + " --only \"${points[$SLURM_ARRAY_TASK_ID]}\"\n";
+  std::vector<std::string> argv = run_argv;
+  argv.insert(argv.end(), job.run_options.begin(), job.run_options.end());
+  s += "exec " + shell_join(argv) + " --only \"${points[$SLURM_ARRAY_TASK_ID]}\"\n";
   return s;
 }
 
@@ -224,9 +313,15 @@ SubmitReport submit_sweep(const Plan& plan, const SubmitOptions& o, std::ostream
   SlurmJobStates live = query_slurm_jobs(queued_ids).value_or(SlurmJobStates{});
   out << "# bench-sweep submit: sweep " << plan.sweep_name << ", out " << o.out_dir
       << (o.dry_run ? " (dry run: nothing is written or submitted)" : "") << "\n";
+  // The seconds of the points that ran ok, by the resources they ask for (--points-per-job auto).
+  std::map<std::vector<std::string>, std::vector<double>> measured;
   for (const SweepPoint* p : points_to_run(plan, o.only)) {
     std::string dir = (root / p->tag).string();
     std::optional<PointRecord> record = read_point_record(dir);
+    if (o.points_per_job == 0 && record && record->status == PointStatus::kOk &&
+        record->seconds > 0) {
+      measured[sbatch_options(*p, plan.sweep_name, plan.sweep_path)].push_back(record->seconds);
+    }
     Decision d = decide(record, p->config_hash, o.force, o.retry_failed);
     if (d == Decision::kKeepOk) {
       out << "#   kept " << p->tag << ": ok (--force submits it again)\n";
@@ -262,8 +357,58 @@ SubmitReport submit_sweep(const Plan& plan, const SubmitOptions& o, std::ostream
       out << "# scontrol did not answer: MaxArraySize " << kDefaultMaxArraySize << " assumed\n";
     }
   }
-  std::vector<ArrayJob> arrays =
-      group_into_arrays(points, plan.sweep_name, plan.sweep_path, max_array);
+  std::vector<ArrayJob> arrays;
+  const bool packing = o.points_per_job != 1 || o.jobs != 1;
+  if (!packing) {
+    arrays = group_into_arrays(points, plan.sweep_name, plan.sweep_path, max_array);
+  } else {
+    // One group at a time: its points a task (given, or from its measured time and limit).
+    for (ArrayJob& group : group_into_arrays(points, plan.sweep_name, plan.sweep_path,
+                                             std::numeric_limits<long>::max())) {
+      const Value& first = group.points.front()->config;
+      std::optional<long> point_seconds;
+      if (const Value& t = config_at(first, "slurm.time"); !t.is_null()) {
+        point_seconds = slurm_time_seconds(t.is_string() ? t.as_string() : display_value(t));
+      }
+      size_t per_task = static_cast<size_t>(std::max(0L, o.points_per_job));
+      if (per_task == 0) {
+        std::vector<double>& times = measured[group.options];
+        if (times.empty()) {
+          throw Error::input(
+              Mark::in("--points-per-job auto"), "",
+              "no point asking for " + join(group.options, " ") +
+                  " has run yet, so there is no time a point to pack them by",
+              "run a few first (bench-sweep submit --only 0,1, or bench-sweep run), or give "
+              "--points-per-job a number");
+        }
+        std::sort(times.begin(), times.end());
+        double median = times[times.size() / 2];
+        std::optional<long> limit = point_seconds;
+        std::string limit_from = "slurm.time";
+        if (!limit) {
+          limit = slurm_partition_max_time(text_of(first, "slurm.partition").value_or(""));
+          limit_from = "the partition's MaxTime";
+        }
+        if (!limit) {
+          limit = 3600;
+          limit_from = "an hour (no time limit known)";
+        }
+        int at_once = o.jobs == kJobsAuto ? 1 : o.jobs;
+        per_task = auto_points_per_job(median, *limit, at_once, group.points.size());
+        out << "# --points-per-job auto: " << per_task << " points a job: " << times.size()
+            << " ran in " << human_number(median) << " s each (median), " << at_once
+            << " at once, to fill half of " << slurm_time_text(*limit) << " (" << limit_from
+            << ")\n";
+        // The job's time limit: the whole limit for its points, as they were measured.
+        if (!point_seconds) point_seconds = static_cast<long>(median * 2 + 60);
+      }
+      for (ArrayJob& a :
+           group_into_arrays(group.points, plan.sweep_name, plan.sweep_path, max_array, per_task)) {
+        pack_array(&a, per_task, o.jobs, point_seconds);
+        arrays.push_back(std::move(a));
+      }
+    }
+  }
   fs::path submit_dir = root / "submit";
   fs::path log_dir = submit_dir / "logs";
   check_directive_value(log_dir.string(), "--out", o.out_dir);  // it goes into --output
@@ -278,14 +423,20 @@ SubmitReport submit_sweep(const Plan& plan, const SubmitOptions& o, std::ostream
     std::string path =
         o.dry_run ? (submit_dir / (stamp + "-" + std::to_string(g + 1) + ".sbatch")).string()
                   : unique_script_path(submit_dir, stamp + "-" + std::to_string(g + 1));
-    std::string header = "# Written by `bench-sweep submit` at " + utc_now_iso8601() + ": sweep " +
-                         plan.sweep_name + ", " + plural(job.points.size(), "point") +
-                         " asking for the same resources, one array task each.\n"
-                         "# `sbatch " +
-                         path + "` submits it again; points already ok are kept.\n";
+    std::string header =
+        "# Written by `bench-sweep submit` at " + utc_now_iso8601() + ": sweep " + plan.sweep_name +
+        ", " + plural(job.points.size(), "point") + " asking for the same resources, " +
+        (job.per_task > 1 ? std::to_string(job.per_task) + " an array task"
+                          : "one array task each") +
+        ".\n# `sbatch " + path + "` submits it again; points already ok are kept.\n";
     std::string script = array_script(job, run_argv, o.max_parallel, log_dir.string(), header);
     out << "# array " << (g + 1) << "/" << arrays.size() << ": "
-        << plural(job.points.size(), "point") << ", " << join(job.options, " ") << "\n";
+        << plural(job.points.size(), "point")
+        << (job.per_task > 1
+                ? " in " + plural(job.tasks(), "task") + " of " + std::to_string(job.per_task) +
+                      " (bench-sweep run " + join(job.run_options, " ") + ")"
+                : "")
+        << ", " << join(job.options, " ") << "\n";
     if (o.dry_run) {
       out << "# ---- " << path << " ----\n" << script << "# ---- end ----\n";
       out << shell_join({"sbatch", "--parsable", path}) << "\n";
@@ -296,8 +447,7 @@ SubmitReport submit_sweep(const Plan& plan, const SubmitOptions& o, std::ostream
     record_job(root.string(), id, path, job);
     report.job_ids.push_back(id);
     report.submitted_points += job.points.size();
-    out << "submitted job " << id << " (array of " << job.points.size() << ", script " << path
-        << ")\n";
+    out << "submitted job " << id << " (array of " << job.tasks() << ", script " << path << ")\n";
   }
   if (!o.dry_run) {
     out << "# " << plural(report.submitted_points, "point") << " in "

@@ -8,6 +8,8 @@
 // waits for the jobs.
 #pragma once
 
+#include <algorithm>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -27,12 +29,22 @@ struct SubmitOptions {
   std::string bench_sweep;            // the bench-sweep the jobs run
   std::vector<std::string> run_args;  // passed on to `bench-sweep run` (--scenario, --set, ...)
   long max_array_size = 0;            // 0: ask scontrol
+  // Packing (docs/running.md "Packing short points"): each array task runs this many points of
+  // its group (0: auto, from their measured time and the time limit), `jobs` at once
+  // (bench-sweep run --jobs; kJobsAuto: as many as the job's nodes hold).
+  long points_per_job = 1;
+  int jobs = 1;
 };
 
-// One array job: the #SBATCH options its points share, and its points in task order.
+// One array job: the #SBATCH options its points share, and its points in task order; task i
+// runs points [i * per_task, (i + 1) * per_task), with `run_options` added to its
+// `bench-sweep run` (--jobs).
 struct ArrayJob {
   std::vector<std::string> options;  // "--nodes=1", ... (no --array, no --output)
   std::vector<const SweepPoint*> points;
+  size_t per_task = 1;
+  std::vector<std::string> run_options;
+  size_t tasks() const { return (points.size() + per_task - 1) / std::max<size_t>(1, per_task); }
 };
 
 // The sbatch options a point asks for. Throws Error(kInput) naming the key when a value cannot
@@ -41,10 +53,23 @@ std::vector<std::string> sbatch_options(const SweepPoint& point, const std::stri
                                         const std::string& sweep_path);
 
 // Groups points by their sbatch options (in first-seen order) and cuts each group into arrays of
-// at most max_array_size tasks.
+// at most max_array_size tasks of `per_task` points.
 std::vector<ArrayJob> group_into_arrays(const std::vector<const SweepPoint*>& points,
                                         const std::string& sweep_name,
-                                        const std::string& sweep_path, long max_array_size);
+                                        const std::string& sweep_path, long max_array_size,
+                                        size_t per_task = 1);
+
+// A group's job packed: `per_task` points a task, `jobs` at once (kJobsAuto: as many as its
+// nodes hold, for a job that asks for whole nodes). A job with whole nodes (--exclusive) keeps
+// its options and runs `--jobs` inside them; a shared one asks for `jobs` points' tasks at once.
+// Its --time becomes slurm.time (`point_seconds`, when set) times the rounds of points it runs.
+// Multi-node points run one at a time.
+void pack_array(ArrayJob* job, size_t per_task, int jobs, std::optional<long> point_seconds);
+
+// --points-per-job auto: as many points as fill half of `limit_seconds` (the job's time limit)
+// at `point_seconds` each, `at_once` at a time; at least 1, at most `group_size`.
+size_t auto_points_per_job(double point_seconds, long limit_seconds, int at_once,
+                           size_t group_size);
 
 // The batch script of one array: #SBATCH lines, the points' tags, and the one `exec` line with
 // every argument quoted once. `run_argv` is bench-sweep's own argv up to, not including, --only.

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "launch/packing.h"
+#include "launch/slurm.h"
 #include "support/expect_error.h"
 #include "sweep/sweep_test_util.h"
 
@@ -84,6 +86,80 @@ TEST(ArrayScript, QuotesTheCommandOnceAndMapsTasksToTags) {
   // Issue 14, W7: sbatch expands %j, %x... in --output; a '%' of the directory stays literal.
   script = array_script(arrays[0], {"/bin/bench-sweep"}, 0, "/x/o%j%%/submit/logs", "");
   EXPECT_THAT(script, HasSubstr("#SBATCH --output=/x/o%%j%%%%/submit/logs/%A_%a.out\n"));
+}
+
+TEST(Packing, TasksRunSeveralPointsWithJobsAndAskForWhatTheyRunAtOnce) {
+  // Shared nodes (slurm.exclusive: false): a task of 3 points, 2 at once, asks for two points'
+  // tasks and a time of two rounds.
+  Plan plan = plan_text(
+      "name: sub\nbase:\n  slurm: {exclusive: false, time: 10}\n  launch: {cpus_per_rank: 2}\n"
+      "axes:\n  params.i: [1, 2, 3, 4, 5, 6, 7]\n");
+  std::vector<ArrayJob> arrays = group_into_arrays(all(plan), "sub", "s.yaml", 1001, 3);
+  ASSERT_EQ(arrays.size(), 1u);
+  ArrayJob& a = arrays[0];
+  EXPECT_EQ(a.tasks(), 3u);
+  pack_array(&a, 3, 2, 600);
+  EXPECT_THAT(a.options, ::testing::Contains("--ntasks=2"));
+  EXPECT_THAT(a.options, ::testing::Contains("--ntasks-per-node=2"));
+  EXPECT_THAT(a.options, ::testing::Contains("--cpus-per-task=2"));
+  EXPECT_THAT(a.options, ::testing::Contains("--time=00:20:00"));
+  EXPECT_THAT(a.run_options, ElementsAre("--jobs", "2"));
+  std::string script = array_script(a, {"/bin/bench-sweep", "run"}, 0, "/o/logs", "");
+  EXPECT_THAT(script, HasSubstr("#SBATCH --array=0-2\n"));
+  EXPECT_THAT(script, HasSubstr("'" + plan.points[0].tag + "," + plan.points[1].tag + "," +
+                                plan.points[2].tag + "'  # indexes 0,1,2\n"));
+  EXPECT_THAT(script, HasSubstr("'" + plan.points[6].tag + "'  # index 6\n"));
+  EXPECT_THAT(script, HasSubstr("exec /bin/bench-sweep run --jobs 2 --only "));
+
+  // Whole nodes (the default slurm.exclusive): the same options, --jobs auto fills the nodes.
+  plan = plan_text("name: sub\naxes:\n  params.i: [1, 2, 3]\n");
+  arrays = group_into_arrays(all(plan), "sub", "s.yaml", 1001, 3);
+  std::vector<std::string> before = arrays[0].options;
+  pack_array(&arrays[0], 3, kJobsAuto, std::nullopt);
+  EXPECT_EQ(arrays[0].options, before);
+  EXPECT_THAT(arrays[0].run_options, ElementsAre("--jobs", "auto"));
+
+  // Points over two nodes run one at a time.
+  plan = plan_text(
+      "name: sub\nbase:\n  launch: {nodes: 2, ranks: 2}\n  slurm: {exclusive: "
+      "false}\naxes:\n  params.i: [1, 2]\n");
+  arrays = group_into_arrays(all(plan), "sub", "s.yaml", 1001, 2);
+  pack_array(&arrays[0], 2, 4, 60);
+  EXPECT_THAT(arrays[0].options, ::testing::Contains("--ntasks=2"));
+  EXPECT_THAT(arrays[0].options, ::testing::Contains("--time=00:02:00"));
+  EXPECT_THAT(arrays[0].run_options, ElementsAre("--jobs", "1"));
+}
+
+TEST(Packing, MaxArraySizeCountsTasksNotPoints) {
+  Plan plan = plan_text("name: sub\naxes:\n  params.i: [1, 2, 3, 4, 5, 6, 7]\n");
+  std::vector<ArrayJob> arrays = group_into_arrays(all(plan), "sub", "s.yaml", 2, 2);
+  ASSERT_EQ(arrays.size(), 2u);
+  EXPECT_EQ(arrays[0].points.size(), 4u);
+  EXPECT_EQ(arrays[0].tasks(), 2u);
+  EXPECT_EQ(arrays[1].points.size(), 3u);
+  EXPECT_EQ(arrays[1].tasks(), 2u);
+}
+
+TEST(Packing, AutoFillsHalfTheLimitAtTheMeasuredTime) {
+  // 0.4 s a point, one at a time, half of an hour: 4,500 points, capped by the group.
+  EXPECT_EQ(auto_points_per_job(0.4, 3600, 1, 1000), 1000u);
+  EXPECT_EQ(auto_points_per_job(60, 3600, 1, 1000), 30u);
+  EXPECT_EQ(auto_points_per_job(60, 3600, 4, 1000), 120u);
+  EXPECT_EQ(auto_points_per_job(7200, 3600, 1, 1000), 1u);  // longer than the limit: alone
+}
+
+TEST(SlurmTime, ParsesEveryFormAndWritesDaysHoursMinutes) {
+  EXPECT_EQ(slurm_time_seconds("90"), 5400);
+  EXPECT_EQ(slurm_time_seconds("10:30"), 630);
+  EXPECT_EQ(slurm_time_seconds("1:00:00"), 3600);
+  EXPECT_EQ(slurm_time_seconds("2-3"), 2 * 86400 + 3 * 3600);
+  EXPECT_EQ(slurm_time_seconds("2-3:04"), 2 * 86400 + 3 * 3600 + 240);
+  EXPECT_EQ(slurm_time_seconds("1-00:00:05"), 86405);
+  EXPECT_EQ(slurm_time_seconds("UNLIMITED"), std::nullopt);
+  EXPECT_EQ(slurm_time_seconds("1:2:3:4"), std::nullopt);
+  EXPECT_EQ(slurm_time_seconds("x"), std::nullopt);
+  EXPECT_EQ(slurm_time_text(61), "00:02:00");
+  EXPECT_EQ(slurm_time_text(86400 + 3600), "1-01:00:00");
 }
 
 }  // namespace

@@ -355,6 +355,55 @@ class Submit(SlurmCase):
         self.assertIn("nothing to submit", again.stdout)
         self.assertEqual(len(read_json(os.path.join(out, "manifest.json"))["jobs"]), 4)
 
+    def test_packed_tasks_run_several_points_each(self):
+        # Issue 33: --points-per-job 3 --jobs 2: five short points in two array tasks (3 and 2
+        # points), each task two points at once on the CPUs it asked for; then
+        # --points-per-job auto packs what is left by the time the first ones took.
+        path = os.path.join(self.tmp, "pack.yaml")
+        with open(path, "w") as f:
+            f.write("""\
+name: pack
+base:
+  benchmark: command
+  command:
+    argv: [bash, -c, 'sleep 0.3; echo value 1']
+    metrics:
+      - {name: value, regex: 'value ([0-9]+)'}
+  launch: {cpus_per_rank: 1}
+  slurm: {exclusive: false, time: 5}
+axes:
+  params.i: [1, 2, 3, 4, 5, 6, 7, 8, 9]
+""")
+        out = os.path.join(self.tmp, "out")
+        r = self.bench_sweep("submit", path, "--out", out, "--only", "0,1,2,3,4",
+                             "--points-per-job", "3", "--jobs", "2")
+        self.assertIn("5 points in 2 tasks of 3 (bench-sweep run --jobs 2)", r.stdout)
+        job = read_json(os.path.join(out, "manifest.json"))["jobs"][0]
+        with open(job["script"]) as f:
+            script = f.read()
+        self.assertIn("#SBATCH --array=0-1\n", script)
+        self.assertIn("#SBATCH --ntasks=2\n", script)
+        self.assertIn("#SBATCH --time=00:10:00\n", script)  # two rounds of 5 minutes
+        self.assertNotIn("--exclusive", script)
+        self.cluster.wait_until_idle()
+        tags = [p["tag"] for p in read_json(os.path.join(out, "manifest.json"))["points"]]
+        recs = {t: read_json(os.path.join(out, t, "status.json")) for t in tags[:5]}
+        for t, rec in recs.items():
+            self.assertEqual(rec["status"], "ok", f"{t}: {rec}\n{self.job_logs(out)}")
+        jobs = [recs[t]["slurm_job_id"] for t in tags[:5]]
+        self.assertEqual(jobs[0], jobs[1])
+        self.assertEqual(jobs[1], jobs[2])
+        self.assertEqual(jobs[3], jobs[4])
+        self.assertNotEqual(jobs[0], jobs[3])
+        # Two at once in a task: beside each other on the task's node.
+        self.assertTrue(any(recs[t]["beside"] for t in tags[:3]), recs)
+
+        r = self.bench_sweep("submit", path, "--out", out, "--points-per-job", "auto")
+        self.assertIn("--points-per-job auto: 4 points a job: 5 ran in", r.stdout)
+        self.assertIn("4 points in 1 task of 4", r.stdout)
+        self.cluster.wait_until_idle()
+        self.assert_all(out, "ok", 9)
+
     def test_without_sbatch_it_says_so_and_writes_nothing(self):
         s = sweep_file(self.tmp, "nosbatch", axes="  train.micro_batch: [2]\n")
         out = os.path.join(self.tmp, "out")
