@@ -13,7 +13,7 @@
 Writes bench/results/concurrent_points.json.
 
 Usage: bench/concurrent_points.py [--bin build/release/bin] [--jobs 2] [--sleeps 20]
-                                  [--train-points 6] [--steps 60] [--rounds 3]
+                                  [--train-points 6] [--steps 200] [--rounds 3]
 """
 import argparse
 import csv
@@ -53,7 +53,7 @@ def main():
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--sleeps", type=int, default=20)
     ap.add_argument("--train-points", type=int, default=6)
-    ap.add_argument("--steps", type=int, default=60)
+    ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out", default=os.path.join(HERE, "results", "concurrent_points.json"))
     a = ap.parse_args()
@@ -84,8 +84,8 @@ def main():
             f.write(f"""name: interference
 base:
   model: {{preset: gpt2-tiny}}
-  data: {{source: synthetic, seq_len: 64}}
-  train: {{steps: {a.steps}, warmup_steps: 5, micro_batch: 4}}
+  data: {{source: synthetic, seq_len: 128}}
+  train: {{steps: {a.steps}, warmup_steps: 10, micro_batch: 8}}
   eval: {{steps: 1}}
   metrics: {{sample_interval_ms: 0, system: false}}
   launch: {{cpus_per_rank: 1}}
