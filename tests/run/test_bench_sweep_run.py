@@ -625,6 +625,33 @@ class Jobs(unittest.TestCase):
             s = sweep(tmp, "stopjobs", "axes:\n  train.micro_batch: [1, 2, 3]\n", steps=4)
             run("run", s, "--out", out, "--jobs", "2", check=0)
 
+    def test_a_killed_runner_with_jobs_is_resumed_by_the_next(self):
+        # SIGKILL to the runner while two points train: each gets SIGUSR2 (its parent died),
+        # stops after its step and records cancelled; the rerun runs both again (attempt 2) and
+        # the third, and `status` agrees.
+        with tempfile.TemporaryDirectory() as tmp:
+            s = sweep(tmp, "killjobs", "axes:\n  train.micro_batch: [1, 2, 3]\n", steps=2000)
+            out = os.path.join(tmp, "out")
+            proc = subprocess.Popen([BENCH_SWEEP, "run", s, "--out", out, "--jobs", "2"],
+                                    env=ENV, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL)
+            wait_until(lambda: os.path.exists(os.path.join(out, "manifest.json")) and
+                       Orphans.training(out, 0) and Orphans.training(out, 1), 120,
+                       "two points training")
+            proc.kill()
+            proc.wait()
+            wait_until(lambda: bench_train_pids(out) == [], 120, "the orphaned points to end")
+            r = run("run", s, "--out", out, "--jobs", "2", check=0)
+            tags = [p["tag"] for p in manifest_points(out)]
+            recs = records(out)
+            self.assertEqual({recs[t]["status"] for t in tags}, {"ok"}, r.stdout)
+            for t in tags[:2]:
+                # Its first attempt, kept: bench-train's own record of the stop.
+                first = os.path.join(out, t, "attempts", "1")
+                self.assertTrue(os.path.isdir(first) or "recovered" in r.stdout, r.stdout)
+            table = run("status", "--out", out, check=0)
+            self.assertIn("ok 3", table.stdout)
+
     def test_two_runners_with_jobs_run_each_point_once(self):
         with tempfile.TemporaryDirectory() as tmp:
             s = command_sweep(tmp, "two", "sleep 0.5", list(range(8)))

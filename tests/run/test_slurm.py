@@ -474,6 +474,36 @@ class Timeout(SlurmCase):
         self.assertIn("not requeued: job " + job + " ran 2 times", log)
 
 
+    def test_packed_points_side_by_side_all_record_timeout_and_requeue(self):
+        # Issue 33: one array task runs two points at once (--points-per-job 2 --jobs 2); the
+        # time-limit warning reaches both, both record timeout, the task requeues once and both
+        # run again.
+        s = sweep_file(self.tmp, "slow2", steps=10 ** 6, axes="  train.micro_batch: [1, 2]\n",
+                       slurm="{exclusive: false, time: 1, signal_seconds: 50, max_requeue: 1}")
+        out = os.path.join(self.tmp, "out")
+        self.bench_sweep("submit", s, "--out", out, "--points-per-job", "2", "--jobs", "2")
+        points = read_json(os.path.join(out, "manifest.json"))["points"]
+        tags = [p["tag"] for p in points]
+        job = points[0]["slurm_job"]
+        self.assertEqual(points[1]["slurm_job"], job)
+
+        def requeued():
+            st = self.status(out)
+            return all(st[t]["status"] == "pending" and "timeout" in st[t]["note"] for t in tags)
+        self.wait_for(requeued, 150, "the timed-out task to be requeued")
+        self.start_requeued_job(job)
+        self.cluster.wait_until_idle(200)
+        for tag in tags:
+            record = read_json(os.path.join(out, tag, "status.json"))
+            self.assertEqual(record["status"], "timeout", f"{record}\n{self.job_logs(out)}")
+            self.assertEqual(record["attempt"], 2)
+            self.assertEqual(record["beside"], [t for t in tags if t != tag])
+            first = read_json(os.path.join(out, tag, "attempts", "1", "status.json"))
+            self.assertEqual(first["status"], "timeout")
+            self.assertIn("bench-train: exit code 21", first["reason"])
+        self.assertIn("requeueing job " + job, self.job_logs(out))
+
+
 class Injection(SlurmCase):
     NASTY = ["$(touch {p})", "`touch {p}`", '"; touch {p}; "', "'; touch {p}; '", "a\ntouch {p}"]
 
