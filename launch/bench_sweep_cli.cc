@@ -96,8 +96,8 @@ Running again keeps every ok point with the same config_hash and reruns the poin
 interrupted (cancelled, timeout, preempted, or whose runner died); failed and oom points rerun
 only with --retry-failed, and --force reruns everything. An earlier attempt's files move to
 DIR/<tag>/attempts/N/: nothing is deleted. Two runners on the same DIR never run one point twice.
-Ctrl-C (or SIGTERM) stops the running point after its current step, records it as cancelled
-and stops; a second Ctrl-C kills it.
+Ctrl-C (or SIGTERM) stops the running points after their current step, records them as
+cancelled and stops; a second Ctrl-C kills them.
 
 --jobs N runs up to N points at once on this machine, each on CPUs of its own (its affinity:
 launch.ranks x launch.cpus_per_rank, or an equal share of the CPUs) and GPUs of its own

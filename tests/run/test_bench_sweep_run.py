@@ -20,6 +20,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "support"))
 from e2e import BENCH_SWEEP, BIN, ENV, SOURCE, bench_sweep, read_json  # noqa: E402
+from e2e import command_sweep as e2e_command_sweep  # noqa: E402
 
 # bench-train's libtorch memory budget for the pruning test (see Prune).
 PRUNE_BUDGET_MB = 24
@@ -478,24 +479,11 @@ prune_after_oom: [train.micro_batch]
 
 
 def command_sweep(tmp, name, script, values, extra=""):
-    """A sweep of command points, one a value of params.i, each running `script` in bash: it
-    prints its CPUs (taskset), GPUs and tag, then `value 1` (the point's one metric)."""
-    path = os.path.join(tmp, name + ".yaml")
-    with open(path, "w") as f:
-        f.write(f"""name: {name}
-base:
-  benchmark: command
-  params: {{i: 0}}
-  command:
-    argv: [bash, -c, {json.dumps(script + '; echo "cpus $(taskset -pc $$ | cut -d: -f2)"; '
-                                 'echo "gpus [$CUDA_VISIBLE_DEVICES] tag $SWEEPBENCH_POINT"; '
-                                 'echo value 1')}]
-    metrics:
-      - {{name: value, regex: 'value ([0-9]+)'}}
-{extra}axes:
-  params.i: {json.dumps(values)}
-""")
-    return path
+    """A sweep of command points (e2e.command_sweep) whose script then prints its CPUs (taskset),
+    GPUs and tag."""
+    return e2e_command_sweep(tmp, name, script + '; echo "cpus $(taskset -pc $$ | cut -d: -f2)"; '
+                             'echo "gpus [$CUDA_VISIBLE_DEVICES] tag $SWEEPBENCH_POINT"; '
+                             'echo value 1', values, extra)
 
 
 def records(out):

@@ -26,7 +26,7 @@ import h5py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "support"))
-from e2e import BENCH_SWEEP, BIN, SOURCE, read_json, read_yaml  # noqa: E402
+from e2e import BENCH_SWEEP, BIN, SOURCE, command_sweep, read_json, read_yaml  # noqa: E402
 from slurm_case import SlurmCase  # noqa: E402
 
 SWEEP_SH = os.path.join(SOURCE, "slurm", "sweep.sh")
@@ -100,20 +100,9 @@ class TwoNodes(ClusterCase):
         # Issue 33: `bench-sweep run --jobs auto` in a 2-node allocation (sbatch slurm/sweep.sh,
         # as users run it): four one-node points of 4 CPUs, two a node at once, each an srun step
         # on the node it was given; then a two-node point, alone on both.
-        path = os.path.join(self.tmp, "pack.yaml")
-        with open(path, "w") as f:
-            f.write("""\
-name: pack
-base:
-  benchmark: command
-  command:
-    argv: [bash, -c, 'sleep 2; echo "host $(hostname) cpus $SLURM_CPUS_PER_TASK"; echo value 1']
-    metrics:
-      - {name: value, regex: 'value ([0-9]+)'}
-  launch: {cpus_per_rank: 4}
-axes:
-  params.i: [1, 2, 3, 4]
-""")
+        path = command_sweep(self.tmp, "pack", 'sleep 2; echo "host $(hostname) cpus '
+                             '$SLURM_CPUS_PER_TASK"; echo value 1', [1, 2, 3, 4],
+                             base="  launch: {cpus_per_rank: 4}\n")
         out = os.path.join(self.tmp, "out")
         self.sbatch("-N", "2", "--output=" + self.tmp + "/pack-%j.out", SWEEP_SH, path, out,
                     "--jobs", "auto")

@@ -20,7 +20,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "support"))
-from e2e import BENCH_SWEEP, SOURCE, read_json, read_yaml  # noqa: E402
+from e2e import BENCH_SWEEP, SOURCE, command_sweep, read_json, read_yaml  # noqa: E402
 import slurm_case  # noqa: E402
 
 SWEEP_SH = os.path.join(SOURCE, "slurm", "sweep.sh")
@@ -359,21 +359,9 @@ class Submit(SlurmCase):
         # Issue 33: --points-per-job 3 --jobs 2: five short points in two array tasks (3 and 2
         # points), each task two points at once on the CPUs it asked for; then
         # --points-per-job auto packs what is left by the time the first ones took.
-        path = os.path.join(self.tmp, "pack.yaml")
-        with open(path, "w") as f:
-            f.write("""\
-name: pack
-base:
-  benchmark: command
-  command:
-    argv: [bash, -c, 'sleep 0.3; echo value 1']
-    metrics:
-      - {name: value, regex: 'value ([0-9]+)'}
-  launch: {cpus_per_rank: 1}
-  slurm: {exclusive: false, time: 5}
-axes:
-  params.i: [1, 2, 3, 4, 5, 6, 7, 8, 9]
-""")
+        path = command_sweep(self.tmp, "pack", "sleep 0.3; echo value 1", list(range(1, 10)),
+                             base="  launch: {cpus_per_rank: 1}\n"
+                                  "  slurm: {exclusive: false, time: 5}\n")
         out = os.path.join(self.tmp, "out")
         r = self.bench_sweep("submit", path, "--out", out, "--only", "0,1,2,3,4",
                              "--points-per-job", "3", "--jobs", "2")

@@ -48,3 +48,17 @@ def peer_venv():
     scripts/peer-venv."""
     return subprocess.run([os.path.join(SOURCE, "scripts", "peer-venv")], check=True,
                           capture_output=True, text=True, timeout=900).stdout.strip()
+
+
+def command_sweep(tmp, name, script, values, base=""):
+    """Writes TMP/NAME.yaml, a sweep of command points, one a value of params.i, each running
+    `script` in bash; the script prints `value N`, the points' one metric. `base`: more lines of
+    the base section (indented two spaces). Returns the path."""
+    path = os.path.join(tmp, name + ".yaml")
+    with open(path, "w") as f:
+        f.write(f"name: {name}\nbase:\n  benchmark: command\n  command:\n"
+                f"    argv: [bash, -c, {json.dumps(script)}]\n"
+                f"    metrics:\n      - {{name: value, regex: 'value ([0-9]+)'}}\n"
+                f"{base}axes:\n  params.i: {json.dumps(values)}\n")
+    return path
+
