@@ -45,6 +45,10 @@ class K {
     spec_.hashed_unless_default = true;
     return *this;
   }
+  K& tagged_unless_default() {
+    spec_.tagged_unless_default = true;
+    return *this;
+  }
   // The key enters config_hash only at points whose `benchmark` is `name`: the infer section
   // does not change the hash (nor the tag) of a training point.
   K& only_for(std::initializer_list<const char*> names) {
@@ -414,7 +418,8 @@ std::vector<KeySpec> build_table() {
         "once: node (alone on its nodes), shared (beside others, on cores and GPUs of its own), "
         "auto (node for a point over several nodes, else shared)")
           .choices({"auto", "node", "shared"})
-          .unhashed(),
+          .unhashed()
+          .tagged_unless_default(),
       K("launch.malloc_cache", T::kBool, B(true),
         "Keep freed host memory in the process (glibc: no mmap, no trim) so steps do not "
         "page-fault "

@@ -45,6 +45,10 @@ struct KeySpec {
   // after results exist whose default is what every earlier config meant (benchmark: train):
   // earlier configs keep their hash and tag, so their results stay found.
   bool hashed_unless_default = false;
+  // true: tag.style fairseq2-0.8, whose tags take every key of the config, leaves the key out
+  // while it is at its default: a key added after that style (launch.exclusive), so that the
+  // tags of earlier points hold.
+  bool tagged_unless_default = false;
   // Not empty: the key enters config_hash only when `benchmark` is one of these (a section that
   // only some workloads read: infer, or the model that bench-command never reads).
   std::vector<std::string> only_for_benchmarks;

@@ -355,7 +355,18 @@ std::map<std::string, std::string> fairseq2_tag_dict(const std::string& preset,
 std::map<std::string, std::string> fairseq2_v08_tag_dict(std::int64_t world_size,
                                                          const Value& config) {
   std::map<std::string, std::string> tags{{"world_size", std::to_string(world_size)}};
-  collect_fairseq2(config, nullptr, tags, "");
+  // Keys added after this style, at their default, are not part of the name.
+  Value kept = config;
+  for (const KeySpec& k : Schema::get().keys()) {
+    if (!k.tagged_unless_default) continue;
+    const Value* v = config.find_path(k.path);
+    if (v == nullptr || !(*v == k.default_value)) continue;
+    const std::string section = k.section();
+    if (Value* s = section.empty() ? &kept : kept.find(section); s != nullptr && s->is_map()) {
+      s->erase(k.name());
+    }
+  }
+  collect_fairseq2(kept, nullptr, tags, "");
   tags["hash"] = fairseq2_hash(tags);
   return tags;
 }

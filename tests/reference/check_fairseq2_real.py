@@ -64,7 +64,17 @@ def plan(bench_sweep, tmp, name, text, check=0):
     if r.returncode != check:
         raise AssertionError(f"{name}: bench-sweep plan exit {r.returncode}, wanted {check}\n"
                              f"{r.stderr}")
-    return json.loads(r.stdout) if check == 0 else r.stderr
+    if check != 0:
+        return r.stderr
+    planned = json.loads(r.stdout)
+    # Keys added after tag.style fairseq2-0.8 are left out of its names while at their default
+    # (docs/sweeps.md): fairseq2 is given the config without them, as it was when the names were
+    # kept.
+    for p in planned["points"]:
+        launch = p["config"].get("launch", {})
+        if launch.get("exclusive") == "auto":
+            del launch["exclusive"]
+    return planned
 
 
 def fairseq2_names(taggers, plan_json, style, fmt):
