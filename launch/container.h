@@ -26,6 +26,7 @@ namespace sweepbench {
 
 // The container section of a point's resolved config.
 struct ContainerSpec : ContainerSettings {  // binds: src:dst[:ro]
+  ContainerSpec() : ContainerSettings(Settings::defaults().container) {}  // runtime none
   static ContainerSpec from_config(const Value& resolved);
   bool enabled() const { return runtime != "none"; }
 };

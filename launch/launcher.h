@@ -36,6 +36,7 @@ struct LaunchSite {
 
 // The launch section of a point's resolved config.
 struct PointResources : LaunchSettings {
+  PointResources() : LaunchSettings(Settings::defaults().launch) {}
   static PointResources from_config(const Value& resolved);
   std::int64_t ranks_per_node() const { return (ranks + nodes - 1) / nodes; }
 };

@@ -3,6 +3,8 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <fstream>
+#include <string>
 #include <thread>
 #include <utility>
 
@@ -71,6 +73,19 @@ int usable_cpu_count() {
   CPU_ZERO(&set);
   if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
   return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
+std::string cpu_model_name() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      size_t colon = line.find(':');
+      size_t start = colon == std::string::npos ? colon : line.find_first_not_of(" \t", colon + 1);
+      if (start != std::string::npos) return line.substr(start);
+    }
+  }
+  return "cpu";
 }
 
 }  // namespace sweepbench

@@ -40,4 +40,8 @@ DevicePeak resolve_peak(const std::optional<double>& configured, bool gpu,
 // else the machine's count; at least 1.
 int usable_cpu_count();
 
+// The CPU's model name as /proc/cpuinfo gives it ("AMD EPYC 9454 48-Core Processor"); "cpu"
+// when it names none.
+std::string cpu_model_name();
+
 }  // namespace sweepbench

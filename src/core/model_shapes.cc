@@ -9,8 +9,9 @@ namespace {
 void add(std::vector<ModelPreset>& presets, const char* name, const char* arch,
          std::int64_t n_layer, std::int64_t n_embd, std::int64_t n_head, std::int64_t n_kv_head,
          std::int64_t ffn_dim, std::int64_t vocab_size, std::int64_t block_size,
-         const char* description) {
+         const char* description, double rope_theta = 10000.0) {
   ModelPreset p;
+  p.rope_theta = rope_theta;
   p.name = name;
   p.shape.arch = arch;
   p.shape.n_layer = n_layer;
@@ -39,7 +40,8 @@ const std::vector<ModelPreset>& model_presets() {
     add(p, "llama2-7b", "llama", 32, 4096, 32, 32, 11008, 32000, 4096, "Llama 2 7B");
     add(p, "llama2-13b", "llama", 40, 5120, 40, 40, 13824, 32000, 4096, "Llama 2 13B");
     add(p, "llama2-70b", "llama", 80, 8192, 64, 8, 28672, 32000, 4096, "Llama 2 70B (GQA)");
-    add(p, "llama3-8b", "llama", 32, 4096, 32, 8, 14336, 128256, 8192, "Llama 3 8B (GQA)");
+    add(p, "llama3-8b", "llama", 32, 4096, 32, 8, 14336, 128256, 8192, "Llama 3 8B (GQA)",
+        500000.0);
     add(p, "mistral-7b", "llama", 32, 4096, 32, 8, 14336, 32000, 32768, "Mistral 7B v0.1 (GQA)");
     add(p, "gpt2-tiny", "gpt2", 2, 64, 4, 4, 256, 512, 128, "2-layer GPT-2 for tests");
     add(p, "llama-tiny", "llama", 2, 64, 4, 2, 176, 512, 128, "2-layer Llama with GQA, for tests");
@@ -53,6 +55,11 @@ const ModelPreset* find_model_preset(std::string_view name) {
     if (p.name == name) return &p;
   }
   return nullptr;
+}
+
+double rope_theta_of(std::string_view preset) {
+  const ModelPreset* p = find_model_preset(preset);
+  return p != nullptr ? p->rope_theta : 10000.0;
 }
 
 std::vector<std::string> model_preset_names() {

@@ -31,10 +31,14 @@ struct ModelPreset {
   std::string name;
   ModelShape shape;
   std::string description;
+  double rope_theta = 10000.0;  // llama: the RoPE base the family was trained with
 };
 
 const std::vector<ModelPreset>& model_presets();
 const ModelPreset* find_model_preset(std::string_view name);
+// The RoPE base of a preset's family (Llama 3 500000, the others 10000); 10000 for a name the
+// table lacks.
+double rope_theta_of(std::string_view preset);
 std::vector<std::string> model_preset_names();
 std::vector<std::string> model_arch_names();
 

@@ -3,11 +3,74 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/config.h"
 #include "core/model_shapes.h"
+#include "core/settings.h"
 #include "core/text.h"
 
 namespace sweepbench {
 namespace {
+
+// A resolved value into a typed field. The schema has checked the value's type and range, so a
+// mismatch here is a bug, not an input error.
+void read_value(const Value& v, std::int64_t& out) { out = v.as_int(); }
+void read_value(const Value& v, std::uint64_t& out) {
+  out = static_cast<std::uint64_t>(v.as_int());
+}
+void read_value(const Value& v, double& out) { out = v.as_float(); }
+void read_value(const Value& v, bool& out) { out = v.as_bool(); }
+void read_value(const Value& v, std::string& out) { out = v.is_null() ? "" : v.as_string(); }
+void read_value(const Value& v, std::vector<std::string>& out) {
+  out.clear();
+  if (v.is_null()) return;
+  for (const Value& item : v.items()) out.push_back(item.as_string());
+}
+void read_value(const Value& v, std::map<std::string, std::string>& out) {
+  out.clear();
+  for (const Value::Entry& e : v.entries()) out[e.key] = e.value.as_string();
+}
+template <class T>
+void read_value(const Value& v, std::optional<T>& out) {
+  if (v.is_null()) {
+    out.reset();
+    return;
+  }
+  T t{};
+  read_value(v, t);
+  out = std::move(t);
+}
+template <class E, class = std::enable_if_t<std::is_enum_v<E>>>
+void read_value(const Value& v, E& out) {
+  const std::vector<std::string>& names = names_of<E>();
+  auto it = std::find(names.begin(), names.end(), v.as_string());
+  if (it == names.end()) throw std::logic_error("unexpected choice '" + v.as_string() + "'");
+  out = static_cast<E>(it - names.begin());
+}
+
+// A typed field back into a config value.
+Value write_value(std::int64_t v) { return Value::integer(v); }
+Value write_value(std::uint64_t v) { return Value::integer(static_cast<std::int64_t>(v)); }
+Value write_value(double v) { return Value::real(v); }
+Value write_value(bool v) { return Value::boolean(v); }
+Value write_value(const std::string& v) { return Value::string(v); }
+Value write_value(const std::vector<std::string>& v) {
+  Value out = Value::list();
+  for (const std::string& item : v) out.items().push_back(Value::string(item));
+  return out;
+}
+Value write_value(const std::map<std::string, std::string>& v) {
+  Value out = Value::map();
+  for (const auto& [key, value] : v) out.set(key, Value::string(value));
+  return out;
+}
+template <class T>
+Value write_value(const std::optional<T>& v) {
+  return v ? write_value(*v) : Value::null();
+}
+template <class E, class = std::enable_if_t<std::is_enum_v<E>>>
+Value write_value(E v) {
+  return Value::string(enum_name(v));
+}
 
 // A fluent builder so the table below reads one key per line.
 class K {
@@ -60,9 +123,36 @@ class K {
     spec_.nullable = true;
     return *this;
   }
+  // The field the key is read into: a member of Settings (benchmark) or of one of its sections
+  // (train.lr). An enum field gives the key its choices (names_of).
+  template <class F>
+  K& into(F Settings::*field) {
+    set_choices<F>();
+    spec_.read = [field](Settings& s, const Value& v, const Value&) { read_value(v, s.*field); };
+    spec_.write = [field](const Settings& s) { return write_value(s.*field); };
+    return *this;
+  }
+  template <class Section, class F>
+  K& into(Section Settings::*section, F Section::*field) {
+    set_choices<F>();
+    spec_.read = [section, field](Settings& s, const Value& v, const Value&) {
+      read_value(v, (s.*section).*field);
+    };
+    spec_.write = [section, field](const Settings& s) { return write_value((s.*section).*field); };
+    return *this;
+  }
+  // A field whose reading needs more than the key's own value.
+  K& into(std::function<void(Settings&, const Value&, const Value&)> read) {
+    spec_.read = std::move(read);
+    return *this;
+  }
   operator KeySpec() const { return spec_; }  // NOLINT: builder converts implicitly
 
  private:
+  template <class F>
+  void set_choices() {
+    if constexpr (std::is_enum_v<F>) spec_.choices = names_of<F>();
+  }
   KeySpec spec_;
 };
 
@@ -79,7 +169,7 @@ using T = KeyType;
 // Maxima are far past any real run (4096 layers, vocabularies, contexts and prompts of 16 Mi
 // tokens, batches of 1 Mi sequences) so that a slip (n_layer: 1000000000, grad_accum near
 // INT64_MAX) is refused at plan time with its key named, instead of allocating until the kernel
-// kills the rank (issue 29). The size checks of bench-train and bench-infer judge what is left.
+// kills the rank. The size checks of bench-train and bench-infer judge what is left.
 std::vector<KeySpec> build_table() {
   return {
       // ---- top level ----
@@ -87,7 +177,8 @@ std::vector<KeySpec> build_table() {
         "What runs at each point: a registered workload (docs/workloads.md); train is "
         "bench-train, infer is bench-infer, command the program of the command section")
           .choices({"train", "infer", "command"})
-          .hashed_unless_default(),
+          .hashed_unless_default()
+          .into(&Settings::benchmark),
       K("params", T::kFreeMap, M(),
         "Free keys (any names; scalars or lists) that sweeps vary and {params.NAME} "
         "placeholders use: a program's own options (docs/commands.md)")
@@ -96,7 +187,8 @@ std::vector<KeySpec> build_table() {
       K("model.preset", T::kEnum, S("gpt2"),
         "Named model shape; each dimension below defaults to the preset's")
           .choices(model_preset_names())
-          .only_for({"train", "infer"}),
+          .only_for({"train", "infer"})
+          .into(&Settings::model_preset),
       K("model.arch", T::kEnum, N(),
         "Architecture family: gpt2 (LayerNorm, GELU, learned positions, tied head) or llama "
         "(RMSNorm, RoPE, SwiGLU, GQA, untied head); null = the preset's")
@@ -149,70 +241,90 @@ std::vector<KeySpec> build_table() {
       K("data.source", T::kEnum, S("synthetic"),
         "synthetic: random token ids; tokens: a binary file of token ids; text: a UTF-8 file "
         "read as byte-level tokens")
-          .choices({"synthetic", "tokens", "text"})
-          .only_for({"train", "infer"}),
+          .only_for({"train", "infer"})
+          .into(&Settings::data, &DataSettings::source),
       K("data.path", T::kString, N(), "The data file for data.source tokens or text")
-          .only_for({"train", "infer"}),
+          .only_for({"train", "infer"})
+          .into(&Settings::data, &DataSettings::path),
       K("data.seq_len", T::kInt, N(),
         "Tokens per sequence; every sequence is exactly this long; null = model.block_size")
           .min(1)
           .max(1 << 24)
           .derived()
-          .only_for({"train", "infer"}),
+          .only_for({"train", "infer"})
+          .into(&Settings::data, &DataSettings::seq_len),
       K("data.token_dtype", T::kEnum, S("uint16"),
         "Element type of a headerless tokens file (llm.c .bin files carry their own)")
-          .choices({"uint16", "uint32"})
-          .only_for({"train", "infer"}),
+          .only_for({"train", "infer"})
+          .into(&Settings::data, &DataSettings::token_dtype),
       K("data.eval_fraction", T::kFloat, F(0.1), "Share of the data file held out for evaluation")
           .min(0.0)
           .max(0.5)
-          .only_for({"train", "infer"}),
+          .only_for({"train", "infer"})
+          .into(&Settings::data, &DataSettings::eval_fraction),
 
       // ---- train and eval (bench-train; hashed only for benchmark: train) ----
       K("train.steps", T::kInt, I(50), "Optimizer steps, warm-up included")
           .min(1)
-          .only_for({"train"}),
+          .only_for({"train"})
+          .into(&Settings::train, &TrainSettings::steps),
       K("train.warmup_steps", T::kInt, I(10),
         "Leading steps excluded from every statistic; must be less than train.steps")
           .min(0)
-          .only_for({"train"}),
+          .only_for({"train"})
+          .into(&Settings::train, &TrainSettings::warmup_steps),
       K("train.micro_batch", T::kInt, I(8), "Sequences per rank per forward pass")
           .min(1)
           .max(1 << 20)
-          .only_for({"train"}),
+          .only_for({"train"})
+          .into(&Settings::train, &TrainSettings::micro_batch),
       K("train.grad_accum", T::kInt, I(1), "Micro batches accumulated per optimizer step")
           .min(1)
           .max(1 << 20)
-          .only_for({"train"}),
+          .only_for({"train"})
+          .into(&Settings::train, &TrainSettings::grad_accum),
       K("train.dtype", T::kEnum, S("fp32"),
         "fp32, bf16 (mixed precision, fp32 master weights) or fp16 (with dynamic loss scaling)")
-          .choices({"fp32", "bf16", "fp16"})
-          .only_for({"train"}),
-      K("train.lr", T::kFloat, F(3e-4), "AdamW learning rate").min(0.0, true).only_for({"train"}),
+          .only_for({"train"})
+          .into(&Settings::train, &TrainSettings::dtype),
+      K("train.lr", T::kFloat, F(3e-4), "AdamW learning rate")
+          .min(0.0, true)
+          .only_for({"train"})
+          .into(&Settings::train, &TrainSettings::lr),
       K("train.weight_decay", T::kFloat, F(0.1), "AdamW decoupled weight decay")
           .min(0.0)
-          .only_for({"train"}),
+          .only_for({"train"})
+          .into(&Settings::train, &TrainSettings::weight_decay),
       K("train.beta1", T::kFloat, F(0.9), "AdamW beta1")
           .min(0.0)
           .max(1.0, true)
-          .only_for({"train"}),
+          .only_for({"train"})
+          .into(&Settings::train, &TrainSettings::beta1),
       K("train.beta2", T::kFloat, F(0.95), "AdamW beta2")
           .min(0.0)
           .max(1.0, true)
-          .only_for({"train"}),
-      K("train.eps", T::kFloat, F(1e-8), "AdamW epsilon").min(0.0, true).only_for({"train"}),
+          .only_for({"train"})
+          .into(&Settings::train, &TrainSettings::beta2),
+      K("train.eps", T::kFloat, F(1e-8), "AdamW epsilon")
+          .min(0.0, true)
+          .only_for({"train"})
+          .into(&Settings::train, &TrainSettings::eps),
       K("train.grad_clip", T::kFloat, F(1.0), "Global gradient-norm clip; 0 disables it")
           .min(0.0)
-          .only_for({"train"}),
+          .only_for({"train"})
+          .into(&Settings::train, &TrainSettings::grad_clip),
       K("train.seed", T::kInt, I(1234), "Seed for weights and batches (each rank offsets it)")
           .min(0)
-          .only_for({"train"}),
+          .only_for({"train"})
+          .into(&Settings::train, &TrainSettings::seed),
       K("train.activation_checkpointing", T::kBool, B(false),
         "Recompute each block's activations in the backward pass")
-          .only_for({"train"}),
+          .only_for({"train"})
+          .into(&Settings::train, &TrainSettings::activation_checkpointing),
       K("train.loss_scale", T::kFloat, F(65536.0), "Initial dynamic loss scale for fp16")
           .min(0.0, true)
-          .only_for({"train"}),
+          .only_for({"train"})
+          .into(&Settings::train, &TrainSettings::loss_scale),
       K("train.zero_stage", T::kInt, I(0),
         "ZeRO over the ranks: 0 every rank holds every model state; 1 AdamW's moments sharded; "
         "2 also the gradients (reduce-scattered during backward); 3 also the parameters "
@@ -220,128 +332,161 @@ std::vector<KeySpec> build_table() {
           .min(0)
           .max(3)
           .hashed_unless_default()
-          .only_for({"train"}),
+          .only_for({"train"})
+          .into(&Settings::train, &TrainSettings::zero_stage),
       K("train.peft", T::kEnum, S("none"),
         "Parameter-efficient fine-tuning: none trains every weight; lora freezes them and trains "
         "low-rank adapters on the projections of lora.targets")
-          .choices({"none", "lora"})
           .hashed_unless_default()
-          .only_for({"train"}),
+          .only_for({"train"})
+          .into(&Settings::train, &TrainSettings::peft),
       K("train.offload_optimizer", T::kBool, B(false),
         "AdamW's moments, an fp32 copy of the values and the optimizer step in host memory "
         "(ZeRO-Offload), for GPU runs; the device keeps parameters and gradients")
           .hashed_unless_default()
-          .only_for({"train"}),
+          .only_for({"train"})
+          .into(&Settings::train, &TrainSettings::offload_optimizer),
       K("train.fused_loss", T::kBool, B(false),
         "The head and its cross-entropy over chunks of tokens, so the whole logits and their "
         "gradient never exist at once; false: logits for every token, then the loss")
           .hashed_unless_default()
-          .only_for({"train"}),
+          .only_for({"train"})
+          .into(&Settings::train, &TrainSettings::fused_loss),
       K("train.cpu_kernels", T::kBool, B(true),
         "On CPUs: sweepbench's own one-pass kernel for the head's cross-entropy (loss and "
         "gradient at once, fp32 logits) instead of libtorch's log-softmax and NLL loss and their "
         "backwards; false: libtorch's ops only")
           .hashed_unless_default()
-          .only_for({"train"}),
+          .only_for({"train"})
+          .into(&Settings::train, &TrainSettings::cpu_kernels),
       K("train.overlap_comm", T::kBool, B(false),
         "ZeRO 2 and 3: reduce-scatter each bucket while backward goes on, and gather the next "
         "block's parameters while this one computes (CPU runs over MPI; GPUs not yet)")
           .hashed_unless_default()
-          .only_for({"train"}),
+          .only_for({"train"})
+          .into(&Settings::train, &TrainSettings::overlap_comm),
       K("train.bucket_mb", T::kFloat, F(25.0),
         "MiB per gradient bucket: ZeRO-2 reduce-scatters each bucket when backward has filled "
         "it; the MPI all-reduce of stage 0 sends pieces of this size")
           .min(0.0, true)
           .hashed_unless_default()
-          .only_for({"train"}),
+          .only_for({"train"})
+          .into(&Settings::train, &TrainSettings::bucket_mb),
 
       // ---- lora (train.peft: lora) ----
       K("lora.r", T::kInt, I(8), "LoRA rank (with train.peft: lora)")
           .min(1)
           .hashed_unless_default()
-          .only_for({"train"}),
+          .only_for({"train"})
+          .into(&Settings::train, &TrainSettings::lora_r),
       K("lora.alpha", T::kFloat, F(16.0), "LoRA scaling numerator: the update is B A x alpha / r")
           .min(0.0, true)
           .hashed_unless_default()
-          .only_for({"train"}),
+          .only_for({"train"})
+          .into(&Settings::train, &TrainSettings::lora_alpha),
       K("lora.dropout", T::kFloat, F(0.0), "Dropout on the adapters' input, in [0, 1)")
           .min(0.0)
           .hashed_unless_default()
-          .only_for({"train"}),
+          .only_for({"train"})
+          .into(&Settings::train, &TrainSettings::lora_dropout),
       K("lora.targets", T::kStringList, N(),
         "Projections that get adapters, by the model's names: gpt2 c_attn, attn_proj, c_fc, "
         "mlp_proj; llama wq, wk, wv, wo, w1, w2, w3; null = c_attn (gpt2) or wq, wv (llama), as "
         "Hugging Face peft's defaults")
           .hashed_unless_default()
-          .only_for({"train"}),
+          .only_for({"train"})
+          .into([](Settings& s, const Value& v, const Value& config) {
+            if (v.is_null()) {  // the architecture's own
+              s.train.lora_targets =
+                  default_lora_targets(config_at(config, "model.arch").as_string());
+            } else {
+              read_value(v, s.train.lora_targets);
+            }
+          }),
 
       // ---- eval ----
       K("eval.steps", T::kInt, I(10), "Evaluation batches after training; 0 skips evaluation")
           .min(0)
-          .only_for({"train"}),
+          .only_for({"train"})
+          .into(&Settings::eval, &EvalSettings::steps),
       K("eval.micro_batch", T::kInt, N(),
         "Sequences per evaluation batch; null = train.micro_batch")
           .min(1)
           .max(1 << 20)
           .derived()
-          .only_for({"train"}),
+          .only_for({"train"})
+          .into(&Settings::eval, &EvalSettings::micro_batch),
 
       // ---- infer (bench-infer; hashed only for benchmark: infer) ----
       K("infer.input_tokens", T::kInt, I(128), "Prompt tokens per sequence")
           .min(1)
           .max(1 << 24)
-          .only_for({"infer"}),
+          .only_for({"infer"})
+          .into(&Settings::infer, &InferSettings::input_tokens),
       K("infer.output_tokens", T::kInt, I(128),
         "Tokens generated per sequence; every run generates exactly this many (no early stop)")
           .min(1)
           .max(1 << 24)
-          .only_for({"infer"}),
+          .only_for({"infer"})
+          .into(&Settings::infer, &InferSettings::output_tokens),
       K("infer.batch_size", T::kInt, I(1), "Prompts generated together per rank")
           .min(1)
           .max(1 << 20)
-          .only_for({"infer"}),
+          .only_for({"infer"})
+          .into(&Settings::infer, &InferSettings::batch_size),
       K("infer.num_beams", T::kInt, I(1),
         "1: greedy or sampled decoding; more: beam search with this many beams per prompt")
           .min(1)
           .max(1024)
-          .only_for({"infer"}),
+          .only_for({"infer"})
+          .into(&Settings::infer, &InferSettings::num_beams),
       K("infer.do_sample", T::kBool, B(false),
         "Sample each token (temperature, top_k, top_p) instead of taking the most likely")
-          .only_for({"infer"}),
+          .only_for({"infer"})
+          .into(&Settings::infer, &InferSettings::do_sample),
       K("infer.temperature", T::kFloat, F(1.0), "Sampling temperature")
           .min(0.0, true)
-          .only_for({"infer"}),
+          .only_for({"infer"})
+          .into(&Settings::infer, &InferSettings::temperature),
       K("infer.top_k", T::kInt, I(0), "Sample among the k most likely tokens; 0: all")
           .min(0)
-          .only_for({"infer"}),
+          .only_for({"infer"})
+          .into(&Settings::infer, &InferSettings::top_k),
       K("infer.top_p", T::kFloat, F(1.0),
         "Sample among the most likely tokens whose probabilities sum to p (nucleus); 1: all")
           .min(0.0, true)
           .max(1.0)
-          .only_for({"infer"}),
+          .only_for({"infer"})
+          .into(&Settings::infer, &InferSettings::top_p),
       K("infer.seed", T::kInt, I(1234),
         "Seed for the weights, the synthetic prompts and sampling (each rank offsets it for its "
         "prompts)")
           .min(0)
-          .only_for({"infer"}),
+          .only_for({"infer"})
+          .into(&Settings::infer, &InferSettings::seed),
       K("infer.warmup_runs", T::kInt, I(1),
         "Generations before the timed ones, left out of every statistic")
           .min(0)
-          .only_for({"infer"}),
-      K("infer.runs", T::kInt, I(5), "Timed generations").min(1).only_for({"infer"}),
+          .only_for({"infer"})
+          .into(&Settings::infer, &InferSettings::warmup_runs),
+      K("infer.runs", T::kInt, I(5), "Timed generations")
+          .min(1)
+          .only_for({"infer"})
+          .into(&Settings::infer, &InferSettings::runs),
       K("infer.kv_cache", T::kEnum, S("static"),
         "static: keys and values allocated once for input + output tokens; dynamic: grown as "
         "tokens come; none: recompute the whole prefix at every step (the baseline)")
-          .choices({"static", "dynamic", "none"})
-          .only_for({"infer"}),
+          .only_for({"infer"})
+          .into(&Settings::infer, &InferSettings::kv_cache),
       K("infer.dtype", T::kEnum, S("fp32"),
         "Weights, activations and the KV cache in fp32, bf16 or fp16 (fp16 needs a GPU)")
-          .choices({"fp32", "bf16", "fp16"})
-          .only_for({"infer"}),
+          .only_for({"infer"})
+          .into(&Settings::infer, &InferSettings::dtype),
       K("infer.token_metrics", T::kBool, B(true),
         "Time every decode step (waits for the device after each token); off: only the first "
         "token and the whole generation are timed")
-          .only_for({"infer"}),
+          .only_for({"infer"})
+          .into(&Settings::infer, &InferSettings::token_metrics),
 
       // ---- command (benchmark: command; docs/commands.md) ----
       K("command.argv", T::kStringList, L(),
@@ -385,118 +530,165 @@ std::vector<KeySpec> build_table() {
           .only_for({"command"}),
 
       // ---- launch ----
-      K("launch.ranks", T::kInt, I(1), "MPI ranks in total (the world size)").min(1),
+      K("launch.ranks", T::kInt, I(1), "MPI ranks in total (the world size)")
+          .min(1)
+          .into(&Settings::launch, &LaunchSettings::ranks),
       K("launch.nodes", T::kInt, I(1), "Nodes the ranks are spread over; must divide launch.ranks")
-          .min(1),
+          .min(1)
+          .into(&Settings::launch, &LaunchSettings::nodes),
       K("launch.gpus_per_rank", T::kInt, I(0), "GPUs each rank asks the scheduler for; 0 = none")
-          .min(0),
+          .min(0)
+          .into(&Settings::launch, &LaunchSettings::gpus_per_rank),
       K("launch.tensor_parallel", T::kInt, I(1),
         "Tensor parallelism t (bench-train): each block's projections split over groups of t "
         "consecutive ranks (Megatron-style), data parallelism over launch.ranks / t")
           .min(1)
           .hashed_unless_default()
-          .only_for({"train"}),
+          .only_for({"train"})
+          .into(&Settings::launch, &LaunchSettings::tensor_parallel),
       K("launch.cpus_per_rank", T::kInt, N(),
         "CPU cores (and compute threads) per rank; null = the node's cores / ranks on it")
-          .min(1),
+          .min(1)
+          .into(&Settings::launch, &LaunchSettings::cpus_per_rank),
       K("launch.device", T::kEnum, S("auto"),
         "Where each rank computes: cuda, cpu, or auto (cuda when a GPU is visible)")
-          .choices({"auto", "cpu", "cuda"}),
+          .into(&Settings::launch, &LaunchSettings::device),
       K("launch.launcher", T::kEnum, S("auto"),
         "How ranks start: auto (srun inside SLURM, mpirun for several ranks, else a plain exec), "
         "local, mpirun or srun")
-          .choices({"auto", "local", "mpirun", "srun"}),
-      K("launch.mpirun_args", T::kStringList, L(), "Extra arguments for mpirun"),
-      K("launch.srun_args", T::kStringList, L(), "Extra arguments for srun"),
-      K("launch.env", T::kStringMap, M(), "Environment variables set for every rank"),
+          .choices({"auto", "local", "mpirun", "srun"})
+          .into(&Settings::launch, &LaunchSettings::launcher),
+      K("launch.mpirun_args", T::kStringList, L(), "Extra arguments for mpirun")
+          .into(&Settings::launch, &LaunchSettings::mpirun_args),
+      K("launch.srun_args", T::kStringList, L(), "Extra arguments for srun")
+          .into(&Settings::launch, &LaunchSettings::srun_args),
+      K("launch.env", T::kStringMap, M(), "Environment variables set for every rank")
+          .into(&Settings::launch, &LaunchSettings::env),
       K("launch.setup", T::kStringList, L(),
         "Shell lines run before the point's command, in one bash (module load, conda activate "
         "{params.env}); placeholders become single-quoted words; the lines are your own shell code")
-          .hashed_unless_default(),
+          .hashed_unless_default()
+          .into(&Settings::launch, &LaunchSettings::setup),
       K("launch.exclusive", T::kEnum, S("auto"),
         "Whether a point shares its nodes with other points that bench-sweep run --jobs runs at "
         "once: node (alone on its nodes), shared (beside others, on cores and GPUs of its own), "
         "auto (node for a point over several nodes, else shared)")
-          .choices({"auto", "node", "shared"})
           .unhashed()
-          .tagged_unless_default(),
+          .tagged_unless_default()
+          .into(&Settings::launch, &LaunchSettings::exclusive),
       K("launch.malloc_cache", T::kBool, B(true),
         "Keep freed host memory in the process (glibc: no mmap, no trim) so steps do not "
         "page-fault "
-        "it back; the resident set then stays at its peak"),
+        "it back; the resident set then stays at its peak")
+          .into(&Settings::launch, &LaunchSettings::malloc_cache),
 
       // ---- metrics ----
       K("metrics.sample_interval_ms", T::kInt, I(1000),
         "Period of the background memory/CPU sampler; 0 keeps only the first and last samples")
           .min(0)
-          .only_for({"train", "infer"}),
+          .only_for({"train", "infer"})
+          .into(&Settings::metrics, &MetricsSettings::sample_interval_ms),
       K("metrics.system", T::kBool, B(true), "Sample CPU utilisation and RAM over time")
-          .only_for({"train", "infer"}),
+          .only_for({"train", "infer"})
+          .into(&Settings::metrics, &MetricsSettings::system),
       K("metrics.log_every", T::kInt, I(10), "Steps between progress lines on rank 0")
           .min(1)
-          .only_for({"train", "infer"}),
+          .only_for({"train", "infer"})
+          .into(&Settings::metrics, &MetricsSettings::log_every),
       K("metrics.profile_steps", T::kString, N(),
         "Steps to trace with libtorch's profiler, \"N\" or \"FIRST-LAST\" (0-based): one Chrome "
         "trace per rank in profile/, the steps left out of every statistic; null = none")
           .hashed_unless_default()
-          .only_for({"train"}),
+          .only_for({"train"})
+          .into([](Settings& s, const Value& v, const Value&) {
+            s.metrics.profile_steps.reset();
+            if (!v.is_null()) s.metrics.profile_steps = parse_step_range(v.as_string());
+          }),
       K("metrics.profile_activities", T::kStringList, N(),
         "What metrics.profile_steps records: cpu (libtorch's ops and the step's phases), cuda "
         "(kernels and copies on the GPU, where libtorch has Kineto); null = cpu, and cuda too on "
         "a GPU")
           .hashed_unless_default()
-          .only_for({"train"}),
+          .only_for({"train"})
+          .into(&Settings::metrics, &MetricsSettings::profile_activities),
 
       // ---- container ----
       K("container.runtime", T::kEnum, S("none"), "Container runtime that wraps each rank, or none")
-          .choices({"none", "apptainer", "singularity", "enroot", "charliecloud", "podman"}),
+          .choices({"none", "apptainer", "singularity", "enroot", "charliecloud", "podman"})
+          .into(&Settings::container, &ContainerSettings::runtime),
       K("container.image", T::kString, N(),
-        "Image: a SIF file, squashfs, directory image or registry reference"),
-      K("container.binds", T::kStringList, L(), "Bind mounts, each src:dst[:ro]"),
-      K("container.env", T::kStringMap, M(), "Environment variables passed into the container"),
-      K("container.workdir", T::kString, N(), "Working directory inside the container"),
+        "Image: a SIF file, squashfs, directory image or registry reference")
+          .into(&Settings::container, &ContainerSettings::image),
+      K("container.binds", T::kStringList, L(), "Bind mounts, each src:dst[:ro]")
+          .into(&Settings::container, &ContainerSettings::binds),
+      K("container.env", T::kStringMap, M(), "Environment variables passed into the container")
+          .into(&Settings::container, &ContainerSettings::env),
+      K("container.workdir", T::kString, N(), "Working directory inside the container")
+          .into(&Settings::container, &ContainerSettings::workdir),
       K("container.extra_args", T::kStringList, L(),
-        "Extra arguments passed to the runtime unchanged"),
+        "Extra arguments passed to the runtime unchanged")
+          .into(&Settings::container, &ContainerSettings::extra_args),
 
       // ---- slurm ----
-      K("slurm.partition", T::kString, N(), "Partition (decides the hardware, so it is hashed)"),
+      K("slurm.partition", T::kString, N(), "Partition (decides the hardware, so it is hashed)")
+          .into(&Settings::slurm, &SlurmSettings::partition),
       K("slurm.time", T::kSlurmTime, N(),
         "Time limit: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS")
-          .unhashed(),
-      K("slurm.account", T::kString, N(), "Account to charge").unhashed(),
-      K("slurm.qos", T::kString, N(), "Quality of service").unhashed(),
-      K("slurm.constraint", T::kString, N(), "Node features required (--constraint)"),
-      K("slurm.mem", T::kString, N(), "Memory per node (--mem), e.g. 64G"),
-      K("slurm.exclusive", T::kBool, B(true), "Ask for whole nodes (--exclusive)"),
+          .unhashed()
+          .into(&Settings::slurm, &SlurmSettings::time),
+      K("slurm.account", T::kString, N(), "Account to charge")
+          .unhashed()
+          .into(&Settings::slurm, &SlurmSettings::account),
+      K("slurm.qos", T::kString, N(), "Quality of service")
+          .unhashed()
+          .into(&Settings::slurm, &SlurmSettings::qos),
+      K("slurm.constraint", T::kString, N(), "Node features required (--constraint)")
+          .into(&Settings::slurm, &SlurmSettings::constraint),
+      K("slurm.mem", T::kString, N(), "Memory per node (--mem), e.g. 64G")
+          .into(&Settings::slurm, &SlurmSettings::mem),
+      K("slurm.exclusive", T::kBool, B(true), "Ask for whole nodes (--exclusive)")
+          .into(&Settings::slurm, &SlurmSettings::exclusive),
       K("slurm.max_requeue", T::kInt, I(1), "How often a timed-out or preempted point is requeued")
           .min(0)
-          .unhashed(),
+          .unhashed()
+          .into(&Settings::slurm, &SlurmSettings::max_requeue),
       K("slurm.signal_seconds", T::kInt, I(120),
         "Seconds before the time limit that bench-train is warned (--signal)")
           .min(0)
-          .unhashed(),
+          .unhashed()
+          .into(&Settings::slurm, &SlurmSettings::signal_seconds),
       K("slurm.job_name", T::kString, N(), "Job name; null = sweepbench-NAME (the sweep's name)")
-          .unhashed(),
-      K("slurm.mail_type", T::kString, N(), "--mail-type, e.g. END,FAIL").unhashed(),
-      K("slurm.mail_user", T::kString, N(), "--mail-user").unhashed(),
-      K("slurm.extra_args", T::kStringList, L(), "Extra sbatch arguments, e.g. [--gres=gpu:8]"),
+          .unhashed()
+          .into(&Settings::slurm, &SlurmSettings::job_name),
+      K("slurm.mail_type", T::kString, N(), "--mail-type, e.g. END,FAIL")
+          .unhashed()
+          .into(&Settings::slurm, &SlurmSettings::mail_type),
+      K("slurm.mail_user", T::kString, N(), "--mail-user")
+          .unhashed()
+          .into(&Settings::slurm, &SlurmSettings::mail_user),
+      K("slurm.extra_args", T::kStringList, L(), "Extra sbatch arguments, e.g. [--gres=gpu:8]")
+          .into(&Settings::slurm, &SlurmSettings::extra_args),
 
       // ---- hardware ----
-      K("hardware.name", T::kString, N(), "A label for the hardware, e.g. H100-SXM5"),
+      K("hardware.name", T::kString, N(), "A label for the hardware, e.g. H100-SXM5")
+          .into(&Settings::hardware, &HardwareSettings::name),
       K("hardware.peak_tflops", T::kFloat, N(),
         "Peak dense TFLOPS per device for the run's dtype (train.dtype, infer.dtype), for MFU; "
         "null = the built-in table (GPUs) or no MFU (CPU)")
           .min(0.0, true)
-          .unhashed(),
+          .unhashed()
+          .into(&Settings::hardware, &HardwareSettings::peak_tflops),
       K("hardware.peak_bandwidth_gbs", T::kFloat, N(),
         "Peak memory bandwidth per device in GB/s, for bench-infer's MBU; null = the built-in "
         "table (GPUs) or, on a CPU, a copy bandwidth measured at the start of the run")
           .min(0.0, true)
-          .unhashed(),
+          .unhashed()
+          .into(&Settings::hardware, &HardwareSettings::peak_bandwidth_gbs),
       K("hardware.price_per_hour", T::kFloat, N(),
         "Price of one device-hour in USD, for cost per million tokens")
           .min(0.0)
-          .unhashed(),
+          .unhashed()
+          .into(&Settings::hardware, &HardwareSettings::price_per_hour),
   };
 }
 

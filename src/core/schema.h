@@ -1,11 +1,13 @@
 // The config schema: every key a point's config may hold, with its type, default, allowed values
 // or range, whether it enters config_hash, and a one-line description.
 //
-// docs/config.md is generated from this table (`bench-sweep keys --format md`) and a test fails
-// when a key is missing there. Leaves out: cross-key rules (config.cc) and sweep-file keys
-// (sweep.cc).
+// Each key is declared once, here: docs/config.md is generated from this table (`bench-sweep keys
+// --format md`, a test fails when a key is missing there), validation and the canonical form that
+// config_hash reads follow it, and the typed Settings (core/settings.h) are read by it. Leaves out:
+// cross-key rules (config.cc) and sweep-file keys (sweep_spec.cc).
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,6 +16,8 @@
 #include "core/value.h"
 
 namespace sweepbench {
+
+struct Settings;
 
 enum class KeyType {
   kInt,
@@ -56,6 +60,13 @@ struct KeySpec {
   // config is resolved, so equal configs hash equal however they were written.
   bool derived = false;
   std::string description;
+  // Where the key lives in the typed settings: reads its resolved value (and, for a key derived
+  // from others, the whole resolved config) into its field. Empty for keys no field holds: the
+  // model's dimensions (model_shape_of), params and the command section (CommandSpec).
+  std::function<void(Settings& settings, const Value& value, const Value& config)> read;
+  // The field's value as the config writes it (the inverse of read). Empty where read is empty
+  // or needs more than the key's own value (lora.targets, metrics.profile_steps).
+  std::function<Value(const Settings& settings)> write;
 
   // Whether a point whose `benchmark` is `benchmark` reads the key.
   bool applies_to(const std::string& benchmark) const;

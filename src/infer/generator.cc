@@ -45,7 +45,7 @@ class TorchGenerator : public Generator {
     ModelOptions mo;
     mo.shape = o_.shape;
     mo.max_seq_len = o_.input_tokens + o_.output_tokens;
-    mo.rope_theta = rope_theta_for(o_.preset);
+    mo.rope_theta = rope_theta_of(o_.preset);
     model_ = TransformerLM(mo);
     model_->reset_parameters(o_.seed);  // the same weights bench-train starts from
     model_->to(device_, scalar_of(o_.dtype));
@@ -233,7 +233,7 @@ TrainerOptions device_options(const GeneratorOptions& o) {
   TrainerOptions t;
   t.shape = o.shape;
   t.preset = o.preset;
-  t.dtype = o.dtype;
+  t.train.dtype = o.dtype;
   t.dtype_key = "infer.dtype";
   t.device = o.device;
   t.local_rank = o.local_rank;

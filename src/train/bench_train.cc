@@ -33,6 +33,7 @@
 #include "core/hardware.h"
 #include "core/model_shapes.h"
 #include "core/run_info.h"
+#include "core/sampler.h"
 #include "core/settings.h"
 #include "core/text.h"
 #include "core/yaml_io.h"
@@ -45,7 +46,6 @@
 #include "train/host_memory.h"
 #include "train/mpi_env.h"
 #include "train/run_status.h"
-#include "core/sampler.h"
 #include "train/train_args.h"
 #include "train/train_plan.h"
 #include "train/trainer.h"
@@ -90,13 +90,14 @@ class Run {
     fill_identity();
     banner();
 
-    sampler_ = std::make_unique<ResourceSampler>(plan_.sample_interval_ms, device_.pci_bus_id,
-                                                 plan_.system_metrics);
+    sampler_ = std::make_unique<ResourceSampler>(
+        static_cast<int>(plan_.settings.metrics.sample_interval_ms), device_.pci_bus_id,
+        plan_.settings.metrics.system);
     sampler_->start();  // the baseline sample
 
     RunStatus status = build();
     if (status == RunStatus::kOk) status = train();
-    if (status == RunStatus::kOk && plan_.eval_steps > 0) status = evaluate();
+    if (status == RunStatus::kOk && plan_.settings.eval.steps > 0) status = evaluate();
     sampler_->stop();
     return finish(status);
   }
@@ -115,7 +116,7 @@ class Run {
     RunStatus local = RunStatus::kOk;
     std::string reason;
     // Before the model allocates anything, so its blocks come from the reusable heap.
-    if (plan_.malloc_cache) keep_freed_host_memory();
+    if (plan_.settings.launch.malloc_cache) keep_freed_host_memory();
     try {
       trainer_ = make_trainer(plan_.trainer, mpi_);
     } catch (const TrainerInitError& e) {
@@ -128,7 +129,7 @@ class Run {
       result_.parameter_count = trainer_->parameter_count();
       result_.trainable_parameters = trainer_->trainable_parameter_count();
       result_.rank_parameters = trainer_->rank_parameter_count();
-      result_.zero_stage = plan_.trainer.zero_stage;
+      result_.zero_stage = static_cast<int>(plan_.settings.train.zero_stage);
       result_.model_state_bytes = trainer_->model_state_bytes();
       result_.threads = trainer_->device().threads;
     }
@@ -151,14 +152,14 @@ class Run {
 
   RunStatus train() {
     const std::int64_t tokens_per_step =
-        plan_.micro_batch * plan_.trainer.seq_len * plan_.grad_accum;
+        plan_.settings.train.micro_batch * plan_.trainer.seq_len * plan_.settings.train.grad_accum;
     const std::int64_t global_tokens = tokens_per_step * data_parallel();
     stages_.begin("train");
     RunStatus status = RunStatus::kOk;
     double started = now_s();
     double measured_time = 0;
     std::int64_t measured_steps = 0;
-    for (std::int64_t step = 0; step < plan_.steps; ++step) {
+    for (std::int64_t step = 0; step < plan_.settings.train.steps; ++step) {
       const bool profiled = step >= plan_.profile_first && step <= plan_.profile_last;
       if (step == plan_.profile_first && profiled) {
         trainer_->start_profile(profile_activities_);
@@ -167,8 +168,8 @@ class Run {
       double t0 = now_s();
       std::vector<Batch> batches;
       PhaseStatus fb = load_batches([&] {
-        for (std::int64_t i = 0; i < plan_.grad_accum; ++i)
-          batches.push_back(data_->next_train(plan_.micro_batch));
+        for (std::int64_t i = 0; i < plan_.settings.train.grad_accum; ++i)
+          batches.push_back(data_->next_train(plan_.settings.train.micro_batch));
       });
       double data_s = now_s() - t0;
 
@@ -177,7 +178,7 @@ class Run {
       status = agree(local, fb.outcome != Outcome::kOk ? fb.reason : "received " + signal_text());
       if (status >= RunStatus::kOom) break;  // no update: the step is lost on every rank
 
-      PhaseStatus up = trainer_->update(plan_.lr);
+      PhaseStatus up = trainer_->update(plan_.settings.train.lr);
       StepTiming timing = trainer_->finish_step();
       StepRecord r;
       r.step = step;
@@ -188,14 +189,14 @@ class Run {
       r.comm_s = timing.comm_s;
       r.optimizer_s = timing.optimizer_s;
       r.tokens = tokens_per_step;
-      r.samples = plan_.micro_batch * plan_.grad_accum;
+      r.samples = plan_.settings.train.micro_batch * plan_.settings.train.grad_accum;
       r.loss = timing.loss;
-      r.lr = plan_.lr;
+      r.lr = plan_.settings.train.lr;
       r.grad_norm = timing.grad_norm;
       r.loss_scale = timing.loss_scale;
       r.skipped = timing.skipped;
       // Profiled steps carry the profiler's cost: left out of every statistic, as the warm-up.
-      r.measured = step >= plan_.warmup && !profiled;
+      r.measured = step >= plan_.settings.train.warmup_steps && !profiled;
       if (profiled && step == plan_.profile_last) write_profile();
       result_.steps.push_back(r);
       if (r.measured) {
@@ -251,11 +252,11 @@ class Run {
     double t0 = now_s();
     double loss_sum = 0;
     EvalSummary& e = result_.eval;
-    for (std::int64_t i = 0; i < plan_.eval_steps; ++i) {
+    for (std::int64_t i = 0; i < plan_.settings.eval.steps; ++i) {
       double b0 = now_s();
       Batch batch;
       EvalOutput out;
-      out.status = load_batches([&] { batch = data_->next_eval(plan_.eval_batch); });
+      out.status = load_batches([&] { batch = data_->next_eval(plan_.settings.eval.micro_batch); });
       if (out.status.outcome == Outcome::kOk) out = trainer_->evaluate(batch);
       RunStatus local =
           out.status.outcome != Outcome::kOk ? from_outcome(out.status.outcome) : signal_status();
@@ -289,26 +290,27 @@ class Run {
     const ModelShape& s = plan_.trainer.shape;
     r.parameter_count = parameter_count(s);
     r.flops_per_token = training_flops_per_token(s, plan_.trainer.seq_len);
-    if (plan_.trainer.lora_r > 0) {
+    if (plan_.settings.train.lora()) {
       // LoRA: no weight gradients for the frozen matrices (docs/metrics.md).
       const std::int64_t adapters =
-          lora_parameter_count(s, plan_.trainer.lora_r, plan_.trainer.lora_targets);
+          lora_parameter_count(s, plan_.settings.train.lora_r, plan_.settings.train.lora_targets);
       r.parameter_count += adapters;
       r.trainable_parameters = adapters;
       r.flops_per_token = lora_training_flops_per_token(s, plan_.trainer.seq_len, adapters);
     }
     r.flops_per_token_6n = training_flops_per_token_6n(s);
-    DevicePeak peak = resolve_peak(plan_.configured_peak, device_.type == "cuda",
-                                   peak_tflops_for(device_.name, plan_.dtype));
+    DevicePeak peak =
+        resolve_peak(plan_.settings.hardware.peak_tflops, device_.type == "cuda",
+                     peak_tflops_for(device_.name, to_string(plan_.settings.train.dtype)));
     r.peak_tflops = peak.value;
     r.peak_tflops_source = peak.source;
-    r.steps_planned = plan_.steps;
-    r.warmup_steps = plan_.warmup;
+    r.steps_planned = plan_.settings.train.steps;
+    r.warmup_steps = plan_.settings.train.warmup_steps;
     r.seq_len = plan_.trainer.seq_len;
-    r.micro_batch = plan_.micro_batch;
-    r.grad_accum = plan_.grad_accum;
+    r.micro_batch = plan_.settings.train.micro_batch;
+    r.grad_accum = plan_.settings.train.grad_accum;
     r.tensor_parallel = plan_.trainer.tensor_parallel;
-    r.offload_optimizer = plan_.trainer.offload_optimizer ? 1 : 0;
+    r.offload_optimizer = plan_.trainer.train.offload_optimizer ? 1 : 0;
   }
 
   // Tensor parallelism: groups of t consecutive ranks hold one model replica between them.
@@ -323,33 +325,37 @@ class Run {
     if (!console_.enabled()) return;
     const ModelShape& s = plan_.trainer.shape;
     // Which build of cpu_kernels.h runs, where it runs: figures differ between them.
-    const std::string kernels = plan_.trainer.cpu_kernels && device_.type == "cpu" &&
-                                        (plan_.dtype == "fp32" || plan_.dtype == "bf16")
+    const std::string kernels = plan_.trainer.train.cpu_kernels && device_.type == "cpu" &&
+                                        (plan_.settings.train.dtype != DType::kFp16)
                                     ? std::string(", cpu kernels ") + cpu::instruction_set()
                                     : std::string();
     console_.line(
         "# bench-train %s: %s (%s, %.2fM parameters), %d rank(s), %s (%s), %s, %d thread(s)/rank%s",
-        SWEEPBENCH_VERSION, plan_.preset.c_str(), s.arch.c_str(),
+        SWEEPBENCH_VERSION, plan_.settings.model_preset.c_str(), s.arch.c_str(),
         static_cast<double>(parameter_count(s)) / 1e6, mpi_.size(), device_.type.c_str(),
-        device_.name.c_str(), plan_.dtype.c_str(), device_.threads, kernels.c_str());
+        device_.name.c_str(), to_string(plan_.settings.train.dtype).c_str(), device_.threads,
+        kernels.c_str());
     console_.line(
         "# per rank and step: micro batch %lld x seq %lld x accum %lld = %s tokens; %lld steps, "
         "the first %lld warm-up; eval %lld batches",
-        static_cast<long long>(plan_.micro_batch), static_cast<long long>(plan_.trainer.seq_len),
-        static_cast<long long>(plan_.grad_accum),
-        with_commas(
-            static_cast<double>(plan_.micro_batch * plan_.trainer.seq_len * plan_.grad_accum))
+        static_cast<long long>(plan_.settings.train.micro_batch),
+        static_cast<long long>(plan_.trainer.seq_len),
+        static_cast<long long>(plan_.settings.train.grad_accum),
+        with_commas(static_cast<double>(plan_.settings.train.micro_batch * plan_.trainer.seq_len *
+                                        plan_.settings.train.grad_accum))
             .c_str(),
-        static_cast<long long>(plan_.steps), static_cast<long long>(plan_.warmup),
-        static_cast<long long>(plan_.eval_steps));
+        static_cast<long long>(plan_.settings.train.steps),
+        static_cast<long long>(plan_.settings.train.warmup_steps),
+        static_cast<long long>(plan_.settings.eval.steps));
     console_.line("# data: %s", data_->describe().c_str());
     console_.line("#  %11s  %9s  %12s  %7s  %8s", "step", "loss", "tokens/s", "mfu", "eta");
   }
 
   void progress(std::int64_t step, const StepRecord& r, std::int64_t global_tokens, double started,
                 double measured_time, std::int64_t measured_steps) {
-    bool last = step + 1 == plan_.steps;
-    if (!console_.enabled() || (!last && (step + 1) % plan_.log_every != 0)) return;
+    bool last = step + 1 == plan_.settings.train.steps;
+    if (!console_.enabled() || (!last && (step + 1) % plan_.settings.metrics.log_every != 0))
+      return;
     double tps = static_cast<double>(global_tokens) / r.total_s;
     std::string mfu = "-";
     if (result_.peak_tflops > 0) {
@@ -360,10 +366,10 @@ class Run {
     }
     double per_step = measured_steps > 0 ? measured_time / static_cast<double>(measured_steps)
                                          : (now_s() - started) / static_cast<double>(step + 1);
-    double eta = per_step * static_cast<double>(plan_.steps - step - 1);
+    double eta = per_step * static_cast<double>(plan_.settings.train.steps - step - 1);
     char step_text[32];
     std::snprintf(step_text, sizeof(step_text), "%lld/%lld", static_cast<long long>(step + 1),
-                  static_cast<long long>(plan_.steps));
+                  static_cast<long long>(plan_.settings.train.steps));
     console_.line("   %11s  %9.4f  %12s  %7s  %8s", step_text, r.loss, with_commas(tps).c_str(),
                   mfu.c_str(), duration_text(eta).c_str());
   }
@@ -422,7 +428,8 @@ class Run {
     std::snprintf(heading, sizeof(heading),
                   "# summary: %zu measured step(s) after %lld warm-up; a step's time is the "
                   "slowest of %d rank(s)",
-                  measured.size(), static_cast<long long>(plan_.warmup), mpi_.size());
+                  measured.size(), static_cast<long long>(plan_.settings.train.warmup_steps),
+                  mpi_.size());
     end.heading = heading;
     end.rank_path = plan_.rank_path;
     end.out_dir = args_.out;

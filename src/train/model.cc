@@ -289,10 +289,6 @@ torch::Tensor cross_entropy_mean(const torch::Tensor& logits, const torch::Tenso
   return torch::nn::functional::cross_entropy(flat, targets);
 }
 
-double rope_theta_for(const std::string& preset) {
-  return preset == "llama3-8b" ? 500000.0 : 10000.0;
-}
-
 torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
                                const torch::Tensor& v, std::int64_t offset) {
   const std::int64_t b = q.size(0), h = q.size(1), t = q.size(2), d = q.size(3);

@@ -131,9 +131,6 @@ struct ModelOptions {
   std::function<void(size_t)> before_block, after_block, before_block_backward;
 };
 
-// The theta each preset family was trained with: Llama 3 500000, the others 10000.
-double rope_theta_for(const std::string& preset);
-
 // The mean cross-entropy of logits (N, V) against targets (N), in fp32. With `cpu_kernels`, where
 // the logits are fp32 on the CPU, cpu_kernels.h's kernel makes the loss and, when gradients are
 // wanted, the logits' gradient in one pass (backward only scales it) instead of log_softmax,

@@ -90,68 +90,32 @@ TrainPlan make_plan(const Args& args, const MpiEnv& mpi) {
   p.config_hash = point.config_hash;
   p.tag = point.tag;
   p.rank_path = point.rank_path;
-  const Settings& set = point.settings;
-  p.preset = set.model_preset;
-  p.dtype = to_string(set.train.dtype);
-  p.steps = set.train.steps;
-  p.warmup = set.train.warmup_steps;
-  p.micro_batch = set.train.micro_batch;
-  p.grad_accum = set.train.grad_accum;
-  p.eval_steps = set.eval.steps;
-  p.eval_batch = set.eval.micro_batch;
-  p.lr = set.train.lr;
-  p.log_every = static_cast<int>(set.metrics.log_every);
+  p.settings = point.settings;
+  const Settings& set = p.settings;
   if (set.metrics.profile_steps) {
     p.profile_first = set.metrics.profile_steps->first;
     p.profile_last = set.metrics.profile_steps->second;
   }
-  p.profile_activities = set.metrics.profile_activities;
-  p.sample_interval_ms = static_cast<int>(set.metrics.sample_interval_ms);
-  p.system_metrics = set.metrics.system;
-  p.configured_peak = set.hardware.peak_tflops;
 
   TrainerOptions& t = p.trainer;
+  t.train = set.train;
   t.shape = model_shape_of(c);
-  t.preset = p.preset;
+  t.preset = set.model_preset;
   t.seq_len = set.data.seq_len;
-  t.grad_accum = p.grad_accum;
-  t.dtype = set.train.dtype;
-  t.activation_checkpointing = set.train.activation_checkpointing;
-  t.lr = p.lr;
-  t.beta1 = set.train.beta1;
-  t.beta2 = set.train.beta2;
-  t.eps = set.train.eps;
-  t.weight_decay = set.train.weight_decay;
-  t.grad_clip = set.train.grad_clip;
-  t.zero_stage = static_cast<int>(set.train.zero_stage);
-  t.bucket_bytes = static_cast<size_t>(set.train.bucket_mb * 1024 * 1024);
   t.tensor_parallel = set.launch.tensor_parallel;
-  t.offload_optimizer = set.train.offload_optimizer;
-  t.overlap_comm = set.train.overlap_comm;
-  t.fused_loss = set.train.fused_loss;
-  t.cpu_kernels = set.train.cpu_kernels;
-  if (set.train.lora) {
-    t.lora_r = set.train.lora_r;
-    t.lora_alpha = set.train.lora_alpha;
-    t.lora_dropout = set.train.lora_dropout;
-    t.lora_targets = set.train.lora_targets;
-  }
-  t.loss_scale = set.train.loss_scale;
-  t.seed = set.train.seed;
   t.device = set.launch.device;
   t.local_rank = mpi.local_rank();
   t.cpu_memory_budget = args.max_memory_mb * 1024 * 1024;
-  p.malloc_cache = set.launch.malloc_cache;
   t.threads = compute_threads(set, mpi);
 
   DataOptions& d = p.data;
   d = data_options(set.data);
   d.seq_len = t.seq_len;
   d.vocab_size = t.shape.vocab_size;
-  d.seed = t.seed;
-  d.train_batch = p.micro_batch;
-  d.eval_batch = p.eval_batch;
-  d.needs_eval = p.eval_steps > 0;
+  d.seed = set.train.seed;
+  d.train_batch = set.train.micro_batch;
+  d.eval_batch = set.eval.micro_batch;
+  d.needs_eval = set.eval.steps > 0;
 
   return p;
 }
@@ -159,9 +123,9 @@ TrainPlan make_plan(const Args& args, const MpiEnv& mpi) {
 ProfileActivities resolve_profile_activities(const TrainPlan& plan, const DeviceInfo& device) {
   ProfileActivities a;
   a.cuda = device.type == "cuda";
-  if (plan.profile_activities.empty()) return a;
+  if (plan.settings.metrics.profile_activities.empty()) return a;
   a.cpu = a.cuda = false;
-  for (const std::string& name : plan.profile_activities) {
+  for (const std::string& name : plan.settings.metrics.profile_activities) {
     if (name == "cpu") a.cpu = true;
     if (name == "cuda") a.cuda = true;
   }

@@ -22,19 +22,11 @@ namespace sweepbench {
 struct TrainPlan {
   Value config;
   std::string config_yaml, config_hash, tag;
-  TrainerOptions trainer;
+  Settings settings;       // the point's config, typed
+  TrainerOptions trainer;  // settings.train, the model's shape and this rank's device
   DataOptions data;
-  std::int64_t steps = 0, warmup = 0, micro_batch = 0, grad_accum = 1, eval_steps = 0,
-               eval_batch = 0;
-  double lr = 0;
-  int log_every = 10, sample_interval_ms = 1000;
   // metrics.profile_steps: the first and last step traced; first > last when none.
   std::int64_t profile_first = 0, profile_last = -1;
-  // metrics.profile_activities: empty for the device's own (resolve_profile_activities).
-  std::vector<std::string> profile_activities;
-  bool system_metrics = true, malloc_cache = true;
-  std::string dtype, preset;
-  std::optional<double> configured_peak;
   std::string rank_path;
 };
 

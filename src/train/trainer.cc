@@ -20,7 +20,6 @@
 #include <condition_variable>
 #include <deque>
 #include <exception>
-#include <fstream>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -30,9 +29,13 @@
 
 #include "core/digest.h"
 #include "core/error.h"
-#include "core/text.h"
-#include "train/model.h"
+#include "core/hardware.h"
 #include "core/sampler.h"
+#include "core/text.h"
+#include "train/adamw.h"
+#include "train/device_comm.h"
+#include "train/grad_norm.h"
+#include "train/model.h"
 #include "train/torch_support.h"
 
 #ifdef SWEEPBENCH_WITH_CUDA
@@ -43,24 +46,9 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <cuda_runtime_api.h>
 #endif
-#ifdef SWEEPBENCH_WITH_NCCL
-#include <nccl.h>
-#endif
 
 namespace sweepbench {
 namespace {
-
-#ifdef SWEEPBENCH_WITH_NCCL
-// Checks an NCCL call: names the call, file:line and NCCL's message.
-#define NCCL_CHECK(call)                                                                         \
-  do {                                                                                           \
-    ncclResult_t nccl_check_result_ = (call);                                                    \
-    if (nccl_check_result_ != ncclSuccess) {                                                     \
-      throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(__LINE__) +          \
-                               ": " #call " failed: " + ncclGetErrorString(nccl_check_result_)); \
-    }                                                                                            \
-  } while (0)
-#endif
 
 // Keeps the model's copies of its weights in autocast's dtype while it lives (WeightCasts).
 class KeptWeightCasts {
@@ -185,18 +173,6 @@ int block_of(const std::string& name) {
   return std::stoi(name.substr(1, dot - 1));
 }
 
-std::string cpu_model_name() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) == 0) {
-      size_t colon = line.find(':');
-      if (colon != std::string::npos) return line.substr(line.find_first_not_of(" \t", colon + 1));
-    }
-  }
-  return "cpu";
-}
-
 // Runs collectives on a thread of its own, one after another in the order given, so that ZeRO's
 // reduce-scatter of a bucket proceeds while backward computes the next one and a block's gather
 // while the block before it computes (train.overlap_comm). MPI is initialised SERIALIZED: while
@@ -291,24 +267,24 @@ class TorchTrainer : public Trainer {
         clock_(info_.type == "cuda") {
     if (o_.cpu_memory_budget > 0 && !device_.is_cuda())
       BudgetCpuAllocator::install(o_.cpu_memory_budget);
-    if (o_.dtype == DType::kBf16) autocast_dtype_ = at::kBFloat16;
-    if (o_.dtype == DType::kFp16) autocast_dtype_ = at::kHalf;
-    loss_scale_ = o_.dtype == DType::kFp16 ? o_.loss_scale : 1.0;
+    if (o_.train.dtype == DType::kBf16) autocast_dtype_ = at::kBFloat16;
+    if (o_.train.dtype == DType::kFp16) autocast_dtype_ = at::kHalf;
+    loss_scale_ = o_.train.dtype == DType::kFp16 ? o_.train.loss_scale : 1.0;
 
     ModelOptions mo;
     mo.shape = o_.shape;
     mo.max_seq_len = o_.seq_len;
-    mo.activation_checkpointing = o_.activation_checkpointing;
-    mo.rope_theta = rope_theta_for(o_.preset);
-    mo.fused_loss = o_.fused_loss;
-    mo.cpu_kernels = o_.cpu_kernels;
+    mo.activation_checkpointing = o_.train.activation_checkpointing;
+    mo.rope_theta = rope_theta_of(o_.preset);
+    mo.fused_loss = o_.train.fused_loss;
+    mo.cpu_kernels = o_.train.cpu_kernels;
     // ZeRO-2 and 3 reduce a gradient when its accumulator has run: the embedding's rows must go
     // through it there.
-    mo.embedding_grad_in_place = o_.zero_stage <= 1;
-    mo.lora.r = o_.lora_r;
-    mo.lora.alpha = o_.lora_alpha;
-    mo.lora.dropout = o_.lora_dropout;
-    mo.lora.targets = o_.lora_targets;
+    mo.embedding_grad_in_place = o_.train.zero_stage <= 1;
+    mo.lora.r = o_.train.lora() ? o_.train.lora_r : 0;
+    mo.lora.alpha = o_.train.lora_alpha;
+    mo.lora.dropout = o_.train.lora_dropout;
+    mo.lora.targets = o_.train.lora_targets;
     if (autocast_dtype_) {
       // The same mixed-precision scope for each block's forward and its recomputation.
       c10::DeviceType type = device_.type();
@@ -346,47 +322,39 @@ class TorchTrainer : public Trainer {
       whole.tensor_parallel = TensorParallel{};
       whole.before_block = whole.after_block = whole.before_block_backward = nullptr;
       TransformerLM full(whole);
-      full->reset_parameters(o_.seed);
+      full->reset_parameters(o_.train.seed);
       for (const auto& p : full->parameters()) full_parameter_count_ += p.numel();
       for (const std::string& name :
            load_tensor_parallel_part(model_, full, groups_.tensor->rank(), t)) {
         split_.insert(model_->named_parameters()[name].unsafeGetTensorImpl());
       }
     } else {
-      model_->reset_parameters(o_.seed);
+      model_->reset_parameters(o_.train.seed);
     }
     model_->to(device_);
     for (const auto& item : model_->named_parameters()) {
       torch::Tensor p = item.value();
       parameter_count_ += p.numel();
       // LoRA: only the adapters learn; the frozen weights get no gradient and no moments.
-      if (o_.lora_r > 0 && item.key().find(".lora_") == std::string::npos) {
+      if (o_.train.lora() && item.key().find(".lora_") == std::string::npos) {
         p.requires_grad_(false);
         frozen_bytes_ += p.numel() * static_cast<std::int64_t>(p.element_size());
       } else {
         trainable_count_ += p.numel();
       }
     }
-    if (o_.lora_r > 0 && stage() == 3) {
-      throw Error::input(Mark{}, "train.zero_stage", "3 is not supported with train.peft: lora",
-                         "use train.zero_stage 0 to 2");
-    }
     broadcast_parameters();
 #ifdef SWEEPBENCH_WITH_NCCL
-    if (device_.is_cuda() && (comm_.size() > 1 || groups_.tensor != nullptr)) init_nccl();
+    if (device_.is_cuda()) {
+      if (comm_.size() > 1) data_comm_.use_nccl(device_.index());
+      if (tensor_comm_.exists()) tensor_comm_.use_nccl(device_.index());
+    }
 #endif
     make_segments();
     // train.overlap_comm: ZeRO-2 and 3 over MPI on CPUs (the GPU path stays blocking for now).
-    if (o_.overlap_comm && stage() >= 2 && !device_.is_cuda() && comm_.threads_may_call()) {
+    if (o_.train.overlap_comm && stage() >= 2 && !device_.is_cuda() && comm_.threads_may_call()) {
       worker_ = std::make_unique<CommWorker>();
     }
-  }
-
-  ~TorchTrainer() override {
-#ifdef SWEEPBENCH_WITH_NCCL
-    if (nccl_ != nullptr) ncclCommDestroy(nccl_);
-    if (nccl_tensor_ != nullptr) ncclCommDestroy(nccl_tensor_);
-#endif
   }
 
   const DeviceInfo& device() const override { return info_; }
@@ -462,31 +430,12 @@ class TorchTrainer : public Trainer {
       if (loss_scale_ != 1.0) {
         for (Segment& g : segments_) g.gradient().mul_(1.0 / loss_scale_);
       }
-      // The global gradient norm: sums of squares over chunks of kNormChunk elements (fp32,
-      // pairwise-summed by libtorch; the 4 MB temporary stays in cache and is reused), added up
-      // in fp64. Measured on 124M elements: relative error 2e-9 in 30 ms, where a single fp32
-      // norm() is off by 1e-3 and an fp64 one converts the whole buffer first (560 ms).
-      // Sums of squares of the whole parameters' gradients and of the tensor-parallel parts.
+      // The global gradient norm (grad_norm.h), in fp64: sums of squares of the whole
+      // parameters' gradients and of the tensor-parallel parts.
       torch::Tensor sq[2] = {
           torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device_)),
           torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device_))};
-      for (Segment& g : segments_) {
-        torch::Tensor grad = g.gradient();
-        torch::Tensor& acc = sq[g.split ? 1 : 0];
-        if (device_.is_cuda()) {
-          // One reduction kernel per group; CUDA's tree reduction is accurate in fp32 (the
-          // chunks below bound the error of the CPU's sequential blocks).
-          acc += grad.norm().to(torch::kDouble).pow(2);
-          continue;
-        }
-        const std::int64_t n = grad.numel();
-        for (std::int64_t start = 0; start < n; start += kNormChunk) {
-          acc += grad.narrow(0, start, std::min(kNormChunk, n - start))
-                     .pow(2)
-                     .sum()
-                     .to(torch::kDouble);
-        }
-      }
+      for (Segment& g : segments_) add_sum_of_squares(sq[g.split ? 1 : 0], g.gradient());
       if (sharded() || groups_.tensor != nullptr) {
         // ZeRO: each rank squared its own shard (the padding is zero), so the sum over the
         // data-parallel group is exact up to the order of the additions. Tensor parallelism:
@@ -501,7 +450,7 @@ class TorchTrainer : public Trainer {
       torch::Tensor& total = sq[0];
       grad_norm_ = total.sqrt();
       skipped_ = false;
-      if (o_.dtype == DType::kFp16) {
+      if (o_.train.dtype == DType::kFp16) {
         // Dynamic loss scaling: skip the update and halve the scale on inf/nan gradients; double
         // it after 2000 clean steps (torch.cuda.amp.GradScaler's defaults).
         used_scale_ = loss_scale_;
@@ -518,7 +467,8 @@ class TorchTrainer : public Trainer {
         // Clip without a host round trip: the gradients times min(1, clip / norm), that is
         // divided by max(1, norm / clip), in AdamW's kernel.
         torch::Tensor divisor;
-        if (o_.grad_clip > 0) divisor = torch::clamp_min((grad_norm_ + 1e-6) / o_.grad_clip, 1.0);
+        if (o_.train.grad_clip > 0)
+          divisor = torch::clamp_min((grad_norm_ + 1e-6) / o_.train.grad_clip, 1.0);
         adamw_step(lr, divisor);
       }
       clock_.stop(kOptimizer);
@@ -543,7 +493,7 @@ class TorchTrainer : public Trainer {
     t.optimizer_s = clock_.seconds(kOptimizer);
     if (loss_sum_.defined()) t.loss = loss_sum_.item<double>();
     if (grad_norm_.defined()) t.grad_norm = grad_norm_.item<double>();
-    t.loss_scale = o_.dtype == DType::kFp16 ? used_scale_ : 1.0;
+    t.loss_scale = o_.train.dtype == DType::kFp16 ? used_scale_ : 1.0;
     t.skipped = skipped_;
     return t;
   }
@@ -594,7 +544,7 @@ class TorchTrainer : public Trainer {
       for (const torch::Tensor* t : {&g.full, &g.grad, &g.grad_shard, &g.master}) {
         bytes += held_bytes(*t);
       }
-      if (!o_.offload_optimizer) bytes += held_bytes(g.exp_avg) + held_bytes(g.exp_avg_sq);
+      if (!o_.train.offload_optimizer) bytes += held_bytes(g.exp_avg) + held_bytes(g.exp_avg_sq);
     }
     return bytes;
   }
@@ -702,7 +652,7 @@ class TorchTrainer : public Trainer {
     rank_ = sharded() ? comm_.rank() : 0;
     world_ = world;
     const std::int64_t bucket =
-        std::max<std::int64_t>(1, static_cast<std::int64_t>(o_.bucket_bytes / sizeof(float)));
+        std::max<std::int64_t>(1, static_cast<std::int64_t>(o_.bucket_bytes() / sizeof(float)));
     // With tensor parallelism, split and whole parameters are in separate segments: the
     // gradient norm sums the split ones' squares over the tensor-parallel group.
     for (bool split : {false, true}) {
@@ -718,7 +668,7 @@ class TorchTrainer : public Trainer {
           if (!cut && stage() == 2) cut = segments_.back().numel + p.numel() > bucket;
           if (cut) {
             segments_.emplace_back();
-            segments_.back().weight_decay = decay ? o_.weight_decay : 0.0;
+            segments_.back().weight_decay = decay ? o_.train.weight_decay : 0.0;
             segments_.back().unit = unit;
             segments_.back().split = split;
           }
@@ -734,7 +684,7 @@ class TorchTrainer : public Trainer {
       if (stage() <= 1) g.grad = torch::zeros({g.chunk * world}, options);
       if (sharded()) g.grad_shard = torch::zeros({g.chunk}, options);
       // train.offload_optimizer: AdamW's moments in host memory.
-      auto state = o_.offload_optimizer ? options.device(torch::kCPU) : options;
+      auto state = o_.train.offload_optimizer ? options.device(torch::kCPU) : options;
       g.exp_avg = torch::zeros({g.chunk}, state);
       g.exp_avg_sq = torch::zeros({g.chunk}, state);
       std::int64_t offset = 0;
@@ -752,7 +702,7 @@ class TorchTrainer : public Trainer {
         g.master = g.full.narrow(0, rank_ * g.chunk, g.chunk).clone();
         release_segment(g);
       }
-      if (o_.offload_optimizer) {
+      if (o_.train.offload_optimizer) {
         g.host_values = torch::empty({g.chunk}, options.device(torch::kCPU));
         if (device_.is_cuda()) g.host_values = g.host_values.pin_memory();
         g.host_values.copy_(g.values(rank_));
@@ -806,12 +756,12 @@ class TorchTrainer : public Trainer {
       Segment* seg = &g;
       worker_->submit([this, seg, flat] {
         torch::Tensor piece = torch::empty({seg->chunk}, flat.options());
-        reduce_scatter(flat, piece, seg->chunk);
+        data_comm_.reduce_scatter_sum(flat, piece, seg->chunk);
         seg->grad_shard.add_(piece, 1.0 / world_);
       });
     } else {
       torch::Tensor piece = piece_scratch_.narrow(0, 0, g.chunk);
-      reduce_scatter(flat, piece, g.chunk);
+      data_comm_.reduce_scatter_sum(flat, piece, g.chunk);
       g.grad_shard.add_(piece, 1.0 / world_);
     }
     if (stage() == 3 && g.unit >= 0) release_segment(g);
@@ -836,7 +786,8 @@ class TorchTrainer : public Trainer {
       restore_storage(g.full);
       g.full.narrow(0, rank_ * g.chunk, g.chunk).copy_(g.master);
       Segment* seg = &g;
-      g.gather_ticket = worker_->submit([this, seg] { allgather(seg->full, seg->chunk); });
+      g.gather_ticket =
+          worker_->submit([this, seg] { data_comm_.allgather(seg->full, seg->chunk); });
     }
   }
 
@@ -851,7 +802,7 @@ class TorchTrainer : public Trainer {
     } else {
       restore_storage(g.full);
       g.full.narrow(0, rank_ * g.chunk, g.chunk).copy_(g.master);
-      collective([&] { allgather(g.full, g.chunk); });
+      collective([&] { data_comm_.allgather(g.full, g.chunk); });
     }
     g.gathered = true;
     clock_.stop(kComm);
@@ -892,144 +843,44 @@ class TorchTrainer : public Trainer {
     int unit_;
   };
 
-  // AdamW with decoupled weight decay: PyTorch's fused AdamW (torch.optim.AdamW(fused=True)'s
-  // kernel), on CPUs and GPUs one pass over values, gradients and both moments; the reference
-  // test compares the updated weights with torch.optim.AdamW's. Clipping's factor goes in as the
-  // kernel's grad_scale (the gradients divided by max(1, norm / clip) as it reads them), so
-  // clipping makes no pass of its own. `grad_scale` is that divisor, a float on the device, or
-  // undefined for no clipping.
+  // One AdamW step (adamw.h) over every segment. `grad_scale`: clipping's divisor, a float on
+  // the device, or undefined for no clipping.
   void adamw_step(double lr, const torch::Tensor& grad_scale) {
-    ++adam_steps_;
+    adamw_.begin_step();
     for (Segment& g : segments_) {
       // Offloaded: the step runs on the host, on its fp32 copy of the values, with the
       // gradient brought over; the updated values go back to the device after.
-      torch::Tensor data = o_.offload_optimizer ? g.host_values : g.values(rank_);
-      torch::Tensor grad = o_.offload_optimizer ? g.gradient().to(torch::kCPU) : g.gradient();
-      // The step count and the divisor are float tensors where the values are.
-      if (!adam_step_count_.defined() || adam_step_count_.device() != data.device()) {
-        adam_step_count_ = torch::zeros({}, data.options().dtype(torch::kFloat));
-      }
-      adam_step_count_.fill_(static_cast<double>(adam_steps_));
-      std::optional<torch::Tensor> divisor;
-      if (grad_scale.defined()) divisor = grad_scale.to(data.device(), torch::kFloat);
-      at::_fused_adamw_({data}, {grad}, {g.exp_avg}, {g.exp_avg_sq}, {}, {adam_step_count_}, lr,
-                        o_.beta1, o_.beta2, g.weight_decay, o_.eps, /*amsgrad=*/false,
-                        /*maximize=*/false, divisor, std::nullopt);
-      if (o_.offload_optimizer) g.values(rank_).copy_(g.host_values);
+      const bool host = o_.train.offload_optimizer;
+      torch::Tensor data = host ? g.host_values : g.values(rank_);
+      torch::Tensor grad = host ? g.gradient().to(torch::kCPU) : g.gradient();
+      adamw_.update(data, grad, g.exp_avg, g.exp_avg_sq, g.weight_decay, lr, grad_scale);
+      if (host) g.values(rank_).copy_(g.host_values);
     }
   }
 
   void allreduce_gradients() {
     if (comm_.size() == 1) return;
-#ifdef SWEEPBENCH_WITH_NCCL
-    if (nccl_ != nullptr) {
-      cudaStream_t stream = at::cuda::getCurrentCUDAStream(device_.index()).stream();
-      NCCL_CHECK(ncclGroupStart());
-      for (Segment& g : segments_) {
-        NCCL_CHECK(ncclAllReduce(g.grad.data_ptr(), g.grad.data_ptr(),
-                                 static_cast<size_t>(g.grad.numel()), ncclFloat, ncclAvg, nccl_,
-                                 stream));
-      }
-      NCCL_CHECK(ncclGroupEnd());
-      return;
-    }
-#endif
-    // MPI: in pieces of bucket_bytes (PyTorch DDP's 25 MB), so a CUDA build without NCCL never
-    // stages more than one piece on the host.
-    const std::int64_t piece =
-        std::max<std::int64_t>(1, static_cast<std::int64_t>(o_.bucket_bytes / sizeof(float)));
-    const float inv_world = 1.0f / static_cast<float>(comm_.size());
-    for (Segment& g : segments_) {
-      for (std::int64_t start = 0; start < g.grad.numel(); start += piece) {
-        torch::Tensor b = g.grad.narrow(0, start, std::min(piece, g.grad.numel() - start));
-        if (b.is_cuda()) {
-          torch::Tensor host = b.to(torch::kCPU);
-          comm_.allreduce_sum(host.data_ptr<float>(), static_cast<size_t>(host.numel()));
-          b.copy_(host);
-        } else {
-          comm_.allreduce_sum(b.data_ptr<float>(), static_cast<size_t>(b.numel()));
-        }
-      }
-      g.grad.mul_(inv_world);
-    }
+    std::vector<torch::Tensor> grads;
+    for (Segment& g : segments_) grads.push_back(g.grad);
+    data_comm_.allreduce_mean(grads, static_cast<std::int64_t>(o_.bucket_bytes() / sizeof(float)));
   }
 
   // The ZeRO stage in effect: one rank has nothing to shard, and runs stage 0.
-  int stage() const { return sharded() ? o_.zero_stage : 0; }
-  bool sharded() const { return o_.zero_stage >= 1 && comm_.size() > 1; }
-
-  // `full` holds world_ pieces of `chunk` elements; `piece` gets the sum over ranks of piece
-  // rank_ (NCCL, or MPI through the host for a CUDA build without NCCL).
-  void reduce_scatter(const torch::Tensor& full, const torch::Tensor& piece, std::int64_t chunk) {
-#ifdef SWEEPBENCH_WITH_NCCL
-    if (nccl_ != nullptr) {
-      cudaStream_t stream = at::cuda::getCurrentCUDAStream(device_.index()).stream();
-      NCCL_CHECK(ncclReduceScatter(full.data_ptr(), piece.data_ptr(), static_cast<size_t>(chunk),
-                                   ncclFloat, ncclSum, nccl_, stream));
-      return;
-    }
-#endif
-    if (full.is_cuda()) {
-      torch::Tensor host = full.to(torch::kCPU);
-      torch::Tensor out = torch::empty({chunk}, host.options());
-      comm_.reduce_scatter_sum(host.data_ptr<float>(), out.data_ptr<float>(),
-                               static_cast<size_t>(chunk));
-      piece.copy_(out);
-      return;
-    }
-    comm_.reduce_scatter_sum(full.data_ptr<float>(), piece.data_ptr<float>(),
-                             static_cast<size_t>(chunk));
-  }
-
-  // `full` holds world_ pieces of `chunk` elements, of which this rank's is current: every
-  // rank's piece to every rank, in place.
-  void allgather(const torch::Tensor& full, std::int64_t chunk) {
-#ifdef SWEEPBENCH_WITH_NCCL
-    if (nccl_ != nullptr) {
-      cudaStream_t stream = at::cuda::getCurrentCUDAStream(device_.index()).stream();
-      auto* base = static_cast<float*>(full.data_ptr());
-      NCCL_CHECK(ncclAllGather(base + rank_ * chunk, base, static_cast<size_t>(chunk), ncclFloat,
-                               nccl_, stream));
-      return;
-    }
-#endif
-    if (full.is_cuda()) {
-      torch::Tensor host = full.to(torch::kCPU);
-      comm_.allgather(host.data_ptr<float>(), static_cast<size_t>(chunk));
-      full.copy_(host);
-      return;
-    }
-    comm_.allgather(full.data_ptr<float>(), static_cast<size_t>(chunk));
-  }
+  int stage() const { return sharded() ? o_.train.zero_stage : 0; }
+  bool sharded() const { return o_.train.zero_stage >= 1 && comm_.size() > 1; }
 
   // ZeRO-1: every rank gets the average over ranks of its piece of each gradient buffer.
   void reduce_scatter_gradients() {
     for (Segment& g : segments_) {
-      reduce_scatter(g.grad, g.grad_shard, g.chunk);
+      data_comm_.reduce_scatter_sum(g.grad, g.grad_shard, g.chunk);
       g.grad_shard.mul_(1.0 / world_);
     }
   }
 
   // ZeRO-1 and 2: every rank's updated piece of each parameter buffer to every rank.
   void allgather_parameters() {
-    for (Segment& g : segments_) allgather(g.full, g.chunk);
+    for (Segment& g : segments_) data_comm_.allgather(g.full, g.chunk);
   }
-
-#ifdef SWEEPBENCH_WITH_NCCL
-  // One NCCL communicator per group: the data-parallel one and the tensor-parallel one.
-  void init_nccl() {
-    auto init = [](Collectives& group, ncclComm_t* out) {
-      ncclUniqueId id;
-      if (group.rank() == 0) NCCL_CHECK(ncclGetUniqueId(&id));
-      group.broadcast(&id, sizeof(id), 0);  // the unique id travels over MPI
-      NCCL_CHECK(ncclCommInitRank(out, group.size(), id, group.rank()));
-    };
-    if (comm_.size() > 1) init(comm_, &nccl_);
-    if (groups_.tensor != nullptr) init(*groups_.tensor, &nccl_tensor_);
-  }
-  ncclComm_t nccl_ = nullptr;         // data parallel (the world without tensor parallelism)
-  ncclComm_t nccl_tensor_ = nullptr;  // tensor parallel
-#endif
 
   // Tensor parallelism's groups (launch.tensor_parallel t > 1): `tensor`, the t consecutive ranks
   // that split each block; `data`, the ranks at the same place in every such group, which
@@ -1041,48 +892,27 @@ class TorchTrainer : public Trainer {
     Groups g;
     const int t = static_cast<int>(o.tensor_parallel);
     if (t <= 1) return g;
-    if (world.size() % t != 0) {
-      throw Error::input(
-          Mark{}, "launch.tensor_parallel",
-          std::to_string(t) + " does not divide the " + std::to_string(world.size()) + " ranks");
-    }
+    // The config's rules (check_tensor_parallel_rules) refuse this before any rank starts.
+    if (world.size() % t != 0)
+      throw std::logic_error("launch.tensor_parallel does not divide ranks");
     g.tensor = world.split(world.rank() / t, world.rank() % t);
     g.data = world.split(world.rank() % t, world.rank() / t);
     return g;
   }
 
-  // Sums x in place over the tensor-parallel group (in fp32 over MPI; NCCL in x's dtype).
+  // Sums x in place over the tensor-parallel group (in x's dtype on NCCL, in fp32 over MPI).
   void tensor_parallel_sum(torch::Tensor& x) {
     clock_.start(kComm);
-#ifdef SWEEPBENCH_WITH_NCCL
-    if (nccl_tensor_ != nullptr && x.is_cuda()) {
-      ncclDataType_t type = x.scalar_type() == at::kBFloat16 ? ncclBfloat16
-                            : x.scalar_type() == at::kHalf   ? ncclHalf
-                                                             : ncclFloat;
-      cudaStream_t stream = at::cuda::getCurrentCUDAStream(device_.index()).stream();
-      NCCL_CHECK(ncclAllReduce(x.data_ptr(), x.data_ptr(), static_cast<size_t>(x.numel()), type,
-                               ncclSum, nccl_tensor_, stream));
-      clock_.stop(kComm);
-      return;
-    }
-#endif
-    if (!x.is_cuda() && x.scalar_type() == torch::kFloat && x.is_contiguous()) {
-      collective([&] {
-        groups_.tensor->allreduce_sum(x.data_ptr<float>(), static_cast<size_t>(x.numel()));
-      });
-    } else {
-      torch::Tensor host = x.to(torch::kCPU, torch::kFloat).contiguous();
-      collective([&] {
-        groups_.tensor->allreduce_sum(host.data_ptr<float>(), static_cast<size_t>(host.numel()));
-      });
-      x.copy_(host);
-    }
+    tensor_comm_.allreduce_sum(x, [this](const std::function<void()>& run) { collective(run); });
     clock_.stop(kComm);
   }
 
   TrainerOptions o_;
   Groups groups_;
   Collectives& comm_;  // the data-parallel group: the world without tensor parallelism
+  // The same groups' collectives on tensors: NCCL, MPI through the host, or MPI (device_comm.h).
+  DeviceComm data_comm_{&comm_};
+  DeviceComm tensor_comm_{groups_.tensor.get()};
   DeviceInfo info_;
   torch::Device device_;
   PhaseClock clock_;
@@ -1094,8 +924,6 @@ class TorchTrainer : public Trainer {
   std::set<const c10::TensorImpl*> split_;  // tensor parallelism's split parameters
   std::int64_t trainable_count_ = 0;
   std::int64_t frozen_bytes_ = 0;  // LoRA's frozen weights, held whole by every rank
-  // The gradient norm's chunks on libtorch's ops (see the norm in step()).
-  static constexpr std::int64_t kNormChunk = 1 << 20;
 
   std::vector<Segment> segments_;
   // Declared after the segments, so it stops (running what it was given) before they go.
@@ -1107,8 +935,7 @@ class TorchTrainer : public Trainer {
   torch::Tensor flat_scratch_, piece_scratch_;  // ZeRO-2/3: the largest segment and its piece
   std::int64_t largest_ = 0;
   std::int64_t rank_ = 0, world_ = 1;  // this rank's piece and the pieces (1 unsharded)
-  torch::Tensor adam_step_count_;      // the fused kernel's step, a float on the device
-  std::int64_t adam_steps_ = 0;
+  AdamW adamw_{o_.train};
   torch::Tensor loss_sum_, grad_norm_;
   double loss_scale_ = 1.0;
   double used_scale_ = 1.0;
@@ -1174,7 +1001,7 @@ DeviceInfo select_device(const TrainerOptions& o) {
                        "run on a GPU node, or set launch.device: cpu");
   }
   if (!want_cuda) {
-    if (o.dtype == DType::kFp16) {
+    if (o.train.dtype == DType::kFp16) {
       throw Error::input(Mark{}, o.dtype_key,
                          "fp16 needs a GPU: CPU kernels for half precision are missing",
                          "use bf16 or fp32 on a CPU");

@@ -21,50 +21,25 @@
 
 namespace sweepbench {
 
+// What make_trainer builds: the train section as the config gives it (core/settings.h, defaults
+// from the schema), the model's shape, and where this rank runs.
 struct TrainerOptions {
+  TrainSettings train = Settings::defaults().train;
   ModelShape shape;
   std::string preset;
   std::int64_t seq_len = 0;
-  std::int64_t grad_accum = 1;
-  DType dtype = DType::kFp32;
-  // The key the dtype came from, for errors: bench-infer's is infer.dtype.
+  // The key train.dtype came from, for errors: bench-infer's is infer.dtype.
   const char* dtype_key = "train.dtype";
-  bool activation_checkpointing = false;
-  double lr = 3e-4, beta1 = 0.9, beta2 = 0.95, eps = 1e-8, weight_decay = 0.1;
-  double grad_clip = 1.0;     // 0: off
-  double loss_scale = 65536;  // fp16's initial dynamic loss scale
-  std::uint64_t seed = 0;
   Device device = Device::kAuto;
   int local_rank = 0;
   int threads = 0;  // 0: leave libtorch's default
-  // train.bucket_mb: ZeRO-2's gradient buckets, and the MPI all-reduce's pieces at stage 0
-  // (PyTorch DDP's default, 25 MiB).
-  size_t bucket_bytes = 25u << 20;
-  // ZeRO stage (train.zero_stage), with more than one rank: 0 every rank holds every model
-  // state; 1 AdamW's moments sharded (gradients reduce-scattered, parameters all-gathered after
-  // the update); 2 also the gradients, each bucket reduce-scattered as backward fills it; 3 also
-  // the parameters, each block's gathered before its forward and its backward and freed after.
-  int zero_stage = 0;
-  // train.peft: lora: adapters of rank lora_r on the projections of lora_targets; every other
-  // weight frozen (no gradient, no optimizer state). lora_r = 0: no LoRA.
-  std::int64_t lora_r = 0;
-  double lora_alpha = 16, lora_dropout = 0;
-  std::vector<std::string> lora_targets;
-  // train.offload_optimizer: AdamW's moments, its fp32 copy of the values and its step on the
-  // host (ZeRO-Offload); the device keeps the values it computes with and the gradients.
-  bool offload_optimizer = false;
-  // train.overlap_comm: ZeRO-2's reduce-scatters and ZeRO-3's gathers on a thread of their own,
-  // overlapping backward and the blocks before them (CPU runs over MPI).
-  bool overlap_comm = false;
-  // train.fused_loss: the head's cross-entropy over chunks of tokens, without the whole logits.
-  bool fused_loss = false;
-  // train.cpu_kernels: on CPUs, our one-pass cross-entropy of the head (cpu_kernels.h).
-  bool cpu_kernels = true;
   // launch.tensor_parallel: blocks split over groups of this many consecutive ranks.
   std::int64_t tensor_parallel = 1;
   // CPU only: fail libtorch allocations past this many bytes in use, as a full GPU would
   // (bench-train --max-memory-mb; for testing out-of-memory handling). 0: no budget.
   std::int64_t cpu_memory_budget = 0;
+
+  size_t bucket_bytes() const { return static_cast<size_t>(train.bucket_mb * 1024 * 1024); }
 };
 
 struct DeviceInfo {

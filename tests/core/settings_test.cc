@@ -1,9 +1,13 @@
-// core/settings.h: a resolved config read once into typed settings (issue 15).
+// core/settings.h: a resolved config read once into typed settings, by the schema's table.
 #include "core/settings.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <set>
+
 #include "core/config.h"
+#include "core/schema.h"
 #include "core/yaml_io.h"
 
 namespace sweepbench {
@@ -58,6 +62,114 @@ TEST(Settings, EveryChoiceIsAnEnumAndNullsAreOptional) {
   EXPECT_DOUBLE_EQ(*s.hardware.peak_tflops, 312);
   EXPECT_EQ(to_string(Device::kCuda), "cuda");
   EXPECT_EQ(to_string(DataSource::kTokens), "tokens");
+}
+
+TEST(Settings, EnumChoicesAreTheEnumsNamesInOrder) {
+  // One list per enum gives the schema's choices, to_string and the reading of a config.
+  const Schema& schema = Schema::get();
+  EXPECT_EQ(schema.find("train.dtype")->choices, names_of<DType>());
+  EXPECT_EQ(schema.find("infer.dtype")->choices, names_of<DType>());
+  EXPECT_EQ(schema.find("infer.kv_cache")->choices, names_of<KvCache>());
+  EXPECT_EQ(schema.find("launch.exclusive")->choices, names_of<Exclusive>());
+  EXPECT_EQ(schema.find("train.peft")->choices, names_of<Peft>());
+  for (size_t i = 0; i < names_of<KvCache>().size(); ++i) {
+    const KvCache k = static_cast<KvCache>(i);
+    EXPECT_EQ(of("benchmark: infer\ninfer: {kv_cache: " + to_string(k) + "}").infer.kv_cache, k);
+  }
+}
+
+// A value of the key's type other than its default.
+Value other_value(const KeySpec& key) {
+  const Value& d = key.default_value;
+  switch (key.type) {
+    case KeyType::kInt:
+      return Value::integer(d.is_null() ? 3 : d.as_int() + 1);
+    case KeyType::kFloat:
+      return Value::real(d.is_null() ? 0.25 : d.as_float() / 2);
+    case KeyType::kBool:
+      return Value::boolean(!d.as_bool());
+    case KeyType::kSlurmTime:
+      return Value::string("7");
+    case KeyType::kString:
+      return Value::string("x");
+    case KeyType::kEnum:
+      for (const std::string& c : key.choices) {
+        if (d.is_null() || c != d.as_string()) return Value::string(c);
+      }
+      break;
+    case KeyType::kStringList: {
+      Value v = Value::list();
+      v.items().push_back(Value::string("x"));
+      return v;
+    }
+    case KeyType::kStringMap: {
+      Value v = Value::map();
+      v.set("X", Value::string("y"));
+      return v;
+    }
+    default:
+      break;
+  }
+  return Value::null();
+}
+
+TEST(Settings, EveryKeyWithAFieldIsReadIntoItsOwn) {
+  // Each key the table binds, set away from its default alone, reads back as set from the typed
+  // settings, and every other key still reads its default: no two keys share a field, none is
+  // lost or converted wrongly on the way.
+  const Schema& schema = Schema::get();
+  const Value config = resolve_config(Value::map());
+  const Settings& base = Settings::of(config);
+  int checked = 0;
+  for (const KeySpec& key : schema.keys()) {
+    if (!key.write) continue;
+    const Value changed = other_value(key);
+    ASSERT_FALSE(changed.is_null()) << key.path << ": a bound key of a type this test cannot vary";
+    Settings s = base;
+    key.read(s, changed, config);
+    EXPECT_TRUE(key.write(s) == changed) << key.path << ": " << key.write(s).describe();
+    for (const KeySpec& other : schema.keys()) {
+      if (other.write && &other != &key) {
+        EXPECT_TRUE(other.write(s) == other.write(base)) << key.path << " wrote " << other.path;
+      }
+    }
+    ++checked;
+  }
+  EXPECT_GE(checked, 85);
+}
+
+TEST(Settings, EveryBoundKeyReadsItsResolvedDefault) {
+  const Value config = resolve_config(Value::map());
+  const Settings& s = Settings::defaults();
+  for (const KeySpec& key : Schema::get().keys()) {
+    if (!key.write) continue;
+    Value expected = config_at(config, key.path);
+    // Two nulls the settings hold as empty: no image, and the device's own profile activities.
+    if (key.path == "container.image" && expected.is_null()) expected = Value::string("");
+    if (key.type == KeyType::kStringList && expected.is_null()) expected = Value::list();
+    EXPECT_TRUE(key.write(s) == expected) << key.path << ": " << key.write(s).describe();
+  }
+}
+
+TEST(Settings, TrainerDefaultsAreTheSchemas) {
+  const TrainSettings& t = Settings::defaults().train;
+  const Schema& schema = Schema::get();
+  EXPECT_DOUBLE_EQ(t.beta1, schema.find("train.beta1")->default_value.as_float());
+  EXPECT_DOUBLE_EQ(t.bucket_mb, schema.find("train.bucket_mb")->default_value.as_float());
+  EXPECT_EQ(t.seed, static_cast<std::uint64_t>(schema.find("train.seed")->default_value.as_int()));
+  EXPECT_TRUE(t.cpu_kernels);
+  EXPECT_FALSE(t.lora());
+}
+
+TEST(Settings, DerivedAndParsedFieldsAreReadFromTheWholeConfig) {
+  Settings s =
+      of("model: {preset: llama-tiny}\ntrain: {peft: lora}\nmetrics: {profile_steps: 3-5}");
+  EXPECT_TRUE(s.train.lora());
+  EXPECT_EQ(s.train.lora_targets, default_lora_targets("llama"));
+  ASSERT_TRUE(s.metrics.profile_steps.has_value());
+  EXPECT_EQ(s.metrics.profile_steps->first, 3);
+  EXPECT_EQ(s.metrics.profile_steps->second, 5);
+  EXPECT_FALSE(of("{}").metrics.profile_steps.has_value());
 }
 
 }  // namespace

@@ -81,13 +81,14 @@ TEST(Lora, AStepChangesTheAdaptersOnly) {
     o.shape = find_model_preset(c.preset)->shape;
     o.preset = c.preset;
     o.seq_len = 16;
-    o.lr = 1e-2;
-    o.seed = 5;
+    o.train.lr = 1e-2;
+    o.train.seed = 5;
     o.device = Device::kCpu;
     o.threads = 1;
-    o.lora_r = 4;
-    o.lora_alpha = 8;
-    o.lora_targets = c.targets;
+    o.train.peft = Peft::kLora;
+    o.train.lora_r = 4;
+    o.train.lora_alpha = 8;
+    o.train.lora_targets = c.targets;
     SingleProcess comm;
     std::unique_ptr<Trainer> trainer = make_trainer(o, comm);
     const std::int64_t adapters = lora_parameter_count(o.shape, 4, c.targets);
@@ -107,7 +108,7 @@ TEST(Lora, AStepChangesTheAdaptersOnly) {
     }
     for (int step = 0; step < 2; ++step) {
       ASSERT_EQ(trainer->forward_backward({b}).outcome, Outcome::kOk);
-      ASSERT_EQ(trainer->update(o.lr).outcome, Outcome::kOk);
+      ASSERT_EQ(trainer->update(o.train.lr).outcome, Outcome::kOk);
       trainer->finish_step();
     }
     for (const NamedArray& a : trainer->parameter_values()) {

@@ -48,20 +48,20 @@ int main(int argc, char** argv) {
   o.shape = find_model_preset(argv[1])->shape;
   o.preset = argv[1];
   o.seq_len = 16;
-  o.grad_accum = 2;
-  o.lr = 1e-3;
-  o.weight_decay = 0.1;
-  o.grad_clip = 0.5;  // low enough to be active
-  o.seed = 5;
+  o.train.grad_accum = 2;
+  o.train.lr = 1e-3;
+  o.train.weight_decay = 0.1;
+  o.train.grad_clip = 0.5;  // low enough to be active
+  o.train.seed = 5;
   o.device = Device::kCpu;
   o.threads = 1;
   // Logits, then cross_entropy, as the PyTorch reference computes them: weights must agree to
   // 1e-6 after two AdamW steps, which turn rounding in small gradients into visible differences.
   // The chunked loss (train.fused_loss) is checked against this path in model_test.cc.
-  o.fused_loss = false;
+  o.train.fused_loss = false;
   // ops: libtorch's ops only; kernels: train.cpu_kernels (the default), whose exponentials and
   // sums round differently from libtorch's, so the check allows 1e-5 there.
-  o.cpu_kernels = std::string(argv[3]) == "kernels";
+  o.train.cpu_kernels = std::string(argv[3]) == "kernels";
   SingleProcess comm;
   std::unique_ptr<Trainer> trainer = make_trainer(o, comm);
 
@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
       batch_files.items().push_back(b);
     }
     if (trainer->forward_backward(batches).outcome != Outcome::kOk ||
-        trainer->update(o.lr).outcome != Outcome::kOk) {
+        trainer->update(o.train.lr).outcome != Outcome::kOk) {
       std::fprintf(stderr, "reference_dump: the step failed\n");
       return 1;
     }
@@ -118,12 +118,12 @@ int main(int argc, char** argv) {
   opts.set("vocab_size", Value::integer(o.shape.vocab_size));
   opts.set("block_size", Value::integer(o.shape.block_size));
   opts.set("seq_len", Value::integer(o.seq_len));
-  opts.set("lr", Value::real(o.lr));
-  opts.set("beta1", Value::real(o.beta1));
-  opts.set("beta2", Value::real(o.beta2));
-  opts.set("eps", Value::real(o.eps));
-  opts.set("weight_decay", Value::real(o.weight_decay));
-  opts.set("grad_clip", Value::real(o.grad_clip));
+  opts.set("lr", Value::real(o.train.lr));
+  opts.set("beta1", Value::real(o.train.beta1));
+  opts.set("beta2", Value::real(o.train.beta2));
+  opts.set("eps", Value::real(o.train.eps));
+  opts.set("weight_decay", Value::real(o.train.weight_decay));
+  opts.set("grad_clip", Value::real(o.train.grad_clip));
   opts.set("rope_theta", Value::real(10000.0));
   manifest.set("options", opts);
   manifest.set("steps", steps);
