@@ -5,6 +5,8 @@ Each folder is one CMake target whose link line is its contract. This check fail
 
   * a source file includes a header of a module its target may not use (postprocess/ including
     launch/, launch/ including results/, anything but src/train including torch or MPI, ...), or
+  * a target links one of our libraries (target_link_libraries in src/, launch/, postprocess/)
+    that its contract does not allow, or that no file of it uses (no header of it included), or
   * a built binary links a library its contract forbids (bench-sweep: torch, MPI, HDF5;
     bench-extract: torch, MPI; bench-plot: torch, MPI, HDF5), or contains code of the runner.
 
@@ -129,6 +131,60 @@ def include_problems(source):
     return problems
 
 
+LINK = re.compile(r"target_link_libraries\(\s*([A-Za-z0-9_:-]+)([^)]*)\)", re.S)
+OUR_LIB = re.compile(r"\bsweepbench(?:::|_)([a-z]+)\b")
+
+
+def included_modules(source):
+    """Module -> the other modules whose headers its files include."""
+    used = {m: set() for m in ALLOWED}
+    for top in ("src", "launch", "postprocess"):
+        for dirpath, _, files in os.walk(os.path.join(source, top)):
+            for f in files:
+                if not f.endswith((".h", ".cc")):
+                    continue
+                path = os.path.join(dirpath, f)
+                module = module_of_file(os.path.relpath(path, source))
+                if module is None:
+                    continue
+                with open(path, encoding="utf-8") as fh:
+                    for line in fh:
+                        m = INCLUDE.match(line)
+                        if m and m.group(1) == '"':
+                            target = module_of_include(m.group(2))
+                            if target is not None and target != module:
+                                used[module].add(target)
+    return used
+
+
+def link_problems(source):
+    """Our libraries each target links: allowed by its contract, and used by its files."""
+    problems = []
+    used = included_modules(source)
+    for top in ("src", "launch", "postprocess"):
+        path = os.path.join(source, top, "CMakeLists.txt")
+        if not os.path.exists(path):
+            continue
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+        for m in LINK.finditer(text):
+            lib = OUR_LIB.fullmatch(m.group(1))
+            module = lib.group(1) if lib else None
+            if module not in ALLOWED:
+                continue  # an executable, or a target that is not a module
+            line = text.count("\n", 0, m.start()) + 1
+            for linked in OUR_LIB.findall(m.group(2)):
+                if linked not in ALLOWED or linked == module:
+                    continue  # sweepbench::warnings, sweepbench::torch
+                where = f"{top}/CMakeLists.txt:{line}: sweepbench_{module} links sweepbench::{linked}"
+                if linked not in ALLOWED[module]:
+                    problems.append(f"{where}: {module} may not use {linked}")
+                elif linked not in used[module]:
+                    problems.append(f"{where}, but no file of {module} includes a header of it: "
+                                    "drop the link")
+    return problems
+
+
 def needed_libs(binary):
     out = subprocess.run(["readelf", "-d", binary], capture_output=True, text=True, check=True)
     return re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", out.stdout)
@@ -188,7 +244,7 @@ def self_test(source, bin_dir=None, build_dir=None):
     with tempfile.TemporaryDirectory() as tmp:
         for top in ("src", "launch", "postprocess"):
             shutil.copytree(os.path.join(source, top), os.path.join(tmp, top))
-        clean = include_problems(tmp)
+        clean = include_problems(tmp) + link_problems(tmp)
         if clean:
             print("the tree itself crosses a boundary:\n  " + "\n  ".join(clean))
             return False
@@ -204,6 +260,25 @@ def self_test(source, bin_dir=None, build_dir=None):
             ok = ok and bool(caught) and len(found) == 1
             with open(path, "w", encoding="utf-8") as fh:
                 fh.write(original)
+        # A link the contract allows but nothing uses.
+        path = os.path.join(tmp, "src", "CMakeLists.txt")
+        with open(path, encoding="utf-8") as fh:
+            original = fh.read()
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write("\ntarget_link_libraries(sweepbench_layout PRIVATE sweepbench::sweep)\n")
+        found = link_problems(tmp)
+        for expected in ("sweepbench_layout links sweepbench::sweep: layout may not use sweep",):
+            caught = [p for p in found if expected in p]
+            print(("caught: " + caught[0]) if caught else f"NOT caught: {expected}")
+            ok = ok and bool(caught)
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(original)
+        with open(path, "a", encoding="utf-8") as fh:  # metrics includes nothing of core
+            fh.write("\ntarget_link_libraries(sweepbench_metrics PUBLIC sweepbench::core)\n")
+        found = link_problems(tmp)
+        caught = [p for p in found if "sweepbench_metrics links sweepbench::core, but" in p]
+        print(("caught: " + caught[0]) if caught else "NOT caught: an unused link")
+        ok = ok and len(caught) == 1 and len(found) == 1
     if bin_dir and build_dir:
         global FORBIDDEN_LIBS, FORBIDDEN_CODE
         saved = FORBIDDEN_LIBS, FORBIDDEN_CODE
@@ -227,7 +302,7 @@ def main():
     a = ap.parse_args()
     if a.self_test:
         return 0 if self_test(a.source, a.bin, a.build) else 1
-    problems = include_problems(a.source)
+    problems = include_problems(a.source) + link_problems(a.source)
     if a.bin:
         problems += binary_problems(a.bin, a.build)
     for p in problems:
