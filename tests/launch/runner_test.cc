@@ -183,7 +183,7 @@ TEST(PointState, AClaimIsExclusiveAndADeadHoldersClaimIsTakenOver) {
   fs::remove(dir.file(".claim"));
 }
 
-// Issue 14, D3: the lock lives as long as any process that inherited it, so the processes of a
+// The lock lives as long as any process that inherited it, so the processes of a
 // killed runner keep the point claimed; and its runner being gone makes it orphaned, not free.
 TEST(PointState, AnOrphansInheritedLockKeepsThePointClaimed) {
   testing::TempDir dir;

@@ -12,7 +12,7 @@ squeue forgets finished jobs and `bench-sweep status` must read sacct: an array 
 it started (sacct's consolidated "J_[0-1]" line), a job that reached its time limit, a job whose
 runner was killed, a requeued job, completed ones.
 
-    SWEEPBENCH_BIN_DIR=build/release/bin /usr/bin/python3 tests/run/test_multinode.py -v TwoNodes
+    SWEEPBENCH_BIN_DIR=build/release/bin /usr/bin/python3 tests/launch/test_multinode.py -v TwoNodes
 """
 import glob
 import json
@@ -97,7 +97,7 @@ class TwoNodes(ClusterCase):
         self.assert_all_ok_on_both_nodes(out, 2)
 
     def test_jobs_packs_points_over_the_allocations_nodes(self):
-        # Issue 33: `bench-sweep run --jobs auto` in a 2-node allocation (sbatch slurm/sweep.sh,
+        # `bench-sweep run --jobs auto` in a 2-node allocation (sbatch slurm/sweep.sh,
         # as users run it): four one-node points of 4 CPUs, two a node at once, each an srun step
         # on the node it was given; then a two-node point, alone on both.
         path = command_sweep(self.tmp, "pack", 'sleep 2; echo "host $(hostname) cpus '

@@ -14,7 +14,7 @@ using ::testing::IsEmpty;
 
 LaunchSettings launch(std::int64_t ranks, std::optional<std::int64_t> cpus_per_rank = std::nullopt,
                       std::int64_t gpus_per_rank = 0) {
-  LaunchSettings l;
+  LaunchSettings l = Settings::defaults().launch;
   l.ranks = ranks;
   l.cpus_per_rank = cpus_per_rank;
   l.gpus_per_rank = gpus_per_rank;

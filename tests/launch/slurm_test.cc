@@ -70,7 +70,7 @@ TEST(SlurmParsing, SqueueAndSacctLines) {
   EXPECT_EQ(s["14"].state, "CANCELLED");
   EXPECT_EQ(s.count("14.batch"), 0u);
   EXPECT_EQ(s["12_0"].state, "RUNNING");
-  // Issue 14: sacct consolidates array tasks that never started ("15_[0-2,5%2]"); each task
+  // sacct consolidates array tasks that never started ("15_[0-2,5%2]"); each task
   // gets the state (what Slurm 22.05's sacct printed for a held array that was cancelled).
   parse_sacct_lines("15_[0-2,5%2]|CANCELLED by 0\n16_[x]|FAILED\n", &s);
   for (const char* task : {"15_0", "15_1", "15_2", "15_5"}) EXPECT_EQ(s[task].state, "CANCELLED");
@@ -132,7 +132,7 @@ TEST(DecidePointStatus, RunningRecordOfADeadLocalRunnerIsIncomplete) {
   e.claim.held = true;
   e.claim.holder = ClaimHolder{"host", 42, "", 0, "then"};
   EXPECT_EQ(decide_point_status(e, std::nullopt).status, PointStatus::kRunning);
-  // Issue 14, D3: its runner gone but its processes alive: running (orphaned), not cancelled.
+  // Its runner gone but its processes alive: running (orphaned), not cancelled.
   e.claim.orphaned = true;
   PointView orphan = decide_point_status(e, std::nullopt);
   EXPECT_EQ(orphan.status, PointStatus::kRunning);

@@ -9,7 +9,7 @@ image or runtime.
 
 The image build is the ctest fixture container_image (minutes, cached by the recipe's hash in
 SWEEPBENCH_IMAGE_CACHE); these tests call build-image again, which then only prints the path.
-    SWEEPBENCH_BIN_DIR=build/release/bin /usr/bin/python3 tests/run/test_containers.py -v Local
+    SWEEPBENCH_BIN_DIR=build/release/bin /usr/bin/python3 tests/launch/test_containers.py -v Local
 """
 import glob
 import json
@@ -222,7 +222,7 @@ class Slurm(ContainerCase):
 
 
 class Podman(ContainerCase):
-    """The Charliecloud image, imported into Podman (issue 14): the same sweep locally (exec and
+    """The Charliecloud image, imported into Podman: the same sweep locally (exec and
     mpirun, a container per rank) and through srun on two nodes."""
 
     IMAGE = "localhost/sweepbench-cpu:test"

@@ -85,7 +85,7 @@ TEST(GnuplotScript, BarsPerHueAndAnIdealLineForScaling) {
   EXPECT_THAT(s, HasSubstr(" * x / 1.0 with lines dt 2 lc rgb 'gray40' title 'ideal'"));
 }
 
-// Issue 14, I1: inside double quotes gnuplot runs `backquoted` commands. Every text reaches the
+// Inside double quotes gnuplot runs `backquoted` commands. Every text reaches the
 // script single-quoted (quotes doubled, no line breaks, no NUL) and the data file without tabs,
 // line breaks or double quotes. (test_extract_faults.py runs such scripts in the real gnuplot.)
 TEST(GnuplotScript, TextIsSingleQuotedAndOnOneLine) {
@@ -209,7 +209,7 @@ TEST(GnuplotScript, ManyXValuesGetGnuplotsOwnTics) {
 namespace sweepbench {
 namespace {
 
-// Issue 30, item 3: what a person reads in a figure.
+// What a person reads in a figure.
 CsvTable token_series() {
   return parse_csv(
       "tag,status,infer.batch_size,infer.kv_cache,eval.micro_batch,started,device_name,position,"

@@ -1,12 +1,12 @@
 #!/usr/bin/python3
-"""bench-extract (and every binary's output) under the attacks of issue 14: directories it may not
+"""bench-extract (and every binary's output) under attack: directories it may not
 read or that vanish while it walks, a full disk behind its output, rank files from another point or
 another run, and an -o that would replace a result.
 
 The trees are made by make_results_tree (bench/), which writes rank files with bench-train's own
 writer, except where a real run matters (two runs of one 2-rank point). Unreadable directories
 only stop a user who is not root, so those cases run bench-extract as `nobody` (setpriv).
-    SWEEPBENCH_BIN_DIR=build/release/bin /usr/bin/python3 tests/extract/test_extract_faults.py -v
+    SWEEPBENCH_BIN_DIR=build/release/bin /usr/bin/python3 tests/postprocess/test_extract_faults.py -v
 """
 import io
 import os

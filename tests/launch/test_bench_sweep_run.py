@@ -4,7 +4,7 @@ mpirun, resumed after SIGKILL and after Ctrl-C, pruned after an out-of-memory po
 that would be shell in the wrong hands.
 
 Run by ctest (tests/CMakeLists.txt), one ctest per class:
-    SWEEPBENCH_BIN_DIR=build/release/bin /usr/bin/python3 tests/run/test_bench_sweep_run.py LocalRun
+    SWEEPBENCH_BIN_DIR=build/release/bin /usr/bin/python3 tests/launch/test_bench_sweep_run.py LocalRun
 """
 import csv
 import json
@@ -160,7 +160,7 @@ class LocalRun(unittest.TestCase):
                 self.assertTrue(c[c.index("--config") + 1].startswith(os.path.abspath(out)))
 
     def test_a_program_that_exits_0_without_results_has_failed(self):
-        # Issue 14, W2: success is a result file, not an exit code.
+        # Success is a result file, not an exit code.
         with tempfile.TemporaryDirectory() as tmp:
             s = sweep(tmp, "empty", "axes:\n  launch.ranks: [1]\n")
             out = os.path.join(tmp, "out")
@@ -272,7 +272,7 @@ def wait_until(ready, timeout, what):
 
 
 class Orphans(unittest.TestCase):
-    """Issue 14, D3: a runner killed with SIGKILL left bench-train running, and a rerun ran the
+    """A runner killed with SIGKILL left bench-train running, and a rerun ran the
     point a second time beside it. Now the point's processes hold the claim's lock (inherited),
     get SIGUSR2 when their runner dies (stop after this step, results written), and a rerun never
     starts a second copy while they live."""
@@ -378,8 +378,7 @@ class Orphans(unittest.TestCase):
             table = run("status", "--out", out, check=0).stdout
             self.assertIn("running (orphaned)", table)
             # The orphan ends with its results; only then does a rerun take the point over, and
-            # finding its run finished and whole, records it instead of running it again
-            # (issue 29, case 13).
+            # finding its run finished and whole, records it instead of running it again.
             open(release, "w").close()
             wait_until(lambda: os.path.exists(os.path.join(point, "summary.json")), 120,
                        "the orphan to finish")
@@ -394,7 +393,7 @@ class Orphans(unittest.TestCase):
 
 
 class CtrlC(unittest.TestCase):
-    """Issue 14, W8: one Ctrl-C under `timeout` reaches the runner twice (from the terminal and
+    """One Ctrl-C under `timeout` reaches the runner twice (from the terminal and
     from timeout); that second copy killed the point with SIGKILL and no results."""
 
     def test_one_ctrl_c_under_timeout_still_leaves_results(self):
@@ -509,7 +508,7 @@ def cpu_set(text):
 
 
 class Jobs(unittest.TestCase):
-    """Issue 33: `--jobs N|auto` runs points side by side, each on CPUs and GPUs of its own."""
+    """`--jobs N|auto` runs points side by side, each on CPUs and GPUs of its own."""
 
     def test_points_run_side_by_side_on_cpus_of_their_own(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -676,8 +675,10 @@ class Jobs(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             # i=1 leaves a daemon behind (its own session) and ends at once; i=2 runs on beside
             # it for a while. The daemon is i=1's leftover, named in i=1's log, not i=2's.
+            # Its duration is this test's own, so that no other process matches it.
+            daemon = f"sleep 300.{os.getpid()}"
             script = ('case $SWEEPBENCH_POINT in i=1.*) '
-                      'setsid sleep 300 >/dev/null 2>&1 < /dev/null & ;; *) sleep 3;; esac')
+                      f'setsid {daemon} >/dev/null 2>&1 < /dev/null & ;; *) sleep 3;; esac')
             s = command_sweep(tmp, "left", script, [1, 2])
             out = os.path.join(tmp, "out")
             r = run("run", s, "--out", out, "--jobs", "2", check=0)
@@ -688,7 +689,7 @@ class Jobs(unittest.TestCase):
                     return f.read()
             self.assertIn("(sleep)", stderr_of(1), r.stdout)
             self.assertNotIn("left running", stderr_of(2))
-            gone = subprocess.run(["pgrep", "-f", "sleep 300"], capture_output=True, text=True)
+            gone = subprocess.run(["pgrep", "-f", daemon], capture_output=True, text=True)
             self.assertEqual(gone.stdout.strip(), "")
 
     def test_a_terminal_shows_one_live_progress_line(self):

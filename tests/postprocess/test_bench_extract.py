@@ -2,7 +2,7 @@
 """bench-extract on a results tree made by real tiny runs: 1- and 2-rank points that end ok,
 points that run out of memory, a point whose run was killed, and a rank file cut short. Checked
 against bench-train's own summary.json, and read back with pandas.
-    SWEEPBENCH_BIN_DIR=build/release/bin /usr/bin/python3 tests/extract/test_bench_extract.py -v
+    SWEEPBENCH_BIN_DIR=build/release/bin /usr/bin/python3 tests/postprocess/test_bench_extract.py -v
 """
 import io
 import json
@@ -314,7 +314,7 @@ class Extract(unittest.TestCase):
         self.assertEqual(os.listdir(figs), ["e.png"])  # no temporary figure, script or data
 
     def test_tables_for_people_show_what_varies_and_the_headline_metrics(self):
-        # Issue 30, item 1: `--format table` printed every column (3,235 characters wide).
+        # `--format table` printed every column (3,235 characters wide).
         r = extract("-i", os.path.join(self.root, "grid"), "--format", "table")
         lines = r.stdout.splitlines()
         self.assertEqual(len(lines), 1 + 4)
@@ -389,7 +389,7 @@ class ForPeople(unittest.TestCase):
         bench_sweep("run", path, "--out", self.out, check=0)
 
     def test_repeats_of_command_points_are_grouped(self):
-        # Issue 31: --group-repeats never grouped command points (their wall time and metrics
+        # --group-repeats never grouped command points (their wall time and metrics
         # were taken for keys).
         path = os.path.join(self.tmp, "people.yaml")
         with open(path, "w") as f:
@@ -403,7 +403,7 @@ class ForPeople(unittest.TestCase):
         self.assertTrue((df["seconds_std"] >= 0).all())
 
     def test_command_points_are_sampled_and_the_first_command_sweep_runs(self):
-        # Issue 31: command points had no CPU/RAM sampling (--series system was empty); the
+        # Command points had no CPU/RAM sampling (--series system was empty); the
         # shipped first command sweep (docs/first-steps.md) runs as documented.
         bench_sweep("run", os.path.join(SOURCE, "sweeps", "command-quick.yaml"), "--out", self.out,
                     "--set", "metrics.sample_interval_ms=10", check=0)
@@ -418,7 +418,7 @@ class ForPeople(unittest.TestCase):
         self.assertEqual(sorted(set(system["params.level"])), [1, 6, 9])
 
     def test_llama_bench_gives_one_metric_per_test(self):
-        # Issue 31: llama-bench's tests were averaged into pp/tg means only. A stand-in prints
+        # Llama-bench's tests were averaged into pp/tg means only. A stand-in prints
         # the records llama-bench -o jsonl writes (llama.cpp's build is not affordable here).
         records = [
             {"n_prompt": 512, "n_gen": 0, "n_depth": 0, "avg_ts": 2000.5, "stddev_ts": 3.0},
@@ -455,7 +455,7 @@ class ForPeople(unittest.TestCase):
         self.assertIn("no column is named 'pp521' (did you mean 'pp512'?)", r.stderr)
 
     def test_the_quickstarts_table_fits_120_columns(self):
-        # Issue 30, "Done when": the shipped quickstart sweep, as scripts/quickstart prints it.
+        # The shipped quickstart sweep, as scripts/quickstart prints it.
         bench_sweep("run", os.path.join(SOURCE, "sweeps", "quickstart.yaml"), "--out", self.out,
                     check=0)
         table = extract("-i", self.out, "--format", "table").stdout

@@ -205,7 +205,7 @@ TEST(ContainerConfig, BindsMustBeAbsoluteSrcDstAndAMode) {
   }
   EXPECT_NO_THROW(config_with({"container.runtime=apptainer", "container.image=/i.sif",
                                "container.binds=[/a, /b:/c, /d:/e:ro, /f:/g:rw]"}));
-  // Issue 14, I2: Apptainer and Singularity split --bind at ','; every runtime splits at ':'.
+  // Apptainer and Singularity split --bind at ','; every runtime splits at ':'.
   for (const char* bad : {"/x,y:/c", "/x:/c,d", "/a,b"}) {
     Error e = testing::error_of([&] {
       config_with({"container.runtime=apptainer", "container.image=/i.sif",
@@ -288,7 +288,7 @@ TEST(SifId, ReadsTheUuidFromASifHeader) {
   EXPECT_EQ(sif_id(dir.path() + "/none.sif"), "");
 }
 
-// ---- workloads x launchers x container runtimes (issue 15) ----------------------------------
+// ---- workloads x launchers x container runtimes ----------------------------------
 
 struct WorkloadGolden {
   std::string name;
@@ -452,7 +452,7 @@ TEST(SetupLines, ARealShellPassesHostileValuesVerbatim) {
   }
 }
 
-// Issue 29, case 16: a setup line that ended the shell (set -e and a failure, or exit) was blamed
+// A setup line that ended the shell (set -e and a failure, or exit) was blamed
 // on the program, which never started. The shell names the line; a failing line without set -e
 // still does not stop the point (docs/commands.md).
 TEST(SetupLines, ALineThatEndsTheShellIsNamed) {

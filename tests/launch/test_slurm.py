@@ -7,7 +7,7 @@ sweep values that would be shell in the wrong hands.
 Each class starts its own cluster (tests/support/slurm_cluster.py: munged, slurmctld and slurmd on
 loopback, nothing installed); points run bench-train through `srun --mpi=pmix`. One ctest per
 class (tests/CMakeLists.txt):
-    SWEEPBENCH_BIN_DIR=build/release/bin /usr/bin/python3 tests/run/test_slurm.py -v ArrayMode
+    SWEEPBENCH_BIN_DIR=build/release/bin /usr/bin/python3 tests/launch/test_slurm.py -v ArrayMode
 """
 import glob
 import json
@@ -356,7 +356,7 @@ class Submit(SlurmCase):
         self.assertEqual(len(read_json(os.path.join(out, "manifest.json"))["jobs"]), 4)
 
     def test_packed_tasks_run_several_points_each(self):
-        # Issue 33: --points-per-job 3 --jobs 2: five short points in two array tasks (3 and 2
+        # --points-per-job 3 --jobs 2: five short points in two array tasks (3 and 2
         # points), each task two points at once on the CPUs it asked for; then
         # --points-per-job auto packs what is left by the time the first ones took.
         path = command_sweep(self.tmp, "pack", "sleep 0.3; echo value 1", list(range(1, 10)),
@@ -463,7 +463,7 @@ class Timeout(SlurmCase):
 
 
     def test_packed_points_side_by_side_all_record_timeout_and_requeue(self):
-        # Issue 33: one array task runs two points at once (--points-per-job 2 --jobs 2); the
+        # One array task runs two points at once (--points-per-job 2 --jobs 2); the
         # time-limit warning reaches both, both record timeout, the task requeues once and both
         # run again.
         s = sweep_file(self.tmp, "slow2", steps=10 ** 6, axes="  train.micro_batch: [1, 2]\n",
@@ -515,7 +515,7 @@ class Injection(SlurmCase):
         self.assertEqual([config["launch"]["env"][f"V{i}"] for i in range(len(values))], values)
 
     def test_a_percent_in_the_output_directory_stays_literal(self):
-        # Issue 14, W7: sbatch expands %j, %x... in --output; the job's log must land in the
+        # sbatch expands %j, %x... in --output; the job's log must land in the
         # directory named, not in one SLURM made up.
         s = sweep_file(self.tmp, "pct", axes="  train.micro_batch: [2]\n")
         out = os.path.join(self.tmp, "o%j%x")

@@ -1,10 +1,10 @@
 #!/usr/bin/python3
-"""Issue 29's hostile inputs and faults, end to end through the real binaries: command points
+"""Hostile inputs and faults, end to end through the real binaries: command points
 whose programs print what crashed or hung std::regex, metrics read from special files, results
 trees holding FIFOs and links to /dev/zero, glob characters in --out. Each test would hang (the
-ctest timeout), crash or read the wrong file before issue 29.
+ctest timeout), crash or read the wrong file before it was mended.
 
-    SWEEPBENCH_BIN_DIR=build/release/bin /usr/bin/python3 tests/run/test_trust.py -v HostileFiles
+    SWEEPBENCH_BIN_DIR=build/release/bin /usr/bin/python3 tests/launch/test_trust.py -v HostileFiles
 """
 import csv
 import json

@@ -83,7 +83,7 @@ TEST(ArrayScript, QuotesTheCommandOnceAndMapsTasksToTags) {
   EXPECT_THAT(script, HasSubstr("exec /bin/bench-sweep run /x/s.yaml --out /o --set "
                                 "'launch.env={A: \"$(touch /tmp/p); `x`\"}' --only "
                                 "\"${points[$SLURM_ARRAY_TASK_ID]}\"\n"));
-  // Issue 14, W7: sbatch expands %j, %x... in --output; a '%' of the directory stays literal.
+  // sbatch expands %j, %x... in --output; a '%' of the directory stays literal.
   script = array_script(arrays[0], {"/bin/bench-sweep"}, 0, "/x/o%j%%/submit/logs", "");
   EXPECT_THAT(script, HasSubstr("#SBATCH --output=/x/o%%j%%%%/submit/logs/%A_%a.out\n"));
 }
