@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Points side by side (issue 33, `bench-sweep run --jobs`), measured on this machine:
+"""Points side by side (`bench-sweep run --jobs`), measured on this machine:
 
 1. sleeps: N one-CPU command points whose program is `sleep 1`, at --jobs 1 and at --jobs J
    (default 2): the sweep's wall time (the target on a 2-CPU machine: 20 points at --jobs 2 in at
@@ -25,6 +25,8 @@ import statistics
 import subprocess
 import tempfile
 import time
+
+from results_file import write_results
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -116,10 +118,7 @@ axes:
               f"(range {min(tps[a.jobs]):.0f}-{max(tps[a.jobs]):.0f}), sweep "
               f"{statistics.median(twalls[a.jobs]):.1f} s; "
               f"{100 * result['train']['slowdown_beside_another']:.1f}% slower beside another")
-    os.makedirs(os.path.dirname(a.out), exist_ok=True)
-    with open(a.out + ".partial", "w") as f:
-        json.dump(result, f, indent=1)
-    os.replace(a.out + ".partial", a.out)
+    write_results(a.out, result)
 
 
 if __name__ == "__main__":

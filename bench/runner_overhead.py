@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""What the runner itself costs a point (issue 33): `bench-sweep run` on N command points whose
+"""What the runner itself costs a point: `bench-sweep run` on N command points whose
 program is /bin/true, from the plan to the last recorded status, against the floor of running
 bench-command alone on one of those points' configs N times in a shell loop (the program's own
 start and end, its rank file and summary).
@@ -24,6 +24,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from results_file import write_results
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -102,10 +104,7 @@ def main():
         "rounds": a.rounds,
         "builds": {name: dict(bin=sides[name], **summary(*times[name])) for name in sides},
     }
-    os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
-    with open(os.path.join(HERE, "results", "runner_overhead.json"), "w") as f:
-        json.dump(result, f, indent=2)
-        f.write("\n")
+    write_results(os.path.join(HERE, "results", "runner_overhead.json"), result)
     print(json.dumps(result, indent=2))
 
 

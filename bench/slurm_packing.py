@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Points side by side on SLURM (issue 33), on a real loopback cluster of two nodes with 2 CPUs
+"""Points side by side on SLURM, on a real loopback cluster of two nodes with 2 CPUs
 each (tests/support/slurm_cluster.py: munged, slurmctld and two slurmd on this host):
 
 1. allocation: 4 one-node command points of `sleep 2` inside one 2-node allocation
@@ -26,6 +26,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from results_file import write_results
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -127,10 +129,7 @@ def main():
               + ("" if plain["finished"] else ", stopped"))
         result["packed"] = dict(packed, per_job=a.per_job)
         result["arrays"] = plain
-    os.makedirs(os.path.dirname(a.out), exist_ok=True)
-    with open(a.out + ".partial", "w") as f:
-        json.dump(result, f, indent=1)
-    os.replace(a.out + ".partial", a.out)
+    write_results(a.out, result)
 
 
 if __name__ == "__main__":

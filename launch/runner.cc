@@ -141,7 +141,7 @@ std::string seconds_text(double s) {
 }
 
 // The manifest's copy of each point's status, reason and attempt (docs/running.md), written in
-// batches. Rewriting DIR/manifest.json twice a point made a sweep quadratic (issue 33: a
+// batches. Rewriting DIR/manifest.json twice a point made a sweep quadratic (a
 // 1,000-point manifest is 320 KB; 100,000 points would rewrite 32 MB 200,000 times). A batch goes
 // out once a second has passed since the last and ten times the last write's duration, so the
 // rewrites cost at most about a tenth of the run; and always when the run ends or is stopped.
@@ -420,7 +420,7 @@ class SweepRun {
   // A point whose status.json says running, whose runner is gone (we hold its claim), but whose
   // run had finished: its rank files are whole and its summary.json says how it ended. That is
   // the point's result, as bench-sweep status and bench-extract say (layout/point_status.cc);
-  // it is recorded, not run again (issue 29, case 13). True when it was.
+  // it is recorded, not run again. True when it was.
   bool recover_finished_run(const SweepPoint& p, const PointRecord& record) {
     if (record.status != PointStatus::kRunning || record.config_hash != p.config_hash) {
       return false;
@@ -499,19 +499,25 @@ class SweepRun {
     const size_t n = points.size();
     size_t next = 0;
     std::vector<std::unique_ptr<Running>> running;
+    // What the next point needs, worked out once however long it waits for room.
+    std::optional<PointNeeds> next_needs;
     progress_.start(n);
     while (true) {
       while (received_stop_signal() == 0 && next < n) {
         const SweepPoint& p = *points[next];
-        PointNeeds needs = point_needs(Settings::of(p.config).launch, o_.jobs, pool_.node_count(),
-                                       pool_.node_cpus(), pool_.node_gpus());
-        // In an allocation only srun steps stay on the nodes they are given: a point that runs
-        // through another launcher runs alone.
-        if (in_allocation() && commands[next].launcher != "srun") needs.alone = true;
+        if (!next_needs) {
+          next_needs = point_needs(Settings::of(p.config).launch, o_.jobs, pool_.node_count(),
+                                   pool_.node_cpus(), pool_.node_gpus());
+          // In an allocation only srun steps stay on the nodes they are given: a point that
+          // runs through another launcher runs alone.
+          if (in_allocation() && commands[next].launcher != "srun") next_needs->alone = true;
+        }
+        const PointNeeds needs = *next_needs;
         std::optional<Placement> placement = pool_.take(needs);
         if (!placement) break;  // it waits for a running point to end; the rest wait with it
         std::unique_ptr<Running> r = start_point(p, commands[next], next, n, needs, *placement);
         ++next;
+        next_needs.reset();
         if (!r) {
           pool_.give_back(*placement);
           progress_.done(std::nullopt);
