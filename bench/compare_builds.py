@@ -5,7 +5,7 @@ another compiler): build the old tree into one directory and the new into anothe
 
     bench/compare_builds.py --a OLD/bin --b build/release/bin [--rounds 3]
 
-The points are issue 28's: bench-infer on a GPT-2-style model (4 x 256, vocabulary 8192, 64
+The points: bench-infer on a GPT-2-style model (4 x 256, vocabulary 8192, 64
 prompt tokens and 64 new ones, static cache, batch 1 and 8) and bench-train on a small GPT-2 (2 x
 128, ffn 512, vocabulary 4096, sequence 128, micro batch 8) and GPT-2 124M (sequence 256, micro
 batch 2), fp32, with the machine's cores as threads. A side's figure is the median of its

@@ -5,7 +5,7 @@ own ops, in one run (docs/performance.md, "CPU kernels against libtorch 2.x").
 bench-train runs every shape docs/performance.md reports for training, alternating within each
 round: with its kernel (the default) and with train.cpu_kernels=false (libtorch's log-softmax
 and NLL loss and their backwards). The kernel's gain is the step time without it over the step
-time with it, minus one: what it is worth in the step. The rule of issue 28: keep a kernel only
+time with it, minus one: what it is worth in the step. The rule: keep a kernel only
 where it pays at least 5% of step time on some shape we report. (The first version of this
 script, in commit 0ae4bf6, also turned off each of the other kernels, GELU, attention's
 softmax, AdamW and the gradient norm, one at a time; none paid, and they were deleted.)

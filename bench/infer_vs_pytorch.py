@@ -13,7 +13,7 @@ a small one (4 layers x 256, vocabulary 8192, 64 prompt tokens and 64 new ones) 
 Both peers run in scripts/peer-venv's venv, on the same torch version bench-infer is built
 against (scripts/torch-venv). And the cache's effect: bench-infer with kv_cache none at batch 1
 (one run: it recomputes the prefix at every step). Writes bench/results/infer_vs_pytorch.json and
-prints a Markdown table. Exits 1 when bench-infer's static cache misses the targets of issue 28 on
+prints a Markdown table. Exits 1 when bench-infer's static cache misses its targets on
 the small shape: 1.3x the Python loop and 1.5x generate() at batch 1 and 8.
 
 Usage: bench/infer_vs_pytorch.py [--bin build/release/bin] [--rounds 2] [--runs 3] [--quick]

@@ -2,7 +2,7 @@
 """bench-sweep plan on a 100,000-point sweep: wall time and peak memory (docs/performance.md).
 
 Times `bench-sweep plan SWEEP --format table|json --max-points 100000 > /dev/null` ROUNDS times
-each (after one untimed run) and reports the median and the peak RSS. Target (issue 15): under
+each (after one untimed run) and reports the median and the peak RSS. Target: under
 3 s and 150 MB each on 2 cores. With --out it also times writing the plan's directory (100,000
 config.yaml files and the manifest), once.
 

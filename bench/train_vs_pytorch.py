@@ -17,7 +17,7 @@ ffn 512, vocabulary 4096, sequence 128, micro batch 8) and GPT-2 124M (sequence 
 ROUNDS runs. The Python peers run with glibc's malloc tuned (GLIBC_TUNABLES) as bench-train's
 launch.malloc_cache tunes it, so allocator settings are the same on every side. Writes
 bench/results/train_vs_pytorch.json; exits 1 when bench-train is below TARGET x torch.compile
-on a shape and dtype (issue 28: 1.15).
+on a shape and dtype (1.15).
 
 Usage: bench/train_vs_pytorch.py [--bin build/release/bin] [--rounds 3] [--quick]
 """

@@ -199,7 +199,7 @@ std::vector<std::string> with_setup_lines(const Value& resolved,
                                           const std::vector<std::string>& argv) {
   // A line that ends the shell (exit, or any failure under set -e) ends the point before its
   // program starts: the EXIT trap says which line did, in a line the runner takes as the
-  // point's reason instead of blaming the program (issue 29). Taken down before exec.
+  // point's reason instead of blaming the program. Taken down before exec.
   std::string script =
       "trap 'printf \"sweepbench: launch.setup line %s ended the shell with exit code %s before "
       "the program started\\n\" \"$sweepbench_setup_line\" \"$?\" >&2' EXIT\n";

@@ -6,7 +6,7 @@
 // aside, record `running`, run the launcher's command with the logs in DIR/<tag>/logs/, and record
 // how it ended in status.json and the manifest. A point's failure never stops the sweep; a stop
 // signal ends it after the running point has recorded its status. Leaves out: job arrays and
-// submission (slurm/, submit.h) and containers (issue 5).
+// submission (slurm/, submit.h) and containers.
 #pragma once
 
 #include <cstddef>

@@ -86,7 +86,7 @@ struct ExtractOptions {
 
 // Points written aside, in a temporary file, as they come, and read back in order: so that a
 // table streamed in bounded memory can still leave out the columns that no point has (CSV and
-// JSON: issue 30). filled() is every column some row or series row has a value in.
+// JSON). filled() is every column some row or series row has a value in.
 class PointSpool {
  public:
   PointSpool();

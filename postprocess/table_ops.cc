@@ -18,7 +18,7 @@ void group_repeats(ExtractTable* t) {
   metrics.insert(memory_column_names().begin(), memory_column_names().end());
   metrics.insert("cost_usd_per_mtok");
   // A command's figures are measurements too: its metrics (the names its units map gives) and
-  // its wall time (issue 31: repeats of command points were never grouped).
+  // its wall time (repeats of command points were never grouped).
   for (const auto& row : t->rows) {
     auto units = row.find("units");
     if (units == row.end() || !units->second.is_map()) continue;

@@ -7,7 +7,7 @@
 #   bench/gpu/run.sh tiny             the tiny presets, fp32 and bf16
 #   bench/gpu/run.sh smoke            tiny, then GPT-2 124M for a few steps
 #   bench/gpu/run.sh measure          the figures: GPT-2 124M bf16 mb8 seq1024 and variants
-#   bench/gpu/run.sh mfu              issue 19: micro batch 8 to 64 to the best MFU, the chunked
+#   bench/gpu/run.sh mfu              micro batch 8 to 64 to the best MFU, the chunked
 #                                     loss against the whole logits at 8, a profile of each
 #   bench/gpu/run.sh hf               the Hugging Face Trainer baseline on the same shapes
 #   bench/gpu/run.sh eager            the same step in Python PyTorch eager, and its profile
@@ -95,7 +95,7 @@ measure() {
     --set train.warmup_steps=1
 }
 
-mfu() {  # issue 19's sweep: MFU by micro batch (the chunked head loss keeps 32 and 64 in memory)
+mfu() {  # MFU by micro batch (the chunked head loss keeps 32 and 64 in memory)
   train gpt2-bf16-mb8-logits --set train.steps=40 --set train.warmup_steps=10 \
     --set metrics.profile_steps=12
   for mb in 8 16 32 64; do

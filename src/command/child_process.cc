@@ -81,7 +81,7 @@ ChildRun run_child(const ChildSpec& spec) {
   bool killed = false;
   char buf[1 << 16];
   // The program's end wakes the wait as its output does (a pidfd is readable once the process
-  // has exited), so neither order of "pipes closed" and "exited" costs a sleep (issue 33: 200 ms
+  // has exited), so neither order of "pipes closed" and "exited" costs a sleep (200 ms
   // a point). Without pidfds (Linux before 5.3), a short poll of waitpid instead.
   int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
   while (true) {

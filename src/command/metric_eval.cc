@@ -890,7 +890,7 @@ CommandVerdict judge_command(const CommandSpec& spec, const CommandEnd& end,
       if (first_missing == nullptr) first_missing = &m;
     }
   }
-  // A parser knows what its program must be told to write (issue 31: llama-bench without -o
+  // A parser knows what its program must be told to write (llama-bench without -o
   // jsonl said only that nothing was found): said when none of the metrics was found.
   static const std::map<std::string, std::string> kAsk = {
       {"llama-bench", "the llama-bench parser reads its JSON records on stdout: run it with "

@@ -59,7 +59,7 @@ void check_placeholders(const std::string& text, const Mark& mark, const std::st
 }
 
 // A placeholder naming an entry of a map key (params.threads, launch.env.X) that this point does
-// not set would become an empty argument without a word (issue 30: `{params.thread}` for
+// not set would become an empty argument without a word (`{params.thread}` for
 // `params.threads`, and llama-bench ran with its default): refused, with the nearest entry the
 // point does set. An entry set to null or '' on purpose is set.
 void require_set_entries(const std::vector<std::pair<std::string, Mark>>& texts,

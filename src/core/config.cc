@@ -202,7 +202,7 @@ void check_tensor_sizes(const Value& full) {
                            bytes_text(bytes) + ", more than any machine holds",
                        "lower it (use train.grad_accum for a larger batch per step)");
     }
-    // One sequence is already too much: the shape is to blame, not the batch (issue 29).
+    // One sequence is already too much: the shape is to blame, not the batch.
     const char* culprit = by_logits && vocab > seq ? "model.vocab_size" : "data.seq_len";
     const Value& v = required(full, culprit);
     throw rule_error(v, culprit,

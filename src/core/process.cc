@@ -219,7 +219,7 @@ Spawned spawn_process(const SpawnSpec& spec) {
   std::fflush(nullptr);
   const pid_t parent = ::getpid();
   // vfork, not fork: the child borrows this process's memory until it execs, so starting it
-  // costs the same whatever this process holds (issue 33: a 5,000-point plan in memory made
+  // costs the same whatever this process holds (a 5,000-point plan in memory made
   // fork's copy of the page tables a third of bench-sweep's time a point). Every signal is
   // blocked across it, so that no handler of ours runs in the child; the child sets each
   // handled signal back to its default before it unblocks them.

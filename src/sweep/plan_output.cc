@@ -313,7 +313,7 @@ PlanWriteResult write_plan(const PlanView& view, const std::string& out_dir) {
     fs::path dir = root / p.tag;
     std::string path = (dir / kConfigFile).string();
     // A point directory that is a symbolic link is refused, not followed: results would be
-    // written wherever it points, outside --out (issue 29, case 14; docs/running.md).
+    // written wherever it points, outside --out (docs/running.md).
     if (fs::is_symlink(dir, ec)) {
       std::string target = fs::read_symlink(dir, ec).string();
       conflicts.push_back(conflict(dir.string(),

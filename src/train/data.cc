@@ -249,7 +249,7 @@ TokenFileInfo inspect_token_file(const std::string& path, DataSource source,
     throw data_error(path, std::string("cannot read the data file: ") + std::strerror(errno),
                      "check data.path");
   }
-  // A FIFO or device would block the read or feed it for ever (issue 29, case 3).
+  // A FIFO or device would block the read or feed it for ever.
   if (!S_ISREG(st.st_mode)) {
     const char* kind = S_ISDIR(st.st_mode)    ? "a directory"
                        : S_ISFIFO(st.st_mode) ? "a FIFO"

@@ -165,7 +165,7 @@ TEST(Parsers, Fairseq2ReadsItsMetricLinesOnEitherStream) {
             "ok");
 }
 
-// Issue 32: fairseq2 0.8's lines (capital titles, NLL Loss, its five times), values printed as
+// fairseq2 0.8's lines (capital titles, NLL Loss, its five times), values printed as
 // "<1", "<1s", "nan" and with exponents, and its JSON lines preferred where it wrote them.
 TEST(Parsers, Fairseq2ReadsVersion08LinesAndPrefersItsJsonLines) {
   const std::string v08 =
@@ -257,7 +257,7 @@ TEST(Parsers, HfTrainerReadsTheFinalDictOfTransformers4And5) {
   }
 }
 
-// Issue 31: a Trainer whose output the parser does not read gave a reason that spelled the
+// A Trainer whose output the parser does not read gave a reason that spelled the
 // parser's pattern four times and was cut off. Now: the metrics named, why for the first, and
 // the line that names it.
 TEST(Parsers, AMissingParserMetricSaysWhatWasFoundInstead) {
@@ -286,7 +286,7 @@ TEST(Parsers, LlamaBenchJsonLinesAndJson) {
   EXPECT_EQ(m["pp_tokens_per_second"].value, 2000.5);
   EXPECT_EQ(m["tg_tokens_per_second"].value, 110.25);
   EXPECT_EQ(m["tg_tokens_per_second"].unit, "tokens/s");
-  // Issue 31: the spread and what ran are columns too.
+  // The spread and what ran are columns too.
   const std::string more = R"({"n_prompt": 512, "n_gen": 0, "avg_ts": 1999.5, "stddev_ts": 2.9, )"
                            R"("model_size": 3825065984, "model_n_params": 6738415616, )"
                            R"("n_threads": 8})";
@@ -322,7 +322,7 @@ TEST(Parsers, LlamaBenchJsonLinesAndJson) {
             "records on stdout: run it with -o jsonl (or -o json))");
 }
 
-// Issue 31: text fields (llama-bench's backends, model type, CPU) could not be columns at all.
+// Text fields (llama-bench's backends, model type, CPU) could not be columns at all.
 TEST(ReadMetrics, TextMetricsKeepTheWordsFound) {
   Logs run("torch 2.15.0+cpu on host-a\ntorch 2.16.0 on host-b\nloss 3.5\n", "");
   run.dir.write("info.json", R"({"backend": "CUDA", "threads": 8, "flash": true, )"
@@ -380,7 +380,7 @@ TEST(Parsers, LlamaBenchTextFieldsAreTextColumns) {
   EXPECT_FALSE(m["pp_tokens_per_second"].is_text);
 }
 
-// Issue 31: vLLM's benchmarks took 6 to 9 pointer and regex lines per sweep.
+// vLLM's benchmarks took 6 to 9 pointer and regex lines per sweep.
 TEST(Parsers, VllmReadsLatencyAndThroughputResults) {
   Logs latency("", "");
   latency.dir.write("vllm.json", R"({"avg_latency": 0.5, "latencies": [0.4, 0.5, 0.6],
@@ -465,7 +465,7 @@ CommandEnd exited(int code) {
   return e;
 }
 
-// Issue 29, case 1: std::regex recursed once per character (SIGSEGV on a 60,000-character line)
+// std::regex recursed once per character (SIGSEGV on a 60,000-character line)
 // and backtracked exponentially; RE2 matches these in time linear in the line.
 TEST(ReadMetrics, PatternsThatCrashedOrHungStdRegexAreLinear) {
   std::string long_line = std::string(60000, 'b') + "c 7";
@@ -598,7 +598,7 @@ TEST(ReadMetrics, GlobCharactersInThePointDirectoryAreLiteral) {
 }
 
 
-// Issue 31, item 3: vLLM's reason was its last stderr line, "For further information visit
+// vLLM's reason was its last stderr line, "For further information visit
 // https://errors.pydantic.dev/...", while the real message was two lines above.
 TEST(JudgeCommand, AFailedPythonProgramIsJudgedByItsLastTracebacksException) {
   Logs run("", R"(INFO 11-26 starting

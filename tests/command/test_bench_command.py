@@ -173,7 +173,7 @@ axes:
                 names = [m.decode() for m in g["metric_name"][:]]
                 self.assertEqual(names, ["tps", "loss_mean", "losses", "loss_lines", "avg_ts", "argc",
                                          "greeted"])
-                # A text metric (issue 31): its words beside the numbers, its value NaN.
+                # A text metric: its words beside the numbers, its value NaN.
                 self.assertEqual([t.decode() for t in g["metric_type"][:]],
                                  ["number"] * 6 + ["text"])
                 self.assertEqual([t.decode() for t in g["metric_text"][:]],
@@ -209,7 +209,7 @@ axes:
             self.assertEqual(summary["metrics"]["tps"], 106)
             self.assertEqual(summary["units"]["tps"], "tokens/s")
             # A list metric is whole in summary.json and the printout, as in the rank file
-            # (issue 31: both held only its last value).
+            # (both held only its last value).
             self.assertEqual(summary["metrics"]["losses"], [4.0, 3.0, 2.0])
             self.assertEqual(summary["metrics"]["greeted"], f"hello-{n}")
             with open(os.path.join(point, "logs", "stdout.txt")) as f:
@@ -234,7 +234,7 @@ axes:
         rows = json.loads(extract("-i", out, "--format", "json"))
         self.assertEqual(rows[0]["units"]["tps"], "tokens/s")
         self.assertEqual(rows[0]["losses"], [4, 3, 2])
-        # A list metric as a long table (issue 31: it could not be a --series) and a figure.
+        # A list metric as a long table (it could not be a --series) and a figure.
         lists = pandas.read_csv(io.StringIO(extract("-i", out, "--series", "lists")))
         self.assertEqual(list(lists["metric"]), ["losses"] * 6)
         self.assertEqual(list(lists["item"]), [0, 1, 2] * 2)
@@ -454,7 +454,7 @@ base:
         with h5py.File(os.path.join(out, tag, "rank-00000.h5")) as f:
             self.assertEqual(f.attrs["status"], "cancelled")
             self.assertIn("received SIGUSR2 (bench-sweep's stop)", f.attrs["reason"])
-        # Cancelled, and why, in every place (issue 30, item 5: the point's log ended "# FAILED:
+        # Cancelled, and why, in every place (the point's log ended "# FAILED:
         # ..." and its record said only "exit code 23").
         self.assertIn("bench-sweep received SIGTERM; bench-command: exit code 23 (cancelled)",
                       record["reason"])

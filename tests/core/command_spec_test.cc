@@ -107,7 +107,7 @@ TEST(CommandSpec, BadInputNamesTheKeyTheLineAndTheFix) {
   EXPECT_EQ(error_text(kBase + "  metrics:\n    - {name: a, regex: '(x)', reduce: median}\n"),
             "c.yaml:5:39: command.metrics[0].reduce: the string \"median\" is not a reduction "
             "(use last, first, mean, min, max, sum, count or all)");
-  // Issue 31: text columns.
+  // Text columns.
   EXPECT_EQ(error_text(kBase + "  metrics:\n    - {name: a, regex: '(x)', type: txt}\n"),
             "c.yaml:5:37: command.metrics[0].type: 'txt' is not a metric type (use number (the "
             "default) or text)");
@@ -124,10 +124,10 @@ TEST(CommandSpec, BadInputNamesTheKeyTheLineAndTheFix) {
   EXPECT_EQ(error_text(kBase + "  metrics:\n    - {name: status, regex: x}\n"),
             "c.yaml:5:7: command.metrics[0].name: 'status' is a column bench-extract fills "
             "itself (choose another name)");
-  // Issue 29, case 16: an exit code no process can have was accepted and could never match.
+  // An exit code no process can have was accepted and could never match.
   EXPECT_EQ(error_text(kBase + "  success: {exit_code: 256}\n"),
             "c.yaml:4:24: command.success.exit_code: must be in [0, 255], got integer 256");
-  // Issue 29, case 15: our own columns gave duplicate columns.
+  // Our own columns gave duplicate columns.
   EXPECT_EQ(error_text(kBase + "  metrics:\n    - {name: profile_trace, regex: x}\n"),
             "c.yaml:5:7: command.metrics[0].name: 'profile_trace' is a column bench-extract "
             "fills itself (choose another name)");
@@ -191,7 +191,7 @@ TEST(CommandSpec, UnknownPlaceholdersAreListedSorted) {
                         "config key"));
 }
 
-// Issue 30, item 4: `{params.thread}` for `params.threads` gave llama-bench an empty argument and
+// `{params.thread}` for `params.threads` gave llama-bench an empty argument and
 // every point was ok. An entry a point does not set is an error naming the nearest one it sets;
 // one set to '' or null on purpose reads as empty.
 TEST(CommandSpec, APlaceholderForAnEntryThePointDoesNotSetIsRefused) {

@@ -52,7 +52,7 @@ TEST(PartialConfig, MapKeysTakeAnyNames) {
   EXPECT_EQ(dotted.find_path("launch.env")->find("OMP_NUM_THREADS")->as_string(), "4");
 }
 
-// Issue 14, W3: a variable setenv() cannot set, or a NUL that ends a string wherever it is passed,
+// A variable setenv() cannot set, or a NUL that ends a string wherever it is passed,
 // is refused where it is written instead of being lost on the way.
 TEST(PartialConfig, EnvironmentNamesAndNulAreChecked) {
   EXPECT_EQ(error_text("launch:\n  env: {\"A=B\": x}\n"),
@@ -120,7 +120,7 @@ TEST(Resolve, FillsDerivedKeysFromThePreset) {
   EXPECT_EQ(model_shape_of(resolved("model.preset: gpt2\n")).n_embd, 768);
 }
 
-// Issue 14, W13: a width override keeps the MLP's ratio, not the preset's absolute width.
+// A width override keeps the MLP's ratio, not the preset's absolute width.
 TEST(Resolve, TheMlpWidthFollowsAnOverriddenWidth) {
   auto ffn = [](const std::string& text) {
     return config_at(resolved(text), "model.ffn_dim").as_int();
@@ -240,7 +240,7 @@ TEST(ConfigHash, EachWorkloadHashesOnlyTheSectionsItReads) {
   EXPECT_THAT(text, ::testing::Not(HasSubstr("micro_batch")));
 }
 
-// Issue 29, case 16: the size check blamed train.micro_batch (at 1) for a vocabulary or a
+// The size check blamed train.micro_batch (at 1) for a vocabulary or a
 // sequence too large for any machine; the key it names is the one to lower.
 TEST(TensorSizes, NameTheKeyToLower) {
   auto error = [](const char* text) { return error_of([&] { resolved(text); }); };
@@ -269,7 +269,7 @@ TEST(InferRules, TheSequenceMustFitAndChoicesMustCombine) {
   Error beams = error("benchmark: infer\ninfer: {num_beams: 4, do_sample: true}\n");
   EXPECT_EQ(beams.key(), "infer.num_beams");
   EXPECT_THAT(beams.message(), HasSubstr("infer.do_sample is true"));
-  // Issue 29, case 4: batch_size x num_beams past int range crashed bench-infer. Each has its
+  // batch_size x num_beams past int range crashed bench-infer. Each has its
   // range, and what they make together is judged by the memory it would need.
   Error beyond = error("benchmark: infer\ninfer.batch_size: 100000000000\n");
   EXPECT_EQ(beyond.key(), "infer.batch_size");

@@ -1,4 +1,4 @@
-// Reads that cannot hang or grow without bound (issue 29, cases 3 and 7): only regular files are
+// Reads that cannot hang or grow without bound: only regular files are
 // read, opened so that a FIFO cannot block the open, and never past their limit.
 #include "core/fs.h"
 

@@ -1,4 +1,4 @@
-// No process of a point outlives it (issue 29, case 12): what a program leaves running, even a
+// No process of a point outlives it: what a program leaves running, even a
 // daemon in a session of its own, stays a descendant of the reaper and is ended and named.
 #include "core/process.h"
 

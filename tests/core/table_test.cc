@@ -1,4 +1,4 @@
-// core/table.h: one table model and its printers (issue 15).
+// core/table.h: one table model and its printers.
 #include "core/table.h"
 
 #include <gtest/gtest.h>
@@ -61,7 +61,7 @@ TEST(TableWriter, MarkdownEscapesPipesAndRounds) {
             "| 0 | a\\|b, \"c\" | 123.5 |\n| 12 |  | 1.234e-05 |\n");
 }
 
-// Issue 29, case 9: a value holding escape sequences reached the terminal raw in the text and
+// A value holding escape sequences reached the terminal raw in the text and
 // Markdown tables (recolouring, moving the cursor, retitling the window).
 TEST(TableWriter, TextAndMarkdownShowControlCharactersEscaped) {
   for (TableFormat f : {TableFormat::kText, TableFormat::kMarkdown}) {

@@ -1,4 +1,4 @@
-// Text for terminals (issue 29, case 9): what a terminal acts on is shown escaped; everything
+// Text for terminals: what a terminal acts on is shown escaped; everything
 // else, UTF-8 included, is left as it is; a stream does it a line at a time.
 #include "core/terminal.h"
 

@@ -80,7 +80,7 @@ class InferCase(unittest.TestCase):
 
 class SingleRank(InferCase):
     def test_a_config_without_benchmark_is_an_inference_point(self):
-        # Issue 30, item 5: the program says which kind it runs; only another kind is refused.
+        # The program says which kind it runs; only another kind is refused.
         path = self.config(runs=1)
         with open(path) as f:
             text = f.read().replace("benchmark: infer\n", "")
@@ -252,7 +252,7 @@ class Failures(InferCase):
         self.assertIn("exceeds model.block_size (128)", r.stderr)
         r = self.run_infer(self.config(), out, "--set", "infer.dtype=fp16")
         self.assertEqual(r.returncode, 2)
-        # The key is bench-infer's own (issue 29, case 16: it named train.dtype).
+        # The key is bench-infer's own (it named train.dtype).
         self.assertIn("error: infer.dtype: fp16 needs a GPU", r.stderr)
         self.assertFalse(os.path.exists(out))
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The documentation a newcomer follows holds together (issue 30, item 6): README.md opens with
+"""The documentation a newcomer follows holds together: README.md opens with
 the two commands for a fresh machine and leads to docs/first-steps.md and CHANGELOG.md; every
 relative link and image in README.md, CHANGELOG.md and docs/*.md names a file that exists; every
 sweep file and script the docs name is in the tree.

@@ -1,4 +1,4 @@
-// layout/manifest.h: the manifest typed for its readers (issue 15).
+// layout/manifest.h: the manifest typed for its readers.
 #include "layout/manifest.h"
 
 #include <gtest/gtest.h>

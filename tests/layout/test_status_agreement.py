@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """`bench-sweep status` and bench-extract name every state of a point with the same word: both
-call layout/point_status.h's one decision (issue 15).
+call layout/point_status.h's one decision.
 
 The states come from real runs where a run makes them (ok, oom, a run killed with its runner),
 and from the files a runner writes where a run would take minutes or a scheduler (failed,

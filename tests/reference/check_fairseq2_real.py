@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""bench-sweep's `tag.style: fairseq2` and `fairseq2-0.8` against fairseq2's own taggers
-(issue 32): generated sweeps of the values fairseq2 users write (learning rates in both
+"""bench-sweep's `tag.style: fairseq2` and `fairseq2-0.8` against fairseq2's own taggers:
+generated sweeps of the values fairseq2 users write (learning rates in both
 notations, large integers, booleans, nulls, lists, strings with spaces, slashes, dots, letters and
 digits of other scripts, combining accents, emoji), each planned with bench-sweep and named by
 fairseq2 0.3.0's StandardSweepTagger and 0.8.1's _StandardSweepTagGenerator

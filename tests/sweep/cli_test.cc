@@ -48,7 +48,7 @@ TEST(Cli, HelpExplainsEveryCommandWithAnExample) {
   EXPECT_EQ(bench_sweep({}).code, 2);
 }
 
-// Issue 30, item 5: `run --help` said every point runs bench-train. It names every workload's
+// `run --help` said every point runs bench-train. It names every workload's
 // program, and run and submit take an option for each.
 TEST(Cli, RunAndSubmitHelpNameEveryWorkloadsProgram) {
   for (const char* command : {"run", "submit"}) {
@@ -77,7 +77,7 @@ TEST(Cli, UsageErrorsExitTwo) {
   CliRun format = bench_sweep({"plan", sweeps_dir() + "/quickstart.yaml", "--format", "xml"});
   EXPECT_EQ(format.code, 2);
   EXPECT_THAT(format.err, HasSubstr("unknown format 'xml' (use table, json or csv)"));
-  // Issue 29, case 16: a negative --max-points was read as 2^64 - 5, exited 0, and turned the
+  // A negative --max-points was read as 2^64 - 5, exited 0, and turned the
   // guard off.
   CliRun negative = bench_sweep({"plan", sweeps_dir() + "/quickstart.yaml", "--max-points", "-5"});
   EXPECT_EQ(negative.code, 2);
@@ -106,7 +106,7 @@ TEST(Cli, ABadSweepFileNamesTheSpotAndWritesNothing) {
   EXPECT_THAT(missing.err, HasSubstr("nope.yaml: error: no such file"));
 }
 
-// Issue 14: files that are not sweep files (C4, C5, W6), inputs too big or deep (C6, W12),
+// Files that are not sweep files (C4, C5, W6), inputs too big or deep (C6, W12),
 // selectors that select everything (W4), and errors without a place (W5).
 TEST(Cli, HostileInputsAreRefusedClearlyAndQuickly) {
   testing::TempDir dir;

@@ -177,7 +177,7 @@ TEST(Expansion, IdenticalPointsAreAnError) {
               "scenarios:\n  - {name: a, base: {train.lr: 0.1}}\n  - {name: b, base: {train.lr: "
               "1e-1}}\n");
   });
-  // Issue 14, W5: the place of the second point, and of the first when it differs.
+  // The place of the second point, and of the first when it differs.
   EXPECT_THAT(across.what(), HasSubstr("s.yaml:6:5: two points resolve to the same config: "
                                        "(scenario a: the base point) from s.yaml:5:5 and "
                                        "(scenario b: the base point)"));
@@ -230,7 +230,7 @@ TEST(Overrides, ApplyToEveryPointButNotToSweptKeys) {
             "to fix it with --set)");
 }
 
-// Issue 15: the streamed plan keeps each point as its differences from the first; every point it
+// The streamed plan keeps each point as its differences from the first; every point it
 // rebuilds must be the config it hashed, whatever made it (axes, derived keys, include, exclude,
 // scenarios with their own base, repeats), and selected_only must follow --scenario.
 TEST(StreamedPlan, RebuildsEveryPointAsItWasHashed) {

@@ -41,7 +41,7 @@ std::map<std::string, fs::file_time_type> snapshot(const std::string& dir) {
   return files;
 }
 
-// Issue 14, W13: derived values that follow a swept key are shown (a copy of one is not), and
+// Derived values that follow a swept key are shown (a copy of one is not), and
 // stay out of tags.
 TEST(PlanTable, ShowsDerivedKeysThatVary) {
   Plan plan = plan_text(
@@ -55,7 +55,7 @@ TEST(PlanTable, ShowsDerivedKeysThatVary) {
               HasSubstr("index,tag,config_hash,model.n_embd,train.micro_batch,model.ffn_dim\n"));
 }
 
-// Issue 30, item 2: an argv that varies printed the plan hundreds of characters wide. For
+// An argv that varies printed the plan hundreds of characters wide. For
 // people it is cut in the middle to 48 characters; CSV keeps it whole.
 TEST(PlanTable, WideValuesAreCutForPeopleAndWholeInCsv) {
   const std::string argv = "[/opt/venvs/vllm/bin/vllm, bench, latency, --input-len, '128', "

@@ -55,7 +55,7 @@ TEST(ReadableTags, ScenarioAndRepeatAreShownWhenTheyDistinguishPoints) {
   EXPECT_THAT(plan.points[3].tag, MatchesRegex("big\\.micro_batch=8\\.ws=1\\.[0-9a-f]{8}\\.r1"));
 }
 
-// Issue 30, item 2: scenarios that differ in a command's argv and metrics spelled them in the
+// Scenarios that differ in a command's argv and metrics spelled them in the
 // tag (`latency.argv=tmp_vllm_venv_bin_vllm+-de2cd967.metrics=...`) and the real axes were cut
 // off. The scenario's name stands for long values; without scenarios they come last.
 TEST(ReadableTags, AScenariosNameStandsForItsLongValues) {
@@ -210,7 +210,7 @@ TEST(Fairseq2Tags, StringRules) {
   EXPECT_EQ(fairseq2_string_tag("a b/c-d_e"), "abc-d_e");
   EXPECT_EQ(fairseq2_string_tag("abcdefghijklmno"), "abcdefghijklmno");  // 15 kept: as is
   EXPECT_EQ(fairseq2_string_tag("abcdefghijklmnop").size(), 8u);         // 16 kept: hashed
-  // Issue 32: Python's \w keeps letters and numbers of every script (fairseq2 gives n_café).
+  // Python's \w keeps letters and numbers of every script (fairseq2 gives n_café).
   EXPECT_EQ(fairseq2_string_tag("caf\xc3\xa9"), "caf\xc3\xa9");
   EXPECT_EQ(fairseq2_string_tag("cafe\xcc\x81"), "cafe");  // a combining accent (Mn) is no \w
   EXPECT_EQ(fairseq2_string_tag("\xd9\xa3\xc2\xbd\xe4\xb8\xad"), "\xd9\xa3\xc2\xbd\xe4\xb8\xad");  // ٣½中
@@ -244,7 +244,7 @@ TEST(Fairseq2Tags, WholeSweepUsesDefaultFormat) {
   EXPECT_THAT(bad.what(), HasSubstr("unknown placeholder: train.micro_batch"));
 }
 
-// Issue 32: fairseq2 0.8's rules: every key, no preset, ws_{world_size}.{hash}.
+// fairseq2 0.8's rules: every key, no preset, ws_{world_size}.{hash}.
 TEST(Fairseq2Tags, Version08EveryKeyNoPreset) {
   Plan plan = plan_text(std::string(kTiny) +
                         "tag: {style: fairseq2-0.8}\naxes:\n  train.micro_batch: [2, 4]\n");

@@ -569,7 +569,7 @@ class TensorParallel(BenchTrainCase):
         self.assertAlmostEqual(b["eval"].attrs["loss"], a["eval"].attrs["loss"], delta=1e-5)
 
     def test_a_bare_mpirun_checks_and_records_the_ranks_it_runs(self):
-        # Issue 30, item 5: `mpirun -n 2 bench-train` of a config that says launch.ranks: 1 (the
+        # `mpirun -n 2 bench-train` of a config that says launch.ranks: 1 (the
         # default) was refused for tensor_parallel 2 "does not divide launch.ranks (1)".
         out = os.path.join(self.tmp, "bare")
         r = self.run_train(self.config(steps=4, extra="launch: {tensor_parallel: 2}\n"), out, ranks=2)
@@ -611,7 +611,7 @@ class TensorParallel(BenchTrainCase):
                                        1.0, delta=0.1, msg=f"stage {stage}")
 
     def test_impossible_splits_are_refused_before_any_work(self):
-        # Checked against the ranks running (issue 30, item 5): a launch.ranks: 2 config run by
+        # Checked against the ranks running: a launch.ranks: 2 config run by
         # hand as one process has 1 rank, which tensor_parallel 2 does not divide.
         out = os.path.join(self.tmp, "alone")
         r = self.run_train(self.config(extra="launch: {ranks: 2, tensor_parallel: 2}\n"), out)
@@ -733,7 +733,7 @@ class BadInput(BenchTrainCase):
         with open(short, "w") as f:
             f.write("too short")
         self.assertRejected(["--set", f"data.path={short}"], "too few for one batch")
-        # Issue 29, case 3: a FIFO hung bench-train.
+        # A FIFO hung bench-train.
         fifo = os.path.join(self.tmp, "data.fifo")
         os.mkfifo(fifo)
         self.assertRejected(["--set", f"data.path={fifo}"],
@@ -765,7 +765,7 @@ class BadInput(BenchTrainCase):
         self.assertEqual({n: os.stat(os.path.join(out, n)).st_mtime_ns for n in os.listdir(out)}, before)
 
     def test_hostile_inputs_are_refused_before_any_work(self):
-        # Issue 14: C4 (a directory read as an empty config trained GPT-2 124M), C3 (sizes whose
+        # C4 (a directory read as an empty config trained GPT-2 124M), C3 (sizes whose
         # tensors cannot exist: bad_alloc and exit 70, or a crash), W10 (a negative budget).
         directory = os.path.join(self.tmp, "a-directory")
         os.makedirs(directory)
@@ -775,7 +775,7 @@ class BadInput(BenchTrainCase):
         self.assertEqual(r.returncode, 2, r.stderr + r.stdout)
         self.assertIn("is a directory, not a YAML file", r.stderr)
         self.assertFalse(os.path.exists(out))
-        # Past its range (issue 29), and within it but too large for the shape.
+        # Past its range, and within it but too large for the shape.
         for mb in ("1000000000", str(2 ** 58), str(2 ** 62)):
             self.assertRejected(["--set", f"train.micro_batch={mb}"],
                                 "train.micro_batch: must be in [1, 1048576]")
@@ -794,7 +794,7 @@ def in_mount_namespace(script, *args, timeout=300):
 
 
 class Storage(BenchTrainCase):
-    """Issue 14: W1 (an unwritable --out trained the whole run, then failed) and C2 (a full disk:
+    """W1 (an unwritable --out trained the whole run, then failed) and C2 (a full disk:
     HDF5's error, then '# OK', then a crash in HDF5's exit handler, a .partial left)."""
 
     def test_an_unwritable_out_fails_before_the_run(self):
@@ -841,7 +841,7 @@ class Storage(BenchTrainCase):
         self.assertEqual(r.returncode, 20, r.stderr + r.stdout)
         self.assertEqual(read_json(os.path.join(out, "summary.json"))["status"], "oom")
         with h5py.File(os.path.join(out, "rank-00000.h5"), "r") as f:
-            # Since the schema caps micro_batch (issue 29), the batch no longer dwarfs the rest:
+            # Since the schema caps micro_batch, the batch no longer dwarfs the rest:
             # the first allocation to fail is the batch's (outside libtorch) or libtorch's own.
             self.assertRegex(f.attrs["reason"],
                              r"loading a batch: std::bad_alloc|DefaultCPUAllocator: can't allocate")
