@@ -1,7 +1,7 @@
-// The root attributes of a rank file, listed once: the writer (rank_file.cc) writes them in this
-// order and the reader (rank_reader.cc) reads them from this list, so a field added here is both
-// written and read (docs/results-format.md lists them for people; a test reads a file with h5py
-// against that page).
+// The root attributes of a rank file and the columns of its steps table, listed once: the writer
+// (rank_file.cc) writes them in this order and the reader (rank_reader.cc) reads them from this
+// list, so a field added here is both written and read (docs/results-format.md lists them for
+// people; a test reads a file with h5py against that page).
 //
 // `scope` says who needs the field when bench-extract reads a point (RankReadScope::kSummary):
 // every rank's file (kEvery), only rank 0's, which carries what the whole run shares (kLead), or
@@ -85,6 +85,35 @@ inline constexpr RealAttr kRealAttrs[] = {
     {"flops_per_token", &RankResult::flops_per_token, FieldScope::kLead},
     {"flops_per_token_6n", &RankResult::flops_per_token_6n, FieldScope::kFull},
     {"peak_tflops", &RankResult::peak_tflops, FieldScope::kLead},
+};
+
+// The columns of the steps table, in the file's order (docs/results-format.md). Each is one field
+// of StepRecord: a double, an integer, or a flag stored as uint8. `summary`: a summary read
+// (RankReadScope::kSummary) needs it; a full read takes them all.
+struct StepColumn {
+  const char* name;
+  double StepRecord::*real;
+  std::int64_t StepRecord::*integer;
+  bool StepRecord::*flag;
+  bool summary;
+};
+
+inline constexpr StepColumn kStepColumns[] = {
+    {"step", nullptr, &StepRecord::step, nullptr, false},
+    {"total_s", &StepRecord::total_s, nullptr, nullptr, true},
+    {"data_s", &StepRecord::data_s, nullptr, nullptr, true},
+    {"forward_s", &StepRecord::forward_s, nullptr, nullptr, true},
+    {"backward_s", &StepRecord::backward_s, nullptr, nullptr, true},
+    {"comm_s", &StepRecord::comm_s, nullptr, nullptr, true},
+    {"optimizer_s", &StepRecord::optimizer_s, nullptr, nullptr, true},
+    {"tokens", nullptr, &StepRecord::tokens, nullptr, false},
+    {"samples", nullptr, &StepRecord::samples, nullptr, false},
+    {"loss", &StepRecord::loss, nullptr, nullptr, true},
+    {"lr", &StepRecord::lr, nullptr, nullptr, false},
+    {"grad_norm", &StepRecord::grad_norm, nullptr, nullptr, false},
+    {"loss_scale", &StepRecord::loss_scale, nullptr, nullptr, false},
+    {"skipped", nullptr, nullptr, &StepRecord::skipped, false},
+    {"measured", nullptr, nullptr, &StepRecord::measured, true},
 };
 
 }  // namespace sweepbench

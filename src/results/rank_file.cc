@@ -153,41 +153,47 @@ class Writer {
   template <class Row>
   void table(hid_t where, const char* name, const std::vector<Row>& rows,
              const std::vector<Member>& members) {
-    Handle mem(H5_CHECK(H5Tcreate(H5T_COMPOUND, sizeof(Row))), H5Tclose);
-    Handle file(H5_CHECK(H5Tcreate(H5T_COMPOUND, sizeof(Row))), H5Tclose);
+    table(where, name, sizeof(Row), rows.data(), rows.size(), members);
+  }
+  void table(hid_t where, const char* name, size_t row_size, const void* rows, size_t count,
+             const std::vector<Member>& members) {
+    Handle mem(H5_CHECK(H5Tcreate(H5T_COMPOUND, row_size)), H5Tclose);
+    Handle file(H5_CHECK(H5Tcreate(H5T_COMPOUND, row_size)), H5Tclose);
     for (const Member& m : members) {
       H5_CHECK(H5Tinsert(mem.get(), m.name, m.offset, m.native));
       H5_CHECK(H5Tinsert(file.get(), m.name, m.offset, m.stored));
     }
     H5_CHECK(H5Tpack(file.get()));
-    array(where, name, mem.get(), file.get(), rows.data(), rows.size());
+    array(where, name, mem.get(), file.get(), rows, count);
   }
 
-  // The steps as one table (schema 2).
+  // The steps as one table (schema 2), its columns from rank_fields.h: each row packed in memory
+  // as in the file (8 bytes a number, 1 a flag).
   void steps_table(const std::vector<StepRecord>& steps) {
-    struct Row {
-      std::int64_t step;
-      double total_s, data_s, forward_s, backward_s, comm_s, optimizer_s;
-      std::int64_t tokens, samples;
-      double loss, lr, grad_norm, loss_scale;
-      std::uint8_t skipped, measured;
-    };
-    std::vector<Row> rows;
-    rows.reserve(steps.size());
-    for (const StepRecord& s : steps) {
-      rows.push_back({s.step, s.total_s, s.data_s, s.forward_s, s.backward_s, s.comm_s,
-                      s.optimizer_s, s.tokens, s.samples, s.loss, s.lr, s.grad_norm, s.loss_scale,
-                      static_cast<std::uint8_t>(s.skipped), static_cast<std::uint8_t>(s.measured)});
+    std::vector<Member> members;
+    size_t width = 0;
+    for (const StepColumn& c : kStepColumns) {
+      members.push_back(c.real      ? f64(c.name, width)
+                        : c.integer ? i64(c.name, width)
+                                    : u8(c.name, width));
+      width += c.flag ? 1 : 8;
     }
-    table(file_, "steps", rows,
-          {i64("step", offsetof(Row, step)), f64("total_s", offsetof(Row, total_s)),
-           f64("data_s", offsetof(Row, data_s)), f64("forward_s", offsetof(Row, forward_s)),
-           f64("backward_s", offsetof(Row, backward_s)), f64("comm_s", offsetof(Row, comm_s)),
-           f64("optimizer_s", offsetof(Row, optimizer_s)), i64("tokens", offsetof(Row, tokens)),
-           i64("samples", offsetof(Row, samples)), f64("loss", offsetof(Row, loss)),
-           f64("lr", offsetof(Row, lr)), f64("grad_norm", offsetof(Row, grad_norm)),
-           f64("loss_scale", offsetof(Row, loss_scale)), u8("skipped", offsetof(Row, skipped)),
-           u8("measured", offsetof(Row, measured))});
+    std::vector<unsigned char> rows(steps.size() * width);
+    unsigned char* at = rows.data();
+    for (const StepRecord& s : steps) {
+      for (const StepColumn& c : kStepColumns) {
+        if (c.real) {
+          std::memcpy(at, &(s.*c.real), 8);
+          at += 8;
+        } else if (c.integer) {
+          std::memcpy(at, &(s.*c.integer), 8);
+          at += 8;
+        } else {
+          *at++ = static_cast<unsigned char>(s.*c.flag ? 1 : 0);
+        }
+      }
+    }
+    table(file_, "steps", width, rows.data(), steps.size(), members);
   }
 
   // bench-infer's runs and token times (schema 3).

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -532,26 +534,34 @@ RankRead read_rank_file(const std::string& path, RankReadScope scope) {
     if (wanted_here(a.scope) && present(a)) take(in.real(f, "", a.name), &(r.*a.field));
   }
 
-  // Steps: every column must have one value per step. Schema 1 kept them as one dataset per
-  // column in a group; schema 2 as one table.
-  using Doubles = std::optional<std::vector<double>>;
-  using Ints = std::optional<std::vector<std::int64_t>>;
-  using Flags = std::optional<std::vector<std::uint8_t>>;
-  Doubles total, data, fwd, bwd, comm, opt, loss, lr, norm, scale;
-  Ints step, tokens, samples;
-  Flags skipped, measured;
-  std::vector<Column> wanted = {{"total_s", &total},  {"data_s", &data},      {"forward_s", &fwd},
-                                {"backward_s", &bwd}, {"comm_s", &comm},      {"optimizer_s", &opt},
-                                {"loss", &loss},      {"measured", &measured}};
-  if (all) {
-    wanted.insert(wanted.end(), {{"lr", &lr},
-                                 {"grad_norm", &norm},
-                                 {"loss_scale", &scale},
-                                 {"step", &step},
-                                 {"tokens", &tokens},
-                                 {"samples", &samples},
-                                 {"skipped", &skipped}});
+  // Steps: every column must have one value per step; the columns are rank_fields.h's. Schema 1
+  // kept them as one dataset per column in a group; schema 2 as one table.
+  constexpr size_t kColumns = std::size(kStepColumns);
+  std::optional<std::vector<double>> reals[kColumns];
+  std::optional<std::vector<std::int64_t>> ints[kColumns];
+  std::optional<std::vector<std::uint8_t>> flags[kColumns];
+  std::vector<Column> wanted;
+  for (size_t i = 0; i < kColumns; ++i) {
+    const StepColumn& c = kStepColumns[i];
+    if (!c.summary && !all) continue;
+    if (c.real) wanted.push_back({c.name, &reals[i]});
+    if (c.integer) wanted.push_back({c.name, &ints[i]});
+    if (c.flag) wanted.push_back({c.name, &flags[i]});
   }
+  auto column_size = [&](size_t i) -> std::optional<size_t> {
+    if (reals[i]) return reals[i]->size();
+    if (ints[i]) return ints[i]->size();
+    if (flags[i]) return flags[i]->size();
+    return std::nullopt;
+  };
+  auto index_of = [&](std::string_view name) {
+    for (size_t i = 0; i < kColumns; ++i) {
+      if (name == kStepColumns[i].name) return i;
+    }
+    return kColumns;
+  };
+  const size_t step_i = index_of("step"), total_i = index_of("total_s"),
+               measured_i = index_of("measured");
   const bool columns = schema && *schema == 1;
   const std::string sp = columns ? "steps/" : "steps.";
   bool steps_found = false;
@@ -572,40 +582,28 @@ RankRead read_rank_file(const std::string& path, RankReadScope scope) {
     in.table(f, "steps", wanted);
   }
   bool steps_ok = false;
-  if (steps_found && (step || !all) && total && measured) {
-    size_t n = total->size();
+  if (steps_found && (ints[step_i] || !all) && reals[total_i] && flags[measured_i]) {
+    const size_t n = reals[total_i]->size();
     steps_ok = true;
-    auto check = [&](const auto& column, const char* name) {
-      if (column && column->size() != n) {
-        in.problem(sp + name,
-                   std::to_string(column->size()) + " values for " + std::to_string(n) + " steps");
+    for (size_t i = 0; i < kColumns; ++i) {
+      std::optional<size_t> size = column_size(i);
+      if (size && *size != n) {
+        in.problem(sp + kStepColumns[i].name,
+                   std::to_string(*size) + " values for " + std::to_string(n) + " steps");
         steps_ok = false;
       }
-    };
-    check(step, "step"), check(data, "data_s"), check(fwd, "forward_s");
-    check(bwd, "backward_s"), check(comm, "comm_s"), check(opt, "optimizer_s");
-    check(loss, "loss"), check(lr, "lr"), check(norm, "grad_norm");
-    check(scale, "loss_scale"), check(tokens, "tokens"), check(samples, "samples");
-    check(skipped, "skipped"), check(measured, "measured");
+    }
     if (steps_ok) {
       r.steps.resize(n);
       for (size_t k = 0; k < n; ++k) {
         StepRecord& s = r.steps[k];
-        s.step = step ? (*step)[k] : static_cast<std::int64_t>(k);
-        s.total_s = (*total)[k];
-        s.measured = (*measured)[k] != 0;
-        if (data) s.data_s = (*data)[k];
-        if (fwd) s.forward_s = (*fwd)[k];
-        if (bwd) s.backward_s = (*bwd)[k];
-        if (comm) s.comm_s = (*comm)[k];
-        if (opt) s.optimizer_s = (*opt)[k];
-        if (loss) s.loss = (*loss)[k];
-        if (lr) s.lr = (*lr)[k];
-        if (norm) s.grad_norm = (*norm)[k];
-        if (scale) s.loss_scale = (*scale)[k];
-        if (tokens) s.tokens = (*tokens)[k];
-        if (samples) s.samples = (*samples)[k];
-        if (skipped) s.skipped = (*skipped)[k] != 0;
+        s.step = static_cast<std::int64_t>(k);  // unless the file says (a summary read)
+        for (size_t i = 0; i < kColumns; ++i) {
+          const StepColumn& c = kStepColumns[i];
+          if (reals[i]) s.*c.real = (*reals[i])[k];
+          if (ints[i]) s.*c.integer = (*ints[i])[k];
+          if (flags[i]) s.*c.flag = (*flags[i])[k] != 0;
+        }
       }
     }
   }
