@@ -1,4 +1,5 @@
-// The root attributes of a rank file and the columns of its steps table, listed once: the writer
+// The root attributes of a rank file, the columns of its steps table and the fields of its eval
+// and samples groups, listed once: the writer
 // (rank_file.cc) writes them in this order and the reader (rank_reader.cc) reads them from this
 // list, so a field added here is both written and read (docs/results-format.md lists them for
 // people; a test reads a file with h5py against that page).
@@ -114,6 +115,39 @@ inline constexpr StepColumn kStepColumns[] = {
     {"loss_scale", &StepRecord::loss_scale, nullptr, nullptr, false},
     {"skipped", nullptr, nullptr, &StepRecord::skipped, false},
     {"measured", nullptr, nullptr, &StepRecord::measured, true},
+};
+
+// The eval group's attributes and series (its `ran` flag aside, stored as an integer), and the
+// samples group's series (device_bytes aside: a summary read takes it only where NVML measured
+// it). `scope` as for the root attributes.
+template <class Owner, class T>
+struct GroupField {
+  const char* name;
+  T Owner::*field;
+  FieldScope scope;
+};
+
+inline constexpr GroupField<EvalSummary, std::int64_t> kEvalIntAttrs[] = {
+    {"steps", &EvalSummary::steps, FieldScope::kFull},
+    {"samples", &EvalSummary::samples, FieldScope::kEvery},
+    {"tokens", &EvalSummary::tokens, FieldScope::kFull},
+};
+inline constexpr GroupField<EvalSummary, double> kEvalRealAttrs[] = {
+    {"loss", &EvalSummary::loss, FieldScope::kLead},
+    {"seconds", &EvalSummary::seconds, FieldScope::kEvery},
+};
+inline constexpr GroupField<EvalSummary, std::vector<double>> kEvalSeries[] = {
+    {"batch_loss", &EvalSummary::batch_loss, FieldScope::kFull},
+    {"batch_s", &EvalSummary::batch_s, FieldScope::kFull},
+};
+inline constexpr GroupField<SampleSeries, std::vector<double>> kSampleRealSeries[] = {
+    {"time_s", &SampleSeries::time_s, FieldScope::kFull},
+    {"cpu_percent", &SampleSeries::cpu_percent, FieldScope::kEvery},
+    {"ram_used_mb", &SampleSeries::ram_used_mb, FieldScope::kEvery},
+};
+inline constexpr GroupField<SampleSeries, std::vector<std::int64_t>> kSampleIntSeries[] = {
+    {"device_bytes", &SampleSeries::device_bytes, FieldScope::kEvery},
+    {"rss_bytes", &SampleSeries::rss_bytes, FieldScope::kFull},
 };
 
 }  // namespace sweepbench

@@ -284,13 +284,9 @@ void write_result(Writer& w, const RankResult& r) {
 
   hid_t eval = w.group("eval");
   w.attr(eval, "ran", static_cast<std::int64_t>(r.eval.ran));
-  w.attr(eval, "steps", r.eval.steps);
-  w.attr(eval, "samples", r.eval.samples);
-  w.attr(eval, "tokens", r.eval.tokens);
-  w.attr(eval, "loss", r.eval.loss);
-  w.attr(eval, "seconds", r.eval.seconds);
-  w.dataset(eval, "batch_loss", r.eval.batch_loss);
-  w.dataset(eval, "batch_s", r.eval.batch_s);
+  for (const auto& a : kEvalIntAttrs) w.attr(eval, a.name, r.eval.*a.field);
+  for (const auto& a : kEvalRealAttrs) w.attr(eval, a.name, r.eval.*a.field);
+  for (const auto& a : kEvalSeries) w.dataset(eval, a.name, r.eval.*a.field);
 
   hid_t memory = w.group("memory");
   w.attr(memory, "stage_source", r.memory_stage_source);
@@ -385,11 +381,8 @@ void write_result(Writer& w, const RankResult& r) {
 
   hid_t samples = w.group("samples");
   w.attr(samples, "device_source", r.samples.device_source);
-  w.dataset(samples, "time_s", r.samples.time_s);
-  w.dataset(samples, "device_bytes", r.samples.device_bytes);
-  w.dataset(samples, "rss_bytes", r.samples.rss_bytes);
-  w.dataset(samples, "cpu_percent", r.samples.cpu_percent);
-  w.dataset(samples, "ram_used_mb", r.samples.ram_used_mb);
+  for (const auto& a : kSampleRealSeries) w.dataset(samples, a.name, r.samples.*a.field);
+  for (const auto& a : kSampleIntSeries) w.dataset(samples, a.name, r.samples.*a.field);
 }
 
 }  // namespace

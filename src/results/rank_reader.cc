@@ -612,15 +612,17 @@ RankRead read_rank_file(const std::string& path, RankReadScope scope) {
     const std::string p = "eval/";
     if (lead) {
       if (auto ran = in.integer(g.get(), p, "ran")) r.eval.ran = *ran != 0;
-      take(in.real(g.get(), p, "loss"), &r.eval.loss);
     }
-    take(in.integer(g.get(), p, "samples"), &r.eval.samples);
-    take(in.real(g.get(), p, "seconds"), &r.eval.seconds);
-    if (all) {
-      take(in.integer(g.get(), p, "steps"), &r.eval.steps);
-      take(in.integer(g.get(), p, "tokens"), &r.eval.tokens);
-      take(in.numbers<double>(g.get(), p, "batch_loss", H5T_NATIVE_DOUBLE), &r.eval.batch_loss);
-      take(in.numbers<double>(g.get(), p, "batch_s", H5T_NATIVE_DOUBLE), &r.eval.batch_s);
+    for (const auto& a : kEvalIntAttrs) {
+      if (wanted_here(a.scope)) take(in.integer(g.get(), p, a.name), &(r.eval.*a.field));
+    }
+    for (const auto& a : kEvalRealAttrs) {
+      if (wanted_here(a.scope)) take(in.real(g.get(), p, a.name), &(r.eval.*a.field));
+    }
+    for (const auto& a : kEvalSeries) {
+      if (wanted_here(a.scope)) {
+        take(in.numbers<double>(g.get(), p, a.name, H5T_NATIVE_DOUBLE), &(r.eval.*a.field));
+      }
     }
   }
 
@@ -653,16 +655,18 @@ RankRead read_rank_file(const std::string& path, RankReadScope scope) {
     const std::string p = "samples/";
     take(in.text(g.get(), p, "device_source"), &r.samples.device_source);
     SampleSeries& m = r.samples;
-    // Device memory counts only where NVML measured it (mem_nvidia_mem_reserved).
-    if (all || m.device_source == "nvml") {
-      take(in.numbers<std::int64_t>(g.get(), p, "device_bytes", H5T_NATIVE_INT64), &m.device_bytes);
+    for (const auto& a : kSampleRealSeries) {
+      if (wanted_here(a.scope)) {
+        take(in.numbers<double>(g.get(), p, a.name, H5T_NATIVE_DOUBLE), &(m.*a.field));
+      }
     }
-    if (all) {
-      take(in.numbers<double>(g.get(), p, "time_s", H5T_NATIVE_DOUBLE), &m.time_s);
-      take(in.numbers<std::int64_t>(g.get(), p, "rss_bytes", H5T_NATIVE_INT64), &m.rss_bytes);
+    for (const auto& a : kSampleIntSeries) {
+      // Device memory counts only where NVML measured it (mem_nvidia_mem_reserved).
+      const bool nvml_only = a.field == &SampleSeries::device_bytes && m.device_source != "nvml";
+      if (wanted_here(a.scope) && (all || !nvml_only)) {
+        take(in.numbers<std::int64_t>(g.get(), p, a.name, H5T_NATIVE_INT64), &(m.*a.field));
+      }
     }
-    take(in.numbers<double>(g.get(), p, "cpu_percent", H5T_NATIVE_DOUBLE), &m.cpu_percent);
-    take(in.numbers<double>(g.get(), p, "ram_used_mb", H5T_NATIVE_DOUBLE), &m.ram_used_mb);
   }
   if (r.benchmark == "infer") {
     if (Id g = in.group(f, "infer"); g.ok()) read_infer(in, g.get(), lead, r.infer);
