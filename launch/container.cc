@@ -200,12 +200,6 @@ std::string sif_id(const std::string& path) {
   return id;
 }
 
-ContainerSpec ContainerSpec::from_config(const Value& c) {
-  ContainerSpec s;
-  static_cast<ContainerSettings&>(s) = Settings::of(c).container;
-  return s;
-}
-
 std::vector<std::string> container_runtime_names() { return registry().names(); }
 
 std::unique_ptr<ContainerPlatform> make_container_platform(const std::string& name) {

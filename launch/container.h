@@ -25,9 +25,9 @@
 namespace sweepbench {
 
 // The container section of a point's resolved config.
-struct ContainerSpec : ContainerSettings {  // binds: src:dst[:ro]
+struct ContainerSpec : ContainerSettings {                                // binds: src:dst[:ro]
   ContainerSpec() : ContainerSettings(Settings::defaults().container) {}  // runtime none
-  static ContainerSpec from_config(const Value& resolved);
+  explicit ContainerSpec(const ContainerSettings& c) : ContainerSettings(c) {}
   bool enabled() const { return runtime != "none"; }
 };
 

@@ -115,12 +115,6 @@ LaunchSite LaunchSite::detect() {
   return site;
 }
 
-PointResources PointResources::from_config(const Value& c) {
-  PointResources r;
-  static_cast<LaunchSettings&>(r) = Settings::of(c).launch;
-  return r;
-}
-
 std::vector<std::string> launcher_names() { return registry().names(); }
 
 std::unique_ptr<Launcher> make_launcher(const std::string& name) { return registry().make(name); }
@@ -131,10 +125,10 @@ std::string resolve_launcher_name(const PointResources& r, const LaunchSite& sit
   return r.ranks > 1 ? "mpirun" : "local";
 }
 
-PointCommand point_command(const Value& resolved, const LaunchSite& site,
+PointCommand point_command(const Settings& settings, const Value& resolved, const LaunchSite& site,
                            const std::string& program, const std::string& config_path,
                            const std::string& out_dir) {
-  PointResources r = PointResources::from_config(resolved);
+  PointResources r(settings.launch);
   PointCommand cmd;
   cmd.launcher = resolve_launcher_name(r, site);
   if (cmd.launcher == "local" && r.ranks > 1) {
@@ -145,8 +139,8 @@ PointCommand point_command(const Value& resolved, const LaunchSite& site,
   }
   cmd.argv = make_launcher(cmd.launcher)->prefix(r, site);
   cmd.env = r.env;
-  cmd.container = ContainerSpec::from_config(resolved);
-  std::unique_ptr<Workload> workload = workload_of(resolved);
+  cmd.container = ContainerSpec(settings.container);
+  std::unique_ptr<Workload> workload = workload_of(settings);
   std::vector<std::string> inner = workload->argv({program, config_path, out_dir, false, {}});
   if (cmd.container.enabled()) {
     std::unique_ptr<ContainerPlatform> platform = make_container_platform(cmd.container.runtime);

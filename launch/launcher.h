@@ -37,7 +37,7 @@ struct LaunchSite {
 // The launch section of a point's resolved config.
 struct PointResources : LaunchSettings {
   PointResources() : LaunchSettings(Settings::defaults().launch) {}
-  static PointResources from_config(const Value& resolved);
+  explicit PointResources(const LaunchSettings& l) : LaunchSettings(l) {}
   std::int64_t ranks_per_node() const { return (ranks + nodes - 1) / nodes; }
 };
 
@@ -71,7 +71,7 @@ struct PointCommand {
 // point this site cannot run (the local launcher asked for several ranks, enroot without srun).
 // With launch.setup, the whole command runs as `bash -c 'LINES; exec "$@"' sweepbench-setup
 // ARGV...`: the lines first, in the shell that then becomes the command.
-PointCommand point_command(const Value& resolved, const LaunchSite& site,
+PointCommand point_command(const Settings& settings, const Value& resolved, const LaunchSite& site,
                            const std::string& program, const std::string& config_path,
                            const std::string& out_dir);
 

@@ -46,10 +46,9 @@ class RankFilesWorkload : public Workload {
     }
   }
 
-  std::vector<std::string> result_files(const Value& resolved) const override {
+  std::vector<std::string> result_files(const Settings& settings) const override {
     std::vector<std::string> files;
-    std::int64_t ranks = config_at(resolved, "launch.ranks").as_int();
-    for (std::int64_t r = 0; r < ranks; ++r) files.push_back(rank_file_name(r));
+    for (std::int64_t r = 0; r < settings.launch.ranks; ++r) files.push_back(rank_file_name(r));
     return files;
   }
 
@@ -76,8 +75,8 @@ const Registry<Workload>& workloads() {
   return r;
 }
 
-std::unique_ptr<Workload> workload_of(const Value& resolved) {
-  return workloads().make(config_at(resolved, "benchmark").as_string());
+std::unique_ptr<Workload> workload_of(const Settings& settings) {
+  return workloads().make(settings.benchmark);
 }
 
 std::string locate_program(const std::string& name,

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/registry.h"
+#include "core/settings.h"
 #include "core/value.h"
 #include "layout/point_record.h"
 
@@ -39,15 +40,15 @@ class Workload {
   // What an exit code means for the point (a signal is the runner's to judge: failed).
   virtual PointStatus status_of_exit(int exit_code) const = 0;
   // Files, in the point's directory, that a run exiting 0 must have written.
-  virtual std::vector<std::string> result_files(const Value& resolved) const = 0;
+  virtual std::vector<std::string> result_files(const Settings& settings) const = 0;
   // Variables its program keeps inside a container besides default_env_keep() (globs).
   virtual std::vector<std::string> env_keep() const { return {}; }
 };
 
 const Registry<Workload>& workloads();
 
-// The workload a resolved config's `benchmark` names.
-std::unique_ptr<Workload> workload_of(const Value& resolved);
+// The workload a point's `benchmark` names.
+std::unique_ptr<Workload> workload_of(const Settings& settings);
 
 // Where the program `name` is: `given`'s entry for it, else the one beside this executable (the
 // build tree and an install put every binary in one directory), else `name` for PATH to find.

@@ -598,7 +598,12 @@ Plan plan_sweep(const SweepSpec& spec, const PlanOptions& options) {
   Plan plan;
   static_cast<PlanInfo&>(plan) = streamed.info();
   plan.points.reserve(streamed.info().total_points);
-  streamed.for_each_point([&](const SweepPoint& p) { plan.points.push_back(p); }, false);
+  streamed.for_each_point(
+      [&](const SweepPoint& p) {
+        plan.points.push_back(p);
+        plan.points.back().settings = Settings::of(p.config);
+      },
+      false);
   return plan;
 }
 

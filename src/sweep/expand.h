@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "core/settings.h"
 #include "core/value.h"
 #include "core/yaml_io.h"  // display_value
 #include "sweep/sweep_spec.h"
@@ -29,6 +30,9 @@ struct SweepPoint {
   std::string config_hash;
   Value config;          // resolved
   bool selected = true;  // chosen by --scenario (all are when none is given)
+  // The config read once into typed settings, by plan_sweep for the points a Plan holds (run,
+  // submit). The points a streamed plan visits (plan's printing, tagging) leave it unread.
+  Settings settings;
 };
 
 struct PlanOptions {
@@ -109,6 +113,5 @@ struct Plan : PlanInfo, PlanView {
 PlannedSweep stream_sweep(const SweepSpec& spec, const PlanOptions& options);
 // The same, every point held in memory.
 Plan plan_sweep(const SweepSpec& spec, const PlanOptions& options);
-
 
 }  // namespace sweepbench

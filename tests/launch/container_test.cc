@@ -16,6 +16,7 @@
 #include "launch/launcher.h"
 #include "launch/workload.h"
 #include "support/expect_error.h"
+#include "support/point_command.h"
 #include "support/temp_dir.h"
 
 namespace sweepbench {
@@ -26,11 +27,8 @@ using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 using Argv = std::vector<std::string>;
 
-Value config_with(const std::vector<std::string>& sets) {
-  Value partial = Value::map();
-  for (const Override& o : parse_overrides(sets)) merge_into(partial, o.partial);
-  return resolve_config(partial);
-}
+using testing::command_of;
+using testing::config_with;
 
 LaunchSite site(bool allocation) {
   LaunchSite s;
@@ -59,7 +57,7 @@ Argv cat(std::initializer_list<Argv> parts) {
 
 PointCommand command(const std::vector<std::string>& sets, bool allocation = false,
                      const std::string& program = "/opt/sb/bench-train") {
-  return point_command(config_with(sets), site(allocation), program, "/r/t/config.yaml", "/r/t");
+  return command_of(config_with(sets), site(allocation), program, "/r/t/config.yaml", "/r/t");
 }
 
 const Argv kMpirun2 = {"mpirun", "-n", "2", "--bind-to", "none"};
@@ -127,8 +125,8 @@ TEST(Charliecloud, BindsOutsideTmpEnvAsGivenNoGpuFlag) {
   std::vector<std::string> sets = full("charliecloud", "/img/dir");
   sets.push_back("launch.gpus_per_rank=1");
   auto at_tmp = [&](bool allocation) {
-    return point_command(config_with(sets), site(allocation), "bench-train", "/tmp/r/t/config.yaml",
-                         "/tmp/r/t")
+    return command_of(config_with(sets), site(allocation), "bench-train", "/tmp/r/t/config.yaml",
+                      "/tmp/r/t")
         .argv;
   };
   // The point's directory is under /tmp, which ch-run shares already: no --bind for it.
@@ -230,7 +228,7 @@ TEST(ContainerCommand, APointDirectoryWithACommaOrColonIsRefused) {
   for (const char* runtime : {"apptainer", "singularity", "charliecloud", "podman"}) {
     for (const char* dir : {"/runs/a,b/t", "/runs/a:b/t"}) {
       Error e = testing::error_of([&] {
-        point_command(
+        command_of(
             config_with({std::string("container.runtime=") + runtime, "container.image=/i.sif"}),
             site(false), "bench-train", std::string(dir) + "/config.yaml", dir);
       });
@@ -239,8 +237,8 @@ TEST(ContainerCommand, APointDirectoryWithACommaOrColonIsRefused) {
       EXPECT_EQ(e.hint(), "choose an --out path without ',' or ':'");
     }
   }
-  EXPECT_NO_THROW(point_command(config_with({}), site(false), "bench-train",
-                                "/runs/a,b:c/t/config.yaml", "/runs/a,b:c/t"));
+  EXPECT_NO_THROW(command_of(config_with({}), site(false), "bench-train",
+                             "/runs/a,b:c/t/config.yaml", "/runs/a,b:c/t"));
 }
 
 TEST(CheckContainer, MissingRuntimeListsWhatIsHereMissingImageSaysSo) {
@@ -423,9 +421,9 @@ TEST(SetupLines, HostileValuesStayOneWord) {
   std::vector<std::string> argv =
       with_setup_lines(config, {"conda activate {params.env}"}, "/r/my dir's", {"prog"});
   EXPECT_EQ(argv[2], std::string(kSetupTrap) +
-                        "sweepbench_setup_line='1 (conda activate {params.env})'\n"
-                        "conda activate 'a'\\''b `touch x` $(touch y) \"q\"\nnext; rm -rf z'\n" +
-                        kSetupExec);
+                         "sweepbench_setup_line='1 (conda activate {params.env})'\n"
+                         "conda activate 'a'\\''b `touch x` $(touch y) \"q\"\nnext; rm -rf z'\n" +
+                         kSetupExec);
 }
 
 int run_argv(const std::vector<std::string>& argv) { return capture_process(argv).exit_code; }
@@ -458,8 +456,8 @@ TEST(SetupLines, ARealShellPassesHostileValuesVerbatim) {
 TEST(SetupLines, ALineThatEndsTheShellIsNamed) {
   sweepbench::testing::TempDir dir;
   Value config = config_with({});
-  std::vector<std::string> argv = with_setup_lines(
-      config, {"set -e", "false", "echo unreached"}, dir.path(), {"sh", "-c", "echo program"});
+  std::vector<std::string> argv = with_setup_lines(config, {"set -e", "false", "echo unreached"},
+                                                   dir.path(), {"sh", "-c", "echo program"});
   Captured r = capture_process(argv);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err,
@@ -467,8 +465,8 @@ TEST(SetupLines, ALineThatEndsTheShellIsNamed) {
             "program started\n");
   EXPECT_EQ(r.out, "");
   // The line as written is named through one single-quoted word: nothing in it runs there.
-  const std::string hostile = "false # $(touch " + dir.path() + "/a) `touch " + dir.path() +
-                              "/b` 'q' \"d\" x,y:z";
+  const std::string hostile =
+      "false # $(touch " + dir.path() + "/a) `touch " + dir.path() + "/b` 'q' \"d\" x,y:z";
   argv = with_setup_lines(config, {"set -e", hostile}, dir.path(), {"true"});
   r = capture_process(argv);
   EXPECT_EQ(r.err, "sweepbench: launch.setup line 2 (" + hostile +

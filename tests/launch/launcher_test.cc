@@ -10,6 +10,7 @@
 #include "core/config.h"
 #include "launch/shell.h"
 #include "support/expect_error.h"
+#include "support/point_command.h"
 #include "support/temp_dir.h"
 
 namespace sweepbench {
@@ -18,11 +19,8 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-Value config_with(const std::vector<std::string>& sets) {
-  Value partial = Value::map();
-  for (const Override& o : parse_overrides(sets)) merge_into(partial, o.partial);
-  return resolve_config(partial);
-}
+using testing::command_of;
+using testing::config_with;
 
 LaunchSite laptop() {
   LaunchSite s;
@@ -39,16 +37,16 @@ LaunchSite allocation() {
 
 TEST(Launcher, OneRankOutsideSlurmIsAPlainExec) {
   PointCommand c =
-      point_command(config_with({}), laptop(), "/opt/sb/bench-train", "/r/t/config.yaml", "/r/t");
+      command_of(config_with({}), laptop(), "/opt/sb/bench-train", "/r/t/config.yaml", "/r/t");
   EXPECT_EQ(c.launcher, "local");
   EXPECT_THAT(c.argv,
               ElementsAre("/opt/sb/bench-train", "--config", "/r/t/config.yaml", "--out", "/r/t"));
 }
 
 TEST(Launcher, SeveralRanksOutsideSlurmUseMpirun) {
-  PointCommand c = point_command(config_with({"launch.ranks=4", "launch.env={NCCL_DEBUG: INFO}",
-                                              "launch.mpirun_args=[--mca, btl, \"self,vader\"]"}),
-                                 laptop(), "bench-train", "c.yaml", "o");
+  PointCommand c = command_of(config_with({"launch.ranks=4", "launch.env={NCCL_DEBUG: INFO}",
+                                           "launch.mpirun_args=[--mca, btl, \"self,vader\"]"}),
+                              laptop(), "bench-train", "c.yaml", "o");
   EXPECT_EQ(c.launcher, "mpirun");
   EXPECT_THAT(c.argv,
               ElementsAre("mpirun", "-n", "4", "--bind-to", "none", "-x", "NCCL_DEBUG", "--mca",
@@ -60,29 +58,29 @@ TEST(Launcher, MpirunKeepsTheUsersBindingAndAllowsRoot) {
   LaunchSite root = laptop();
   root.as_root = true;
   PointCommand c =
-      point_command(config_with({"launch.ranks=2", "launch.mpirun_args=[--map-by, core]"}), root,
-                    "bench-train", "c.yaml", "o");
+      command_of(config_with({"launch.ranks=2", "launch.mpirun_args=[--map-by, core]"}), root,
+                 "bench-train", "c.yaml", "o");
   EXPECT_THAT(c.argv, ElementsAre("mpirun", "-n", "2", "--allow-run-as-root", "--map-by", "core",
                                   "bench-train", "--config", "c.yaml", "--out", "o"));
 }
 
 TEST(Launcher, InsideAnAllocationEveryPointIsAnSrunStep) {
-  PointCommand c = point_command(config_with({"launch.ranks=4", "launch.nodes=2"}), allocation(),
-                                 "bench-train", "c.yaml", "o");
+  PointCommand c = command_of(config_with({"launch.ranks=4", "launch.nodes=2"}), allocation(),
+                              "bench-train", "c.yaml", "o");
   EXPECT_EQ(c.launcher, "srun");
   // 16 CPUs on a node shared by its 2 ranks.
   EXPECT_THAT(c.argv, ElementsAre("srun", "--mpi=pmix", "--ntasks=4", "--nodes=2",
                                   "--cpus-per-task=8", "--exact", "--kill-on-bad-exit=1",
                                   "bench-train", "--config", "c.yaml", "--out", "o"));
-  PointCommand one = point_command(config_with({}), allocation(), "bench-train", "c.yaml", "o");
+  PointCommand one = command_of(config_with({}), allocation(), "bench-train", "c.yaml", "o");
   EXPECT_EQ(one.launcher, "srun");  // one rank too: a job step is what SLURM accounts
 }
 
 TEST(Launcher, SrunAsksForGpusAndTheConfiguredCpus) {
   PointCommand c =
-      point_command(config_with({"launch.ranks=8", "launch.gpus_per_rank=1",
-                                 "launch.cpus_per_rank=12", "launch.srun_args=[--cpu-bind=cores]"}),
-                    allocation(), "bench-train", "c.yaml", "o");
+      command_of(config_with({"launch.ranks=8", "launch.gpus_per_rank=1", "launch.cpus_per_rank=12",
+                              "launch.srun_args=[--cpu-bind=cores]"}),
+                 allocation(), "bench-train", "c.yaml", "o");
   EXPECT_THAT(c.argv,
               ElementsAre("srun", "--mpi=pmix", "--ntasks=8", "--nodes=1", "--cpus-per-task=12",
                           "--exact", "--kill-on-bad-exit=1", "--gpus-per-task=1",
@@ -91,8 +89,8 @@ TEST(Launcher, SrunAsksForGpusAndTheConfiguredCpus) {
 
 TEST(Launcher, SrunEndsTheStepWhenARankDiesUnlessTheUserSaysOtherwise) {
   auto argv_with = [](const std::string& srun_args) {
-    return point_command(config_with({"launch.ranks=2", "launch.srun_args=" + srun_args}),
-                         allocation(), "bench-train", "c.yaml", "o")
+    return command_of(config_with({"launch.ranks=2", "launch.srun_args=" + srun_args}),
+                      allocation(), "bench-train", "c.yaml", "o")
         .argv;
   };
   auto count = [](const std::vector<std::string>& argv, const std::string& arg) {
@@ -107,8 +105,8 @@ TEST(Launcher, SrunEndsTheStepWhenARankDiesUnlessTheUserSaysOtherwise) {
 }
 
 TEST(Launcher, AnExplicitLauncherWinsOverAuto) {
-  PointCommand c = point_command(config_with({"launch.launcher=mpirun"}), allocation(),
-                                 "bench-train", "c.yaml", "o");
+  PointCommand c = command_of(config_with({"launch.launcher=mpirun"}), allocation(), "bench-train",
+                              "c.yaml", "o");
   EXPECT_EQ(c.launcher, "mpirun");
   EXPECT_EQ(c.argv.front(), "mpirun");
 }
@@ -116,16 +114,16 @@ TEST(Launcher, AnExplicitLauncherWinsOverAuto) {
 TEST(Launcher, PointsThisSiteCannotRunAreErrorsNamingTheKey) {
   {
     Error e = testing::error_of([&] {
-      point_command(config_with({"launch.ranks=2", "launch.launcher=local"}), laptop(),
-                    "bench-train", "c.yaml", "o");
+      command_of(config_with({"launch.ranks=2", "launch.launcher=local"}), laptop(), "bench-train",
+                 "c.yaml", "o");
     });
     EXPECT_EQ(e.kind(), ErrorKind::kInput);
     EXPECT_THAT(e.detail(), HasSubstr("launch.launcher"));
   }
   {
     Error e = testing::error_of([&] {
-      point_command(config_with({"container.runtime=enroot", "container.image=x.sqsh"}), laptop(),
-                    "bench-train", "c.yaml", "o");
+      command_of(config_with({"container.runtime=enroot", "container.image=x.sqsh"}), laptop(),
+                 "bench-train", "c.yaml", "o");
     });
     EXPECT_EQ(e.kind(), ErrorKind::kInput);
     EXPECT_THAT(e.detail(), HasSubstr("container.runtime enroot runs through srun"));
