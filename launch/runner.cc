@@ -287,9 +287,12 @@ bool shares_a_node(const Placement& a, const Placement& b) {
 // The pool points share at --jobs: this machine, or the nodes of the allocation we run in (their
 // names from scontrol, their CPUs from SLURM_JOB_CPUS_PER_NODE, their GPUs from
 // SLURM_GPUS_ON_NODE). Unused at --jobs 1.
-std::vector<PoolNode> pool_nodes(const RunOptions& o, const LaunchSite& site) {
+std::vector<PoolNode> pool_nodes(const RunOptions& o, const LaunchSite& site,
+                                 ProcessRunner& processes) {
   if (o.jobs == 1) return {PoolNode{this_host(), {0}, {}}};
-  if (!site.in_slurm_allocation) return {PoolNode{this_host(), usable_cpus(), visible_gpus()}};
+  if (!site.in_slurm_allocation) {
+    return {PoolNode{this_host(), processes.usable_cpus(), processes.visible_gpus()}};
+  }
   const char* list = std::getenv("SLURM_JOB_NODELIST");
   std::vector<std::string> names;
   if (list != nullptr && *list != '\0') {
@@ -325,6 +328,24 @@ std::vector<PoolNode> pool_nodes(const RunOptions& o, const LaunchSite& site) {
   return nodes;
 }
 
+class RealProcesses : public ProcessRunner {
+ public:
+  std::vector<int> usable_cpus() override { return sweepbench::usable_cpus(); }
+  std::vector<std::string> visible_gpus() override { return sweepbench::visible_gpus(); }
+  int start(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+            const std::string& stdout_path, const std::string& stderr_path, int inherit_fd,
+            const std::vector<int>& cpus) override {
+    return start_process(argv, env, stdout_path, stderr_path, inherit_fd, cpus);
+  }
+  std::optional<Ended> wait_for_any(const std::vector<int>& pids, double timeout_seconds) override {
+    return sweepbench::wait_for_any(pids, timeout_seconds);
+  }
+  std::vector<std::string> end_leftovers(double grace_seconds,
+                                         const LeftoverScope& scope) override {
+    return end_leftover_processes(grace_seconds, scope);
+  }
+};
+
 class SweepRun {
  public:
   SweepRun(const Plan& plan, const RunOptions& o, const LaunchSite& site, std::ostream& out)
@@ -332,9 +353,10 @@ class SweepRun {
         o_(o),
         site_(site),
         out_(out),
+        processes_(o.processes != nullptr ? *o.processes : real_processes()),
         root_(fs::absolute(o.out_dir)),
         manifest_(o.out_dir),
-        pool_(pool_nodes(o, site), o.jobs),
+        pool_(pool_nodes(o, site, processes_), o.jobs),
         progress_(o.terminal) {}
 
   RunReport run() {
@@ -342,9 +364,10 @@ class SweepRun {
     // Every command is built first, so a point this site cannot run fails before any runs.
     std::vector<PointCommand> commands;
     for (const SweepPoint* p : points) {
-      commands.push_back(point_command(
-          p->config, site_, locate_program(workload_of(p->config)->program(), o_.programs),
-          config_path(*p), point_dir(*p)));
+      commands.push_back(
+          point_command(p->settings, p->config, site_,
+                        locate_program(workload_of(p->settings)->program(), o_.programs),
+                        config_path(*p), point_dir(*p)));
     }
     if (!o_.dry_run) {
       // A missing runtime or image is an error before any point runs.
@@ -448,11 +471,11 @@ class SweepRun {
     for (const auto& [k, v] : cmd.env) line.push_back(k + "=" + v);
     line.insert(line.end(), cmd.argv.begin(), cmd.argv.end());
     out_ << shell_join(line) << "\n";
-    if (config_at(p.config, "benchmark").as_string() == "command") {
+    if (p.settings.benchmark == "command") {
       // What bench-command will run on rank 0, its placeholders replaced.
       RuntimeValues values;
       values.out = fs::absolute(point_dir(p)).lexically_normal().string();
-      values.world_size = Settings::of(p.config).launch.ranks;
+      values.world_size = p.settings.launch.ranks;
       ExpandedCommand program = expand_command(command_spec_of(p.config), p.config, values);
       std::vector<std::string> shown;
       if (!program.env.empty()) shown.push_back("env");
@@ -506,7 +529,7 @@ class SweepRun {
       while (received_stop_signal() == 0 && next < n) {
         const SweepPoint& p = *points[next];
         if (!next_needs) {
-          next_needs = point_needs(Settings::of(p.config).launch, o_.jobs, pool_.node_count(),
+          next_needs = point_needs(p.settings.launch, o_.jobs, pool_.node_count(),
                                    pool_.node_cpus(), pool_.node_gpus());
           // In an allocation only srun steps stay on the nodes they are given: a point that
           // runs through another launcher runs alone.
@@ -533,7 +556,7 @@ class SweepRun {
       if (running.empty()) break;
       std::vector<int> pids;
       for (const std::unique_ptr<Running>& r : running) pids.push_back(r->pid);
-      std::optional<Ended> ended = wait_for_any(pids, 1.0);
+      std::optional<Ended> ended = processes_.wait_for_any(pids, 1.0);
       progress_.tick(running.size());
       if (!ended) continue;
       auto it =
@@ -592,8 +615,8 @@ class SweepRun {
       LaunchSite placed = site_;
       placed.step_nodes = placement.nodes;
       placed.step_cpus_per_rank = needs.cpus_per_rank;
-      cmd = point_command(p.config, placed,
-                          locate_program(workload_of(p.config)->program(), o_.programs),
+      cmd = point_command(p.settings, p.config, placed,
+                          locate_program(workload_of(p.settings)->program(), o_.programs),
                           config_path(p), point_dir(p));
     }
     auto run = std::make_unique<Running>();
@@ -638,9 +661,8 @@ class SweepRun {
       where = ", CPUs " + r.cpus + (r.gpus.empty() ? "" : ", GPUs " + r.gpus);
     }
     say("# " + std::to_string(i + 1) + "/" + std::to_string(n) + " running " + p.tag + " (" +
-        cmd.launcher + ", " +
-        plural(static_cast<size_t>(Settings::of(p.config).launch.ranks), "rank") + where + ")" +
-        progress_.eta_text() + "\n");
+        cmd.launcher + ", " + plural(static_cast<size_t>(p.settings.launch.ranks), "rank") + where +
+        ")" + progress_.eta_text() + "\n");
 
     std::map<std::string, std::string> env = cmd.env;
     // Its processes carry the point's tag: what one leaves behind is known as its own.
@@ -655,9 +677,9 @@ class SweepRun {
     fs::path logs = fs::path(point_dir(p)) / kLogsDir;
     make_directories(logs.string());
     run->t0 = std::chrono::steady_clock::now();
-    run->pid = start_process(cmd.argv, env, (logs / "stdout.txt").string(),
-                             (logs / "stderr.txt").string(), claim->fd(),
-                             packing() && !in_allocation() ? placement.cpus : std::vector<int>{});
+    run->pid = processes_.start(
+        cmd.argv, env, (logs / "stdout.txt").string(), (logs / "stderr.txt").string(), claim->fd(),
+        packing() && !in_allocation() ? placement.cpus : std::vector<int>{});
     run->claim.emplace(std::move(*claim));
     run->placement = placement;
     return run;
@@ -676,7 +698,7 @@ class SweepRun {
     // nothing else runs.
     LeftoverScope scope;
     if (packing()) scope = {others, "SWEEPBENCH_POINT=" + p.tag};
-    std::vector<std::string> leftovers = end_leftover_processes(kLeftoverGraceSeconds, scope);
+    std::vector<std::string> leftovers = processes_.end_leftovers(kLeftoverGraceSeconds, scope);
     std::string ended;
     if (!leftovers.empty()) {
       ended = "ended " + plural(leftovers.size(), "process", "processes") +
@@ -685,7 +707,7 @@ class SweepRun {
     }
     ++report_.ran;
     r.exit_code = result.term_signal != 0 ? 128 + result.term_signal : result.exit_code;
-    std::unique_ptr<Workload> workload = workload_of(p.config);
+    std::unique_ptr<Workload> workload = workload_of(p.settings);
     std::string program = workload->program();
     r.status = status_from_exit(*workload, result.exit_code, result.term_signal);
     r.reason = r.status == PointStatus::kOk ? "" : reason_of(point_dir(p), program, result);
@@ -693,7 +715,7 @@ class SweepRun {
       // Success is a result, not an exit code: a program that exits 0 having written nothing
       // (a wrapper script that swallows the failure, say) did not measure anything.
       if (std::optional<std::string> missing =
-              missing_result(point_dir(p), workload->result_files(p.config))) {
+              missing_result(point_dir(p), workload->result_files(p.settings))) {
         r.status = PointStatus::kFailed;
         r.reason = program + " exited 0 without results: no " + *missing;
         // What the launcher said, if anything (srun exits 0 when its tasks' launch failed:
@@ -723,7 +745,7 @@ class SweepRun {
     progress_.done(r.status);
     if (packing() && others.empty()) {
       // Nothing else runs: what earlier points left without their tag goes now.
-      std::vector<std::string> unmarked = end_leftover_processes();
+      std::vector<std::string> unmarked = processes_.end_leftovers(kLeftoverGraceSeconds, {});
       if (!unmarked.empty()) {
         say("# ended " + plural(unmarked.size(), "process", "processes") +
             " that earlier points left running without their tag: " + join(unmarked, ", ") + "\n");
@@ -738,7 +760,7 @@ class SweepRun {
     std::string job = slurm_job_id_here();
     const char* environment = std::getenv("ENVIRONMENT");  // sbatch sets BATCH
     if (job.empty() || environment == nullptr || std::string(environment) != "BATCH") return;
-    std::int64_t max_requeue = Settings::of(timed_out_.front()->config).slurm.max_requeue;
+    std::int64_t max_requeue = timed_out_.front()->settings.slurm.max_requeue;
     long restarts = slurm_restart_count_here();
     if (restarts >= max_requeue) {
       out_ << "# not requeued: job " << job << " ran " << (restarts + 1)
@@ -783,6 +805,7 @@ class SweepRun {
   const RunOptions& o_;
   const LaunchSite& site_;
   std::ostream& out_;
+  ProcessRunner& processes_;
   fs::path root_;
   ManifestBatch manifest_;
   ResourcePool pool_;
@@ -864,6 +887,11 @@ std::vector<const SweepPoint*> points_to_run(const Plan& plan,
   std::sort(out.begin(), out.end(),
             [](const SweepPoint* a, const SweepPoint* b) { return a->index < b->index; });
   return out;
+}
+
+ProcessRunner& real_processes() {
+  static RealProcesses processes;
+  return processes;
 }
 
 RunReport run_sweep(const Plan& plan, const RunOptions& options, const LaunchSite& site,

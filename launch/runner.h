@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/process.h"
 #include "launch/launcher.h"
 #include "launch/packing.h"
 #include "launch/workload.h"
@@ -24,6 +25,28 @@
 #include "sweep/expand.h"
 
 namespace sweepbench {
+
+// What the run loop does to processes and asks of the machine, behind one seam, so that its
+// decisions (what starts when, on which CPUs and GPUs, what a point's end records) are unit tests
+// with a stand-in (tests/launch/run_loop_test.cc). real_processes() is core/process.h's and
+// packing.h's.
+class ProcessRunner {
+ public:
+  virtual ~ProcessRunner() = default;
+  // This machine's CPUs and GPUs, for --jobs outside an allocation.
+  virtual std::vector<int> usable_cpus() = 0;
+  virtual std::vector<std::string> visible_gpus() = 0;
+  // start_process, wait_for_any and end_leftover_processes (core/process.h).
+  virtual int start(const std::vector<std::string>& argv,
+                    const std::map<std::string, std::string>& env, const std::string& stdout_path,
+                    const std::string& stderr_path, int inherit_fd,
+                    const std::vector<int>& cpus) = 0;
+  virtual std::optional<Ended> wait_for_any(const std::vector<int>& pids,
+                                            double timeout_seconds) = 0;
+  virtual std::vector<std::string> end_leftovers(double grace_seconds,
+                                                 const LeftoverScope& scope) = 0;
+};
+ProcessRunner& real_processes();
 
 struct RunOptions {
   std::string out_dir;
@@ -40,6 +63,8 @@ struct RunOptions {
   int jobs = 1;
   // A terminal to keep one live progress line on (raw: it takes control sequences), or none.
   std::ostream* terminal = nullptr;
+  // The processes' seam; nullptr: real_processes().
+  ProcessRunner* processes = nullptr;
 };
 
 // What to do with a point, given its last record.

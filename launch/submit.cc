@@ -45,13 +45,6 @@ void check_directive_value(const std::string& value, const std::string& key,
   }
 }
 
-std::optional<std::string> text_of(const Value& config, const std::string& key) {
-  const Value& v = config_at(config, key);
-  if (v.is_null()) return std::nullopt;
-  if (v.is_string()) return v.as_string();
-  return display_value(v);
-}
-
 // The task ids of an array of `count` tasks.
 std::string ranges(size_t count) { return count == 1 ? "0" : "0-" + std::to_string(count - 1); }
 
@@ -72,36 +65,20 @@ std::string compact_stamp() {
   return out;
 }
 
-// Adds the submitted jobs to the manifest: a "jobs" list at the top, "slurm_job" on each point.
+// Records a submitted job in the manifest (layout's ManifestJob): its points, and on each the
+// array task it runs in.
 void record_job(const std::string& out_dir, const std::string& job_id, const std::string& script,
                 const ArrayJob& job) {
-  Value entry = Value::map();
-  entry.set("job_id", Value::string(job_id));
-  entry.set("script", Value::string(script));
-  entry.set("submitted", Value::string(utc_now_iso8601()));
-  Value tags = Value::list();
-  std::map<std::string, std::string> task_of;
+  ManifestJob entry;
+  entry.job_id = job_id;
+  entry.script = script;
+  entry.submitted = utc_now_iso8601();
   for (size_t i = 0; i < job.points.size(); ++i) {
-    tags.items().push_back(Value::string(job.points[i]->tag));
-    task_of[job.points[i]->tag] =
+    entry.tags.push_back(job.points[i]->tag);
+    entry.task_of[job.points[i]->tag] =
         job_id + "_" + std::to_string(i / std::max<size_t>(1, job.per_task));
   }
-  entry.set("points", tags);
-  update_manifest(out_dir, [&](Value& manifest) {
-    const Value* old_jobs = manifest.find("jobs");
-    Value jobs = old_jobs != nullptr && old_jobs->is_list() ? *old_jobs : Value::list();
-    jobs.items().push_back(entry);
-    manifest.set("jobs", jobs);
-    Value* points = manifest.find("points");
-    if (points == nullptr || !points->is_list()) return;
-    for (Value& e : points->items()) {
-      const Value* t = e.find("tag");
-      if (t == nullptr || !t->is_string()) continue;
-      if (auto it = task_of.find(t->as_string()); it != task_of.end()) {
-        e.set("slurm_job", Value::string(it->second));
-      }
-    }
-  });
+  add_manifest_job(out_dir, entry);
 }
 
 // The array task each point was last submitted as, from the manifest.
@@ -119,21 +96,21 @@ std::map<std::string, std::string> submitted_tasks(const std::string& out_dir) {
 
 std::vector<std::string> sbatch_options(const SweepPoint& point, const std::string& sweep_name,
                                         const std::string& sweep_path) {
-  const Value& c = point.config;
+  const Settings& set = point.settings;
   std::vector<std::string> o;
-  auto add = [&](const std::string& flag, const std::string& key) {
-    if (auto v = text_of(c, key)) {
-      check_directive_value(*v, key, sweep_path);
-      o.push_back(flag + "=" + *v);
+  auto add = [&](const std::string& flag, const std::optional<std::string>& value,
+                 const char* key) {
+    if (value) {
+      check_directive_value(*value, key, sweep_path);
+      o.push_back(flag + "=" + *value);
     }
   };
-  std::string job_name = text_of(c, "slurm.job_name").value_or("sweepbench-" + sweep_name);
+  std::string job_name = set.slurm.job_name.value_or("sweepbench-" + sweep_name);
   check_directive_value(job_name, "slurm.job_name", sweep_path);
   o.push_back("--job-name=" + job_name);
-  add("--partition", "slurm.partition");
-  add("--account", "slurm.account");
-  add("--qos", "slurm.qos");
-  const Settings set = Settings::of(c);
+  add("--partition", set.slurm.partition, "slurm.partition");
+  add("--account", set.slurm.account, "slurm.account");
+  add("--qos", set.slurm.qos, "slurm.qos");
   std::int64_t nodes = set.launch.nodes;
   std::int64_t ranks = set.launch.ranks;
   o.push_back("--nodes=" + std::to_string(nodes));
@@ -145,17 +122,17 @@ std::vector<std::string> sbatch_options(const SweepPoint& point, const std::stri
   if (std::int64_t gpus = set.launch.gpus_per_rank; gpus > 0) {
     o.push_back("--gpus-per-task=" + std::to_string(gpus));
   }
-  add("--mem", "slurm.mem");
-  add("--constraint", "slurm.constraint");
+  add("--mem", set.slurm.mem, "slurm.mem");
+  add("--constraint", set.slurm.constraint, "slurm.constraint");
   if (set.slurm.exclusive) o.push_back("--exclusive");
-  add("--time", "slurm.time");
+  add("--time", set.slurm.time, "slurm.time");
   if (std::int64_t s = set.slurm.signal_seconds; s > 0) {
     o.push_back("--signal=B:USR1@" + std::to_string(s));
   }
   o.push_back("--requeue");
   o.push_back("--open-mode=append");  // a requeued task's log continues its first run's
-  add("--mail-type", "slurm.mail_type");
-  add("--mail-user", "slurm.mail_user");
+  add("--mail-type", set.slurm.mail_type, "slurm.mail_type");
+  add("--mail-user", set.slurm.mail_user, "slurm.mail_user");
   for (const std::string& arg : set.slurm.extra_args) {
     check_directive_value(arg, "slurm.extra_args", sweep_path);
     if (!starts_with(arg, "-")) {
@@ -365,11 +342,9 @@ SubmitReport submit_sweep(const Plan& plan, const SubmitOptions& o, std::ostream
     // One group at a time: its points a task (given, or from its measured time and limit).
     for (ArrayJob& group : group_into_arrays(points, plan.sweep_name, plan.sweep_path,
                                              std::numeric_limits<long>::max())) {
-      const Value& first = group.points.front()->config;
+      const SlurmSettings& first = group.points.front()->settings.slurm;
       std::optional<long> point_seconds;
-      if (const Value& t = config_at(first, "slurm.time"); !t.is_null()) {
-        point_seconds = slurm_time_seconds(t.is_string() ? t.as_string() : display_value(t));
-      }
+      if (first.time) point_seconds = slurm_time_seconds(*first.time);
       size_t per_task = static_cast<size_t>(std::max(0L, o.points_per_job));
       if (per_task == 0) {
         std::vector<double>& times = measured[group.options];
@@ -386,7 +361,7 @@ SubmitReport submit_sweep(const Plan& plan, const SubmitOptions& o, std::ostream
         std::optional<long> limit = point_seconds;
         std::string limit_from = "slurm.time";
         if (!limit) {
-          limit = slurm_partition_max_time(text_of(first, "slurm.partition").value_or(""));
+          limit = slurm_partition_max_time(first.partition.value_or(""));
           limit_from = "the partition's MaxTime";
         }
         if (!limit) {

@@ -107,4 +107,29 @@ void update_manifest_points(const std::string& out_dir,
   });
 }
 
+void add_manifest_job(const std::string& out_dir, const ManifestJob& job) {
+  Value entry = Value::map();
+  entry.set("job_id", Value::string(job.job_id));
+  entry.set("script", Value::string(job.script));
+  entry.set("submitted", Value::string(job.submitted));
+  Value tags = Value::list();
+  for (const std::string& tag : job.tags) tags.items().push_back(Value::string(tag));
+  entry.set("points", tags);
+  update_manifest(out_dir, [&](Value& manifest) {
+    const Value* old_jobs = manifest.find("jobs");
+    Value jobs = old_jobs != nullptr && old_jobs->is_list() ? *old_jobs : Value::list();
+    jobs.items().push_back(entry);
+    manifest.set("jobs", jobs);
+    Value* points = manifest.find("points");
+    if (points == nullptr || !points->is_list()) return;
+    for (Value& e : points->items()) {
+      const Value* t = e.find("tag");
+      if (t == nullptr || !t->is_string()) continue;
+      if (auto it = job.task_of.find(t->as_string()); it != job.task_of.end()) {
+        e.set("slurm_job", Value::string(it->second));
+      }
+    }
+  });
+}
+
 }  // namespace sweepbench

@@ -67,6 +67,15 @@ struct Manifest {
 // changed), all under DirLock. Does nothing when there is no manifest.
 void update_manifest(const std::string& out_dir, const std::function<void(Value&)>& change);
 
+// A job bench-sweep submit queued: recorded at the end of the manifest's "jobs" list (its id,
+// script, time and points), and on each of its points as "slurm_job" (the array task, "123_4").
+struct ManifestJob {
+  std::string job_id, script, submitted;
+  std::vector<std::string> tags;
+  std::map<std::string, std::string> task_of;  // tag -> the array task it runs in
+};
+void add_manifest_job(const std::string& out_dir, const ManifestJob& job);
+
 // Sets each point's `fields` (a map, by tag) on its manifest entry: one rewrite, under DirLock.
 void update_manifest_points(const std::string& out_dir, const std::map<std::string, Value>& fields);
 

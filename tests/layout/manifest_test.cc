@@ -49,5 +49,33 @@ TEST(Manifest, ReadFromADirectory) {
   EXPECT_THROW(read_manifest(dir.path()), Error);
 }
 
+TEST(Manifest, ASubmittedJobIsRecordedOnTheListAndOnItsPoints) {
+  testing::TempDir dir;
+  dir.write("manifest.json",
+            R"({"sweep": "s", "points": [{"tag": "a", "status": "ok", "mine": 1}, {"tag": "b"},
+                {"tag": "c", "slurm_job": "5_0"}]})");
+  ManifestJob job;
+  job.job_id = "7";
+  job.script = "/x/s.sbatch";
+  job.submitted = "2026-11-26T00:00:00Z";
+  job.tags = {"a", "b"};
+  job.task_of = {{"a", "7_0"}, {"b", "7_1"}};
+  add_manifest_job(dir.path(), job);
+  add_manifest_job(dir.path(), job);  // a second submission appends
+  std::optional<ManifestFile> file = read_manifest(dir.path());
+  ASSERT_TRUE(file.has_value());
+  Manifest m = Manifest::from_value(file->value);
+  EXPECT_EQ(m.find("a")->slurm_job, "7_0");
+  EXPECT_EQ(m.find("b")->slurm_job, "7_1");
+  EXPECT_EQ(m.find("c")->slurm_job, "5_0") << "a point of another job keeps its task";
+  const Value* jobs = file->value.find("jobs");
+  ASSERT_NE(jobs, nullptr);
+  ASSERT_EQ(jobs->items().size(), 2u);
+  EXPECT_EQ(jobs->items()[0].find("job_id")->as_string(), "7");
+  EXPECT_EQ(jobs->items()[0].find("points")->items().size(), 2u);
+  // What other tools added stays.
+  EXPECT_EQ(file->value.find("points")->items()[0].find("mine")->as_int(), 1);
+}
+
 }  // namespace
 }  // namespace sweepbench
