@@ -1,5 +1,5 @@
-// The root attributes of a rank file, the columns of its steps table and the fields of its eval
-// and samples groups, listed once: the writer
+// The root attributes of a rank file, the columns of its steps table and the fields of its eval,
+// memory and samples groups, listed once: the writer
 // (rank_file.cc) writes them in this order and the reader (rank_reader.cc) reads them from this
 // list, so a field added here is both written and read (docs/results-format.md lists them for
 // people; a test reads a file with h5py against that page).
@@ -148,6 +148,14 @@ inline constexpr GroupField<SampleSeries, std::vector<double>> kSampleRealSeries
 inline constexpr GroupField<SampleSeries, std::vector<std::int64_t>> kSampleIntSeries[] = {
     {"device_bytes", &SampleSeries::device_bytes, FieldScope::kEvery},
     {"rss_bytes", &SampleSeries::rss_bytes, FieldScope::kFull},
+};
+
+// The memory group's byte columns, one value per stage (its `stage` names beside them). A summary
+// read of a rank other than 0 needs only the peaks (mem_peak_bytes).
+inline constexpr GroupField<StageMemory, std::int64_t> kMemoryColumns[] = {
+    {"begin_bytes", &StageMemory::begin, FieldScope::kLead},
+    {"end_bytes", &StageMemory::end, FieldScope::kLead},
+    {"peak_bytes", &StageMemory::peak, FieldScope::kEvery},
 };
 
 }  // namespace sweepbench

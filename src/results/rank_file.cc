@@ -291,17 +291,13 @@ void write_result(Writer& w, const RankResult& r) {
   hid_t memory = w.group("memory");
   w.attr(memory, "stage_source", r.memory_stage_source);
   std::vector<std::string> names;
-  std::vector<std::int64_t> begin, end, peak;
-  for (const StageMemory& m : r.memory_stages) {
-    names.push_back(m.stage);
-    begin.push_back(m.begin);
-    end.push_back(m.end);
-    peak.push_back(m.peak);
-  }
+  for (const StageMemory& m : r.memory_stages) names.push_back(m.stage);
   w.dataset(memory, "stage", names);
-  w.dataset(memory, "begin_bytes", begin);
-  w.dataset(memory, "end_bytes", end);
-  w.dataset(memory, "peak_bytes", peak);
+  for (const auto& c : kMemoryColumns) {
+    std::vector<std::int64_t> column;
+    for (const StageMemory& m : r.memory_stages) column.push_back(m.*c.field);
+    w.dataset(memory, c.name, column);
+  }
 
   if (r.benchmark == "infer") {
     const InferResult& n = r.infer;

@@ -626,27 +626,51 @@ RankRead read_rank_file(const std::string& path, RankReadScope scope) {
     }
   }
 
-  if (Id g = in.group(f, "memory"); g.ok() && !lead) {
-    // Other ranks' stages matter for their peaks only (mem_peak_bytes).
+  if (Id g = in.group(f, "memory"); g.ok()) {
+    // Other ranks' stages matter for their peaks only (mem_peak_bytes): no names, the columns of
+    // kMemoryColumns their scope asks for.
     const std::string p = "memory/";
-    if (auto peak = in.numbers<std::int64_t>(g.get(), p, "peak_bytes", H5T_NATIVE_INT64)) {
-      for (std::int64_t v : *peak) r.memory_stages.push_back({"", 0, 0, v});
+    std::optional<std::vector<std::string>> names;
+    if (lead) {
+      take(in.text(g.get(), p, "stage_source"), &r.memory_stage_source);
+      names = in.strings(g.get(), p, "stage");
     }
-  } else if (g.ok()) {
-    const std::string p = "memory/";
-    take(in.text(g.get(), p, "stage_source"), &r.memory_stage_source);
-    auto names = in.strings(g.get(), p, "stage");
-    auto begin = in.numbers<std::int64_t>(g.get(), p, "begin_bytes", H5T_NATIVE_INT64);
-    auto end = in.numbers<std::int64_t>(g.get(), p, "end_bytes", H5T_NATIVE_INT64);
-    auto peak = in.numbers<std::int64_t>(g.get(), p, "peak_bytes", H5T_NATIVE_INT64);
-    if (names && begin && end && peak) {
-      size_t n = names->size();
-      if (begin->size() != n || end->size() != n || peak->size() != n) {
-        in.problem("memory", "its columns have different lengths");
+    std::vector<std::optional<std::vector<std::int64_t>>> bytes;
+    bool complete = !lead || names.has_value();
+    for (const auto& c : kMemoryColumns) {
+      if (wanted_here(c.scope)) {
+        bytes.push_back(in.numbers<std::int64_t>(g.get(), p, c.name, H5T_NATIVE_INT64));
+        complete = complete && bytes.back().has_value();
       } else {
-        for (size_t k = 0; k < n; ++k) {
-          r.memory_stages.push_back({(*names)[k], (*begin)[k], (*end)[k], (*peak)[k]});
+        bytes.emplace_back();
+      }
+    }
+    // The number of stages: the names' (rank 0), else the first column's.
+    size_t stages = 0;
+    bool known = false;
+    if (names) {
+      stages = names->size();
+      known = true;
+    }
+    bool same_length = true;
+    for (const auto& column : bytes) {
+      if (!column) continue;
+      if (!known) {
+        stages = column->size();
+        known = true;
+      }
+      same_length = same_length && column->size() == stages;
+    }
+    if (complete && !same_length) {
+      in.problem("memory", "its columns have different lengths");
+    } else if (complete) {
+      for (size_t k = 0; k < stages; ++k) {
+        StageMemory m;
+        if (names) m.stage = (*names)[k];
+        for (size_t i = 0; i < bytes.size(); ++i) {
+          if (bytes[i]) m.*kMemoryColumns[i].field = (*bytes[i])[k];
         }
+        r.memory_stages.push_back(m);
       }
     }
   }
