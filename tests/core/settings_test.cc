@@ -72,6 +72,19 @@ TEST(Settings, EnumChoicesAreTheEnumsNamesInOrder) {
   EXPECT_EQ(schema.find("infer.kv_cache")->choices, names_of<KvCache>());
   EXPECT_EQ(schema.find("launch.exclusive")->choices, names_of<Exclusive>());
   EXPECT_EQ(schema.find("train.peft")->choices, names_of<Peft>());
+  // Each enumerator's own name, pinned: a swap within a list would pass the checks above.
+  EXPECT_EQ(names_of<DType>(), (std::vector<std::string>{"fp32", "bf16", "fp16"}));
+  EXPECT_EQ(to_string(DType::kBf16), "bf16");
+  EXPECT_EQ(to_string(Device::kCpu), "cpu");
+  EXPECT_EQ(to_string(Device::kCuda), "cuda");
+  EXPECT_EQ(enum_name(Exclusive::kNode), "node");
+  EXPECT_EQ(enum_name(Exclusive::kShared), "shared");
+  EXPECT_EQ(to_string(DataSource::kTokens), "tokens");
+  EXPECT_EQ(to_string(DataSource::kText), "text");
+  EXPECT_EQ(to_string(TokenDType::kUint32), "uint32");
+  EXPECT_EQ(enum_name(Peft::kLora), "lora");
+  EXPECT_EQ(to_string(KvCache::kDynamic), "dynamic");
+  EXPECT_EQ(to_string(KvCache::kNone), "none");
   for (size_t i = 0; i < names_of<KvCache>().size(); ++i) {
     const KvCache k = static_cast<KvCache>(i);
     EXPECT_EQ(of("benchmark: infer\ninfer: {kv_cache: " + to_string(k) + "}").infer.kv_cache, k);
@@ -85,7 +98,7 @@ Value other_value(const KeySpec& key) {
     case KeyType::kInt:
       return Value::integer(d.is_null() ? 3 : d.as_int() + 1);
     case KeyType::kFloat:
-      return Value::real(d.is_null() ? 0.25 : d.as_float() / 2);
+      return Value::real(d.is_null() || d.as_float() == 0 ? 0.25 : d.as_float() / 2);
     case KeyType::kBool:
       return Value::boolean(!d.as_bool());
     case KeyType::kSlurmTime:
