@@ -310,7 +310,7 @@ class Run {
     r.micro_batch = plan_.settings.train.micro_batch;
     r.grad_accum = plan_.settings.train.grad_accum;
     r.tensor_parallel = plan_.trainer.tensor_parallel;
-    r.offload_optimizer = plan_.trainer.train.offload_optimizer ? 1 : 0;
+    r.offload_optimizer = plan_.settings.train.offload_optimizer ? 1 : 0;
   }
 
   // Tensor parallelism: groups of t consecutive ranks hold one model replica between them.
@@ -325,7 +325,7 @@ class Run {
     if (!console_.enabled()) return;
     const ModelShape& s = plan_.trainer.shape;
     // Which build of cpu_kernels.h runs, where it runs: figures differ between them.
-    const std::string kernels = plan_.trainer.train.cpu_kernels && device_.type == "cpu" &&
+    const std::string kernels = plan_.settings.train.cpu_kernels && device_.type == "cpu" &&
                                         (plan_.settings.train.dtype != DType::kFp16)
                                     ? std::string(", cpu kernels ") + cpu::instruction_set()
                                     : std::string();

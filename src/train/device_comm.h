@@ -51,7 +51,6 @@ class DeviceComm {
   }
 
   bool exists() const { return group_ != nullptr; }
-  int size() const { return group_->size(); }
 
 #ifdef SWEEPBENCH_WITH_NCCL
   // From now on, tensors on GPU `device_index` go through an NCCL communicator of the group,

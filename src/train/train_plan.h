@@ -22,8 +22,10 @@ namespace sweepbench {
 struct TrainPlan {
   Value config;
   std::string config_yaml, config_hash, tag;
-  Settings settings;       // the point's config, typed
-  TrainerOptions trainer;  // settings.train, the model's shape and this rank's device
+  Settings settings;  // the point's config, typed
+  // The trainer's own copy of settings.train, the model's shape and this rank's device; the loop
+  // reads settings, the trainer its options.
+  TrainerOptions trainer;
   DataOptions data;
   // metrics.profile_steps: the first and last step traced; first > last when none.
   std::int64_t profile_first = 0, profile_last = -1;
