@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
+#include <type_traits>
 
 #include "core/config.h"
 #include "core/model_shapes.h"
@@ -24,6 +26,12 @@ void read_value(const Value& v, std::vector<std::string>& out) {
   out.clear();
   if (v.is_null()) return;
   for (const Value& item : v.items()) out.push_back(item.as_string());
+}
+// A step range, "N" or "FIRST-LAST" (metrics.profile_steps), which config.cc has checked.
+void read_value(const Value& v, std::pair<std::int64_t, std::int64_t>& out) {
+  std::optional<std::pair<std::int64_t, std::int64_t>> range = parse_step_range(v.as_string());
+  if (!range) throw std::logic_error("unexpected step range '" + v.as_string() + "'");
+  out = *range;
 }
 void read_value(const Value& v, std::map<std::string, std::string>& out) {
   out.clear();
@@ -57,6 +65,11 @@ Value write_value(const std::vector<std::string>& v) {
   Value out = Value::list();
   for (const std::string& item : v) out.items().push_back(Value::string(item));
   return out;
+}
+Value write_value(const std::pair<std::int64_t, std::int64_t>& v) {
+  return Value::string(v.first == v.second
+                           ? std::to_string(v.first)
+                           : std::to_string(v.first) + "-" + std::to_string(v.second));
 }
 Value write_value(const std::map<std::string, std::string>& v) {
   Value out = Value::map();
@@ -96,8 +109,16 @@ class K {
     spec_.max_exclusive = exclusive;
     return *this;
   }
+  // A fixed set of names: the key is an enum, also where its field is a string (a registry's
+  // names, such as launch.launcher).
   K& choices(std::vector<std::string> c) {
+    spec_.type = KeyType::kEnum;
     spec_.choices = std::move(c);
+    return *this;
+  }
+  // Text in one of SLURM's time formats, or a whole number of minutes (slurm.time).
+  K& slurm_time() {
+    spec_.type = KeyType::kSlurmTime;
     return *this;
   }
   K& unhashed() {
@@ -156,9 +177,89 @@ class K {
   KeySpec spec_;
 };
 
+template <class T>
+struct IsOptional : std::false_type {};
+template <class T>
+struct IsOptional<std::optional<T>> : std::true_type {};
+template <class>
+constexpr bool kNoKeyType = false;
+
+// The type of key that a field of type F holds: an optional field is a nullable key of its
+// value's type (K makes a key whose default is null nullable).
+template <class F>
+KeyType key_type_of() {
+  if constexpr (IsOptional<F>::value) {
+    return key_type_of<typename F::value_type>();
+  } else if constexpr (std::is_same_v<F, bool>) {
+    return KeyType::kBool;
+  } else if constexpr (std::is_enum_v<F>) {
+    return KeyType::kEnum;
+  } else if constexpr (std::is_integral_v<F>) {
+    return KeyType::kInt;
+  } else if constexpr (std::is_floating_point_v<F>) {
+    return KeyType::kFloat;
+  } else if constexpr (std::is_same_v<F, std::string> ||
+                       std::is_same_v<F, std::pair<std::int64_t, std::int64_t>>) {
+    return KeyType::kString;  // a step range is written as text
+  } else if constexpr (std::is_same_v<F, std::vector<std::string>>) {
+    return KeyType::kStringList;
+  } else if constexpr (std::is_same_v<F, std::map<std::string, std::string>>) {
+    return KeyType::kStringMap;
+  } else {
+    static_assert(kNoKeyType<F>, "a field of this type has no key type: add it here");
+  }
+}
+
+template <class T>
+struct Identity {
+  using type = T;
+};
+
+// What the section functions of settings.h (train_keys and the others) call for each key:
+// `key(&TrainSettings::beta1, "train.beta1", 0.9, "AdamW beta1")` declares the key with the
+// field's type and the default as that type (std::nullopt: null), and returns its K for the
+// range and the rest.
+template <class Section>
+class SectionKeys {
+ public:
+  explicit SectionKeys(Section Settings::*section) : section_(section) {}
+
+  template <class F>
+  K& operator()(F Section::*field, const char* path, typename Identity<F>::type default_value,
+                const char* description) {
+    return add(field, path, write_value(default_value), description);
+  }
+  template <class F>
+  K& operator()(F Section::*field, const char* path, std::nullopt_t, const char* description) {
+    return add(field, path, Value::null(), description);
+  }
+
+  void append_to(std::vector<KeySpec>& keys) const {
+    for (const K& k : keys_) keys.push_back(k);
+  }
+
+ private:
+  template <class F>
+  K& add(F Section::*field, const char* path, Value default_value, const char* description) {
+    keys_.emplace_back(path, key_type_of<F>(), std::move(default_value), description);
+    return keys_.back().into(section_, field);
+  }
+  Section Settings::*section_;
+  std::deque<K> keys_;  // K& handed out stay valid as more are added
+};
+
+template <class Section, class Declare>
+void append_section(std::vector<KeySpec>& keys, Section Settings::*section, Declare declare) {
+  SectionKeys<Section> section_keys(section);
+  declare(section_keys);
+  section_keys.append_to(keys);
+}
+
+void append(std::vector<KeySpec>& keys, std::initializer_list<KeySpec> more) {
+  keys.insert(keys.end(), more.begin(), more.end());
+}
+
 Value I(std::int64_t v) { return Value::integer(v); }
-Value F(double v) { return Value::real(v); }
-Value B(bool v) { return Value::boolean(v); }
 Value S(const char* v) { return Value::string(v); }
 Value N() { return Value::null(); }
 Value L() { return Value::list(); }
@@ -170,526 +271,182 @@ using T = KeyType;
 // tokens, batches of 1 Mi sequences) so that a slip (n_layer: 1000000000, grad_accum near
 // INT64_MAX) is refused at plan time with its key named, instead of allocating until the kernel
 // kills the rank. The size checks of bench-train and bench-infer judge what is left.
+//
+// A key a typed field holds is declared beside its field, in settings.h (train_keys and the
+// others, called here); the rest are here: the top level, the model's dimensions (model_shape_of
+// reads them), the command section (CommandSpec) and lora.targets, whose null needs the model.
+// The order is the table's: docs/config.md's, and that of the keys of every config.yaml.
 std::vector<KeySpec> build_table() {
-  return {
-      // ---- top level ----
-      K("benchmark", T::kEnum, S("train"),
-        "What runs at each point: a registered workload (docs/workloads.md); train is "
-        "bench-train, infer is bench-infer, command the program of the command section")
-          .choices({"train", "infer", "command"})
-          .hashed_unless_default()
-          .into(&Settings::benchmark),
-      K("params", T::kFreeMap, M(),
-        "Free keys (any names; scalars or lists) that sweeps vary and {params.NAME} "
-        "placeholders use: a program's own options (docs/commands.md)")
-          .hashed_unless_default(),
-      // ---- model ----
-      K("model.preset", T::kEnum, S("gpt2"),
-        "Named model shape; each dimension below defaults to the preset's")
-          .choices(model_preset_names())
-          .only_for({"train", "infer"})
-          .into(&Settings::model_preset),
-      K("model.arch", T::kEnum, N(),
-        "Architecture family: gpt2 (LayerNorm, GELU, learned positions, tied head) or llama "
-        "(RMSNorm, RoPE, SwiGLU, GQA, untied head); null = the preset's")
-          .choices(model_arch_names())
-          .derived()
-          .only_for({"train", "infer"}),
-      K("model.n_layer", T::kInt, N(), "Transformer blocks; null = the preset's")
-          .min(1)
-          .max(4096)
-          .derived()
-          .only_for({"train", "infer"}),
-      K("model.n_embd", T::kInt, N(), "Model width d; null = the preset's")
-          .min(1)
-          .max(1 << 20)
-          .derived()
-          .only_for({"train", "infer"}),
-      K("model.n_head", T::kInt, N(),
-        "Attention heads; must divide model.n_embd; null = the preset's")
-          .min(1)
-          .max(1 << 16)
-          .derived()
-          .only_for({"train", "infer"}),
-      K("model.n_kv_head", T::kInt, N(),
-        "Key/value heads (grouped-query attention); must divide model.n_head; null = the preset's")
-          .min(1)
-          .max(1 << 16)
-          .derived()
-          .only_for({"train", "infer"}),
-      K("model.ffn_dim", T::kInt, N(),
-        "Hidden width of the MLP; null = the preset's, or, when model.n_embd or model.arch is "
-        "not the preset's, the architecture's rule (gpt2: 4 n_embd; llama: 8/3 n_embd rounded "
-        "up to a multiple of 256)")
-          .min(1)
-          .max(1 << 24)
-          .derived()
-          .only_for({"train", "infer"}),
-      K("model.vocab_size", T::kInt, N(), "Vocabulary size; null = the preset's")
-          .min(1)
-          .max(1 << 24)
-          .derived()
-          .only_for({"train", "infer"}),
-      K("model.block_size", T::kInt, N(),
-        "Longest sequence the model accepts (position table size); null = the preset's")
-          .min(1)
-          .max(1 << 24)
-          .derived()
-          .only_for({"train", "infer"}),
+  std::vector<KeySpec> keys;
 
-      // ---- data ----
-      K("data.source", T::kEnum, S("synthetic"),
-        "synthetic: random token ids; tokens: a binary file of token ids; text: a UTF-8 file "
-        "read as byte-level tokens")
-          .only_for({"train", "infer"})
-          .into(&Settings::data, &DataSettings::source),
-      K("data.path", T::kString, N(), "The data file for data.source tokens or text")
-          .only_for({"train", "infer"})
-          .into(&Settings::data, &DataSettings::path),
-      K("data.seq_len", T::kInt, N(),
-        "Tokens per sequence; every sequence is exactly this long; null = model.block_size")
-          .min(1)
-          .max(1 << 24)
-          .derived()
-          .only_for({"train", "infer"})
-          .into(&Settings::data, &DataSettings::seq_len),
-      K("data.token_dtype", T::kEnum, S("uint16"),
-        "Element type of a headerless tokens file (llm.c .bin files carry their own)")
-          .only_for({"train", "infer"})
-          .into(&Settings::data, &DataSettings::token_dtype),
-      K("data.eval_fraction", T::kFloat, F(0.1), "Share of the data file held out for evaluation")
-          .min(0.0)
-          .max(0.5)
-          .only_for({"train", "infer"})
-          .into(&Settings::data, &DataSettings::eval_fraction),
+  // ---- top level ----
+  append(keys,
+         {
+             K("benchmark", T::kEnum, S("train"),
+               "What runs at each point: a registered workload (docs/workloads.md); train is "
+               "bench-train, infer is bench-infer, command the program of the command section")
+                 .choices({"train", "infer", "command"})
+                 .hashed_unless_default()
+                 .into(&Settings::benchmark),
+             K("params", T::kFreeMap, M(),
+               "Free keys (any names; scalars or lists) that sweeps vary and {params.NAME} "
+               "placeholders use: a program's own options (docs/commands.md)")
+                 .hashed_unless_default(),
+         });
+  // ---- model ----
+  append(
+      keys,
+      {
+          K("model.preset", T::kEnum, S("gpt2"),
+            "Named model shape; each dimension below defaults to the preset's")
+              .choices(model_preset_names())
+              .only_for({"train", "infer"})
+              .into(&Settings::model_preset),
+          K("model.arch", T::kEnum, N(),
+            "Architecture family: gpt2 (LayerNorm, GELU, learned positions, tied head) or llama "
+            "(RMSNorm, RoPE, SwiGLU, GQA, untied head); null = the preset's")
+              .choices(model_arch_names())
+              .derived()
+              .only_for({"train", "infer"}),
+          K("model.n_layer", T::kInt, N(), "Transformer blocks; null = the preset's")
+              .min(1)
+              .max(4096)
+              .derived()
+              .only_for({"train", "infer"}),
+          K("model.n_embd", T::kInt, N(), "Model width d; null = the preset's")
+              .min(1)
+              .max(1 << 20)
+              .derived()
+              .only_for({"train", "infer"}),
+          K("model.n_head", T::kInt, N(),
+            "Attention heads; must divide model.n_embd; null = the preset's")
+              .min(1)
+              .max(1 << 16)
+              .derived()
+              .only_for({"train", "infer"}),
+          K("model.n_kv_head", T::kInt, N(),
+            "Key/value heads (grouped-query attention); must divide model.n_head; null = the "
+            "preset's")
+              .min(1)
+              .max(1 << 16)
+              .derived()
+              .only_for({"train", "infer"}),
+          K("model.ffn_dim", T::kInt, N(),
+            "Hidden width of the MLP; null = the preset's, or, when model.n_embd or model.arch is "
+            "not the preset's, the architecture's rule (gpt2: 4 n_embd; llama: 8/3 n_embd rounded "
+            "up to a multiple of 256)")
+              .min(1)
+              .max(1 << 24)
+              .derived()
+              .only_for({"train", "infer"}),
+          K("model.vocab_size", T::kInt, N(), "Vocabulary size; null = the preset's")
+              .min(1)
+              .max(1 << 24)
+              .derived()
+              .only_for({"train", "infer"}),
+          K("model.block_size", T::kInt, N(),
+            "Longest sequence the model accepts (position table size); null = the preset's")
+              .min(1)
+              .max(1 << 24)
+              .derived()
+              .only_for({"train", "infer"}),
+      });
 
-      // ---- train and eval (bench-train; hashed only for benchmark: train) ----
-      K("train.steps", T::kInt, I(50), "Optimizer steps, warm-up included")
-          .min(1)
-          .only_for({"train"})
-          .into(&Settings::train, &TrainSettings::steps),
-      K("train.warmup_steps", T::kInt, I(10),
-        "Leading steps excluded from every statistic; must be less than train.steps")
-          .min(0)
-          .only_for({"train"})
-          .into(&Settings::train, &TrainSettings::warmup_steps),
-      K("train.micro_batch", T::kInt, I(8), "Sequences per rank per forward pass")
-          .min(1)
-          .max(1 << 20)
-          .only_for({"train"})
-          .into(&Settings::train, &TrainSettings::micro_batch),
-      K("train.grad_accum", T::kInt, I(1), "Micro batches accumulated per optimizer step")
-          .min(1)
-          .max(1 << 20)
-          .only_for({"train"})
-          .into(&Settings::train, &TrainSettings::grad_accum),
-      K("train.dtype", T::kEnum, S("fp32"),
-        "fp32, bf16 (mixed precision, fp32 master weights) or fp16 (with dynamic loss scaling)")
-          .only_for({"train"})
-          .into(&Settings::train, &TrainSettings::dtype),
-      K("train.lr", T::kFloat, F(3e-4), "AdamW learning rate")
-          .min(0.0, true)
-          .only_for({"train"})
-          .into(&Settings::train, &TrainSettings::lr),
-      K("train.weight_decay", T::kFloat, F(0.1), "AdamW decoupled weight decay")
-          .min(0.0)
-          .only_for({"train"})
-          .into(&Settings::train, &TrainSettings::weight_decay),
-      K("train.beta1", T::kFloat, F(0.9), "AdamW beta1")
-          .min(0.0)
-          .max(1.0, true)
-          .only_for({"train"})
-          .into(&Settings::train, &TrainSettings::beta1),
-      K("train.beta2", T::kFloat, F(0.95), "AdamW beta2")
-          .min(0.0)
-          .max(1.0, true)
-          .only_for({"train"})
-          .into(&Settings::train, &TrainSettings::beta2),
-      K("train.eps", T::kFloat, F(1e-8), "AdamW epsilon")
-          .min(0.0, true)
-          .only_for({"train"})
-          .into(&Settings::train, &TrainSettings::eps),
-      K("train.grad_clip", T::kFloat, F(1.0), "Global gradient-norm clip; 0 disables it")
-          .min(0.0)
-          .only_for({"train"})
-          .into(&Settings::train, &TrainSettings::grad_clip),
-      K("train.seed", T::kInt, I(1234), "Seed for weights and batches (each rank offsets it)")
-          .min(0)
-          .only_for({"train"})
-          .into(&Settings::train, &TrainSettings::seed),
-      K("train.activation_checkpointing", T::kBool, B(false),
-        "Recompute each block's activations in the backward pass")
-          .only_for({"train"})
-          .into(&Settings::train, &TrainSettings::activation_checkpointing),
-      K("train.loss_scale", T::kFloat, F(65536.0), "Initial dynamic loss scale for fp16")
-          .min(0.0, true)
-          .only_for({"train"})
-          .into(&Settings::train, &TrainSettings::loss_scale),
-      K("train.zero_stage", T::kInt, I(0),
-        "ZeRO over the ranks: 0 every rank holds every model state; 1 AdamW's moments sharded; "
-        "2 also the gradients (reduce-scattered during backward); 3 also the parameters "
-        "(gathered around each block's use)")
-          .min(0)
-          .max(3)
-          .hashed_unless_default()
-          .only_for({"train"})
-          .into(&Settings::train, &TrainSettings::zero_stage),
-      K("train.peft", T::kEnum, S("none"),
-        "Parameter-efficient fine-tuning: none trains every weight; lora freezes them and trains "
-        "low-rank adapters on the projections of lora.targets")
-          .hashed_unless_default()
-          .only_for({"train"})
-          .into(&Settings::train, &TrainSettings::peft),
-      K("train.offload_optimizer", T::kBool, B(false),
-        "AdamW's moments, an fp32 copy of the values and the optimizer step in host memory "
-        "(ZeRO-Offload), for GPU runs; the device keeps parameters and gradients")
-          .hashed_unless_default()
-          .only_for({"train"})
-          .into(&Settings::train, &TrainSettings::offload_optimizer),
-      K("train.fused_loss", T::kBool, B(false),
-        "The head and its cross-entropy over chunks of tokens, so the whole logits and their "
-        "gradient never exist at once; false: logits for every token, then the loss")
-          .hashed_unless_default()
-          .only_for({"train"})
-          .into(&Settings::train, &TrainSettings::fused_loss),
-      K("train.cpu_kernels", T::kBool, B(true),
-        "On CPUs: sweepbench's own one-pass kernel for the head's cross-entropy (loss and "
-        "gradient at once, fp32 logits) instead of libtorch's log-softmax and NLL loss and their "
-        "backwards; false: libtorch's ops only")
-          .hashed_unless_default()
-          .only_for({"train"})
-          .into(&Settings::train, &TrainSettings::cpu_kernels),
-      K("train.overlap_comm", T::kBool, B(false),
-        "ZeRO 2 and 3: reduce-scatter each bucket while backward goes on, and gather the next "
-        "block's parameters while this one computes (CPU runs over MPI; GPUs not yet)")
-          .hashed_unless_default()
-          .only_for({"train"})
-          .into(&Settings::train, &TrainSettings::overlap_comm),
-      K("train.bucket_mb", T::kFloat, F(25.0),
-        "MiB per gradient bucket: ZeRO-2 reduce-scatters each bucket when backward has filled "
-        "it; the MPI all-reduce of stage 0 sends pieces of this size")
-          .min(0.0, true)
-          .hashed_unless_default()
-          .only_for({"train"})
-          .into(&Settings::train, &TrainSettings::bucket_mb),
+  // ---- data ----
+  append_section(keys, &Settings::data, [](auto& key) { data_keys(key); });
 
-      // ---- lora (train.peft: lora) ----
-      K("lora.r", T::kInt, I(8), "LoRA rank (with train.peft: lora)")
-          .min(1)
-          .hashed_unless_default()
-          .only_for({"train"})
-          .into(&Settings::train, &TrainSettings::lora_r),
-      K("lora.alpha", T::kFloat, F(16.0), "LoRA scaling numerator: the update is B A x alpha / r")
-          .min(0.0, true)
-          .hashed_unless_default()
-          .only_for({"train"})
-          .into(&Settings::train, &TrainSettings::lora_alpha),
-      K("lora.dropout", T::kFloat, F(0.0), "Dropout on the adapters' input, in [0, 1)")
-          .min(0.0)
-          .hashed_unless_default()
-          .only_for({"train"})
-          .into(&Settings::train, &TrainSettings::lora_dropout),
-      K("lora.targets", T::kStringList, N(),
-        "Projections that get adapters, by the model's names: gpt2 c_attn, attn_proj, c_fc, "
-        "mlp_proj; llama wq, wk, wv, wo, w1, w2, w3; null = c_attn (gpt2) or wq, wv (llama), as "
-        "Hugging Face peft's defaults")
-          .hashed_unless_default()
-          .only_for({"train"})
-          .into([](Settings& s, const Value& v, const Value& config) {
-            if (v.is_null()) {  // the architecture's own
-              s.train.lora_targets =
-                  default_lora_targets(config_at(config, "model.arch").as_string());
-            } else {
-              read_value(v, s.train.lora_targets);
-            }
-          }),
+  // ---- train and eval (bench-train; hashed only for benchmark: train) ----
+  append_section(keys, &Settings::train, [](auto& key) { train_keys(key); });
 
-      // ---- eval ----
-      K("eval.steps", T::kInt, I(10), "Evaluation batches after training; 0 skips evaluation")
-          .min(0)
-          .only_for({"train"})
-          .into(&Settings::eval, &EvalSettings::steps),
-      K("eval.micro_batch", T::kInt, N(),
-        "Sequences per evaluation batch; null = train.micro_batch")
-          .min(1)
-          .max(1 << 20)
-          .derived()
-          .only_for({"train"})
-          .into(&Settings::eval, &EvalSettings::micro_batch),
+  // ---- lora (train.peft: lora) ----
+  append(keys,
+         {
+             K("lora.targets", T::kStringList, N(),
+               "Projections that get adapters, by the model's names: gpt2 c_attn, attn_proj, c_fc, "
+               "mlp_proj; llama wq, wk, wv, wo, w1, w2, w3; null = c_attn (gpt2) or wq, wv "
+               "(llama), as "
+               "Hugging Face peft's defaults")
+                 .hashed_unless_default()
+                 .only_for({"train"})
+                 .into([](Settings& s, const Value& v, const Value& config) {
+                   if (v.is_null()) {  // the architecture's own
+                     s.train.lora_targets =
+                         default_lora_targets(config_at(config, "model.arch").as_string());
+                   } else {
+                     read_value(v, s.train.lora_targets);
+                   }
+                 }),
+         });
 
-      // ---- infer (bench-infer; hashed only for benchmark: infer) ----
-      K("infer.input_tokens", T::kInt, I(128), "Prompt tokens per sequence")
-          .min(1)
-          .max(1 << 24)
-          .only_for({"infer"})
-          .into(&Settings::infer, &InferSettings::input_tokens),
-      K("infer.output_tokens", T::kInt, I(128),
-        "Tokens generated per sequence; every run generates exactly this many (no early stop)")
-          .min(1)
-          .max(1 << 24)
-          .only_for({"infer"})
-          .into(&Settings::infer, &InferSettings::output_tokens),
-      K("infer.batch_size", T::kInt, I(1), "Prompts generated together per rank")
-          .min(1)
-          .max(1 << 20)
-          .only_for({"infer"})
-          .into(&Settings::infer, &InferSettings::batch_size),
-      K("infer.num_beams", T::kInt, I(1),
-        "1: greedy or sampled decoding; more: beam search with this many beams per prompt")
-          .min(1)
-          .max(1024)
-          .only_for({"infer"})
-          .into(&Settings::infer, &InferSettings::num_beams),
-      K("infer.do_sample", T::kBool, B(false),
-        "Sample each token (temperature, top_k, top_p) instead of taking the most likely")
-          .only_for({"infer"})
-          .into(&Settings::infer, &InferSettings::do_sample),
-      K("infer.temperature", T::kFloat, F(1.0), "Sampling temperature")
-          .min(0.0, true)
-          .only_for({"infer"})
-          .into(&Settings::infer, &InferSettings::temperature),
-      K("infer.top_k", T::kInt, I(0), "Sample among the k most likely tokens; 0: all")
-          .min(0)
-          .only_for({"infer"})
-          .into(&Settings::infer, &InferSettings::top_k),
-      K("infer.top_p", T::kFloat, F(1.0),
-        "Sample among the most likely tokens whose probabilities sum to p (nucleus); 1: all")
-          .min(0.0, true)
-          .max(1.0)
-          .only_for({"infer"})
-          .into(&Settings::infer, &InferSettings::top_p),
-      K("infer.seed", T::kInt, I(1234),
-        "Seed for the weights, the synthetic prompts and sampling (each rank offsets it for its "
-        "prompts)")
-          .min(0)
-          .only_for({"infer"})
-          .into(&Settings::infer, &InferSettings::seed),
-      K("infer.warmup_runs", T::kInt, I(1),
-        "Generations before the timed ones, left out of every statistic")
-          .min(0)
-          .only_for({"infer"})
-          .into(&Settings::infer, &InferSettings::warmup_runs),
-      K("infer.runs", T::kInt, I(5), "Timed generations")
-          .min(1)
-          .only_for({"infer"})
-          .into(&Settings::infer, &InferSettings::runs),
-      K("infer.kv_cache", T::kEnum, S("static"),
-        "static: keys and values allocated once for input + output tokens; dynamic: grown as "
-        "tokens come; none: recompute the whole prefix at every step (the baseline)")
-          .only_for({"infer"})
-          .into(&Settings::infer, &InferSettings::kv_cache),
-      K("infer.dtype", T::kEnum, S("fp32"),
-        "Weights, activations and the KV cache in fp32, bf16 or fp16 (fp16 needs a GPU)")
-          .only_for({"infer"})
-          .into(&Settings::infer, &InferSettings::dtype),
-      K("infer.token_metrics", T::kBool, B(true),
-        "Time every decode step (waits for the device after each token); off: only the first "
-        "token and the whole generation are timed")
-          .only_for({"infer"})
-          .into(&Settings::infer, &InferSettings::token_metrics),
+  // ---- eval ----
+  append_section(keys, &Settings::eval, [](auto& key) { eval_keys(key); });
 
-      // ---- command (benchmark: command; docs/commands.md) ----
-      K("command.argv", T::kStringList, L(),
-        "The program and its arguments, one list item per argv element (no shell); "
-        "{placeholders} take the point's values")
-          .only_for({"command"}),
-      K("command.env", T::kStringMap, M(),
-        "Environment variables for the program; values may hold {placeholders}")
-          .only_for({"command"}),
-      K("command.workdir", T::kString, N(),
-        "The program's working directory (may hold {placeholders}, e.g. {out}); null = the "
-        "directory bench-sweep run was started in")
-          .only_for({"command"}),
-      K("command.parser", T::kEnum, S("none"),
-        "Metrics of a known program, added to command.metrics: hf-trainer (the Hugging Face "
-        "Trainer), pace (PACE's benchmark_llm_offline.py), fairseq2, llama-bench, vllm (vllm "
-        "bench latency, throughput and serve), or none")
-          .choices({"none", "hf-trainer", "pace", "fairseq2", "llama-bench", "vllm"})
-          .only_for({"command"}),
-      K("command.metrics", T::kRecordList, L(),
-        "Figures of merit: a list of {name, unit, from, regex, group, reduce} or {name, unit, "
-        "from: json FILE, pointer}, each optional: true or required (docs/commands.md)")
-          .only_for({"command"}),
-      K("command.success.match", T::kStringList, L(),
-        "Regular expressions that must each match a line of the program's stdout or stderr")
-          .only_for({"command"}),
-      K("command.success.fail", T::kStringList, L(),
-        "Regular expressions that must match no line of stdout or stderr (e.g. Traceback)")
-          .only_for({"command"}),
-      K("command.success.exit_code", T::kInt, I(0), "The exit code of a successful run; null = any")
-          .min(0)
-          .max(255)
-          .nullable()
-          .only_for({"command"}),
-      K("command.success.required", T::kStringList, N(),
-        "Metrics a successful run must report; null = every metric not marked optional")
-          .only_for({"command"}),
-      K("command.oom_patterns", T::kStringList, L(),
-        "Regular expressions whose match in a failed run's output makes its status oom; empty = "
-        "the usual PyTorch, CUDA and C++ out-of-memory messages (docs/commands.md)")
-          .only_for({"command"}),
+  // ---- infer (bench-infer; hashed only for benchmark: infer) ----
+  append_section(keys, &Settings::infer, [](auto& key) { infer_keys(key); });
 
-      // ---- launch ----
-      K("launch.ranks", T::kInt, I(1), "MPI ranks in total (the world size)")
-          .min(1)
-          .into(&Settings::launch, &LaunchSettings::ranks),
-      K("launch.nodes", T::kInt, I(1), "Nodes the ranks are spread over; must divide launch.ranks")
-          .min(1)
-          .into(&Settings::launch, &LaunchSettings::nodes),
-      K("launch.gpus_per_rank", T::kInt, I(0), "GPUs each rank asks the scheduler for; 0 = none")
-          .min(0)
-          .into(&Settings::launch, &LaunchSettings::gpus_per_rank),
-      K("launch.tensor_parallel", T::kInt, I(1),
-        "Tensor parallelism t (bench-train): each block's projections split over groups of t "
-        "consecutive ranks (Megatron-style), data parallelism over launch.ranks / t")
-          .min(1)
-          .hashed_unless_default()
-          .only_for({"train"})
-          .into(&Settings::launch, &LaunchSettings::tensor_parallel),
-      K("launch.cpus_per_rank", T::kInt, N(),
-        "CPU cores (and compute threads) per rank; null = the node's cores / ranks on it")
-          .min(1)
-          .into(&Settings::launch, &LaunchSettings::cpus_per_rank),
-      K("launch.device", T::kEnum, S("auto"),
-        "Where each rank computes: cuda, cpu, or auto (cuda when a GPU is visible)")
-          .into(&Settings::launch, &LaunchSettings::device),
-      K("launch.launcher", T::kEnum, S("auto"),
-        "How ranks start: auto (srun inside SLURM, mpirun for several ranks, else a plain exec), "
-        "local, mpirun or srun")
-          .choices({"auto", "local", "mpirun", "srun"})
-          .into(&Settings::launch, &LaunchSettings::launcher),
-      K("launch.mpirun_args", T::kStringList, L(), "Extra arguments for mpirun")
-          .into(&Settings::launch, &LaunchSettings::mpirun_args),
-      K("launch.srun_args", T::kStringList, L(), "Extra arguments for srun")
-          .into(&Settings::launch, &LaunchSettings::srun_args),
-      K("launch.env", T::kStringMap, M(), "Environment variables set for every rank")
-          .into(&Settings::launch, &LaunchSettings::env),
-      K("launch.setup", T::kStringList, L(),
-        "Shell lines run before the point's command, in one bash (module load, conda activate "
-        "{params.env}); placeholders become single-quoted words; the lines are your own shell code")
-          .hashed_unless_default()
-          .into(&Settings::launch, &LaunchSettings::setup),
-      K("launch.exclusive", T::kEnum, S("auto"),
-        "Whether a point shares its nodes with other points that bench-sweep run --jobs runs at "
-        "once: node (alone on its nodes), shared (beside others, on cores and GPUs of its own), "
-        "auto (node for a point over several nodes, else shared)")
-          .unhashed()
-          .tagged_unless_default()
-          .into(&Settings::launch, &LaunchSettings::exclusive),
-      K("launch.malloc_cache", T::kBool, B(true),
-        "Keep freed host memory in the process (glibc: no mmap, no trim) so steps do not "
-        "page-fault "
-        "it back; the resident set then stays at its peak")
-          .into(&Settings::launch, &LaunchSettings::malloc_cache),
+  // ---- command (benchmark: command; docs/commands.md) ----
+  append(
+      keys,
+      {
+          K("command.argv", T::kStringList, L(),
+            "The program and its arguments, one list item per argv element (no shell); "
+            "{placeholders} take the point's values")
+              .only_for({"command"}),
+          K("command.env", T::kStringMap, M(),
+            "Environment variables for the program; values may hold {placeholders}")
+              .only_for({"command"}),
+          K("command.workdir", T::kString, N(),
+            "The program's working directory (may hold {placeholders}, e.g. {out}); null = the "
+            "directory bench-sweep run was started in")
+              .only_for({"command"}),
+          K("command.parser", T::kEnum, S("none"),
+            "Metrics of a known program, added to command.metrics: hf-trainer (the Hugging Face "
+            "Trainer), pace (PACE's benchmark_llm_offline.py), fairseq2, llama-bench, vllm (vllm "
+            "bench latency, throughput and serve), or none")
+              .choices({"none", "hf-trainer", "pace", "fairseq2", "llama-bench", "vllm"})
+              .only_for({"command"}),
+          K("command.metrics", T::kRecordList, L(),
+            "Figures of merit: a list of {name, unit, from, regex, group, reduce} or {name, unit, "
+            "from: json FILE, pointer}, each optional: true or required (docs/commands.md)")
+              .only_for({"command"}),
+          K("command.success.match", T::kStringList, L(),
+            "Regular expressions that must each match a line of the program's stdout or stderr")
+              .only_for({"command"}),
+          K("command.success.fail", T::kStringList, L(),
+            "Regular expressions that must match no line of stdout or stderr (e.g. Traceback)")
+              .only_for({"command"}),
+          K("command.success.exit_code", T::kInt, I(0),
+            "The exit code of a successful run; null = any")
+              .min(0)
+              .max(255)
+              .nullable()
+              .only_for({"command"}),
+          K("command.success.required", T::kStringList, N(),
+            "Metrics a successful run must report; null = every metric not marked optional")
+              .only_for({"command"}),
+          K("command.oom_patterns", T::kStringList, L(),
+            "Regular expressions whose match in a failed run's output makes its status oom; empty "
+            "= "
+            "the usual PyTorch, CUDA and C++ out-of-memory messages (docs/commands.md)")
+              .only_for({"command"}),
+      });
 
-      // ---- metrics ----
-      K("metrics.sample_interval_ms", T::kInt, I(1000),
-        "Period of the background memory/CPU sampler; 0 keeps only the first and last samples")
-          .min(0)
-          .only_for({"train", "infer"})
-          .into(&Settings::metrics, &MetricsSettings::sample_interval_ms),
-      K("metrics.system", T::kBool, B(true), "Sample CPU utilisation and RAM over time")
-          .only_for({"train", "infer"})
-          .into(&Settings::metrics, &MetricsSettings::system),
-      K("metrics.log_every", T::kInt, I(10), "Steps between progress lines on rank 0")
-          .min(1)
-          .only_for({"train", "infer"})
-          .into(&Settings::metrics, &MetricsSettings::log_every),
-      K("metrics.profile_steps", T::kString, N(),
-        "Steps to trace with libtorch's profiler, \"N\" or \"FIRST-LAST\" (0-based): one Chrome "
-        "trace per rank in profile/, the steps left out of every statistic; null = none")
-          .hashed_unless_default()
-          .only_for({"train"})
-          .into([](Settings& s, const Value& v, const Value&) {
-            s.metrics.profile_steps.reset();
-            if (!v.is_null()) s.metrics.profile_steps = parse_step_range(v.as_string());
-          }),
-      K("metrics.profile_activities", T::kStringList, N(),
-        "What metrics.profile_steps records: cpu (libtorch's ops and the step's phases), cuda "
-        "(kernels and copies on the GPU, where libtorch has Kineto); null = cpu, and cuda too on "
-        "a GPU")
-          .hashed_unless_default()
-          .only_for({"train"})
-          .into(&Settings::metrics, &MetricsSettings::profile_activities),
+  // ---- launch ----
+  append_section(keys, &Settings::launch, [](auto& key) { launch_keys(key); });
 
-      // ---- container ----
-      K("container.runtime", T::kEnum, S("none"), "Container runtime that wraps each rank, or none")
-          .choices({"none", "apptainer", "singularity", "enroot", "charliecloud", "podman"})
-          .into(&Settings::container, &ContainerSettings::runtime),
-      K("container.image", T::kString, N(),
-        "Image: a SIF file, squashfs, directory image or registry reference")
-          .into(&Settings::container, &ContainerSettings::image),
-      K("container.binds", T::kStringList, L(), "Bind mounts, each src:dst[:ro]")
-          .into(&Settings::container, &ContainerSettings::binds),
-      K("container.env", T::kStringMap, M(), "Environment variables passed into the container")
-          .into(&Settings::container, &ContainerSettings::env),
-      K("container.workdir", T::kString, N(), "Working directory inside the container")
-          .into(&Settings::container, &ContainerSettings::workdir),
-      K("container.extra_args", T::kStringList, L(),
-        "Extra arguments passed to the runtime unchanged")
-          .into(&Settings::container, &ContainerSettings::extra_args),
+  // ---- metrics ----
+  append_section(keys, &Settings::metrics, [](auto& key) { metrics_keys(key); });
 
-      // ---- slurm ----
-      K("slurm.partition", T::kString, N(), "Partition (decides the hardware, so it is hashed)")
-          .into(&Settings::slurm, &SlurmSettings::partition),
-      K("slurm.time", T::kSlurmTime, N(),
-        "Time limit: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS")
-          .unhashed()
-          .into(&Settings::slurm, &SlurmSettings::time),
-      K("slurm.account", T::kString, N(), "Account to charge")
-          .unhashed()
-          .into(&Settings::slurm, &SlurmSettings::account),
-      K("slurm.qos", T::kString, N(), "Quality of service")
-          .unhashed()
-          .into(&Settings::slurm, &SlurmSettings::qos),
-      K("slurm.constraint", T::kString, N(), "Node features required (--constraint)")
-          .into(&Settings::slurm, &SlurmSettings::constraint),
-      K("slurm.mem", T::kString, N(), "Memory per node (--mem), e.g. 64G")
-          .into(&Settings::slurm, &SlurmSettings::mem),
-      K("slurm.exclusive", T::kBool, B(true), "Ask for whole nodes (--exclusive)")
-          .into(&Settings::slurm, &SlurmSettings::exclusive),
-      K("slurm.max_requeue", T::kInt, I(1), "How often a timed-out or preempted point is requeued")
-          .min(0)
-          .unhashed()
-          .into(&Settings::slurm, &SlurmSettings::max_requeue),
-      K("slurm.signal_seconds", T::kInt, I(120),
-        "Seconds before the time limit that bench-train is warned (--signal)")
-          .min(0)
-          .unhashed()
-          .into(&Settings::slurm, &SlurmSettings::signal_seconds),
-      K("slurm.job_name", T::kString, N(), "Job name; null = sweepbench-NAME (the sweep's name)")
-          .unhashed()
-          .into(&Settings::slurm, &SlurmSettings::job_name),
-      K("slurm.mail_type", T::kString, N(), "--mail-type, e.g. END,FAIL")
-          .unhashed()
-          .into(&Settings::slurm, &SlurmSettings::mail_type),
-      K("slurm.mail_user", T::kString, N(), "--mail-user")
-          .unhashed()
-          .into(&Settings::slurm, &SlurmSettings::mail_user),
-      K("slurm.extra_args", T::kStringList, L(), "Extra sbatch arguments, e.g. [--gres=gpu:8]")
-          .into(&Settings::slurm, &SlurmSettings::extra_args),
+  // ---- container ----
+  append_section(keys, &Settings::container, [](auto& key) { container_keys(key); });
 
-      // ---- hardware ----
-      K("hardware.name", T::kString, N(), "A label for the hardware, e.g. H100-SXM5")
-          .into(&Settings::hardware, &HardwareSettings::name),
-      K("hardware.peak_tflops", T::kFloat, N(),
-        "Peak dense TFLOPS per device for the run's dtype (train.dtype, infer.dtype), for MFU; "
-        "null = the built-in table (GPUs) or no MFU (CPU)")
-          .min(0.0, true)
-          .unhashed()
-          .into(&Settings::hardware, &HardwareSettings::peak_tflops),
-      K("hardware.peak_bandwidth_gbs", T::kFloat, N(),
-        "Peak memory bandwidth per device in GB/s, for bench-infer's MBU; null = the built-in "
-        "table (GPUs) or, on a CPU, a copy bandwidth measured at the start of the run")
-          .min(0.0, true)
-          .unhashed()
-          .into(&Settings::hardware, &HardwareSettings::peak_bandwidth_gbs),
-      K("hardware.price_per_hour", T::kFloat, N(),
-        "Price of one device-hour in USD, for cost per million tokens")
-          .min(0.0)
-          .unhashed()
-          .into(&Settings::hardware, &HardwareSettings::price_per_hour),
-  };
+  // ---- slurm ----
+  append_section(keys, &Settings::slurm, [](auto& key) { slurm_keys(key); });
+
+  // ---- hardware ----
+  append_section(keys, &Settings::hardware, [](auto& key) { hardware_keys(key); });
+
+  return keys;
 }
 
 bool valid_slurm_time(const std::string& s) {

@@ -1,10 +1,11 @@
 // The config schema: every key a point's config may hold, with its type, default, allowed values
 // or range, whether it enters config_hash, and a one-line description.
 //
-// Each key is declared once, here: docs/config.md is generated from this table (`bench-sweep keys
-// --format md`, a test fails when a key is missing there), validation and the canonical form that
-// config_hash reads follow it, and the typed Settings (core/settings.h) are read by it. Leaves out:
-// cross-key rules (config.cc) and sweep-file keys (sweep_spec.cc).
+// Each key is declared once: a key a typed field holds beside its field in core/settings.h, the
+// others in schema.cc, which builds the table from both. docs/config.md is generated from the
+// table (`bench-sweep keys --format md`, a test fails when a key is missing there), validation and
+// the canonical form that config_hash reads follow it, and the typed Settings are read by it.
+// Leaves out: cross-key rules (config.cc) and sweep-file keys (sweep_spec.cc).
 #pragma once
 
 #include <functional>
