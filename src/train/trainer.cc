@@ -5,27 +5,20 @@
 
 #include <ATen/Parallel.h>
 #include <ATen/autocast_mode.h>
-#include <ATen/record_function.h>
 #include <c10/core/CPUAllocator.h>
 #include <torch/csrc/autograd/profiler_kineto.h>
-#include <torch/csrc/autograd/utils/lambda_post_hook.h>
 #include <torch/torch.h>
 #include <torch/version.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <cctype>
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
-#include <deque>
 #include <exception>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <sstream>
-#include <thread>
 
 #include "core/digest.h"
 #include "core/error.h"
@@ -33,10 +26,13 @@
 #include "core/sampler.h"
 #include "core/text.h"
 #include "train/adamw.h"
+#include "train/comm_worker.h"
 #include "train/device_comm.h"
 #include "train/grad_norm.h"
 #include "train/model.h"
+#include "train/phase_clock.h"
 #include "train/torch_support.h"
+#include "train/zero.h"
 
 #ifdef SWEEPBENCH_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
@@ -60,198 +56,6 @@ class KeptWeightCasts {
 
  private:
   WeightCasts& casts_;
-};
-
-enum Phase { kForward, kBackward, kComm, kOptimizer, kPhases };
-
-const char* const kPhaseNames[kPhases] = {"forward", "backward", "comm", "optimizer"};
-
-// Times the phases of a step: CUDA events on a GPU (read once, after the step's final
-// synchronisation, so timing never stalls the device), a steady clock on the CPU, where every
-// operation has finished when it returns. A phase started while another runs (ZeRO-2 and 3 talk
-// inside forward and backward) is nested: its time counts for it and not for the outer phase.
-// While the profiler records, each phase is also a named range (a user scope) around libtorch's
-// own op events; otherwise the range costs a check.
-class PhaseClock {
- public:
-  explicit PhaseClock(bool cuda) : cuda_(cuda) {}
-  void begin_range(Phase p) {
-    // In place, no allocation: this runs a few times per step.
-    ranges_[p].emplace(at::RecordScope::USER_SCOPE);
-    if (ranges_[p]->isActive()) ranges_[p]->before(kPhaseNames[p]);
-  }
-  void end_range(Phase p) { ranges_[p].reset(); }
-  void reset() {
-    for (double& s : seconds_) s = 0;
-    open_ = kPhases;
-#ifdef SWEEPBENCH_WITH_CUDA
-    for (auto& list : events_) list.clear();
-    for (auto& list : nested_) list.clear();
-#endif
-  }
-  void start(Phase p) {
-    begin_range(p);
-    outer_[p] = open_;
-    open_ = p;
-#ifdef SWEEPBENCH_WITH_CUDA
-    if (cuda_) {
-      events_[p].push_back(std::make_shared<EventPair>());
-      events_[p].back()->first.record();
-      if (outer_[p] != kPhases) nested_[outer_[p]].push_back(events_[p].back());
-      return;
-    }
-#endif
-    started_[p] = std::chrono::steady_clock::now();
-  }
-  void stop(Phase p) {
-    end_range(p);
-    open_ = outer_[p];
-#ifdef SWEEPBENCH_WITH_CUDA
-    if (cuda_) {
-      events_[p].back()->second.record();
-      return;
-    }
-#endif
-    double d =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - started_[p]).count();
-    seconds_[p] += d;
-    if (outer_[p] != kPhases) seconds_[outer_[p]] -= d;
-  }
-  // Call after the device has finished the step.
-  double seconds(Phase p) {
-#ifdef SWEEPBENCH_WITH_CUDA
-    if (cuda_) {
-      double total = 0;
-      for (auto& pair : events_[p]) total += pair->first.elapsed_time(pair->second) / 1000.0;
-      for (auto& pair : nested_[p]) total -= pair->first.elapsed_time(pair->second) / 1000.0;
-      return total;
-    }
-#endif
-    return seconds_[p];
-  }
-
- private:
-  bool cuda_;
-  std::optional<at::RecordFunction> ranges_[kPhases];
-  double seconds_[kPhases] = {0, 0, 0, 0};
-  Phase open_ = kPhases;  // the phase running now, or kPhases
-  Phase outer_[kPhases] = {kPhases, kPhases, kPhases, kPhases};
-  std::chrono::steady_clock::time_point started_[kPhases];
-#ifdef SWEEPBENCH_WITH_CUDA
-  struct EventPair {
-    at::cuda::CUDAEvent first{cudaEventDefault}, second{cudaEventDefault};
-  };
-  std::vector<std::shared_ptr<EventPair>> events_[kPhases];
-  std::vector<std::shared_ptr<EventPair>> nested_[kPhases];  // nested phases' pairs, subtracted
-#endif
-};
-
-// ZeRO-3 frees a gathered parameter buffer by giving back its storage's memory, and gathers it
-// again into a new allocation of the same size, as PyTorch's FSDP does: the parameters view the
-// storage, and so do the tensors autograd saved of them, so both see the gathered values again
-// without a copy and without a change of version.
-void release_storage(const torch::Tensor& t) { t.storage().unsafeGetStorageImpl()->reset(); }
-
-void restore_storage(const torch::Tensor& t) {
-  c10::StorageImpl* s = t.storage().unsafeGetStorageImpl();
-  const size_t bytes = static_cast<size_t>(t.numel()) * t.element_size();
-  if (s->nbytes() == bytes) return;
-  s->set_data_ptr_noswap(s->allocator()->allocate(bytes));
-  s->set_nbytes(bytes);
-}
-
-std::int64_t held_bytes(const torch::Tensor& t) {
-  return t.defined() ? static_cast<std::int64_t>(t.storage().nbytes()) : 0;
-}
-
-// Block i's parameters are named "h<i>.<...>"; the others (embeddings, final norm, head): -1.
-int block_of(const std::string& name) {
-  if (name.size() < 3 || name[0] != 'h' || !std::isdigit(static_cast<unsigned char>(name[1])))
-    return -1;
-  size_t dot = name.find('.');
-  if (dot == std::string::npos) return -1;
-  return std::stoi(name.substr(1, dot - 1));
-}
-
-// Runs collectives on a thread of its own, one after another in the order given, so that ZeRO's
-// reduce-scatter of a bucket proceeds while backward computes the next one and a block's gather
-// while the block before it computes (train.overlap_comm). MPI is initialised SERIALIZED: while
-// the worker may be busy, every collective of the trainer goes through it, and the main thread
-// calls MPI itself only after wait_all().
-class CommWorker {
- public:
-  CommWorker() : thread_([this] { loop(); }) {}
-  ~CommWorker() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stop_ = true;
-    }
-    wake_.notify_all();
-    thread_.join();
-  }
-  CommWorker(const CommWorker&) = delete;
-  CommWorker& operator=(const CommWorker&) = delete;
-
-  // A ticket for wait().
-  std::uint64_t submit(std::function<void()> task) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    queue_.push_back(std::move(task));
-    wake_.notify_all();
-    return ++submitted_;
-  }
-  // Until the task of `ticket` (and every one before it) has run; rethrows a task's error.
-  void wait(std::uint64_t ticket) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    done_cv_.wait(lock, [&] { return done_ >= ticket; });
-    if (error_) {
-      std::exception_ptr e = error_;
-      error_ = nullptr;
-      std::rethrow_exception(e);
-    }
-  }
-  void wait_all() {
-    std::uint64_t last;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      last = submitted_;
-    }
-    wait(last);
-  }
-
- private:
-  void loop() {
-    for (;;) {
-      std::function<void()> task;
-      {
-        std::unique_lock<std::mutex> lock(mutex_);
-        wake_.wait(lock, [&] { return stop_ || !queue_.empty(); });
-        if (queue_.empty()) return;  // stopping, nothing left
-        task = std::move(queue_.front());
-        queue_.pop_front();
-      }
-      std::exception_ptr failed;
-      try {
-        torch::NoGradGuard no_grad;
-        task();
-      } catch (...) {
-        failed = std::current_exception();
-      }
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (failed && !error_) error_ = failed;
-        ++done_;
-      }
-      done_cv_.notify_all();
-    }
-  }
-
-  std::mutex mutex_;
-  std::condition_variable wake_, done_cv_;
-  std::deque<std::function<void()>> queue_;
-  std::uint64_t submitted_ = 0, done_ = 0;
-  bool stop_ = false;
-  std::exception_ptr error_;
-  std::thread thread_;  // last: starts after the rest is built
 };
 
 class TorchTrainer : public Trainer {
@@ -280,7 +84,7 @@ class TorchTrainer : public Trainer {
     mo.cpu_kernels = o_.train.cpu_kernels;
     // ZeRO-2 and 3 reduce a gradient when its accumulator has run: the embedding's rows must go
     // through it there.
-    mo.embedding_grad_in_place = o_.train.zero_stage <= 1;
+    mo.embedding_grad_in_place = !zero_.policy().gradients;
     mo.lora.r = o_.train.lora() ? o_.train.lora_r : 0;
     mo.lora.alpha = o_.train.lora_alpha;
     mo.lora.dropout = o_.train.lora_dropout;
@@ -294,19 +98,19 @@ class TorchTrainer : public Trainer {
         body();
       };
     }
-    if (stage() == 3) {
+    if (zero_.policy().parameters) {
       // ZeRO-3: a block's parameters are gathered before its forward and freed after it, and
       // gathered again before its backward (freed when its gradients have been reduced).
       // Overlapped, the next block's gather starts as soon as this one's is done: the one after
       // it in forward, the one before it in backward.
       mo.before_block = [this](size_t i) {
-        gather_unit(static_cast<int>(i));
-        prefetch_unit(static_cast<int>(i) + 1);
+        zero_.gather(static_cast<int>(i));
+        zero_.prefetch(static_cast<int>(i) + 1);
       };
-      mo.after_block = [this](size_t i) { release_unit(static_cast<int>(i)); };
+      mo.after_block = [this](size_t i) { zero_.release(static_cast<int>(i)); };
       mo.before_block_backward = [this](size_t i) {
-        gather_unit(static_cast<int>(i));
-        prefetch_unit(static_cast<int>(i) - 1);
+        zero_.gather(static_cast<int>(i));
+        zero_.prefetch(static_cast<int>(i) - 1);
       };
     }
     const std::int64_t t = o_.tensor_parallel;
@@ -350,11 +154,13 @@ class TorchTrainer : public Trainer {
       if (tensor_comm_.exists()) tensor_comm_.use_nccl(device_.index());
     }
 #endif
-    make_segments();
     // train.overlap_comm: ZeRO-2 and 3 over MPI on CPUs (the GPU path stays blocking for now).
-    if (o_.train.overlap_comm && stage() >= 2 && !device_.is_cuda() && comm_.threads_may_call()) {
+    if (o_.train.overlap_comm && zero_.policy().gradients && !device_.is_cuda() &&
+        comm_.threads_may_call()) {
       worker_ = std::make_unique<CommWorker>();
     }
+    zero_.build(*model_, split_, o_.train.weight_decay, bucket_elements(),
+                o_.train.offload_optimizer, device_, worker_.get());
   }
 
   const DeviceInfo& device() const override { return info_; }
@@ -367,21 +173,18 @@ class TorchTrainer : public Trainer {
   PhaseStatus forward_backward(const std::vector<Batch>& micro_batches) override {
     clock_.reset();
     return guarded([&] {
-      for (Segment& g : segments_) {
-        if (g.grad.defined()) g.grad.zero_();
-        if (g.grad_shard.defined()) g.grad_shard.zero_();
-      }
+      zero_.zero_gradients();
       loss_sum_ = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat).device(device_));
       double accum = static_cast<double>(micro_batches.size());
       // ZeRO-3: the root unit (embeddings, final norm, head) stays gathered for the whole
       // forward and backward of every micro-batch.
-      Gathered root(*this, -1);
+      Gathered root(zero_, -1);
       // Mixed precision: the weights' bf16/fp16 copies are made once a step and serve every
       // micro-batch's forward and every recomputation; the optimizer's update (after this)
       // makes new ones next step. Not with ZeRO-3, whose point is not to hold every weight at
       // once.
       std::optional<KeptWeightCasts> keep_casts;
-      if (autocast_dtype_ && stage() < 3) keep_casts.emplace(model_->weight_casts());
+      if (autocast_dtype_ && !zero_.policy().parameters) keep_casts.emplace(model_->weight_casts());
       for (const Batch& batch : micro_batches) {
         torch::Tensor tokens = to_device(batch.inputs, batch);
         torch::Tensor targets = to_device(batch.targets, batch);
@@ -394,14 +197,9 @@ class TorchTrainer : public Trainer {
         }
         clock_.stop(kForward);
         clock_.start(kBackward);
-        for (Segment& g : segments_) g.pending = g.params.size();
+        zero_.begin_backward();
         (loss_scale_ != 1.0 ? loss * loss_scale_ : loss).backward();
-        if (stage() >= 2) {
-          // Segments some of whose parameters got no gradient are reduced now (zeros for them).
-          for (Segment& g : segments_) {
-            if (g.pending > 0) reduce_segment(g);
-          }
-        }
+        zero_.end_backward();
         clock_.stop(kBackward);
         loss_sum_ += loss.detach();
       }
@@ -416,32 +214,24 @@ class TorchTrainer : public Trainer {
 
   PhaseStatus update(double lr) override {
     return guarded([&] {
-      // Stages 2 and 3 reduced every segment's gradient during the backward pass.
-      if (stage() <= 1) {
-        clock_.start(kComm);
-        if (sharded()) {
-          reduce_scatter_gradients();
-        } else {
-          allreduce_gradients();
-        }
-        clock_.stop(kComm);
-      }
+      zero_.reduce_gradients(bucket_elements());
       clock_.start(kOptimizer);
       if (loss_scale_ != 1.0) {
-        for (Segment& g : segments_) g.gradient().mul_(1.0 / loss_scale_);
+        for (Segment& g : zero_.segments()) g.gradient().mul_(1.0 / loss_scale_);
       }
       // The global gradient norm (grad_norm.h), in fp64: sums of squares of the whole
       // parameters' gradients and of the tensor-parallel parts.
       torch::Tensor sq[2] = {
           torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device_)),
           torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device_))};
-      for (Segment& g : segments_) add_sum_of_squares(sq[g.split ? 1 : 0], g.gradient());
-      if (sharded() || groups_.tensor != nullptr) {
+      const bool sharded = zero_.policy().optimizer_states;
+      for (Segment& g : zero_.segments()) add_sum_of_squares(sq[g.split ? 1 : 0], g.gradient());
+      if (sharded || groups_.tensor != nullptr) {
         // ZeRO: each rank squared its own shard (the padding is zero), so the sum over the
         // data-parallel group is exact up to the order of the additions. Tensor parallelism:
         // each rank holds a part of the split parameters, the same whole ones as its group.
         double local[2] = {sq[0].item<double>(), sq[1].item<double>()};
-        if (sharded()) comm_.allreduce_sum(local, 2);
+        if (sharded) comm_.allreduce_sum(local, 2);
         if (groups_.tensor != nullptr) groups_.tensor->allreduce_sum(&local[1], 1);
         sq[0].fill_(local[0] + local[1]);
       } else {
@@ -472,13 +262,7 @@ class TorchTrainer : public Trainer {
         adamw_step(lr, divisor);
       }
       clock_.stop(kOptimizer);
-      if (sharded() && stage() <= 2) {
-        // Every rank updated its shard; all of them get every shard (a skipped fp16 step
-        // changed nothing, and gathers the same values). ZeRO-3 gathers before the next use.
-        clock_.start(kComm);
-        allgather_parameters();
-        clock_.stop(kComm);
-      }
+      zero_.share_updated_values();
     });
   }
 
@@ -502,7 +286,7 @@ class TorchTrainer : public Trainer {
     EvalOutput out;
     out.status = guarded([&] {
       torch::NoGradGuard no_grad;
-      Gathered root(*this, -1);
+      Gathered root(zero_, -1);
       std::optional<AutocastScope> scope;
       if (autocast_dtype_) scope.emplace(device_.type(), *autocast_dtype_);
       out.loss = model_->loss(to_device(batch.inputs, batch), to_device(batch.targets, batch))
@@ -520,7 +304,7 @@ class TorchTrainer : public Trainer {
   void reset_peak_memory() override { reset_device_peak_memory(device_); }
 
   std::string parameter_sha256() override {
-    Gathered all(*this, kAllUnits);
+    Gathered all(zero_, ZeroBuffers::kAllUnits);
     Sha256 sha;
     for (const auto& item : model_->named_parameters()) {
       torch::Tensor host = item.value().detach().to(torch::kCPU).contiguous();
@@ -532,22 +316,13 @@ class TorchTrainer : public Trainer {
   }
 
   std::vector<NamedArray> parameter_values() override {
-    Gathered all(*this, kAllUnits);
+    Gathered all(zero_, ZeroBuffers::kAllUnits);
     return named_arrays(*model_);
   }
 
   // What the segments' buffers hold now on the device (a released ZeRO-3 buffer holds
   // nothing; offloaded optimizer states are in host memory and not counted).
-  std::int64_t model_state_bytes() const override {
-    std::int64_t bytes = frozen_bytes_;
-    for (const Segment& g : segments_) {
-      for (const torch::Tensor* t : {&g.full, &g.grad, &g.grad_shard, &g.master}) {
-        bytes += held_bytes(*t);
-      }
-      if (!o_.train.offload_optimizer) bytes += held_bytes(g.exp_avg) + held_bytes(g.exp_avg_sq);
-    }
-    return bytes;
-  }
+  std::int64_t model_state_bytes() const override { return frozen_bytes_ + zero_.device_bytes(); }
 
   // libtorch's Kineto profiler API: save() writes Kineto's Chrome trace (CPU ops with their
   // shapes and threads, and on a GPU the kernels and copies on their streams), which Perfetto
@@ -588,31 +363,6 @@ class TorchTrainer : public Trainer {
   }
 
  private:
-  // One flat buffer's parameters and states (see make_segments).
-  struct Segment {
-    std::vector<torch::Tensor> params;
-    double weight_decay = 0;
-    int unit = -1;             // ZeRO-3: the block, or -1 for the root unit
-    std::int64_t numel = 0;    // the parameters' elements
-    std::int64_t chunk = 0;    // elements per rank: `full` (and `grad`) hold chunk x ranks
-    torch::Tensor full;        // the parameters' values (ZeRO-3: held only while gathered)
-    torch::Tensor grad;        // stages 0 and 1: the whole gradient, viewed by the parameters
-    torch::Tensor grad_shard;  // sharded: this rank's piece of the averaged gradient
-    torch::Tensor master;      // ZeRO-3: this rank's piece of the values
-    torch::Tensor exp_avg, exp_avg_sq;  // this rank's piece (everything unsharded)
-    torch::Tensor host_values;  // train.offload_optimizer: the values AdamW updates, on the host
-    size_t pending = 0;  // ZeRO-2/3: parameters still without a gradient in this backward pass
-    std::uint64_t gather_ticket = 0;  // ZeRO-3, overlapped: a gather in flight
-    bool gathered = true;
-    bool split = false;  // tensor parallelism: this rank holds a part of each parameter
-    // What AdamW updates and reads: the whole segment, or this rank's piece of it.
-    torch::Tensor values(std::int64_t rank) const {
-      if (master.defined()) return master;
-      return exp_avg.numel() == full.numel() ? full : full.narrow(0, rank * chunk, chunk);
-    }
-    torch::Tensor gradient() const { return grad_shard.defined() ? grad_shard : grad; }
-  };
-
   torch::Tensor to_device(const std::vector<std::int64_t>& ids, const Batch& b) {
     // from_blob borrows the vector; clone() owns a copy before it moves to the device.
     torch::Tensor host =
@@ -632,254 +382,25 @@ class TorchTrainer : public Trainer {
     }
   }
 
-  // Parameters, gradients and AdamW's moments live in flat fp32 buffers, one per segment: a run
-  // of parameters with the same weight decay (on matrices and embeddings, as GPT-2 and nanoGPT;
-  // none on biases and norms). Each parameter is a view into its segment's buffer, so AdamW is a
-  // few in-place passes over whole buffers instead of a loop of small operations per parameter.
-  // Sharded (ZeRO, more than one rank), a buffer is padded to `chunk` elements per rank and rank
-  // r owns piece r of it. The segments:
-  //   stages 0 and 1: one per weight-decay group; the parameters' .grad are views into the
-  //     segment's gradient buffer, so autograd accumulates straight into it and one collective
-  //     sends it without copies;
-  //   stage 2: the groups cut into buckets of train.bucket_mb, in parameter order; a bucket whose
-  //     parameters have all got their gradient in the backward pass is reduce-scattered into the
-  //     rank's gradient piece at once and its gradients freed, so no rank holds all gradients;
-  //   stage 3: one per block and group, plus the root unit (embeddings, final norm, head); the
-  //     values are held only as the rank's piece (`master`) and gathered around each use.
-  void make_segments() {
-    torch::NoGradGuard no_grad;
-    const int world = sharded() ? comm_.size() : 1;
-    rank_ = sharded() ? comm_.rank() : 0;
-    world_ = world;
-    const std::int64_t bucket =
-        std::max<std::int64_t>(1, static_cast<std::int64_t>(o_.bucket_bytes() / sizeof(float)));
-    // With tensor parallelism, split and whole parameters are in separate segments: the
-    // gradient norm sums the split ones' squares over the tensor-parallel group.
-    for (bool split : {false, true}) {
-      for (bool decay : {true, false}) {
-        size_t first = segments_.size();
-        for (const auto& item : model_->named_parameters()) {
-          const torch::Tensor& p = item.value();
-          if (!p.requires_grad() || (p.dim() >= 2) != decay) continue;
-          if (split_.count(p.unsafeGetTensorImpl()) != (split ? 1u : 0u)) continue;
-          const int unit = stage() == 3 ? block_of(item.key()) : -1;
-          bool cut = segments_.size() == first;
-          if (!cut && stage() == 3) cut = segments_.back().unit != unit;
-          if (!cut && stage() == 2) cut = segments_.back().numel + p.numel() > bucket;
-          if (cut) {
-            segments_.emplace_back();
-            segments_.back().weight_decay = decay ? o_.train.weight_decay : 0.0;
-            segments_.back().unit = unit;
-            segments_.back().split = split;
-          }
-          segments_.back().params.push_back(p);
-          segments_.back().numel += p.numel();
-        }
-      }
-    }
-    auto options = torch::TensorOptions().dtype(torch::kFloat).device(device_);
-    for (Segment& g : segments_) {
-      g.chunk = (g.numel + world - 1) / world;
-      g.full = torch::zeros({g.chunk * world}, options);
-      if (stage() <= 1) g.grad = torch::zeros({g.chunk * world}, options);
-      if (sharded()) g.grad_shard = torch::zeros({g.chunk}, options);
-      // train.offload_optimizer: AdamW's moments in host memory.
-      auto state = o_.train.offload_optimizer ? options.device(torch::kCPU) : options;
-      g.exp_avg = torch::zeros({g.chunk}, state);
-      g.exp_avg_sq = torch::zeros({g.chunk}, state);
-      std::int64_t offset = 0;
-      for (torch::Tensor p : g.params) {
-        torch::Tensor slot = g.full.narrow(0, offset, p.numel()).view(p.sizes());
-        slot.copy_(p);
-        p.set_data(slot);
-        if (g.grad.defined()) {
-          p.mutable_grad() = g.grad.narrow(0, offset, p.numel()).view(p.sizes());
-        }
-        offset += p.numel();
-      }
-      largest_ = std::max(largest_, g.chunk * world);
-      if (stage() == 3) {
-        g.master = g.full.narrow(0, rank_ * g.chunk, g.chunk).clone();
-        release_segment(g);
-      }
-      if (o_.train.offload_optimizer) {
-        g.host_values = torch::empty({g.chunk}, options.device(torch::kCPU));
-        if (device_.is_cuda()) g.host_values = g.host_values.pin_memory();
-        g.host_values.copy_(g.values(rank_));
-      }
-    }
-    if (stage() >= 2) {
-      // A post-hook on each parameter's gradient accumulator runs when autograd has added the
-      // parameter's gradient of this backward pass (what PyTorch's DDP and FSDP hook on).
-      for (size_t i = 0; i < segments_.size(); ++i) {
-        for (const torch::Tensor& p : segments_[i].params) {
-          AccumulatorPtr acc = torch::autograd::impl::grad_accumulator(p);
-          acc->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
-              [this, i](const torch::autograd::variable_list& outputs,
-                        const torch::autograd::variable_list&) {
-                Segment& g = segments_[i];
-                if (g.pending > 0 && --g.pending == 0) reduce_segment(g);
-                return outputs;
-              }));
-          accumulators_.push_back(std::move(acc));  // the parameter holds it only weakly
-        }
-      }
-      flat_scratch_ = torch::empty({largest_}, options);
-      piece_scratch_ = torch::empty({largest_ / world}, options);
-    }
-  }
-
-  // ZeRO-2 and 3: this segment's gradients, complete for this micro-batch, are reduce-scattered
-  // and this rank's piece (averaged) is added to its gradient piece; the parameters' gradients
-  // are freed, and at stage 3 a block's gathered values too.
-  void reduce_segment(Segment& g) {
-    torch::NoGradGuard no_grad;
-    g.pending = 0;
-    clock_.start(kComm);
-    // Overlapped, each bucket in flight has a buffer of its own.
-    torch::Tensor flat = worker_ ? torch::empty({g.chunk * world_}, flat_scratch_.options())
-                                 : flat_scratch_.narrow(0, 0, g.chunk * world_);
-    std::int64_t offset = 0;
-    for (torch::Tensor p : g.params) {
-      torch::Tensor slot = flat.narrow(0, offset, p.numel());
-      if (p.grad().defined()) {
-        slot.copy_(p.grad().reshape({-1}));
-        p.mutable_grad().reset();
-      } else {
-        slot.zero_();
-      }
-      offset += p.numel();
-    }
-    flat.narrow(0, offset, flat.numel() - offset).zero_();
-    if (worker_) {
-      // The worker reduces while backward goes on; the parameters' gradients are already free.
-      Segment* seg = &g;
-      worker_->submit([this, seg, flat] {
-        torch::Tensor piece = torch::empty({seg->chunk}, flat.options());
-        data_comm_.reduce_scatter_sum(flat, piece, seg->chunk);
-        seg->grad_shard.add_(piece, 1.0 / world_);
-      });
-    } else {
-      torch::Tensor piece = piece_scratch_.narrow(0, 0, g.chunk);
-      data_comm_.reduce_scatter_sum(flat, piece, g.chunk);
-      g.grad_shard.add_(piece, 1.0 / world_);
-    }
-    if (stage() == 3 && g.unit >= 0) release_segment(g);
-    clock_.stop(kComm);
-  }
-
-  // Runs a collective: on the worker when there is one (then this thread waits for it, and the
-  // wait is the exposed time), else here.
-  void collective(const std::function<void()>& run) {
-    if (worker_) {
-      worker_->wait(worker_->submit(run));
-    } else {
-      run();
-    }
-  }
-
-  // ZeRO-3, overlapped: starts gathering a unit's values on the worker.
-  void prefetch_unit(int unit) {
-    if (!worker_ || unit < 0) return;
-    for (Segment& g : segments_) {
-      if (g.unit != unit || g.gathered || g.gather_ticket != 0) continue;
-      restore_storage(g.full);
-      g.full.narrow(0, rank_ * g.chunk, g.chunk).copy_(g.master);
-      Segment* seg = &g;
-      g.gather_ticket =
-          worker_->submit([this, seg] { data_comm_.allgather(seg->full, seg->chunk); });
-    }
-  }
-
-  // ZeRO-3: every rank's piece of the segment's values into the (re-allocated) whole buffer.
-  void gather_segment(Segment& g) {
-    if (g.gathered) return;
-    torch::NoGradGuard no_grad;
-    clock_.start(kComm);
-    if (g.gather_ticket != 0) {
-      worker_->wait(g.gather_ticket);  // prefetched: only what has not overlapped is exposed
-      g.gather_ticket = 0;
-    } else {
-      restore_storage(g.full);
-      g.full.narrow(0, rank_ * g.chunk, g.chunk).copy_(g.master);
-      collective([&] { data_comm_.allgather(g.full, g.chunk); });
-    }
-    g.gathered = true;
-    clock_.stop(kComm);
-  }
-
-  void release_segment(Segment& g) {
-    if (g.gather_ticket != 0) {  // prefetched but not used: let the gather finish first
-      worker_->wait(g.gather_ticket);
-      g.gather_ticket = 0;
-    }
-    release_storage(g.full);
-    g.gathered = false;
-  }
-
-  static constexpr int kAllUnits = -2;
-
-  void gather_unit(int unit) {
-    for (Segment& g : segments_) {
-      if (stage() == 3 && (unit == kAllUnits || g.unit == unit)) gather_segment(g);
-    }
-  }
-  void release_unit(int unit) {
-    for (Segment& g : segments_) {
-      if (stage() == 3 && (unit == kAllUnits || g.unit == unit)) release_segment(g);
-    }
-  }
-
-  // A unit's values (kAllUnits: every unit's) gathered for a scope (ZeRO-3; otherwise nothing).
-  class Gathered {
-   public:
-    Gathered(TorchTrainer& t, int unit) : t_(t), unit_(unit) { t_.gather_unit(unit_); }
-    ~Gathered() { t_.release_unit(unit_); }
-    Gathered(const Gathered&) = delete;
-    Gathered& operator=(const Gathered&) = delete;
-
-   private:
-    TorchTrainer& t_;
-    int unit_;
-  };
-
   // One AdamW step (adamw.h) over every segment. `grad_scale`: clipping's divisor, a float on
   // the device, or undefined for no clipping.
   void adamw_step(double lr, const torch::Tensor& grad_scale) {
     adamw_.begin_step();
-    for (Segment& g : segments_) {
+    const std::int64_t rank = zero_.rank();
+    for (Segment& g : zero_.segments()) {
       // Offloaded: the step runs on the host, on its fp32 copy of the values, with the
       // gradient brought over; the updated values go back to the device after.
       const bool host = o_.train.offload_optimizer;
-      torch::Tensor data = host ? g.host_values : g.values(rank_);
+      torch::Tensor data = host ? g.host_values : g.values(rank);
       torch::Tensor grad = host ? g.gradient().to(torch::kCPU) : g.gradient();
       adamw_.update(data, grad, g.exp_avg, g.exp_avg_sq, g.weight_decay, lr, grad_scale);
-      if (host) g.values(rank_).copy_(g.host_values);
+      if (host) g.values(rank).copy_(g.host_values);
     }
   }
 
-  void allreduce_gradients() {
-    if (comm_.size() == 1) return;
-    std::vector<torch::Tensor> grads;
-    for (Segment& g : segments_) grads.push_back(g.grad);
-    data_comm_.allreduce_mean(grads, static_cast<std::int64_t>(o_.bucket_bytes() / sizeof(float)));
-  }
-
-  // The ZeRO stage in effect: one rank has nothing to shard, and runs stage 0.
-  int stage() const { return sharded() ? o_.train.zero_stage : 0; }
-  bool sharded() const { return o_.train.zero_stage >= 1 && comm_.size() > 1; }
-
-  // ZeRO-1: every rank gets the average over ranks of its piece of each gradient buffer.
-  void reduce_scatter_gradients() {
-    for (Segment& g : segments_) {
-      data_comm_.reduce_scatter_sum(g.grad, g.grad_shard, g.chunk);
-      g.grad_shard.mul_(1.0 / world_);
-    }
-  }
-
-  // ZeRO-1 and 2: every rank's updated piece of each parameter buffer to every rank.
-  void allgather_parameters() {
-    for (Segment& g : segments_) data_comm_.allgather(g.full, g.chunk);
+  // train.bucket_mb in fp32 elements: stage 2's buckets, and stage 0's all-reduce pieces.
+  std::int64_t bucket_elements() const {
+    return std::max<std::int64_t>(1, static_cast<std::int64_t>(o_.bucket_bytes() / sizeof(float)));
   }
 
   // Tensor parallelism's groups (launch.tensor_parallel t > 1): `tensor`, the t consecutive ranks
@@ -903,7 +424,8 @@ class TorchTrainer : public Trainer {
   // Sums x in place over the tensor-parallel group (in x's dtype on NCCL, in fp32 over MPI).
   void tensor_parallel_sum(torch::Tensor& x) {
     clock_.start(kComm);
-    tensor_comm_.allreduce_sum(x, [this](const std::function<void()>& run) { collective(run); });
+    tensor_comm_.allreduce_sum(x,
+                               [this](const std::function<void()>& run) { zero_.collective(run); });
     clock_.stop(kComm);
   }
 
@@ -916,6 +438,8 @@ class TorchTrainer : public Trainer {
   DeviceInfo info_;
   torch::Device device_;
   PhaseClock clock_;
+  ZeroBuffers zero_{ShardingPolicy::of(o_.train.zero_stage, comm_.size()), data_comm_, comm_,
+                    clock_};
   bool profiling_ = false;  // between start_profile() and stop_profile()
   std::optional<at::ScalarType> autocast_dtype_;
   TransformerLM model_{nullptr};
@@ -925,16 +449,8 @@ class TorchTrainer : public Trainer {
   std::int64_t trainable_count_ = 0;
   std::int64_t frozen_bytes_ = 0;  // LoRA's frozen weights, held whole by every rank
 
-  std::vector<Segment> segments_;
-  // Declared after the segments, so it stops (running what it was given) before they go.
+  // Declared after the buffers, so it stops (running what it was given) before they go.
   std::unique_ptr<CommWorker> worker_;
-  // What libtorch's grad_accumulator() returns (a c10::intrusive_ptr in recent 2.x).
-  using AccumulatorPtr =
-      decltype(torch::autograd::impl::grad_accumulator(std::declval<const torch::Tensor&>()));
-  std::vector<AccumulatorPtr> accumulators_;    // carry the ZeRO-2/3 hooks
-  torch::Tensor flat_scratch_, piece_scratch_;  // ZeRO-2/3: the largest segment and its piece
-  std::int64_t largest_ = 0;
-  std::int64_t rank_ = 0, world_ = 1;  // this rank's piece and the pieces (1 unsharded)
   AdamW adamw_{o_.train};
   torch::Tensor loss_sum_, grad_norm_;
   double loss_scale_ = 1.0;
