@@ -295,8 +295,10 @@ int run_plan(const std::vector<std::string>& args, std::ostream& out, std::ostre
   }
   PlanFormat format = parse_plan_format(vm["format"].as<std::string>());
   SweepSpec spec = load_sweep_file(vm["sweep"].as<std::string>());
-  // Streamed: the points are rebuilt one at a time for the writer and the printer.
-  PlannedSweep plan = stream_sweep(spec, plan_options_of(vm));
+  // No points held: they are rebuilt one at a time for the writer and the printer.
+  PlanOptions options = plan_options_of(vm);
+  options.hold_points = false;
+  Plan plan = plan_sweep(spec, options);
   PlanWriteResult written;
   bool wrote = false;
   if (vm.count("out")) {

@@ -377,7 +377,7 @@ class SweepRun {
       }
       load_records();
     }
-    out_ << "# bench-sweep run: sweep " << plan_.sweep_name << ", "
+    out_ << "# bench-sweep run: sweep " << plan_.info().sweep_name << ", "
          << plural(points.size(), "point")
          << (o_.dry_run ? " (dry run: nothing runs, nothing is written)" : "") << ", out "
          << o_.out_dir << jobs_text() << "\n";
@@ -409,7 +409,7 @@ class SweepRun {
   }
 
   void load_records() {
-    for (const SweepPoint& p : plan_.points) {
+    for (const SweepPoint& p : plan_.points()) {
       if (auto r = read_point_record(point_dir(p))) records_[p.tag] = *r;
     }
   }
@@ -431,7 +431,7 @@ class SweepRun {
 
   std::optional<std::string> pruned(const SweepPoint& p) const {
     if (o_.prune_after_oom.empty()) return std::nullopt;
-    for (const SweepPoint& other : plan_.points) {
+    for (const SweepPoint& other : plan_.points()) {
       auto it = records_.find(other.tag);
       if (it == records_.end() || it->second.status != PointStatus::kOom) continue;
       if (it->second.config_hash != other.config_hash) continue;

@@ -288,7 +288,7 @@ SubmitReport submit_sweep(const Plan& plan, const SubmitOptions& o, std::ostream
                   [](auto& a, auto& b) { return slurm_base_job_id(a) == slurm_base_job_id(b); }),
       queued_ids.end());
   SlurmJobStates live = query_slurm_jobs(queued_ids).value_or(SlurmJobStates{});
-  out << "# bench-sweep submit: sweep " << plan.sweep_name << ", out " << o.out_dir
+  out << "# bench-sweep submit: sweep " << plan.info().sweep_name << ", out " << o.out_dir
       << (o.dry_run ? " (dry run: nothing is written or submitted)" : "") << "\n";
   // The seconds of the points that ran ok, by the resources they ask for (--points-per-job auto).
   std::map<std::vector<std::string>, std::vector<double>> measured;
@@ -297,7 +297,7 @@ SubmitReport submit_sweep(const Plan& plan, const SubmitOptions& o, std::ostream
     std::optional<PointRecord> record = read_point_record(dir);
     if (o.points_per_job == 0 && record && record->status == PointStatus::kOk &&
         record->seconds > 0) {
-      measured[sbatch_options(*p, plan.sweep_name, plan.sweep_path)].push_back(record->seconds);
+      measured[sbatch_options(*p, plan.info().sweep_name, plan.info().sweep_path)].push_back(record->seconds);
     }
     Decision d = decide(record, p->config_hash, o.force, o.retry_failed);
     if (d == Decision::kKeepOk) {
@@ -337,10 +337,10 @@ SubmitReport submit_sweep(const Plan& plan, const SubmitOptions& o, std::ostream
   std::vector<ArrayJob> arrays;
   const bool packing = o.points_per_job != 1 || o.jobs != 1;
   if (!packing) {
-    arrays = group_into_arrays(points, plan.sweep_name, plan.sweep_path, max_array);
+    arrays = group_into_arrays(points, plan.info().sweep_name, plan.info().sweep_path, max_array);
   } else {
     // One group at a time: its points a task (given, or from its measured time and limit).
-    for (ArrayJob& group : group_into_arrays(points, plan.sweep_name, plan.sweep_path,
+    for (ArrayJob& group : group_into_arrays(points, plan.info().sweep_name, plan.info().sweep_path,
                                              std::numeric_limits<long>::max())) {
       const SlurmSettings& first = group.points.front()->settings.slurm;
       std::optional<long> point_seconds;
@@ -378,7 +378,7 @@ SubmitReport submit_sweep(const Plan& plan, const SubmitOptions& o, std::ostream
         if (!point_seconds) point_seconds = static_cast<long>(median * 2 + 60);
       }
       for (ArrayJob& a :
-           group_into_arrays(group.points, plan.sweep_name, plan.sweep_path, max_array, per_task)) {
+           group_into_arrays(group.points, plan.info().sweep_name, plan.info().sweep_path, max_array, per_task)) {
         pack_array(&a, per_task, o.jobs, point_seconds);
         arrays.push_back(std::move(a));
       }
@@ -399,7 +399,7 @@ SubmitReport submit_sweep(const Plan& plan, const SubmitOptions& o, std::ostream
         o.dry_run ? (submit_dir / (stamp + "-" + std::to_string(g + 1) + ".sbatch")).string()
                   : unique_script_path(submit_dir, stamp + "-" + std::to_string(g + 1));
     std::string header =
-        "# Written by `bench-sweep submit` at " + utc_now_iso8601() + ": sweep " + plan.sweep_name +
+        "# Written by `bench-sweep submit` at " + utc_now_iso8601() + ": sweep " + plan.info().sweep_name +
         ", " + plural(job.points.size(), "point") + " asking for the same resources, " +
         (job.per_task > 1 ? std::to_string(job.per_task) + " an array task"
                           : "one array task each") +

@@ -285,7 +285,7 @@ std::string value_key(const Value& v) {
 
 }  // namespace
 
-void PlannedSweep::for_each_point(const PointVisitor& visit, bool selected_only) const {
+void Plan::rebuild_points(const PointVisitor& visit, bool selected_only) const {
   if (info_.total_points == 0) return;
   SweepPoint p;
   p.config = first_;
@@ -319,21 +319,30 @@ void PlannedSweep::for_each_point(const PointVisitor& visit, bool selected_only)
   }
 }
 
+const std::vector<SweepPoint>& Plan::points() const {
+  if (!held_) throw std::logic_error("plan: made without PlanOptions::hold_points");
+  return points_;
+}
+
 std::vector<const SweepPoint*> Plan::selected_points() const {
   std::vector<const SweepPoint*> out;
-  for (const SweepPoint& p : points) {
+  for (const SweepPoint& p : points()) {
     if (p.selected) out.push_back(&p);
   }
   return out;
 }
 
 void Plan::for_each_point(const PointVisitor& visit, bool selected_only) const {
-  for (const SweepPoint& p : points) {
+  if (!held_) {
+    rebuild_points(visit, selected_only);
+    return;
+  }
+  for (const SweepPoint& p : points_) {
     if (p.selected || !selected_only) visit(p);
   }
 }
 
-PlannedSweep stream_sweep(const SweepSpec& spec, const PlanOptions& options) {
+Plan plan_sweep(const SweepSpec& spec, const PlanOptions& options) {
   for (const std::string& name : options.scenarios) {
     bool found = std::any_of(spec.scenarios.begin(), spec.scenarios.end(),
                              [&](const Scenario& s) { return s.name == name; });
@@ -348,7 +357,7 @@ PlannedSweep stream_sweep(const SweepSpec& spec, const PlanOptions& options) {
     }
   }
 
-  PlannedSweep plan;
+  Plan plan;
   PlanInfo& info = plan.info_;
   info.sweep_name = spec.name;
   info.sweep_path = spec.path;
@@ -413,7 +422,7 @@ PlannedSweep stream_sweep(const SweepSpec& spec, const PlanOptions& options) {
     if (c == 0) {
       plan.first_ = resolved;
       collect_leaves(plan.first_, &paths, &leaves);
-      for (const std::string& path : paths) plan.leaves_.push_back(PlannedSweep::Leaf{path, {}});
+      for (const std::string& path : paths) plan.leaves_.push_back(Plan::Leaf{path, {}});
       for (Value* v : leaves) first_values.push_back(*v);
       ids.resize(paths.size());
       varies.assign(paths.size(), false);
@@ -574,7 +583,7 @@ PlannedSweep stream_sweep(const SweepSpec& spec, const PlanOptions& options) {
     if (repeats > 1) text += " repeat " + std::to_string(index % repeats);
     return text;
   };
-  plan.for_each_point(
+  plan.rebuild_points(
       [&](const SweepPoint& p) {
         TagInput input{&p.config, p.scenario, p.repeat, p.config_hash, ""};
         std::string tag;
@@ -590,21 +599,18 @@ PlannedSweep stream_sweep(const SweepSpec& spec, const PlanOptions& options) {
           throw tagger.collision(plan.tags_.back(), description(it->second), description(p.index));
       },
       false);
+  if (options.hold_points) {
+    plan.points_.reserve(info.total_points);
+    plan.rebuild_points(
+        [&](const SweepPoint& p) {
+          plan.points_.push_back(p);
+          plan.points_.back().settings = Settings::of(p.config);
+        },
+        false);
+    plan.held_ = true;
+  }
   return plan;
 }
 
-Plan plan_sweep(const SweepSpec& spec, const PlanOptions& options) {
-  PlannedSweep streamed = stream_sweep(spec, options);
-  Plan plan;
-  static_cast<PlanInfo&>(plan) = streamed.info();
-  plan.points.reserve(streamed.info().total_points);
-  streamed.for_each_point(
-      [&](const SweepPoint& p) {
-        plan.points.push_back(p);
-        plan.points.back().settings = Settings::of(p.config);
-      },
-      false);
-  return plan;
-}
 
 }  // namespace sweepbench

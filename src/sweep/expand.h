@@ -30,8 +30,9 @@ struct SweepPoint {
   std::string config_hash;
   Value config;          // resolved
   bool selected = true;  // chosen by --scenario (all are when none is given)
-  // The config read once into typed settings, by plan_sweep for the points a Plan holds (run,
-  // submit). The points a streamed plan visits (plan's printing, tagging) leave it unread.
+  // The config read once into typed settings, by plan_sweep for the points a plan holds
+  // (PlanOptions::hold_points: run, submit). The points of a plan that holds none (plan's
+  // printing, tagging) leave it unread.
   Settings settings;
 };
 
@@ -39,6 +40,9 @@ struct PlanOptions {
   std::vector<std::string> scenarios;  // empty: all
   std::vector<Override> overrides;     // --set, applied over every scenario's base
   size_t max_points = kDefaultMaxPoints;
+  // Every point held in memory with its settings read: what bench-sweep run and submit look
+  // points up in. false: only the compact form (bench-sweep plan, whose sweeps may be large).
+  bool hold_points = true;
 };
 
 // What a plan says about the whole sweep, besides its points.
@@ -60,29 +64,27 @@ struct PlanInfo {
 
 using PointVisitor = std::function<void(const SweepPoint&)>;
 
-// A plan as its printers and its directory writer read it: the sweep's facts, then its points
-// one at a time, in order.
-class PlanView {
+// A planned sweep: the sweep's facts (info) and its points, which plan, run and submit all read.
+// It always keeps the compact form (docs/performance.md, "Planning"): expansion resolves each
+// point once, keeps its config_hash and how its resolved config differs from the first point's
+// (as indices into per-key tables of distinct values), checks duplicates by hash, finds the
+// varying keys, then tags every point; for_each_point rebuilds one point at a time in a single
+// reused config, so 100,000 points take tens of megabytes. With PlanOptions::hold_points it also
+// holds every point, rebuilt once, with its typed settings.
+class Plan {
  public:
-  virtual ~PlanView() = default;
-  virtual const PlanInfo& info() const = 0;
-  // Calls `visit` for every point (selected_only: those --scenario chose). The point may be
-  // rebuilt for the call: it is valid only during it.
-  virtual void for_each_point(const PointVisitor& visit, bool selected_only) const = 0;
-};
-
-// A planned sweep that does not hold its points' configs (docs/performance.md, "Planning"):
-// expansion resolves each point once, keeps its config_hash and how its resolved config
-// differs from the first point's (as indices into per-key tables of distinct values), checks
-// duplicates by hash, finds the varying keys, then tags every point. for_each_point rebuilds one
-// point at a time in a single reused config. 100,000 points take tens of megabytes.
-class PlannedSweep : public PlanView {
- public:
-  const PlanInfo& info() const override { return info_; }
-  void for_each_point(const PointVisitor& visit, bool selected_only) const override;
+  const PlanInfo& info() const { return info_; }
+  // Calls `visit` for every point (selected_only: those --scenario chose), in order. Without
+  // held points the point is rebuilt for the call: it is valid only during it.
+  void for_each_point(const PointVisitor& visit, bool selected_only) const;
+  // The held points, the whole sweep; `selected` marks what --scenario chose. A logic error on a
+  // plan made without hold_points.
+  const std::vector<SweepPoint>& points() const;
+  std::vector<const SweepPoint*> selected_points() const;
 
  private:
-  friend PlannedSweep stream_sweep(const SweepSpec& spec, const PlanOptions& options);
+  friend Plan plan_sweep(const SweepSpec& spec, const PlanOptions& options);
+  void rebuild_points(const PointVisitor& visit, bool selected_only) const;
   struct Leaf {
     std::string path;           // "train.micro_batch"
     std::vector<Value> values;  // distinct values other than the first point's, by id
@@ -97,21 +99,12 @@ class PlannedSweep : public PlanView {
   std::vector<std::string> hashes_;  // by candidate
   std::vector<std::string> tags_;    // by point
   std::vector<bool> scenario_selected_;
-};
-
-// A plan with every point in memory (bench-sweep run and submit, which look points up).
-struct Plan : PlanInfo, PlanView {
-  std::vector<SweepPoint> points;  // the whole sweep; `selected` marks what --scenario chose
-
-  std::vector<const SweepPoint*> selected_points() const;
-  const PlanInfo& info() const override { return *this; }
-  void for_each_point(const PointVisitor& visit, bool selected_only) const override;
+  bool held_ = false;
+  std::vector<SweepPoint> points_;  // held_: every point
 };
 
 // Expands, resolves, checks and tags every point. Throws Error on any problem, before anything
 // is written or run.
-PlannedSweep stream_sweep(const SweepSpec& spec, const PlanOptions& options);
-// The same, every point held in memory.
 Plan plan_sweep(const SweepSpec& spec, const PlanOptions& options);
 
 }  // namespace sweepbench

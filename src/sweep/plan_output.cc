@@ -74,7 +74,7 @@ Value varying_values(const PlanInfo& plan, const SweepPoint& p) {
 }
 
 // An aligned table: one pass for the column widths, one to print, holding one row at a time.
-void print_table(const PlanView& plan, std::ostream& out) {
+void print_table(const Plan& plan, std::ostream& out) {
   const PlanInfo& info = plan.info();
   Columns columns(info);
   TableWidths widths(columns.header);
@@ -99,7 +99,7 @@ void print_table(const PlanView& plan, std::ostream& out) {
   out << "\n";
 }
 
-void print_csv(const PlanView& plan, std::ostream& out) {
+void print_csv(const Plan& plan, std::ostream& out) {
   Columns columns(plan.info());
   std::vector<std::string> header = columns.header;
   header.insert(header.begin() + 2, "config_hash");
@@ -116,7 +116,7 @@ void print_csv(const PlanView& plan, std::ostream& out) {
 }
 
 // The document emit_json(root, 2) would give, written one point at a time.
-void print_json(const PlanView& plan, std::ostream& out) {
+void print_json(const Plan& plan, std::ostream& out) {
   const PlanInfo& info = plan.info();
   Value head = Value::map();
   head.set("sweep", Value::string(info.sweep_name));
@@ -192,7 +192,7 @@ PlanFormat parse_plan_format(const std::string& name) {
                      "use table, json or csv");
 }
 
-void print_plan(const PlanView& plan, PlanFormat format, std::ostream& out) {
+void print_plan(const Plan& plan, PlanFormat format, std::ostream& out) {
   switch (format) {
     case PlanFormat::kTable:
       print_table(plan, out);
@@ -206,7 +206,7 @@ void print_plan(const PlanView& plan, PlanFormat format, std::ostream& out) {
   }
 }
 
-std::string manifest_text(const Value& existing, const PlanView& view) {
+std::string manifest_text(const Value& existing, const Plan& view) {
   const PlanInfo& plan = view.info();
   Value m = Value::map();
   if (existing.is_map()) {
@@ -274,7 +274,7 @@ std::string manifest_text(const Value& existing, const PlanView& view) {
   return text + "\n";
 }
 
-PlanWriteResult write_plan(const PlanView& view, const std::string& out_dir) {
+PlanWriteResult write_plan(const Plan& view, const std::string& out_dir) {
   const PlanInfo& plan = view.info();
   fs::path root(out_dir);
   std::error_code ec;

@@ -17,7 +17,7 @@ enum class PlanFormat { kTable, kJson, kCsv };
 PlanFormat parse_plan_format(const std::string& name);
 
 // Streams: the table takes one pass for its column widths and one to print; CSV and JSON one.
-void print_plan(const PlanView& plan, PlanFormat format, std::ostream& out);
+void print_plan(const Plan& plan, PlanFormat format, std::ostream& out);
 
 struct PlanWriteResult {
   size_t written = 0;    // new config.yaml files
@@ -30,12 +30,12 @@ struct PlanWriteResult {
 // All checks come first: if any DIR/<tag>/config.yaml holds a config with another hash, or the
 // manifest belongs to another sweep, it throws Error(kConflict) and changes nothing. Writing an
 // unchanged plan again changes nothing either (not even a modification time).
-PlanWriteResult write_plan(const PlanView& plan, const std::string& out_dir);
+PlanWriteResult write_plan(const Plan& plan, const std::string& out_dir);
 
 // The text of the manifest after merging `plan` into `existing` (null when there is none), written
 // one point at a time: points are keyed by tag; fields other tools added (status, jobs) are kept;
 // points that are no longer in the sweep stay, marked "in_sweep": false. The same bytes as
 // emit_json of the whole document, so an unchanged plan leaves the file alone.
-std::string manifest_text(const Value& existing, const PlanView& plan);
+std::string manifest_text(const Value& existing, const Plan& plan);
 
 }  // namespace sweepbench

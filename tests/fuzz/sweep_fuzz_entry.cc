@@ -26,7 +26,7 @@ constexpr size_t kFuzzMaxPoints = 64;
 
 void check_plan(const Plan& plan) {
   std::set<std::string> tags;
-  for (const SweepPoint& p : plan.points) {
+  for (const SweepPoint& p : plan.points()) {
     std::string why;
     if (!is_safe_tag(p.tag, &why)) invariant_broken("unsafe tag '" + p.tag + "': " + why);
     if (!tags.insert(p.tag).second) invariant_broken("duplicate tag '" + p.tag + "'");

@@ -106,7 +106,7 @@ struct Sweep {
     return run_sweep(plan, o, site, said);
   }
   PointRecord record(int i) const {
-    for (const SweepPoint& p : plan.points) {
+    for (const SweepPoint& p : plan.points()) {
       if (p.tag.rfind("i=" + std::to_string(i) + ".", 0) == 0) {
         return read_point_record(out + "/" + p.tag).value();
       }

@@ -70,7 +70,7 @@ Plan plan_of(const std::string& yaml) {
 }
 
 const SweepPoint& with(const Plan& plan, std::int64_t micro_batch, std::int64_t seq_len) {
-  for (const SweepPoint& p : plan.points) {
+  for (const SweepPoint& p : plan.points()) {
     if (config_at(p.config, "train.micro_batch").as_int() == micro_batch &&
         config_at(p.config, "data.seq_len").as_int() == seq_len) {
       return p;
@@ -89,7 +89,7 @@ axes:
 )");
   std::vector<std::string> keys = {"train.micro_batch", "data.seq_len"};
   const SweepPoint* oom = nullptr;
-  for (const SweepPoint& p : plan.points) {
+  for (const SweepPoint& p : plan.points()) {
     if (config_at(p.config, "train.micro_batch").as_int() == 4 &&
         config_at(p.config, "data.seq_len").as_int() == 32 &&
         config_at(p.config, "train.lr").as_float() == 0.001) {
@@ -98,7 +98,7 @@ axes:
   }
   ASSERT_NE(oom, nullptr);
   size_t pruned = 0;
-  for (const SweepPoint& p : plan.points) {
+  for (const SweepPoint& p : plan.points()) {
     std::optional<std::string> why = prune_reason(p, *oom, keys);
     if (!why) continue;
     ++pruned;
@@ -121,7 +121,7 @@ TEST(PointsToRun, OnlyTakesIndicesAndTagsInPlanOrder) {
   Plan plan = plan_of(
       "name: only\nbase: {model: {preset: gpt2-tiny}}\n"
       "axes: {train.micro_batch: [1, 2, 3, 4]}\n");
-  std::vector<const SweepPoint*> got = points_to_run(plan, {plan.points[3].tag, "1"});
+  std::vector<const SweepPoint*> got = points_to_run(plan, {plan.points()[3].tag, "1"});
   ASSERT_EQ(got.size(), 2u);
   EXPECT_EQ(got[0]->index, 1u);
   EXPECT_EQ(got[1]->index, 3u);

@@ -30,7 +30,7 @@ TEST(SbatchOptions, FollowTheConfig) {
   Plan plan =
       plan_text(std::string(kBase) + "axes:\n  launch.ranks: [2]\n  launch.gpus_per_rank: [1]\n");
   EXPECT_THAT(
-      sbatch_options(plan.points[0], "sub", "s.yaml"),
+      sbatch_options(plan.points()[0], "sub", "s.yaml"),
       ElementsAre("--job-name=sweepbench-sub", "--partition=gpu", "--nodes=1", "--ntasks=2",
                   "--ntasks-per-node=2", "--gpus-per-task=1", "--exclusive", "--time=1:00:00",
                   "--signal=B:USR1@120", "--requeue", "--open-mode=append", "--gres=gpu:8"));
@@ -39,13 +39,13 @@ TEST(SbatchOptions, FollowTheConfig) {
 TEST(SbatchOptions, RefuseValuesAnSbatchLineCannotHold) {
   for (const char* bad : {"\"a b\"", "\"$(touch /tmp/x)\"", "\"a\\nb\"", "\"it's\""}) {
     Plan plan = plan_text("name: s\nbase:\n  slurm: {account: " + std::string(bad) + "}\n");
-    Error e = testing::error_of([&] { sbatch_options(plan.points[0], "s", "s.yaml"); });
+    Error e = testing::error_of([&] { sbatch_options(plan.points()[0], "s", "s.yaml"); });
     EXPECT_EQ(e.kind(), ErrorKind::kInput) << bad;
     EXPECT_EQ(e.key(), "slurm.account") << bad;
     EXPECT_THAT(e.message(), HasSubstr("#SBATCH line")) << bad;
   }
   Plan plan = plan_text("name: s\nbase:\n  slurm: {extra_args: [gres=gpu:8]}\n");
-  Error e = testing::error_of([&] { sbatch_options(plan.points[0], "s", "s.yaml"); });
+  Error e = testing::error_of([&] { sbatch_options(plan.points()[0], "s", "s.yaml"); });
   EXPECT_THAT(e.message(), HasSubstr("not an sbatch option"));
 }
 
@@ -79,7 +79,7 @@ TEST(ArrayScript, QuotesTheCommandOnceAndMapsTasksToTags) {
   EXPECT_THAT(script, HasSubstr("#!/bin/bash\n# header\n#SBATCH --job-name=sweepbench-sub\n"));
   EXPECT_THAT(script, HasSubstr("#SBATCH --array=0-1%3\n"));
   EXPECT_THAT(script, HasSubstr("#SBATCH --output=/o/submit/logs/%A_%a.out\n"));
-  EXPECT_THAT(script, HasSubstr("  '" + plan.points[0].tag + "'  # index 0\n"));
+  EXPECT_THAT(script, HasSubstr("  '" + plan.points()[0].tag + "'  # index 0\n"));
   EXPECT_THAT(script, HasSubstr("exec /bin/bench-sweep run /x/s.yaml --out /o --set "
                                 "'launch.env={A: \"$(touch /tmp/p); `x`\"}' --only "
                                 "\"${points[$SLURM_ARRAY_TASK_ID]}\"\n"));
@@ -106,9 +106,9 @@ TEST(Packing, TasksRunSeveralPointsWithJobsAndAskForWhatTheyRunAtOnce) {
   EXPECT_THAT(a.run_options, ElementsAre("--jobs", "2"));
   std::string script = array_script(a, {"/bin/bench-sweep", "run"}, 0, "/o/logs", "");
   EXPECT_THAT(script, HasSubstr("#SBATCH --array=0-2\n"));
-  EXPECT_THAT(script, HasSubstr("'" + plan.points[0].tag + "," + plan.points[1].tag + "," +
-                                plan.points[2].tag + "'  # indexes 0,1,2\n"));
-  EXPECT_THAT(script, HasSubstr("'" + plan.points[6].tag + "'  # index 6\n"));
+  EXPECT_THAT(script, HasSubstr("'" + plan.points()[0].tag + "," + plan.points()[1].tag + "," +
+                                plan.points()[2].tag + "'  # indexes 0,1,2\n"));
+  EXPECT_THAT(script, HasSubstr("'" + plan.points()[6].tag + "'  # index 6\n"));
   EXPECT_THAT(script, HasSubstr("exec /bin/bench-sweep run --jobs 2 --only "));
 
   // Whole nodes (the default slurm.exclusive): the same options, --jobs auto fills the nodes.

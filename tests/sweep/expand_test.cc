@@ -23,7 +23,7 @@ const std::string kTiny =
 
 std::vector<std::string> column(const Plan& plan, const std::string& key) {
   std::vector<std::string> out;
-  for (size_t i = 0; i < plan.points.size(); ++i) out.push_back(at(plan, i, key));
+  for (size_t i = 0; i < plan.points().size(); ++i) out.push_back(at(plan, i, key));
   return out;
 }
 
@@ -32,7 +32,7 @@ TEST(Expansion, ProductRunsTheLastDimensionFastest) {
       plan_text(kTiny + "axes:\n  train.micro_batch: [1, 2]\n  train.dtype: [fp32, bf16]\n");
   EXPECT_THAT(column(plan, "train.micro_batch"), ElementsAre("1", "1", "2", "2"));
   EXPECT_THAT(column(plan, "train.dtype"), ElementsAre("fp32", "bf16", "fp32", "bf16"));
-  for (size_t i = 0; i < plan.points.size(); ++i) EXPECT_EQ(plan.points[i].index, i);
+  for (size_t i = 0; i < plan.points().size(); ++i) EXPECT_EQ(plan.points()[i].index, i);
 }
 
 TEST(Expansion, DimensionsRunInFileOrderAcrossAxesAndZip) {
@@ -49,7 +49,7 @@ TEST(Expansion, ZipGroupsVaryTogether) {
   Plan plan = plan_text(
       "base: {model.preset: llama2-7b}\n"
       "zip:\n  - data.seq_len: [512, 1024, 2048, 4096]\n    train.micro_batch: [64, 32, 8, 4]\n");
-  ASSERT_EQ(plan.points.size(), 4u);  // four points, not sixteen
+  ASSERT_EQ(plan.points().size(), 4u);  // four points, not sixteen
   EXPECT_THAT(column(plan, "data.seq_len"), ElementsAre("512", "1024", "2048", "4096"));
   EXPECT_THAT(column(plan, "train.micro_batch"), ElementsAre("64", "32", "8", "4"));
 }
@@ -90,11 +90,11 @@ TEST(Expansion, IncludeAddsPointsAfterExclude) {
 
 TEST(Expansion, RepeatsAreInnermost) {
   Plan plan = plan_text(kTiny + "repeats: 3\naxes:\n  train.micro_batch: [1, 2]\n");
-  ASSERT_EQ(plan.points.size(), 6u);
+  ASSERT_EQ(plan.points().size(), 6u);
   EXPECT_THAT(column(plan, "train.micro_batch"), ElementsAre("1", "1", "1", "2", "2", "2"));
-  for (size_t i = 0; i < 6; ++i) EXPECT_EQ(plan.points[i].repeat, static_cast<std::int64_t>(i % 3));
-  EXPECT_EQ(plan.points[0].config_hash, plan.points[2].config_hash);
-  EXPECT_NE(plan.points[0].tag, plan.points[1].tag);
+  for (size_t i = 0; i < 6; ++i) EXPECT_EQ(plan.points()[i].repeat, static_cast<std::int64_t>(i % 3));
+  EXPECT_EQ(plan.points()[0].config_hash, plan.points()[2].config_hash);
+  EXPECT_NE(plan.points()[0].tag, plan.points()[1].tag);
 }
 
 TEST(Expansion, ScenariosMergeOverTheTopLevelInFileOrder) {
@@ -107,7 +107,7 @@ TEST(Expansion, ScenariosMergeOverTheTopLevelInFileOrder) {
                      "  - name: long\n    axes: {data.seq_len: [64, 96]}\n";
   Plan plan = plan_text(text);
   std::vector<std::string> scenarios;
-  for (const SweepPoint& p : plan.points) scenarios.push_back(p.scenario);
+  for (const SweepPoint& p : plan.points()) scenarios.push_back(p.scenario);
   EXPECT_THAT(scenarios, ElementsAre("fp32", "fp32", "bf16", "long", "long", "long", "long"));
   EXPECT_THAT(column(plan, "train.dtype"),
               ElementsAre("fp32", "fp32", "bf16", "fp32", "fp32", "fp32", "fp32"));
@@ -121,7 +121,7 @@ TEST(Expansion, ScenariosMergeOverTheTopLevelInFileOrder) {
   std::vector<size_t> indices;
   for (const SweepPoint* p : selected.selected_points()) indices.push_back(p->index);
   EXPECT_THAT(indices, ElementsAre(3, 4, 5, 6));  // indices and tags do not depend on selection
-  EXPECT_EQ(selected.points[3].tag, plan.points[3].tag);
+  EXPECT_EQ(selected.points()[3].tag, plan.points()[3].tag);
 
   PlanOptions typo;
   typo.scenarios = {"lnog"};
@@ -134,10 +134,10 @@ TEST(Expansion, SameFileSamePlan) {
   std::string text = kTiny + "axes:\n  train.micro_batch: [1, 2]\n  train.lr: [1e-3, 3e-4]\n";
   Plan a = plan_text(text);
   Plan b = plan_text(text);
-  ASSERT_EQ(a.points.size(), b.points.size());
-  for (size_t i = 0; i < a.points.size(); ++i) {
-    EXPECT_EQ(a.points[i].tag, b.points[i].tag);
-    EXPECT_EQ(a.points[i].config_hash, b.points[i].config_hash);
+  ASSERT_EQ(a.points().size(), b.points().size());
+  for (size_t i = 0; i < a.points().size(); ++i) {
+    EXPECT_EQ(a.points()[i].tag, b.points()[i].tag);
+    EXPECT_EQ(a.points()[i].config_hash, b.points()[i].config_hash);
   }
 }
 
@@ -147,14 +147,14 @@ TEST(Expansion, WholeSectionsCanBeAnAxis) {
                         "    - {runtime: apptainer, image: b.sif, workdir: /w}\n");
   EXPECT_THAT(column(plan, "container.image"), ElementsAre("a.sif", "b.sif"));
   EXPECT_THAT(column(plan, "container.workdir"), ElementsAre("null", "/w"));
-  EXPECT_THAT(plan.varying_keys, ElementsAre("container.image", "container.workdir"));
+  EXPECT_THAT(plan.info().varying_keys, ElementsAre("container.image", "container.workdir"));
 }
 
 TEST(Expansion, VaryingKeysLeaveOutWhatThePresetImplies) {
   Plan plan = plan_text("axes:\n  model.preset: [gpt2, gpt2-medium]\n");
-  EXPECT_THAT(plan.varying_keys, ElementsAre("model.preset"));
+  EXPECT_THAT(plan.info().varying_keys, ElementsAre("model.preset"));
   Plan explicit_layers = plan_text("axes:\n  model.n_layer: [2, 4]\n");
-  EXPECT_THAT(explicit_layers.varying_keys, ElementsAre("model.n_layer"));
+  EXPECT_THAT(explicit_layers.info().varying_keys, ElementsAre("model.n_layer"));
 }
 
 TEST(Expansion, PointErrorsNameThePoint) {
@@ -196,7 +196,7 @@ TEST(Expansion, GuardsAgainstHugeSweeps) {
             "axes)");
   PlanOptions allow;
   allow.max_points = 15000;
-  EXPECT_EQ(plan_text(kTiny + axes, allow).points.size(), 14641u);
+  EXPECT_EQ(plan_text(kTiny + axes, allow).points().size(), 14641u);
   PlanOptions small;
   small.max_points = 10;
   EXPECT_THAT(error_of([&] {
@@ -221,7 +221,7 @@ TEST(Overrides, ApplyToEveryPointButNotToSweptKeys) {
   Plan plan = plan_text(text, options);
   EXPECT_THAT(column(plan, "train.lr"), ElementsAre("0.001", "0.001"));
   EXPECT_THAT(column(plan, "train.steps"), ElementsAre("9", "9"));
-  EXPECT_NE(plan.points[0].config_hash, plan_text(text).points[0].config_hash);
+  EXPECT_NE(plan.points()[0].config_hash, plan_text(text).points()[0].config_hash);
   PlanOptions swept;
   swept.overrides = {parse_override("train.micro_batch=4")};
   EXPECT_EQ(std::string(error_of([&] { plan_text(text, swept); }).what()),
@@ -252,7 +252,10 @@ TEST(StreamedPlan, RebuildsEveryPointAsItWasHashed) {
                      "      - {model.n_embd: 256, launch.env: {B: y}}\n";
   PlanOptions options;
   options.scenarios = {"wide"};
-  PlannedSweep streamed = stream_sweep(testing::spec_from_text(text), options);
+  PlanOptions compact = options;
+  compact.hold_points = false;
+  Plan streamed = plan_sweep(testing::spec_from_text(text), compact);
+  EXPECT_THROW(streamed.points(), std::logic_error);
   EXPECT_EQ(streamed.info().total_points, 2u * (4 + 3 + 1));
   EXPECT_EQ(streamed.info().selected_points, 2u * 4);
   size_t seen = 0, selected = 0;
@@ -267,10 +270,10 @@ TEST(StreamedPlan, RebuildsEveryPointAsItWasHashed) {
       false);
   EXPECT_EQ(seen, 16u);
   EXPECT_EQ(selected, 8u);
-  // The materialised plan is the same points.
+  // A plan that holds its points has the same ones.
   Plan plan = plan_sweep(testing::spec_from_text(text), options);
-  ASSERT_EQ(plan.points.size(), tags.size());
-  for (size_t i = 0; i < tags.size(); ++i) EXPECT_EQ(plan.points[i].tag, tags[i]);
+  ASSERT_EQ(plan.points().size(), tags.size());
+  for (size_t i = 0; i < tags.size(); ++i) EXPECT_EQ(plan.points()[i].tag, tags[i]);
   EXPECT_EQ(at(plan, 15, "model.n_embd"), "256");
   EXPECT_EQ(at(plan, 15, "launch.env"), "{A: x, B: y}");
   EXPECT_EQ(at(plan, 0, "model.arch"), "gpt2");

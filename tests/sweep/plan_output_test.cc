@@ -50,7 +50,7 @@ TEST(PlanTable, ShowsDerivedKeysThatVary) {
   std::string table = printed(plan, PlanFormat::kTable);
   EXPECT_THAT(table, HasSubstr("model.n_embd  train.micro_batch  model.ffn_dim\n"));
   EXPECT_EQ(table.find("eval.micro_batch"), std::string::npos);
-  EXPECT_EQ(plan.points[2].tag.find("ffn"), std::string::npos);
+  EXPECT_EQ(plan.points()[2].tag.find("ffn"), std::string::npos);
   EXPECT_THAT(printed(plan, PlanFormat::kCsv),
               HasSubstr("index,tag,config_hash,model.n_embd,train.micro_batch,model.ffn_dim\n"));
 }
@@ -95,7 +95,7 @@ TEST(PlanCsv, HasOneHeaderAndOneRowPerPoint) {
   EXPECT_EQ(header, "index,tag,config_hash,train.micro_batch,data.seq_len");
   std::string row;
   std::getline(lines, row);
-  EXPECT_EQ(row, "0," + plan.points[0].tag + "," + plan.points[0].config_hash + ",2,32");
+  EXPECT_EQ(row, "0," + plan.points()[0].tag + "," + plan.points()[0].config_hash + ",2,32");
   EXPECT_EQ(csv_field("a,b"), "\"a,b\"");
   EXPECT_EQ(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
   EXPECT_EQ(csv_field("plain"), "plain");
@@ -107,9 +107,9 @@ TEST(PlanJson, CarriesEachPointsFullConfig) {
   EXPECT_EQ(json.find("sweep")->as_string(), "demo");
   EXPECT_EQ(json.find("total_points")->as_int(), 4);
   const Value& p3 = json.find("points")->items().at(3);
-  EXPECT_EQ(p3.find("tag")->as_string(), plan.points[3].tag);
+  EXPECT_EQ(p3.find("tag")->as_string(), plan.points()[3].tag);
   EXPECT_EQ(p3.find_path("varying")->find("train.micro_batch")->as_int(), 4);
-  EXPECT_EQ(*p3.find("config"), plan.points[3].config);
+  EXPECT_EQ(*p3.find("config"), plan.points()[3].config);
 }
 
 TEST(WritePlan, WritesConfigsAndAManifestThenIsANoOp) {
@@ -119,7 +119,7 @@ TEST(WritePlan, WritesConfigsAndAManifestThenIsANoOp) {
   PlanWriteResult first = write_plan(plan, out);
   EXPECT_EQ(first.written, 4u);
   EXPECT_TRUE(first.manifest_changed);
-  for (const SweepPoint& p : plan.points) {
+  for (const SweepPoint& p : plan.points()) {
     std::string path = out + "/" + p.tag + "/config.yaml";
     ASSERT_TRUE(fs::exists(path)) << path;
     EXPECT_EQ(config_hash(load_point_config(path, {})), p.config_hash);
@@ -132,8 +132,8 @@ TEST(WritePlan, WritesConfigsAndAManifestThenIsANoOp) {
   EXPECT_EQ(entry.find("index")->as_int(), 1);
   EXPECT_EQ(entry.find("scenario")->as_string(), "default");
   EXPECT_EQ(entry.find("repeat")->as_int(), 0);
-  EXPECT_EQ(entry.find("tag")->as_string(), plan.points[1].tag);
-  EXPECT_EQ(entry.find("config_hash")->as_string(), plan.points[1].config_hash);
+  EXPECT_EQ(entry.find("tag")->as_string(), plan.points()[1].tag);
+  EXPECT_EQ(entry.find("config_hash")->as_string(), plan.points()[1].config_hash);
   EXPECT_EQ(entry.find("varying")->find("data.seq_len")->as_int(), 64);
 
   auto before = snapshot(out);
@@ -174,10 +174,10 @@ TEST(WritePlan, SchedulingOnlyChangesUpdateTheConfigInPlace) {
   PlanOptions options;
   options.overrides = {parse_override("slurm.time=90")};
   Plan longer = plan_text(kSweep, options);
-  EXPECT_EQ(longer.points[0].tag, plan.points[0].tag);  // the tag does not move
+  EXPECT_EQ(longer.points()[0].tag, plan.points()[0].tag);  // the tag does not move
   PlanWriteResult r = write_plan(longer, out);
   EXPECT_EQ(r.updated, 4u);
-  Value cfg = load_point_config(out + "/" + plan.points[0].tag + "/config.yaml", {});
+  Value cfg = load_point_config(out + "/" + plan.points()[0].tag + "/config.yaml", {});
   EXPECT_EQ(config_at(cfg, "slurm.time").as_string(), "90");
 }
 
@@ -204,7 +204,7 @@ TEST(WritePlan, TheManifestKeepsWhatOthersAddedAndPointsThatLeftTheSweep) {
   write_plan(plan, out);
   // Another tool (bench-sweep run) records a status.
   std::string manifest = read_text(out + "/manifest.json");
-  std::string marker = "\"tag\": \"" + plan.points[0].tag + "\",";
+  std::string marker = "\"tag\": \"" + plan.points()[0].tag + "\",";
   manifest.replace(manifest.find(marker), marker.size(), marker + "\n      \"status\": \"ok\",");
   dir.write("runs/manifest.json", manifest);
 
@@ -215,11 +215,11 @@ TEST(WritePlan, TheManifestKeepsWhatOthersAddedAndPointsThatLeftTheSweep) {
   Value m = load_yaml_file(out + "/manifest.json");
   const auto& points = m.find("points")->items();
   ASSERT_EQ(points.size(), 6u);
-  EXPECT_EQ(points[0].find("tag")->as_string(), plan.points[0].tag);
+  EXPECT_EQ(points[0].find("tag")->as_string(), plan.points()[0].tag);
   EXPECT_EQ(points[0].find("status")->as_string(), "ok");  // kept
   EXPECT_EQ(points[0].find("in_sweep"), nullptr);
   EXPECT_EQ(points[2].find("varying")->find("train.micro_batch")->as_int(), 3);
-  EXPECT_EQ(points[4].find("tag")->as_string(), plan.points[2].tag);  // left the sweep: kept
+  EXPECT_EQ(points[4].find("tag")->as_string(), plan.points()[2].tag);  // left the sweep: kept
   EXPECT_FALSE(points[4].find("in_sweep")->as_bool());
   EXPECT_FALSE(points[5].find("in_sweep")->as_bool());
 }

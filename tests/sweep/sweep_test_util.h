@@ -22,7 +22,7 @@ inline Plan plan_text(const std::string& text, PlanOptions options = {}) {
 
 // The value of `key` in point i, as display text.
 inline std::string at(const Plan& plan, size_t i, const std::string& key) {
-  return display_value(*plan.points.at(i).config.find_path(key));
+  return display_value(*plan.points().at(i).config.find_path(key));
 }
 
 }  // namespace sweepbench::testing

@@ -23,8 +23,8 @@ const char* const kTiny =
 TEST(ReadableTags, ShowTheVaryingKeysWorldSizeAndHash) {
   Plan plan = plan_text(std::string(kTiny) +
                         "axes:\n  train.micro_batch: [2, 4]\n  data.seq_len: [32, 64]\n");
-  ASSERT_EQ(plan.points.size(), 4u);
-  for (const SweepPoint& p : plan.points) {
+  ASSERT_EQ(plan.points().size(), 4u);
+  for (const SweepPoint& p : plan.points()) {
     std::string expected = "micro_batch=" + testing::at(plan, p.index, "train.micro_batch") +
                            ".seq_len=" + testing::at(plan, p.index, "data.seq_len") + ".ws=1." +
                            p.config_hash.substr(0, 8);
@@ -34,14 +34,14 @@ TEST(ReadableTags, ShowTheVaryingKeysWorldSizeAndHash) {
 
 TEST(ReadableTags, NoVaryingKeysLeavesWorldSizeAndHash) {
   Plan plan = plan_text(std::string(kTiny) + "axes:\n  launch.ranks: [1, 2]\n");
-  EXPECT_EQ(plan.points[0].tag, "ws=1." + plan.points[0].config_hash.substr(0, 8));
-  EXPECT_EQ(plan.points[1].tag, "ws=2." + plan.points[1].config_hash.substr(0, 8));
+  EXPECT_EQ(plan.points()[0].tag, "ws=1." + plan.points()[0].config_hash.substr(0, 8));
+  EXPECT_EQ(plan.points()[1].tag, "ws=2." + plan.points()[1].config_hash.substr(0, 8));
 }
 
 TEST(ReadableTags, AmbiguousLeafNamesKeepTheirSection) {
   Plan plan = plan_text(std::string(kTiny) +
                         "zip:\n  - {train.micro_batch: [2, 4], eval.micro_batch: [1, 3]}\n");
-  EXPECT_THAT(plan.points[0].tag,
+  EXPECT_THAT(plan.points()[0].tag,
               MatchesRegex("train-micro_batch=2\\.eval-micro_batch=1\\.ws=1\\.[0-9a-f]{8}"));
 }
 
@@ -49,10 +49,10 @@ TEST(ReadableTags, ScenarioAndRepeatAreShownWhenTheyDistinguishPoints) {
   Plan plan = plan_text(std::string(kTiny) +
                         "repeats: 2\nscenarios:\n  - {name: fast, base: {train.micro_batch: 2}}\n"
                         "  - {name: big, base: {train.micro_batch: 8}}\n");
-  ASSERT_EQ(plan.points.size(), 4u);
-  EXPECT_THAT(plan.points[0].tag, MatchesRegex("fast\\.micro_batch=2\\.ws=1\\.[0-9a-f]{8}\\.r0"));
-  EXPECT_THAT(plan.points[1].tag, MatchesRegex("fast\\.micro_batch=2\\.ws=1\\.[0-9a-f]{8}\\.r1"));
-  EXPECT_THAT(plan.points[3].tag, MatchesRegex("big\\.micro_batch=8\\.ws=1\\.[0-9a-f]{8}\\.r1"));
+  ASSERT_EQ(plan.points().size(), 4u);
+  EXPECT_THAT(plan.points()[0].tag, MatchesRegex("fast\\.micro_batch=2\\.ws=1\\.[0-9a-f]{8}\\.r0"));
+  EXPECT_THAT(plan.points()[1].tag, MatchesRegex("fast\\.micro_batch=2\\.ws=1\\.[0-9a-f]{8}\\.r1"));
+  EXPECT_THAT(plan.points()[3].tag, MatchesRegex("big\\.micro_batch=8\\.ws=1\\.[0-9a-f]{8}\\.r1"));
 }
 
 // Scenarios that differ in a command's argv and metrics spelled them in the
@@ -67,20 +67,20 @@ TEST(ReadableTags, AScenariosNameStandsForItsLongValues) {
       "--input-len, '{params.n}']}}\n"
       "axes:\n  params.n: [32, 128]\n  params.batch: [1, 8]\n";
   Plan plan = plan_text(command);
-  ASSERT_EQ(plan.points.size(), 8u);
-  EXPECT_THAT(plan.points[0].tag, MatchesRegex("latency\\.n=32\\.batch=1\\.ws=1\\.[0-9a-f]{8}"));
-  EXPECT_THAT(plan.points[7].tag,
+  ASSERT_EQ(plan.points().size(), 8u);
+  EXPECT_THAT(plan.points()[0].tag, MatchesRegex("latency\\.n=32\\.batch=1\\.ws=1\\.[0-9a-f]{8}"));
+  EXPECT_THAT(plan.points()[7].tag,
               MatchesRegex("throughput\\.n=128\\.batch=8\\.ws=1\\.[0-9a-f]{8}"));
   // No scenarios: a long axis goes after the short ones, so that a cut takes it first.
   Plan plain = plan_text(std::string(kTiny) +
                          "axes:\n  launch.setup: [[module load a/1.0 b/2.0 c/3.0], []]\n"
                          "  train.micro_batch: [2, 4]\n");
-  EXPECT_THAT(plain.points[0].tag, MatchesRegex("micro_batch=2\\.setup=module_load_a_.*"));
+  EXPECT_THAT(plain.points()[0].tag, MatchesRegex("micro_batch=2\\.setup=module_load_a_.*"));
   // So does a params entry with a long value (a prompt, a model path).
   Plan prompts = plan_text(std::string(kTiny) +
                            "axes:\n  params.prompt: ['tell me a story about a long tag', hi]\n"
                            "  train.micro_batch: [2, 4]\n");
-  EXPECT_THAT(prompts.points[0].tag, MatchesRegex("micro_batch=2\\.prompt=tell_me_a_story.*"));
+  EXPECT_THAT(prompts.points()[0].tag, MatchesRegex("micro_batch=2\\.prompt=tell_me_a_story.*"));
 }
 
 TEST(ReadableTags, HostileValuesGiveSafeDistinctNames) {
@@ -105,7 +105,7 @@ TEST(ReadableTags, HostileValuesGiveSafeDistinctNames) {
       "    - \"" +
       std::string(299, 'y') + "z\"\n");
   std::set<std::string> tags;
-  for (const SweepPoint& p : plan.points) {
+  for (const SweepPoint& p : plan.points()) {
     std::string why;
     EXPECT_TRUE(is_safe_tag(p.tag, &why)) << p.tag << ": " << why;
     EXPECT_LE(p.tag.size(), kMaxTagLength);
@@ -114,8 +114,8 @@ TEST(ReadableTags, HostileValuesGiveSafeDistinctNames) {
     EXPECT_TRUE(tags.insert(p.tag).second) << "duplicate " << p.tag;
   }
   // What a reader sees for the first two.
-  EXPECT_THAT(plan.points[0].tag, MatchesRegex("image=x\\.ws=1\\.[0-9a-f]{8}"));
-  EXPECT_THAT(plan.points[1].tag, MatchesRegex("image=rm_-rf\\.ws=1\\.[0-9a-f]{8}"));
+  EXPECT_THAT(plan.points()[0].tag, MatchesRegex("image=x\\.ws=1\\.[0-9a-f]{8}"));
+  EXPECT_THAT(plan.points()[1].tag, MatchesRegex("image=rm_-rf\\.ws=1\\.[0-9a-f]{8}"));
 }
 
 TEST(ReadableTags, LongTagsAreCutTo120Characters) {
@@ -126,7 +126,7 @@ TEST(ReadableTags, LongTagsAreCutTo120Characters) {
             std::string(40, 'b') + "\"]\n";
   }
   Plan plan = plan_text(std::string(kTiny) + axes, PlanOptions{{}, {}, 100});
-  for (const SweepPoint& p : plan.points) {
+  for (const SweepPoint& p : plan.points()) {
     EXPECT_LE(p.tag.size(), kMaxTagLength) << p.tag;
     EXPECT_TRUE(is_safe_tag(p.tag)) << p.tag;
     EXPECT_THAT(p.tag, HasSubstr(".ws=1." + p.config_hash.substr(0, 8)));
@@ -140,9 +140,9 @@ TEST(TagFormat, FillsPlaceholders) {
       "tag:\n  format: \"{preset}.mb{train.micro_batch}.{container.binds[1]}.{{x}}.{hash}\"\n"
       "axes:\n  train.micro_batch: [2, 4]\n"
       "  container.binds: [[/a:/a, /b:/b], [/a:/a, /c:/c]]\n");
-  ASSERT_EQ(plan.points.size(), 4u);
-  EXPECT_EQ(plan.points[0].tag, "gpt2-tiny.mb2.b_b.{x}." + plan.points[0].config_hash.substr(0, 8));
-  EXPECT_EQ(plan.points[3].tag, "gpt2-tiny.mb4.c_c.{x}." + plan.points[3].config_hash.substr(0, 8));
+  ASSERT_EQ(plan.points().size(), 4u);
+  EXPECT_EQ(plan.points()[0].tag, "gpt2-tiny.mb2.b_b.{x}." + plan.points()[0].config_hash.substr(0, 8));
+  EXPECT_EQ(plan.points()[3].tag, "gpt2-tiny.mb4.c_c.{x}." + plan.points()[3].config_hash.substr(0, 8));
 }
 
 TEST(TagFormat, RejectsBadFormats) {
@@ -229,8 +229,8 @@ TEST(Fairseq2Tags, WholeSweepUsesDefaultFormat) {
   Plan plan = plan_text(std::string(kTiny) +
                         "tag:\n  style: fairseq2\n  keys: [train, micro_batch]\n"
                         "axes:\n  train.micro_batch: [2, 4]\n");
-  EXPECT_THAT(plan.points[0].tag, MatchesRegex("ps_gpt2-tiny\\.ws_1\\.[0-9a-f]{8}"));
-  EXPECT_NE(plan.points[0].tag, plan.points[1].tag);
+  EXPECT_THAT(plan.points()[0].tag, MatchesRegex("ps_gpt2-tiny\\.ws_1\\.[0-9a-f]{8}"));
+  EXPECT_NE(plan.points()[0].tag, plan.points()[1].tag);
   Error e = error_of([] {
     plan_text(std::string(kTiny) + "tag: {style: fairseq2}\naxes:\n  train.micro_batch: [2, 4]\n");
   });
@@ -248,8 +248,8 @@ TEST(Fairseq2Tags, WholeSweepUsesDefaultFormat) {
 TEST(Fairseq2Tags, Version08EveryKeyNoPreset) {
   Plan plan = plan_text(std::string(kTiny) +
                         "tag: {style: fairseq2-0.8}\naxes:\n  train.micro_batch: [2, 4]\n");
-  EXPECT_THAT(plan.points[0].tag, MatchesRegex("ws_1\\.[0-9a-f]{8}"));
-  EXPECT_NE(plan.points[0].tag, plan.points[1].tag);  // no allow-list: micro_batch is in the hash
+  EXPECT_THAT(plan.points()[0].tag, MatchesRegex("ws_1\\.[0-9a-f]{8}"));
+  EXPECT_NE(plan.points()[0].tag, plan.points()[1].tag);  // no allow-list: micro_batch is in the hash
   Error keys = error_of([] {
     plan_text(std::string(kTiny) + "tag: {style: fairseq2-0.8, keys: [train]}\n");
   });
