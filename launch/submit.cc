@@ -297,7 +297,8 @@ SubmitReport submit_sweep(const Plan& plan, const SubmitOptions& o, std::ostream
     std::optional<PointRecord> record = read_point_record(dir);
     if (o.points_per_job == 0 && record && record->status == PointStatus::kOk &&
         record->seconds > 0) {
-      measured[sbatch_options(*p, plan.info().sweep_name, plan.info().sweep_path)].push_back(record->seconds);
+      measured[sbatch_options(*p, plan.info().sweep_name, plan.info().sweep_path)].push_back(
+          record->seconds);
     }
     Decision d = decide(record, p->config_hash, o.force, o.retry_failed);
     if (d == Decision::kKeepOk) {
@@ -377,8 +378,8 @@ SubmitReport submit_sweep(const Plan& plan, const SubmitOptions& o, std::ostream
         // The job's time limit: the whole limit for its points, as they were measured.
         if (!point_seconds) point_seconds = static_cast<long>(median * 2 + 60);
       }
-      for (ArrayJob& a :
-           group_into_arrays(group.points, plan.info().sweep_name, plan.info().sweep_path, max_array, per_task)) {
+      for (ArrayJob& a : group_into_arrays(group.points, plan.info().sweep_name,
+                                           plan.info().sweep_path, max_array, per_task)) {
         pack_array(&a, per_task, o.jobs, point_seconds);
         arrays.push_back(std::move(a));
       }
@@ -398,12 +399,13 @@ SubmitReport submit_sweep(const Plan& plan, const SubmitOptions& o, std::ostream
     std::string path =
         o.dry_run ? (submit_dir / (stamp + "-" + std::to_string(g + 1) + ".sbatch")).string()
                   : unique_script_path(submit_dir, stamp + "-" + std::to_string(g + 1));
-    std::string header =
-        "# Written by `bench-sweep submit` at " + utc_now_iso8601() + ": sweep " + plan.info().sweep_name +
-        ", " + plural(job.points.size(), "point") + " asking for the same resources, " +
-        (job.per_task > 1 ? std::to_string(job.per_task) + " an array task"
-                          : "one array task each") +
-        ".\n# `sbatch " + path + "` submits it again; points already ok are kept.\n";
+    std::string header = "# Written by `bench-sweep submit` at " + utc_now_iso8601() + ": sweep " +
+                         plan.info().sweep_name + ", " + plural(job.points.size(), "point") +
+                         " asking for the same resources, " +
+                         (job.per_task > 1 ? std::to_string(job.per_task) + " an array task"
+                                           : "one array task each") +
+                         ".\n# `sbatch " + path +
+                         "` submits it again; points already ok are kept.\n";
     std::string script = array_script(job, run_argv, o.max_parallel, log_dir.string(), header);
     out << "# array " << (g + 1) << "/" << arrays.size() << ": "
         << plural(job.points.size(), "point")

@@ -364,8 +364,7 @@ std::vector<KeySpec> build_table() {
              K("lora.targets", T::kStringList, N(),
                "Projections that get adapters, by the model's names: gpt2 c_attn, attn_proj, c_fc, "
                "mlp_proj; llama wq, wk, wv, wo, w1, w2, w3; null = c_attn (gpt2) or wq, wv "
-               "(llama), as "
-               "Hugging Face peft's defaults")
+               "(llama), as Hugging Face peft's defaults")
                  .hashed_unless_default()
                  .only_for({"train"})
                  .into([](Settings& s, const Value& v, const Value& config) {
@@ -425,9 +424,8 @@ std::vector<KeySpec> build_table() {
             "Metrics a successful run must report; null = every metric not marked optional")
               .only_for({"command"}),
           K("command.oom_patterns", T::kStringList, L(),
-            "Regular expressions whose match in a failed run's output makes its status oom; empty "
-            "= "
-            "the usual PyTorch, CUDA and C++ out-of-memory messages (docs/commands.md)")
+            "Regular expressions whose match in a failed run's output makes its status oom; "
+            "empty = the usual PyTorch, CUDA and C++ out-of-memory messages (docs/commands.md)")
               .only_for({"command"}),
       });
 

@@ -1,11 +1,13 @@
 // The config schema: every key a point's config may hold, with its type, default, allowed values
 // or range, whether it enters config_hash, and a one-line description.
 //
-// Each key is declared once: a key a typed field holds beside its field in core/settings.h, the
-// others in schema.cc, which builds the table from both. docs/config.md is generated from the
-// table (`bench-sweep keys --format md`, a test fails when a key is missing there), validation and
-// the canonical form that config_hash reads follow it, and the typed Settings are read by it.
-// Leaves out: cross-key rules (config.cc) and sweep-file keys (sweep_spec.cc).
+// Each key is declared once: a key that a section's field holds beside its field in
+// core/settings.h; the others in schema.cc, which builds the table from both (the top level, the
+// model's dimensions, the command section, and lora.targets, whose null needs the model).
+// docs/config.md is generated from the table (`bench-sweep keys --format md`, a test fails when a
+// key is missing there), validation and the canonical form that config_hash reads follow it, and
+// the typed Settings are read by it. Leaves out: cross-key rules (config.cc) and sweep-file keys
+// (sweep_spec.cc).
 #pragma once
 
 #include <functional>
@@ -66,7 +68,7 @@ struct KeySpec {
   // model's dimensions (model_shape_of), params and the command section (CommandSpec).
   std::function<void(Settings& settings, const Value& value, const Value& config)> read;
   // The field's value as the config writes it (the inverse of read). Empty where read is empty
-  // or needs more than the key's own value (lora.targets, metrics.profile_steps).
+  // or needs more than the key's own value (lora.targets).
   std::function<Value(const Settings& settings)> write;
 
   // Whether a point whose `benchmark` is `benchmark` reads the key.

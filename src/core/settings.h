@@ -379,8 +379,7 @@ void launch_keys(Keys& key) {
       .tagged_unless_default();
   key(&LaunchSettings::malloc_cache, "launch.malloc_cache", true,
       "Keep freed host memory in the process (glibc: no mmap, no trim) so steps do not "
-      "page-fault "
-      "it back; the resident set then stays at its peak");
+      "page-fault it back; the resident set then stays at its peak");
 }
 
 struct MetricsSettings {

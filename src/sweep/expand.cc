@@ -612,5 +612,4 @@ Plan plan_sweep(const SweepSpec& spec, const PlanOptions& options) {
   return plan;
 }
 
-
 }  // namespace sweepbench

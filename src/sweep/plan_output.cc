@@ -60,7 +60,8 @@ struct Columns {
     for (const std::string& k : keys) {
       const Value& v = varying_value(p.config, k);
       std::string text = display_value(v);
-      if (people && (v.is_list() || v.is_map())) text = abbreviate_middle(text, kMaxPeopleListWidth);
+      if (people && (v.is_list() || v.is_map()))
+        text = abbreviate_middle(text, kMaxPeopleListWidth);
       out->push_back(Value::string(text));
     }
   }
@@ -206,8 +207,8 @@ void print_plan(const Plan& plan, PlanFormat format, std::ostream& out) {
   }
 }
 
-std::string manifest_text(const Value& existing, const Plan& view) {
-  const PlanInfo& plan = view.info();
+std::string manifest_text(const Value& existing, const Plan& plan) {
+  const PlanInfo& info = plan.info();
   Value m = Value::map();
   if (existing.is_map()) {
     for (const Value::Entry& e : existing.entries()) {
@@ -215,11 +216,11 @@ std::string manifest_text(const Value& existing, const Plan& view) {
     }
   }
   m.set("schema_version", Value::integer(kManifestSchemaVersion));
-  m.set("sweep", Value::string(plan.sweep_name));
+  m.set("sweep", Value::string(info.sweep_name));
   m.set("sweep_file",
-        Value::string(fs::absolute(fs::path(plan.sweep_path)).lexically_normal().string()));
+        Value::string(fs::absolute(fs::path(info.sweep_path)).lexically_normal().string()));
   Value keys = Value::list();
-  for (const std::string& k : plan.varying_keys) keys.items().push_back(Value::string(k));
+  for (const std::string& k : info.varying_keys) keys.items().push_back(Value::string(k));
   m.set("varying_keys", keys);
 
   // Into `existing`, which outlives this function; `m` drops its copy of the points.
@@ -247,7 +248,7 @@ std::string manifest_text(const Value& existing, const Plan& view) {
     text += emit_json(e, 2, false, 2);
   };
   std::set<std::string> in_sweep;
-  view.for_each_point(
+  plan.for_each_point(
       [&](const SweepPoint& p) {
         in_sweep.insert(p.tag);
         auto old = old_entries.find(p.tag);
@@ -258,7 +259,7 @@ std::string manifest_text(const Value& existing, const Plan& view) {
         e.set("repeat", Value::integer(p.repeat));
         e.set("tag", Value::string(p.tag));
         e.set("config_hash", Value::string(p.config_hash));
-        e.set("varying", varying_values(plan, p));
+        e.set("varying", varying_values(info, p));
         e.erase("in_sweep");
         add(e);
       },
@@ -274,8 +275,8 @@ std::string manifest_text(const Value& existing, const Plan& view) {
   return text + "\n";
 }
 
-PlanWriteResult write_plan(const Plan& view, const std::string& out_dir) {
-  const PlanInfo& plan = view.info();
+PlanWriteResult write_plan(const Plan& plan, const std::string& out_dir) {
+  const PlanInfo& info = plan.info();
   fs::path root(out_dir);
   std::error_code ec;
   if (fs::exists(root, ec) && !fs::is_directory(root, ec)) {
@@ -291,15 +292,15 @@ PlanWriteResult write_plan(const Plan& view, const std::string& out_dir) {
       existing_manifest = parse_own_yaml(*manifest_text, manifest_path);
     } catch (const Error& e) {
       throw conflict(manifest_path, "cannot be read: " + e.message(),
-                     "move it away, or plan into another --out");
+                     "move it away, or info into another --out");
     }
     const Value* sweep = existing_manifest.is_map() ? existing_manifest.find("sweep") : nullptr;
     if (sweep == nullptr || !sweep->is_string()) {
       throw conflict(manifest_path, "is not a sweepbench manifest", "choose another --out");
     }
-    if (sweep->as_string() != plan.sweep_name) {
+    if (sweep->as_string() != info.sweep_name) {
       throw conflict(manifest_path,
-                     "belongs to sweep '" + sweep->as_string() + "', not '" + plan.sweep_name + "'",
+                     "belongs to sweep '" + sweep->as_string() + "', not '" + info.sweep_name + "'",
                      "each sweep gets its own --out directory");
     }
   }
@@ -324,7 +325,7 @@ PlanWriteResult write_plan(const Plan& view, const std::string& out_dir) {
     }
     if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) {
       conflicts.push_back(conflict(dir.string(), "exists and is not a directory",
-                                   "move it away, or plan into another --out"));
+                                   "move it away, or info into another --out"));
       return Need::kNothing;
     }
     std::optional<std::string> old = read_file_if_exists(path);
@@ -336,12 +337,12 @@ PlanWriteResult write_plan(const Plan& view, const std::string& out_dir) {
         path,
         "holds another config (config_hash " +
             (old_hash.empty() ? std::string("unreadable") : old_hash.substr(0, 12)) +
-            ", the plan's is " + p.config_hash.substr(0, 12) + ")",
-        "nothing was changed; plan into another --out, or move " + dir.string() + " away"));
+            ", the info's is " + p.config_hash.substr(0, 12) + ")",
+        "nothing was changed; info into another --out, or move " + dir.string() + " away"));
     return Need::kNothing;
   };
   PlanWriteResult result;
-  view.for_each_point(
+  plan.for_each_point(
       [&](const SweepPoint& p) {
         std::string text = point_config_file_text(p.config);
         size_t before = conflicts.size();
@@ -360,7 +361,7 @@ PlanWriteResult write_plan(const Plan& view, const std::string& out_dir) {
   }
 
   make_directories(root.string());
-  view.for_each_point(
+  plan.for_each_point(
       [&](const SweepPoint& p) {
         std::string text = point_config_file_text(p.config);
         if (need_of(p, text) == Need::kNothing) return;
@@ -372,10 +373,10 @@ PlanWriteResult write_plan(const Plan& view, const std::string& out_dir) {
   if (!conflicts.empty()) {
     // Something changed the directory between the two passes.
     throw Error(ErrorKind::kConflict, conflicts.front().mark(), "",
-                conflicts.front().message() + " (it changed while the plan was written)",
+                conflicts.front().message() + " (it changed while the info was written)",
                 conflicts.front().hint());
   }
-  std::string new_manifest = sweepbench::manifest_text(existing_manifest, view);
+  std::string new_manifest = sweepbench::manifest_text(existing_manifest, plan);
   if (!manifest_text || *manifest_text != new_manifest) {
     write_file_atomic(manifest_path, new_manifest);
     result.manifest_changed = true;

@@ -8,13 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "core/sampler.h"
 #include "core/value.h"
 #include "results/rank_result.h"
 #include "results/summary.h"
 #include "train/console.h"
 #include "train/mpi_env.h"
 #include "train/run_status.h"
-#include "core/sampler.h"
 #include "train/train_args.h"
 #include "train/trainer.h"
 

@@ -95,4 +95,15 @@ class CommWorker {
   std::thread thread_;  // last: starts after the rest is built
 };
 
+// Runs a collective: on the worker when there is one (then this thread waits for it, and the
+// wait is the exposed time), else here. Every collective goes this way while a worker exists
+// (MPI is initialised SERIALIZED).
+inline void run_collective(CommWorker* worker, const std::function<void()>& run) {
+  if (worker != nullptr) {
+    worker->wait(worker->submit(run));
+  } else {
+    run();
+  }
+}
+
 }  // namespace sweepbench

@@ -11,8 +11,6 @@
 #include <torch/version.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <chrono>
 #include <cmath>
 #include <exception>
 #include <functional>
@@ -36,7 +34,6 @@
 
 #ifdef SWEEPBENCH_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
-#include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -84,7 +81,7 @@ class TorchTrainer : public Trainer {
     mo.cpu_kernels = o_.train.cpu_kernels;
     // ZeRO-2 and 3 reduce a gradient when its accumulator has run: the embedding's rows must go
     // through it there.
-    mo.embedding_grad_in_place = !zero_.policy().gradients;
+    mo.embedding_grad_in_place = o_.train.zero_stage <= 1;  // the configured stage, also alone
     mo.lora.r = o_.train.lora() ? o_.train.lora_r : 0;
     mo.lora.alpha = o_.train.lora_alpha;
     mo.lora.dropout = o_.train.lora_dropout;
@@ -424,8 +421,8 @@ class TorchTrainer : public Trainer {
   // Sums x in place over the tensor-parallel group (in x's dtype on NCCL, in fp32 over MPI).
   void tensor_parallel_sum(torch::Tensor& x) {
     clock_.start(kComm);
-    tensor_comm_.allreduce_sum(x,
-                               [this](const std::function<void()>& run) { zero_.collective(run); });
+    tensor_comm_.allreduce_sum(
+        x, [this](const std::function<void()>& run) { run_collective(worker_.get(), run); });
     clock_.stop(kComm);
   }
 

@@ -35,17 +35,16 @@ namespace sweepbench {
 //      after.
 // One rank has nothing to shard and runs stage 0.
 struct ShardingPolicy {
-  int stage = 0;  // the stage in effect
   bool optimizer_states = false;
   bool gradients = false;
   bool parameters = false;
 
   static ShardingPolicy of(std::int64_t zero_stage, int ranks) {
+    const std::int64_t stage = ranks > 1 ? zero_stage : 0;
     ShardingPolicy p;
-    p.stage = ranks > 1 ? static_cast<int>(zero_stage) : 0;
-    p.optimizer_states = p.stage >= 1;
-    p.gradients = p.stage >= 2;
-    p.parameters = p.stage == 3;
+    p.optimizer_states = stage >= 1;
+    p.gradients = stage >= 2;
+    p.parameters = stage == 3;
     return p;
   }
 };
@@ -110,7 +109,7 @@ class ZeroBuffers {
 
   ZeroBuffers(ShardingPolicy policy, DeviceComm& comm, Collectives& group, PhaseClock& clock)
       : policy_(policy),
-        comm_(comm),
+        data_comm_(comm),
         rank_(policy.optimizer_states ? group.rank() : 0),
         world_(policy.optimizer_states ? group.size() : 1),
         replicas_(group.size()),
@@ -252,13 +251,13 @@ class ZeroBuffers {
     clock_.start(kComm);
     if (policy_.optimizer_states) {
       for (Segment& g : segments_) {
-        comm_.reduce_scatter_sum(g.grad, g.grad_shard, g.chunk);
+        data_comm_.reduce_scatter_sum(g.grad, g.grad_shard, g.chunk);
         g.grad_shard.mul_(1.0 / world_);
       }
     } else if (replicas_ > 1) {
       std::vector<torch::Tensor> grads;
       for (Segment& g : segments_) grads.push_back(g.grad);
-      comm_.allreduce_mean(grads, bucket);
+      data_comm_.allreduce_mean(grads, bucket);
     }
     clock_.stop(kComm);
   }
@@ -269,7 +268,7 @@ class ZeroBuffers {
   void share_updated_values() {
     if (!policy_.optimizer_states || policy_.parameters) return;
     clock_.start(kComm);
-    for (Segment& g : segments_) comm_.allgather(g.full, g.chunk);
+    for (Segment& g : segments_) data_comm_.allgather(g.full, g.chunk);
     clock_.stop(kComm);
   }
 
@@ -294,7 +293,7 @@ class ZeroBuffers {
       restore_storage(g.full);
       g.full.narrow(0, rank_ * g.chunk, g.chunk).copy_(g.master);
       Segment* seg = &g;
-      g.gather_ticket = worker_->submit([this, seg] { comm_.allgather(seg->full, seg->chunk); });
+      g.gather_ticket = worker_->submit([this, seg] { data_comm_.allgather(seg->full, seg->chunk); });
     }
   }
 
@@ -309,16 +308,6 @@ class ZeroBuffers {
       if (!offload_) bytes += held_bytes(g.exp_avg) + held_bytes(g.exp_avg_sq);
     }
     return bytes;
-  }
-
-  // Runs a collective: on the worker when there is one (then this thread waits for it, and the
-  // wait is the exposed time), else here.
-  void collective(const std::function<void()>& run) {
-    if (worker_ != nullptr) {
-      worker_->wait(worker_->submit(run));
-    } else {
-      run();
-    }
   }
 
  private:
@@ -350,12 +339,12 @@ class ZeroBuffers {
       Segment* seg = &g;
       worker_->submit([this, seg, flat] {
         torch::Tensor piece = torch::empty({seg->chunk}, flat.options());
-        comm_.reduce_scatter_sum(flat, piece, seg->chunk);
+        data_comm_.reduce_scatter_sum(flat, piece, seg->chunk);
         seg->grad_shard.add_(piece, 1.0 / world_);
       });
     } else {
       torch::Tensor piece = piece_scratch_.narrow(0, 0, g.chunk);
-      comm_.reduce_scatter_sum(flat, piece, g.chunk);
+      data_comm_.reduce_scatter_sum(flat, piece, g.chunk);
       g.grad_shard.add_(piece, 1.0 / world_);
     }
     if (policy_.parameters && g.unit >= 0) release_segment(g);
@@ -373,7 +362,7 @@ class ZeroBuffers {
     } else {
       restore_storage(g.full);
       g.full.narrow(0, rank_ * g.chunk, g.chunk).copy_(g.master);
-      collective([&] { comm_.allgather(g.full, g.chunk); });
+      run_collective(worker_, [&] { data_comm_.allgather(g.full, g.chunk); });
     }
     g.gathered = true;
     clock_.stop(kComm);
@@ -389,7 +378,7 @@ class ZeroBuffers {
   }
 
   ShardingPolicy policy_;
-  DeviceComm& comm_;
+  DeviceComm& data_comm_;
   std::int64_t rank_, world_;  // this rank's piece and the pieces (1 unsharded)
   int replicas_;               // the data-parallel ranks (stage 0 all-reduces over them)
   PhaseClock& clock_;

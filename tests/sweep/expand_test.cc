@@ -92,7 +92,8 @@ TEST(Expansion, RepeatsAreInnermost) {
   Plan plan = plan_text(kTiny + "repeats: 3\naxes:\n  train.micro_batch: [1, 2]\n");
   ASSERT_EQ(plan.points().size(), 6u);
   EXPECT_THAT(column(plan, "train.micro_batch"), ElementsAre("1", "1", "1", "2", "2", "2"));
-  for (size_t i = 0; i < 6; ++i) EXPECT_EQ(plan.points()[i].repeat, static_cast<std::int64_t>(i % 3));
+  for (size_t i = 0; i < 6; ++i)
+    EXPECT_EQ(plan.points()[i].repeat, static_cast<std::int64_t>(i % 3));
   EXPECT_EQ(plan.points()[0].config_hash, plan.points()[2].config_hash);
   EXPECT_NE(plan.points()[0].tag, plan.points()[1].tag);
 }
@@ -230,7 +231,7 @@ TEST(Overrides, ApplyToEveryPointButNotToSweptKeys) {
             "to fix it with --set)");
 }
 
-// The streamed plan keeps each point as its differences from the first; every point it
+// A plan that holds no points keeps each point as its differences from the first; every point it
 // rebuilds must be the config it hashed, whatever made it (axes, derived keys, include, exclude,
 // scenarios with their own base, repeats), and selected_only must follow --scenario.
 TEST(StreamedPlan, RebuildsEveryPointAsItWasHashed) {

@@ -58,8 +58,9 @@ TEST(PlanTable, ShowsDerivedKeysThatVary) {
 // An argv that varies printed the plan hundreds of characters wide. For
 // people it is cut in the middle to 48 characters; CSV keeps it whole.
 TEST(PlanTable, WideValuesAreCutForPeopleAndWholeInCsv) {
-  const std::string argv = "[/opt/venvs/vllm/bin/vllm, bench, latency, --input-len, '128', "
-                           "--output-len, '128', --output-json, out.json]";
+  const std::string argv =
+      "[/opt/venvs/vllm/bin/vllm, bench, latency, --input-len, '128', "
+      "--output-len, '128', --output-json, out.json]";
   Plan plan = plan_text("name: w\nbase:\n  benchmark: command\naxes:\n  command.argv: [" + argv +
                         ", [echo]]\n");
   std::string table = printed(plan, PlanFormat::kTable);

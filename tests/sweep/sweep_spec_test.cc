@@ -87,8 +87,9 @@ TEST(SweepFileErrors, AxesAndZipGroups) {
             "or remove it)");
   EXPECT_THAT(parse_error("axes:\n  train.micro_batch: 8\n"),
               HasSubstr("axes.train.micro_batch: expected a list, got the integer 8"));
-  EXPECT_EQ(parse_error("axes:\n  train.micro_batch: [1, x]\n"),
-            "s.yaml:2:26: train.micro_batch: expected integer in [1, 1048576], got the string \"x\"");
+  EXPECT_EQ(
+      parse_error("axes:\n  train.micro_batch: [1, x]\n"),
+      "s.yaml:2:26: train.micro_batch: expected integer in [1, 1048576], got the string \"x\"");
   EXPECT_EQ(parse_error("zip:\n  - data.seq_len: [512, 1024, 2048, 4096]\n"
                         "    train.micro_batch: [64, 32, 8]\n"),
             "s.yaml:2:5: zip[0]: the lists of a zip group must have equal length: data.seq_len "

@@ -141,8 +141,10 @@ TEST(TagFormat, FillsPlaceholders) {
       "axes:\n  train.micro_batch: [2, 4]\n"
       "  container.binds: [[/a:/a, /b:/b], [/a:/a, /c:/c]]\n");
   ASSERT_EQ(plan.points().size(), 4u);
-  EXPECT_EQ(plan.points()[0].tag, "gpt2-tiny.mb2.b_b.{x}." + plan.points()[0].config_hash.substr(0, 8));
-  EXPECT_EQ(plan.points()[3].tag, "gpt2-tiny.mb4.c_c.{x}." + plan.points()[3].config_hash.substr(0, 8));
+  EXPECT_EQ(plan.points()[0].tag,
+            "gpt2-tiny.mb2.b_b.{x}." + plan.points()[0].config_hash.substr(0, 8));
+  EXPECT_EQ(plan.points()[3].tag,
+            "gpt2-tiny.mb4.c_c.{x}." + plan.points()[3].config_hash.substr(0, 8));
 }
 
 TEST(TagFormat, RejectsBadFormats) {
@@ -213,7 +215,8 @@ TEST(Fairseq2Tags, StringRules) {
   // Python's \w keeps letters and numbers of every script (fairseq2 gives n_café).
   EXPECT_EQ(fairseq2_string_tag("caf\xc3\xa9"), "caf\xc3\xa9");
   EXPECT_EQ(fairseq2_string_tag("cafe\xcc\x81"), "cafe");  // a combining accent (Mn) is no \w
-  EXPECT_EQ(fairseq2_string_tag("\xd9\xa3\xc2\xbd\xe4\xb8\xad"), "\xd9\xa3\xc2\xbd\xe4\xb8\xad");  // ٣½中
+  EXPECT_EQ(fairseq2_string_tag("\xd9\xa3\xc2\xbd\xe4\xb8\xad"),
+            "\xd9\xa3\xc2\xbd\xe4\xb8\xad");                    // ٣½中
   EXPECT_EQ(fairseq2_string_tag("ok\xf0\x9f\x99\x82!"), "ok");  // an emoji and '!' are not
   // len() counts characters: 15 Greek letters (30 bytes) stay, 16 are hashed.
   std::string alphas;
@@ -249,10 +252,10 @@ TEST(Fairseq2Tags, Version08EveryKeyNoPreset) {
   Plan plan = plan_text(std::string(kTiny) +
                         "tag: {style: fairseq2-0.8}\naxes:\n  train.micro_batch: [2, 4]\n");
   EXPECT_THAT(plan.points()[0].tag, MatchesRegex("ws_1\\.[0-9a-f]{8}"));
-  EXPECT_NE(plan.points()[0].tag, plan.points()[1].tag);  // no allow-list: micro_batch is in the hash
-  Error keys = error_of([] {
-    plan_text(std::string(kTiny) + "tag: {style: fairseq2-0.8, keys: [train]}\n");
-  });
+  EXPECT_NE(plan.points()[0].tag,
+            plan.points()[1].tag);  // no allow-list: micro_batch is in the hash
+  Error keys = error_of(
+      [] { plan_text(std::string(kTiny) + "tag: {style: fairseq2-0.8, keys: [train]}\n"); });
   EXPECT_THAT(keys.what(), HasSubstr("tag.keys: does not apply to tag.style fairseq2-0.8"));
   Error preset = error_of([] {
     plan_text(std::string(kTiny) + "tag: {style: fairseq2-0.8, format: 'ps_{preset}.{hash}'}\n");
@@ -260,8 +263,7 @@ TEST(Fairseq2Tags, Version08EveryKeyNoPreset) {
   EXPECT_THAT(preset.what(), HasSubstr("unknown placeholder: preset"));
   EXPECT_THAT(preset.what(), HasSubstr("fairseq2 0.8 has no preset"));
   Error style = error_of([] { plan_text(std::string(kTiny) + "tag: {style: fairseq3}\n"); });
-  EXPECT_THAT(style.what(),
-              HasSubstr("'fairseq3' is not one of readable, fairseq2, fairseq2-0.8"));
+  EXPECT_THAT(style.what(), HasSubstr("'fairseq3' is not one of readable, fairseq2, fairseq2-0.8"));
 }
 
 TEST(SafeTags, Rules) {
