@@ -77,8 +77,8 @@ repeat, status, reason, every config key as a dotted column, world_size, device,
 metrics of docs/metrics.md computed from every rank's file (the slowest rank's step times,
 warm-up left out). Points that failed, ran out of memory or timed out are rows with their status
 and reason; a rank file that cannot be read gives a warning naming it and a row with status
-incomplete. --group-repeats gives one row per point over its repeats (mean, and a _std column
-per metric); --price-per-hour (USD per device-hour, unless the point's hardware.price_per_hour
+incomplete. --group-repeats gives one row per point over its repeats (mean, and _std, _ci_low
+and _ci_high columns per metric); --price-per-hour (USD per device-hour, unless the point's hardware.price_per_hour
 says) fills cost_usd_per_mtok. Points stream through -j reader processes (the output is the
 same for any number); only --group-repeats and --drop-constant hold the whole table. A reader
 that crashes on a damaged file, or spends more than --point-timeout seconds on one point, costs
@@ -127,7 +127,12 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
       "CSV: a text cell beginning with =, +, -, @, a tab or a carriage return gets a leading ' "
       "so that a spreadsheet shows it and never runs it as a formula (numbers are left as they "
       "are)")(
-      "group-repeats", "One row per point over its repeats: mean and _std columns")(
+      "group-repeats",
+      "One row per point over its repeats: mean, _std and the mean's 95% interval (_ci_low, "
+      "_ci_high, a bootstrap)")(
+      "noise-threshold", po::value<double>()->default_value(0.05),
+      "A point is noisy when a coefficient of variation of its timings (step_time_cv; ttft_cv, "
+      "e2e_cv) is above this")(
       "price-per-hour", po::value<double>(),
       "USD per device-hour for cost_usd_per_mtok (hardware.price_per_hour wins)")(
       "jobs,j", po::value<int>()->default_value(default_jobs()),
@@ -174,6 +179,12 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
         options.jobs = vm["jobs"].as<int>();
         if (options.jobs < 1) {
           throw Error::input(Mark::in("--jobs"), "", "must be 1 or more");
+        }
+        options.noise_threshold = vm["noise-threshold"].as<double>();
+        if (!(options.noise_threshold >= 0) || !std::isfinite(options.noise_threshold)) {
+          throw Error::input(Mark::in("--noise-threshold"), "",
+                             format_float_repr(options.noise_threshold) + " is not a threshold",
+                             "give a coefficient of variation, 0 or more (0.05 is 5%)");
         }
         options.point_timeout_s = vm["point-timeout"].as<double>();
         if (!(options.point_timeout_s > 0) || options.point_timeout_s > 1e6) {

@@ -82,7 +82,15 @@ struct ExtractOptions {
   // The most a reader may spend on one point before it is stopped and the point is incomplete.
   double point_timeout_s = 60;
   Series series = Series::kNone;
+  // A point is `noisy` when a coefficient of variation of its timings (step_time_cv; ttft_cv,
+  // e2e_cv) is above this (docs/metrics.md, "Intervals and noise").
+  double noise_threshold = 0.05;
 };
+
+// The columns a row's `noisy` reads, and the flag itself: true or false where the row has one of
+// them, absent otherwise.
+const std::vector<std::string>& noise_columns();
+void mark_noise(std::map<std::string, Value>* row, double threshold);
 
 // Points written aside, in a temporary file, as they come, and read back in order: so that a
 // table streamed in bounded memory can still leave out the columns that no point has (CSV and

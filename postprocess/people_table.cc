@@ -12,6 +12,7 @@
 #include "core/table.h"
 #include "core/text.h"
 #include "core/units.h"
+#include "postprocess/extract.h"
 
 namespace sweepbench {
 namespace {
@@ -86,7 +87,7 @@ std::vector<std::string> varying_columns_of(const ExtractTable& t,
       [&](size_t r, const std::string& c) { return exact_text_of(t.rows[r], c); }, first);
 }
 
-// `v`, or `v ± std` rounded to the std's second significant digit: what the noise allows.
+// `v`, or `v ± spread` rounded to the spread's second significant digit: what the noise allows.
 std::string format_measure(double v, std::optional<double> std) {
   // A std at the level of rounding (equal repeats) is none.
   if (!std || !(*std > std::fabs(v) * 1e-9)) return human_number(v);
@@ -200,6 +201,14 @@ ExtractTable people_table(const ExtractTable& full, const std::vector<std::strin
     const std::string& unit = units[i].first;
     out.columns.push_back(metrics[i].header + (unit.empty() ? "" : " (" + unit + ")"));
   }
+  // A point whose timings varied more than --noise-threshold allows (docs/metrics.md): its
+  // largest coefficient of variation, in a column `cv` where any point is noisy.
+  auto noisy = [](const Row& r) {
+    const Value* v = find_cell(r, "noisy");
+    return v != nullptr && v->is_bool() && v->as_bool();
+  };
+  const bool any_noisy = std::any_of(full.rows.begin(), full.rows.end(), noisy);
+  if (any_noisy) out.columns.push_back("cv");
   if (!all_ok) out.columns.insert(out.columns.end(), {"status", "reason"});
 
   for (const Row& row : full.rows) {
@@ -218,9 +227,23 @@ ExtractTable people_table(const ExtractTable& full, const std::vector<std::strin
         continue;
       }
       double factor = units[i].second;
-      std::optional<double> std = number_of(row, metrics[i].metric + "_std");
-      if (std) *std *= factor;
-      cells[header] = Value::string(format_measure(*v * factor, std));
+      // `±` half the mean's 95% interval where the row has one (one run's steps, or the
+      // repeats'), else the repeats' std.
+      std::optional<double> spread = number_of(row, metrics[i].metric + "_std");
+      std::optional<double> low = number_of(row, metrics[i].metric + "_ci_low");
+      std::optional<double> high = number_of(row, metrics[i].metric + "_ci_high");
+      if (low && high) spread = (*high - *low) / 2;
+      if (spread) *spread *= factor;
+      cells[header] = Value::string(format_measure(*v * factor, spread));
+    }
+    if (any_noisy) {
+      double cv = 0;
+      for (const std::string& c : noise_columns()) {
+        if (auto x = number_of(row, c)) cv = std::max(cv, *x);
+      }
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.0f%%", cv * 100);
+      cells["cv"] = Value::string(noisy(row) ? buf : "");
     }
     if (!all_ok) {
       cells["status"] = Value::string(text_of(row, "status"));

@@ -434,8 +434,26 @@ std::vector<std::string> extract_columns(const std::vector<std::string>& dirs) {
   } else if (pc.has("command")) {
     columns.insert(columns.end(), {"cpu_percent_mean", "ram_peak_mb"});  // sampled as ours
   }
+  if (pc.has("train") || pc.has("infer")) columns.push_back("noisy");
   if (pc.has("train")) columns.push_back("profile_trace");
   return columns;
+}
+
+const std::vector<std::string>& noise_columns() {
+  static const std::vector<std::string> c = {"step_time_cv", "ttft_cv", "e2e_cv"};
+  return c;
+}
+
+void mark_noise(std::map<std::string, Value>* row, double threshold) {
+  bool any = false, noisy = false;
+  for (const std::string& c : noise_columns()) {
+    auto it = row->find(c);
+    if (it == row->end() || !it->second.is_number() || !std::isfinite(it->second.as_float()))
+      continue;
+    any = true;
+    noisy = noisy || it->second.as_float() > threshold;
+  }
+  if (any) (*row)["noisy"] = Value::boolean(noisy);
 }
 
 // One point's row, and what went wrong reading it.

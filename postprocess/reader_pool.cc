@@ -484,7 +484,11 @@ void extract_each(const std::vector<std::string>& dirs, const ExtractOptions& o,
   if (jobs == 0) return;
   ReaderPool pool(dirs, jobs, manifests, o);
   pool.start_all();
-  for (size_t i = 0; i < dirs.size(); ++i) sink(pool.next(i));
+  for (size_t i = 0; i < dirs.size(); ++i) {
+    ExtractedPoint p = pool.next(i);
+    mark_noise(&p.row, o.noise_threshold);
+    sink(std::move(p));
+  }
   pool.finish();
 }
 

@@ -9,6 +9,7 @@
 #include "core/text.h"
 #include "postprocess/extract.h"
 #include "postprocess/point_row.h"
+#include "results/statistics.h"
 #include "results/summary.h"
 
 namespace sweepbench {
@@ -25,8 +26,16 @@ void group_repeats(ExtractTable* t) {
     for (const Value::Entry& e : units->second.entries()) metrics.insert(e.key);
     metrics.insert("seconds");
   }
-  std::set<std::string> not_key = {"tag", "index", "repeat", "status", "reason", "started"};
+  // One run's intervals (train_tokens_per_second_ci_low, step_time_ci_high_s) give way to the
+  // repeats' interval of each metric; `noisy` is whether any repeat was.
+  auto is_interval = [](const std::string& c) {
+    return c.find("_ci_low") != std::string::npos || c.find("_ci_high") != std::string::npos;
+  };
+  std::set<std::string> not_key = {"tag", "index", "repeat", "status", "reason", "started", "noisy"};
   not_key.insert(metrics.begin(), metrics.end());
+  for (auto it = metrics.begin(); it != metrics.end();) {
+    it = is_interval(*it) ? metrics.erase(it) : std::next(it);
+  }
   std::vector<std::vector<size_t>> groups;
   std::map<std::string, size_t> group_of;
   for (size_t i = 0; i < t->rows.size(); ++i) {
@@ -48,6 +57,15 @@ void group_repeats(ExtractTable* t) {
       if (cell_text(t->rows[i]["status"]) == "ok") ok.push_back(i);
     }
     row["repeats"] = Value::integer(static_cast<std::int64_t>(g.size()));
+    for (auto it = row.begin(); it != row.end();) {
+      it = is_interval(it->first) ? row.erase(it) : std::next(it);
+    }
+    for (size_t i : g) {
+      auto noisy = t->rows[i].find("noisy");
+      if (noisy == t->rows[i].end() || !noisy->second.is_bool()) continue;
+      auto& out = row["noisy"];
+      out = Value::boolean((out.is_bool() && out.as_bool()) || noisy->second.as_bool());
+    }
     if (ok.size() != g.size()) {
       for (size_t i : g) {
         if (cell_text(t->rows[i]["status"]) != "ok") {
@@ -75,6 +93,12 @@ void group_repeats(ExtractTable* t) {
       if (!values.empty()) {
         row[m] = Value::real(mean(values));
         row[m + "_std"] = Value::real(stddev(values));
+        // The mean's interval over the repeats, which are independent runs (statistics.h).
+        const Estimate e = repeats_estimate(values);
+        if (e.has_interval()) {
+          row[m + "_ci_low"] = Value::real(e.low);
+          row[m + "_ci_high"] = Value::real(e.high);
+        }
       }
     }
     rows.push_back(std::move(row));
@@ -83,6 +107,8 @@ void group_repeats(ExtractTable* t) {
   for (const std::string& c : t->columns) {
     if (c == "repeat") {
       columns.push_back("repeats");
+    } else if (is_interval(c)) {
+      continue;  // one run's; the repeats' follow each metric
     } else {
       columns.push_back(c);
       // Not beside a text metric (type: text) or a list, which have no spread.
@@ -90,7 +116,12 @@ void group_repeats(ExtractTable* t) {
         auto it = row.find(c);
         return it != row.end() && !it->second.is_number() && !it->second.is_null();
       });
-      if (metrics.count(c) != 0 && !words) columns.push_back(c + "_std");
+      if (metrics.count(c) != 0 && !words) {
+        columns.push_back(c + "_std");
+        bool interval = std::any_of(rows.begin(), rows.end(),
+                                    [&](const auto& row) { return row.count(c + "_ci_low") != 0; });
+        if (interval) columns.insert(columns.end(), {c + "_ci_low", c + "_ci_high"});
+      }
     }
   }
   t->columns = columns;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "results/rank_result.h"
+#include "results/statistics.h"
 
 namespace sweepbench {
 namespace {
@@ -86,6 +87,19 @@ std::vector<Metric> summarize_infer(const InferSummaryInput& in) {
   add_distribution(m, "e2e", e2e);
   add_distribution(m, "tpot", in.output_tokens > 1 ? tpot : std::vector<double>{});
   add_distribution(m, "itl", itl);  // every decode step of every timed run
+  // The timed runs are independent generations: the intervals of their mean are the repeats'
+  // (statistics.h), and the coefficients of variation feed bench-extract's `noisy`.
+  const Estimate ttft_mean = repeats_estimate(ttft);
+  const Estimate e2e_mean = repeats_estimate(e2e);
+  m.push_back({"ttft_ci_low_s", ttft_mean.low, "s"});
+  m.push_back({"ttft_ci_high_s", ttft_mean.high, "s"});
+  m.push_back({"ttft_cv", ttft_mean.cv, ""});
+  m.push_back({"e2e_ci_low_s", e2e_mean.low, "s"});
+  m.push_back({"e2e_ci_high_s", e2e_mean.high, "s"});
+  m.push_back({"e2e_cv", e2e_mean.cv, ""});
+  // output_tps through the mean generation time's interval.
+  m.push_back({"output_tps_ci_low", ratio(seqs * in.output_tokens, e2e_mean.high), "tokens/s"});
+  m.push_back({"output_tps_ci_high", ratio(seqs * in.output_tokens, e2e_mean.low), "tokens/s"});
   m.push_back(
       {"prefill_tokens_per_second", ratio(seqs * in.input_tokens * runs, sum(ttft)), "tokens/s"});
   m.push_back(

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "results/rank_result.h"
+#include "results/statistics.h"
 
 namespace sweepbench {
 
@@ -53,12 +54,24 @@ std::vector<Metric> summarize(const SummaryInput& in) {
   m.push_back({"train_samples_per_second", runtime > 0 ? samples / runtime : 0, "samples/s"});
   m.push_back({"train_steps_per_second", runtime > 0 ? steps / runtime : 0, "steps/s"});
   m.push_back({"train_tokens_per_second", tps, "tokens/s"});
+  // The interval of the mean step time (statistics.h: the steps after a warm-up cut found from
+  // the data, batch means), and the throughput's through it.
+  const Estimate step = series_estimate(in.step_s);
+  const double step_tokens = in.tokens_per_step;
+  m.push_back({"train_tokens_per_second_ci_low", step.high > 0 ? step_tokens / step.high : NAN,
+               "tokens/s"});
+  m.push_back({"train_tokens_per_second_ci_high",
+               step.has_interval() && step.low > 0 ? step_tokens / step.low : NAN, "tokens/s"});
   m.push_back({"tokens_per_second_per_device", per_device, "tokens/s"});
   m.push_back({"step_time_median_s", percentile(in.step_s, 0.5), "s"});
   m.push_back({"step_time_p10_s", percentile(in.step_s, 0.1), "s"});
   m.push_back({"step_time_p90_s", percentile(in.step_s, 0.9), "s"});
   m.push_back({"step_time_mean_s", mean(in.step_s), "s"});
   m.push_back({"step_time_std_s", stddev(in.step_s), "s"});
+  m.push_back({"step_time_ci_low_s", step.low, "s"});
+  m.push_back({"step_time_ci_high_s", step.high, "s"});
+  m.push_back({"step_time_cv", step.cv, ""});
+  m.push_back({"steps_cut", static_cast<double>(step.cut), ""});
   m.push_back({"data_time_median_s", percentile(in.data_s, 0.5), "s"});
   m.push_back({"fwd_time_median_s", percentile(in.forward_s, 0.5), "s"});
   m.push_back({"bwd_time_median_s", percentile(in.backward_s, 0.5), "s"});

@@ -65,6 +65,10 @@ class Extract(unittest.TestCase):
         s = write_sweep(tmp, "rep", "repeats: 2\naxes:\n  train.micro_batch: [2]\n")
         cls.rep = os.path.join(tmp, "rep")
         bench_sweep("run", s, "--out", cls.rep, check=0)
+        # Three repeats of 40 steps each: enough for one run's interval and the repeats'.
+        s = write_sweep(tmp, "long", "repeats: 3\naxes:\n  train.micro_batch: [2]\n", steps=41)
+        cls.long = os.path.join(tmp, "long")
+        bench_sweep("run", s, "--out", cls.long, check=0)
         # A point killed while it runs, runner and all, as a crash or a lost node would.
         s = write_sweep(tmp, "killed", "axes:\n  train.micro_batch: [2]\n", steps=100000)
         out = os.path.join(cls.root, "killed")
@@ -227,6 +231,51 @@ class Extract(unittest.TestCase):
         self.assertAlmostEqual(g["train_tokens_per_second_std"][0], tps.std())  # n - 1
         self.assertNotIn("repeat", g.columns)
         self.assertTrue(g["cost_usd_per_mtok"].isna().all())  # no price given
+
+    def test_intervals_and_the_noise_flag_from_real_runs(self):
+        df = pd.read_csv(io.StringIO(extract("-i", self.long).stdout))
+        self.assertEqual(len(df), 3)
+        for _, row in df.iterrows():
+            # The kept steps, from the rank file: the slowest rank's measured steps after the cut.
+            with h5py.File(os.path.join(self.long, row["tag"], "rank-00000.h5"), "r") as f:
+                steps = f["steps"][:]
+            times = steps["total_s"][steps["measured"] != 0]
+            self.assertEqual(len(times), 40)
+            cut = int(row["steps_cut"])
+            self.assertEqual(cut % 5, 0)
+            self.assertLessEqual(cut, 20)
+            kept = times[cut:]
+            self.assertAlmostEqual(row["step_time_cv"], kept.std(ddof=1) / kept.mean(), places=9)
+            low, high = row["step_time_ci_low_s"], row["step_time_ci_high_s"]
+            self.assertLess(low, kept.mean())
+            self.assertGreater(high, kept.mean())
+            tokens = row["train_tokens_per_second"] * times.sum() / len(times)  # per step
+            self.assertAlmostEqual(row["train_tokens_per_second_ci_low"], tokens / high, places=6)
+            self.assertAlmostEqual(row["train_tokens_per_second_ci_high"], tokens / low, places=6)
+            self.assertEqual(bool(row["noisy"]), row["step_time_cv"] > 0.05)
+        # The threshold is the user's: 0 makes every point noisy, a large one none.
+        every = pd.read_csv(io.StringIO(extract("-i", self.long, "--noise-threshold", "0").stdout))
+        self.assertTrue(every["noisy"].all())
+        none = pd.read_csv(io.StringIO(extract("-i", self.long, "--noise-threshold", "100").stdout))
+        self.assertFalse(none["noisy"].any())
+        bad = extract("-i", self.long, "--noise-threshold", "-1", check=2)
+        self.assertIn("--noise-threshold", bad.stderr)
+        # Over the repeats: the bootstrap interval of each metric's mean, within the repeats' range.
+        g = pd.read_csv(io.StringIO(extract("-i", self.long, "--group-repeats").stdout))
+        self.assertEqual(len(g), 1)
+        tps = df["train_tokens_per_second"]
+        self.assertAlmostEqual(g["train_tokens_per_second"][0], tps.mean())
+        low, high = g["train_tokens_per_second_ci_low"][0], g["train_tokens_per_second_ci_high"][0]
+        self.assertLessEqual(tps.min(), low)
+        self.assertLess(low, tps.mean())
+        self.assertLess(tps.mean(), high)
+        self.assertLessEqual(high, tps.max())
+        self.assertNotIn("step_time_ci_low_s_ci_low", g.columns)
+        # For people: `±` half the interval, and which points were noisy with their spread.
+        people = extract("-i", self.long, "--format", "table", "--noise-threshold", "0").stdout
+        self.assertRegex(people, r"\d ± \d")
+        self.assertIn(" cv", people.splitlines()[0])
+        self.assertRegex(people, r" \d+%")
 
     def test_each_plot_kind_renders_png_and_svg(self):
         csv = os.path.join(self.tmp, "grid.csv")
