@@ -40,7 +40,7 @@ ALLOWED = {
     "extract": {"core", "layout", "sweep", "metrics", "results", "tool", "extract"},
 }
 # The files of src/results/ that make up the metrics module (no HDF5).
-METRICS_FILES = ("summary.", "rank_result.", "infer_metrics.", "statistics.")
+METRICS_FILES = ("summary.", "rank_result.", "infer_metrics.", "statistics.", "significance.")
 # System headers by the dependency they bring, and the modules that may include them.
 SYSTEM = [
     (re.compile(r"^(torch|ATen|c10|caffe2)/"), "libtorch", {"train", "infer"}),
