@@ -137,70 +137,14 @@ bool numeric_order(const std::vector<std::string>& values) {
 
 }  // namespace
 
-CsvTable parse_csv(const std::string& text, const std::string& source) {
-  CsvTable t;
-  std::vector<std::string> row;
-  std::string field;
-  bool quoted = false, any = false;
-  int line = 1;
-  auto end_row = [&] {
-    row.push_back(field);
-    field.clear();
-    if (t.columns.empty()) {
-      t.columns = row;
-    } else if (!(row.size() == 1 && row[0].empty())) {
-      if (row.size() != t.columns.size()) {
-        throw Error::input(Mark::in(source, line), "",
-                           std::to_string(row.size()) + " fields, the header has " +
-                               std::to_string(t.columns.size()),
-                           "is it a bench-extract CSV?");
-      }
-      t.rows.push_back(row);
-    }
-    row.clear();
-    any = false;
-  };
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
-        field += '"';
-        ++i;
-      } else if (c == '"') {
-        quoted = false;
-      } else {
-        if (c == '\n') ++line;
-        field += c;
-      }
-    } else if (c == '"') {
-      quoted = true;
-      any = true;
-    } else if (c == ',') {
-      row.push_back(field);
-      field.clear();
-      any = true;
-    } else if (c == '\n') {
-      end_row();
-      ++line;
-    } else if (c != '\r') {
-      field += c;
-      any = true;
-    }
-  }
-  if (any || !field.empty()) end_row();
-  if (t.columns.empty()) throw Error::input(Mark::in(source), "", "is empty");
-  return t;
-}
-
 namespace {
 
 // How a metric's values are read: its kind of unit (core/units.h), by bench-extract's naming
 // (docs/metrics.md), else the unit a command gave it (the CSV's units column).
 UnitKind unit_kind(const std::string& metric, std::string* plain) {
   auto ends = [&](const char* suffix) { return ends_with(metric, suffix); };
-  static const std::set<std::string> seconds = {"average_ttft", "average_gen_time",
-                                                "average_latency_per_token", "train_runtime",
-                                                "seconds"};
+  static const std::set<std::string> seconds = {
+      "average_ttft", "average_gen_time", "average_latency_per_token", "train_runtime", "seconds"};
   if ((ends("_s") && !ends("_per_s")) || metric.find("_seconds") != std::string::npos ||
       seconds.count(metric)) {
     return UnitKind::kSeconds;
@@ -286,7 +230,7 @@ void describe_figure(const CsvTable& t, PlotSpec* spec) {
         Value units = parse_yaml((*ok[r])[*units_column], "units");
         if (const Value* u = units.is_map() ? units.find(m) : nullptr; u && u->is_string()) {
           plain = u->as_string();
-          given = plain == "s" ? UnitKind::kSeconds
+          given = plain == "s"       ? UnitKind::kSeconds
                   : plain == "bytes" ? UnitKind::kBytes
                                      : UnitKind::kPlain;
         }
@@ -303,7 +247,8 @@ void describe_figure(const CsvTable& t, PlotSpec* spec) {
       }
     }
   }
-  bool one_kind = std::all_of(kinds.begin(), kinds.end(), [&](UnitKind k) { return k == kinds[0]; });
+  bool one_kind =
+      std::all_of(kinds.begin(), kinds.end(), [&](UnitKind k) { return k == kinds[0]; });
   for (size_t i = 0; i < spec->metrics.size(); ++i) {
     // Kinds that differ share no scale: each keeps its base unit (s, B, a ratio).
     spec->units[spec->metrics[i]] =
@@ -448,7 +393,7 @@ struct PlotContext {
   std::function<const PlotPoint*(const std::string& x, const Series& q)> find;
   std::function<std::string(const Series& q)> label;
   std::function<double(const std::string& metric)> factor;  // the data's unit scale
-  bool several = false;  // several metrics side by side
+  bool several = false;                                     // several metrics side by side
 };
 
 // A kind of plot (--kind), registered by name: its default x, whether x must be numeric, its
@@ -469,8 +414,7 @@ class BarKind : public PlotKind {
     s << "set style data histogram\nset style histogram errorbars gap 1 lw 1\n"
       << "set style fill solid 0.8 border -1\nset boxwidth 0.9\nset xtics noenhanced\n";
     // Cluster i stands at x = i: the axis spans the clusters, not gnuplot's round numbers.
-    s << "set xrange [-0.6:" << format_float_repr(static_cast<double>(c.xs.size()) - 0.4)
-      << "]\n";
+    s << "set xrange [-0.6:" << format_float_repr(static_cast<double>(c.xs.size()) - 0.4) << "]\n";
     s << "plot";
     for (size_t k = 0; k < c.series.size(); ++k) {
       s << (k ? ", \\\n    " : " ") << c.data_file << " using " << (2 + 2 * k) << ":" << (3 + 2 * k)

@@ -15,16 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "core/table.h"  // CsvTable
+
 namespace sweepbench {
-
-struct CsvTable {
-  std::vector<std::string> columns;
-  std::vector<std::vector<std::string>> rows;
-};
-
-// RFC 4180: quoted fields, doubled quotes, newlines inside quotes. Error(kInput) naming the file
-// and line for a row whose field count differs from the header's.
-CsvTable parse_csv(const std::string& text, const std::string& source);
 
 struct PlotSpec {
   std::vector<std::string> metrics;  // one or more columns, plotted side by side

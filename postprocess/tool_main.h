@@ -13,6 +13,7 @@ namespace sweepbench {
 int run_tool(const std::string& tool, const std::vector<std::string>& args,
              const boost::program_options::options_description& desc, const char* usage,
              std::ostream& out, std::ostream& err,
-             const std::function<int(const boost::program_options::variables_map&)>& body);
+             const std::function<int(const boost::program_options::variables_map&)>& body,
+             const boost::program_options::positional_options_description* positional = nullptr);
 
 }  // namespace sweepbench

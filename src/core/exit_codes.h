@@ -5,11 +5,13 @@
 namespace sweepbench {
 
 constexpr int kExitOk = 0;
-constexpr int kExitNotAllOk = 1;  // bench-sweep run: a point did not end ok; extract --strict
-constexpr int kExitUsage = 2;     // bad input or usage; nothing written
-constexpr int kExitConflict = 3;  // the output holds something that conflicts; nothing changed
-constexpr int kExitIo = 4;        // the file system (or standard output) refused
-constexpr int kExitStopped = 6;   // bench-sweep run: a signal stopped the sweep
+constexpr int kExitNotAllOk = 1;      // bench-sweep run: a point did not end ok; extract --strict
+constexpr int kExitUsage = 2;         // bad input or usage; nothing written
+constexpr int kExitConflict = 3;      // the output holds something that conflicts; nothing changed
+constexpr int kExitIo = 4;            // the file system (or standard output) refused
+constexpr int kExitStopped = 6;       // bench-sweep run: a signal stopped the sweep
+constexpr int kExitRegression = 8;    // bench-compare --fail-on: a metric got significantly worse
+constexpr int kExitInconclusive = 9;  // bench-compare --fail-on: a metric could not be judged
 // bench-train: the run ended early, and its results are written.
 constexpr int kExitTrainOom = 20;        // a rank ran out of memory
 constexpr int kExitTrainTimeout = 21;    // SIGTERM or SIGUSR1 (the time limit)

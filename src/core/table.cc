@@ -258,4 +258,59 @@ void TableWriter::finish() {
   out_.flush();
 }
 
+CsvTable parse_csv(const std::string& text, const std::string& source) {
+  CsvTable t;
+  std::vector<std::string> row;
+  std::string field;
+  bool quoted = false, any = false;
+  int line = 1;
+  auto end_row = [&] {
+    row.push_back(field);
+    field.clear();
+    if (t.columns.empty()) {
+      t.columns = row;
+    } else if (!(row.size() == 1 && row[0].empty())) {
+      if (row.size() != t.columns.size()) {
+        throw Error::input(Mark::in(source, line), "",
+                           std::to_string(row.size()) + " fields, the header has " +
+                               std::to_string(t.columns.size()),
+                           "is it a bench-extract CSV?");
+      }
+      t.rows.push_back(row);
+    }
+    row.clear();
+    any = false;
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+        field += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        if (c == '\n') ++line;
+        field += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+      any = true;
+    } else if (c == ',') {
+      row.push_back(field);
+      field.clear();
+      any = true;
+    } else if (c == '\n') {
+      end_row();
+      ++line;
+    } else if (c != '\r') {
+      field += c;
+      any = true;
+    }
+  }
+  if (any || !field.empty()) end_row();
+  if (t.columns.empty()) throw Error::input(Mark::in(source), "", "is empty");
+  return t;
+}
+
 }  // namespace sweepbench

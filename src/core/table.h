@@ -94,4 +94,15 @@ class TableWriter {
   size_t replaced_ = 0;
 };
 
+// A CSV table read back (bench-plot's and bench-compare's input): the header, then each row's
+// fields as text.
+struct CsvTable {
+  std::vector<std::string> columns;
+  std::vector<std::vector<std::string>> rows;
+};
+
+// RFC 4180: quoted fields, doubled quotes, newlines inside quotes. Error(kInput) naming the file
+// and line for a row whose field count differs from the header's.
+CsvTable parse_csv(const std::string& text, const std::string& source);
+
 }  // namespace sweepbench

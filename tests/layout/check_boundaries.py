@@ -52,12 +52,14 @@ SYSTEM = [
 FORBIDDEN_LIBS = {
     "bench-sweep": ["libtorch", "libc10", "libmpi", "libhdf5"],
     "bench-extract": ["libtorch", "libc10", "libmpi"],
+    "bench-compare": ["libtorch", "libc10", "libmpi"],
     "bench-plot": ["libtorch", "libc10", "libmpi", "libhdf5"],
     "bench-command": ["libtorch", "libc10", "libmpi"],
 }
 # Static libraries whose code a binary may not contain, by binary.
 FORBIDDEN_CODE = {
     "bench-extract": ["launch/libsweepbench_launch.a"],
+    "bench-compare": ["launch/libsweepbench_launch.a"],
     "bench-plot": ["launch/libsweepbench_launch.a", "src/libsweepbench_results.a"],
 }
 

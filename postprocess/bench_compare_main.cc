@@ -1,0 +1,16 @@
+// bench-compare: see postprocess/compare.h.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "core/fs.h"
+#include "core/terminal.h"
+#include "postprocess/compare.h"
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  // Messages are for people: what they quote of the results reaches the terminal escaped.
+  sweepbench::TerminalSafeStream err(std::cerr);
+  return sweepbench::close_standard_output("bench-compare",
+                                           sweepbench::bench_compare_main(args, std::cout, err));
+}

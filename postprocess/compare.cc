@@ -1,0 +1,413 @@
+#include "postprocess/compare.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <set>
+#include <sstream>
+
+#include "core/config.h"
+#include "core/error.h"
+#include "core/exit_codes.h"
+#include "core/fs.h"
+#include "core/table.h"
+#include "core/text.h"
+#include "postprocess/tool_main.h"
+
+namespace sweepbench {
+namespace fs = std::filesystem;
+namespace po = boost::program_options;
+
+namespace {
+
+// What is compared when --metric names nothing: the headline of each workload (docs/extract.md),
+// those both sides have.
+const std::vector<std::string> kDefaultMetrics = {"train_tokens_per_second",
+                                                  "step_time_median_s",
+                                                  "mem_peak_bytes",
+                                                  "output_tps",
+                                                  "ttft_p50_s",
+                                                  "tpot_p50_s",
+                                                  "seconds"};
+
+std::optional<double> number_in(const Row& row, const std::string& column) {
+  auto it = row.find(column);
+  if (it == row.end()) return std::nullopt;
+  if (it->second.is_number()) {
+    double v = it->second.as_float();
+    return std::isfinite(v) ? std::optional<double>(v) : std::nullopt;
+  }
+  if (it->second.is_string()) {
+    std::optional<double> v = parse_double(it->second.as_string());
+    if (v && std::isfinite(*v)) return v;
+  }
+  return std::nullopt;
+}
+
+std::string text_in(const Row& row, const std::string& column) {
+  auto it = row.find(column);
+  if (it == row.end() || it->second.is_null()) return "";
+  return it->second.is_string() ? it->second.as_string() : cell_text(it->second, TableFormat::kCsv);
+}
+
+bool ok(const Row& row) { return text_in(row, "status") == "ok"; }
+
+// The config columns whose values differ between the rows of one side: the sweep's axes.
+std::vector<std::string> varying_config_keys(const std::vector<Row>& rows) {
+  std::vector<std::string> keys;
+  std::set<std::string> seen;
+  for (const Row& r : rows) {
+    for (const auto& [c, v] : r) {
+      if (!is_config_column(c) || seen.count(c) != 0) continue;
+      seen.insert(c);
+      std::set<std::string> values;
+      for (const Row& other : rows) values.insert(text_in(other, c));
+      if (values.size() > 1) keys.push_back(c);
+    }
+  }
+  return keys;
+}
+
+std::string point_name(const Row& row, const std::vector<std::string>& match) {
+  std::string out;
+  for (const std::string& k : match) {
+    if (!out.empty()) out += " ";
+    out += short_key(k) + "=" + text_in(row, k);
+  }
+  return out.empty() ? "all" : out;
+}
+
+// One side's rows from a results tree (as bench-extract reads it) or a bench-extract CSV.
+std::vector<Row> load_side(const std::string& path, const std::string& option, std::ostream& err) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    PointSearch search = find_point_dirs({path});
+    for (const std::string& w : search.warnings) err << "bench-compare: warning: " << w << "\n";
+    if (search.points.empty()) {
+      throw Error::input(Mark::in(path), "", "holds no results (no point directories)",
+                         "give a results tree (bench-sweep run --out) or a bench-extract CSV");
+    }
+    ExtractOptions options;
+    ExtractTable table = extract_points(search.points, options);
+    for (const std::string& w : table.warnings) err << "bench-compare: warning: " << w << "\n";
+    return table.rows;
+  }
+  // A table of a few thousand points is megabytes; 1 GiB is far past any.
+  std::optional<std::string> text = read_file_if_exists(path, size_t{1} << 30);
+  if (!text) {
+    throw Error::input(Mark::in(option + " " + path), "", "cannot be read",
+                       "give a results tree or a CSV that bench-extract wrote");
+  }
+  CsvTable csv = parse_csv(*text, path);
+  std::vector<Row> rows;
+  for (const std::vector<std::string>& fields : csv.rows) {
+    Row r;
+    for (size_t i = 0; i < csv.columns.size(); ++i) {
+      if (!fields[i].empty()) r[csv.columns[i]] = Value::string(fields[i]);
+    }
+    rows.push_back(std::move(r));
+  }
+  if (rows.empty() ||
+      std::find(csv.columns.begin(), csv.columns.end(), "status") == csv.columns.end()) {
+    throw Error::input(Mark::in(path), "", "is not a bench-extract table (no rows, or no status)",
+                       "write one with bench-extract -i TREE -o FILE.csv");
+  }
+  return rows;
+}
+
+}  // namespace
+
+bool higher_is_better(const std::string& m) {
+  auto ends = [&](const char* suffix) {
+    const std::string s(suffix);
+    return m.size() >= s.size() && m.compare(m.size() - s.size(), s.size(), s) == 0;
+  };
+  return ends("_per_second") || ends("tps") || ends("mfu") || ends("mbu") ||
+         ends("tflops_per_device") || ends("_per_hour") || ends("_per_device");
+}
+
+CompareResult compare_tables(const std::vector<Row>& baseline, const std::vector<Row>& candidate,
+                             const CompareOptions& o) {
+  CompareResult result;
+  result.match = o.match;
+  if (result.match.empty()) {
+    std::set<std::string> keys;
+    for (const std::string& k : varying_config_keys(baseline)) keys.insert(k);
+    for (const std::string& k : varying_config_keys(candidate)) keys.insert(k);
+    result.match.assign(keys.begin(), keys.end());
+  }
+  // Each side's ok rows by point, in the baseline's order.
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<const Row*>> base, cand;
+  for (const Row& r : baseline) {
+    if (!ok(r)) continue;
+    const std::string name = point_name(r, result.match);
+    if (base.count(name) == 0) order.push_back(name);
+    base[name].push_back(&r);
+  }
+  for (const Row& r : candidate) {
+    if (ok(r)) cand[point_name(r, result.match)].push_back(&r);
+  }
+  for (const auto& [name, rows] : base) {
+    if (cand.count(name) == 0) result.unmatched.push_back("baseline: " + name);
+  }
+  for (const auto& [name, rows] : cand) {
+    if (base.count(name) == 0) result.unmatched.push_back("candidate: " + name);
+  }
+  std::vector<std::string> metrics = o.metrics;
+  if (metrics.empty()) {
+    for (const std::string& m : kDefaultMetrics) {
+      auto has = [&](const std::vector<Row>& rows) {
+        return std::any_of(rows.begin(), rows.end(), [&](const Row& r) { return number_in(r, m); });
+      };
+      if (has(baseline) && has(candidate)) metrics.push_back(m);
+    }
+  }
+  for (const std::string& name : order) {
+    if (cand.count(name) == 0) continue;
+    for (const std::string& m : metrics) {
+      Comparison c;
+      c.point = name;
+      c.metric = m;
+      for (const Row* r : base[name]) {
+        if (auto v = number_in(*r, m)) c.baseline.push_back(*v);
+      }
+      for (const Row* r : cand[name]) {
+        if (auto v = number_in(*r, m)) c.candidate.push_back(*v);
+      }
+      if (c.baseline.empty() || c.candidate.empty()) continue;
+      c.change = relative_change(c.baseline, c.candidate);
+      c.p = mann_whitney_u(c.baseline, c.candidate).p;
+      result.rows.push_back(std::move(c));
+    }
+  }
+  std::vector<double> p;
+  for (const Comparison& c : result.rows) p.push_back(c.p);
+  std::vector<double> adjusted = holm_adjust(p);
+  for (size_t i = 0; i < result.rows.size(); ++i) {
+    Comparison& c = result.rows[i];
+    c.adjusted_p = adjusted[i];
+    VerdictRule rule;
+    rule.higher_is_better = higher_is_better(c.metric);
+    rule.alpha = o.alpha;
+    rule.margin = o.margin;
+    rule.min_samples = o.min_samples;
+    c.verdict = verdict_of(c.change, c.adjusted_p, c.baseline.size(), c.candidate.size(), rule);
+  }
+  // A geometric-mean row per metric over the points compared (benchstat's summary).
+  for (const std::string& m : metrics) {
+    std::vector<double> ratios;
+    for (const Comparison& c : result.rows) {
+      if (c.metric == m && c.point != "geomean") ratios.push_back(c.change.ratio);
+    }
+    if (ratios.size() < 2) continue;
+    Comparison g;
+    g.point = "geomean";
+    g.metric = m;
+    g.change.ratio = geometric_mean_change(ratios);
+    g.change.low = g.change.high = g.p = g.adjusted_p = std::nan("");
+    result.rows.push_back(std::move(g));
+  }
+  return result;
+}
+
+int fail_on_exit_code(const CompareResult& result, const std::vector<FailOn>& fail_on) {
+  bool regression = false, unknown = false;
+  for (const FailOn& f : fail_on) {
+    bool seen = false;
+    for (const Comparison& c : result.rows) {
+      if (c.metric != f.metric || c.point == "geomean") continue;
+      seen = true;
+      const double worse = higher_is_better(c.metric) ? -c.change.ratio : c.change.ratio;
+      if (c.verdict == Verdict::kWorse && worse > f.threshold) regression = true;
+      if (c.verdict == Verdict::kInconclusive) unknown = true;
+    }
+    if (!seen) unknown = true;  // nothing to judge it by
+  }
+  if (regression) return kExitRegression;
+  if (unknown) return kExitInconclusive;
+  return kExitOk;
+}
+
+ExtractTable comparison_table(const CompareResult& result, bool for_people) {
+  ExtractTable t;
+  if (for_people) {
+    t.columns = {"point", "metric", "baseline", "candidate", "change", "p", "verdict"};
+  } else {
+    t.columns = {"point",          "metric",      "baseline_mean", "candidate_mean",
+                 "baseline_n",     "candidate_n", "change",        "change_ci_low",
+                 "change_ci_high", "p",           "p_adjusted",    "verdict"};
+  }
+  auto mean = [](const std::vector<double>& x) {
+    double s = 0;
+    for (double v : x) s += v;
+    return x.empty() ? std::nan("") : s / static_cast<double>(x.size());
+  };
+  auto percent = [](double r) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%+.1f%%", r * 100);
+    return std::string(buf);
+  };
+  for (const Comparison& c : result.rows) {
+    Row r;
+    r["point"] = Value::string(c.point);
+    r["metric"] = Value::string(c.metric);
+    const bool summary = c.point == "geomean";
+    if (for_people) {
+      if (!summary) {
+        r["baseline"] = Value::string(human_number(mean(c.baseline)) +
+                                      " (n=" + std::to_string(c.baseline.size()) + ")");
+        r["candidate"] = Value::string(human_number(mean(c.candidate)) +
+                                       " (n=" + std::to_string(c.candidate.size()) + ")");
+        r["change"] = Value::string(percent(c.change.ratio) + " [" + percent(c.change.low) + ", " +
+                                    percent(c.change.high) + "]");
+        r["p"] = Value::string(human_number(c.adjusted_p));
+        r["verdict"] = Value::string(verdict_name(c.verdict));
+      } else {
+        r["change"] = Value::string(percent(c.change.ratio));
+      }
+    } else {
+      auto real = [](double v) { return std::isfinite(v) ? Value::real(v) : Value::null(); };
+      if (!summary) {
+        r["baseline_mean"] = real(mean(c.baseline));
+        r["candidate_mean"] = real(mean(c.candidate));
+        r["baseline_n"] = Value::integer(static_cast<std::int64_t>(c.baseline.size()));
+        r["candidate_n"] = Value::integer(static_cast<std::int64_t>(c.candidate.size()));
+        r["change_ci_low"] = real(c.change.low);
+        r["change_ci_high"] = real(c.change.high);
+        r["p"] = real(c.p);
+        r["p_adjusted"] = real(c.adjusted_p);
+        r["verdict"] = Value::string(verdict_name(c.verdict));
+      }
+      r["change"] = real(c.change.ratio);
+    }
+    t.rows.push_back(std::move(r));
+  }
+  return t;
+}
+
+namespace {
+
+const char* const kUsage = R"(bench-compare: two sets of results, point by point, with a verdict.
+
+Usage: bench-compare BASELINE CANDIDATE [options]
+
+BASELINE and CANDIDATE are results trees (bench-sweep run --out) or tables bench-extract wrote
+(CSV). Points are matched on the keys that vary within either side (the sweeps' axes), or on
+--match KEYS; a point's ok repeats on each side are its samples (at least 3 each for a verdict;
+use `repeats:` in the sweep). For each metric: both means, the change in % with its 95%
+bootstrap interval, the Mann-Whitney U test's p-value adjusted by Holm-Bonferroni over every
+comparison, and the verdict: better, worse, ~ (the change's interval within --margin of none) or
+inconclusive (too few samples, or neither). The direction that is better is the metric's:
+throughputs up, times and memory down. A geomean row per metric sums up the points.
+
+Docs: docs/compare.md. Exit codes: 0; 2 bad input; with --fail-on, 8 when a listed metric got
+significantly worse beyond its threshold, 9 when one could not be judged.
+
+Options)";
+
+double parse_fraction(const std::string& text, const std::string& option) {
+  std::string t = text;
+  bool percent = !t.empty() && t.back() == '%';
+  if (percent) t.pop_back();
+  std::optional<double> v = parse_double(t);
+  if (!v || !std::isfinite(*v) || *v < 0) {
+    throw Error::input(Mark::in(option + " " + text), "", "is not a fraction or a percentage",
+                       "write e.g. 5% or 0.05");
+  }
+  return percent ? *v / 100 : *v;
+}
+
+}  // namespace
+
+int bench_compare_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  po::options_description desc;
+  desc.add_options()("help,h", "Show this help")("baseline", po::value<std::string>(),
+                                                 "The baseline's results")(
+      "candidate", po::value<std::string>(), "The candidate's results")(
+      "metric,m", po::value<std::vector<std::string>>()->composing(),
+      "A metric to compare (repeatable, or A,B; default: the headline metrics both sides have)")(
+      "match", po::value<std::vector<std::string>>()->composing(),
+      "The config keys points are matched on (repeatable, or A,B; default: the keys that vary)")(
+      "margin", po::value<std::string>()->default_value("2%"),
+      "A change whose interval lies within this of none is ~ (the same)")(
+      "alpha", po::value<double>()->default_value(0.05),
+      "The level of significance, on the Holm-adjusted p-values")(
+      "fail-on", po::value<std::vector<std::string>>()->composing(),
+      "METRIC:PCT: exit 8 when METRIC got significantly worse by more than PCT, 9 when it could "
+      "not be judged (repeatable)")("format,f", po::value<std::string>(),
+                                    "table (default), md, csv, json or jsonl")(
+      "output,o", po::value<std::string>(), "Write the table here (format from the extension)");
+  po::positional_options_description positional;
+  positional.add("baseline", 1).add("candidate", 1);
+  return run_tool(
+      "bench-compare", args, desc, kUsage, out, err,
+      [&](const po::variables_map& vm) -> int {
+        if (!vm.count("baseline") || !vm.count("candidate")) {
+          err << "bench-compare: error: give BASELINE and CANDIDATE\nusage: bench-compare "
+                 "BASELINE CANDIDATE [options]  (bench-compare --help)\n";
+          return kExitUsage;
+        }
+        CompareOptions o;
+        auto list = [&](const char* name) {
+          if (!vm.count(name)) return std::vector<std::string>{};
+          return split_commas(vm[name].as<std::vector<std::string>>());
+        };
+        o.metrics = list("metric");
+        o.match = list("match");
+        o.margin = parse_fraction(vm["margin"].as<std::string>(), "--margin");
+        o.alpha = vm["alpha"].as<double>();
+        if (!(o.alpha > 0 && o.alpha < 1)) {
+          throw Error::input(Mark::in("--alpha"), "", "must be between 0 and 1", "0.05 is usual");
+        }
+        for (const std::string& f : list("fail-on")) {
+          size_t colon = f.rfind(':');
+          if (colon == std::string::npos || colon == 0) {
+            throw Error::input(Mark::in("--fail-on " + f), "", "is not METRIC:PCT",
+                               "write e.g. train_tokens_per_second:5%");
+          }
+          o.fail_on.push_back(
+              {f.substr(0, colon), parse_fraction(f.substr(colon + 1), "--fail-on")});
+        }
+        std::optional<std::string> output;
+        if (vm.count("output")) output = vm["output"].as<std::string>();
+        const std::vector<TableFormat> formats = {TableFormat::kText, TableFormat::kCsv,
+                                                  TableFormat::kJson, TableFormat::kJsonl,
+                                                  TableFormat::kMarkdown};
+        TableFormat format = vm.count("format")
+                                 ? parse_table_format(vm["format"].as<std::string>(), formats)
+                             : output ? table_format_of_path(*output, formats)
+                                      : TableFormat::kText;
+        std::vector<Row> base = load_side(vm["baseline"].as<std::string>(), "BASELINE", err);
+        std::vector<Row> cand = load_side(vm["candidate"].as<std::string>(), "CANDIDATE", err);
+        CompareResult result = compare_tables(base, cand, o);
+        for (const FailOn& f : o.fail_on) {
+          bool known = std::any_of(result.rows.begin(), result.rows.end(),
+                                   [&](const Comparison& c) { return c.metric == f.metric; });
+          if (!known) {
+            throw Error::input(Mark::in("--fail-on " + f.metric), "",
+                               "no point compares this metric",
+                               "name a metric both sides have, or add it with --metric");
+          }
+        }
+        for (const std::string& u : result.unmatched) {
+          err << "bench-compare: warning: only in the " << u << "\n";
+        }
+        const bool people = format == TableFormat::kText || format == TableFormat::kMarkdown;
+        ExtractTable table = comparison_table(result, people);
+        std::string match =
+            result.match.empty() ? "nothing (one point a side)" : join(result.match, ", ");
+        if (output) {
+          std::ostringstream text;
+          print_table(table, format, text, false);
+          write_file_atomic(*output, text.str());
+        } else {
+          if (people) out << "# matched on " << match << "\n";
+          print_table(table, format, out, false);
+        }
+        return fail_on_exit_code(result, o.fail_on);
+      },
+      &positional);
+}
+
+}  // namespace sweepbench

@@ -1,0 +1,74 @@
+// bench-compare: two sets of results, point by point and metric by metric, with a verdict
+// (docs/compare.md). Each side is a results tree (read as bench-extract reads it) or a table
+// bench-extract wrote (CSV). Points are matched on the keys that vary within either side (the
+// sweeps' axes), or on the keys --match names; each side's ok repeats of a matched point are its
+// samples. Per metric: the two means, the change in % with its bootstrap interval, the
+// Mann-Whitney U test's p-value adjusted by Holm-Bonferroni over every comparison, and the
+// verdict (significance.h); then a geometric-mean row per metric. --fail-on makes it a gate.
+//
+// Leaves out: one run's step samples (a point compared from a single run is inconclusive: its
+// steps are not independent samples), figures.
+#pragma once
+
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "core/value.h"
+#include "postprocess/extract.h"
+#include "results/significance.h"
+
+namespace sweepbench {
+
+// --fail-on METRIC:PCT: exit non-zero when METRIC got significantly worse by more than PCT, or
+// when it could not be judged.
+struct FailOn {
+  std::string metric;
+  double threshold = 0;  // a fraction: 0.05 for 5%
+};
+
+struct CompareOptions {
+  std::vector<std::string> metrics;  // empty: the headline metrics both sides have
+  std::vector<std::string> match;    // empty: the keys that vary within either side
+  double alpha = 0.05;
+  double margin = 0.02;
+  size_t min_samples = 3;
+  std::vector<FailOn> fail_on;
+};
+
+using Row = std::map<std::string, Value>;
+
+// Whether more of `metric` is better (throughputs, MFU) or less (times, memory, cost).
+bool higher_is_better(const std::string& metric);
+
+struct Comparison {
+  std::string point;  // the matched keys' values, "key=value ..."; "geomean" for the summary row
+  std::string metric;
+  std::vector<double> baseline, candidate;  // the samples
+  Change change;
+  double p = 0, adjusted_p = 0;
+  Verdict verdict = Verdict::kInconclusive;
+};
+
+struct CompareResult {
+  std::vector<std::string> match;  // the keys points were matched on
+  std::vector<Comparison> rows;    // point by point, metric by metric, then the geomean rows
+  std::vector<std::string>
+      unmatched;  // points of one side only, "baseline: ..." or "candidate: ..."
+};
+
+CompareResult compare_tables(const std::vector<Row>& baseline, const std::vector<Row>& candidate,
+                             const CompareOptions& options);
+
+// The exit code --fail-on asks for (docs/exit-codes.md): kExitRegression when a listed metric got
+// significantly worse beyond its threshold, else kExitInconclusive when one could not be judged,
+// else 0.
+int fail_on_exit_code(const CompareResult& result, const std::vector<FailOn>& fail_on);
+
+// The result as a table for print_table: one row per comparison.
+ExtractTable comparison_table(const CompareResult& result, bool for_people);
+
+int bench_compare_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+}  // namespace sweepbench

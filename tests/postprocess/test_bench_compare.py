@@ -1,0 +1,142 @@
+"""bench-compare on results that real runs made: command points that sleep a known time, six
+repeats each, run by bench-sweep. The same sleep twice must be called the same (~), a sleep 20%
+longer worse, and --fail-on must turn that into its exit code. Read back as CSV with pandas.
+
+    SWEEPBENCH_BIN_DIR=build/release/bin /usr/bin/python3 tests/postprocess/test_bench_compare.py -v
+"""
+import io
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import pandas as pd
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "support"))
+from e2e import BIN, bench_sweep  # noqa: E402
+
+BENCH_COMPARE = os.path.join(BIN, "bench-compare")
+BENCH_EXTRACT = os.path.join(BIN, "bench-extract")
+
+SWEEP = """\
+name: sleep-%(name)s
+repeats: %(repeats)d
+base:
+  benchmark: command
+  command: {argv: [sleep, "%(seconds)s"]}
+axes:
+  params.size: [1, 2]
+"""
+
+
+def compare(*args, check=0):
+    r = subprocess.run([BENCH_COMPARE, *args], capture_output=True, text=True, timeout=300)
+    if check is not None and r.returncode != check:
+        raise AssertionError(f"bench-compare {' '.join(args)}: exit {r.returncode}, wanted {check}"
+                             f"\n{r.stdout}\n{r.stderr}")
+    return r
+
+
+class Compare(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls._tmp = tempfile.TemporaryDirectory()
+        cls.tmp = cls._tmp.name
+        cls.trees = {}
+        for name, seconds, repeats in (("base", "0.3", 6), ("again", "0.3", 6),
+                                       ("slower", "0.36", 6), ("once", "0.3", 1)):
+            path = os.path.join(cls.tmp, name + ".yaml")
+            with open(path, "w") as f:
+                f.write(SWEEP % {"name": name, "seconds": seconds, "repeats": repeats})
+            cls.trees[name] = os.path.join(cls.tmp, name)
+            bench_sweep("run", path, "--out", cls.trees[name], check=0)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls._tmp.cleanup()
+
+    def csv(self, *args, check=0):
+        return pd.read_csv(io.StringIO(compare(*args, "--format", "csv", check=check).stdout))
+
+    def test_the_same_configuration_is_the_same(self):
+        # A margin of 5%: a loaded machine's sleeps wander by a few milliseconds.
+        df = self.csv(self.trees["base"], self.trees["again"], "--margin", "5%")
+        points = df[df["point"] != "geomean"]
+        self.assertEqual(sorted(points["point"]), ["size=1", "size=2"])
+        self.assertEqual(list(points["metric"]), ["seconds", "seconds"])
+        self.assertEqual(list(points["baseline_n"]), [6, 6])
+        self.assertEqual(list(points["verdict"]), ["~", "~"])
+        for _, row in points.iterrows():
+            self.assertLess(abs(row["change"]), 0.05)
+            self.assertGreaterEqual(row["change_ci_low"], -0.05)
+            self.assertLessEqual(row["change_ci_high"], 0.05)
+            self.assertGreaterEqual(row["p_adjusted"], row["p"])
+
+    def test_a_slower_configuration_is_worse_and_fails_the_gate(self):
+        df = self.csv(self.trees["base"], self.trees["slower"])
+        points = df[df["point"] != "geomean"]
+        self.assertEqual(list(points["verdict"]), ["worse", "worse"])
+        for _, row in points.iterrows():
+            self.assertAlmostEqual(row["change"], row["candidate_mean"] / row["baseline_mean"] - 1)
+            # 0.36 s against 0.3 s of sleep, plus each run's start: about 15 to 20% more.
+            self.assertGreater(row["change"], 0.10)
+            self.assertLess(row["change"], 0.25)
+            self.assertLess(row["change_ci_low"], row["change"])
+            self.assertGreater(row["change_ci_high"], row["change"])
+            # Six against six, apart: U's smallest exact p is 2 / C(12, 6) = 0.0022, doubled by
+            # Holm over the two points.
+            self.assertLess(row["p"], 0.01)
+        low, high = sorted(points["p"])
+        holm = {low: min(1, 2 * low), high: max(min(1, 2 * low), high)}
+        for _, row in points.iterrows():
+            self.assertAlmostEqual(row["p_adjusted"], holm[row["p"]])
+        geomean = df[df["point"] == "geomean"]["change"].iloc[0]
+        changes = list(points["change"])
+        self.assertAlmostEqual(geomean, ((1 + changes[0]) * (1 + changes[1])) ** 0.5 - 1)
+        # The gate: worse by more than 5% is exit 8; by more than 50% it passes.
+        compare(self.trees["base"], self.trees["slower"], "--fail-on", "seconds:5%", check=8)
+        compare(self.trees["base"], self.trees["slower"], "--fail-on", "seconds:50%", check=0)
+        # The other way round it is better, and the gate passes.
+        back = self.csv(self.trees["slower"], self.trees["base"])
+        self.assertEqual(list(back[back["point"] != "geomean"]["verdict"]), ["better", "better"])
+
+    def test_one_run_a_side_is_inconclusive_and_fails_the_gate_as_such(self):
+        df = self.csv(self.trees["base"], self.trees["once"], check=0)
+        self.assertEqual(list(df[df["point"] != "geomean"]["verdict"]),
+                         ["inconclusive", "inconclusive"])
+        compare(self.trees["base"], self.trees["once"], "--fail-on", "seconds:5%", check=9)
+
+    def test_bench_extract_tables_and_chosen_keys(self):
+        table = os.path.join(self.tmp, "base.csv")
+        subprocess.run([BENCH_EXTRACT, "-i", self.trees["base"], "-o", table], check=True,
+                       capture_output=True)
+        from_table = self.csv(table, self.trees["slower"])
+        from_tree = self.csv(self.trees["base"], self.trees["slower"])
+        pd.testing.assert_series_equal(from_table["change"], from_tree["change"])
+        # Matched on nothing: every repeat of every point is one sample a side.
+        pooled = self.csv(self.trees["base"], self.trees["slower"], "--match", "benchmark")
+        self.assertEqual(list(pooled["baseline_n"]), [12])
+        self.assertEqual(list(pooled["verdict"]), ["worse"])
+        # For people: the matched keys, the change with its interval, the verdict.
+        text = compare(self.trees["base"], self.trees["slower"]).stdout
+        self.assertIn("# matched on params.size", text)
+        self.assertRegex(text, r"\+\d+\.\d% \[\+\d+\.\d%, \+\d+\.\d%\]")
+        self.assertIn("worse", text)
+
+    def test_bad_input_says_what_to_do(self):
+        r = compare(self.trees["base"], check=2)
+        self.assertIn("give BASELINE and CANDIDATE", r.stderr)
+        r = compare(self.trees["base"], os.path.join(self.tmp, "nowhere"), check=2)
+        self.assertIn("nowhere", r.stderr)
+        r = compare(self.trees["base"], self.trees["again"], "--fail-on", "seconds", check=2)
+        self.assertIn("METRIC:PCT", r.stderr)
+        r = compare(self.trees["base"], self.trees["again"], "--fail-on", "ttft_p50_s:5%", check=2)
+        self.assertIn("no point compares this metric", r.stderr)
+        r = compare(self.trees["base"], self.trees["again"], "--margin", "lots", check=2)
+        self.assertIn("--margin lots", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
