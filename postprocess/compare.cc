@@ -12,6 +12,7 @@
 #include "core/fs.h"
 #include "core/table.h"
 #include "core/text.h"
+#include "postprocess/point_row.h"
 #include "postprocess/tool_main.h"
 
 namespace sweepbench {
@@ -115,6 +116,39 @@ std::vector<Row> load_side(const std::string& path, const std::string& option, s
   return rows;
 }
 
+// One training run's samples for a metric of its mean step time: the step times' batch means,
+// and for a throughput the amount of a step (rate = amount / mean step time; 0 for
+// step_time_mean_s itself). Nothing for another metric or a row without them (a CSV).
+struct RunSamples {
+  std::vector<double> batch_means;
+  double amount = 0;
+};
+std::optional<RunSamples> run_samples(const Row& row, const std::string& metric) {
+  auto it = row.find(kStepBatchMeans);
+  if (it == row.end() || !it->second.is_list()) return std::nullopt;
+  RunSamples out;
+  for (const Value& v : it->second.items()) {
+    if (v.is_number() && v.as_float() > 0) out.batch_means.push_back(v.as_float());
+  }
+  if (out.batch_means.empty()) return std::nullopt;
+  if (metric == "step_time_mean_s") return out;
+  if (metric != "train_tokens_per_second" && metric != "train_samples_per_second" &&
+      metric != "tokens_per_second_per_device") {
+    return std::nullopt;
+  }
+  std::optional<double> step = number_in(row, "step_time_mean_s");
+  std::optional<double> rate = number_in(row, metric);
+  if (!step || !rate || !(*step > 0)) return std::nullopt;
+  out.amount = *rate * *step;
+  return out;
+}
+
+double mean_of(const std::vector<double>& x) {
+  double s = 0;
+  for (double v : x) s += v;
+  return x.empty() ? std::nan("") : s / static_cast<double>(x.size());
+}
+
 }  // namespace
 
 bool higher_is_better(const std::string& m) {
@@ -169,14 +203,38 @@ CompareResult compare_tables(const std::vector<Row>& baseline, const std::vector
       Comparison c;
       c.point = name;
       c.metric = m;
-      for (const Row* r : base[name]) {
-        if (auto v = number_in(*r, m)) c.baseline.push_back(*v);
+      // One run a side: the run's batch means, where the metric is the mean step time's (and
+      // the sides are results trees, whose rows hold them).
+      if (base[name].size() == 1 && cand[name].size() == 1) {
+        std::optional<RunSamples> b = run_samples(*base[name].front(), m);
+        std::optional<RunSamples> k = run_samples(*cand[name].front(), m);
+        if (b && k) {
+          c.from_steps = true;
+          c.baseline = b->batch_means;
+          c.candidate = k->batch_means;
+          c.baseline_amount = b->amount;
+          c.candidate_amount = k->amount;
+        }
       }
-      for (const Row* r : cand[name]) {
-        if (auto v = number_in(*r, m)) c.candidate.push_back(*v);
+      if (!c.from_steps) {
+        for (const Row* r : base[name]) {
+          if (auto v = number_in(*r, m)) c.baseline.push_back(*v);
+        }
+        for (const Row* r : cand[name]) {
+          if (auto v = number_in(*r, m)) c.candidate.push_back(*v);
+        }
       }
       if (c.baseline.empty() || c.candidate.empty()) continue;
       c.change = relative_change(c.baseline, c.candidate);
+      if (c.baseline_amount > 0 && c.candidate_amount > 0) {
+        // A throughput from step times: amount / mean step time on each side, so its change is
+        // the amounts' ratio over the step times' (and the interval's ends swap).
+        const double a = c.candidate_amount / c.baseline_amount;
+        const Change t = c.change;
+        c.change.ratio = a / (1 + t.ratio) - 1;
+        c.change.low = a / (1 + t.high) - 1;
+        c.change.high = a / (1 + t.low) - 1;
+      }
       c.p = mann_whitney_u(c.baseline, c.candidate).p;
       result.rows.push_back(std::move(c));
     }
@@ -234,14 +292,13 @@ ExtractTable comparison_table(const CompareResult& result, bool for_people) {
   if (for_people) {
     t.columns = {"point", "metric", "baseline", "candidate", "change", "p", "verdict"};
   } else {
-    t.columns = {"point",          "metric",      "baseline_mean", "candidate_mean",
-                 "baseline_n",     "candidate_n", "change",        "change_ci_low",
-                 "change_ci_high", "p",           "p_adjusted",    "verdict"};
+    t.columns = {"point",      "metric",      "samples", "baseline_mean", "candidate_mean",
+                 "baseline_n", "candidate_n", "change",  "change_ci_low", "change_ci_high",
+                 "p",          "p_adjusted",  "verdict"};
   }
-  auto mean = [](const std::vector<double>& x) {
-    double s = 0;
-    for (double v : x) s += v;
-    return x.empty() ? std::nan("") : s / static_cast<double>(x.size());
+  // A side's mean: of its samples, or for a throughput from step times amount / mean step time.
+  auto side_mean = [](const std::vector<double>& x, double amount) {
+    return amount > 0 ? amount / mean_of(x) : mean_of(x);
   };
   auto percent = [](double r) {
     char buf[32];
@@ -255,10 +312,12 @@ ExtractTable comparison_table(const CompareResult& result, bool for_people) {
     const bool summary = c.point == "geomean";
     if (for_people) {
       if (!summary) {
-        r["baseline"] = Value::string(human_number(mean(c.baseline)) +
-                                      " (n=" + std::to_string(c.baseline.size()) + ")");
-        r["candidate"] = Value::string(human_number(mean(c.candidate)) +
-                                       " (n=" + std::to_string(c.candidate.size()) + ")");
+        r["baseline"] = Value::string(human_number(side_mean(c.baseline, c.baseline_amount)) +
+                                      " (" + (c.from_steps ? "b" : "n") + "=" +
+                                      std::to_string(c.baseline.size()) + ")");
+        r["candidate"] = Value::string(human_number(side_mean(c.candidate, c.candidate_amount)) +
+                                       " (" + (c.from_steps ? "b" : "n") + "=" +
+                                       std::to_string(c.candidate.size()) + ")");
         r["change"] = Value::string(percent(c.change.ratio) + " [" + percent(c.change.low) + ", " +
                                     percent(c.change.high) + "]");
         r["p"] = Value::string(human_number(c.adjusted_p));
@@ -269,8 +328,9 @@ ExtractTable comparison_table(const CompareResult& result, bool for_people) {
     } else {
       auto real = [](double v) { return std::isfinite(v) ? Value::real(v) : Value::null(); };
       if (!summary) {
-        r["baseline_mean"] = real(mean(c.baseline));
-        r["candidate_mean"] = real(mean(c.candidate));
+        r["baseline_mean"] = real(side_mean(c.baseline, c.baseline_amount));
+        r["candidate_mean"] = real(side_mean(c.candidate, c.candidate_amount));
+        r["samples"] = Value::string(c.from_steps ? "batch means" : "runs");
         r["baseline_n"] = Value::integer(static_cast<std::int64_t>(c.baseline.size()));
         r["candidate_n"] = Value::integer(static_cast<std::int64_t>(c.candidate.size()));
         r["change_ci_low"] = real(c.change.low);

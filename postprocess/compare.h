@@ -6,8 +6,11 @@
 // Mann-Whitney U test's p-value adjusted by Holm-Bonferroni over every comparison, and the
 // verdict (significance.h); then a geometric-mean row per metric. --fail-on makes it a gate.
 //
-// Leaves out: one run's step samples (a point compared from a single run is inconclusive: its
-// steps are not independent samples), figures.
+// One run a side (a results tree each): for the throughputs and step_time_mean_s the samples are
+// the runs' step-time batch means (results/statistics.h), nearly independent where steps are not;
+// they see the noise within a run, not between runs. Other metrics of one run are inconclusive.
+//
+// Leaves out: figures.
 #pragma once
 
 #include <map>
@@ -46,6 +49,10 @@ struct Comparison {
   std::string point;  // the matched keys' values, "key=value ..."; "geomean" for the summary row
   std::string metric;
   std::vector<double> baseline, candidate;  // the samples
+  bool from_steps = false;  // one run a side: the runs' step-time batch means, not repeats
+  // A throughput from step times: each side's amount per step (its mean is amount / mean of the
+  // batch means); 0 otherwise.
+  double baseline_amount = 0, candidate_amount = 0;
   Change change;
   double p = 0, adjusted_p = 0;
   Verdict verdict = Verdict::kInconclusive;

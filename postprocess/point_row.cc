@@ -31,6 +31,7 @@
 #include "layout/point_status.h"
 #include "results/infer_metrics.h"
 #include "results/rank_reader.h"
+#include "results/statistics.h"
 #include "results/summary.h"
 #include "sweep/expand.h"
 #include "sweep/plan_output.h"
@@ -642,8 +643,18 @@ ExtractedPoint extract_point(const std::string& d, Manifests& manifests, double 
         command_columns(ranks.front().command, &row);
         memory_columns(ranks, &row);  // the sampler's CPU and RAM (no stages, no GPU)
       } else {
-        for (const Metric& m : infer ? summarize_infer(infer_summary_input_from_ranks(ranks))
-                                     : summarize(summary_input_from_ranks(ranks))) {
+        std::vector<Metric> metrics;
+        if (infer) {
+          metrics = summarize_infer(infer_summary_input_from_ranks(ranks));
+        } else {
+          const SummaryInput in = summary_input_from_ranks(ranks);
+          metrics = summarize(in);
+          // One run's samples for bench-compare (statistics.h); in the row, never a column.
+          Value means = Value::list();
+          for (double m : batch_means(in.step_s)) means.items().push_back(Value::real(m));
+          if (!means.items().empty()) row[kStepBatchMeans] = std::move(means);
+        }
+        for (const Metric& m : metrics) {
           row[m.name] = number_or_null(m.value);
           if (m.name == "mt_per_hour") mt_per_hour = m.value;
           if (m.name == "output_tps" && std::isfinite(m.value)) {

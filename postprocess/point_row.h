@@ -47,6 +47,10 @@ class Manifests {
   std::map<std::string, Manifest> cache_;  // by directory
 };
 
+// A training point's row also holds its step times' batch means (results/statistics.h) under
+// this name, for bench-compare's one-run comparisons: a list no table prints (it is in no column).
+inline constexpr const char* kStepBatchMeans = "step_time_batch_means_s";
+
 // One point's row, and what went wrong reading it. `unread`: why the rank files were not read
 // (their reader crashed or hung on them); the row is then built from what else the directory
 // says, and is incomplete.

@@ -55,12 +55,14 @@ size_t mser_cut(const std::vector<double>& x) {
 
 namespace {
 
+constexpr size_t kBatches = 20;
+
 // The batch-means interval's half-width for the mean of x[0, n) at `level`; NaN below 4 samples.
 double batch_means_half_width(const double* x, size_t n, double level) {
   if (n < 4) return std::numeric_limits<double>::quiet_NaN();
   // 20 batches, fewer when that would leave less than 2 samples in each; a remainder is left
   // out at the start (the end is the most settled part).
-  const size_t k = std::min<size_t>(20, n / 2);
+  const size_t k = std::min<size_t>(kBatches, n / 2);
   const size_t b = n / k;
   const double* first = x + (n - k * b);
   std::vector<double> means(k);
@@ -83,24 +85,40 @@ double batch_means_half_width(const double* x, size_t n, double level) {
 
 }  // namespace
 
-Estimate series_estimate(const std::vector<double>& x, double level) {
-  Estimate e;
-  if (x.empty() || any_nan(x)) return e;
+size_t settled_cut(const std::vector<double>& x, double level) {
+  if (x.empty() || any_nan(x)) return 0;
   // MSER's cut is taken only when the samples it leaves out really differ from the rest: on a
   // series that has no warm-up left, MSER still picks the cut whose remainder happens to vary
   // least, and an interval of that remainder is too narrow (at 40 steps of correlation 0.5 it
   // covered 86% instead of 95%). The test: the cut part's mean against the rest's, with the
   // rest's effective variance per sample, beyond 2.58 standard errors (99%).
   const size_t cut = mser_cut(x);
-  if (cut > 0) {
-    const size_t rest = x.size() - cut;
-    const double half = batch_means_half_width(x.data() + cut, rest, level);
-    const double se_rest = half / student_t_quantile(0.5 + level / 2, 1e6);
-    const double per_sample = se_rest * se_rest * static_cast<double>(rest);
-    const double diff = mean_of(x.data(), cut) - mean_of(x.data() + cut, rest);
-    const double se = std::sqrt(per_sample / static_cast<double>(cut) + se_rest * se_rest);
-    if (!(std::fabs(diff) <= 2.58 * se)) e.cut = cut;  // a NaN se (too few) keeps the cut
-  }
+  if (cut == 0) return 0;
+  const size_t rest = x.size() - cut;
+  const double half = batch_means_half_width(x.data() + cut, rest, level);
+  const double se_rest = half / student_t_quantile(0.5 + level / 2, 1e6);
+  const double per_sample = se_rest * se_rest * static_cast<double>(rest);
+  const double diff = mean_of(x.data(), cut) - mean_of(x.data() + cut, rest);
+  const double se = std::sqrt(per_sample / static_cast<double>(cut) + se_rest * se_rest);
+  return std::fabs(diff) <= 2.58 * se ? 0 : cut;  // a NaN se (too few) keeps the cut
+}
+
+std::vector<double> batch_means(const std::vector<double>& x) {
+  const size_t cut = settled_cut(x);
+  const size_t n = x.size() - cut;
+  if (x.empty() || any_nan(x) || n < 4) return {};
+  const size_t k = std::min<size_t>(kBatches, n / 2);
+  const size_t b = n / k;
+  const double* first = x.data() + cut + (n - k * b);
+  std::vector<double> means(k);
+  for (size_t j = 0; j < k; ++j) means[j] = mean_of(first + j * b, b);
+  return means;
+}
+
+Estimate series_estimate(const std::vector<double>& x, double level) {
+  Estimate e;
+  if (x.empty() || any_nan(x)) return e;
+  e.cut = settled_cut(x, level);
   const double* kept = x.data() + e.cut;
   const size_t n = x.size() - e.cut;
   e.samples = n;

@@ -44,6 +44,14 @@ size_t mser_cut(const std::vector<double>& x);
 // `level` by batch means. No interval below 4 samples kept.
 Estimate series_estimate(const std::vector<double>& x, double level = 0.95);
 
+// The leading samples series_estimate leaves out: MSER-5's cut where those samples differ from
+// the rest beyond chance, else none.
+size_t settled_cut(const std::vector<double>& x, double level = 0.95);
+
+// The batch means series_estimate's interval is made of (up to 20, after the cut): one run's
+// nearly independent samples for bench-compare. Empty below 4 samples kept.
+std::vector<double> batch_means(const std::vector<double>& x);
+
 // The mean of independent values (one per repeat) and its percentile-bootstrap interval at
 // `level` (`resamples` draws, a fixed seed). No interval below 2 values.
 Estimate repeats_estimate(const std::vector<double>& x, double level = 0.95, int resamples = 4000,

@@ -11,6 +11,7 @@ import sys
 import tempfile
 import unittest
 
+import h5py
 import pandas as pd
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -28,6 +29,17 @@ base:
   command: {argv: [sleep, "%(seconds)s"]}
 axes:
   params.size: [1, 2]
+"""
+
+
+TRAIN = """\
+name: train-%(name)s
+base:
+  model: {preset: gpt2-tiny, n_layer: %(layers)d}
+  data: {source: synthetic, seq_len: 128}
+  train: {steps: 82, warmup_steps: 2, micro_batch: 4}
+  eval: {steps: 0}
+  metrics: {sample_interval_ms: 0, system: false}
 """
 
 
@@ -51,6 +63,21 @@ class Compare(unittest.TestCase):
             with open(path, "w") as f:
                 f.write(SWEEP % {"name": name, "seconds": seconds, "repeats": repeats})
             cls.trees[name] = os.path.join(cls.tmp, name)
+        # The sides alternate, point by point (bench-sweep run --only), as a fair comparison
+        # runs them: a machine that gets busier halfway slows both sides alike.
+        for index in range(12):
+            for name in ("base", "again", "slower"):
+                bench_sweep("run", os.path.join(cls.tmp, name + ".yaml"), "--out",
+                            cls.trees[name], "--only", str(index), check=0)
+        bench_sweep("run", os.path.join(cls.tmp, "once.yaml"), "--out", cls.trees["once"], check=0)
+        # One training run a side: gpt2-tiny, and the same with four times its blocks (steps of
+        # milliseconds, not fractions of one, so that another process on the machine cannot
+        # hide a difference of four).
+        for name, layers in (("tiny", 2), ("deeper", 8)):
+            path = os.path.join(cls.tmp, name + ".yaml")
+            with open(path, "w") as f:
+                f.write(TRAIN % {"name": name, "layers": layers})
+            cls.trees[name] = os.path.join(cls.tmp, name)
             bench_sweep("run", path, "--out", cls.trees[name], check=0)
 
     @classmethod
@@ -61,8 +88,11 @@ class Compare(unittest.TestCase):
         return pd.read_csv(io.StringIO(compare(*args, "--format", "csv", check=check).stdout))
 
     def test_the_same_configuration_is_the_same(self):
-        # A margin of 5%: a loaded machine's sleeps wander by a few milliseconds.
-        df = self.csv(self.trees["base"], self.trees["again"], "--margin", "5%")
+        # A margin of 5%: a loaded machine's sleeps wander by a few milliseconds. And --alpha
+        # 0.001, below U's smallest p at 6 against 6 (2 / 924): equal sides are called different
+        # 5% of the time at the default level, by design (tests/results/significance_test.cc
+        # measures that), which a test must not be; here the verdict is the margin's.
+        df = self.csv(self.trees["base"], self.trees["again"], "--margin", "5%", "--alpha", "0.001")
         points = df[df["point"] != "geomean"]
         self.assertEqual(sorted(points["point"]), ["size=1", "size=2"])
         self.assertEqual(list(points["metric"]), ["seconds", "seconds"])
@@ -107,6 +137,40 @@ class Compare(unittest.TestCase):
         self.assertEqual(list(df[df["point"] != "geomean"]["verdict"]),
                          ["inconclusive", "inconclusive"])
         compare(self.trees["base"], self.trees["once"], "--fail-on", "seconds:5%", check=9)
+
+    def test_one_training_run_a_side_compares_its_steps_batch_means(self):
+        df = self.csv(self.trees["tiny"], self.trees["deeper"])
+        rows = {r["metric"]: r for _, r in df.iterrows()}
+        tps = rows["train_tokens_per_second"]
+        self.assertEqual(tps["point"], "all")  # one point a side, nothing varies
+        self.assertEqual(tps["samples"], "batch means")
+        # 80 measured steps: 20 batches of 4 (or of 2 or 3 after a warm-up cut).
+        self.assertEqual(tps["baseline_n"], 20)
+        self.assertLessEqual(tps["baseline_n"], 20)
+        self.assertEqual(tps["verdict"], "worse")  # four times the blocks: far slower
+        self.assertLess(tps["change"], 0)
+        # The throughput is a step's tokens (4 sequences of 128) over the mean of the batch means
+        # of the steps kept after the warm-up cut, read here from the rank file.
+        row = pd.read_csv(io.StringIO(subprocess.run(
+            [BENCH_EXTRACT, "-i", self.trees["tiny"]], capture_output=True, text=True,
+            check=True).stdout)).iloc[0]
+        with h5py.File(os.path.join(self.trees["tiny"], row["tag"], "rank-00000.h5"), "r") as f:
+            steps = f["steps"][:]
+        kept = steps["total_s"][steps["measured"] != 0][int(row["steps_cut"]):]
+        k = min(20, len(kept) // 2)
+        b = len(kept) // k
+        batch_means = kept[len(kept) - k * b:].reshape(k, b).mean(axis=1)
+        self.assertAlmostEqual(tps["baseline_mean"] / (4 * 128 / batch_means.mean()), 1, places=9)
+        # Its change is the step times' (the tokens of a step are the same on both sides).
+        steps = {r["metric"]: r for _, r in self.csv(self.trees["tiny"], self.trees["deeper"],
+                                                      "--metric", "step_time_mean_s").iterrows()}
+        step = steps["step_time_mean_s"]
+        self.assertEqual(step["verdict"], "worse")
+        self.assertAlmostEqual(1 + tps["change"], 1 / (1 + step["change"]))
+        # A metric that is one number a run (the median step) cannot be judged from one run.
+        self.assertEqual(rows["step_time_median_s"]["samples"], "runs")
+        self.assertEqual(rows["step_time_median_s"]["verdict"], "inconclusive")
+        self.assertEqual(rows["step_time_median_s"]["baseline_n"], 1)
 
     def test_bench_extract_tables_and_chosen_keys(self):
         table = os.path.join(self.tmp, "base.csv")
