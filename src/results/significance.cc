@@ -8,6 +8,8 @@
 #include <numeric>
 #include <random>
 
+#include "results/summary.h"  // percentile
+
 namespace sweepbench {
 namespace {
 
@@ -125,15 +127,8 @@ Change relative_change(const std::vector<double>& baseline, const std::vector<do
   };
   std::vector<double> ratios(static_cast<size_t>(std::max(resamples, 100)));
   for (double& r : ratios) r = resampled_mean(candidate) / resampled_mean(baseline) - 1;
-  std::sort(ratios.begin(), ratios.end());
-  auto at = [&](double q) {
-    const double pos = q * static_cast<double>(ratios.size() - 1);
-    const size_t lo = static_cast<size_t>(std::floor(pos));
-    const size_t hi = std::min(lo + 1, ratios.size() - 1);
-    return ratios[lo] + (ratios[hi] - ratios[lo]) * (pos - static_cast<double>(lo));
-  };
-  c.low = at((1 - level) / 2);
-  c.high = at((1 + level) / 2);
+  c.low = percentile(ratios, (1 - level) / 2);
+  c.high = percentile(ratios, (1 + level) / 2);
   return c;
 }
 

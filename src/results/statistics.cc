@@ -8,6 +8,8 @@
 #include <numeric>
 #include <random>
 
+#include "results/summary.h"  // percentile
+
 namespace sweepbench {
 namespace {
 
@@ -149,7 +151,6 @@ Estimate repeats_estimate(const std::vector<double>& x, double level, int resamp
     for (size_t i = 0; i < n; ++i) s += x[pick(rng)];
     m = s / static_cast<double>(n);
   }
-  std::sort(means.begin(), means.end());
   // Hesterberg's expanded percentile interval: the plain percentile bootstrap is too narrow for
   // few values (about 89% for a 95% interval at 10), because it uses the values' spread with n,
   // not n - 1, and normal tails, not Student's. The percentiles are moved out to where
@@ -157,14 +158,8 @@ Estimate repeats_estimate(const std::vector<double>& x, double level, int resamp
   const double t = student_t_quantile(0.5 + level / 2, static_cast<double>(n - 1)) *
                    std::sqrt(static_cast<double>(n) / static_cast<double>(n - 1));
   const double tail = boost::math::cdf(boost::math::normal_distribution<double>(), -t);
-  auto at = [&](double q) {
-    const double pos = q * static_cast<double>(means.size() - 1);
-    const size_t lo = static_cast<size_t>(std::floor(pos));
-    const size_t hi = std::min(lo + 1, means.size() - 1);
-    return means[lo] + (means[hi] - means[lo]) * (pos - static_cast<double>(lo));
-  };
-  e.low = at(tail);
-  e.high = at(1 - tail);
+  e.low = percentile(means, tail);
+  e.high = percentile(means, 1 - tail);
   return e;
 }
 
