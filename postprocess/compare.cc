@@ -14,6 +14,7 @@
 #include "core/text.h"
 #include "postprocess/point_row.h"
 #include "postprocess/tool_main.h"
+#include "results/summary.h"  // higher_is_better
 
 namespace sweepbench {
 namespace fs = std::filesystem;
@@ -150,15 +151,6 @@ double mean_of(const std::vector<double>& x) {
 }
 
 }  // namespace
-
-bool higher_is_better(const std::string& m) {
-  auto ends = [&](const char* suffix) {
-    const std::string s(suffix);
-    return m.size() >= s.size() && m.compare(m.size() - s.size(), s.size(), s) == 0;
-  };
-  return ends("_per_second") || ends("tps") || ends("mfu") || ends("mbu") ||
-         ends("tflops_per_device") || ends("_per_hour") || ends("_per_device");
-}
 
 CompareResult compare_tables(const std::vector<Row>& baseline, const std::vector<Row>& candidate,
                              const CompareOptions& o) {

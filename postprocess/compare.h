@@ -42,9 +42,6 @@ struct CompareOptions {
 
 using Row = std::map<std::string, Value>;
 
-// Whether more of `metric` is better (throughputs, MFU) or less (times, memory, cost).
-bool higher_is_better(const std::string& metric);
-
 struct Comparison {
   std::string point;  // the matched keys' values, "key=value ..."; "geomean" for the summary row
   std::string metric;

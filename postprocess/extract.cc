@@ -3,8 +3,8 @@
 #include <sched.h>
 
 #include <algorithm>
-#include <cmath>
 #include <boost/program_options.hpp>
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -57,12 +57,13 @@ void refuse_output_among_results(const std::string& output) {
   }
 }
 
-// --columns NAME: refused unless `known` has it, with the nearest name.
-void check_column_named(const std::string& c, const std::vector<std::string>& known) {
+// --columns NAME (or --best, --pareto): refused unless `known` has it, with the nearest name.
+void check_column_named(const std::string& c, const std::vector<std::string>& known,
+                        const std::string& option = "--columns") {
   if (std::find(known.begin(), known.end(), c) != known.end()) return;
   std::optional<std::string> near = closest_match(c, known);
   throw Error::input(
-      Mark::in("--columns " + c), "",
+      Mark::in(option + " " + c), "",
       "no column is named '" + c + "'" + (near ? " (did you mean '" + *near + "'?)" : ""),
       "--columns all --format csv lists every column");
 }
@@ -70,6 +71,7 @@ void check_column_named(const std::string& c, const std::vector<std::string>& kn
 const char* const kUsage = R"(bench-extract: results trees to one table, one row per point.
 Usage: bench-extract -i PATH [PATH...] [-o OUT] [-f] [--format csv|json|jsonl|md|table]
                      [--drop-constant] [--keep COL]... [--group-repeats]
+                     [--where COND]... [--best METRIC | --pareto M1,M2] [--per KEYS]
                      [--price-per-hour X] [--strict] [-j N]
 Searches each PATH for point directories (a config.yaml, status.json or rank-NNNNN.h5 files;
 attempts/ is history and left out) and prints one row per point: sweep, tag, index, scenario,
@@ -80,7 +82,11 @@ and reason; a rank file that cannot be read gives a warning naming it and a row 
 incomplete. --group-repeats gives one row per point over its repeats (mean, and _std, _ci_low
 and _ci_high columns per metric); --price-per-hour (USD per device-hour, unless the point's hardware.price_per_hour
 says) fills cost_usd_per_mtok. Points stream through -j reader processes (the output is the
-same for any number); only --group-repeats and --drop-constant hold the whole table. A reader
+same for any number); only --group-repeats, --drop-constant, --where, --best and --pareto hold
+the whole table. --where COLUMN<VALUE (also <=, >, >=, =, !=) keeps the rows it holds for;
+--best METRIC the ok row with the best value (its direction: throughputs up, times and memory
+down), one per group of --per KEYS; --pareto M1,M2 the ok rows no other dominates beyond the
+intervals. A reader
 that crashes on a damaged file, or spends more than --point-timeout seconds on one point, costs
 only that point (incomplete, with a warning); a fresh reader goes on with the rest.
 Output: -o OUT (format from its extension unless --format; an existing file is refused unless
@@ -115,10 +121,18 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
       "columns", po::value<std::vector<std::string>>()->composing(),
       "Which columns: all, or a list (A,B or repeated). Default: every column for csv and "
       "json; for table and md the ones people read (the keys that vary, the headline metrics, "
-      "status and reason when a point is not ok)")(
-      "drop-constant", "Leave out columns with one value in every row")(
+      "status and reason when a point is not ok)")("drop-constant",
+                                                   "Leave out columns with one value in every row")(
       "keep", po::value<std::vector<std::string>>()->composing(),
       "Keep this column even with --drop-constant (repeatable, or A,B)")(
+      "where", po::value<std::vector<std::string>>()->composing(),
+      "Only the rows where COLUMN OP VALUE holds (OP: < <= > >= = !=; repeatable: all hold)")(
+      "best", po::value<std::string>(),
+      "Only the ok row with the best METRIC (per group of --per)")(
+      "pareto", po::value<std::vector<std::string>>()->composing(),
+      "Only the ok rows on the Pareto front of these metrics (A,B; per group of --per)")(
+      "per", po::value<std::vector<std::string>>()->composing(),
+      "With --best or --pareto: one answer per value of these keys (A,B)")(
       "strict", "Exit 1 when a point is incomplete")(
       "removed",
       "Also the points no longer in their sweep (planned before the sweep file was edited), "
@@ -193,8 +207,36 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
                                  " is out of range: it must be more than 0 and at most "
                                  "1,000,000 seconds");
         }
+        std::vector<RowCondition> where;
+        if (vm.count("where")) {
+          for (const std::string& w : vm["where"].as<std::vector<std::string>>()) {
+            where.push_back(parse_condition(w));
+          }
+        }
+        std::vector<std::string> pareto, per;
+        if (vm.count("pareto")) pareto = split_commas(vm["pareto"].as<std::vector<std::string>>());
+        if (vm.count("per")) per = split_commas(vm["per"].as<std::vector<std::string>>());
+        if (vm.count("best") && vm.count("pareto")) {
+          throw Error::input(Mark::in("--pareto"), "", "does not combine with --best",
+                             "choose one: --best METRIC, or --pareto M1,M2");
+        }
+        if (vm.count("pareto") && pareto.size() < 2) {
+          throw Error::input(Mark::in("--pareto"), "", "needs two metrics or more",
+                             "write e.g. --pareto train_tokens_per_second,mem_peak_bytes");
+        }
+        if (!per.empty() && !vm.count("best") && !vm.count("pareto")) {
+          throw Error::input(Mark::in("--per"), "", "applies with --best or --pareto only",
+                             "add one of them, or leave --per out");
+        }
+        const bool selects = !where.empty() || vm.count("best") || vm.count("pareto");
         if (vm.count("series")) {
           options.series = parse_series(vm["series"].as<std::string>());
+          if (selects) {
+            throw Error::input(Mark::in("--series"), "",
+                               "gives many rows per point, which --where, --best and --pareto "
+                               "do not apply to",
+                               "leave those out with --series");
+          }
           if (vm.count("group-repeats") || vm.count("drop-constant")) {
             throw Error::input(Mark::in("--series"), "",
                                "gives many rows per point, which --group-repeats and "
@@ -256,7 +298,7 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
         // A refused write (a full disk) stops the extraction at once rather than at the end.
         const std::string sink_name = output ? *output : "standard output";
         size_t rows = 0, incomplete = 0, replaced = 0;
-        if (vm.count("group-repeats") || vm.count("drop-constant") || people) {
+        if (vm.count("group-repeats") || vm.count("drop-constant") || people || selects) {
           // Both need every row before the first is printed.
           ExtractTable table;
           table.columns = with_mark(extract_columns(dirs));
@@ -269,16 +311,24 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
           });
           table.columns = with_command_metrics(table.columns, found_metrics);
           if (vm.count("group-repeats")) group_repeats(&table);
+          // The selections, after grouping: the best of repeats' means, with their intervals.
+          if (!where.empty()) filter_rows(&table, where);
+          for (const std::string& m : pareto) check_column_named(m, table.columns, "--pareto");
+          if (vm.count("best")) {
+            check_column_named(vm["best"].as<std::string>(), table.columns, "--best");
+            keep_best(&table, vm["best"].as<std::string>(), per);
+          }
+          if (!pareto.empty()) keep_pareto_front(&table, pareto, per);
           // --keep names columns: one that the table lacks is a typo, said before any output.
           for (const std::string& k : keep) {
             if (std::find(table.columns.begin(), table.columns.end(), k) != table.columns.end()) {
               continue;
             }
             std::optional<std::string> near = closest_match(k, table.columns);
-            throw Error::input(Mark::in("--keep " + k), "",
-                               "no column is named '" + k + "'" +
-                                   (near ? " (did you mean '" + *near + "'?)" : ""),
-                               "bench-extract without --drop-constant lists every column");
+            throw Error::input(
+                Mark::in("--keep " + k), "",
+                "no column is named '" + k + "'" + (near ? " (did you mean '" + *near + "'?)" : ""),
+                "bench-extract without --drop-constant lists every column");
           }
           if (vm.count("drop-constant")) drop_constant_columns(&table, keep);
           if (people) table = people_table(table, sweep_axes(dirs));
@@ -304,10 +354,10 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
             columns = chosen;
           } else {
             const std::vector<std::string>& identity = identity_columns();
-            for (const std::string& c :
-                 series ? series_columns(options.series, dirs)
-                        : with_command_metrics(with_mark(extract_columns(dirs)),
-                                               spool.command_metrics())) {
+            for (const std::string& c : series
+                                            ? series_columns(options.series, dirs)
+                                            : with_command_metrics(with_mark(extract_columns(dirs)),
+                                                                   spool.command_metrics())) {
               bool always = std::find(identity.begin(), identity.end(), c) != identity.end() ||
                             is_config_column(c);
               if (always || spool.filled().count(c) != 0) columns.push_back(c);
@@ -333,7 +383,8 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
               << (incomplete ? " (" + std::to_string(incomplete) + " incomplete)" : "") << "\n";
         }
         if (replaced > 0) {
-          warn(plural(replaced, "byte") + " of text that were not UTF-8 (or NUL) written as U+FFFD");
+          warn(plural(replaced, "byte") +
+               " of text that were not UTF-8 (or NUL) written as U+FFFD");
         }
         if (search.removed_left_out > 0) {
           err << "bench-extract: " << plural(search.removed_left_out, "point")

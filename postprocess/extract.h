@@ -141,6 +141,26 @@ void group_repeats(ExtractTable* table);
 // columns (tag, status).
 void drop_constant_columns(ExtractTable* table, const std::vector<std::string>& keep);
 
+// --where COLUMN OP VALUE (OP one of <, <=, >, >=, =, !=): numbers compare as numbers, anything
+// else as text (= and != only). A row without the column does not hold.
+struct RowCondition {
+  std::string column, op, value;
+};
+RowCondition parse_condition(const std::string& text);  // Error(kInput) naming --where
+bool holds(const std::map<std::string, Value>& row, const RowCondition& condition);
+void filter_rows(ExtractTable* table, const std::vector<RowCondition>& conditions);
+
+// --best METRIC [--per KEYS]: of the ok rows with the metric, the best (the metric's direction,
+// results/summary.h), one per group of the --per keys' values; ties keep the first.
+void keep_best(ExtractTable* table, const std::string& metric, const std::vector<std::string>& per);
+
+// --pareto M1,M2,... [--per KEYS]: the ok rows no other row of their group dominates. A row
+// dominates another when it is at least as good in every metric and better in one beyond the
+// intervals: its whole interval (<metric>_ci_low, _ci_high, where the row has them) is better
+// than the other's; without intervals, better.
+void keep_pareto_front(ExtractTable* table, const std::vector<std::string>& metrics,
+                       const std::vector<std::string>& per);
+
 // bench-extract's formats: csv, json, jsonl, md, table (core/table.h prints them; Markdown and
 // the aligned table round floats for people, the others keep full precision; the aligned table
 // holds its rows until the end, to align them).

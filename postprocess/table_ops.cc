@@ -1,10 +1,12 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "core/table.h"
 #include "core/text.h"
 #include "postprocess/extract.h"
@@ -31,7 +33,8 @@ void group_repeats(ExtractTable* t) {
   auto is_interval = [](const std::string& c) {
     return c.find("_ci_low") != std::string::npos || c.find("_ci_high") != std::string::npos;
   };
-  std::set<std::string> not_key = {"tag", "index", "repeat", "status", "reason", "started", "noisy"};
+  std::set<std::string> not_key = {"tag",    "index",   "repeat", "status",
+                                   "reason", "started", "noisy"};
   not_key.insert(metrics.begin(), metrics.end());
   for (auto it = metrics.begin(); it != metrics.end();) {
     it = is_interval(*it) ? metrics.erase(it) : std::next(it);
@@ -142,6 +145,148 @@ void drop_constant_columns(ExtractTable* t, const std::vector<std::string>& keep
     if (always || values.size() > 1) kept.push_back(c);
   }
   t->columns = kept;
+}
+
+namespace {
+
+using Row = std::map<std::string, Value>;
+
+std::optional<double> number_in(const Row& row, const std::string& column) {
+  auto it = row.find(column);
+  if (it == row.end()) return std::nullopt;
+  if (it->second.is_number()) {
+    const double v = it->second.as_float();
+    return std::isfinite(v) ? std::optional<double>(v) : std::nullopt;
+  }
+  if (it->second.is_string()) return parse_double(it->second.as_string());
+  return std::nullopt;
+}
+
+bool ok_row(const Row& row) {
+  auto it = row.find("status");
+  return it != row.end() && cell_text(it->second) == "ok";
+}
+
+std::string group_of(const Row& row, const std::vector<std::string>& per) {
+  std::string key;
+  for (const std::string& k : per) {
+    auto it = row.find(k);
+    key += (it == row.end() ? "" : cell_text(it->second)) + "\n";
+  }
+  return key;
+}
+
+}  // namespace
+
+RowCondition parse_condition(const std::string& text) {
+  static const char* const kOps[] = {"<=", ">=", "!=", "<", ">", "="};
+  for (const char* op : kOps) {
+    const size_t at = text.find(op);
+    if (at == std::string::npos || at == 0) continue;
+    RowCondition c{text.substr(0, at), op, text.substr(at + std::string(op).size())};
+    if (c.value.empty()) break;
+    return c;
+  }
+  throw Error::input(Mark::in("--where " + text), "", "is not COLUMN OP VALUE",
+                     "write e.g. mem_peak_bytes<80e9 or device=cuda (OP: < <= > >= = !=)");
+}
+
+bool holds(const Row& row, const RowCondition& c) {
+  auto it = row.find(c.column);
+  if (it == row.end() || it->second.is_null()) return false;
+  std::optional<double> have = number_in(row, c.column);
+  std::optional<double> want = parse_double(c.value);
+  if (have && want) {
+    if (c.op == "<") return *have < *want;
+    if (c.op == "<=") return *have <= *want;
+    if (c.op == ">") return *have > *want;
+    if (c.op == ">=") return *have >= *want;
+    if (c.op == "=") return *have == *want;
+    return *have != *want;
+  }
+  const std::string text = cell_text(it->second);
+  if (c.op == "=") return text == c.value;
+  if (c.op == "!=") return text != c.value;
+  return false;  // an order between words is none
+}
+
+void filter_rows(ExtractTable* t, const std::vector<RowCondition>& conditions) {
+  std::vector<Row> kept;
+  for (Row& row : t->rows) {
+    bool all = std::all_of(conditions.begin(), conditions.end(),
+                           [&](const RowCondition& c) { return holds(row, c); });
+    if (all) kept.push_back(std::move(row));
+  }
+  t->rows = std::move(kept);
+}
+
+void keep_best(ExtractTable* t, const std::string& metric, const std::vector<std::string>& per) {
+  const bool up = higher_is_better(metric);
+  std::map<std::string, size_t> best;  // group -> row
+  std::vector<std::string> order;
+  for (size_t i = 0; i < t->rows.size(); ++i) {
+    const Row& row = t->rows[i];
+    std::optional<double> v = number_in(row, metric);
+    if (!ok_row(row) || !v) continue;
+    const std::string g = group_of(row, per);
+    auto it = best.find(g);
+    if (it == best.end()) {
+      best.emplace(g, i);
+      order.push_back(g);
+      continue;
+    }
+    const double held = *number_in(t->rows[it->second], metric);
+    if (up ? *v > held : *v < held) it->second = i;
+  }
+  std::vector<Row> kept;
+  for (const std::string& g : order) kept.push_back(t->rows[best[g]]);
+  t->rows = std::move(kept);
+}
+
+void keep_pareto_front(ExtractTable* t, const std::vector<std::string>& metrics,
+                       const std::vector<std::string>& per) {
+  // A row's value and interval of a metric, in the direction where more is better.
+  struct Span {
+    double value, low, high;
+  };
+  auto span = [&](const Row& row, const std::string& m) -> std::optional<Span> {
+    std::optional<double> v = number_in(row, m);
+    if (!v) return std::nullopt;
+    double low = number_in(row, m + "_ci_low").value_or(*v);
+    double high = number_in(row, m + "_ci_high").value_or(*v);
+    if (!higher_is_better(m)) return Span{-*v, -high, -low};
+    return Span{*v, low, high};
+  };
+  std::vector<size_t> candidates;
+  std::vector<std::vector<Span>> spans;
+  for (size_t i = 0; i < t->rows.size(); ++i) {
+    if (!ok_row(t->rows[i])) continue;
+    std::vector<Span> s;
+    for (const std::string& m : metrics) {
+      if (auto x = span(t->rows[i], m)) s.push_back(*x);
+    }
+    if (s.size() != metrics.size()) continue;  // a row without every metric is not ranked
+    candidates.push_back(i);
+    spans.push_back(std::move(s));
+  }
+  auto dominates = [&](size_t a, size_t b) {
+    bool beyond = false;
+    for (size_t m = 0; m < metrics.size(); ++m) {
+      if (spans[a][m].value < spans[b][m].value) return false;
+      if (spans[a][m].low > spans[b][m].high) beyond = true;
+    }
+    return beyond;
+  };
+  std::vector<Row> kept;
+  for (size_t a = 0; a < candidates.size(); ++a) {
+    const std::string g = group_of(t->rows[candidates[a]], per);
+    bool dominated = false;
+    for (size_t b = 0; b < candidates.size() && !dominated; ++b) {
+      dominated = b != a && group_of(t->rows[candidates[b]], per) == g && dominates(b, a);
+    }
+    if (!dominated) kept.push_back(t->rows[candidates[a]]);
+  }
+  t->rows = std::move(kept);
 }
 
 }  // namespace sweepbench

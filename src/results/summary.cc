@@ -194,4 +194,13 @@ SummaryInput summary_input_from_ranks(const std::vector<RankResult>& ranks) {
   return in;
 }
 
+bool higher_is_better(const std::string& m) {
+  auto ends = [&](const char* suffix) {
+    const std::string s(suffix);
+    return m.size() >= s.size() && m.compare(m.size() - s.size(), s.size(), s) == 0;
+  };
+  return ends("_per_second") || ends("tps") || ends("mfu") || ends("mbu") ||
+         ends("tflops_per_device") || ends("_per_hour") || ends("_per_device");
+}
+
 }  // namespace sweepbench

@@ -63,6 +63,10 @@ void fill_run_description(SummaryInput& in, const RankResult& lead);
 // samples add up and eval time is the slowest rank's, the memory peak is the highest of any rank.
 SummaryInput summary_input_from_ranks(const std::vector<RankResult>& ranks);
 
+// Whether more of a metric is better (throughputs, MFU, MBU) or less (times, memory, cost), by
+// its name: bench-compare's verdicts and bench-extract's --best read it.
+bool higher_is_better(const std::string& metric);
+
 // q in [0, 1]; NaN for an empty list.
 double percentile(std::vector<double> values, double q);
 double mean(const std::vector<double>& values);

@@ -277,6 +277,41 @@ class Extract(unittest.TestCase):
         self.assertIn(" cv", people.splitlines()[0])
         self.assertRegex(people, r" \d+%")
 
+    def test_the_best_configuration_and_the_pareto_front(self):
+        grid = os.path.join(self.root, "grid")
+        df = pd.read_csv(io.StringIO(extract("-i", grid).stdout))
+        ok = df[df["status"] == "ok"]
+        # The best throughput: the ok row with the most tokens/s (the oom rows are no candidates).
+        best = pd.read_csv(io.StringIO(extract("-i", grid, "--best",
+                                               "train_tokens_per_second").stdout))
+        self.assertEqual(list(best["tag"]), [ok.loc[ok["train_tokens_per_second"].idxmax(), "tag"]])
+        # One per world size, under a memory limit that only the ok rows meet.
+        limit = ok["mem_peak_bytes"].max() + 1
+        per = pd.read_csv(io.StringIO(extract(
+            "-i", grid, "--best", "train_tokens_per_second", "--per", "launch.ranks",
+            "--where", f"mem_peak_bytes<{limit:.0f}").stdout))
+        self.assertEqual(sorted(per["launch.ranks"]), [1, 2])
+        for _, row in per.iterrows():
+            same = ok[ok["launch.ranks"] == row["launch.ranks"]]
+            self.assertEqual(row["train_tokens_per_second"], same["train_tokens_per_second"].max())
+        # Less is better for memory and times.
+        least = pd.read_csv(io.StringIO(extract("-i", grid, "--best", "mem_peak_bytes").stdout))
+        self.assertEqual(least["mem_peak_bytes"][0], ok["mem_peak_bytes"].min())
+        # The front of throughput against memory: no kept row is beaten in both by another ok row.
+        front = pd.read_csv(io.StringIO(extract(
+            "-i", grid, "--pareto", "train_tokens_per_second,mem_peak_bytes").stdout))
+        self.assertGreaterEqual(len(front), 1)
+        for _, a in front.iterrows():
+            for _, b in ok.iterrows():
+                beaten = (b["train_tokens_per_second"] > a["train_tokens_per_second"] and
+                          b["mem_peak_bytes"] < a["mem_peak_bytes"])
+                self.assertFalse(beaten, f"{b['tag']} beats {a['tag']}")
+        for args, said in ((("--best", "train_tokens_per_secnd"), "--best train_tokens_per_secnd"),
+                           (("--pareto", "mfu"), "needs two metrics"),
+                           (("--per", "launch.ranks"), "applies with --best or --pareto only"),
+                           (("--where", "mem_peak_bytes"), "is not COLUMN OP VALUE")):
+            self.assertIn(said, extract("-i", grid, *args, check=2).stderr)
+
     def test_each_plot_kind_renders_png_and_svg(self):
         csv = os.path.join(self.tmp, "grid.csv")
         extract("-i", os.path.join(self.root, "grid"), "-o", csv, "-f")

@@ -388,8 +388,9 @@ TEST(RankReader, TheSummaryScopeReadsWhatTheMetricsNeed) {
   ASSERT_EQ(ma.size(), mb.size());
   for (size_t i = 0; i < ma.size(); ++i) {
     EXPECT_EQ(ma[i].name, mb[i].name);
-    if (!(std::isnan(ma[i].value) && std::isnan(mb[i].value)))  // NaN: too few steps for it
+    if (!(std::isnan(ma[i].value) && std::isnan(mb[i].value))) {  // NaN: too few steps for it
       EXPECT_EQ(ma[i].value, mb[i].value) << ma[i].name;
+    }
   }
 }
 

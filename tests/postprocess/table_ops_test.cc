@@ -1,0 +1,86 @@
+// bench-extract's selections on tables of rows: --where, --best (with --per) and --pareto.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "postprocess/extract.h"
+
+namespace sweepbench {
+namespace {
+
+using Row = std::map<std::string, Value>;
+
+Row point(int index, const char* status, double tps, double mem, int mb) {
+  Row r;
+  r["index"] = Value::integer(index);
+  r["status"] = Value::string(status);
+  r["train.micro_batch"] = Value::integer(mb);
+  r["train_tokens_per_second"] = Value::real(tps);
+  r["mem_peak_bytes"] = Value::real(mem);
+  return r;
+}
+
+std::vector<std::int64_t> indices(const ExtractTable& t) {
+  std::vector<std::int64_t> out;
+  for (const Row& r : t.rows) out.push_back(r.at("index").as_int());
+  return out;
+}
+
+ExtractTable table() {
+  ExtractTable t;
+  t.columns = {"index", "status", "train.micro_batch", "train_tokens_per_second", "mem_peak_bytes"};
+  t.rows = {point(0, "ok", 100, 10e9, 2), point(1, "ok", 180, 30e9, 4),
+            point(2, "oom", 0, 90e9, 8),  point(3, "ok", 150, 20e9, 2),
+            point(4, "ok", 170, 40e9, 4), point(5, "ok", 90, 12e9, 2)};
+  return t;
+}
+
+TEST(Where, ComparesNumbersAsNumbersAndWordsAsWords) {
+  ExtractTable t = table();
+  filter_rows(&t, {parse_condition("mem_peak_bytes<25e9"), parse_condition("status=ok")});
+  EXPECT_THAT(indices(t), testing::ElementsAre(0, 3, 5));
+  EXPECT_TRUE(holds(point(0, "ok", 1, 1, 2), parse_condition("train.micro_batch>=2")));
+  EXPECT_FALSE(holds(point(0, "ok", 1, 1, 2), parse_condition("train.micro_batch!=2")));
+  EXPECT_FALSE(holds(point(0, "ok", 1, 1, 2), parse_condition("status<ok")));    // no word order
+  EXPECT_FALSE(holds(point(0, "ok", 1, 1, 2), parse_condition("device=cuda")));  // no column
+  EXPECT_THROW(parse_condition("mem_peak_bytes"), Error);
+  EXPECT_THROW(parse_condition("<5"), Error);
+  EXPECT_THROW(parse_condition("a<"), Error);
+}
+
+TEST(Best, TheMetricsDirectionOnlyOkRowsAndOnePerGroup) {
+  ExtractTable t = table();
+  keep_best(&t, "train_tokens_per_second", {});
+  EXPECT_THAT(indices(t), testing::ElementsAre(1));
+  t = table();
+  keep_best(&t, "mem_peak_bytes", {});  // less is better; the oom row is not a candidate
+  EXPECT_THAT(indices(t), testing::ElementsAre(0));
+  t = table();
+  keep_best(&t, "train_tokens_per_second", {"train.micro_batch"});
+  EXPECT_THAT(indices(t), testing::ElementsAre(3, 1));  // groups in the order first seen
+}
+
+TEST(Pareto, KeepsWhatNothingDominatesBeyondTheIntervals) {
+  // Throughput up, memory down: 0 (100, 10), 1 (180, 30), 3 (150, 20) trade off; 4 (170, 40) is
+  // dominated by 1; 5 (90, 12) by 0.
+  ExtractTable t = table();
+  keep_pareto_front(&t, {"train_tokens_per_second", "mem_peak_bytes"}, {});
+  EXPECT_THAT(indices(t), testing::ElementsAre(0, 1, 3));
+  // With intervals that overlap, 1 no longer dominates 4: 4 is on the front too.
+  t = table();
+  t.rows[1]["train_tokens_per_second_ci_low"] = Value::real(160);
+  t.rows[1]["train_tokens_per_second_ci_high"] = Value::real(200);
+  t.rows[4]["train_tokens_per_second_ci_low"] = Value::real(150);
+  t.rows[4]["train_tokens_per_second_ci_high"] = Value::real(190);
+  t.rows[1]["mem_peak_bytes_ci_low"] = Value::real(29e9);
+  t.rows[1]["mem_peak_bytes_ci_high"] = Value::real(41e9);
+  keep_pareto_front(&t, {"train_tokens_per_second", "mem_peak_bytes"}, {});
+  EXPECT_THAT(indices(t), testing::ElementsAre(0, 1, 3, 4));
+  // Per micro batch: each group's own front.
+  t = table();
+  keep_pareto_front(&t, {"train_tokens_per_second", "mem_peak_bytes"}, {"train.micro_batch"});
+  EXPECT_THAT(indices(t), testing::ElementsAre(0, 1, 3));
+}
+
+}  // namespace
+}  // namespace sweepbench
