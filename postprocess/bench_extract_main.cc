@@ -11,6 +11,6 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   // Messages are for people: what they quote of the results reaches the terminal escaped.
   sweepbench::TerminalSafeStream err(std::cerr);
-  return sweepbench::close_standard_output(
-      "bench-extract", sweepbench::bench_extract_main(args, std::cout, err));
+  return sweepbench::close_standard_output("bench-extract",
+                                           sweepbench::bench_extract_main(args, std::cout, err));
 }

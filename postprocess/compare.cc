@@ -144,6 +144,23 @@ std::optional<RunSamples> run_samples(const Row& row, const std::string& metric)
   return out;
 }
 
+// A metric's direction: a command's metric whose unit is a rate (tokens/s, it/s) is better
+// higher, whatever its name; else by its name (results/summary.h).
+bool metric_higher_is_better(const std::string& metric, const std::vector<Row>& a,
+                             const std::vector<Row>& b) {
+  for (const std::vector<Row>* rows : {&a, &b}) {
+    for (const Row& r : *rows) {
+      auto units = r.find("units");
+      if (units == r.end() || !units->second.is_map()) continue;
+      const Value* unit = units->second.find(metric);
+      if (unit == nullptr || !unit->is_string()) continue;
+      const std::string& u = unit->as_string();
+      if (u.size() >= 2 && u.compare(u.size() - 2, 2, "/s") == 0) return true;
+    }
+  }
+  return higher_is_better(metric);
+}
+
 double mean_of(const std::vector<double>& x) {
   double s = 0;
   for (double v : x) s += v;
@@ -189,6 +206,12 @@ CompareResult compare_tables(const std::vector<Row>& baseline, const std::vector
       if (has(baseline) && has(candidate)) metrics.push_back(m);
     }
   }
+  // What --fail-on gates is compared too.
+  for (const FailOn& f : o.fail_on) {
+    if (std::find(metrics.begin(), metrics.end(), f.metric) == metrics.end()) {
+      metrics.push_back(f.metric);
+    }
+  }
   for (const std::string& name : order) {
     if (cand.count(name) == 0) continue;
     for (const std::string& m : metrics) {
@@ -227,21 +250,46 @@ CompareResult compare_tables(const std::vector<Row>& baseline, const std::vector
         c.change.low = a / (1 + t.high) - 1;
         c.change.high = a / (1 + t.low) - 1;
       }
-      c.p = mann_whitney_u(c.baseline, c.candidate).p;
+      if (c.baseline_amount > 0 && c.candidate_amount > 0) {
+        // Tested as throughputs: with other work per step (another micro batch) the step times
+        // differ where the throughput may not.
+        auto rates = [](const std::vector<double>& means, double amount) {
+          std::vector<double> out;
+          for (double mean : means) out.push_back(amount / mean);
+          return out;
+        };
+        c.p = mann_whitney_u(rates(c.baseline, c.baseline_amount),
+                             rates(c.candidate, c.candidate_amount))
+                  .p;
+      } else {
+        c.p = mann_whitney_u(c.baseline, c.candidate).p;
+      }
       result.rows.push_back(std::move(c));
     }
   }
+  // Holm's family: the comparisons that have the samples for a verdict. One that cannot be judged
+  // (a value a side) would only raise the others' p-values.
   std::vector<double> p;
-  for (const Comparison& c : result.rows) p.push_back(c.p);
+  std::vector<size_t> judged;
+  for (size_t i = 0; i < result.rows.size(); ++i) {
+    const Comparison& c = result.rows[i];
+    if (c.baseline.size() >= o.min_samples && c.candidate.size() >= o.min_samples) {
+      p.push_back(c.p);
+      judged.push_back(i);
+    } else {
+      result.rows[i].adjusted_p = std::nan("");
+    }
+  }
   std::vector<double> adjusted = holm_adjust(p);
+  for (size_t j = 0; j < judged.size(); ++j) result.rows[judged[j]].adjusted_p = adjusted[j];
   for (size_t i = 0; i < result.rows.size(); ++i) {
     Comparison& c = result.rows[i];
-    c.adjusted_p = adjusted[i];
     VerdictRule rule;
-    rule.higher_is_better = higher_is_better(c.metric);
+    rule.higher_is_better = metric_higher_is_better(c.metric, baseline, candidate);
     rule.alpha = o.alpha;
     rule.margin = o.margin;
     rule.min_samples = o.min_samples;
+    c.higher_is_better = rule.higher_is_better;
     c.verdict = verdict_of(c.change, c.adjusted_p, c.baseline.size(), c.candidate.size(), rule);
   }
   // A geometric-mean row per metric over the points compared (benchstat's summary).
@@ -268,12 +316,14 @@ int fail_on_exit_code(const CompareResult& result, const std::vector<FailOn>& fa
     for (const Comparison& c : result.rows) {
       if (c.metric != f.metric || c.point == "geomean") continue;
       seen = true;
-      const double worse = higher_is_better(c.metric) ? -c.change.ratio : c.change.ratio;
+      const double worse = c.higher_is_better ? -c.change.ratio : c.change.ratio;
       if (c.verdict == Verdict::kWorse && worse > f.threshold) regression = true;
       if (c.verdict == Verdict::kInconclusive) unknown = true;
     }
     if (!seen) unknown = true;  // nothing to judge it by
   }
+  // A point one side lacks (failed, or not run) is one the gate could not judge.
+  if (!fail_on.empty() && !result.unmatched.empty()) unknown = true;
   if (regression) return kExitRegression;
   if (unknown) return kExitInconclusive;
   return kExitOk;
@@ -434,11 +484,14 @@ int bench_compare_main(const std::vector<std::string>& args, std::ostream& out, 
         std::vector<Row> cand = load_side(vm["candidate"].as<std::string>(), "CANDIDATE", err);
         CompareResult result = compare_tables(base, cand, o);
         for (const FailOn& f : o.fail_on) {
-          bool known = std::any_of(result.rows.begin(), result.rows.end(),
-                                   [&](const Comparison& c) { return c.metric == f.metric; });
-          if (!known) {
+          // A metric neither side has is a typo; one whose points all failed is inconclusive.
+          auto has = [&](const std::vector<Row>& rows) {
+            return std::any_of(rows.begin(), rows.end(),
+                               [&](const Row& r) { return r.count(f.metric) != 0; });
+          };
+          if (!has(base) && !has(cand)) {
             throw Error::input(Mark::in("--fail-on " + f.metric), "",
-                               "no point compares this metric",
+                               "neither side has this metric",
                                "name a metric both sides have, or add it with --metric");
           }
         }

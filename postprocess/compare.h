@@ -53,6 +53,7 @@ struct Comparison {
   Change change;
   double p = 0, adjusted_p = 0;
   Verdict verdict = Verdict::kInconclusive;
+  bool higher_is_better = true;  // the metric's direction
 };
 
 struct CompareResult {

@@ -143,7 +143,7 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
       "are)")(
       "group-repeats",
       "One row per point over its repeats: mean, _std and the mean's 95% interval (_ci_low, "
-      "_ci_high, a bootstrap)")(
+      "_ci_high)")(
       "noise-threshold", po::value<double>()->default_value(0.05),
       "A point is noisy when a coefficient of variation of its timings (step_time_cv; ttft_cv, "
       "e2e_cv) is above this")(
@@ -312,6 +312,11 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
           table.columns = with_command_metrics(table.columns, found_metrics);
           if (vm.count("group-repeats")) group_repeats(&table);
           // The selections, after grouping: the best of repeats' means, with their intervals.
+          for (const RowCondition& c : where)
+            check_column_named(c.column, table.columns, "--where");
+          for (const std::string& k : per) check_column_named(k, table.columns, "--per");
+          std::optional<ExtractTable> before;
+          if (selects && people) before = table;
           if (!where.empty()) filter_rows(&table, where);
           for (const std::string& m : pareto) check_column_named(m, table.columns, "--pareto");
           if (vm.count("best")) {
@@ -331,7 +336,7 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
                 "bench-extract without --drop-constant lists every column");
           }
           if (vm.count("drop-constant")) drop_constant_columns(&table, keep);
-          if (people) table = people_table(table, sweep_axes(dirs));
+          if (people) table = people_table(table, sweep_axes(dirs), before ? &*before : nullptr);
           replaced = print_table(table, format, sink, spreadsheet_safe);
           check_stream(sink, sink_name);
           rows = table.rows.size();

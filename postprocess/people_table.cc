@@ -140,8 +140,9 @@ std::vector<MetricColumn> metric_columns_for(const ExtractTable& t) {
       if (units == nullptr || !units->is_map() || text_of(row, "benchmark") != "command") continue;
       for (const Value::Entry& e : units->entries()) {
         std::string unit = e.value.is_string() ? e.value.as_string() : "";
-        Scale scale = unit == "s" ? Scale::kSeconds : unit == "bytes" ? Scale::kBytes
-                                                                      : Scale::kPlain;
+        Scale scale = unit == "s"       ? Scale::kSeconds
+                      : unit == "bytes" ? Scale::kBytes
+                                        : Scale::kPlain;
         add({e.key, e.key, scale, unit});
       }
     }
@@ -165,12 +166,12 @@ std::vector<std::string> short_names(const std::vector<std::string>& columns,
 
 }  // namespace
 
-
-ExtractTable people_table(const ExtractTable& full, const std::vector<std::string>& axes) {
+ExtractTable people_table(const ExtractTable& full, const std::vector<std::string>& axes,
+                          const ExtractTable* before) {
   ExtractTable out;
   out.warnings = full.warnings;
   out.incomplete = full.incomplete;
-  std::vector<std::string> keys = varying_columns_of(full, axes);
+  std::vector<std::string> keys = varying_columns_of(before != nullptr ? *before : full, axes);
   std::vector<MetricColumn> metrics = metric_columns_for(full);
   bool all_ok = std::all_of(full.rows.begin(), full.rows.end(),
                             [](const Row& r) { return text_of(r, "status") == "ok"; });
@@ -215,7 +216,8 @@ ExtractTable people_table(const ExtractTable& full, const std::vector<std::strin
     Row cells;
     if (indexed) cells["index"] = Value::string(text_of(row, "index"));
     for (size_t i = 0; i < keys.size(); ++i) {
-      cells[key_headers[i]] = Value::string(abbreviate_middle(text_of(row, keys[i]), kMaxValueWidth));
+      cells[key_headers[i]] =
+          Value::string(abbreviate_middle(text_of(row, keys[i]), kMaxValueWidth));
     }
     // A point that did not end ok measured nothing to compare: its reason says why.
     const bool ok = text_of(row, "status") == "ok";

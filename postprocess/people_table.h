@@ -18,7 +18,10 @@
 namespace sweepbench {
 
 // The people's view of `full` (its rows as bench-extract made them): cells are strings. `axes`:
-// the keys the sweeps vary, in their files' order, shown first when they vary here.
-ExtractTable people_table(const ExtractTable& full, const std::vector<std::string>& axes = {});
+// the keys the sweeps vary, in their files' order, shown first when they vary here. `before`:
+// the table before --where, --best or --pareto chose rows from it, whose varying keys are shown
+// (so that the one best row still says which configuration it is).
+ExtractTable people_table(const ExtractTable& full, const std::vector<std::string>& axes = {},
+                          const ExtractTable* before = nullptr);
 
 }  // namespace sweepbench

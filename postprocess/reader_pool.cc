@@ -415,8 +415,7 @@ PointSpool::~PointSpool() {
   if (file_ != nullptr) std::fclose(file_);
 }
 
-void add_command_metrics(const std::map<std::string, Value>& row,
-                         std::vector<std::string>* names) {
+void add_command_metrics(const std::map<std::string, Value>& row, std::vector<std::string>* names) {
   auto units = row.find("units");
   if (units == row.end() || !units->second.is_map()) return;
   for (const Value::Entry& e : units->second.entries()) {

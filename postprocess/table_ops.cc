@@ -31,7 +31,11 @@ void group_repeats(ExtractTable* t) {
   // One run's intervals (train_tokens_per_second_ci_low, step_time_ci_high_s) give way to the
   // repeats' interval of each metric; `noisy` is whether any repeat was.
   auto is_interval = [](const std::string& c) {
-    return c.find("_ci_low") != std::string::npos || c.find("_ci_high") != std::string::npos;
+    for (const char* end : {"_ci_low", "_ci_high", "_ci_low_s", "_ci_high_s"}) {
+      const std::string e(end);
+      if (c.size() > e.size() && c.compare(c.size() - e.size(), e.size(), e) == 0) return true;
+    }
+    return false;
   };
   std::set<std::string> not_key = {"tag",    "index",   "repeat", "status",
                                    "reason", "started", "noisy"};
@@ -179,13 +183,17 @@ std::string group_of(const Row& row, const std::vector<std::string>& per) {
 }  // namespace
 
 RowCondition parse_condition(const std::string& text) {
-  static const char* const kOps[] = {"<=", ">=", "!=", "<", ">", "="};
-  for (const char* op : kOps) {
-    const size_t at = text.find(op);
-    if (at == std::string::npos || at == 0) continue;
-    RowCondition c{text.substr(0, at), op, text.substr(at + std::string(op).size())};
-    if (c.value.empty()) break;
-    return c;
+  // The first operator from the left (a value may hold one: reason=a<=b); at one place the
+  // two-character operator wins (<= over <).
+  const size_t at = text.find_first_of("<>=!");
+  if (at != std::string::npos && at > 0) {
+    std::string op = text.substr(at, 1);
+    if (at + 1 < text.size() && text[at + 1] == '=' && op != "=") op += "=";
+    if (op != "!") {
+      RowCondition c{text.substr(0, at), op, text.substr(at + op.size())};
+      // Only = and != may have an empty value (reason= : the reason is empty).
+      if (!c.value.empty() || c.op == "=" || c.op == "!=") return c;
+    }
   }
   throw Error::input(Mark::in("--where " + text), "", "is not COLUMN OP VALUE",
                      "write e.g. mem_peak_bytes<80e9 or device=cuda (OP: < <= > >= = !=)");
@@ -193,7 +201,10 @@ RowCondition parse_condition(const std::string& text) {
 
 bool holds(const Row& row, const RowCondition& c) {
   auto it = row.find(c.column);
-  if (it == row.end() || it->second.is_null()) return false;
+  if (it == row.end() || it->second.is_null()) {
+    // An empty cell is the empty text: reason= holds there, reason!= does not.
+    return c.value.empty() && c.op == "=";
+  }
   std::optional<double> have = number_in(row, c.column);
   std::optional<double> want = parse_double(c.value);
   if (have && want) {

@@ -29,13 +29,14 @@ UTest mann_whitney_u(const std::vector<double>& a, const std::vector<double>& b)
 std::vector<double> holm_adjust(const std::vector<double>& p);
 
 // The candidate's mean over the baseline's, minus 1 (0.05: 5% higher), and its interval at
-// `level`: a percentile bootstrap resampling both samples (a fixed seed).
+// `level`: Student's t on the log of the ratio, its variance by the delta method and Welch's
+// degrees of freedom. No interval (NaN) with fewer than 2 values a side.
 struct Change {
   double ratio = 0;  // mean(candidate) / mean(baseline) - 1
   double low = 0, high = 0;
 };
 Change relative_change(const std::vector<double>& baseline, const std::vector<double>& candidate,
-                       double level = 0.95, int resamples = 4000, std::uint64_t seed = 1);
+                       double level = 0.95);
 
 enum class Verdict {
   kBetter,        // significant, and the change is in the metric's good direction

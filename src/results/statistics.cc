@@ -58,10 +58,20 @@ size_t mser_cut(const std::vector<double>& x) {
 namespace {
 
 constexpr size_t kBatches = 20;
+constexpr size_t kFewestToBootstrap = 6;
 
-// The batch-means interval's half-width for the mean of x[0, n) at `level`; NaN below 4 samples.
-double batch_means_half_width(const double* x, size_t n, double level) {
-  if (n < 4) return std::numeric_limits<double>::quiet_NaN();
+// The batch means' standard error of the mean of x[0, n) and its degrees of freedom (Student's t
+// over the batches' effective number, minus 1); NaN below 4 samples.
+struct StandardError {
+  double se = std::numeric_limits<double>::quiet_NaN();
+  double df = std::numeric_limits<double>::quiet_NaN();
+  double half_width(double level) const {
+    if (!(df > 0) || !(se >= 0)) return std::numeric_limits<double>::quiet_NaN();
+    return student_t_quantile(0.5 + level / 2, df) * se;
+  }
+};
+StandardError batch_means_error(const double* x, size_t n) {
+  if (n < 4) return {};
   // 20 batches, fewer when that would leave less than 2 samples in each; a remainder is left
   // out at the start (the end is the most settled part).
   const size_t k = std::min<size_t>(kBatches, n / 2);
@@ -81,13 +91,12 @@ double batch_means_half_width(const double* x, size_t n, double level) {
   const double inflation = (1 + r) / (1 - r);
   const double effective = std::max(2.0, static_cast<double>(k) / inflation);
   const double var = sq / static_cast<double>(k - 1);
-  return student_t_quantile(0.5 + level / 2, effective - 1) *
-         std::sqrt(var / static_cast<double>(k) * inflation);
+  return {std::sqrt(var / static_cast<double>(k) * inflation), effective - 1};
 }
 
 }  // namespace
 
-size_t settled_cut(const std::vector<double>& x, double level) {
+size_t settled_cut(const std::vector<double>& x) {
   if (x.empty() || any_nan(x)) return 0;
   // MSER's cut is taken only when the samples it leaves out really differ from the rest: on a
   // series that has no warm-up left, MSER still picks the cut whose remainder happens to vary
@@ -97,8 +106,7 @@ size_t settled_cut(const std::vector<double>& x, double level) {
   const size_t cut = mser_cut(x);
   if (cut == 0) return 0;
   const size_t rest = x.size() - cut;
-  const double half = batch_means_half_width(x.data() + cut, rest, level);
-  const double se_rest = half / student_t_quantile(0.5 + level / 2, 1e6);
+  const double se_rest = batch_means_error(x.data() + cut, rest).se;
   const double per_sample = se_rest * se_rest * static_cast<double>(rest);
   const double diff = mean_of(x.data(), cut) - mean_of(x.data() + cut, rest);
   const double se = std::sqrt(per_sample / static_cast<double>(cut) + se_rest * se_rest);
@@ -120,13 +128,13 @@ std::vector<double> batch_means(const std::vector<double>& x) {
 Estimate series_estimate(const std::vector<double>& x, double level) {
   Estimate e;
   if (x.empty() || any_nan(x)) return e;
-  e.cut = settled_cut(x, level);
+  e.cut = settled_cut(x);
   const double* kept = x.data() + e.cut;
   const size_t n = x.size() - e.cut;
   e.samples = n;
   e.mean = mean_of(kept, n);
   if (n >= 2 && e.mean != 0) e.cv = std::sqrt(sample_variance(kept, n, e.mean)) / e.mean;
-  const double half = batch_means_half_width(kept, n, level);
+  const double half = batch_means_error(kept, n).half_width(level);
   if (half == half) {
     e.low = e.mean - half;
     e.high = e.mean + half;
@@ -143,6 +151,15 @@ Estimate repeats_estimate(const std::vector<double>& x, double level, int resamp
   e.mean = mean_of(x.data(), n);
   if (n >= 2 && e.mean != 0) e.cv = std::sqrt(sample_variance(x.data(), n, e.mean)) / e.mean;
   if (n < 2) return e;
+  // Below 6 runs the bootstrap cannot reach its tails (the resampled means never leave the
+  // values' range: at 3 runs its "95%" would be [min, max], which covers 75%): Student's t.
+  if (n < kFewestToBootstrap) {
+    const double half = student_t_quantile(0.5 + level / 2, static_cast<double>(n - 1)) *
+                        std::sqrt(sample_variance(x.data(), n, e.mean) / static_cast<double>(n));
+    e.low = e.mean - half;
+    e.high = e.mean + half;
+    return e;
+  }
   std::mt19937_64 rng(seed);
   std::uniform_int_distribution<size_t> pick(0, n - 1);
   std::vector<double> means(static_cast<size_t>(std::max(resamples, 100)));

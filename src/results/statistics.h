@@ -13,8 +13,9 @@
 // warm-up transient; shorter correlated series less often (docs/metrics.md has the table from
 // bench/interval_coverage.cc; tests/results/statistics_test.cc checks it).
 //
-// Independent repeats (one value per run): Hesterberg's expanded percentile bootstrap of the
-// mean, with a fixed seed so that the same values give the same interval.
+// Independent repeats (one value per run): from 6 runs Hesterberg's expanded percentile bootstrap
+// of the mean, with a fixed seed so that the same values give the same interval; below 6,
+// Student's t (a bootstrap of so few values cannot reach its tails).
 //
 // Leaves out: which metric is better up or down, and comparisons (bench-compare).
 #pragma once
@@ -46,14 +47,15 @@ Estimate series_estimate(const std::vector<double>& x, double level = 0.95);
 
 // The leading samples series_estimate leaves out: MSER-5's cut where those samples differ from
 // the rest beyond chance, else none.
-size_t settled_cut(const std::vector<double>& x, double level = 0.95);
+size_t settled_cut(const std::vector<double>& x);
 
 // The batch means series_estimate's interval is made of (up to 20, after the cut): one run's
 // nearly independent samples for bench-compare. Empty below 4 samples kept.
 std::vector<double> batch_means(const std::vector<double>& x);
 
-// The mean of independent values (one per repeat) and its percentile-bootstrap interval at
-// `level` (`resamples` draws, a fixed seed). No interval below 2 values.
+// The mean of independent values (one per repeat) and its interval at `level`: Student's t
+// below 6 values, else the expanded percentile bootstrap (`resamples` draws, a fixed seed). No
+// interval below 2 values.
 Estimate repeats_estimate(const std::vector<double>& x, double level = 0.95, int resamples = 4000,
                           std::uint64_t seed = 1);
 

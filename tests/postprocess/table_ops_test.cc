@@ -43,6 +43,19 @@ TEST(Where, ComparesNumbersAsNumbersAndWordsAsWords) {
   EXPECT_FALSE(holds(point(0, "ok", 1, 1, 2), parse_condition("train.micro_batch!=2")));
   EXPECT_FALSE(holds(point(0, "ok", 1, 1, 2), parse_condition("status<ok")));    // no word order
   EXPECT_FALSE(holds(point(0, "ok", 1, 1, 2), parse_condition("device=cuda")));  // no column
+  // The first operator from the left: a value may hold one.
+  RowCondition words = parse_condition("reason=a<=b");
+  EXPECT_EQ(words.column, "reason");
+  EXPECT_EQ(words.op, "=");
+  EXPECT_EQ(words.value, "a<=b");
+  EXPECT_EQ(parse_condition("x<=-3").op, "<=");
+  EXPECT_EQ(parse_condition("x<=-3").value, "-3");
+  // An empty value: the cell is empty.
+  Row empty = point(0, "ok", 1, 1, 2);
+  EXPECT_TRUE(holds(empty, parse_condition("reason=")));
+  EXPECT_FALSE(holds(empty, parse_condition("reason!=")));
+  EXPECT_FALSE(holds(empty, parse_condition("status=")));
+  EXPECT_THROW(parse_condition("x<"), Error);
   EXPECT_THROW(parse_condition("mem_peak_bytes"), Error);
   EXPECT_THROW(parse_condition("<5"), Error);
   EXPECT_THROW(parse_condition("a<"), Error);

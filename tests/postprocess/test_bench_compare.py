@@ -88,11 +88,11 @@ class Compare(unittest.TestCase):
         return pd.read_csv(io.StringIO(compare(*args, "--format", "csv", check=check).stdout))
 
     def test_the_same_configuration_is_the_same(self):
-        # A margin of 5%: a loaded machine's sleeps wander by a few milliseconds. And --alpha
+        # A margin of 10%: a loaded machine's sleeps wander by tens of milliseconds. And --alpha
         # 0.001, below U's smallest p at 6 against 6 (2 / 924): equal sides are called different
         # 5% of the time at the default level, by design (tests/results/significance_test.cc
         # measures that), which a test must not be; here the verdict is the margin's.
-        df = self.csv(self.trees["base"], self.trees["again"], "--margin", "5%", "--alpha", "0.001")
+        df = self.csv(self.trees["base"], self.trees["again"], "--margin", "10%", "--alpha", "0.001")
         points = df[df["point"] != "geomean"]
         self.assertEqual(sorted(points["point"]), ["size=1", "size=2"])
         self.assertEqual(list(points["metric"]), ["seconds", "seconds"])
@@ -100,8 +100,8 @@ class Compare(unittest.TestCase):
         self.assertEqual(list(points["verdict"]), ["~", "~"])
         for _, row in points.iterrows():
             self.assertLess(abs(row["change"]), 0.05)
-            self.assertGreaterEqual(row["change_ci_low"], -0.05)
-            self.assertLessEqual(row["change_ci_high"], 0.05)
+            self.assertGreaterEqual(row["change_ci_low"], -0.10)
+            self.assertLessEqual(row["change_ci_high"], 0.10)
             self.assertGreaterEqual(row["p_adjusted"], row["p"])
 
     def test_a_slower_configuration_is_worse_and_fails_the_gate(self):
@@ -197,7 +197,7 @@ class Compare(unittest.TestCase):
         r = compare(self.trees["base"], self.trees["again"], "--fail-on", "seconds", check=2)
         self.assertIn("METRIC:PCT", r.stderr)
         r = compare(self.trees["base"], self.trees["again"], "--fail-on", "ttft_p50_s:5%", check=2)
-        self.assertIn("no point compares this metric", r.stderr)
+        self.assertIn("neither side has this metric", r.stderr)
         r = compare(self.trees["base"], self.trees["again"], "--margin", "lots", check=2)
         self.assertIn("--margin lots", r.stderr)
 

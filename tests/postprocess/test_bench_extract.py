@@ -260,16 +260,16 @@ class Extract(unittest.TestCase):
         self.assertFalse(none["noisy"].any())
         bad = extract("-i", self.long, "--noise-threshold", "-1", check=2)
         self.assertIn("--noise-threshold", bad.stderr)
-        # Over the repeats: the bootstrap interval of each metric's mean, within the repeats' range.
+        # Over the repeats: each metric's mean and its interval, Student's t at 3 repeats
+        # (t(0.975, 2) = 4.3027).
         g = pd.read_csv(io.StringIO(extract("-i", self.long, "--group-repeats").stdout))
         self.assertEqual(len(g), 1)
         tps = df["train_tokens_per_second"]
         self.assertAlmostEqual(g["train_tokens_per_second"][0], tps.mean())
+        half = 4.302652729911275 * tps.std(ddof=1) / 3 ** 0.5
         low, high = g["train_tokens_per_second_ci_low"][0], g["train_tokens_per_second_ci_high"][0]
-        self.assertLessEqual(tps.min(), low)
-        self.assertLess(low, tps.mean())
-        self.assertLess(tps.mean(), high)
-        self.assertLessEqual(high, tps.max())
+        self.assertAlmostEqual(low / (tps.mean() - half), 1, places=9)
+        self.assertAlmostEqual(high / (tps.mean() + half), 1, places=9)
         self.assertNotIn("step_time_ci_low_s_ci_low", g.columns)
         # For people: `±` half the interval, and which points were noisy with their spread.
         people = extract("-i", self.long, "--format", "table", "--noise-threshold", "0").stdout

@@ -6,6 +6,8 @@
 #include <random>
 #include <vector>
 
+#include "results/statistics.h"
+
 namespace sweepbench {
 namespace {
 
@@ -92,6 +94,14 @@ TEST(Holm, AdjustsEachPValueForItsFamilyInPlace) {
 TEST(RelativeChange, TheMeansRatioAndAnIntervalAroundIt) {
   Change c = relative_change({100, 101, 99, 100}, {110, 111, 109, 110});
   EXPECT_NEAR(c.ratio, 0.10, 1e-12);
+  // The delta method on log(110 / 100): each side's variance 2/3 over 4 and its mean squared;
+  // Welch's degrees of freedom.
+  const double tb = 2.0 / 3 / 4 / (100.0 * 100), tc = 2.0 / 3 / 4 / (110.0 * 110);
+  const double df = (tb + tc) * (tb + tc) / (tb * tb / 3 + tc * tc / 3);
+  const double half = student_t_quantile(0.975, df) * std::sqrt(tb + tc);
+  EXPECT_NEAR(c.low, std::exp(std::log(1.1) - half) - 1, 1e-12);
+  EXPECT_NEAR(c.high, std::exp(std::log(1.1) + half) - 1, 1e-12);
+  EXPECT_TRUE(std::isnan(relative_change({1.0}, {2.0, 3.0}).low));  // no spread on one side
   EXPECT_LT(c.low, 0.10);
   EXPECT_GT(c.high, 0.10);
   EXPECT_GT(c.low, 0.07);
@@ -123,7 +133,7 @@ double false_positive_rate(size_t n, int comparisons, std::uint64_t seed) {
     std::vector<double> a(n), b(n);
     for (double& v : a) v = run(rng);
     for (double& v : b) v = run(rng);
-    Verdict v = verdict_of(relative_change(a, b, 0.95, 500, static_cast<std::uint64_t>(i)),
+    Verdict v = verdict_of(relative_change(a, b),
                            mann_whitney_u(a, b).p, n, n, VerdictRule{});
     if (v == Verdict::kBetter || v == Verdict::kWorse) ++called;
   }
@@ -143,7 +153,7 @@ TEST(Verdict, FindsAThreePercentSlowdownInTenRepeatsOfOnePercentNoise) {
     std::vector<double> a(10), b(10);
     for (double& v : a) v = 100 + noise(rng);
     for (double& v : b) v = 97 + noise(rng);  // tokens/s: 3% fewer
-    Verdict v = verdict_of(relative_change(a, b, 0.95, 500, static_cast<std::uint64_t>(i)),
+    Verdict v = verdict_of(relative_change(a, b),
                            mann_whitney_u(a, b).p, 10, 10, VerdictRule{});
     if (v == Verdict::kWorse) ++worse;
   }

@@ -101,18 +101,23 @@ TEST(MserCut, LeavesOutASlowStartAndNothingOfASteadySeries) {
   EXPECT_EQ(mser_cut({5.0, 1.0, 1.0}), 0u);  // too short to judge
 }
 
-TEST(RepeatsEstimate, BootstrapsTheMeanOfIndependentRuns) {
-  std::vector<double> runs{10.0, 11.0, 9.0, 10.5, 9.5};
+TEST(RepeatsEstimate, FewRunsGetStudentsTAndMoreTheBootstrap) {
+  // Three runs: mean 10, s = 1, t(0.975, 2) = 4.3027 over sqrt(3).
+  Estimate three = repeats_estimate({9.0, 10.0, 11.0});
+  EXPECT_DOUBLE_EQ(three.mean, 10.0);
+  EXPECT_NEAR(three.low, 10.0 - 4.302652730 / std::sqrt(3.0), 1e-8);
+  EXPECT_NEAR(three.high, 10.0 + 4.302652730 / std::sqrt(3.0), 1e-8);
+  EXPECT_FALSE(repeats_estimate({10.0}).has_interval());
+  // Eight runs: the bootstrap, whose resampled means never leave the values' range.
+  std::vector<double> runs{10.0, 11.0, 9.0, 10.5, 9.5, 10.2, 9.8, 10.0};
   Estimate e = repeats_estimate(runs);
   EXPECT_DOUBLE_EQ(e.mean, 10.0);
-  EXPECT_TRUE(e.has_interval());
   EXPECT_LT(e.low, 10.0);
   EXPECT_GT(e.high, 10.0);
-  EXPECT_GE(e.low, 9.0);  // a mean of resampled values never leaves their range
+  EXPECT_GE(e.low, 9.0);
   EXPECT_LE(e.high, 11.0);
   Estimate again = repeats_estimate(runs);
   EXPECT_EQ(e.low, again.low);  // fixed seed: the same values, the same interval
-  EXPECT_FALSE(repeats_estimate({10.0}).has_interval());
 }
 
 TEST(RepeatsEstimate, CoversTheMeanOfTenNormalRuns) {
