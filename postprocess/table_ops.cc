@@ -67,7 +67,8 @@ void group_repeats(ExtractTable* t) {
     for (auto it = row.begin(); it != row.end();) {
       it = is_interval(it->first) ? row.erase(it) : std::next(it);
     }
-    for (size_t i : g) {
+    row.erase("noisy");
+    for (size_t i : ok) {  // a failed repeat measured nothing to be noisy about
       auto noisy = t->rows[i].find("noisy");
       if (noisy == t->rows[i].end() || !noisy->second.is_bool()) continue;
       auto& out = row["noisy"];
