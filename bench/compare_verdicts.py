@@ -113,8 +113,8 @@ def main():
     result = {
         "date": time.strftime("%Y-%m-%d"),
         "machine": platform.node(),
-        "cpu": open("/proc/cpuinfo").read().split("model name")[1].split("\n")[0].strip(": ")
-        if os.path.exists("/proc/cpuinfo") else "",
+        "cpu": open("/proc/cpuinfo").read().split("model name")[1].split("\n")[0].split(":", 1)[1]
+        .strip() if os.path.exists("/proc/cpuinfo") else "",
         "rounds": args.rounds,
         "repeats": args.repeats,
         "seconds": round(time.time() - started, 1),
