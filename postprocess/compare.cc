@@ -32,27 +32,11 @@ const std::vector<std::string> kDefaultMetrics = {"train_tokens_per_second",
                                                   "tpot_p50_s",
                                                   "seconds"};
 
-std::optional<double> number_in(const Row& row, const std::string& column) {
-  auto it = row.find(column);
-  if (it == row.end()) return std::nullopt;
-  if (it->second.is_number()) {
-    double v = it->second.as_float();
-    return std::isfinite(v) ? std::optional<double>(v) : std::nullopt;
-  }
-  if (it->second.is_string()) {
-    std::optional<double> v = parse_double(it->second.as_string());
-    if (v && std::isfinite(*v)) return v;
-  }
-  return std::nullopt;
-}
-
 std::string text_in(const Row& row, const std::string& column) {
   auto it = row.find(column);
   if (it == row.end() || it->second.is_null()) return "";
   return it->second.is_string() ? it->second.as_string() : cell_text(it->second, TableFormat::kCsv);
 }
-
-bool ok(const Row& row) { return text_in(row, "status") == "ok"; }
 
 // The config columns whose values differ between the rows of one side: the sweep's axes.
 std::vector<std::string> varying_config_keys(const std::vector<Row>& rows) {
@@ -137,8 +121,8 @@ std::optional<RunSamples> run_samples(const Row& row, const std::string& metric)
       metric != "tokens_per_second_per_device") {
     return std::nullopt;
   }
-  std::optional<double> step = number_in(row, "step_time_mean_s");
-  std::optional<double> rate = number_in(row, metric);
+  std::optional<double> step = cell_number(row, "step_time_mean_s");
+  std::optional<double> rate = cell_number(row, metric);
   if (!step || !rate || !(*step > 0)) return std::nullopt;
   out.amount = *rate * *step;
   return out;
@@ -161,12 +145,6 @@ bool metric_higher_is_better(const std::string& metric, const std::vector<Row>& 
   return higher_is_better(metric);
 }
 
-double mean_of(const std::vector<double>& x) {
-  double s = 0;
-  for (double v : x) s += v;
-  return x.empty() ? std::nan("") : s / static_cast<double>(x.size());
-}
-
 }  // namespace
 
 CompareResult compare_tables(const std::vector<Row>& baseline, const std::vector<Row>& candidate,
@@ -183,13 +161,13 @@ CompareResult compare_tables(const std::vector<Row>& baseline, const std::vector
   std::vector<std::string> order;
   std::map<std::string, std::vector<const Row*>> base, cand;
   for (const Row& r : baseline) {
-    if (!ok(r)) continue;
+    if (!row_ok(r)) continue;
     const std::string name = point_name(r, result.match);
     if (base.count(name) == 0) order.push_back(name);
     base[name].push_back(&r);
   }
   for (const Row& r : candidate) {
-    if (ok(r)) cand[point_name(r, result.match)].push_back(&r);
+    if (row_ok(r)) cand[point_name(r, result.match)].push_back(&r);
   }
   for (const auto& [name, rows] : base) {
     if (cand.count(name) == 0) result.unmatched.push_back("baseline: " + name);
@@ -201,7 +179,8 @@ CompareResult compare_tables(const std::vector<Row>& baseline, const std::vector
   if (metrics.empty()) {
     for (const std::string& m : kDefaultMetrics) {
       auto has = [&](const std::vector<Row>& rows) {
-        return std::any_of(rows.begin(), rows.end(), [&](const Row& r) { return number_in(r, m); });
+        return std::any_of(rows.begin(), rows.end(),
+                           [&](const Row& r) { return cell_number(r, m); });
       };
       if (has(baseline) && has(candidate)) metrics.push_back(m);
     }
@@ -233,10 +212,10 @@ CompareResult compare_tables(const std::vector<Row>& baseline, const std::vector
       }
       if (!c.from_steps) {
         for (const Row* r : base[name]) {
-          if (auto v = number_in(*r, m)) c.baseline.push_back(*v);
+          if (auto v = cell_number(*r, m)) c.baseline.push_back(*v);
         }
         for (const Row* r : cand[name]) {
-          if (auto v = number_in(*r, m)) c.candidate.push_back(*v);
+          if (auto v = cell_number(*r, m)) c.candidate.push_back(*v);
         }
       }
       if (c.baseline.empty() || c.candidate.empty()) continue;
@@ -340,7 +319,7 @@ ExtractTable comparison_table(const CompareResult& result, bool for_people) {
   }
   // A side's mean: of its samples, or for a throughput from step times amount / mean step time.
   auto side_mean = [](const std::vector<double>& x, double amount) {
-    return amount > 0 ? amount / mean_of(x) : mean_of(x);
+    return amount > 0 ? amount / mean(x) : mean(x);
   };
   auto percent = [](double r) {
     char buf[32];

@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <set>
 #include <string>
@@ -140,6 +141,12 @@ void group_repeats(ExtractTable* table);
 // Leaves out the columns whose value is the same in every row, except `keep` and the identity
 // columns (tag, status).
 void drop_constant_columns(ExtractTable* table, const std::vector<std::string>& keep);
+
+// A row's cell as a finite number: a number, or text that reads as one (a CSV's cells); nullopt
+// otherwise. And whether the row's status is ok.
+std::optional<double> cell_number(const std::map<std::string, Value>& row,
+                                  const std::string& column);
+bool row_ok(const std::map<std::string, Value>& row);
 
 // --where COLUMN OP VALUE (OP one of <, <=, >, >=, =, !=): numbers compare as numbers, anything
 // else as text (= and != only). A row without the column does not hold.

@@ -156,22 +156,6 @@ namespace {
 
 using Row = std::map<std::string, Value>;
 
-std::optional<double> number_in(const Row& row, const std::string& column) {
-  auto it = row.find(column);
-  if (it == row.end()) return std::nullopt;
-  if (it->second.is_number()) {
-    const double v = it->second.as_float();
-    return std::isfinite(v) ? std::optional<double>(v) : std::nullopt;
-  }
-  if (it->second.is_string()) return parse_double(it->second.as_string());
-  return std::nullopt;
-}
-
-bool ok_row(const Row& row) {
-  auto it = row.find("status");
-  return it != row.end() && cell_text(it->second) == "ok";
-}
-
 std::string group_of(const Row& row, const std::vector<std::string>& per) {
   std::string key;
   for (const std::string& k : per) {
@@ -182,6 +166,20 @@ std::string group_of(const Row& row, const std::vector<std::string>& per) {
 }
 
 }  // namespace
+
+std::optional<double> cell_number(const Row& row, const std::string& column) {
+  auto it = row.find(column);
+  if (it == row.end()) return std::nullopt;
+  std::optional<double> v;
+  if (it->second.is_number()) v = it->second.as_float();
+  if (it->second.is_string()) v = parse_double(it->second.as_string());  // a CSV's cell
+  return v && std::isfinite(*v) ? v : std::nullopt;
+}
+
+bool row_ok(const Row& row) {
+  auto it = row.find("status");
+  return it != row.end() && cell_text(it->second) == "ok";
+}
 
 RowCondition parse_condition(const std::string& text) {
   // The first operator from the left (a value may hold one: reason=a<=b); at one place the
@@ -206,7 +204,7 @@ bool holds(const Row& row, const RowCondition& c) {
     // An empty cell is the empty text: reason= holds there, reason!= does not.
     return c.value.empty() && c.op == "=";
   }
-  std::optional<double> have = number_in(row, c.column);
+  std::optional<double> have = cell_number(row, c.column);
   std::optional<double> want = parse_double(c.value);
   if (have && want) {
     if (c.op == "<") return *have < *want;
@@ -238,8 +236,8 @@ void keep_best(ExtractTable* t, const std::string& metric, const std::vector<std
   std::vector<std::string> order;
   for (size_t i = 0; i < t->rows.size(); ++i) {
     const Row& row = t->rows[i];
-    std::optional<double> v = number_in(row, metric);
-    if (!ok_row(row) || !v) continue;
+    std::optional<double> v = cell_number(row, metric);
+    if (!row_ok(row) || !v) continue;
     const std::string g = group_of(row, per);
     auto it = best.find(g);
     if (it == best.end()) {
@@ -247,7 +245,7 @@ void keep_best(ExtractTable* t, const std::string& metric, const std::vector<std
       order.push_back(g);
       continue;
     }
-    const double held = *number_in(t->rows[it->second], metric);
+    const double held = *cell_number(t->rows[it->second], metric);
     if (up ? *v > held : *v < held) it->second = i;
   }
   std::vector<Row> kept;
@@ -262,17 +260,17 @@ void keep_pareto_front(ExtractTable* t, const std::vector<std::string>& metrics,
     double value, low, high;
   };
   auto span = [&](const Row& row, const std::string& m) -> std::optional<Span> {
-    std::optional<double> v = number_in(row, m);
+    std::optional<double> v = cell_number(row, m);
     if (!v) return std::nullopt;
-    double low = number_in(row, m + "_ci_low").value_or(*v);
-    double high = number_in(row, m + "_ci_high").value_or(*v);
+    double low = cell_number(row, m + "_ci_low").value_or(*v);
+    double high = cell_number(row, m + "_ci_high").value_or(*v);
     if (!higher_is_better(m)) return Span{-*v, -high, -low};
     return Span{*v, low, high};
   };
   std::vector<size_t> candidates;
   std::vector<std::vector<Span>> spans;
   for (size_t i = 0; i < t->rows.size(); ++i) {
-    if (!ok_row(t->rows[i])) continue;
+    if (!row_ok(t->rows[i])) continue;
     std::vector<Span> s;
     for (const std::string& m : metrics) {
       if (auto x = span(t->rows[i], m)) s.push_back(*x);

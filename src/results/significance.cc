@@ -8,15 +8,12 @@
 #include <numeric>
 
 #include "results/statistics.h"  // student_t_quantile
+#include "results/summary.h"     // mean
 
 namespace sweepbench {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-double mean_of(const std::vector<double>& x) {
-  return std::accumulate(x.begin(), x.end(), 0.0) / static_cast<double>(x.size());
-}
 
 // P(U >= u) for the U statistic of samples of m and n values without ties, under the null
 // hypothesis: every order of the m + n values equally likely. p(u; m, n) =
@@ -117,7 +114,7 @@ Change relative_change(const std::vector<double>& baseline, const std::vector<do
     c.ratio = kNaN;
     return c;
   }
-  const double mb = mean_of(baseline), mc = mean_of(candidate);
+  const double mb = mean(baseline), mc = mean(candidate);
   c.ratio = mc / mb - 1;
   const size_t nb = baseline.size(), nc = candidate.size();
   if (nb < 2 || nc < 2 || !(mb > 0) || !(mc > 0)) return c;
