@@ -377,13 +377,14 @@ BASELINE and CANDIDATE are results trees (bench-sweep run --out) or tables bench
 (CSV). Points are matched on the keys that vary within either side (the sweeps' axes), or on
 --match KEYS; a point's ok repeats on each side are its samples (at least 3 each for a verdict;
 use `repeats:` in the sweep). For each metric: both means, the change in % with its 95%
-bootstrap interval, the Mann-Whitney U test's p-value adjusted by Holm-Bonferroni over every
-comparison, and the verdict: better, worse, ~ (the change's interval within --margin of none) or
+95% interval, the Mann-Whitney U test's p-value adjusted by Holm-Bonferroni over the
+comparisons that can be judged, and the verdict: better, worse, ~ (the change's interval within --margin of none) or
 inconclusive (too few samples, or neither). The direction that is better is the metric's:
 throughputs up, times and memory down. A geomean row per metric sums up the points.
 
-Docs: docs/compare.md. Exit codes: 0; 2 bad input; with --fail-on, 8 when a listed metric got
-significantly worse beyond its threshold, 9 when one could not be judged.
+Docs: docs/compare.md. Exit codes: 0; 2 bad input (also an -o among results); 3 the -o file
+exists (use -f); with --fail-on, 8 when a listed metric got significantly worse beyond its
+threshold, 9 when one could not be judged.
 
 Options)";
 
@@ -416,8 +417,8 @@ int bench_compare_main(const std::vector<std::string>& args, std::ostream& out, 
       "The level of significance, on the Holm-adjusted p-values")(
       "fail-on", po::value<std::vector<std::string>>()->composing(),
       "METRIC:PCT: exit 8 when METRIC got significantly worse by more than PCT, 9 when it could "
-      "not be judged (repeatable)")("format,f", po::value<std::string>(),
-                                    "table (default), md, csv, json or jsonl")(
+      "not be judged (repeatable)")("force,f", "Replace the -o file if it exists")(
+      "format", po::value<std::string>(), "table (default), md, csv, json or jsonl")(
       "output,o", po::value<std::string>(), "Write the table here (format from the extension)");
   po::positional_options_description positional;
   positional.add("baseline", 1).add("candidate", 1);
@@ -452,6 +453,12 @@ int bench_compare_main(const std::vector<std::string>& args, std::ostream& out, 
         }
         std::optional<std::string> output;
         if (vm.count("output")) output = vm["output"].as<std::string>();
+        // As bench-extract's -o: never a result, and an existing file only with -f.
+        if (output) refuse_output_among_results(*output);
+        if (output && !vm.count("force") && std::filesystem::exists(*output)) {
+          throw Error(ErrorKind::kConflict, Mark::in(*output), "", "the output file exists",
+                      "add -f to replace it, or choose another -o");
+        }
         const std::vector<TableFormat> formats = {TableFormat::kText, TableFormat::kCsv,
                                                   TableFormat::kJson, TableFormat::kJsonl,
                                                   TableFormat::kMarkdown};

@@ -32,31 +32,6 @@ int default_jobs() {
   return 1;
 }
 
-// -o must never replace a result: not a file named as a sweep directory's files are, and nothing
-// inside a point directory (one holding config.yaml, status.json or rank-00000.h5), whether or not
-// it is among the inputs. Symbolic links and ".." are resolved first.
-void refuse_output_among_results(const std::string& output) {
-  fs::path target = fs::weakly_canonical(fs::absolute(output));
-  if (is_results_file_name(target.filename().string())) {
-    throw Error::input(Mark::in(output), "",
-                       "is named as a sweep's results files are, and would replace one",
-                       "choose another name for the table, such as results.csv");
-  }
-  for (fs::path dir = target.parent_path();; dir = dir.parent_path()) {
-    std::error_code ec;
-    for (const std::string& name :
-         {std::string(kConfigFile), std::string(kStatusFile), rank_file_name(0)}) {
-      if (fs::exists(dir / name, ec)) {
-        throw Error::input(
-            Mark::in(output), "",
-            "is inside the point directory " + dir.string() + " (it holds " + name + ")",
-            "write the table outside the results tree's point directories");
-      }
-    }
-    if (dir == dir.root_path() || dir.empty()) break;
-  }
-}
-
 // --columns NAME (or --best, --pareto): refused unless `known` has it, with the nearest name.
 void check_column_named(const std::string& c, const std::vector<std::string>& known,
                         const std::string& option = "--columns") {
@@ -108,6 +83,31 @@ Options:
 )";
 
 }  // namespace
+
+// -o must never replace a result: not a file named as a sweep directory's files are, and nothing
+// inside a point directory (one holding config.yaml, status.json or rank-00000.h5), whether or not
+// it is among the inputs. Symbolic links and ".." are resolved first.
+void refuse_output_among_results(const std::string& output) {
+  fs::path target = fs::weakly_canonical(fs::absolute(output));
+  if (is_results_file_name(target.filename().string())) {
+    throw Error::input(Mark::in(output), "",
+                       "is named as a sweep's results files are, and would replace one",
+                       "choose another name for the table, such as results.csv");
+  }
+  for (fs::path dir = target.parent_path();; dir = dir.parent_path()) {
+    std::error_code ec;
+    for (const std::string& name :
+         {std::string(kConfigFile), std::string(kStatusFile), rank_file_name(0)}) {
+      if (fs::exists(dir / name, ec)) {
+        throw Error::input(
+            Mark::in(output), "",
+            "is inside the point directory " + dir.string() + " (it holds " + name + ")",
+            "write the table outside the results tree's point directories");
+      }
+    }
+    if (dir == dir.root_path() || dir.empty()) break;
+  }
+}
 
 int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description desc;

@@ -142,6 +142,10 @@ void group_repeats(ExtractTable* table);
 // columns (tag, status).
 void drop_constant_columns(ExtractTable* table, const std::vector<std::string>& keep);
 
+// Refuses (Error(kInput)) an -o that would replace a result: a file named as a sweep directory's
+// files are, or anything inside a point directory. bench-extract's and bench-compare's -o.
+void refuse_output_among_results(const std::string& output);
+
 // A row's cell as a finite number: a number, or text that reads as one (a CSV's cells); nullopt
 // otherwise. And whether the row's status is ok.
 std::optional<double> cell_number(const std::map<std::string, Value>& row,

@@ -200,6 +200,18 @@ class Compare(unittest.TestCase):
         self.assertIn("neither side has this metric", r.stderr)
         r = compare(self.trees["base"], self.trees["again"], "--margin", "lots", check=2)
         self.assertIn("--margin lots", r.stderr)
+        # -o never replaces a result, nor another file without -f.
+        point = [os.path.join(self.trees["base"], d) for d in sorted(os.listdir(self.trees["base"]))
+                 if os.path.isdir(os.path.join(self.trees["base"], d))][0]
+        r = compare(self.trees["base"], self.trees["again"], "-o", os.path.join(point, "t.csv"),
+                    check=2)
+        self.assertIn("is inside the point directory", r.stderr)
+        table = os.path.join(self.tmp, "compared.csv")
+        compare(self.trees["base"], self.trees["again"], "-o", table)
+        r = compare(self.trees["base"], self.trees["again"], "-o", table, check=3)
+        self.assertIn("the output file exists", r.stderr)
+        compare(self.trees["base"], self.trees["again"], "-o", table, "-f")
+        self.assertTrue(open(table).read().startswith("point,metric,samples,"))
 
 
 if __name__ == "__main__":
