@@ -107,6 +107,10 @@ node runs alone. Inside a SLURM allocation the points are srun steps spread over
 (--nodelist, --cpus-per-task, --exact). Each status.json says where its point ran and which
 points ran beside it. The default, 1, runs one point at a time on the whole machine.
 
+The sweep file's references (docs/references.md) are checked as each point ends ok, and again
+on the ok points a rerun keeps: a point whose metric's whole 95% interval lies outside its
+reference's bounds is named, with the reference's file:line.
+
 Examples:
   bench-sweep run sweeps/quickstart.yaml --out runs/quickstart
   bench-sweep run sweeps/gpt2-scaling.yaml --out runs/scaling --only 0,3 --dry-run
@@ -114,7 +118,8 @@ Examples:
   salloc -N 2 bench-sweep run sweeps/gpt2-scaling.yaml --out runs/scaling
 
 Docs: docs/running.md. Exit codes: 0 every point ok, 2 bad input, 3 conflicting output,
-4 file-system error, 1 a point did not end ok, 6 stopped by a signal.
+4 file-system error, 1 a point did not end ok, 6 stopped by a signal, 10 every point ok but one
+missed a performance reference.
 
 Options:
 )";
@@ -157,11 +162,12 @@ DIR's manifest, status.json files, claims and rank files, and asks squeue (then 
 jobs that ran or were submitted there: a job that ended by its time limit, a preemption or a
 node failure shows as such even when its runner could not record it. incomplete: the files do
 not make one finished run (its runner is gone, a rank file is missing or cut short). bench-extract
-gives each point the same status (docs/running.md).
+gives each point the same status (docs/running.md). An ok point that missed the sweep file's
+performance references says which in its note (docs/references.md).
 Examples:
   bench-sweep status --out runs/scaling
   bench-sweep status --out runs/scaling --format json
-Exit codes: 0, 2 bad input (no manifest in DIR).
+Exit codes: 0, 2 bad input (no manifest in DIR), 10 a point missed a performance reference.
 Options:
 )";
 
@@ -399,7 +405,9 @@ int run_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   if (!run.dry_run) write_plan_locked(plan, run.out_dir, out);
   RunReport report = run_sweep(plan, run, LaunchSite::detect(), out);
   if (report.stop_signal != 0) return kExitStopped;
-  return run.dry_run || report.all_ok() ? kExitOk : kExitNotAllOk;
+  if (run.dry_run) return kExitOk;
+  if (!report.all_ok()) return kExitNotAllOk;
+  return report.missed_reference.empty() ? kExitOk : kExitReferenceMissed;
 }
 
 int run_submit(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -509,8 +517,9 @@ int run_status(const std::vector<std::string>& args, std::ostream& out, std::ost
                        "use table or json");
   }
   std::string dir = vm["out"].as<std::string>();
-  print_status(sweep_status(dir), dir, format == "json", out);
-  return kExitOk;
+  StatusReport report = sweep_status(dir);
+  print_status(report, dir, format == "json", out);
+  return report.missed_reference() > 0 ? kExitReferenceMissed : kExitOk;
 }
 
 std::string default_text(const KeySpec& k) {

@@ -19,6 +19,7 @@
 #include "core/command_spec.h"
 #include "core/config.h"
 #include "core/error.h"
+#include "core/exit_codes.h"
 #include "core/fs.h"
 #include "core/process.h"
 #include "core/settings.h"
@@ -31,6 +32,7 @@
 #include "layout/manifest.h"
 #include "layout/paths.h"
 #include "layout/point_status.h"
+#include "sweep/references.h"
 
 namespace sweepbench {
 namespace {
@@ -394,7 +396,13 @@ class SweepRun {
     report_.stop_signal = o_.dry_run ? 0 : received_stop_signal();
     for (const SweepPoint* p : points) {
       PointStatus s = PointStatus::kPending;
-      if (auto it = records_.find(p->tag); it != records_.end()) s = it->second.status;
+      if (auto it = records_.find(p->tag); it != records_.end()) {
+        s = it->second.status;
+        if (s == PointStatus::kOk && it->second.reference == "miss") {
+          report_.missed_reference.push_back(p->tag);
+        }
+        if (s == PointStatus::kOk && it->second.reference == "pass") ++report_.passed_reference;
+      }
       ++report_.counts[s];
     }
     print_summary(points.size());
@@ -581,7 +589,20 @@ class SweepRun {
     if (auto it = records_.find(p.tag); it != records_.end()) record = it->second;
     Decision d = decide(record, p.config_hash, o_.force, o_.retry_failed);
     if (d == Decision::kKeepOk) {
-      row(p, "ok", "kept: ok since " + record->ended + " (--force reruns it)");
+      // The references may have changed since it ran: checked again, and recorded when the
+      // point is free to write.
+      PointRecord kept = *record;
+      std::string missed = check_references(p, kept);
+      if (kept.reference != record->reference || !(kept.references == record->references)) {
+        ClaimState busy;
+        if (std::optional<PointClaim> claim =
+                PointClaim::acquire(point_dir(p), &busy, slurm_claim_liveness())) {
+          finish(p, kept);
+        }
+      }
+      row(p, "ok",
+          "kept: ok since " + record->ended + " (--force reruns it)" +
+              (missed.empty() ? "" : "; MISSED its reference: " + missed));
       return nullptr;
     }
     if (d == Decision::kKeepFailure) {
@@ -629,6 +650,7 @@ class SweepRun {
     r.host = this_host();
     r.pid = ::getpid();
     r.slurm_job_id = slurm_job_id_here();
+    if (const char* partition = std::getenv("SLURM_JOB_PARTITION")) r.partition = partition;
     r.started = utc_now_iso8601();
     if (packing()) {
       if (in_allocation()) {
@@ -737,11 +759,13 @@ class SweepRun {
     }
     if (!ended.empty() && r.status != PointStatus::kOk) r.reason += "; " + ended;
     r.ended = utc_now_iso8601();
+    std::string missed = check_references(p, r);
     finish(p, r);
     if (r.status == PointStatus::kTimeout) timed_out_.push_back(&p);
     row(p, to_string(r.status),
         seconds_text(r.seconds) + " s" + (r.reason.empty() ? "" : "; " + r.reason) +
-            (!ended.empty() && r.status == PointStatus::kOk ? "; " + ended : ""));
+            (!ended.empty() && r.status == PointStatus::kOk ? "; " + ended : "") +
+            (missed.empty() ? "" : "; MISSED its reference: " + missed));
     progress_.done(r.status);
     if (packing() && others.empty()) {
       // Nothing else runs: what earlier points left without their tag goes now.
@@ -777,6 +801,38 @@ class SweepRun {
     }
   }
 
+  // The sweep's references against an ok point's summary.json (sweep/references.h): sets
+  // r.references and r.reference ("pass", "miss", or "" when none applies). Returns what it
+  // missed, for its row; "" otherwise.
+  std::string check_references(const SweepPoint& p, PointRecord& r) const {
+    r.references = Value();
+    r.reference.clear();
+    const std::vector<PerformanceReference>& all = plan_.info().references;
+    if (all.empty() || r.status != PointStatus::kOk) return "";
+    Value summary = Value::map();
+    try {
+      summary = load_yaml_file((fs::path(point_dir(p)) / kSummaryFile).string());
+    } catch (const Error&) {
+      // An ok point without a readable summary: its references miss for want of the metrics.
+    }
+    PointFacts facts = facts_of(p.scenario, p.config, summary, r.host, r.partition);
+    std::vector<const PerformanceReference*> apply = references_for(all, facts);
+    if (apply.empty()) return "";
+    const Value* metrics = summary.is_map() ? summary.find("metrics") : nullptr;
+    const Value* units = summary.is_map() ? summary.find("units") : nullptr;
+    Value list = Value::list();
+    std::vector<std::string> misses;
+    for (const PerformanceReference* ref : apply) {
+      ReferenceCheck c = check_reference(*ref, metrics != nullptr ? *metrics : Value::map(),
+                                         units != nullptr ? *units : Value::map());
+      if (!c.pass) misses.push_back(describe_miss(c));
+      list.items().push_back(c.to_value());
+    }
+    r.references = list;
+    r.reference = misses.empty() ? "pass" : "miss";
+    return join(misses, "; ");
+  }
+
   void finish(const SweepPoint& p, const PointRecord& r) {
     write_point_record(point_dir(p), r);
     manifest_.set(p.tag, manifest_fields(r));
@@ -790,9 +846,22 @@ class SweepRun {
     }
     out_ << " (" << plural(n, "point") << ")\n";
     if (o_.dry_run) return;
+    if (!report_.missed_reference.empty() || report_.passed_reference > 0) {
+      out_ << "# references: " << report_.passed_reference << " passed, "
+           << report_.missed_reference.size() << " missed"
+           << (report_.missed_reference.empty()
+                   ? std::string()
+                   : " (" + join(report_.missed_reference, ", ") + ")")
+           << "\n";
+    }
     if (report_.stop_signal != 0) {
       out_ << "# STOPPED by " << signal_name(report_.stop_signal)
            << ": run the same command again to go on where it stopped\n";
+    } else if (report_.all_ok() && !report_.missed_reference.empty()) {
+      out_ << "# MISSED REFERENCES: every point is ok, but "
+           << plural(report_.missed_reference.size(), "point")
+           << " missed a performance reference (exit " << kExitReferenceMissed
+           << "); DIR/<tag>/status.json says which (DIR = " << o_.out_dir << ")\n";
     } else if (report_.all_ok()) {
       out_ << "# OK: every point is ok; results in " << o_.out_dir << "/<tag>/\n";
     } else {

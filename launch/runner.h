@@ -85,6 +85,10 @@ struct RunReport {
   size_t ran = 0;
   size_t busy_elsewhere = 0;  // claimed by another live runner
   int stop_signal = 0;        // a signal stopped the sweep early
+  // The selected ok points whose results missed a performance reference (tags), and how many
+  // passed theirs.
+  std::vector<std::string> missed_reference;
+  size_t passed_reference = 0;
   bool all_ok() const;
 };
 

@@ -1,10 +1,12 @@
 #include "launch/status.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <set>
 
 #include "core/error.h"
+#include "core/exit_codes.h"
 #include "core/fs.h"
 #include "core/table.h"
 #include "core/text.h"
@@ -12,6 +14,7 @@
 #include "launch/slurm.h"
 #include "layout/manifest.h"
 #include "layout/paths.h"
+#include "sweep/references.h"
 
 namespace sweepbench {
 namespace {
@@ -64,15 +67,36 @@ StatusReport sweep_status(const std::string& out_dir) {
     PointView merged = decide_point_status(evidence[i], slurm);
     merged.index = report.points[i].index;
     merged.tag = report.points[i].tag;
+    const std::optional<PointRecord>& record = evidence[i].record;
+    if (merged.status == PointStatus::kOk && record && !record->reference.empty()) {
+      merged.reference = record->reference;
+      if (record->references.is_list()) {
+        for (const Value& v : record->references.items()) {
+          std::optional<ReferenceCheck> c = ReferenceCheck::from_value(v);
+          if (c && !c->pass) merged.reference_misses.push_back(describe_miss(*c));
+        }
+      }
+    }
     report.points[i] = merged;
   }
   return report;
+}
+
+size_t StatusReport::missed_reference() const {
+  return static_cast<size_t>(std::count_if(points.begin(), points.end(),
+                                           [](const PointView& p) { return p.reference == "miss"; }));
+}
+
+size_t StatusReport::passed_reference() const {
+  return static_cast<size_t>(std::count_if(points.begin(), points.end(),
+                                           [](const PointView& p) { return p.reference == "pass"; }));
 }
 
 void print_status(const StatusReport& report, const std::string& out_dir, bool json,
                   std::ostream& out) {
   std::map<PointStatus, size_t> counts;
   for (const PointView& p : report.points) ++counts[p.status];
+  const size_t missed = report.missed_reference(), passed = report.passed_reference();
   if (json) {
     Value root = Value::map();
     root.set("out", Value::string(out_dir));
@@ -86,6 +110,12 @@ void print_status(const StatusReport& report, const std::string& out_dir, bool j
       if (p.orphaned) e.set("orphaned", Value::boolean(true));
       e.set("job", Value::string(p.job));
       e.set("note", Value::string(p.note));
+      if (!p.reference.empty()) {
+        e.set("reference", Value::string(p.reference));
+        Value misses = Value::list();
+        for (const std::string& m : p.reference_misses) misses.items().push_back(Value::string(m));
+        e.set("reference_misses", misses);
+      }
       list.items().push_back(e);
     }
     root.set("points", list);
@@ -95,6 +125,12 @@ void print_status(const StatusReport& report, const std::string& out_dir, bool j
         totals.set(to_string(s), Value::integer(static_cast<std::int64_t>(counts[s])));
     }
     root.set("totals", totals);
+    if (missed + passed > 0) {
+      Value refs = Value::map();
+      refs.set("passed", Value::integer(static_cast<std::int64_t>(passed)));
+      refs.set("missed", Value::integer(static_cast<std::int64_t>(missed)));
+      root.set("references", refs);
+    }
     out << emit_json(root, 2, false) << "\n";
     return;
   }
@@ -104,7 +140,10 @@ void print_status(const StatusReport& report, const std::string& out_dir, bool j
     table.row({Value::integer(p.index),
                Value::string(to_string(p.status) + (p.orphaned ? " (orphaned)" : "")),
                Value::string(p.tag), Value::string(p.job.empty() ? "-" : p.job),
-               Value::string(p.note)});
+               Value::string(p.reference_misses.empty()
+                                 ? p.note
+                                 : (p.note.empty() ? "" : p.note + "; ") +
+                                       "MISSED its reference: " + join(p.reference_misses, "; "))});
   }
   table.finish();
   out << "# " << plural(report.points.size(), "point") << ":";
@@ -115,6 +154,10 @@ void print_status(const StatusReport& report, const std::string& out_dir, bool j
               ? ""
               : " (SLURM did not answer: from the directory alone)")
       << "\n";
+  if (missed + passed > 0) {
+    out << "# references: " << passed << " passed, " << missed << " missed"
+        << (missed > 0 ? " (exit " + std::to_string(kExitReferenceMissed) + ")" : std::string()) << "\n";
+  }
 }
 
 }  // namespace sweepbench

@@ -20,6 +20,9 @@ struct StatusReport {
   std::vector<PointView> points;
   bool slurm_asked = false;  // some point was submitted or ran in a SLURM job
   bool slurm_answered = false;
+  // Ok points that missed (passed) the sweep's performance references.
+  size_t missed_reference() const;
+  size_t passed_reference() const;
 };
 
 // Reads DIR (Error(kInput) when it holds no manifest) and asks SLURM about its jobs.

@@ -210,6 +210,10 @@ ExtractTable people_table(const ExtractTable& full, const std::vector<std::strin
   };
   const bool any_noisy = std::any_of(full.rows.begin(), full.rows.end(), noisy);
   if (any_noisy) out.columns.push_back("cv");
+  // The performance references' verdicts, where any point was checked against one.
+  const bool any_reference = std::any_of(full.rows.begin(), full.rows.end(),
+                                         [](const auto& row) { return row.count("reference"); });
+  if (any_reference) out.columns.push_back("reference");
   if (!all_ok) out.columns.insert(out.columns.end(), {"status", "reason"});
 
   for (const Row& row : full.rows) {
@@ -246,6 +250,13 @@ ExtractTable people_table(const ExtractTable& full, const std::vector<std::strin
       char buf[32];
       std::snprintf(buf, sizeof buf, "%.0f%%", cv * 100);
       cells["cv"] = Value::string(noisy(row) ? buf : "");
+    }
+    if (any_reference) {
+      std::string verdict;
+      if (auto it = row.find("reference"); it != row.end() && it->second.is_string()) {
+        verdict = it->second.as_string() == "miss" ? "MISS" : it->second.as_string();
+      }
+      cells["reference"] = Value::string(verdict);
     }
     if (!all_ok) {
       cells["status"] = Value::string(text_of(row, "status"));

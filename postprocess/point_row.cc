@@ -31,6 +31,7 @@
 #include "layout/point_status.h"
 #include "results/infer_metrics.h"
 #include "results/rank_reader.h"
+#include "sweep/references.h"
 #include "results/statistics.h"
 #include "results/summary.h"
 #include "sweep/expand.h"
@@ -337,6 +338,7 @@ struct PointColumns {
   std::set<std::string> params;
   std::vector<std::string> metrics;  // in the order first seen
   std::set<std::string> benchmarks;  // the workloads present (empty: no config could be read)
+  std::vector<std::string> referenced;  // metrics a performance reference was checked on
 
   // Whether a point of the workload `benchmark` may be among them.
   bool has(const std::string& benchmark) const {
@@ -353,6 +355,18 @@ PointColumns point_columns(const std::vector<std::string>& dirs) {
   };
   for (const std::string& d : dirs) {
     std::vector<std::string> ignored;
+    if (std::optional<Value> record = read_json_or_yaml(fs::path(d) / kStatusFile, &ignored);
+        record && record->is_map()) {
+      if (const Value* refs = record->find("references"); refs != nullptr && refs->is_list()) {
+        for (const Value& r : refs->items()) {
+          std::string m = r.is_map() ? text_field(r, "metric") : "";
+          if (!m.empty() && std::find(c.referenced.begin(), c.referenced.end(), m) ==
+                                c.referenced.end()) {
+            c.referenced.push_back(m);
+          }
+        }
+      }
+    }
     std::optional<Value> config = read_json_or_yaml(fs::path(d) / kConfigFile, &ignored);
     if (!config || !config->is_map()) continue;
     std::string benchmark = text_field(*config, "benchmark");
@@ -437,7 +451,16 @@ std::vector<std::string> extract_columns(const std::vector<std::string>& dirs) {
   }
   if (pc.has("train") || pc.has("infer")) columns.push_back("noisy");
   if (pc.has("train")) columns.push_back("profile_trace");
+  // The sweep's performance references (sweep/references.h), as bench-sweep run checked them.
+  if (!pc.referenced.empty()) columns.push_back("reference");
+  for (const std::string& m : pc.referenced) {
+    for (const std::string& c : reference_columns(m)) columns.push_back(c);
+  }
   return columns;
+}
+
+std::vector<std::string> reference_columns(const std::string& metric) {
+  return {metric + "_ref", metric + "_ref_low", metric + "_ref_high", metric + "_ref_pass"};
 }
 
 const std::vector<std::string>& noise_columns() {
@@ -625,6 +648,20 @@ ExtractedPoint extract_point(const std::string& d, Manifests& manifests, double 
       if (!rec.gpus.empty()) row["gpus"] = Value::string(rec.gpus);
       if (!rec.nodes.empty()) row["nodes"] = Value::string(rec.nodes);
       if (rec.beside) row["beside"] = Value::string(join(*rec.beside, " "));
+      if (view.status == PointStatus::kOk && !rec.reference.empty() &&
+          rec.references.is_list()) {
+        row["reference"] = Value::string(rec.reference);
+        auto bound = [](double x) { return std::isfinite(x) ? Value::real(x) : Value::null(); };
+        for (const Value& v : rec.references.items()) {
+          std::optional<ReferenceCheck> c = ReferenceCheck::from_value(v);
+          if (!c) continue;
+          const std::vector<std::string> cols = reference_columns(c->metric);
+          row[cols[0]] = Value::real(c->reference);
+          row[cols[1]] = bound(c->low);
+          row[cols[2]] = bound(c->high);
+          row[cols[3]] = Value::boolean(c->pass);
+        }
+      }
     }
 
     if (!ranks.empty() && whole) {

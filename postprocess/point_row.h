@@ -51,6 +51,11 @@ class Manifests {
 // this name, for bench-compare's one-run comparisons: a list no table prints (it is in no column).
 inline constexpr const char* kStepBatchMeans = "step_time_batch_means_s";
 
+// The columns of a metric's performance reference (sweep/references.h): the reference, the
+// allowed range's ends (empty where unbounded) and whether the point passed:
+// <metric>_ref, _ref_low, _ref_high, _ref_pass. The row's `reference` is pass or miss.
+std::vector<std::string> reference_columns(const std::string& metric);
+
 // One point's row, and what went wrong reading it. `unread`: why the rank files were not read
 // (their reader crashed or hung on them); the row is then built from what else the directory
 // says, and is incomplete.

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -13,8 +14,42 @@
 #include "postprocess/point_row.h"
 #include "results/statistics.h"
 #include "results/summary.h"
+#include "sweep/references.h"
 
 namespace sweepbench {
+
+namespace {
+
+// The group's verdict on each referenced metric: its whole interval over the repeats (or, from
+// one repeat, its value) outside the reference's range misses (sweep/references.h).
+void check_group_references(std::map<std::string, Value>* row,
+                            const std::vector<std::string>& referenced) {
+  row->erase("reference");
+  bool any = false, missed = false;
+  for (const std::string& m : referenced) {
+    const std::vector<std::string> cols = reference_columns(m);
+    row->erase(cols[3]);
+    std::optional<double> value = cell_number(*row, m);
+    if (row->count(cols[0]) == 0 || !cell_number(*row, cols[0]) || !row_ok(*row)) continue;
+    any = true;
+    if (!value) {
+      (*row)[cols[3]] = Value::boolean(false);
+      missed = true;
+      continue;
+    }
+    const double inf = std::numeric_limits<double>::infinity();
+    double low = cell_number(*row, cols[1]).value_or(-inf);
+    double high = cell_number(*row, cols[2]).value_or(inf);
+    double ci_low = cell_number(*row, m + "_ci_low").value_or(*value);
+    double ci_high = cell_number(*row, m + "_ci_high").value_or(*value);
+    bool pass = !interval_misses(ci_low, ci_high, low, high);
+    (*row)[cols[3]] = Value::boolean(pass);
+    missed = missed || !pass;
+  }
+  if (any) (*row)["reference"] = Value::string(missed ? "miss" : "pass");
+}
+
+}  // namespace
 
 void group_repeats(ExtractTable* t) {
   std::set<std::string> metrics(metric_columns().begin(), metric_columns().end());
@@ -37,8 +72,18 @@ void group_repeats(ExtractTable* t) {
     }
     return false;
   };
-  std::set<std::string> not_key = {"tag",    "index",   "repeat", "status",
-                                   "reason", "started", "noisy"};
+  std::set<std::string> not_key = {"tag",    "index",   "repeat",   "status",
+                                   "reason", "started", "noisy",    "reference"};
+  // A performance reference's verdict is the group's, from the repeats' interval; the
+  // reference and its range stay part of what the repeats share.
+  std::vector<std::string> referenced;
+  for (const std::string& c : t->columns) {
+    const std::string pass = "_ref_pass";
+    if (c.size() > pass.size() && c.compare(c.size() - pass.size(), pass.size(), pass) == 0) {
+      referenced.push_back(c.substr(0, c.size() - pass.size()));
+      not_key.insert(c);
+    }
+  }
   not_key.insert(metrics.begin(), metrics.end());
   for (auto it = metrics.begin(); it != metrics.end();) {
     it = is_interval(*it) ? metrics.erase(it) : std::next(it);
@@ -109,6 +154,7 @@ void group_repeats(ExtractTable* t) {
         }
       }
     }
+    check_group_references(&row, referenced);
     rows.push_back(std::move(row));
   }
   std::vector<std::string> columns;

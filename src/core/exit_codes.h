@@ -12,6 +12,8 @@ constexpr int kExitIo = 4;            // the file system (or standard output) re
 constexpr int kExitStopped = 6;       // bench-sweep run: a signal stopped the sweep
 constexpr int kExitRegression = 8;    // bench-compare --fail-on: a metric got significantly worse
 constexpr int kExitInconclusive = 9;  // bench-compare --fail-on: a metric could not be judged
+// bench-sweep run and status: every point ok, but one missed a performance reference.
+constexpr int kExitReferenceMissed = 10;
 // bench-train: the run ended early, and its results are written.
 constexpr int kExitTrainOom = 20;        // a rank ran out of memory
 constexpr int kExitTrainTimeout = 21;    // SIGTERM or SIGUSR1 (the time limit)

@@ -101,6 +101,11 @@ Value PointRecord::to_value() const {
     for (const std::string& tag : *beside) list.items().push_back(Value::string(tag));
     v.set("beside", list);
   }
+  if (!partition.empty()) v.set("partition", Value::string(partition));
+  if (!reference.empty()) {
+    v.set("reference", Value::string(reference));
+    v.set("references", references);
+  }
   return v;
 }
 
@@ -131,6 +136,11 @@ PointRecord PointRecord::from_value(const Value& v) {
     for (const Value& tag : b->items()) {
       if (tag.is_string()) r.beside->push_back(tag.as_string());
     }
+  }
+  r.partition = text_field(v, "partition");
+  r.reference = text_field(v, "reference");
+  if (const Value* refs = v.find("references"); refs != nullptr && refs->is_list()) {
+    r.references = *refs;
   }
   return r;
 }

@@ -62,6 +62,12 @@ struct PointRecord {
   // (SLURM picks those); beside: the points that ran on one of them at the same time.
   std::string cpus, gpus, nodes;
   std::optional<std::vector<std::string>> beside;
+  // SLURM's partition of the runner's job (SLURM_JOB_PARTITION); left out when empty.
+  std::string partition;
+  // The sweep's performance references checked against an ok point's results (a list of
+  // sweep/references.h's ReferenceCheck), and "pass" or "miss"; left out when none applied.
+  Value references;
+  std::string reference;
 
   Value to_value() const;
   static PointRecord from_value(const Value& v);

@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "layout/claim.h"
 #include "layout/point_record.h"
@@ -64,6 +65,10 @@ struct PointView {
   std::string job;        // the SLURM job or array task the state comes from, if any
   std::string note;       // the reason, or where the state comes from
   bool orphaned = false;  // running, but its runner is gone and its processes still run
+  // An ok point's check against the sweep's performance references (status.json): "pass",
+  // "miss", or "" when none applied; and for a miss, what it missed.
+  std::string reference;
+  std::vector<std::string> reference_misses;
 };
 
 // The point's status from its files and SLURM's answer (nullopt: not asked, or no answer).

@@ -406,6 +406,8 @@ void write_summary_file(const std::string& out_dir, const RankResult& r, const s
   root.set("config_hash", Value::string(r.config_hash));
   root.set("run_id", Value::string(r.run_id));
   root.set("world_size", Value::integer(r.world_size));
+  // Where it ran, for the sweep's performance references keyed by device (sweep/references.h).
+  if (!r.device_name.empty()) root.set("device_name", Value::string(r.device_name));
   for (const Value::Entry& e : extra.entries()) root.set(e.key, e.value);
   Value values = Value::map();
   Value units = Value::map();

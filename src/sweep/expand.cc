@@ -52,18 +52,8 @@ size_t saturating_mul(size_t a, size_t b) {
 }
 
 bool excluded(const Value& config, const std::vector<ExcludeRule>& rules) {
-  for (const ExcludeRule& rule : rules) {
-    bool all = true;
-    for (const ExcludeRule::Match& m : rule.matches) {
-      const Value* v = config.find_path(m.key);
-      if (v == nullptr || std::find(m.any_of.begin(), m.any_of.end(), *v) == m.any_of.end()) {
-        all = false;
-        break;
-      }
-    }
-    if (all) return true;
-  }
-  return false;
+  return std::any_of(rules.begin(), rules.end(),
+                     [&](const ExcludeRule& rule) { return rule_matches(config, rule); });
 }
 
 std::string describe_assignment(const std::string& scenario, bool named,
@@ -362,6 +352,7 @@ Plan plan_sweep(const SweepSpec& spec, const PlanOptions& options) {
   info.sweep_name = spec.name;
   info.sweep_path = spec.path;
   info.named_scenarios = spec.named_scenarios;
+  info.references = spec.references;
   info.repeats = spec.repeats;
   size_t repeats = static_cast<size_t>(std::max<std::int64_t>(spec.repeats, 1));
   for (const Scenario& sc : spec.scenarios) {

@@ -58,6 +58,8 @@ struct PlanInfo {
   // Those derived keys that vary as their sources do (model.ffn_dim with a swept model.n_embd,
   // eval.micro_batch with train.micro_batch): columns of the printed plan, not part of tags.
   std::vector<std::string> derived_varying_keys;
+  // The sweep file's performance references (sweep/references.h), checked as points finish.
+  std::vector<PerformanceReference> references;
   size_t total_points = 0;     // the whole sweep
   size_t selected_points = 0;  // those --scenario chose (all when none is given)
 };

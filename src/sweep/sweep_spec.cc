@@ -1,6 +1,11 @@
 #include "sweep/sweep_spec.h"
 
+#include <fnmatch.h>
+
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <set>
 
@@ -17,10 +22,13 @@ namespace fs = std::filesystem;
 const std::vector<std::string> kTopLevelKeys = {
     "name", "description", "defaults",  "base",    "axes",
     "zip",  "exclude",     "include",   "repeats", "scenarios",
-    "tag",  "launch",      "container", "slurm",   "prune_after_oom"};
+    "tag",  "launch",      "container", "slurm",   "prune_after_oom", "references"};
 const std::vector<std::string> kScenarioKeys = {"name", "base",    "axes",
                                                 "zip",  "exclude", "include"};
 const std::vector<std::string> kTagKeys = {"style", "format", "keys"};
+const std::vector<std::string> kReferenceKeys = {"metric", "value",  "lower",     "upper",
+                                                 "unit",   "device", "host",      "partition",
+                                                 "scenario", "when"};
 // Sections that may stand at the top level of a sweep file as defaults for every point.
 const std::vector<std::string> kTopLevelSections = {"launch", "container", "slurm"};
 
@@ -338,6 +346,130 @@ void check_name_keys(const Value& map, const std::string& where,
   }
 }
 
+// A reference's bound: null (none), a number (an offset in the metric's unit) or "N%" (a
+// fraction of the reference's magnitude), signed as written.
+ReferenceBound parse_bound(const Value* v, const std::string& key, const Mark& fallback) {
+  ReferenceBound b;
+  if (v == nullptr || v->is_null()) return b;
+  const Mark& mark = mark_or(*v, fallback);
+  if (v->is_number()) {
+    b.present = true;
+    b.amount = v->as_float();
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", b.amount);
+    b.text = text;
+  } else if (v->is_string()) {
+    std::string t = trim(v->as_string());
+    char* end = nullptr;
+    double pct = t.size() > 1 && t.back() == '%' ? std::strtod(t.c_str(), &end) : 0.0;
+    if (end == nullptr || end != t.c_str() + t.size() - 1 || !std::isfinite(pct)) {
+      throw Error::input(mark, key, "'" + v->as_string() + "' is not a bound",
+                         "give a percentage of the reference (-10%) or a number in the "
+                         "metric's unit (-0.5)");
+    }
+    b.present = true;
+    b.relative = true;
+    b.amount = pct / 100;
+    b.text = t;
+  } else {
+    throw Error::input(mark, key, "expected a percentage or a number, got " + v->describe());
+  }
+  if (!std::isfinite(b.amount)) throw Error::input(mark, key, "the bound is not finite");
+  return b;
+}
+
+std::string reference_pattern(const Value& entry, const char* key, const std::string& label,
+                              const Mark& mark) {
+  const Value* v = entry.find(key);
+  if (v == nullptr || v->is_null()) return "";
+  std::string text = require_string(*v, label + "." + key, mark);
+  if (text.empty()) {
+    throw Error::input(mark_or(*v, mark), label + "." + key, "an empty pattern matches nothing",
+                       "remove it to match any, or give a pattern such as '*H100*'");
+  }
+  return text;
+}
+
+std::vector<PerformanceReference> parse_references(const Value& references,
+                                                   const Mark& fallback) {
+  std::vector<PerformanceReference> out;
+  if (references.is_null()) return out;
+  const Value& list = require_list(references, "references", fallback,
+                                   "references is a list of {metric, value, lower, upper, ...}");
+  for (size_t i = 0; i < list.items().size(); ++i) {
+    const Value& entry = list.items()[i];
+    std::string label = "references[" + std::to_string(i) + "]";
+    PerformanceReference r;
+    r.mark = mark_or(entry, mark_or(list, fallback));
+    if (!entry.is_map()) {
+      throw Error::input(r.mark, label,
+                         "expected a mapping such as {metric: train_tokens_per_second, value: "
+                         "36000, lower: -10%}, got " + entry.describe());
+    }
+    check_name_keys(entry, label, kReferenceKeys);
+    const Value* metric = entry.find("metric");
+    if (metric == nullptr) throw Error::input(r.mark, label, "needs a metric");
+    r.metric = require_string(*metric, label + ".metric", r.mark);
+    if (!is_key_like(r.metric)) {
+      throw Error::input(mark_or(*metric, r.mark), label + ".metric",
+                         "'" + r.metric + "' is not a metric's name",
+                         "give a column of bench-extract, such as train_tokens_per_second");
+    }
+    const Value* value = entry.find("value");
+    if (value == nullptr || !value->is_number() || !std::isfinite(value->as_float())) {
+      throw Error::input(value == nullptr ? r.mark : mark_or(*value, r.mark), label + ".value",
+                         value == nullptr ? "needs the expected value"
+                                          : "expected a number, got " + value->describe());
+    }
+    r.value = value->as_float();
+    r.lower = parse_bound(entry.find("lower"), label + ".lower", r.mark);
+    r.upper = parse_bound(entry.find("upper"), label + ".upper", r.mark);
+    if (!r.lower.present && !r.upper.present) {
+      throw Error::input(r.mark, label, "has no bound, so no result could miss it",
+                         "give lower:, upper: or both, e.g. lower: -10%");
+    }
+    for (const auto& [b, key] : {std::pair{&r.lower, "lower"}, std::pair{&r.upper, "upper"}}) {
+      const Value* v = entry.find(key);
+      if (!b->present) continue;
+      bool wrong_side = std::string(key) == "lower" ? b->amount > 0 : b->amount < 0;
+      if (wrong_side) {
+        throw Error::input(
+            mark_or(*v, r.mark), label + "." + key,
+            std::string(std::string(key) == "lower" ? "a " : "an ") + key + " bound of " + b->text + " lies on the wrong side of the "
+                "reference",
+            std::string("bounds are offsets from value: lower is 0 or less (-10%), upper 0 or "
+                        "more (+10%)"));
+      }
+      if (b->relative && r.value == 0) {
+        throw Error::input(mark_or(*v, r.mark), label + "." + key,
+                           "a percentage of a reference of 0 is 0",
+                           "give an absolute bound in the metric's unit, e.g. " +
+                               std::string(key) + ": " +
+                               (std::string(key) == "lower" ? "-0.01" : "0.01"));
+      }
+    }
+    if (const Value* unit = entry.find("unit"); unit != nullptr && !unit->is_null()) {
+      r.unit = require_string(*unit, label + ".unit", r.mark);
+    }
+    r.device = reference_pattern(entry, "device", label, r.mark);
+    r.host = reference_pattern(entry, "host", label, r.mark);
+    r.partition = reference_pattern(entry, "partition", label, r.mark);
+    r.scenario = reference_pattern(entry, "scenario", label, r.mark);
+    if (const Value* when = entry.find("when"); when != nullptr && !when->is_null()) {
+      r.when.mark = mark_or(*when, r.mark);
+      if (!when->is_map() || when->entries().empty()) {
+        throw Error::input(r.when.mark, label + ".when",
+                           "expected a mapping of config keys to values, e.g. "
+                           "{train.micro_batch: 8}, got " + when->describe());
+      }
+      flatten_exclude(*when, "", r.when);
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+
 // Keys set in both partial configs; `a_label` and `b_label` name where each came from.
 void reject_overlap(const Value& a, const std::string& a_label, const Value& b,
                     const std::string& b_label) {
@@ -550,6 +682,8 @@ SweepSpec parse_sweep(const Value& root, const std::string& path, const SweepFil
     }
   }
 
+  spec.references = parse_references(get("references"), file_mark);
+
   // scenarios
   struct RawScenario {
     std::string name;
@@ -618,6 +752,20 @@ SweepSpec parse_sweep(const Value& root, const std::string& path, const SweepFil
     spec.scenarios.push_back(std::move(sc));
   }
 
+  // A reference for a scenario the file does not have would never apply.
+  for (const PerformanceReference& r : spec.references) {
+    if (r.scenario.empty()) continue;
+    bool any = std::any_of(spec.scenarios.begin(), spec.scenarios.end(), [&](const Scenario& sc) {
+      return ::fnmatch(r.scenario.c_str(), sc.name.c_str(), 0) == 0;
+    });
+    if (!any) {
+      std::vector<std::string> names;
+      for (const Scenario& sc : spec.scenarios) names.push_back(sc.name);
+      throw Error::input(r.mark, "references", "scenario '" + r.scenario + "' matches no scenario",
+                         "the scenarios are: " + join(names, ", "));
+    }
+  }
+
   // An exclude that names a key no dimension sweeps can never do what was meant.
   for (const Scenario& sc : spec.scenarios) {
     for (const ExcludeRule& rule : sc.excludes) {
@@ -633,6 +781,32 @@ SweepSpec parse_sweep(const Value& root, const std::string& path, const SweepFil
     }
   }
   return spec;
+}
+
+bool rule_matches(const Value& config, const ExcludeRule& rule) {
+  for (const ExcludeRule::Match& m : rule.matches) {
+    const Value* v = config.find_path(m.key);
+    if (v == nullptr || std::find(m.any_of.begin(), m.any_of.end(), *v) == m.any_of.end()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+double PerformanceReference::low() const {
+  if (!lower.present) return -std::numeric_limits<double>::infinity();
+  return value + (lower.relative ? std::fabs(value) * lower.amount : lower.amount);
+}
+
+double PerformanceReference::high() const {
+  if (!upper.present) return std::numeric_limits<double>::infinity();
+  return value + (upper.relative ? std::fabs(value) * upper.amount : upper.amount);
+}
+
+int PerformanceReference::conditions() const {
+  int n = static_cast<int>(when.matches.size());
+  for (const std::string* p : {&device, &host, &partition, &scenario}) n += p->empty() ? 0 : 1;
+  return n;
 }
 
 SweepSpec load_sweep_file(const std::string& path) {

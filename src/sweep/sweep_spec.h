@@ -7,6 +7,7 @@
 #pragma once
 
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,6 +36,9 @@ struct ExcludeRule {
   std::vector<Match> matches;
 };
 
+// Whether a config has, for every key of the rule, one of the listed values.
+bool rule_matches(const Value& config, const ExcludeRule& rule);
+
 struct IncludeEntry {
   Mark mark;
   Value partial;
@@ -59,6 +63,34 @@ struct TagSpec {
   std::vector<std::string> keys;  // fairseq2 style: the allowed config key names
 };
 
+// One side's bound of a performance reference: relative ("-10%": amount -0.1 of the value's
+// magnitude) or absolute (an offset in the metric's unit); absent means unbounded.
+struct ReferenceBound {
+  bool present = false;
+  bool relative = false;
+  double amount = 0;
+  std::string text;  // as written: "-10%", "0.5"
+};
+
+// An entry of the sweep file's `references` (sweep/references.h checks points against them).
+struct PerformanceReference {
+  Mark mark;
+  std::string metric;
+  double value = 0;
+  std::string unit;  // "" unless given; then the results' unit must be the same
+  ReferenceBound lower, upper;
+  // Where it applies: shell patterns (fnmatch) on the device name, host and partition, a
+  // scenario name, config values. Empty: anywhere.
+  std::string device, host, partition, scenario;
+  ExcludeRule when;
+  // The allowed range: value + lower .. value + upper (-inf, inf where a side has no bound).
+  double low() const;
+  double high() const;
+  // How many conditions it has: among the references of a metric that apply to a point, those
+  // with the most are used.
+  int conditions() const;
+};
+
 struct SweepSpec {
   std::string name;
   std::string path;  // the sweep file as given
@@ -67,6 +99,7 @@ struct SweepSpec {
   std::int64_t repeats = 1;
   TagSpec tag;
   std::vector<std::string> prune_after_oom;
+  std::vector<PerformanceReference> references;
   // Keys the file sets outside the base (axes, zip, include, scenario bases), in file order:
   // the candidates for the "varying keys" that plan shows and tags use.
   std::vector<std::string> explicit_keys;

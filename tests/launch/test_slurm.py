@@ -47,7 +47,9 @@ base:
 
 class SlurmCase(slurm_case.SlurmCase):
     def status(self, out):
-        r = self.bench_sweep("status", "--out", out, "--format", "json")
+        # Exit 10: a point missed a performance reference (test_command_sweep_as_an_array).
+        r = self.bench_sweep("status", "--out", out, "--format", "json", check=None)
+        self.assertIn(r.returncode, (0, 10), r.stderr)
         return {p["tag"]: p for p in json.loads(r.stdout)["points"]}
 
     def assert_all(self, out, status, count):
@@ -142,6 +144,11 @@ base:
 axes:
   params.v: [3, 5]
   launch.ranks: [1, 2]
+# Keyed by the job's partition: v=5 misses the second; the third is another partition's.
+references:
+  - {metric: value, value: 4, lower: -1, upper: 1, partition: deb*}
+  - {metric: value, value: 3, upper: 0, partition: debug, when: {params.v: 5}}
+  - {metric: value, value: 100, lower: -1, partition: urgent}
 """)
         out = os.path.join(self.tmp, "out")
         self.sbatch("--array=0-3", "--ntasks=2", "--output=" + self.tmp + "/cmd-%a.out", SWEEP_SH,
@@ -155,8 +162,14 @@ axes:
             self.assertEqual(len(glob.glob(os.path.join(out, tag, "rank-*.h5"))), ranks, tag)
             summary = read_json(os.path.join(out, tag, "summary.json"))
             self.assertEqual(summary["metrics"]["value"], int(tag.split("v=")[1][0]))
+            self.assertEqual(record["partition"], "debug")
+            self.assertEqual([c["reference"] for c in record["references"]],
+                             [3] if "v=5" in tag else [4])
+            self.assertEqual(record["reference"], "miss" if "v=5" in tag else "pass", tag)
             with open(os.path.join(out, tag, "logs", "rank-00000.stdout.txt")) as f:
                 self.assertRegex(f.read(), rf"task [0-3] rank 0/{ranks}")
+        status = self.bench_sweep("status", "--out", out, check=10)
+        self.assertIn("# references: 2 passed, 2 missed (exit 10)", status.stdout)
 
     def test_a_rank_that_dies_ends_the_point_instead_of_leaving_the_others_waiting(self):
         # Rank 1 fails at once; rank 0 would wait 300 s, as a rank whose peer crashed waits in
