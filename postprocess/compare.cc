@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <sstream>
 
 #include "core/config.h"
 #include "core/error.h"
 #include "core/exit_codes.h"
+#include "core/schema.h"
 #include "core/fs.h"
 #include "core/table.h"
 #include "core/text.h"
@@ -50,6 +52,40 @@ std::vector<std::string> varying_config_keys(const std::vector<Row>& rows) {
       for (const Row& other : rows) values.insert(text_in(other, c));
       if (values.size() > 1) keys.push_back(c);
     }
+  }
+  return keys;
+}
+
+// The keys a point's name shows: of the matched keys, those that tell points apart that the ones
+// before them do not, the keys a sweep sets before those derived from them (eval.micro_batch
+// follows train.micro_batch: "micro_batch=4", not "micro_batch=4 micro_batch=4"). The names part
+// the rows exactly as all the matched keys do.
+std::vector<std::string> naming_keys(const std::vector<std::string>& match,
+                                     const std::vector<Row>& baseline,
+                                     const std::vector<Row>& candidate) {
+  std::vector<std::string> ordered = match;
+  auto derived = [](const std::string& k) {
+    const KeySpec* spec = Schema::get().lookup(k).spec;
+    return spec != nullptr && spec->derived;
+  };
+  std::stable_partition(ordered.begin(), ordered.end(),
+                        [&](const std::string& k) { return !derived(k); });
+  std::vector<std::string> keys;
+  // The rows' values of the keys taken so far; a key is taken when it splits one of them.
+  std::map<std::string, std::set<std::string>> seen;
+  for (const std::string& k : ordered) {
+    seen.clear();
+    bool splits = false;
+    for (const std::vector<Row>* side : {&baseline, &candidate}) {
+      for (const Row& r : *side) {
+        std::string before;
+        for (const std::string& taken : keys) before += text_in(r, taken) + "\n";
+        std::set<std::string>& values = seen[before];
+        values.insert(text_in(r, k));
+        splits = splits || values.size() > 1;
+      }
+    }
+    if (splits) keys.push_back(k);
   }
   return keys;
 }
@@ -157,17 +193,18 @@ CompareResult compare_tables(const std::vector<Row>& baseline, const std::vector
     for (const std::string& k : varying_config_keys(candidate)) keys.insert(k);
     result.match.assign(keys.begin(), keys.end());
   }
+  const std::vector<std::string> naming = naming_keys(result.match, baseline, candidate);
   // Each side's ok rows by point, in the baseline's order.
   std::vector<std::string> order;
   std::map<std::string, std::vector<const Row*>> base, cand;
   for (const Row& r : baseline) {
     if (!row_ok(r)) continue;
-    const std::string name = point_name(r, result.match);
+    const std::string name = point_name(r, naming);
     if (base.count(name) == 0) order.push_back(name);
     base[name].push_back(&r);
   }
   for (const Row& r : candidate) {
-    if (row_ok(r)) cand[point_name(r, result.match)].push_back(&r);
+    if (row_ok(r)) cand[point_name(r, naming)].push_back(&r);
   }
   for (const auto& [name, rows] : base) {
     if (cand.count(name) == 0) result.unmatched.push_back("baseline: " + name);
@@ -339,8 +376,12 @@ ExtractTable comparison_table(const CompareResult& result, bool for_people) {
         r["candidate"] = Value::string(human_number(side_mean(c.candidate, c.candidate_amount)) +
                                        " (" + (c.from_steps ? "b" : "n") + "=" +
                                        std::to_string(c.candidate.size()) + ")");
-        r["change"] = Value::string(percent(c.change.ratio) + " [" + percent(c.change.low) + ", " +
-                                    percent(c.change.high) + "]");
+        // No interval (one sample a side): the change alone.
+        const bool interval = std::isfinite(c.change.low) && std::isfinite(c.change.high);
+        r["change"] = Value::string(percent(c.change.ratio) +
+                                    (interval ? " [" + percent(c.change.low) + ", " +
+                                                    percent(c.change.high) + "]"
+                                              : std::string()));
         r["p"] = Value::string(human_number(c.adjusted_p));
         r["verdict"] = Value::string(verdict_name(c.verdict));
       } else {

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
+#include <stdexcept>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -21,6 +23,7 @@
 #include "core/text.h"
 #include "core/units.h"
 #include "core/yaml_io.h"
+#include "postprocess/plot_text.h"
 #include "postprocess/tool_main.h"
 #include "results/summary.h"
 
@@ -29,6 +32,8 @@ namespace {
 
 namespace fs = std::filesystem;
 namespace po = boost::program_options;
+
+}  // namespace
 
 std::optional<double> number(const std::string& text) {
   if (text.empty()) return std::nullopt;
@@ -103,6 +108,8 @@ std::string terminal_for(const std::string& output) {
   throw Error::input(Mark::in(output), "", "cannot tell the image format from '" + ext + "'",
                      "name the output .png, .svg or .pdf");
 }
+
+namespace {
 
 // "nan", "inf", "-inf" and their spellings: numbers, but none a figure can show.
 bool is_nonfinite_number(const std::string& text) {
@@ -403,7 +410,23 @@ class PlotKind {
   virtual ~PlotKind() = default;
   virtual std::string default_x() const { return "tag"; }
   virtual bool numeric_x() const { return true; }
+  // Drawn from the whole table (pareto_figure, change_figure), not from means per x.
+  virtual bool whole_table() const { return false; }
   virtual void draw(std::ostream& s, const PlotContext& c) const = 0;
+};
+
+// A kind drawn from the whole table: its default x; plot.h's figure functions draw it.
+class TableKind : public PlotKind {
+ public:
+  explicit TableKind(std::string x) : x_(std::move(x)) {}
+  std::string default_x() const override { return x_; }
+  bool whole_table() const override { return true; }
+  void draw(std::ostream&, const PlotContext&) const override {
+    throw std::logic_error("a whole-table figure has no per-x drawing");
+  }
+
+ private:
+  std::string x_;
 };
 
 // Clustered bars per x, one colour per series.
@@ -491,6 +514,10 @@ const Registry<PlotKind>& plot_kinds() {
                                         {"bar", [] { return std::make_unique<BarKind>(); }},
                                         {"line", [] { return std::make_unique<LineKind>(); }},
                                         {"scaling", [] { return std::make_unique<ScalingKind>(); }},
+                                        {"pareto",
+                                         [] { return std::make_unique<TableKind>("mem_peak_bytes"); }},
+                                        {"change",
+                                         [] { return std::make_unique<TableKind>("point"); }},
                                     });
   return r;
 }
@@ -498,6 +525,17 @@ const Registry<PlotKind>& plot_kinds() {
 }  // namespace
 
 std::vector<std::string> plot_kind_names() { return plot_kinds().names(); }
+
+std::string script_preamble(const PlotSpec& spec, const std::string& default_title) {
+  std::ostringstream s;
+  s << "set terminal " << terminal_for(spec.output) << "\n";
+  s << "set output " << gp_string(spec.draw_to.empty() ? spec.output : spec.draw_to) << "\n";
+  s << "set datafile separator tab\nset datafile missing 'NaN'\n";
+  // What, then where and when on a second line (a constant "\n" joins the two quoted texts).
+  s << "set title " << gp_string(spec.title.empty() ? default_title : spec.title)
+    << (spec.where.empty() ? "" : " . \"\\n\" . " + gp_string(spec.where)) << " noenhanced\n";
+  return s.str();
+}
 
 std::string gnuplot_script(const std::vector<PlotPoint>& points, const PlotSpec& spec,
                            const std::string& data_path, std::string* data) {
@@ -558,12 +596,7 @@ std::string gnuplot_script(const std::vector<PlotPoint>& points, const PlotSpec&
     << one_line(spec.kind + " of " + metrics + " against " + spec.x +
                 (spec.hue.empty() ? "" : " by " + spec.hue))
     << ". Edit and run: gnuplot THIS_FILE\n";
-  s << "set terminal " << terminal_for(spec.output) << "\n";
-  s << "set output " << gp_string(spec.draw_to.empty() ? spec.output : spec.draw_to) << "\n";
-  s << "set datafile separator tab\nset datafile missing 'NaN'\n";
-  // What, then where and when on a second line (a constant "\n" joins the two quoted texts).
-  s << "set title " << gp_string(spec.title.empty() ? metrics : spec.title)
-    << (spec.where.empty() ? "" : " . \"\\n\" . " + gp_string(spec.where)) << " noenhanced\n";
+  s << script_preamble(spec, metrics);
   std::vector<std::string> ylabels;
   for (const std::string& m : spec.metrics) {
     auto it = spec.units.find(m);
@@ -598,19 +631,26 @@ namespace {
 
 const char* const kUsage = R"(bench-plot: a bench-extract CSV to a figure (gnuplot).
 Usage: bench-plot -i results.csv -o fig.png|svg|pdf --metric COL[,COL...] [--x COL] [--hue COL]
-                  [--kind bar|line|scaling] [--title T] [--script out.gp]
+                  [--kind bar|line|scaling|pareto|change] [--title T] [--script out.gp]
 Plots the mean of each --metric over the rows with status ok that share --x (and --hue), with the
 standard deviation over repeats as error bars; several metrics stand side by side, one series per
 metric (and hue). bar: clustered bars per x, one colour per series. line: one line per series over
 a numeric x. scaling: the metric against world size (log2 axis, --x defaults to world_size) with
 the ideal line from the smallest world size (level for per-device metrics, proportional for
-totals). --script also writes the gnuplot script and its data file (out.gp.dat) so the figure can
+totals). pareto: every ok row as a point of --metric (y) against --x, another metric (default
+mem_peak_bytes), with both 95% intervals as error bars; the rows on the Pareto front (none better
+in both beyond the intervals; per --hue value) filled, joined and labelled with their
+configuration. change: bench-compare's CSV (--format csv), each point's change in % with its
+interval, coloured by verdict, the geomean last; --metric optional (default: every metric).
+--script also writes the gnuplot script and its data file (out.gp.dat) so the figure can
 be restyled. The figure is replaced only when gnuplot succeeds.
 Examples:
   bench-plot -i runs/qs.csv -o qs.png --metric train_tokens_per_second --x train.micro_batch --hue data.seq_len
   bench-plot -i runs/gpus.csv -o gpus.png --metric train_samples_per_second,eval_samples_per_second --x device
   bench-plot -i scaling.csv -o scaling.svg --kind scaling --metric tokens_per_second_per_device
-Docs: docs/extract.md. Exit codes: 0, 2 bad input (unknown column, nothing to plot, no gnuplot),
+  bench-plot -i tune.csv -o front.svg --kind pareto --metric train_tokens_per_second --x mem_peak_bytes
+  bench-compare runs/old runs/new --format csv -o cmp.csv && bench-plot -i cmp.csv -o cmp.svg --kind change
+Docs: docs/extract.md, docs/compare.md. Exit codes: 0, 2 bad input (unknown column, nothing to plot, no gnuplot),
 4 file-system error or gnuplot failed.
 Options:
 )";
@@ -624,25 +664,26 @@ int bench_plot_main(const std::vector<std::string>& args, std::ostream& out, std
       "output,o", po::value<std::string>(), "The figure: .png, .svg or .pdf")(
       "metric", po::value<std::vector<std::string>>()->composing(),
       "The column to plot; repeat it (or give A,B) for metrics side by side")(
-      "x", po::value<std::string>(), "The x column (default: tag; world_size for scaling)")(
+      "x", po::value<std::string>(), "The x column (default: tag; world_size for scaling; mem_peak_bytes for pareto)")(
       "hue", po::value<std::string>(), "One series per value of this column")(
-      "kind", po::value<std::string>()->default_value("bar"), "bar, line or scaling")(
+      "kind", po::value<std::string>()->default_value("bar"), "bar, line, scaling, pareto or change")(
       "title", po::value<std::string>(), "The title (default: the metrics)")(
       "script", po::value<std::string>(), "Also write the gnuplot script here (and its data)");
   return run_tool(
       "bench-plot", args, desc, kUsage, out, err, [&](const po::variables_map& vm) -> int {
-        for (const char* required : {"input", "output", "metric"}) {
-          if (!vm.count(required)) {
-            err << "bench-plot: error: --" << required << " is missing\n"
-                << "usage: bench-plot -i results.csv -o fig.png --metric COL  (bench-plot "
-                   "--help)\n";
-            return kExitUsage;
-          }
-        }
         PlotSpec spec;
         spec.kind = vm["kind"].as<std::string>();
         std::unique_ptr<PlotKind> kind = plot_kinds().make(spec.kind);  // unknown: an error
-        spec.metrics = split_commas(vm["metric"].as<std::vector<std::string>>());
+        // A comparison's figure draws every metric of it unless told which.
+        for (const char* required : {"input", "output", "metric"}) {
+          if (vm.count(required) || (std::string(required) == "metric" && spec.kind == "change"))
+            continue;
+          err << "bench-plot: error: --" << required << " is missing\n"
+              << "usage: bench-plot -i results.csv -o fig.png --metric COL  (bench-plot "
+                 "--help)\n";
+          return kExitUsage;
+        }
+        if (vm.count("metric")) spec.metrics = split_commas(vm["metric"].as<std::vector<std::string>>());
         spec.output = fs::absolute(vm["output"].as<std::string>()).string();
         spec.x = vm.count("x") ? vm["x"].as<std::string>() : kind->default_x();
         if (vm.count("hue")) spec.hue = vm["hue"].as<std::string>();
@@ -655,26 +696,42 @@ int bench_plot_main(const std::vector<std::string>& args, std::ostream& out, std
         if (!text)
           throw Error::input(Mark::in(input), "", "no such file", "give bench-extract's CSV");
         CsvTable table = parse_csv(*text, input);
-        describe_figure(table, &spec);
-        size_t left_out = 0;
-        std::vector<PlotPoint> points = plot_points(table, spec, &left_out);
 
         std::string script_path = vm.count("script")
                                       ? fs::absolute(vm["script"].as<std::string>()).string()
                                       : spec.output + ".gp";
         std::string data_path = script_path + ".dat";
-        std::string data;
+        // The script and data of the figure for a spec: the whole-table kinds', or the means'.
+        std::vector<PlotPoint> points;
+        size_t left_out = 0;
+        std::string said;
+        std::function<TableFigure(const PlotSpec&)> make;
+        if (kind->whole_table()) {
+          make = [&](const PlotSpec& s) {
+            TableFigure f = spec.kind == "pareto" ? pareto_figure(table, s, data_path)
+                                                  : change_figure(table, s, data_path);
+            said = f.said;
+            return f;
+          };
+        } else {
+          describe_figure(table, &spec);
+          points = plot_points(table, spec, &left_out);
+          make = [&](const PlotSpec& s) {
+            TableFigure f;
+            f.script = gnuplot_script(points, s, data_path, &f.data);
+            return f;
+          };
+        }
         // gnuplot draws into a temporary file that replaces the figure only when it succeeds; the
         // script kept for the user names the figure itself.
         AtomicFile figure(spec.output, AtomicFile::Kind::kNamed);
         PlotSpec drawing = spec;
         drawing.draw_to = figure.temporary_path();
-        std::string script = gnuplot_script(points, drawing, data_path, &data);
+        TableFigure drawn = make(drawing);
         std::string run_path = script_path + ".run";
-        write_file_atomic(data_path, data);
-        write_file_atomic(run_path, script);
-        if (vm.count("script"))
-          write_file_atomic(script_path, gnuplot_script(points, spec, data_path, &data));
+        write_file_atomic(data_path, drawn.data);
+        write_file_atomic(run_path, drawn.script);
+        if (vm.count("script")) write_file_atomic(script_path, make(spec).script);
         Captured run = capture_process({"gnuplot", run_path}, 120);
         std::error_code ec;
         fs::remove(run_path, ec);
@@ -688,6 +745,11 @@ int bench_plot_main(const std::vector<std::string>& args, std::ostream& out, std
                       "gnuplot failed: " + trim(run.err.empty() ? run.out : run.err));
         }
         figure.commit();
+        if (kind->whole_table()) {
+          err << "bench-plot: " << spec.output << ": " << said
+              << (vm.count("script") ? "; script " + script_path : "") << "\n";
+          return kExitOk;
+        }
         size_t fewest = points.front().count, most = fewest;
         for (const PlotPoint& p : points) {
           fewest = std::min(fewest, p.count);

@@ -55,8 +55,33 @@ std::vector<PlotPoint> plot_points(const CsvTable& table, const PlotSpec& spec, 
 std::string gnuplot_script(const std::vector<PlotPoint>& points, const PlotSpec& spec,
                            const std::string& data_path, std::string* data);
 
-// The registered plot kinds (--kind): bar, line, scaling.
+// The registered plot kinds (--kind): bar, line, scaling, and the two drawn from the whole
+// table, pareto and change.
 std::vector<std::string> plot_kind_names();
+
+// The script's first lines: terminal, output, the data file's format, and the title (the
+// spec's, else `default_title`) with where and when below it.
+std::string script_preamble(const PlotSpec& spec, const std::string& default_title);
+
+// A figure drawn from the whole table rather than from means per x: its script, its data file's
+// text, and what bench-plot says it drew.
+struct TableFigure {
+  std::string script, data, said;
+};
+
+// --kind pareto: every ok row as a point of the metric (y) against --x, another metric, with
+// each one's 95% interval as error bars where the table has them (<metric>_ci_low, _ci_high).
+// The rows on the Pareto front (results/pareto.h: no other row of the same --hue value better in
+// both beyond the intervals) are filled, joined and labelled with the keys that vary; the others
+// hollow. Error(kInput) for a missing column, more than one --metric, or no row with both.
+TableFigure pareto_figure(const CsvTable& table, const PlotSpec& spec,
+                          const std::string& data_path);
+
+// --kind change: bench-compare's CSV (--format csv): each point's change of each metric in % with
+// its 95% interval, coloured by verdict (better, worse, ~, inconclusive) around a line at 0, and
+// the geomean rows last. spec.metrics: the metrics to draw (empty: all).
+TableFigure change_figure(const CsvTable& table, const PlotSpec& spec,
+                          const std::string& data_path);
 
 int bench_plot_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 

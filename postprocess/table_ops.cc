@@ -12,6 +12,7 @@
 #include "core/text.h"
 #include "postprocess/extract.h"
 #include "postprocess/point_row.h"
+#include "results/pareto.h"
 #include "results/statistics.h"
 #include "results/summary.h"
 #include "sweep/references.h"
@@ -301,46 +302,28 @@ void keep_best(ExtractTable* t, const std::string& metric, const std::vector<std
 
 void keep_pareto_front(ExtractTable* t, const std::vector<std::string>& metrics,
                        const std::vector<std::string>& per) {
-  // A row's value and interval of a metric, in the direction where more is better.
-  struct Span {
-    double value, low, high;
-  };
-  auto span = [&](const Row& row, const std::string& m) -> std::optional<Span> {
-    std::optional<double> v = cell_number(row, m);
-    if (!v) return std::nullopt;
-    double low = cell_number(row, m + "_ci_low").value_or(*v);
-    double high = cell_number(row, m + "_ci_high").value_or(*v);
-    if (!higher_is_better(m)) return Span{-*v, -high, -low};
-    return Span{*v, low, high};
-  };
   std::vector<size_t> candidates;
   std::vector<std::vector<Span>> spans;
+  std::vector<std::string> groups;
   for (size_t i = 0; i < t->rows.size(); ++i) {
-    if (!row_ok(t->rows[i])) continue;
+    const Row& row = t->rows[i];
+    if (!row_ok(row)) continue;
     std::vector<Span> s;
     for (const std::string& m : metrics) {
-      if (auto x = span(t->rows[i], m)) s.push_back(*x);
+      std::optional<double> v = cell_number(row, m);
+      if (!v) break;
+      s.push_back(oriented_span(m, *v, cell_number(row, m + "_ci_low").value_or(*v),
+                                cell_number(row, m + "_ci_high").value_or(*v)));
     }
     if (s.size() != metrics.size()) continue;  // a row without every metric is not ranked
     candidates.push_back(i);
     spans.push_back(std::move(s));
+    groups.push_back(group_of(row, per));
   }
-  auto dominates = [&](size_t a, size_t b) {
-    bool beyond = false;
-    for (size_t m = 0; m < metrics.size(); ++m) {
-      if (spans[a][m].value < spans[b][m].value) return false;
-      if (spans[a][m].low > spans[b][m].high) beyond = true;
-    }
-    return beyond;
-  };
+  std::vector<bool> front = pareto_front(spans, groups);
   std::vector<Row> kept;
   for (size_t a = 0; a < candidates.size(); ++a) {
-    const std::string g = group_of(t->rows[candidates[a]], per);
-    bool dominated = false;
-    for (size_t b = 0; b < candidates.size() && !dominated; ++b) {
-      dominated = b != a && group_of(t->rows[candidates[b]], per) == g && dominates(b, a);
-    }
-    if (!dominated) kept.push_back(t->rows[candidates[a]]);
+    if (front[a]) kept.push_back(t->rows[candidates[a]]);
   }
   t->rows = std::move(kept);
 }

@@ -40,7 +40,8 @@ ALLOWED = {
     "extract": {"core", "layout", "sweep", "metrics", "results", "tool", "extract"},
 }
 # The files of src/results/ that make up the metrics module (no HDF5).
-METRICS_FILES = ("summary.", "rank_result.", "infer_metrics.", "statistics.", "significance.")
+METRICS_FILES = ("summary.", "rank_result.", "infer_metrics.", "statistics.", "significance.",
+                 "pareto.")
 # System headers by the dependency they bring, and the modules that may include them.
 SYSTEM = [
     (re.compile(r"^(torch|ATen|c10|caffe2)/"), "libtorch", {"train", "infer"}),
@@ -77,7 +78,7 @@ def module_of_file(rel):
         name = parts[-1]
         if name.startswith("tool_main."):
             return "tool"
-        if name.startswith(("plot.", "bench_plot_main.")):
+        if name.startswith(("plot.", "plot_", "bench_plot_main.")):
             return "plot"
         return "extract"
     return None
@@ -94,7 +95,7 @@ def module_of_include(header):
     if folder == "postprocess":
         if name.startswith("tool_main."):
             return "tool"
-        return "plot" if name.startswith("plot.") else "extract"
+        return "plot" if name.startswith(("plot.", "plot_")) else "extract"
     return folder if folder in ALLOWED else None
 
 

@@ -174,7 +174,8 @@ TEST(PlotPoints, TwoMetricsSideBySide) {
 }
 
 TEST(PlotKinds, AreRegisteredByName) {
-  EXPECT_EQ(plot_kind_names(), (std::vector<std::string>{"bar", "line", "scaling"}));
+  EXPECT_EQ(plot_kind_names(),
+            (std::vector<std::string>{"bar", "line", "scaling", "pareto", "change"}));
 }
 
 }  // namespace
@@ -268,6 +269,71 @@ TEST(DescribeFigure, RowsThatDifferInASweptKeyAreNotAveraged) {
   // Rows that differ only in what is not swept (the token position) are averaged.
   EXPECT_EQ(plot_points(token_series(), spec, &left_out).size(), 3u);
   EXPECT_EQ(spec.hue_labels["4"], "batch_size=4");
+}
+
+}  // namespace
+}  // namespace sweepbench
+
+namespace sweepbench {
+namespace {
+
+TEST(ParetoFigure, TheFrontNeedsBetterBeyondTheIntervalsAndLabelsTheConfiguration) {
+  // b beats a in both metrics; c has more throughput than b but within b's interval and more
+  // memory, so it stays; d is not ok.
+  CsvTable t = parse_csv(
+      "tag,status,train.micro_batch,tps,tps_ci_low,tps_ci_high,mem_peak_bytes\n"
+      "a,ok,1,100,95,105,2000\n"
+      "b,ok,2,200,190,210,1000\n"
+      "c,ok,4,205,195,215,3000\n"
+      "d,oom,8,,,,\n",
+      "t.csv");
+  PlotSpec spec;
+  spec.kind = "pareto";
+  spec.metrics = {"tps"};
+  spec.x = "mem_peak_bytes";
+  spec.output = "/o/f.svg";
+  TableFigure f = pareto_figure(t, spec, "/o/d");
+  EXPECT_EQ(f.said, "3 points, 2 on the front of tps against mem_peak_bytes, 1 row left out (not "
+                    "ok or no value)");
+  // Blocks: the dominated (a), then the front (b, c) in the order of memory.
+  std::vector<std::string> blocks;
+  for (size_t at = 0, next; at != std::string::npos; at = next == std::string::npos ? next : next + 3) {
+    next = f.data.find("\n\n\n", at);
+    blocks.push_back(f.data.substr(at, next == std::string::npos ? next : next - at + 1));
+  }
+  ASSERT_EQ(blocks.size(), 2u);
+  EXPECT_THAT(blocks[0], HasSubstr("\t100.0\t95.0\t105.0\t\"micro_batch=1\"\n"));
+  EXPECT_THAT(blocks[1], HasSubstr("\"micro_batch=2\"\n"));
+  EXPECT_LT(blocks[1].find("micro_batch=2"), blocks[1].find("micro_batch=4"));
+  EXPECT_THAT(f.script, HasSubstr("index 0 using 1:4:2:3:5:6 with xyerrorbars pt 6"));
+  EXPECT_THAT(f.script, HasSubstr("index 1 using 1:4 with lines"));
+  EXPECT_THAT(f.script, HasSubstr("set xlabel 'mem_peak_bytes (KiB)'"));
+  spec.metrics = {"tps", "mem_peak_bytes"};
+  EXPECT_THAT(testing::error_of([&] { pareto_figure(t, spec, "/o/d"); }).what(),
+              HasSubstr("a pareto figure has one metric on each axis"));
+}
+
+TEST(ChangeFigure, VerdictsColourThePointsAndTextIsQuoted) {
+  CsvTable t = parse_csv(
+      "point,metric,change,change_ci_low,change_ci_high,verdict\n"
+      "\"it's `x`\",seconds,0.2,0.1,0.3,worse\n"
+      "b,seconds,-0.01,-0.02,0.0,~\n"
+      "geomean,seconds,0.09,,,\n",
+      "c.csv");
+  PlotSpec spec;
+  spec.kind = "change";
+  spec.output = "/o/c.svg";
+  TableFigure f = change_figure(t, spec, "/o/d");
+  EXPECT_EQ(f.said, "2 changes of seconds over 2 points and the geomean");
+  EXPECT_THAT(f.script, HasSubstr("set xtics ('it' . \"'\" . 's `x`' 0, 'b' 1, 'geomean' 2)"));
+  EXPECT_THAT(f.script, HasSubstr("title 'worse'"));
+  EXPECT_THAT(f.script, HasSubstr("title '~'"));
+  EXPECT_THAT(f.data, HasSubstr("0.0\t20.0\t10.0\t30.0\n"));
+  EXPECT_THAT(f.data, HasSubstr("2.0\t9.0\t9.0\t9.0\n"));  // the geomean, without an interval
+  EXPECT_THAT(testing::error_of([&] {
+                change_figure(parse_csv("point,metric,change\n", "e.csv"), spec, "/o/d");
+              }).what(),
+              HasSubstr("nothing to plot"));
 }
 
 }  // namespace

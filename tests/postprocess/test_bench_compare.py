@@ -20,6 +20,7 @@ from e2e import BIN, bench_sweep  # noqa: E402
 
 BENCH_COMPARE = os.path.join(BIN, "bench-compare")
 BENCH_EXTRACT = os.path.join(BIN, "bench-extract")
+BENCH_PLOT = os.path.join(BIN, "bench-plot")
 
 SWEEP = """\
 name: sleep-%(name)s
@@ -131,6 +132,43 @@ class Compare(unittest.TestCase):
         # The other way round it is better, and the gate passes.
         back = self.csv(self.trees["slower"], self.trees["base"])
         self.assertEqual(list(back[back["point"] != "geomean"]["verdict"]), ["better", "better"])
+
+    def test_the_figure_of_the_changes(self):
+        # bench-compare's CSV, drawn by bench-plot --kind change: each point's change in % with
+        # its interval, coloured by its verdict, and the geomean.
+        table = os.path.join(self.tmp, "changes.csv")
+        compare(self.trees["base"], self.trees["slower"], "--format", "csv", "-o", table)
+        df = pd.read_csv(table)
+        figure, script = os.path.join(self.tmp, "changes.svg"), os.path.join(self.tmp, "changes.gp")
+        r = subprocess.run([BENCH_PLOT, "-i", table, "-o", figure, "--kind", "change", "--script",
+                            script], capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("2 changes of seconds over 2 points and the geomean", r.stderr)
+        with open(figure) as f:
+            svg = f.read()
+        for text in ("size=1", "size=2", "geomean", "worse", "change (%)"):
+            self.assertIn(text, svg)
+        with open(script + ".dat") as f:
+            blocks = [b.strip().splitlines() for b in f.read().split("\n\n\n")]
+        with open(script) as f:
+            text = f.read()
+        # The worse block holds each point's change and interval, in %.
+        drawn = sorted(tuple(float(v) for v in line.split("\t")[1:])
+                       for line in blocks[0] if not line.startswith("#"))
+        points = df[df["point"] != "geomean"].sort_values("change")
+        wanted = [(c * 100, lo * 100, hi * 100) for c, lo, hi in
+                  zip(points["change"], points["change_ci_low"], points["change_ci_high"])]
+        for got, want in zip(drawn, wanted):
+            for a, b in zip(got, want):
+                self.assertAlmostEqual(a, b, places=9)
+        self.assertIn("'#d62728'", text)  # worse's colour
+        self.assertIn("title 'worse'", text)
+        self.assertNotIn("title 'better'", text)
+        # Only the metrics asked for; an unknown one is an error that lists the table's.
+        r = subprocess.run([BENCH_PLOT, "-i", table, "-o", figure, "--kind", "change", "--metric",
+                            "secnds"], capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("the comparison has no metric 'secnds' (it has: seconds)", r.stderr)
 
     def test_one_run_a_side_is_inconclusive_and_fails_the_gate_as_such(self):
         df = self.csv(self.trees["base"], self.trees["once"], check=0)

@@ -7,6 +7,7 @@ against bench-train's own summary.json, and read back with pandas.
 import io
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -322,7 +323,9 @@ class Extract(unittest.TestCase):
                  "scaling": ["--metric", "tokens_per_second_per_device"],
                  # training and evaluation side by side, as in the WikiText-2 benchmark's figure
                  "two": ["--metric", "train_samples_per_second,eval_samples_per_second",
-                         "--x", "train.micro_batch", "--hue", "launch.ranks"]}
+                         "--x", "train.micro_batch", "--hue", "launch.ranks"],
+                 # the front of throughput against memory (--x defaults to mem_peak_bytes)
+                 "pareto": []}
         for kind, args in kinds.items():
             for ext in ("png", "svg"):
                 fig = os.path.join(figs, f"{kind}.{ext}")
@@ -346,6 +349,24 @@ class Extract(unittest.TestCase):
                         self.assertIn(b"eval_samples_per_second", head)
         self.assertEqual(sorted(os.listdir(figs)),
                          sorted(f"{k}.{e}" for k in kinds for e in ("png", "svg")))  # no leftovers
+        # The figure's front is bench-extract --pareto's: the same points, by their values.
+        script = os.path.join(self.tmp, "front.gp")
+        subprocess.run([BENCH_PLOT, "-i", csv, "-o", os.path.join(self.tmp, "front.svg"),
+                        "--kind", "pareto", "--metric", "train_tokens_per_second", "--script",
+                        script], check=True, capture_output=True)
+        with open(script) as f:
+            text = f.read()
+        front_blocks = [int(i) for i in re.findall(r"index (\d+) using 1:4 with lines", text)]
+        with open(script + ".dat") as f:
+            blocks = f.read().split("\n\n\n")
+        drawn = sorted(float(line.split("\t")[3]) for b in front_blocks
+                       for line in blocks[b].strip().splitlines() if not line.startswith("#"))
+        front = pd.read_csv(io.StringIO(extract(
+            "-i", os.path.join(self.root, "grid"), "--format", "csv", "--pareto",
+            "train_tokens_per_second,mem_peak_bytes").stdout))
+        self.assertEqual(len(drawn), len(front))
+        for a, b in zip(drawn, sorted(front["train_tokens_per_second"])):
+            self.assertAlmostEqual(a, b, delta=abs(b) * 1e-9)
         # --script keeps the gnuplot script and its data, which gnuplot runs again as they are.
         script = os.path.join(self.tmp, "bar.gp")
         subprocess.run([BENCH_PLOT, "-i", csv, "-o", os.path.join(self.tmp, "again.png"),
