@@ -183,6 +183,82 @@ bool metric_higher_is_better(const std::string& metric, const std::vector<Row>& 
 
 }  // namespace
 
+Sides split_sides(const std::vector<Row>& rows, const std::string& side) {
+  Sides s;
+  const Mark mark = Mark::in("--side " + side);
+  size_t eq = side.find('=');
+  s.key = side.substr(0, eq);
+  std::vector<std::string> values;
+  bool has_key = false;
+  for (const Row& r : rows) {
+    if (r.count(s.key) == 0) continue;
+    has_key = true;
+    std::string v = text_in(r, s.key);
+    if (std::find(values.begin(), values.end(), v) == values.end()) values.push_back(v);
+  }
+  if (!has_key) {
+    std::set<std::string> columns;
+    for (const Row& r : rows) {
+      for (const auto& [c, v] : r) {
+        if (is_config_column(c)) columns.insert(c);
+      }
+    }
+    std::vector<std::string> known(columns.begin(), columns.end());
+    std::optional<std::string> near = closest_match(s.key, known);
+    throw Error::input(mark, "", "no point has the key '" + s.key + "'",
+                       near ? "did you mean '" + *near + "'?"
+                            : "give a config key that varies, such as container.image");
+  }
+  if (!is_config_column(s.key)) {
+    throw Error::input(mark, "", "'" + s.key + "' is not a config key",
+                       "the sides are the values of a key of the points' configs, such as "
+                       "container.image");
+  }
+  auto listed = [&] {
+    std::vector<std::string> shown;
+    for (const std::string& v : values) {
+      if (shown.size() == 8) {
+        shown.push_back("and " + std::to_string(values.size() - 8) + " more");
+        break;
+      }
+      shown.push_back(v.empty() ? "(empty)" : v);
+    }
+    return join(shown, ", ");
+  };
+  if (eq == std::string::npos) {
+    if (values.size() != 2) {
+      throw Error::input(mark, "",
+                         s.key + " has " + std::to_string(values.size()) +
+                             (values.size() == 1 ? " value" : " values") + " (" + listed() +
+                             "): which two are the sides?",
+                         "write --side " + s.key + "=BASELINE,CANDIDATE");
+    }
+    s.baseline_value = values[0];
+    s.candidate_value = values[1];
+  } else {
+    std::vector<std::string> two = split_commas({side.substr(eq + 1)});
+    if (two.size() != 2 || two[0] == two[1]) {
+      throw Error::input(mark, "", "is not KEY=BASELINE,CANDIDATE (two different values)",
+                         "e.g. --side container.image=old.sif,new.sif");
+    }
+    for (const std::string& v : two) {
+      if (std::find(values.begin(), values.end(), v) == values.end()) {
+        throw Error::input(mark, "", "no point has " + s.key + "=" + v,
+                           "its values are: " + listed());
+      }
+    }
+    s.baseline_value = two[0];
+    s.candidate_value = two[1];
+  }
+  for (const Row& r : rows) {
+    if (r.count(s.key) == 0) continue;
+    std::string v = text_in(r, s.key);
+    if (v == s.baseline_value) s.baseline.push_back(r);
+    if (v == s.candidate_value) s.candidate.push_back(r);
+  }
+  return s;
+}
+
 CompareResult compare_tables(const std::vector<Row>& baseline, const std::vector<Row>& candidate,
                              const CompareOptions& o) {
   CompareResult result;
@@ -413,6 +489,7 @@ namespace {
 const char* const kUsage = R"(bench-compare: two sets of results, point by point, with a verdict.
 
 Usage: bench-compare BASELINE CANDIDATE [options]
+       bench-compare RESULTS --side KEY[=BASELINE_VALUE,CANDIDATE_VALUE] [options]
 
 BASELINE and CANDIDATE are results trees (bench-sweep run --out) or tables bench-extract wrote
 (CSV). Points are matched on the keys that vary within either side (the sweeps' axes), or on
@@ -422,6 +499,9 @@ use `repeats:` in the sweep). For each metric: both means, the change in % with 
 comparisons that can be judged, and the verdict: better, worse, ~ (the change's interval within --margin of none) or
 inconclusive (too few samples, or neither). The direction that is better is the metric's:
 throughputs up, times and memory down. A geomean row per metric sums up the points.
+With --side, one set of results is both sides: the points whose KEY has the baseline's value
+against those with the candidate's (one sweep's container.image axis, say), matched on the other
+keys that vary.
 
 Docs: docs/compare.md. Exit codes: 0; 2 bad input (also an -o among results); 3 the -o file
 exists (use -f); with --fail-on, 8 when a listed metric got significantly worse beyond its
@@ -452,6 +532,8 @@ int bench_compare_main(const std::vector<std::string>& args, std::ostream& out, 
       "A metric to compare (repeatable, or A,B; default: the headline metrics both sides have)")(
       "match", po::value<std::vector<std::string>>()->composing(),
       "The config keys points are matched on (repeatable, or A,B; default: the keys that vary)")(
+      "side", po::value<std::string>(),
+      "KEY[=BASELINE,CANDIDATE]: compare the points of one set of results by this key's values")(
       "margin", po::value<std::string>()->default_value("2%"),
       "A change whose interval lies within this of none is ~ (the same)")(
       "alpha", po::value<double>()->default_value(0.05),
@@ -466,9 +548,12 @@ int bench_compare_main(const std::vector<std::string>& args, std::ostream& out, 
   return run_tool(
       "bench-compare", args, desc, kUsage, out, err,
       [&](const po::variables_map& vm) -> int {
-        if (!vm.count("baseline") || !vm.count("candidate")) {
-          err << "bench-compare: error: give BASELINE and CANDIDATE\nusage: bench-compare "
-                 "BASELINE CANDIDATE [options]  (bench-compare --help)\n";
+        const bool one_set = vm.count("side") != 0;
+        if (!vm.count("baseline") || (vm.count("candidate") != 0) == one_set) {
+          err << "bench-compare: error: "
+              << (one_set ? "with --side, give one set of results" : "give BASELINE and CANDIDATE")
+              << "\nusage: bench-compare BASELINE CANDIDATE [options], or bench-compare RESULTS "
+                 "--side KEY  (bench-compare --help)\n";
           return kExitUsage;
         }
         CompareOptions o;
@@ -507,8 +592,24 @@ int bench_compare_main(const std::vector<std::string>& args, std::ostream& out, 
                                  ? parse_table_format(vm["format"].as<std::string>(), formats)
                              : output ? table_format_of_path(*output, formats)
                                       : TableFormat::kText;
-        std::vector<Row> base = load_side(vm["baseline"].as<std::string>(), "BASELINE", err);
-        std::vector<Row> cand = load_side(vm["candidate"].as<std::string>(), "CANDIDATE", err);
+        std::vector<Row> base, cand;
+        std::string sides;
+        if (one_set) {
+          Sides s = split_sides(load_side(vm["baseline"].as<std::string>(), "RESULTS", err),
+                                vm["side"].as<std::string>());
+          if (std::find(o.match.begin(), o.match.end(), s.key) != o.match.end()) {
+            throw Error::input(Mark::in("--match " + s.key), "",
+                               "is the --side key: the sides differ in it by design",
+                               "match on the other keys");
+          }
+          base = std::move(s.baseline);
+          cand = std::move(s.candidate);
+          sides = s.key + "=" + s.baseline_value + " (baseline) against " + s.key + "=" +
+                  s.candidate_value + " (candidate)";
+        } else {
+          base = load_side(vm["baseline"].as<std::string>(), "BASELINE", err);
+          cand = load_side(vm["candidate"].as<std::string>(), "CANDIDATE", err);
+        }
         CompareResult result = compare_tables(base, cand, o);
         for (const FailOn& f : o.fail_on) {
           // A metric neither side has is a typo; one whose points all failed is inconclusive.
@@ -534,6 +635,7 @@ int bench_compare_main(const std::vector<std::string>& args, std::ostream& out, 
           print_table(table, format, text, false);
           write_file_atomic(*output, text.str());
         } else {
+          if (people && !sides.empty()) out << "# sides: " << sides << "\n";
           if (people) out << "# matched on " << match << "\n";
           print_table(table, format, out, false);
         }

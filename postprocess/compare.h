@@ -63,6 +63,17 @@ struct CompareResult {
       unmatched;  // points of one side only, "baseline: ..." or "candidate: ..."
 };
 
+// One set of results split into the two sides by a config key (--side KEY[=BASELINE,CANDIDATE]):
+// the rows whose KEY is the baseline's value, and those whose KEY is the candidate's. Without
+// values the key must have exactly two, the baseline's the one the rows show first.
+// Error(kInput) naming --side when the key is no column, has not two values (listing them), or
+// a value given is not among them.
+struct Sides {
+  std::string key, baseline_value, candidate_value;
+  std::vector<Row> baseline, candidate;
+};
+Sides split_sides(const std::vector<Row>& rows, const std::string& side);
+
 CompareResult compare_tables(const std::vector<Row>& baseline, const std::vector<Row>& candidate,
                              const CompareOptions& options);
 

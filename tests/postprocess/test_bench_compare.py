@@ -133,6 +133,41 @@ class Compare(unittest.TestCase):
         back = self.csv(self.trees["slower"], self.trees["base"])
         self.assertEqual(list(back[back["point"] != "geomean"]["verdict"]), ["better", "better"])
 
+    def test_one_sweep_compared_with_itself_by_a_key(self):
+        # One tree whose axis is the side (a container axis, here a sleep): --side KEY compares
+        # the points with one value against those with the other, matched on the other keys.
+        path = os.path.join(self.tmp, "side.yaml")
+        with open(path, "w") as f:
+            f.write("name: side\nrepeats: 6\nbase:\n  benchmark: command\n"
+                    "  command: {argv: [sleep, '{params.t}']}\n"
+                    "axes:\n  params.t: ['0.2', '0.26']\n  params.size: [1, 2]\n")
+        tree = os.path.join(self.tmp, "side")
+        bench_sweep("run", path, "--out", tree, check=0)
+        r = compare(tree, "--side", "params.t")
+        self.assertIn("# sides: params.t=0.2 (baseline) against params.t=0.26 (candidate)", r.stdout)
+        self.assertIn("# matched on params.size", r.stdout)
+        df = self.csv(tree, "--side", "params.t")
+        points = df[df["point"] != "geomean"]
+        self.assertEqual(sorted(points["point"]), ["size=1", "size=2"])
+        self.assertEqual(list(points["baseline_n"]), [6, 6])
+        self.assertEqual(list(points["verdict"]), ["worse", "worse"])
+        for change in points["change"]:
+            self.assertGreater(change, 0.15)  # 0.26 s against 0.2 s, plus each start
+            self.assertLess(change, 0.35)
+        # The values in the order asked: the other way round it is better.
+        back = self.csv(tree, "--side", "params.t=0.26,0.2")
+        self.assertEqual(list(back[back["point"] != "geomean"]["verdict"]), ["better", "better"])
+        compare(tree, "--side", "params.t", "--fail-on", "seconds:5%", check=8)
+        for args, said in ((("--side", "params.tt"), "no point has the key 'params.tt' (did you "
+                            "mean 'params.t'?)"),
+                           (("--side", "params.t=0.2,0.3"), "no point has params.t=0.3 (its "
+                            "values are: 0.2, 0.26)"),
+                           (("--side", "tag"), "'tag' is not a config key"),
+                           (("--side", "params.t", "--match", "params.t"), "is the --side key")):
+            self.assertIn(said, compare(tree, *args, check=2).stderr)
+        self.assertIn("with --side, give one set of results",
+                      compare(tree, tree, "--side", "params.t", check=2).stderr)
+
     def test_the_figure_of_the_changes(self):
         # bench-compare's CSV, drawn by bench-plot --kind change: each point's change in % with
         # its interval, coloured by its verdict, and the geomean.
