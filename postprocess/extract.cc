@@ -336,7 +336,11 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
                 "bench-extract without --drop-constant lists every column");
           }
           if (vm.count("drop-constant")) drop_constant_columns(&table, keep);
-          if (people) table = people_table(table, sweep_axes(dirs), before ? &*before : nullptr);
+          if (people) {
+            std::vector<std::string> chosen_by = pareto;
+            if (vm.count("best")) chosen_by.push_back(vm["best"].as<std::string>());
+            table = people_table(table, sweep_axes(dirs), before ? &*before : nullptr, chosen_by);
+          }
           replaced = print_table(table, format, sink, spreadsheet_safe);
           check_stream(sink, sink_name);
           rows = table.rows.size();

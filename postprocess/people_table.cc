@@ -167,12 +167,32 @@ std::vector<std::string> short_names(const std::vector<std::string>& columns,
 }  // namespace
 
 ExtractTable people_table(const ExtractTable& full, const std::vector<std::string>& axes,
-                          const ExtractTable* before) {
+                          const ExtractTable* before, const std::vector<std::string>& chosen_by) {
   ExtractTable out;
   out.warnings = full.warnings;
   out.incomplete = full.incomplete;
   std::vector<std::string> keys = varying_columns_of(before != nullptr ? *before : full, axes);
   std::vector<MetricColumn> metrics = metric_columns_for(full);
+  // What the rows were chosen by, so that the table shows why they were.
+  for (const std::string& m : chosen_by) {
+    bool shown = std::any_of(metrics.begin(), metrics.end(),
+                             [&](const MetricColumn& c) { return c.metric == m; });
+    if (shown) continue;
+    std::string unit;
+    for (const Row& row : full.rows) {
+      const Value* units = find_cell(row, "units");
+      if (const Value* u = units != nullptr && units->is_map() ? units->find(m) : nullptr;
+          u != nullptr && u->is_string()) {
+        unit = u->as_string();
+        break;
+      }
+    }
+    const bool seconds = unit == "s" || m == "seconds" || (m.size() > 2 && m.substr(m.size() - 2) == "_s");
+    const bool bytes = unit == "bytes" || m.find("bytes") != std::string::npos;
+    metrics.push_back({m, m == "seconds" ? "time" : m,
+                       seconds ? Scale::kSeconds : bytes ? Scale::kBytes : Scale::kPlain,
+                       seconds || bytes ? "" : unit});
+  }
   bool all_ok = std::all_of(full.rows.begin(), full.rows.end(),
                             [](const Row& r) { return text_of(r, "status") == "ok"; });
 

@@ -20,8 +20,11 @@ namespace sweepbench {
 // The people's view of `full` (its rows as bench-extract made them): cells are strings. `axes`:
 // the keys the sweeps vary, in their files' order, shown first when they vary here. `before`:
 // the table before --where, --best or --pareto chose rows from it, whose varying keys are shown
-// (so that the one best row still says which configuration it is).
+// (so that the one best row still says which configuration it is). `chosen_by`: the metrics the
+// selection ranked by (--best, --pareto), shown after the headline ones when they are not among
+// them (a command's wall time, `seconds`).
 ExtractTable people_table(const ExtractTable& full, const std::vector<std::string>& axes = {},
-                          const ExtractTable* before = nullptr);
+                          const ExtractTable* before = nullptr,
+                          const std::vector<std::string>& chosen_by = {});
 
 }  // namespace sweepbench

@@ -41,6 +41,28 @@ TEST(PeopleTable, KeysThatVaryHeadlineMetricsAndUnits) {
   EXPECT_EQ(cell(t, 1, "tokens/s"), "76314");
 }
 
+TEST(PeopleTable, TheMetricRowsWereChosenByIsShown) {
+  // Command points without metrics of their own: --best seconds must still show the time, and
+  // a metric of the rows' units keeps its unit.
+  auto command = [](std::int64_t index, double seconds, double rate) {
+    Value units = Value::map();
+    units.set("rate", Value::string("items/s"));
+    return Row{{"index", Value::integer(index)},     {"status", Value::string("ok")},
+               {"benchmark", Value::string("command")}, {"params.size", Value::integer(index)},
+               {"seconds", Value::real(seconds)},     {"rate", Value::real(rate)},
+               {"units", units}};
+  };
+  ExtractTable full;
+  full.columns = {"index", "status", "benchmark", "params.size", "seconds", "rate", "units"};
+  full.rows = {command(0, 0.1012, 7), command(1, 0.2, 9)};
+  ExtractTable t = people_table(full, {}, nullptr, {"seconds"});
+  EXPECT_THAT(t.columns, ElementsAre("index", "size", "rate (items/s)", "time (ms)"));
+  EXPECT_EQ(cell(t, 0, "time (ms)"), "101.2");
+  // A metric already shown is not shown twice.
+  EXPECT_THAT(people_table(full, {}, nullptr, {"rate"}).columns,
+              ElementsAre("index", "size", "rate (items/s)"));
+}
+
 TEST(PeopleTable, MeanAndStdRoundedToTheNoiseAndEqualRepeatsShowNone) {
   Row a = point(0, 2, 48686.3, 0.001), b = point(1, 4, 3.7, 0.002);
   a["train_tokens_per_second_std"] = Value::real(153.2);
