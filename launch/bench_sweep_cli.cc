@@ -24,6 +24,7 @@
 #include "launch/workload.h"
 #include "layout/manifest.h"
 #include "sweep/expand.h"
+#include "sweep/references.h"
 #include "sweep/plan_output.h"
 #include "sweep/sweep_spec.h"
 
@@ -217,6 +218,14 @@ po::variables_map parse(const std::vector<std::string>& args, const po::options_
 }
 
 // The options plan and run share: --help, the sweep file, --scenario, --set, --max-points.
+// A reference whose scenario or `when` no point has is a typo that would silently disable it.
+void warn_unused_references(const Plan& plan, std::ostream& err) {
+  for (const std::string& where : references_for_no_point(plan)) {
+    err << "bench-sweep: warning: " << where
+        << " applies to no point of the sweep (its scenario and when match none)\n";
+  }
+}
+
 void add_plan_options(po::options_description& desc) {
   desc.add_options()("help,h", "Show this help")("sweep", po::value<std::string>(),
                                                  "The sweep file")(
@@ -305,6 +314,7 @@ int run_plan(const std::vector<std::string>& args, std::ostream& out, std::ostre
   PlanOptions options = plan_options_of(vm);
   options.hold_points = false;
   Plan plan = plan_sweep(spec, options);
+  warn_unused_references(plan, err);
   PlanWriteResult written;
   bool wrote = false;
   if (vm.count("out")) {
@@ -385,6 +395,7 @@ int run_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   if (lacks_sweep_or_out("run", vm, err)) return kExitUsage;
   SweepSpec spec = load_sweep_file(vm["sweep"].as<std::string>());
   Plan plan = plan_sweep(spec, plan_options_of(vm));
+  warn_unused_references(plan, err);
 
   RunOptions run;
   run.out_dir = vm["out"].as<std::string>();
@@ -438,6 +449,7 @@ int run_submit(const std::vector<std::string>& args, std::ostream& out, std::ost
   }
   SweepSpec spec = load_sweep_file(vm["sweep"].as<std::string>());
   Plan plan = plan_sweep(spec, plan_options_of(vm));
+  warn_unused_references(plan, err);
   SubmitOptions submit;
   submit.out_dir = vm["out"].as<std::string>();
   submit.sweep_path = std::filesystem::absolute(vm["sweep"].as<std::string>()).string();

@@ -465,8 +465,10 @@ class SweepRun {
     r.reason = "its runner died before recording the point" +
                (ranks.run_reason.empty() ? "" : "; " + ranks.run_reason);
     r.ended = utc_now_iso8601();
+    std::string missed = check_references(p, r);
     finish(p, r);
-    row(p, to_string(r.status), "recovered: " + r.reason);
+    row(p, to_string(r.status),
+        "recovered: " + r.reason + (missed.empty() ? "" : "; MISSED its reference: " + missed));
     return true;
   }
 
@@ -590,14 +592,24 @@ class SweepRun {
     Decision d = decide(record, p.config_hash, o_.force, o_.retry_failed);
     if (d == Decision::kKeepOk) {
       // The references may have changed since it ran: checked again, and recorded when the
-      // point is free to write.
+      // point is free to write and still holds the run that was checked (another runner may
+      // have run it again since this one read it).
       PointRecord kept = *record;
       std::string missed = check_references(p, kept);
-      if (kept.reference != record->reference || !(kept.references == record->references)) {
+      records_[p.tag] = kept;
+      if (!same_checks(kept, *record)) {
         ClaimState busy;
         if (std::optional<PointClaim> claim =
                 PointClaim::acquire(point_dir(p), &busy, slurm_claim_liveness())) {
-          finish(p, kept);
+          std::optional<PointRecord> now = read_point_record(point_dir(p));
+          if (now && now->status == PointStatus::kOk && now->attempt == record->attempt &&
+              now->ended == record->ended && now->config_hash == record->config_hash) {
+            kept = *now;
+            missed = check_references(p, kept);
+            finish(p, kept);
+          } else if (now) {
+            records_[p.tag] = *now;
+          }
         }
       }
       row(p, "ok",
@@ -818,19 +830,33 @@ class SweepRun {
     PointFacts facts = facts_of(p.scenario, p.config, summary, r.host, r.partition);
     std::vector<const PerformanceReference*> apply = references_for(all, facts);
     if (apply.empty()) return "";
-    const Value* metrics = summary.is_map() ? summary.find("metrics") : nullptr;
-    const Value* units = summary.is_map() ? summary.find("units") : nullptr;
+    const SummaryMetrics measured = summary_metrics(summary);
     Value list = Value::list();
     std::vector<std::string> misses;
     for (const PerformanceReference* ref : apply) {
-      ReferenceCheck c = check_reference(*ref, metrics != nullptr ? *metrics : Value::map(),
-                                         units != nullptr ? *units : Value::map());
+      ReferenceCheck c = check_reference(*ref, measured.metrics, measured.units);
       if (!c.pass) misses.push_back(describe_miss(c));
       list.items().push_back(c.to_value());
     }
     r.references = list;
     r.reference = misses.empty() ? "pass" : "miss";
     return join(misses, "; ");
+  }
+
+  // Whether two records hold the same verdicts on the same references (where each reference is
+  // written aside: the sweep file's path as typed may differ between runs).
+  static bool same_checks(const PointRecord& a, const PointRecord& b) {
+    auto without_where = [](const Value& checks) {
+      Value out = checks;
+      if (out.is_list()) {
+        for (Value& c : out.items()) {
+          if (c.is_map()) c.set("where", Value::string(""));
+        }
+      }
+      return out;
+    };
+    return a.reference == b.reference &&
+           without_where(a.references) == without_where(b.references);
   }
 
   void finish(const SweepPoint& p, const PointRecord& r) {

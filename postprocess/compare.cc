@@ -209,10 +209,10 @@ Sides split_sides(const std::vector<Row>& rows, const std::string& side) {
                        near ? "did you mean '" + *near + "'?"
                             : "give a config key that varies, such as container.image");
   }
-  if (!is_config_column(s.key)) {
+  if (!is_config_column(s.key) && s.key != "scenario") {
     throw Error::input(mark, "", "'" + s.key + "' is not a config key",
                        "the sides are the values of a key of the points' configs, such as "
-                       "container.image");
+                       "container.image, or their scenario");
   }
   auto listed = [&] {
     std::vector<std::string> shown;

@@ -14,6 +14,7 @@
 #include "postprocess/plot.h"
 #include "postprocess/plot_text.h"
 #include "results/pareto.h"
+#include "results/summary.h"
 
 namespace sweepbench {
 namespace {
@@ -67,11 +68,15 @@ TableFigure pareto_figure(const CsvTable& t, const PlotSpec& spec_in,
   spec.metrics = spec_in.metrics;
 
   std::optional<size_t> status = find_column(t, "status");
+  // As bench-extract --pareto reads them (results/summary.h).
   auto interval = [&](const std::vector<std::string>& row, const std::string& m, double v) {
-    std::optional<size_t> lo = find_column(t, m + "_ci_low"), hi = find_column(t, m + "_ci_high");
-    std::optional<double> l = lo ? number(row[*lo]) : std::nullopt;
-    std::optional<double> h = hi ? number(row[*hi]) : std::nullopt;
-    return l && h ? std::pair{*l, *h} : std::pair{v, v};
+    for (const auto& [low, high] : interval_columns(m)) {
+      std::optional<size_t> lo = find_column(t, low), hi = find_column(t, high);
+      std::optional<double> l = lo ? number(row[*lo]) : std::nullopt;
+      std::optional<double> h = hi ? number(row[*hi]) : std::nullopt;
+      if (l && h) return std::pair{*l, *h};
+    }
+    return std::pair{v, v};
   };
   // The configuration a front point stands for: the keys that vary, but the hue's.
   std::vector<size_t> label_columns;

@@ -652,14 +652,25 @@ ExtractedPoint extract_point(const std::string& d, Manifests& manifests, double 
           rec.references.is_list()) {
         row["reference"] = Value::string(rec.reference);
         auto bound = [](double x) { return std::isfinite(x) ? Value::real(x) : Value::null(); };
+        // Equally specific references of one metric all apply: the columns hold the first's
+        // value and the range they allow together (a whole interval outside the one range
+        // is outside one of theirs), and pass only when each passed.
+        std::map<std::string, ReferenceCheck> merged;
         for (const Value& v : rec.references.items()) {
           std::optional<ReferenceCheck> c = ReferenceCheck::from_value(v);
           if (!c) continue;
-          const std::vector<std::string> cols = reference_columns(c->metric);
-          row[cols[0]] = Value::real(c->reference);
-          row[cols[1]] = bound(c->low);
-          row[cols[2]] = bound(c->high);
-          row[cols[3]] = Value::boolean(c->pass);
+          auto [it, fresh] = merged.emplace(c->metric, *c);
+          if (fresh) continue;
+          it->second.low = std::max(it->second.low, c->low);
+          it->second.high = std::min(it->second.high, c->high);
+          it->second.pass = it->second.pass && c->pass;
+        }
+        for (const auto& [metric, c] : merged) {
+          const std::vector<std::string> cols = reference_columns(metric);
+          row[cols[0]] = Value::real(c.reference);
+          row[cols[1]] = bound(c.low);
+          row[cols[2]] = bound(c.high);
+          row[cols[3]] = Value::boolean(c.pass);
         }
       }
     }

@@ -21,11 +21,26 @@ namespace sweepbench {
 
 namespace {
 
-// The group's verdict on each referenced metric: its whole interval over the repeats (or, from
-// one repeat, its value) outside the reference's range misses (sweep/references.h).
+// The group's verdict on each referenced metric (sweep/references.h): the reference and its
+// range are its first ok repeat's; the group misses when the repeats' whole interval lies
+// outside the range. One ok repeat keeps its own verdict, from its run's interval.
 void check_group_references(std::map<std::string, Value>* row,
-                            const std::vector<std::string>& referenced) {
+                            const std::vector<std::string>& referenced,
+                            const std::vector<const std::map<std::string, Value>*>& ok) {
   row->erase("reference");
+  for (const std::string& m : referenced) {
+    for (const std::string& c : reference_columns(m)) {
+      row->erase(c);
+      if (ok.empty()) continue;
+      if (auto it = ok.front()->find(c); it != ok.front()->end()) (*row)[c] = it->second;
+    }
+  }
+  if (ok.size() == 1) {
+    if (auto it = ok.front()->find("reference"); it != ok.front()->end()) {
+      (*row)["reference"] = it->second;
+    }
+    return;
+  }
   bool any = false, missed = false;
   for (const std::string& m : referenced) {
     const std::vector<std::string> cols = reference_columns(m);
@@ -75,14 +90,14 @@ void group_repeats(ExtractTable* t) {
   };
   std::set<std::string> not_key = {"tag",    "index",   "repeat",   "status",
                                    "reason", "started", "noisy",    "reference"};
-  // A performance reference's verdict is the group's, from the repeats' interval; the
-  // reference and its range stay part of what the repeats share.
+  // A performance reference's verdict is the group's, from the repeats' interval; its columns
+  // are no part of what the repeats share (a failed repeat has none).
   std::vector<std::string> referenced;
   for (const std::string& c : t->columns) {
     const std::string pass = "_ref_pass";
     if (c.size() > pass.size() && c.compare(c.size() - pass.size(), pass.size(), pass) == 0) {
       referenced.push_back(c.substr(0, c.size() - pass.size()));
-      not_key.insert(c);
+      for (const std::string& r : reference_columns(referenced.back())) not_key.insert(r);
     }
   }
   not_key.insert(metrics.begin(), metrics.end());
@@ -155,7 +170,9 @@ void group_repeats(ExtractTable* t) {
         }
       }
     }
-    check_group_references(&row, referenced);
+    std::vector<const std::map<std::string, Value>*> ok_rows;
+    for (size_t i : ok) ok_rows.push_back(&t->rows[i]);
+    check_group_references(&row, referenced, ok_rows);
     rows.push_back(std::move(row));
   }
   std::vector<std::string> columns;
@@ -312,8 +329,15 @@ void keep_pareto_front(ExtractTable* t, const std::vector<std::string>& metrics,
     for (const std::string& m : metrics) {
       std::optional<double> v = cell_number(row, m);
       if (!v) break;
-      s.push_back(oriented_span(m, *v, cell_number(row, m + "_ci_low").value_or(*v),
-                                cell_number(row, m + "_ci_high").value_or(*v)));
+      std::pair<double, double> interval{*v, *v};
+      for (const auto& [low, high] : interval_columns(m)) {
+        std::optional<double> l = cell_number(row, low), h = cell_number(row, high);
+        if (l && h) {
+          interval = {*l, *h};
+          break;
+        }
+      }
+      s.push_back(oriented_span(m, *v, interval.first, interval.second));
     }
     if (s.size() != metrics.size()) continue;  // a row without every metric is not ranked
     candidates.push_back(i);

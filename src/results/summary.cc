@@ -194,6 +194,18 @@ SummaryInput summary_input_from_ranks(const std::vector<RankResult>& ranks) {
   return in;
 }
 
+std::vector<std::pair<std::string, std::string>> interval_columns(const std::string& metric) {
+  std::vector<std::pair<std::string, std::string>> out = {
+      {metric + "_ci_low", metric + "_ci_high"}};
+  const std::string mean = "_mean_s";
+  if (metric.size() > mean.size() &&
+      metric.compare(metric.size() - mean.size(), mean.size(), mean) == 0) {
+    const std::string base = metric.substr(0, metric.size() - mean.size());
+    out.emplace_back(base + "_ci_low_s", base + "_ci_high_s");
+  }
+  return out;
+}
+
 bool higher_is_better(const std::string& m) {
   auto ends = [&](const char* suffix) {
     const std::string s(suffix);

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace sweepbench {
@@ -66,6 +67,11 @@ SummaryInput summary_input_from_ranks(const std::vector<RankResult>& ranks);
 // Whether more of a metric is better (throughputs, MFU, MBU) or less (times, memory, cost), by
 // its name: bench-compare's verdicts and bench-extract's --best read it.
 bool higher_is_better(const std::string& metric);
+
+// The columns that may hold a metric's 95% interval, in the order to try: <metric>_ci_low and
+// _ci_high (a throughput's; every metric's after bench-extract --group-repeats), then for a mean
+// time <base>_mean_s the mean's <base>_ci_low_s and _ci_high_s (step_time_mean_s, ttft_mean_s).
+std::vector<std::pair<std::string, std::string>> interval_columns(const std::string& metric);
 
 // q in [0, 1]; NaN for an empty list.
 double percentile(std::vector<double> values, double q);

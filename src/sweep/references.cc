@@ -9,6 +9,7 @@
 
 #include "core/text.h"
 #include "core/yaml_io.h"
+#include "results/summary.h"  // interval_columns
 
 namespace sweepbench {
 namespace {
@@ -90,18 +91,9 @@ std::vector<const PerformanceReference*> references_for(
 
 std::optional<std::pair<double, double>> metric_interval(const Value& metrics,
                                                          const std::string& metric) {
-  auto pair = [&](const std::string& low, const std::string& high)
-      -> std::optional<std::pair<double, double>> {
+  for (const auto& [low, high] : interval_columns(metric)) {
     std::optional<double> l = number_in(metrics, low), h = number_in(metrics, high);
     if (l && h) return std::pair{*l, *h};
-    return std::nullopt;
-  };
-  if (auto p = pair(metric + "_ci_low", metric + "_ci_high")) return p;
-  const std::string mean = "_mean_s";
-  if (metric.size() > mean.size() &&
-      metric.compare(metric.size() - mean.size(), mean.size(), mean) == 0) {
-    std::string base = metric.substr(0, metric.size() - mean.size());
-    return pair(base + "_ci_low_s", base + "_ci_high_s");
   }
   return std::nullopt;
 }
@@ -153,6 +145,45 @@ ReferenceCheck check_reference(const PerformanceReference& reference, const Valu
 std::string describe_miss(const ReferenceCheck& c) {
   return c.why + " (reference " + number_text(c.reference) + (c.unit.empty() ? "" : " " + c.unit) +
          " " + c.bound + ", " + c.where + ")";
+}
+
+SummaryMetrics summary_metrics(const Value& summary) {
+  SummaryMetrics s;
+  if (!summary.is_map()) return s;
+  if (const Value* m = summary.find("metrics"); m != nullptr && m->is_map()) s.metrics = *m;
+  if (const Value* u = summary.find("units"); u != nullptr && u->is_map()) s.units = *u;
+  const Value* seconds = summary.find("seconds");
+  if (seconds != nullptr && seconds->is_number() && s.metrics.find("seconds") == nullptr) {
+    s.metrics.set("seconds", *seconds);
+    s.units.set("seconds", Value::string("s"));
+  }
+  return s;
+}
+
+std::vector<std::string> references_for_no_point(const Plan& plan) {
+  const std::vector<PerformanceReference>& refs = plan.info().references;
+  std::vector<bool> used(refs.size(), false);
+  size_t left = 0;
+  for (size_t i = 0; i < refs.size(); ++i) {
+    used[i] = refs[i].scenario.empty() && refs[i].when.matches.empty();
+    left += used[i] ? 0 : 1;
+  }
+  if (left == 0) return {};
+  plan.for_each_point(
+      [&](const SweepPoint& p) {
+        for (size_t i = 0; i < refs.size() && left > 0; ++i) {
+          if (used[i] || !pattern_holds(refs[i].scenario, p.scenario)) continue;
+          if (!refs[i].when.matches.empty() && !rule_matches(p.config, refs[i].when)) continue;
+          used[i] = true;
+          --left;
+        }
+      },
+      /*selected_only=*/false);
+  std::vector<std::string> out;
+  for (size_t i = 0; i < refs.size(); ++i) {
+    if (!used[i]) out.push_back(refs[i].mark.str() + ": " + refs[i].label);
+  }
+  return out;
 }
 
 Value ReferenceCheck::to_value() const {

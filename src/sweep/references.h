@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/value.h"
+#include "sweep/expand.h"
 #include "sweep/sweep_spec.h"
 
 namespace sweepbench {
@@ -63,6 +64,19 @@ std::optional<std::pair<double, double>> metric_interval(const Value& metrics,
 
 // Whether an interval [ci_low, ci_high] misses the range [low, high]: it lies wholly outside.
 bool interval_misses(double ci_low, double ci_high, double low, double high);
+
+// What a reference can check in a point's summary.json: its `metrics` and their `units`, and a
+// command's wall time `seconds` (a top-level field there, a metric in bench-extract's table).
+struct SummaryMetrics {
+  Value metrics = Value::map();
+  Value units = Value::map();
+};
+SummaryMetrics summary_metrics(const Value& summary);
+
+// Which references could apply to some point of the plan, judged by what is known before any
+// runs (scenario and `when`; device, host and partition are not): the file:line and label of each
+// that applies to none, for a warning.
+std::vector<std::string> references_for_no_point(const Plan& plan);
 
 // Checks a point's metrics (summary.json's `metrics` and `units`) against a reference. A
 // metric the results do not have, or hold as null, misses with the reason.

@@ -372,9 +372,13 @@ ReferenceBound parse_bound(const Value* v, const std::string& key, const Mark& f
     b.amount = pct / 100;
     b.text = t;
   } else {
-    throw Error::input(mark, key, "expected a percentage or a number, got " + v->describe());
+    throw Error::input(mark, key, "expected a percentage or a number, got " + v->describe(),
+                       "e.g. -10% (of the reference) or -0.5 (in the metric's unit)");
   }
-  if (!std::isfinite(b.amount)) throw Error::input(mark, key, "the bound is not finite");
+  if (!std::isfinite(b.amount)) {
+    throw Error::input(mark, key, "the bound is not finite",
+                       "leave the side out (or null) for no bound");
+  }
   return b;
 }
 
@@ -400,6 +404,7 @@ std::vector<PerformanceReference> parse_references(const Value& references,
     const Value& entry = list.items()[i];
     std::string label = "references[" + std::to_string(i) + "]";
     PerformanceReference r;
+    r.label = label;
     r.mark = mark_or(entry, mark_or(list, fallback));
     if (!entry.is_map()) {
       throw Error::input(r.mark, label,
@@ -408,7 +413,11 @@ std::vector<PerformanceReference> parse_references(const Value& references,
     }
     check_name_keys(entry, label, kReferenceKeys);
     const Value* metric = entry.find("metric");
-    if (metric == nullptr) throw Error::input(r.mark, label, "needs a metric");
+    if (metric == nullptr) {
+      throw Error::input(r.mark, label, "needs a metric",
+                         "add metric: with a column of bench-extract, e.g. "
+                         "train_tokens_per_second");
+    }
     r.metric = require_string(*metric, label + ".metric", r.mark);
     if (!is_key_like(r.metric)) {
       throw Error::input(mark_or(*metric, r.mark), label + ".metric",
@@ -419,7 +428,8 @@ std::vector<PerformanceReference> parse_references(const Value& references,
     if (value == nullptr || !value->is_number() || !std::isfinite(value->as_float())) {
       throw Error::input(value == nullptr ? r.mark : mark_or(*value, r.mark), label + ".value",
                          value == nullptr ? "needs the expected value"
-                                          : "expected a number, got " + value->describe());
+                                          : "expected a finite number, got " + value->describe(),
+                         "add value: with the number the metric should reach, in its unit");
     }
     r.value = value->as_float();
     r.lower = parse_bound(entry.find("lower"), label + ".lower", r.mark);
@@ -455,12 +465,14 @@ std::vector<PerformanceReference> parse_references(const Value& references,
     r.host = reference_pattern(entry, "host", label, r.mark);
     r.partition = reference_pattern(entry, "partition", label, r.mark);
     r.scenario = reference_pattern(entry, "scenario", label, r.mark);
+    if (const Value* sc = entry.find("scenario")) r.scenario_mark = mark_or(*sc, r.mark);
     if (const Value* when = entry.find("when"); when != nullptr && !when->is_null()) {
       r.when.mark = mark_or(*when, r.mark);
       if (!when->is_map() || when->entries().empty()) {
         throw Error::input(r.when.mark, label + ".when",
-                           "expected a mapping of config keys to values, e.g. "
-                           "{train.micro_batch: 8}, got " + when->describe());
+                           "expected a non-empty mapping of config keys to values, got " +
+                               (when->is_map() ? std::string("an empty one") : when->describe()),
+                           "e.g. when: {train.micro_batch: 8}");
       }
       flatten_exclude(*when, "", r.when);
     }
@@ -761,7 +773,8 @@ SweepSpec parse_sweep(const Value& root, const std::string& path, const SweepFil
     if (!any) {
       std::vector<std::string> names;
       for (const Scenario& sc : spec.scenarios) names.push_back(sc.name);
-      throw Error::input(r.mark, "references", "scenario '" + r.scenario + "' matches no scenario",
+      throw Error::input(r.scenario_mark, r.label + ".scenario",
+                         "'" + r.scenario + "' matches no scenario",
                          "the scenarios are: " + join(names, ", "));
     }
   }

@@ -75,6 +75,7 @@ struct ReferenceBound {
 // An entry of the sweep file's `references` (sweep/references.h checks points against them).
 struct PerformanceReference {
   Mark mark;
+  std::string label;  // "references[2]", for messages
   std::string metric;
   double value = 0;
   std::string unit;  // "" unless given; then the results' unit must be the same
@@ -82,6 +83,7 @@ struct PerformanceReference {
   // Where it applies: shell patterns (fnmatch) on the device name, host and partition, a
   // scenario name, config values. Empty: anywhere.
   std::string device, host, partition, scenario;
+  Mark scenario_mark;
   ExcludeRule when;
   // The allowed range: value + lower .. value + upper (-inf, inf where a side has no bound).
   double low() const;

@@ -28,7 +28,7 @@ import tempfile
 ALLOWED = {
     "core": {"core"},
     "layout": {"core", "layout"},
-    "sweep": {"core", "layout", "sweep"},
+    "sweep": {"core", "layout", "metrics", "sweep"},
     "metrics": {"core", "metrics"},
     "results": {"core", "layout", "metrics", "results"},
     "train": {"core", "layout", "metrics", "results", "train"},

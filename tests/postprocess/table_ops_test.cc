@@ -95,5 +95,67 @@ TEST(Pareto, KeepsWhatNothingDominatesBeyondTheIntervals) {
   EXPECT_THAT(indices(t), testing::ElementsAre(0, 1, 3));
 }
 
+TEST(Pareto, AMeanTimesIntervalIsItsMeansCiColumns) {
+  // step_time_mean_s's interval is step_time_ci_low_s .. _high_s (one run's), as references
+  // read it: a faster mean within the other's interval does not dominate.
+  ExtractTable t;
+  t.columns = {"index", "status", "step_time_mean_s", "mem_peak_bytes"};
+  auto row = [](int index, double mean, double low, double high) {
+    return Row{{"index", Value::integer(index)},     {"status", Value::string("ok")},
+               {"step_time_mean_s", Value::real(mean)}, {"step_time_ci_low_s", Value::real(low)},
+               {"step_time_ci_high_s", Value::real(high)}, {"mem_peak_bytes", Value::real(10)}};
+  };
+  t.rows = {row(0, 1.45, 1.389, 1.515), row(1, 1.53, 1.486, 1.570)};
+  keep_pareto_front(&t, {"step_time_mean_s", "mem_peak_bytes"}, {});
+  EXPECT_THAT(indices(t), testing::ElementsAre(0, 1));
+}
+
+// Repeats of a point checked against a performance reference (sweep/references.h).
+Row checked(int repeat, const char* status, double v, bool pass) {
+  Row r{{"index", Value::integer(repeat)}, {"repeat", Value::integer(repeat)},
+        {"status", Value::string(status)}, {"params.x", Value::integer(1)}};
+  if (std::string(status) != "ok") return r;
+  r["train_tokens_per_second"] = Value::real(v);
+  r["reference"] = Value::string(pass ? "pass" : "miss");
+  r["train_tokens_per_second_ref"] = Value::real(10);
+  r["train_tokens_per_second_ref_low"] = Value::real(9);
+  r["train_tokens_per_second_ref_pass"] = Value::boolean(pass);
+  return r;
+}
+
+ExtractTable checked_table(std::vector<Row> rows) {
+  ExtractTable t;
+  t.columns = {"index", "repeat", "status", "params.x", "train_tokens_per_second",
+               "reference", "train_tokens_per_second_ref", "train_tokens_per_second_ref_low", "train_tokens_per_second_ref_high", "train_tokens_per_second_ref_pass"};
+  t.rows = std::move(rows);
+  return t;
+}
+
+TEST(GroupRepeats, AReferencesVerdictIsTheGroupsAndAFailedRepeatStaysInIt) {
+  // Two ok repeats at 8.8 and 9.4: the interval of their mean reaches 9, so the group passes
+  // although the first repeat alone missed.
+  ExtractTable t = checked_table({checked(0, "ok", 8.8, false), checked(1, "ok", 9.4, true)});
+  group_repeats(&t);
+  ASSERT_EQ(t.rows.size(), 1u);
+  EXPECT_EQ(t.rows[0].at("reference").as_string(), "pass");
+  EXPECT_TRUE(t.rows[0].at("train_tokens_per_second_ref_pass").as_bool());
+  EXPECT_EQ(t.rows[0].at("train_tokens_per_second_ref").as_float(), 10);
+  // Far below on both: the group misses.
+  t = checked_table({checked(0, "ok", 5.0, false), checked(1, "ok", 5.1, false)});
+  group_repeats(&t);
+  EXPECT_EQ(t.rows[0].at("reference").as_string(), "miss");
+  // A failed repeat (it has no reference columns) stays in its point's group.
+  t = checked_table({checked(0, "failed", 0, false), checked(1, "ok", 9.5, true)});
+  group_repeats(&t);
+  ASSERT_EQ(t.rows.size(), 1u);
+  EXPECT_EQ(t.rows[0].at("repeats").as_int(), 2);
+  EXPECT_EQ(t.rows[0].at("status").as_string(), "failed");
+  // One ok repeat keeps the verdict its own run's interval gave.
+  t = checked_table({checked(0, "ok", 8.0, true)});
+  group_repeats(&t);
+  EXPECT_EQ(t.rows[0].at("reference").as_string(), "pass");
+  EXPECT_TRUE(t.rows[0].at("train_tokens_per_second_ref_pass").as_bool());
+}
+
 }  // namespace
 }  // namespace sweepbench

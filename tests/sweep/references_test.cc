@@ -62,7 +62,7 @@ TEST(References, ErrorsNameTheLineAndTheFix) {
   EXPECT_THAT(ref_error("  - {metric: m, value: 1, lower: ten}\n"),
               HasSubstr("references[0].lower: 'ten' is not a bound"));
   EXPECT_THAT(ref_error("  - {metric: m, value: fast, lower: -1}\n"),
-              HasSubstr("references[0].value: expected a number"));
+              HasSubstr("references[0].value: expected a finite number"));
   EXPECT_THAT(ref_error("  - {metric: m, lower: -1}\n"),
               HasSubstr("references[0].value: needs the expected value"));
   EXPECT_THAT(ref_error("  - {metric: m, value: 1, lower: -1, devcie: H100}\n"),
@@ -70,7 +70,8 @@ TEST(References, ErrorsNameTheLineAndTheFix) {
   EXPECT_THAT(ref_error("  - {metric: m, value: 1, lower: -1, when: {train.microbatch: 2}}\n"),
               HasSubstr("unknown key 'train.microbatch' (did you mean 'train.micro_batch'?)"));
   EXPECT_THAT(ref_error("  - {metric: m, value: 1, lower: -1, scenario: big}\n"),
-              HasSubstr("scenario 'big' matches no scenario (the scenarios are: default)"));
+              HasSubstr("s.yaml:4:48: references[0].scenario: 'big' matches no scenario (the "
+                        "scenarios are: default)"));
   EXPECT_THAT(ref_error("  - {metric: 'a b', value: 1, lower: -1}\n"),
               HasSubstr("'a b' is not a metric's name"));
   EXPECT_THAT(ref_error("  - {metric: m, value: 1, lower: -1, host: ''}\n"),
