@@ -320,8 +320,17 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
           if (!where.empty()) filter_rows(&table, where);
           for (const std::string& m : pareto) check_column_named(m, table.columns, "--pareto");
           if (vm.count("best")) {
-            check_column_named(vm["best"].as<std::string>(), table.columns, "--best");
-            keep_best(&table, vm["best"].as<std::string>(), per);
+            const std::string metric = vm["best"].as<std::string>();
+            check_column_named(metric, table.columns, "--best");
+            // A metric no ok row has a value of (an MFU on CPUs, with no peak) ranks nothing:
+            // said, not left to an empty table.
+            bool any = std::any_of(table.rows.begin(), table.rows.end(), [&](const auto& row) {
+              return row_ok(row) && cell_number(row, metric).has_value();
+            });
+            if (!any && !table.rows.empty()) {
+              warn("--best " + metric + ": no ok row has a value of it, so no row is the best");
+            }
+            keep_best(&table, metric, per);
           }
           if (!pareto.empty()) keep_pareto_front(&table, pareto, per);
           // --keep names columns: one that the table lacks is a typo, said before any output.

@@ -13,6 +13,7 @@
 #include "core/text.h"
 #include "core/units.h"
 #include "postprocess/extract.h"
+#include "results/summary.h"  // interval_columns
 
 namespace sweepbench {
 namespace {
@@ -256,9 +257,14 @@ ExtractTable people_table(const ExtractTable& full, const std::vector<std::strin
       // `±` half the mean's 95% interval where the row has one (one run's steps, or the
       // repeats'), else the repeats' std.
       std::optional<double> spread = number_of(row, metrics[i].metric + "_std");
-      std::optional<double> low = number_of(row, metrics[i].metric + "_ci_low");
-      std::optional<double> high = number_of(row, metrics[i].metric + "_ci_high");
-      if (low && high) spread = (*high - *low) / 2;
+      for (const auto& [low_column, high_column] : interval_columns(metrics[i].metric)) {
+        std::optional<double> low = number_of(row, low_column);
+        std::optional<double> high = number_of(row, high_column);
+        if (low && high) {
+          spread = (*high - *low) / 2;
+          break;
+        }
+      }
       if (spread) *spread *= factor;
       cells[header] = Value::string(format_measure(*v * factor, spread));
     }

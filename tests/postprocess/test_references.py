@@ -134,6 +134,12 @@ class References(unittest.TestCase):
             self.assertEqual(bool(row["train_tokens_per_second_ref_pass"]), not miss)
         people = extract("-i", self.out, "--format", "table")
         self.assertEqual(people.count("MISS"), 2)
+        # (Beside the references: --best on a metric no CPU point has, MFU without a peak, says
+        # so rather than printing an empty table without a word.)
+        r = subprocess.run([BENCH_EXTRACT, "-i", self.out, "--best", "mfu"], capture_output=True,
+                           text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("--best mfu: no ok row has a value of it", r.stderr)
 
         # A reference fixed in the sweep file is checked again on the kept points: all pass.
         sweep = self.write("2000")
