@@ -188,7 +188,7 @@ ExtractTable people_table(const ExtractTable& full, const std::vector<std::strin
         break;
       }
     }
-    const bool seconds = unit == "s" || m == "seconds" || (m.size() > 2 && m.substr(m.size() - 2) == "_s");
+    const bool seconds = unit == "s" || m == "seconds" || ends_with(m, "_s");
     const bool bytes = unit == "bytes" || m.find("bytes") != std::string::npos;
     metrics.push_back({m, m == "seconds" ? "time" : m,
                        seconds ? Scale::kSeconds : bytes ? Scale::kBytes : Scale::kPlain,

@@ -69,11 +69,20 @@ TableFigure pareto_figure(const CsvTable& t, const PlotSpec& spec_in,
 
   std::optional<size_t> status = find_column(t, "status");
   // As bench-extract --pareto reads them (results/summary.h).
-  auto interval = [&](const std::vector<std::string>& row, const std::string& m, double v) {
+  // Each metric's interval columns the table has, looked up once.
+  auto interval_positions = [&](const std::string& m) {
+    std::vector<std::pair<size_t, size_t>> out;
     for (const auto& [low, high] : interval_columns(m)) {
       std::optional<size_t> lo = find_column(t, low), hi = find_column(t, high);
-      std::optional<double> l = lo ? number(row[*lo]) : std::nullopt;
-      std::optional<double> h = hi ? number(row[*hi]) : std::nullopt;
+      if (lo && hi) out.emplace_back(*lo, *hi);
+    }
+    return out;
+  };
+  const auto x_interval = interval_positions(x_name), y_interval = interval_positions(y_name);
+  auto interval = [&](const std::vector<std::string>& row,
+                      const std::vector<std::pair<size_t, size_t>>& positions, double v) {
+    for (const auto& [lo, hi] : positions) {
+      std::optional<double> l = number(row[lo]), h = number(row[hi]);
       if (l && h) return std::pair{*l, *h};
     }
     return std::pair{v, v};
@@ -100,8 +109,8 @@ TableFigure pareto_figure(const CsvTable& t, const PlotSpec& spec_in,
       ++left_out;
       continue;
     }
-    auto [xl, xh] = interval(row, x_name, *xv);
-    auto [yl, yh] = interval(row, y_name, *yv);
+    auto [xl, xh] = interval(row, x_interval, *xv);
+    auto [yl, yh] = interval(row, y_interval, *yv);
     Dot d{*xv, xl, xh, *yv, yl, yh, hue ? row[*hue] : std::string(), ""};
     std::vector<std::string> parts;
     for (size_t c : label_columns) parts.push_back(short_key(t.columns[c]) + "=" + row[c]);

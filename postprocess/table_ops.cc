@@ -95,7 +95,7 @@ void group_repeats(ExtractTable* t) {
   std::vector<std::string> referenced;
   for (const std::string& c : t->columns) {
     const std::string pass = "_ref_pass";
-    if (c.size() > pass.size() && c.compare(c.size() - pass.size(), pass.size(), pass) == 0) {
+    if (c.size() > pass.size() && ends_with(c, pass)) {
       referenced.push_back(c.substr(0, c.size() - pass.size()));
       for (const std::string& r : reference_columns(referenced.back())) not_key.insert(r);
     }

@@ -32,10 +32,8 @@ std::optional<double> number_in(const Value& map, const std::string& key) {
   if (v->is_number() && std::isfinite(v->as_float())) return v->as_float();
   // bench-extract's rows may hold numbers as text (a CSV read back).
   if (v->is_string()) {
-    char* end = nullptr;
-    const std::string& t = v->as_string();
-    double d = std::strtod(t.c_str(), &end);
-    if (!t.empty() && end == t.c_str() + t.size() && std::isfinite(d)) return d;
+    std::optional<double> d = parse_double(v->as_string());
+    if (d && std::isfinite(*d)) return d;
   }
   return std::nullopt;
 }

@@ -360,16 +360,17 @@ ReferenceBound parse_bound(const Value* v, const std::string& key, const Mark& f
     b.text = text;
   } else if (v->is_string()) {
     std::string t = trim(v->as_string());
-    char* end = nullptr;
-    double pct = t.size() > 1 && t.back() == '%' ? std::strtod(t.c_str(), &end) : 0.0;
-    if (end == nullptr || end != t.c_str() + t.size() - 1 || !std::isfinite(pct)) {
+    std::optional<double> pct =
+        ends_with(t, "%") ? parse_double(std::string_view(t).substr(0, t.size() - 1))
+                          : std::nullopt;
+    if (!pct || !std::isfinite(*pct)) {
       throw Error::input(mark, key, "'" + v->as_string() + "' is not a bound",
                          "give a percentage of the reference (-10%) or a number in the "
                          "metric's unit (-0.5)");
     }
     b.present = true;
     b.relative = true;
-    b.amount = pct / 100;
+    b.amount = *pct / 100;
     b.text = t;
   } else {
     throw Error::input(mark, key, "expected a percentage or a number, got " + v->describe(),

@@ -16,7 +16,7 @@ import pandas as pd
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "support"))
-from e2e import BIN, bench_sweep  # noqa: E402
+from e2e import BIN, bench_sweep, run_tool  # noqa: E402
 
 BENCH_COMPARE = os.path.join(BIN, "bench-compare")
 BENCH_EXTRACT = os.path.join(BIN, "bench-extract")
@@ -45,11 +45,7 @@ base:
 
 
 def compare(*args, check=0):
-    r = subprocess.run([BENCH_COMPARE, *args], capture_output=True, text=True, timeout=300)
-    if check is not None and r.returncode != check:
-        raise AssertionError(f"bench-compare {' '.join(args)}: exit {r.returncode}, wanted {check}"
-                             f"\n{r.stdout}\n{r.stderr}")
-    return r
+    return run_tool(BENCH_COMPARE, *args, check=check)
 
 
 class Compare(unittest.TestCase):

@@ -22,7 +22,7 @@ import pandas as pd
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "support"))
-from e2e import BENCH_SWEEP, BIN, ENV, SOURCE, bench_sweep, read_json  # noqa: E402
+from e2e import BENCH_SWEEP, BIN, ENV, SOURCE, bench_sweep, read_json, run_tool  # noqa: E402
 
 BENCH_EXTRACT = os.path.join(BIN, "bench-extract")
 BENCH_PLOT = os.path.join(BIN, "bench-plot")
@@ -46,11 +46,7 @@ def write_sweep(tmp, name, axes, steps=3):
 
 
 def extract(*args, check=0):
-    r = subprocess.run([BENCH_EXTRACT, *args], capture_output=True, text=True, timeout=300)
-    if check is not None and r.returncode != check:
-        raise AssertionError(f"bench-extract {' '.join(args)}: exit {r.returncode}, wanted "
-                             f"{check}\n{r.stdout}\n{r.stderr}")
-    return r
+    return run_tool(BENCH_EXTRACT, *args, check=check)
 
 
 class Extract(unittest.TestCase):

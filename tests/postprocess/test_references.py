@@ -10,7 +10,6 @@ import io
 import json
 import os
 import socket
-import subprocess
 import sys
 import tempfile
 import unittest
@@ -19,7 +18,7 @@ import pandas as pd
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "support"))
-from e2e import BIN, bench_sweep, read_json  # noqa: E402
+from e2e import BIN, bench_sweep, read_json, run_tool  # noqa: E402
 
 BENCH_EXTRACT = os.path.join(BIN, "bench-extract")
 
@@ -47,10 +46,7 @@ references:
 
 
 def extract(*args):
-    r = subprocess.run([BENCH_EXTRACT, *args], capture_output=True, text=True, timeout=300)
-    if r.returncode != 0:
-        raise AssertionError(f"bench-extract {' '.join(args)}: exit {r.returncode}\n{r.stderr}")
-    return r.stdout
+    return run_tool(BENCH_EXTRACT, *args).stdout
 
 
 class References(unittest.TestCase):
@@ -136,9 +132,7 @@ class References(unittest.TestCase):
         self.assertEqual(people.count("MISS"), 2)
         # (Beside the references: --best on a metric no CPU point has, MFU without a peak, says
         # so rather than printing an empty table without a word.)
-        r = subprocess.run([BENCH_EXTRACT, "-i", self.out, "--best", "mfu"], capture_output=True,
-                           text=True, timeout=300)
-        self.assertEqual(r.returncode, 0, r.stderr)
+        r = run_tool(BENCH_EXTRACT, "-i", self.out, "--best", "mfu")
         self.assertIn("--best mfu: no ok row has a value of it", r.stderr)
 
         # A reference fixed in the sweep file is checked again on the kept points: all pass.

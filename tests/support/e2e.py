@@ -33,6 +33,16 @@ def bench_sweep(*args, env=None, check=None, cwd=None, timeout=600):
     return r
 
 
+def run_tool(binary, *args, check=0, timeout=300):
+    """Runs one of our binaries (a path, e.g. os.path.join(BIN, "bench-extract")) in the
+    caller's environment; with `check`, fails unless it exits with that code."""
+    r = subprocess.run([binary, *args], capture_output=True, text=True, timeout=timeout)
+    if check is not None and r.returncode != check:
+        raise AssertionError(f"{os.path.basename(binary)} {' '.join(args)}: exit {r.returncode}, "
+                             f"wanted {check}\n{r.stdout}\n{r.stderr}")
+    return r
+
+
 def read_json(path):
     with open(path) as f:
         return json.load(f)
