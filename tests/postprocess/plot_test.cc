@@ -338,3 +338,56 @@ TEST(ChangeFigure, VerdictsColourThePointsAndTextIsQuoted) {
 
 }  // namespace
 }  // namespace sweepbench
+
+namespace sweepbench {
+namespace {
+
+// Every text of the two whole-table figures (point names, metrics, labels, the title, paths)
+// reaches gnuplot single-quoted on one line, and the data file without a tab, line break, NUL
+// or double quote of its own.
+TEST(TableFigures, HostileTextIsQuotedNotRun) {
+  std::string hostile = "a$(touch /tmp/p)`id`,b:c\"d";
+  std::string csv =
+      "point,metric,change,change_ci_low,change_ci_high,verdict\n"
+      "\"" + std::string("a$(touch /tmp/p)`id`,b:c\"\"d\nx") + "\",\"m,1:2\",0.1,0.0,0.2,worse\n";
+  csv.insert(csv.find("\nx"), 1, '\0');
+  CsvTable t = parse_csv(csv, "c.csv");
+  PlotSpec spec;
+  spec.kind = "change";
+  spec.output = "/o/$(x)`y`.svg";
+  spec.title = "t\n$(z)";
+  TableFigure f = change_figure(t, spec, "/o/d'$(w)");
+  EXPECT_EQ(f.script.find('\0'), std::string::npos);
+  EXPECT_EQ(f.script.find("\"`"), std::string::npos);
+  EXPECT_EQ(f.script.find("\"$("), std::string::npos);
+  EXPECT_THAT(f.script, HasSubstr("'a$(touch /tmp/p)`id`,b:c\"d x' 0"));
+  EXPECT_THAT(f.script, HasSubstr("the changes of m,1:2. Edit"));  // the comment line
+  EXPECT_THAT(f.script, HasSubstr("set title 't $(z)' noenhanced"));
+  EXPECT_THAT(f.script, HasSubstr("'/o/d' . \"'\" . '$(w)' index 0"));
+  // Every line of the script is a whole command: no text broke one.
+  for (size_t at = 0, next; at < f.script.size(); at = next + 1) {
+    next = f.script.find('\n', at);
+    std::string line = f.script.substr(at, next - at);
+    // A quote inside a text comes as "'" between two single-quoted strings.
+    for (size_t q; (q = line.find("\"'\"")) != std::string::npos;) line.erase(q, 3);
+    EXPECT_EQ(std::count(line.begin(), line.end(), '\'') % 2, 0) << line;
+  }
+
+  // The pareto figure's labels (a config value) go to the data file as one quoted field.
+  CsvTable p = parse_csv(
+      "tag,status,params.who,tps,mem_peak_bytes\n"
+      "a,ok,\"x\ty\"\"$(z)`w`,1:2\",100,1000\n"
+      "b,ok,plain,50,2000\n",
+      "p.csv");
+  PlotSpec ps;
+  ps.kind = "pareto";
+  ps.metrics = {"tps"};
+  ps.x = "mem_peak_bytes";
+  ps.output = "/o/p.svg";
+  TableFigure pf = pareto_figure(p, ps, "/o/d");
+  EXPECT_THAT(pf.data, HasSubstr("\t\"who=x y'$(z)`w`,1:2\"\n"));
+  EXPECT_EQ(pf.data.find('\0'), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sweepbench

@@ -485,6 +485,53 @@ class PlotInjection(unittest.TestCase):
             self.assertEqual(os.listdir(marks), [], "gnuplot ran a command")
             self.assertEqual([f for f in os.listdir(tmp) if f.startswith("ran:")], [])
 
+    def test_the_whole_table_figures_draw_hostile_text_and_run_none(self):
+        # --kind pareto (config values as labels, a hostile hue) and --kind change (point names
+        # and metrics from a comparison's CSV), with the real gnuplot.
+        with tempfile.TemporaryDirectory() as tmp:
+            marks = os.path.join(tmp, "ran")
+            os.makedirs(marks)
+
+            def payloads(n):
+                p = os.path.join(marks, str(n))
+                return [f"`touch {p}a`", f"$(touch {p}b)", f"system(\"touch {p}c\")",
+                        f"\" . system('touch {p}d') . \"", f"' . system(\"touch {p}e\") . '",
+                        f"x\nsystem('touch {p}f'),y:z", f"@GPVAL_TERM `touch {p}g`"]
+
+            def write_csv(name, header, rows):
+                def field(v):
+                    return '"' + str(v).replace('"', '""') + '"'
+                path = os.path.join(tmp, name)
+                with open(path, "wb") as f:
+                    f.write("\n".join(",".join(field(v) for v in row)
+                                      for row in [header] + rows).encode() + b"\n")
+                return path
+
+            who, hues = payloads(1), payloads(2)
+            pareto = write_csv("p.csv", ["tag", "status", "params.who", "hue", "tps",
+                                         "mem_peak_bytes"],
+                               [[f"t{i}", "ok", w + "\0q", h, 100 + i, 1000 - i]
+                                for i, (w, h) in enumerate(zip(who, hues))])
+            points, metrics = payloads(3), payloads(4)
+            change = write_csv("c.csv", ["point", "metric", "change", "change_ci_low",
+                                         "change_ci_high", "verdict"],
+                               [[p, m, 0.1, 0.0, 0.2, "worse"] for p, m in zip(points, metrics)] +
+                               [["geomean", metrics[0], 0.1, "", "", ""]])
+            title = " ".join(t.replace("\n", " ") for t in payloads(5))
+            for kind, csv, args in (("pareto", pareto, ["--metric", "tps", "--hue", "hue"]),
+                                    ("change", change, [])):
+                figure = os.path.join(tmp, f"it's {kind} $(touch ran:6).svg")
+                script = os.path.join(tmp, "`touch ran:7`.gp")
+                r = subprocess.run([os.path.join(BIN, "bench-plot"), "-i", csv, "-o", figure,
+                                    "--kind", kind, "--title", title, "--script", script, *args],
+                                   capture_output=True, text=True, cwd=tmp, timeout=120)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                with open(figure) as f:
+                    self.assertIn("touch", f.read())
+                subprocess.run(["gnuplot", script], capture_output=True, cwd=tmp, check=True)
+            self.assertEqual(os.listdir(marks), [], "gnuplot ran a command")
+            self.assertEqual([f for f in os.listdir(tmp) if f.startswith("ran:")], [])
+
 
 if __name__ == "__main__":
     unittest.main()
