@@ -7,13 +7,21 @@
 #   bench/gpu/run.sh tiny             the tiny presets, fp32 and bf16
 #   bench/gpu/run.sh smoke            tiny, then GPT-2 124M for a few steps
 #   bench/gpu/run.sh measure          the figures: GPT-2 124M bf16 mb8 seq1024 and variants
-#   bench/gpu/run.sh mfu              micro batch 8 to 64 to the best MFU, the chunked
-#                                     loss against the whole logits at 8, a profile of each
+#   bench/gpu/run.sh mfu              micro batch 8 to 32 with whole logits, 8 to 64 with the
+#                                     chunked loss, a profiled step each
 #   bench/gpu/run.sh hf               the Hugging Face Trainer baseline on the same shapes
 #   bench/gpu/run.sh eager            the same step in Python PyTorch eager, and its profile
+#   bench/gpu/run.sh compile          Python eager against torch.compile at micro batch 8 and 16
+#   bench/gpu/run.sh infer            bench-infer (static cache) beside generate() of the same
+#                                     model: GPT-2 124M and a Llama shape, batch 1 and 16
+#   bench/gpu/run.sh memory           a grid of short bench-train runs (shapes, dtypes, ZeRO,
+#                                     LoRA, checkpointing, the loss), four at a time: the
+#                                     allocator's peaks the memory model is checked against
 #
-# Results and logs go to $OUT (default .gpu/out). BENCH_TRAIN=path skips the build; TORCH_PREFIX
-# names libtorch's CMake prefix when python3 has no torch.
+# Results and logs go to $OUT (default .gpu/out). BENCH_TRAIN=path (and BENCH_INFER) skip the
+# build; TORCH_PREFIX names libtorch's CMake prefix when python3 has no torch. DEADLINE=S stops
+# starting work S seconds after the start, and stops work under way then (a lent machine's call
+# has a time limit; what ran is still archived).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-$root/.gpu/out}
@@ -22,6 +30,24 @@ A=x86_64-linux-gnu
 D=/tmp/sweepbench-deps
 mkdir -p "$OUT"
 W=$(mktemp -d "$OUT/work.XXXXXX")  # logs and runs, archived into $OUT/results.tar.gz at the end
+T0=$SECONDS
+DEADLINE=${DEADLINE:-0}
+
+left() {  # seconds left before DEADLINE (a large number without one)
+  if ((DEADLINE)); then echo $((DEADLINE - (SECONDS - T0))); else echo 100000; fi
+}
+
+enough() {  # enough SECONDS WHAT: whether SECONDS are left, else says WHAT is skipped
+  (($(left) >= $1)) && return 0
+  echo "== $2: skipped, $(left) s left"
+  return 1
+}
+
+bounded() {  # bounded CMD...: CMD under timeout until DEADLINE (SIGTERM: bench-* write their results)
+  local t; t=$(left)
+  ((t < 5)) && t=5
+  timeout -k 10 "$t" "$@"
+}
 
 setup_deps() {
   if [[ -f $root/.gpu/deps.tar.xz && ! -d $D/usr ]]; then
@@ -31,7 +57,7 @@ setup_deps() {
   # Open MPI and PMIx relocate to where they were unpacked; the system's libraries come before
   # the packed base libraries, which only fill gaps.
   export OPAL_PREFIX=$D/usr PMIX_PREFIX=$D/usr/lib/$A/pmix2
-  export PATH=$D/usr/bin:$PATH
+  export PATH=$D/usr/bin:$PATH PKG_CONFIG_PATH=$D/usr/lib/$A/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
   export LD_LIBRARY_PATH=$D/usr/lib/sweepbench-primary:$D/usr/lib/$A/openmpi/lib:$D/usr/lib/$A/hdf5/serial:/usr/lib/$A:/lib/$A:$D/usr/lib/sweepbench-fallback${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   # One rank without mpirun: no orted to start.
   export OMPI_MCA_ess_singleton_isolated=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -53,7 +79,7 @@ build() {
   fi
   cmake "${args[@]}" 2>&1 | tee "$W/configure.log" || return 1
   local t0=$SECONDS
-  cmake --build "$BUILD" --target bench-train -j "$(nproc)" 2>&1 | tee "$W/build.log" | tail -40
+  cmake --build "$BUILD" --target bench-train bench-infer -j "$(nproc)" 2>&1 | tee "$W/build.log" | tail -40
   local rc=${PIPESTATUS[0]}
   echo "build: rc=$rc in $((SECONDS - t0)) s"
   return "$rc"
@@ -63,11 +89,29 @@ train() {  # train NAME [--set k=v]...: one run of bench-train into $W/runs/NAME
   local name=$1; shift
   local dir=$W/runs/$name
   local t0=$SECONDS
-  "$BENCH_TRAIN" --config "$root/bench/gpu/point.yaml" --out "$dir" "$@" >"$W/$name.log" 2>&1
+  bounded "$BENCH_TRAIN" --config "$root/bench/gpu/point.yaml" --out "$dir" "$@" >"$W/$name.log" 2>&1
   local rc=$?
   echo "== $name: exit $rc in $((SECONDS - t0)) s"
-  tail -25 "$W/$name.log"
+  tail -n "${TAIL:-25}" "$W/$name.log"
   return 0
+}
+
+show() {  # show NAME...: one line of each run's summary.json
+  python3 - "$W/runs" "$@" <<'PY'
+import json, sys
+keys = ("status", "mfu", "train_tokens_per_second", "step_time_median_s", "mem_peak_bytes",
+        "mem_model_states_bytes", "ttft_mean_s", "tpot_mean_s", "decode_tokens_per_second", "mbu",
+        "kv_cache_bytes", "weight_bytes")
+for name in sys.argv[2:]:
+    try:
+        m = json.load(open(f"{sys.argv[1]}/{name}/summary.json"))
+        mm = m.get("metrics", {})
+        got = {k: mm.get(k, m.get(k)) for k in keys}
+        print(name, " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                             for k, v in got.items() if v is not None))
+    except (OSError, ValueError) as e:
+        print(name, "no summary:", e)
+PY
 }
 
 tiny() {
@@ -95,19 +139,26 @@ measure() {
     --set train.warmup_steps=1
 }
 
-mfu() {  # MFU by micro batch (the chunked head loss keeps 32 and 64 in memory)
-  train gpt2-bf16-mb8-logits --set train.steps=40 --set train.warmup_steps=10 \
-    --set metrics.profile_steps=12
-  for mb in 8 16 32 64; do
-    train "gpt2-bf16-mb$mb-fused" --set train.steps=40 --set train.warmup_steps=10 \
-      --set train.micro_batch=$mb --set train.fused_loss=true --set metrics.profile_steps=12
+mfu() {  # MFU by micro batch, whole logits and the chunked loss (which keeps 64 in memory)
+  local mb
+  for mb in 8 16 32; do
+    enough 30 "gpt2-bf16-mb$mb-logits" || continue
+    train "gpt2-bf16-mb$mb-logits" --set train.steps=40 --set train.warmup_steps=10 \
+      --set train.micro_batch=$mb --set metrics.profile_steps="\"12\""
   done
+  for mb in 8 16 32 64; do
+    enough 30 "gpt2-bf16-mb$mb-fused" || continue
+    train "gpt2-bf16-mb$mb-fused" --set train.steps=40 --set train.warmup_steps=10 \
+      --set train.micro_batch=$mb --set train.fused_loss=true --set metrics.profile_steps="\"12\""
+  done
+  python3 "$root/bench/gpu/trace_summary.py" "$W"/runs/gpt2-bf16-mb*-* --json "$W/profiles.json"
   # Step 1's loss, chunked against whole logits: equal within bf16's rounding.
   python3 - "$W/runs" <<'PY'
 import json, sys
 runs = sys.argv[1]
-for name in ("gpt2-bf16-mb8-logits", "gpt2-bf16-mb8-fused", "gpt2-bf16-mb16-fused",
-             "gpt2-bf16-mb32-fused", "gpt2-bf16-mb64-fused"):
+for name in ("gpt2-bf16-mb8-logits", "gpt2-bf16-mb16-logits", "gpt2-bf16-mb32-logits",
+             "gpt2-bf16-mb8-fused", "gpt2-bf16-mb16-fused", "gpt2-bf16-mb32-fused",
+             "gpt2-bf16-mb64-fused"):
     try:
         m = json.load(open(f"{runs}/{name}/summary.json"))["metrics"]
         print(name, "mfu", m.get("mfu"), "tokens/s", m.get("train_tokens_per_second"),
@@ -138,18 +189,137 @@ eager() {  # the same step in Python PyTorch eager, timed, and profiled (bench/g
     --compile --out "$W/compiled-fused-padded.json" 2>&1 | tail -3
 }
 
-collect() {  # the summaries and rank files, in one archive (the device returns few files)
-  tar -C "$W" -czf "$OUT/results.tar.gz.tmp" . && mv "$OUT/results.tar.gz.tmp" "$OUT/results.tar.gz"
+compile() {  # compile [MB...]: Python eager, then torch.compile, the same step (default 8 16)
+  local mb
+  for mb in "$@"; do
+    enough 40 "eager mb$mb" || return 0
+    PYTHONUNBUFFERED=1 bounded python3 "$root/bench/gpu/torch_eager_gpt2.py" --optim fused --pad-vocab \
+      --micro-batch $mb --out "$W/eager-mb$mb.json" 2>&1 | tail -1
+    enough 100 "torch.compile mb$mb" || return 0
+    PYTHONUNBUFFERED=1 bounded python3 "$root/bench/gpu/torch_eager_gpt2.py" --optim fused --pad-vocab \
+      --micro-batch $mb --compile --out "$W/compiled-mb$mb.json" 2>&1 | tail -1
+  done
+}
+
+LLAMA_SET=(--set model.preset=llama2-7b --set model.n_layer=22 --set model.n_embd=2048
+           --set model.n_head=32 --set model.n_kv_head=4 --set model.ffn_dim=5632
+           --set model.block_size=2048)  # TinyLlama 1.1B's shape
+LLAMA_HF=(--arch llama --n_layer 22 --n_embd 2048 --n_head 32 --n_kv_head 4 --ffn_dim 5632
+          --vocab_size 32000)
+GPT2_HF=(--n_layer 12 --n_embd 768 --n_head 12 --vocab_size 50257)
+
+generate() {  # generate NAME [--set k=v]...: bench-infer on bench/gpu/infer.yaml into $W/runs/NAME
+  local name=$1; shift
+  local t0=$SECONDS
+  bounded "$BENCH_INFER" --config "$root/bench/gpu/infer.yaml" --out "$W/runs/$name" "$@" \
+    >"$W/$name.log" 2>&1
+  echo "== $name: exit $? in $((SECONDS - t0)) s"
+  show "$name"
+}
+
+hf_generate() {  # hf_generate NAME ARGS...: generate() of the same model, same prompts' shape
+  local name=$1; shift
+  local t0=$SECONDS
+  PYTHONUNBUFFERED=1 bounded python3 "$root/bench/hf_generate.py" --device cuda --dtype bf16 \
+    --threads 8 --input 128 --output 128 --warmup 2 --runs 5 --out "$W/$name.json" "$@" \
+    >"$W/$name.log" 2>&1
+  echo "== $name: exit $? in $((SECONDS - t0)) s"
+  python3 - "$W/$name.json" "$W/$name.log" <<'PY'
+import json, statistics, sys
+try:
+    r = json.load(open(sys.argv[1]))
+except (OSError, ValueError):
+    print(open(sys.argv[2]).read()[-1500:])
+    sys.exit()
+t, e = statistics.mean(r["ttft_s"]), statistics.mean(r["e2e_s"])
+print(f"ttft_mean_s={t:.4g} e2e_mean_s={e:.4g} tpot_mean_s={(e - t) / 127:.4g} peak={r.get('peak_bytes')}")
+PY
+}
+
+infer() {  # bench-infer beside generate(), sides alternating from one shape to the next
+  local b
+  for b in 1 16; do
+    enough 25 "infer gpt2 b$b" || return 0
+    if ((b == 1)); then
+      generate "infer-gpt2-b$b" --set infer.batch_size=$b
+      hf_generate "hf-gpt2-b$b" "${GPT2_HF[@]}" --batch $b
+    else
+      hf_generate "hf-gpt2-b$b" "${GPT2_HF[@]}" --batch $b
+      generate "infer-gpt2-b$b" --set infer.batch_size=$b
+    fi
+  done
+  for b in 1 16; do
+    enough 40 "infer llama b$b" || return 0
+    if ((b == 1)); then
+      hf_generate "hf-llama-b$b" "${LLAMA_HF[@]}" --batch $b
+      generate "infer-llama-b$b" --set infer.batch_size=$b "${LLAMA_SET[@]}"
+    else
+      generate "infer-llama-b$b" --set infer.batch_size=$b "${LLAMA_SET[@]}"
+      hf_generate "hf-llama-b$b" "${LLAMA_HF[@]}" --batch $b
+    fi
+  done
+}
+
+memory() {  # short runs, four at a time (the allocator's peak is per process): the memory grid
+  local -a grid=(
+    "gpt2-mb4-s512"
+    "gpt2-mb4-s512-ckpt train.activation_checkpointing=true"
+    "gpt2-mb4-s512-fused train.fused_loss=true"
+    "gpt2-mb4-s512-fp32 train.dtype=fp32"
+    "gpt2-mb4-s512-z1 train.zero_stage=1"
+    "gpt2-mb4-s512-z2 train.zero_stage=2"
+    "gpt2-mb4-s512-z3 train.zero_stage=3"
+    "gpt2-mb4-s512-lora train.peft=lora"
+    "gpt2-mb4-s512-offload train.offload_optimizer=true"
+    "gpt2-mb8-s1024-ckpt-fused train.micro_batch=8 data.seq_len=1024 train.activation_checkpointing=true train.fused_loss=true"
+    "gpt2m-mb4-s1024 model.preset=gpt2-medium data.seq_len=1024"
+    "gpt2m-mb4-s1024-ckpt model.preset=gpt2-medium data.seq_len=1024 train.activation_checkpointing=true"
+    "gpt2l-mb2-s1024-fp32 model.preset=gpt2-large train.micro_batch=2 data.seq_len=1024 train.dtype=fp32"
+    "llama8l-mb4-s1024 model.n_layer=8 data.seq_len=1024"
+    "llama8l-mb4-s1024-ckpt model.n_layer=8 data.seq_len=1024 train.activation_checkpointing=true"
+    "llama8l-mb4-s1024-lora-fused model.n_layer=8 data.seq_len=1024 train.peft=lora train.fused_loss=true"
+  )
+  local spec name kv running=0
+  for spec in "${grid[@]}"; do
+    enough 20 "memory grid from ${spec%% *}" || break
+    read -r name rest <<<"$spec"
+    local -a sets=(--set train.steps=3 --set train.warmup_steps=1 --set eval.steps=0
+                   --set train.micro_batch=4 --set data.seq_len=512
+                   --set metrics.sample_interval_ms=0 --set metrics.system=false)
+    [[ $name == llama* ]] && sets+=("${LLAMA_SET[@]}")
+    for kv in $rest; do sets+=(--set "$kv"); done
+    TAIL=0 train "mem-$name" "${sets[@]}" &
+    if ((++running >= 4)); then wait -n; ((running--)); fi
+  done
+  wait
+  local -a names=()
+  for spec in "${grid[@]}"; do names+=("mem-${spec%% *}"); done
+  show "${names[@]}"
+}
+
+collect() {  # the summaries and rank files in one archive, the traces in another (the device
+  # returns at most 8 files of 16 MiB): a trace archive over 15 MiB keeps the first traces only
+  tar -C "$W" --exclude='*/profile/*' -czf "$OUT/results.tar.gz.tmp" . &&
+    mv "$OUT/results.tar.gz.tmp" "$OUT/results.tar.gz"
+  local -a traces=()
+  mapfile -t traces < <(cd "$W" && ls -d runs/*/profile 2>/dev/null)
+  while ((${#traces[@]})); do
+    tar -C "$W" -czf "$OUT/traces.tar.gz" "${traces[@]}"
+    (($(stat -c %s "$OUT/traces.tar.gz") <= 15 * 1024 * 1024)) && break
+    unset 'traces[-1]'
+    rm -f "$OUT/traces.tar.gz"
+  done
   rm -rf "$W"
 }
 
 nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 setup_deps || { echo "run.sh: cannot unpack the dependencies" >&2; exit 1; }
 built=1
+BENCH_INFER=${BENCH_INFER:-$(dirname "${BENCH_TRAIN:-/}")/bench-infer}
 if [[ -z ${BENCH_TRAIN:-} ]]; then
   if build; then
     BENCH_TRAIN=$BUILD/bin/bench-train
-    cp "$BENCH_TRAIN" "$OUT/bench-train"
+    BENCH_INFER=$BUILD/bin/bench-infer
   else
     built=0
   fi
@@ -157,9 +327,13 @@ fi
 for phase in "$@"; do
   case $phase in
     build) ;;
-    tiny|smoke|measure|mfu) if ((built)); then $phase; else echo "== $phase: skipped, no bench-train"; fi ;;
+    tiny|smoke|measure|mfu|infer|memory)
+      if ((built)); then $phase; else echo "== $phase: skipped, no bench-train and bench-infer"; fi ;;
     hf) hf ;;
     eager) eager ;;
+    compile) compile 8 16 ;;
+    compile8) compile 8 ;;
+    compile16) compile 16 ;;
     *) echo "run.sh: unknown phase $phase" >&2; exit 2 ;;
   esac
 done

@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import gpt_reference  # noqa: E402
 
 
-def sdpa(q, k, v):
+def sdpa(q, k, v, _sdpa=True):
     groups = q.size(1) // k.size(1)
     if groups > 1:
         k, v = k.repeat_interleave(groups, 1), v.repeat_interleave(groups, 1)
