@@ -326,10 +326,10 @@ class InferRun {
     in.world_size = mpi_.size();
     // Each rank measured its own bandwidth; the summary uses rank 0's, as bench-extract does.
     mpi_.broadcast(&in.peak_bandwidth_gbs, sizeof(in.peak_bandwidth_gbs), 0);
-    double peak = -1;
-    for (const StageMemory& m : r.memory_stages) peak = std::max(peak, static_cast<double>(m.peak));
-    mpi_.allreduce_max(&peak, 1);
-    in.memory_peak_bytes = peak;
+    double peaks[2] = {stage_peak(r.memory_stages), stage_alloc_peak(r.memory_stages)};
+    mpi_.allreduce_max(peaks, 2);
+    in.memory_peak_bytes = peaks[0];
+    in.memory_alloc_peak_bytes = peaks[1];
 
     RunEnd end;
     end.status = status;

@@ -40,8 +40,12 @@ class TorchGenerator : public Generator {
         device_(info_.type == "cuda"
                     ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(info_.index))
                     : torch::Device(torch::kCPU)) {
-    if (o_.cpu_memory_budget > 0 && !device_.is_cuda())
-      BudgetCpuAllocator::install(o_.cpu_memory_budget);
+    if (!device_.is_cuda()) {
+      CountingCpuAllocator* counted = CountingCpuAllocator::install();
+      if (counted == nullptr && o_.cpu_memory_budget > 0)
+        throw std::runtime_error("libtorch kept another CPU allocator: --max-memory-mb cannot apply");
+      if (counted != nullptr) counted->set_budget(o_.cpu_memory_budget);
+    }
     ModelOptions mo;
     mo.shape = o_.shape;
     mo.max_seq_len = o_.input_tokens + o_.output_tokens;

@@ -111,6 +111,9 @@ std::vector<Metric> summarize_infer(const InferSummaryInput& in) {
   m.push_back({"weight_bytes", in.weight_bytes, "bytes"});
   m.push_back({"kv_cache_bytes", in.kv_cache_bytes, "bytes"});
   if (in.memory_peak_bytes >= 0) m.push_back({"mem_peak_bytes", in.memory_peak_bytes, "bytes"});
+  if (in.memory_alloc_peak_bytes >= 0) {
+    m.push_back({"mem_alloc_peak_bytes", in.memory_alloc_peak_bytes, "bytes"});
+  }
   m.push_back({"prefill_flops", in.prefill_flops, "FLOP"});
   const double prefill_tflops = ratio(in.prefill_flops * runs, sum(ttft)) / 1e12;
   m.push_back({"prefill_tflops_per_device", prefill_tflops, "TFLOP/s"});
@@ -172,14 +175,14 @@ InferSummaryInput infer_summary_input_from_ranks(const std::vector<RankResult>& 
   if (ranks.empty()) return {};
   InferSummaryInput in = infer_summary_shapes(ranks[0]);
   std::vector<std::vector<InferRunTiming>> per_rank;
-  double peak = -1;
   for (const RankResult& r : ranks) {
     per_rank.push_back(timed_runs(r.infer));
-    for (const StageMemory& m : r.memory_stages) peak = std::max(peak, static_cast<double>(m.peak));
+    in.memory_peak_bytes = std::max(in.memory_peak_bytes, stage_peak(r.memory_stages));
+    in.memory_alloc_peak_bytes =
+        std::max(in.memory_alloc_peak_bytes, stage_alloc_peak(r.memory_stages));
   }
   in.runs = slowest_rank_runs(per_rank);
   in.world_size = static_cast<int>(ranks[0].world_size);
-  in.memory_peak_bytes = peak;
   return in;
 }
 

@@ -33,6 +33,7 @@ struct InferSummaryInput {
   double peak_tflops = 0;         // per device; 0 = unknown, no prefill MFU
   double peak_bandwidth_gbs = 0;  // per device; 0 = unknown, no MBU
   double memory_peak_bytes = -1;  // max over ranks
+  double memory_alloc_peak_bytes = -1;  // counted tensors (StageMemory::alloc_peak), max over ranks
 };
 
 std::vector<Metric> summarize_infer(const InferSummaryInput& in);

@@ -157,5 +157,10 @@ inline constexpr GroupField<StageMemory, std::int64_t> kMemoryColumns[] = {
     {"end_bytes", &StageMemory::end, FieldScope::kLead},
     {"peak_bytes", &StageMemory::peak, FieldScope::kEvery},
 };
+// Columns later files have: a file without them reads as not counted (-1).
+inline constexpr GroupField<StageMemory, std::int64_t> kMemoryAllocColumns[] = {
+    {"alloc_end_bytes", &StageMemory::alloc_end, FieldScope::kLead},
+    {"alloc_peak_bytes", &StageMemory::alloc_peak, FieldScope::kEvery},
+};
 
 }  // namespace sweepbench

@@ -293,11 +293,15 @@ void write_result(Writer& w, const RankResult& r) {
   std::vector<std::string> names;
   for (const StageMemory& m : r.memory_stages) names.push_back(m.stage);
   w.dataset(memory, "stage", names);
-  for (const auto& c : kMemoryColumns) {
-    std::vector<std::int64_t> column;
-    for (const StageMemory& m : r.memory_stages) column.push_back(m.*c.field);
-    w.dataset(memory, c.name, column);
-  }
+  auto write_columns = [&](const auto& columns) {
+    for (const auto& c : columns) {
+      std::vector<std::int64_t> column;
+      for (const StageMemory& m : r.memory_stages) column.push_back(m.*c.field);
+      w.dataset(memory, c.name, column);
+    }
+  };
+  write_columns(kMemoryColumns);
+  write_columns(kMemoryAllocColumns);
 
   if (r.benchmark == "infer") {
     const InferResult& n = r.infer;

@@ -664,11 +664,25 @@ RankRead read_rank_file(const std::string& path, RankReadScope scope) {
     if (complete && !same_length) {
       in.problem("memory", "its columns have different lengths");
     } else if (complete) {
+      // The counted columns are optional (older files); one of another length is a problem.
+      std::vector<std::optional<std::vector<std::int64_t>>> counted;
+      for (const auto& c : kMemoryAllocColumns) {
+        counted.emplace_back();
+        if (!wanted_here(c.scope) || H5Lexists(g.get(), c.name, H5P_DEFAULT) <= 0) continue;
+        counted.back() = in.numbers<std::int64_t>(g.get(), p, c.name, H5T_NATIVE_INT64);
+        if (counted.back() && counted.back()->size() != stages) {
+          in.problem("memory", std::string(c.name) + " has another length than the stages");
+          counted.back().reset();
+        }
+      }
       for (size_t k = 0; k < stages; ++k) {
         StageMemory m;
         if (names) m.stage = (*names)[k];
         for (size_t i = 0; i < bytes.size(); ++i) {
           if (bytes[i]) m.*kMemoryColumns[i].field = (*bytes[i])[k];
+        }
+        for (size_t i = 0; i < counted.size(); ++i) {
+          if (counted[i]) m.*kMemoryAllocColumns[i].field = (*counted[i])[k];
         }
         r.memory_stages.push_back(m);
       }

@@ -5,6 +5,7 @@
 // reads it with h5py and checks that description.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -32,11 +33,27 @@ struct StepRecord {
 };
 
 // Allocator (or RSS) statistics of one stage, in the Hugging Face Trainer's terms:
-// alloc_delta = end - begin, peaked_delta = max(0, peak - end).
+// alloc_delta = end - begin, peaked_delta = max(0, peak - end). alloc_end and alloc_peak are the
+// bytes of live tensors (the CUDA caching allocator's, or on a CPU those of libtorch's CPU
+// allocator, counted); -1 where not counted (files before they were, other programs).
 struct StageMemory {
   std::string stage;  // before_init, init, train, eval
   std::int64_t begin = 0, end = 0, peak = 0;
+  std::int64_t alloc_end = -1, alloc_peak = -1;
 };
+
+// The largest stage peak of a rank's resident set or allocator (peak), and of its counted
+// tensors (alloc_peak); -1 where nothing was measured or counted.
+inline double stage_peak(const std::vector<StageMemory>& stages) {
+  double peak = -1;
+  for (const StageMemory& m : stages) peak = std::max(peak, static_cast<double>(m.peak));
+  return peak;
+}
+inline double stage_alloc_peak(const std::vector<StageMemory>& stages) {
+  double peak = -1;
+  for (const StageMemory& m : stages) peak = std::max(peak, static_cast<double>(m.alloc_peak));
+  return peak;
+}
 
 struct EvalSummary {
   bool ran = false;

@@ -89,6 +89,9 @@ std::vector<Metric> summarize(const SummaryInput& in) {
   m.push_back({"tflops_per_device", tflops, "TFLOP/s"});
   if (in.peak_tflops > 0) m.push_back({"mfu", tflops / in.peak_tflops, ""});
   if (in.memory_peak_bytes >= 0) m.push_back({"mem_peak_bytes", in.memory_peak_bytes, "bytes"});
+  if (in.memory_alloc_peak_bytes >= 0) {
+    m.push_back({"mem_alloc_peak_bytes", in.memory_alloc_peak_bytes, "bytes"});
+  }
   if (in.parameter_count > 0) {
     m.push_back({"trainable_parameters",
                  in.trainable_parameters > 0 ? in.trainable_parameters : in.parameter_count, ""});
@@ -176,21 +179,20 @@ SummaryInput summary_input_from_ranks(const std::vector<RankResult>& ranks) {
   in.optimizer_s = slowest(&StepRecord::optimizer_s);
   const RankResult& first = ranks.front();
   fill_run_description(in, first);
-  double loss = 0, eval_samples = 0, eval_seconds = 0, peak = -1;
+  double loss = 0, eval_samples = 0, eval_seconds = 0;
   for (size_t i = 0; i < ranks.size(); ++i) {
     loss += measured[i].empty() ? 0.0 : measured[i].back()->loss;
     eval_samples += static_cast<double>(ranks[i].eval.samples);
     eval_seconds = std::max(eval_seconds, ranks[i].eval.seconds);
-    for (const StageMemory& m : ranks[i].memory_stages) {
-      peak = std::max(peak, static_cast<double>(m.peak));
-    }
+    in.memory_peak_bytes = std::max(in.memory_peak_bytes, stage_peak(ranks[i].memory_stages));
+    in.memory_alloc_peak_bytes =
+        std::max(in.memory_alloc_peak_bytes, stage_alloc_peak(ranks[i].memory_stages));
   }
   in.train_loss = loss / static_cast<double>(ranks.size());
   in.has_eval = first.eval.ran;
   in.eval_loss = first.eval.loss;
   in.eval_samples = eval_samples;
   in.eval_seconds = eval_seconds;
-  in.memory_peak_bytes = peak;
   return in;
 }
 

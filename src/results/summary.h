@@ -35,6 +35,7 @@ struct SummaryInput {
   double eval_samples = 0;          // all ranks
   double eval_seconds = 0;          // slowest rank
   double memory_peak_bytes = -1;    // max over ranks
+  double memory_alloc_peak_bytes = -1;  // counted tensors (StageMemory::alloc_peak), max over ranks
   double parameter_count = 0;       // 0: unknown, no mem_model_states_bytes
   double trainable_parameters = 0;  // 0: all of them
   int tensor_parallel = 1;

@@ -80,28 +80,35 @@ void print_summary(Console& console, const RunEnd& end, const std::string& write
 
 void MemoryStages::before_init() {
   MemoryReading now = reading_();
-  out_->push_back(StageMemory{"before_init", now.current, now.current, now.current});
+  out_->push_back(StageMemory{"before_init", now.current, now.current, now.current,
+                              now.alloc_current, now.alloc_current});
 }
 
 void MemoryStages::begin(const std::string& name) {
   reset_();
-  stage_ = StageMemory{name, reading_().current, 0, 0};
+  stage_ = StageMemory{name, reading_().current, 0, 0, -1, -1};
 }
 
 void MemoryStages::end() {
   MemoryReading m = reading_();
   stage_.end = m.current;
   stage_.peak = std::max(m.peak, stage_.end);
+  stage_.alloc_end = m.alloc_current;
+  stage_.alloc_peak = m.alloc_current < 0 ? -1 : std::max(m.alloc_peak, m.alloc_current);
   out_->push_back(stage_);
 }
 
 MemoryReading memory_before_model(const DeviceInfo& device) {
-  if (device.type == "cpu") return {current_rss_bytes(), peak_rss_bytes()};
-  return {0, 0};
+  if (device.type != "cpu") return {0, 0, 0, 0};
+  count_cpu_allocations();  // from the first reading on, the CPU's tensors are counted
+  MemoryReading counted = counted_cpu_allocations();
+  return {current_rss_bytes(), peak_rss_bytes(), counted.current, counted.peak};
 }
 
 void reset_peak_before_model(const DeviceInfo& device) {
-  if (device.type == "cpu") reset_peak_rss();
+  if (device.type != "cpu") return;
+  reset_peak_rss();
+  reset_counted_cpu_peak();
 }
 
 void fill_identity(RankResult& r, MpiEnv& mpi, const DeviceInfo& device,

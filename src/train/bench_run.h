@@ -58,8 +58,8 @@ class MemoryStages {
   StageMemory stage_;
 };
 
-// Memory before the model exists: this process's resident set on a CPU; on a GPU nothing of
-// ours is there yet.
+// Memory before the model exists: this process's resident set and counted tensors on a CPU (the
+// first call starts counting them, count_cpu_allocations); on a GPU nothing of ours is there yet.
 MemoryReading memory_before_model(const DeviceInfo& device);
 void reset_peak_before_model(const DeviceInfo& device);
 

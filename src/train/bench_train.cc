@@ -415,10 +415,11 @@ class Run {
     double eval_seconds[1] = {r.eval.seconds};
     mpi_.allreduce_max(eval_seconds, 1);
     in.eval_seconds = eval_seconds[0];
-    double peak = -1;  // the allocator's (or the RSS's) peak over all stages and ranks
-    for (const StageMemory& m : r.memory_stages) peak = std::max(peak, static_cast<double>(m.peak));
-    mpi_.allreduce_max(&peak, 1);
-    in.memory_peak_bytes = peak;
+    // The allocator's (or the RSS's) peak and the counted tensors' over all stages and ranks.
+    double peaks[2] = {stage_peak(r.memory_stages), stage_alloc_peak(r.memory_stages)};
+    mpi_.allreduce_max(peaks, 2);
+    in.memory_peak_bytes = peaks[0];
+    in.memory_alloc_peak_bytes = peaks[1];
     RunEnd end;
     end.status = status;
     end.reason = agreement_.reason();

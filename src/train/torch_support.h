@@ -1,5 +1,6 @@
 // What the two libtorch sides, the trainer (trainer.cc) and the generator (src/infer), share:
-// failures as outcomes, the CPU memory budget that stands in for a full GPU in tests, the
+// failures as outcomes, the counted CPU allocator (and its budget, which stands in for a full GPU
+// in tests), the
 // device's memory readings, and a parallel sum in a fixed order (model.cc's loss). Included only
 // by translation units that include torch.
 #pragma once
@@ -10,7 +11,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "train/trainer.h"
@@ -30,21 +33,66 @@ double fixed_order_parallel_sum(std::int64_t parts, const Part& part) {
   return total;
 }
 
-// libtorch's CPU allocator with a budget: it counts the bytes in use and fails an allocation past
-// the budget with c10::OutOfMemoryError, as the CUDA caching allocator does on a full GPU. It is
-// installed only for bench-train and bench-infer --max-memory-mb, so that running out of memory can
-// be tested on a CPU; real runs never go through it. (An address-space limit cannot do this
-// reliably: OpenBLAS retries a failed buffer allocation forever.)
-class BudgetCpuAllocator final : public c10::Allocator {
+// libtorch's CPU allocator, counted: every CPU run of bench-train and bench-infer installs it
+// before the model exists, so the memory stages can say the bytes of live tensors and their peak
+// (alloc_*_bytes, mem_alloc_peak_bytes), which the resident set cannot (glibc keeps freed memory,
+// and libtorch's threads have arenas of their own). With a budget (--max-memory-mb) it fails an
+// allocation past it with c10::OutOfMemoryError, as the CUDA caching allocator does on a full
+// GPU, so that running out of memory can be tested on a CPU. (An address-space limit cannot do
+// this reliably: OpenBLAS retries a failed buffer allocation forever.) Tensors made before it was
+// installed are neither counted nor discounted.
+class CountingCpuAllocator final : public c10::Allocator {
  public:
-  static BudgetCpuAllocator& install(std::int64_t budget) {
-    static BudgetCpuAllocator allocator(c10::GetCPUAllocator());
-    allocator.budget_ = budget;
-    c10::SetCPUAllocator(&allocator, /*priority=*/255);
-    return allocator;
+  // Installs it (once). Returns nullptr if libtorch kept another CPU allocator.
+  static CountingCpuAllocator* install() {
+    static CountingCpuAllocator allocator(c10::GetCPUAllocator());
+    if (c10::GetCPUAllocator() != &allocator) c10::SetCPUAllocator(&allocator, /*priority=*/255);
+    CountingCpuAllocator* active = c10::GetCPUAllocator() == &allocator ? &allocator : nullptr;
+    installed_.store(active);
+    return active;
   }
+  static CountingCpuAllocator* installed() { return installed_.load(); }
 
-  c10::DataPtr allocate(size_t n) override { return allocate_counted(n); }
+  void set_budget(std::int64_t bytes) { budget_.store(bytes); }  // 0: none
+  std::int64_t in_use() const { return in_use_.load(); }
+  std::int64_t peak() const { return peak_.load(); }
+  void reset_peak() { peak_.store(in_use_.load()); }
+
+  c10::DataPtr allocate(size_t n) override {
+    std::int64_t bytes = static_cast<std::int64_t>(n);
+    std::int64_t before = in_use_.fetch_add(bytes);
+    std::int64_t budget = budget_.load();
+    if (budget > 0 && before + bytes > budget) {
+      in_use_.fetch_sub(bytes);
+      TORCH_CHECK_WITH(OutOfMemoryError, false, "CPU out of memory: tried to allocate ", bytes,
+                       " bytes with ", before, " in use of a budget of ", budget,
+                       " bytes (--max-memory-mb)");
+    }
+    raise_peak(before + bytes);
+    c10::DataPtr inner;
+    try {
+      inner = base_->allocate(n);
+    } catch (...) {
+      in_use_.fetch_sub(bytes);
+      throw;
+    }
+    void* data = inner.get();
+    if (data == nullptr || inner.get_context() != data) {
+      // Not a plain block (none of libtorch's CPU allocators): counted through a context.
+      auto* block = new Block{std::move(inner), bytes, this};
+      return {data, block, &CountingCpuAllocator::release_block, c10::Device(c10::DeviceType::CPU)};
+    }
+    // A plain block (data == context), which raw_allocate() needs and libtorch's bf16 paths use:
+    // it stays one, its size and the base's deleter looked up when it is freed.
+    c10::DeleterFnPtr deleter = inner.get_deleter();
+    {
+      std::lock_guard<std::mutex> lock(blocks_mutex_);
+      blocks_[data] = Plain{bytes, deleter};
+    }
+    inner.release_context();
+    return {data, data, &CountingCpuAllocator::release_plain, c10::Device(c10::DeviceType::CPU)};
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return &CountingCpuAllocator::release_plain; }
   void copy_data(void* dest, const void* src, std::size_t count) const override {
     default_copy_data(dest, src, count);
   }
@@ -53,34 +101,49 @@ class BudgetCpuAllocator final : public c10::Allocator {
   struct Block {
     c10::DataPtr inner;
     std::int64_t bytes;
-    const BudgetCpuAllocator* owner;
+    CountingCpuAllocator* owner;
+  };
+  struct Plain {
+    std::int64_t bytes;
+    c10::DeleterFnPtr deleter;
   };
 
-  explicit BudgetCpuAllocator(c10::Allocator* base) : base_(base) {}
+  explicit CountingCpuAllocator(c10::Allocator* base) : base_(base) { instance_ = this; }
 
-  c10::DataPtr allocate_counted(size_t n) const {
-    std::int64_t bytes = static_cast<std::int64_t>(n);
-    std::int64_t before = in_use_.fetch_add(bytes);
-    if (budget_ > 0 && before + bytes > budget_) {
-      in_use_.fetch_sub(bytes);
-      TORCH_CHECK_WITH(OutOfMemoryError, false, "CPU out of memory: tried to allocate ", bytes,
-                       " bytes with ", before, " in use of a budget of ", budget_,
-                       " bytes (--max-memory-mb)");
+  void raise_peak(std::int64_t now) {
+    std::int64_t seen = peak_.load();
+    while (now > seen && !peak_.compare_exchange_weak(seen, now)) {
     }
-    auto* block = new Block{base_->allocate(n), bytes, this};
-    void* data = block->inner.get();
-    return {data, block, &BudgetCpuAllocator::release, c10::Device(c10::DeviceType::CPU)};
   }
 
-  static void release(void* context) {
+  static void release_block(void* context) {
     auto* block = static_cast<Block*>(context);
     block->owner->in_use_.fetch_sub(block->bytes);
     delete block;
   }
+  static void release_plain(void* data) {
+    CountingCpuAllocator* self = instance_;  // the one there is: blocks exist only once it does
+    Plain p{0, nullptr};
+    {
+      std::lock_guard<std::mutex> lock(self->blocks_mutex_);
+      auto it = self->blocks_.find(data);
+      if (it != self->blocks_.end()) {
+        p = it->second;
+        self->blocks_.erase(it);
+      }
+    }
+    self->in_use_.fetch_sub(p.bytes);
+    if (p.deleter != nullptr) p.deleter(data);
+  }
 
   c10::Allocator* base_;
-  std::int64_t budget_ = 0;
-  mutable std::atomic<std::int64_t> in_use_{0};
+  std::mutex blocks_mutex_;
+  std::unordered_map<void*, Plain> blocks_;
+  std::atomic<std::int64_t> budget_{0};
+  std::atomic<std::int64_t> in_use_{0};
+  std::atomic<std::int64_t> peak_{0};
+  static inline std::atomic<CountingCpuAllocator*> installed_{nullptr};
+  static inline CountingCpuAllocator* instance_ = nullptr;
 };
 
 inline bool is_out_of_memory(const std::string& what) {

@@ -66,8 +66,12 @@ class TorchTrainer : public Trainer {
                     ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(info_.index))
                     : torch::Device(torch::kCPU)),
         clock_(info_.type == "cuda") {
-    if (o_.cpu_memory_budget > 0 && !device_.is_cuda())
-      BudgetCpuAllocator::install(o_.cpu_memory_budget);
+    if (!device_.is_cuda()) {
+      CountingCpuAllocator* counted = CountingCpuAllocator::install();
+      if (counted == nullptr && o_.cpu_memory_budget > 0)
+        throw std::runtime_error("libtorch kept another CPU allocator: --max-memory-mb cannot apply");
+      if (counted != nullptr) counted->set_budget(o_.cpu_memory_budget);
+    }
     if (o_.train.dtype == DType::kBf16) autocast_dtype_ = at::kBFloat16;
     if (o_.train.dtype == DType::kFp16) autocast_dtype_ = at::kHalf;
     loss_scale_ = o_.train.dtype == DType::kFp16 ? o_.train.loss_scale : 1.0;
@@ -470,12 +474,29 @@ MemoryReading device_memory([[maybe_unused]] const torch::Device& device) {
     constexpr size_t kAll = 0;
     m.current = stats.allocated_bytes[kAll].current;
     m.peak = stats.allocated_bytes[kAll].peak;
+    m.alloc_current = m.current;
+    m.alloc_peak = m.peak;
     return m;
   }
 #endif
   m.current = current_rss_bytes();
   m.peak = peak_rss_bytes();
+  MemoryReading counted = counted_cpu_allocations();
+  m.alloc_current = counted.current;
+  m.alloc_peak = counted.peak;
   return m;
+}
+
+bool count_cpu_allocations() { return CountingCpuAllocator::install() != nullptr; }
+
+MemoryReading counted_cpu_allocations() {
+  const CountingCpuAllocator* a = CountingCpuAllocator::installed();
+  if (a == nullptr) return {};
+  return {a->in_use(), a->peak(), a->in_use(), a->peak()};
+}
+
+void reset_counted_cpu_peak() {
+  if (CountingCpuAllocator* a = CountingCpuAllocator::installed()) a->reset_peak();
 }
 
 void reset_device_peak_memory([[maybe_unused]] const torch::Device& device) {
@@ -486,6 +507,7 @@ void reset_device_peak_memory([[maybe_unused]] const torch::Device& device) {
   }
 #endif
   reset_peak_rss();
+  reset_counted_cpu_peak();
 }
 
 std::vector<NamedArray> named_arrays(const torch::nn::Module& module) {

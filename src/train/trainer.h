@@ -99,7 +99,19 @@ struct NamedArray {
 struct MemoryReading {
   std::int64_t current = -1;  // bytes allocated now (cuda) or resident (cpu)
   std::int64_t peak = -1;     // the largest since reset_peak_memory()
+  // Bytes of live tensors: the CUDA caching allocator's (as current and peak), or on a CPU those
+  // libtorch's CPU allocator handed out, counted once count_cpu_allocations() ran; -1 if not.
+  std::int64_t alloc_current = -1;
+  std::int64_t alloc_peak = -1;
 };
+
+// Counts the bytes libtorch's CPU allocator hands out from now on (a wrapper installed as the CPU
+// allocator; tensors made before are not counted). Returns false if libtorch kept another
+// allocator. Idempotent; for CPU runs, before the model is built.
+bool count_cpu_allocations();
+// The counted bytes now and their peak since the last reset (-1, -1 if not counting).
+MemoryReading counted_cpu_allocations();
+void reset_counted_cpu_peak();
 
 class Trainer {
  public:

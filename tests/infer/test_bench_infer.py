@@ -150,9 +150,15 @@ class SingleRank(InferCase):
             self.assertEqual(g.attrs["kv_cache_bytes"], 2 * 2 * 4 * 16 * 4 * 2 * 28)
             stages = list(f["memory/stage"].asstr()[:])
             self.assertEqual(stages, ["before_init", "init", "generate"])
+            # Counted tensors: the weights after init, exactly; weights and cache while generating.
+            alloc_end, alloc_peak = f["memory/alloc_end_bytes"][:], f["memory/alloc_peak_bytes"][:]
+            self.assertEqual(alloc_end[1], g.attrs["weight_bytes"])
+            self.assertGreaterEqual(alloc_peak[2], g.attrs["weight_bytes"] + g.attrs["kv_cache_bytes"])
+            counted_peak = int(alloc_peak.max())
         s = read_json(os.path.join(out, "summary.json"))
         self.assertEqual((s["benchmark"], s["status"], s["measured_runs"]), ("infer", "ok", 3))
         m = s["metrics"]
+        self.assertEqual(m["mem_alloc_peak_bytes"], counted_peak)
         # The summary's numbers from the file's, by their definitions (docs/metrics.md).
         with h5py.File(path, "r") as f:
             runs = pandas.DataFrame(f["infer/runs"][:])

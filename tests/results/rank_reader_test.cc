@@ -69,7 +69,7 @@ RankResult sample(std::int64_t rank = 1, std::int64_t world = 2) {
   r.eval.batch_loss = {4.5};
   r.eval.batch_s = {0.02};
   r.memory_stage_source = "rss";
-  r.memory_stages = {{"init", 10, 20, 30}, {"train", 20, 40, 50}};
+  r.memory_stages = {{"init", 10, 20, 30, 16, 24}, {"train", 20, 40, 50, 18, 44}};
   r.samples.device_source = "rss";
   r.samples.time_s = {0.0, 0.1};
   r.samples.device_bytes = {1, 2};
@@ -113,6 +113,8 @@ TEST(RankReader, ReadsBackWhatWasWritten) {
   ASSERT_EQ(r.memory_stages.size(), 2u);
   EXPECT_EQ(r.memory_stages[1].stage, "train");
   EXPECT_EQ(r.memory_stages[1].peak, 50);
+  EXPECT_EQ(r.memory_stages[0].alloc_end, 16);
+  EXPECT_EQ(r.memory_stages[1].alloc_peak, 44);
   EXPECT_EQ(r.samples.rss_bytes, w.samples.rss_bytes);
   EXPECT_EQ(r.samples.cpu_percent, w.samples.cpu_percent);
 }
@@ -136,6 +138,45 @@ void edit(const std::string& path, const std::function<void(hid_t)>& change) {
   ASSERT_GE(f, 0);
   change(f);
   H5Fclose(f);
+}
+
+// Files written before the counted tensors' columns (alloc_end_bytes, alloc_peak_bytes) read as
+// they were, the counts unknown (-1); a counted column of another length is a problem, and only
+// that column is dropped.
+TEST(RankReader, CountedMemoryColumnsAreOptional) {
+  sweepbench::testing::TempDir dir;
+  std::string old_file = dir.file("rank-00000.h5");
+  write_rank_file(sample(0, 1), old_file);
+  edit(old_file, [](hid_t f) {
+    H5Ldelete(f, "memory/alloc_end_bytes", H5P_DEFAULT);
+    H5Ldelete(f, "memory/alloc_peak_bytes", H5P_DEFAULT);
+  });
+  RankRead read = read_rank_file(old_file);
+  EXPECT_TRUE(read.problems.empty()) << ::testing::PrintToString(read.problems);
+  ASSERT_TRUE(read.result.has_value());
+  ASSERT_EQ(read.result->memory_stages.size(), 2u);
+  EXPECT_EQ(read.result->memory_stages[1].peak, 50);
+  EXPECT_EQ(read.result->memory_stages[1].alloc_peak, -1);
+  EXPECT_EQ(read.result->memory_stages[0].alloc_end, -1);
+
+  std::string odd = dir.file("rank-00002.h5");
+  write_rank_file(sample(0, 1), odd);
+  edit(odd, [](hid_t f) {
+    H5Ldelete(f, "memory/alloc_peak_bytes", H5P_DEFAULT);
+    hsize_t n = 3;
+    std::int64_t values[3] = {1, 2, 3};
+    hid_t space = H5Screate_simple(1, &n, nullptr);
+    hid_t d = H5Dcreate2(f, "memory/alloc_peak_bytes", H5T_NATIVE_INT64, space, H5P_DEFAULT,
+                         H5P_DEFAULT, H5P_DEFAULT);
+    H5Dwrite(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, values);
+    H5Dclose(d);
+    H5Sclose(space);
+  });
+  RankRead bad = read_rank_file(odd);
+  ASSERT_TRUE(bad.result.has_value());
+  EXPECT_THAT(bad.problems, Contains(HasSubstr("alloc_peak_bytes has another length")));
+  EXPECT_EQ(bad.result->memory_stages[1].alloc_peak, -1);
+  EXPECT_EQ(bad.result->memory_stages[1].alloc_end, 18);
 }
 
 // Replaces /steps with a table of `rows` rows whose members are (name, file type), each member's

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "core/model_shapes.h"
+#include "train/trainer.h"
 
 namespace sweepbench {
 namespace {
@@ -24,6 +25,29 @@ std::int64_t numel(TransformerLM& m) {
   std::int64_t n = 0;
   for (const auto& p : m->parameters()) n += p.numel();
   return n;
+}
+
+// The counted CPU allocator (torch_support.h, behind the memory stages' alloc_*_bytes): the bytes of
+// live tensors exactly, and their peak since a reset.
+TEST(CountedCpuAllocations, CountTheBytesOfLiveTensors) {
+  ASSERT_TRUE(count_cpu_allocations());
+  ASSERT_TRUE(count_cpu_allocations());  // idempotent
+  reset_counted_cpu_peak();
+  const MemoryReading before = counted_cpu_allocations();
+  EXPECT_EQ(before.peak, before.current);
+  {
+    torch::Tensor a = torch::empty({1 << 20}, torch::kFloat);  // 4 MiB
+    const MemoryReading with_a = counted_cpu_allocations();
+    EXPECT_EQ(with_a.current - before.current, 4 << 20);
+    { torch::Tensor b = torch::ones({1 << 18}, torch::kDouble); }  // 2 MiB, freed at once
+    const MemoryReading after_b = counted_cpu_allocations();
+    EXPECT_EQ(after_b.current, with_a.current);
+    EXPECT_EQ(after_b.peak - before.current, (4 << 20) + (2 << 20));
+  }
+  const MemoryReading after = counted_cpu_allocations();
+  EXPECT_EQ(after.current, before.current);
+  reset_counted_cpu_peak();
+  EXPECT_EQ(counted_cpu_allocations().peak, before.current);
 }
 
 TEST(Model, BuiltParameterCountsEqualTheAnalyticCounts) {

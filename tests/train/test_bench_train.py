@@ -163,6 +163,15 @@ class SingleRank(BenchTrainCase):
             self.assertLess(f["eval"].attrs["loss"], 4.0)
             self.assertEqual(list(f["memory/stage"].asstr()[:]), ["before_init", "init", "train", "eval"])
             self.assertEqual(f["memory"].attrs["stage_source"], "rss")
+            # The counted tensors (results-format.md): none before the model, exactly the model
+            # states of one rank after init (16 bytes a parameter, metrics.md), more at the step's
+            # peak; the summary's mem_alloc_peak_bytes is the largest stage peak.
+            alloc_end, alloc_peak = f["memory/alloc_end_bytes"][:], f["memory/alloc_peak_bytes"][:]
+            psi = int(f.attrs["parameter_count"])
+            self.assertEqual(alloc_end[0], 0)
+            self.assertEqual(alloc_end[1], 16 * psi)
+            self.assertGreater(alloc_peak[2], alloc_end[1])
+            counted_peak = int(alloc_peak.max())
             self.assertGreaterEqual(len(f["samples/time_s"]), 2)
             self.assertEqual(f["samples"].attrs["device_source"], "rss")
         summary = read_json(os.path.join(out, "summary.json"))
@@ -172,6 +181,7 @@ class SingleRank(BenchTrainCase):
         self.assertAlmostEqual(m["train_tokens_per_second"] / m["train_samples_per_second"], 32, places=6)
         self.assertAlmostEqual(m["perplexity"], np.exp(m["eval_loss"]), places=6)
         self.assertNotIn("mfu", m)  # a CPU has no peak unless one is configured
+        self.assertEqual(m["mem_alloc_peak_bytes"], counted_peak)
         # What was printed is what was written.
         printed = re.search(r"train_tokens_per_second\s+([0-9.e+]+)", r.stdout).group(1)
         self.assertAlmostEqual(float(printed), m["train_tokens_per_second"], delta=1e-5 * m["train_tokens_per_second"])
