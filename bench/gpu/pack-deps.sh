@@ -1,7 +1,7 @@
 #!/bin/bash
-# Packs what bench-train needs from Debian, apart from libtorch, CUDA and NCCL, into one archive
-# for a GPU machine that has a CUDA libtorch (a PyTorch wheel) but no Open MPI, HDF5, yaml-cpp or
-# Boost: the lent GPU machines of docs/performance.md. Run it here (Debian 12, deps installed, a
+# Packs what bench-train and bench-infer need from Debian, apart from libtorch, CUDA and NCCL,
+# into one archive for a GPU machine that has a CUDA libtorch (a PyTorch wheel) but no Open MPI,
+# HDF5, yaml-cpp, Boost or RE2: the lent GPU machines of docs/performance.md. Run it here (Debian 12, deps installed, a
 # configured build/release); bench/gpu/run.sh unpacks it there. Paths keep their Debian layout so
 # Open MPI relocates with OPAL_PREFIX.
 #

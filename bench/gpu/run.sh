@@ -18,10 +18,11 @@
 #                                     LoRA, checkpointing, the loss), four at a time: the
 #                                     allocator's peaks the memory model is checked against
 #
-# Results and logs go to $OUT (default .gpu/out). BENCH_TRAIN=path (and BENCH_INFER) skip the
-# build; TORCH_PREFIX names libtorch's CMake prefix when python3 has no torch. DEADLINE=S stops
-# starting work S seconds after the start, and stops work under way then (a lent machine's call
-# has a time limit; what ran is still archived).
+# Results and logs go to $OUT (default .gpu/out). BENCH_TRAIN=path skips the build (bench-infer is
+# then the one beside it, unless BENCH_INFER names another); TORCH_PREFIX names libtorch's CMake
+# prefix when python3 has no torch. DEADLINE=S (seconds after the start) bounds every phase but
+# the build: work is not started, and work under way is stopped, after S - 30 seconds, which
+# leaves the archiving its time (a lent machine's call has a time limit; what ran is archived).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-$root/.gpu/out}
@@ -33,8 +34,8 @@ W=$(mktemp -d "$OUT/work.XXXXXX")  # logs and runs, archived into $OUT/results.t
 T0=$SECONDS
 DEADLINE=${DEADLINE:-0}
 
-left() {  # seconds left before DEADLINE (a large number without one)
-  if ((DEADLINE)); then echo $((DEADLINE - (SECONDS - T0))); else echo 100000; fi
+left() {  # seconds left for work before DEADLINE, 30 kept for the archives (100000 without one)
+  if ((DEADLINE)); then echo $((DEADLINE - 30 - (SECONDS - T0))); else echo 100000; fi
 }
 
 enough() {  # enough SECONDS WHAT: whether SECONDS are left, else says WHAT is skipped
@@ -170,22 +171,22 @@ PY
 
 hf() {  # the Hugging Face Trainer on the same shapes (bench/gpu/hf_trainer_gpt2.py)
   echo "== Hugging Face Trainer baseline"
-  PYTHONUNBUFFERED=1 timeout 240 python3 "$root/bench/gpu/hf_trainer_gpt2.py" --bf16 --steps 60 \
-    --warmup 10 --out "$W/hf-bf16.json" 2>&1 | tail -5
-  PYTHONUNBUFFERED=1 timeout 120 python3 "$root/bench/gpu/hf_trainer_gpt2.py" --steps 30 \
+  PYTHONUNBUFFERED=1 bounded timeout 240 python3 "$root/bench/gpu/hf_trainer_gpt2.py" --bf16 \
+    --steps 60 --warmup 10 --out "$W/hf-bf16.json" 2>&1 | tail -5
+  PYTHONUNBUFFERED=1 bounded timeout 120 python3 "$root/bench/gpu/hf_trainer_gpt2.py" --steps 30 \
     --warmup 10 --out "$W/hf-fp32.json" 2>&1 | tail -5
 }
 
 eager() {  # the same step in Python PyTorch eager, timed, and profiled (bench/gpu/torch_eager_gpt2.py)
   echo "== PyTorch eager"
-  PYTHONUNBUFFERED=1 timeout 120 python3 "$root/bench/gpu/torch_eager_gpt2.py" --optim foreach \
+  PYTHONUNBUFFERED=1 bounded timeout 120 python3 "$root/bench/gpu/torch_eager_gpt2.py" --optim foreach \
     --out "$W/eager-foreach.json" 2>&1 | tail -3
-  PYTHONUNBUFFERED=1 timeout 120 python3 "$root/bench/gpu/torch_eager_gpt2.py" --optim fused \
+  PYTHONUNBUFFERED=1 bounded timeout 120 python3 "$root/bench/gpu/torch_eager_gpt2.py" --optim fused \
     --out "$W/eager-fused.json" 2>&1 | tail -3
-  PYTHONUNBUFFERED=1 timeout 180 python3 "$root/bench/gpu/torch_eager_gpt2.py" --optim fused --pad-vocab \
+  PYTHONUNBUFFERED=1 bounded timeout 180 python3 "$root/bench/gpu/torch_eager_gpt2.py" --optim fused --pad-vocab \
     --profile 3 --out "$W/eager-fused-padded.json" 2>&1 | tee "$W/eager-profile.txt" | tail -45
   echo "== torch.compile (for reference: what kernel fusion gives)"
-  PYTHONUNBUFFERED=1 timeout 300 python3 "$root/bench/gpu/torch_eager_gpt2.py" --optim fused --pad-vocab \
+  PYTHONUNBUFFERED=1 bounded timeout 300 python3 "$root/bench/gpu/torch_eager_gpt2.py" --optim fused --pad-vocab \
     --compile --out "$W/compiled-fused-padded.json" 2>&1 | tail -3
 }
 
@@ -280,14 +281,16 @@ memory() {  # short runs, four at a time (the allocator's peak is per process): 
     "llama8l-mb4-s1024-lora-fused model.n_layer=8 data.seq_len=1024 train.peft=lora train.fused_loss=true"
   )
   local spec name kv running=0
+  local -a words
   for spec in "${grid[@]}"; do
     enough 20 "memory grid from ${spec%% *}" || break
-    read -r name rest <<<"$spec"
+    read -r -a words <<<"$spec"
+    name=${words[0]}
     local -a sets=(--set train.steps=3 --set train.warmup_steps=1 --set eval.steps=0
                    --set train.micro_batch=4 --set data.seq_len=512
                    --set metrics.sample_interval_ms=0 --set metrics.system=false)
     [[ $name == llama* ]] && sets+=("${LLAMA_SET[@]}")
-    for kv in $rest; do sets+=(--set "$kv"); done
+    for kv in "${words[@]:1}"; do sets+=(--set "$kv"); done
     TAIL=0 train "mem-$name" "${sets[@]}" &
     if ((++running >= 4)); then wait -n; ((running--)); fi
   done
@@ -298,32 +301,43 @@ memory() {  # short runs, four at a time (the allocator's peak is per process): 
 }
 
 collect() {  # the summaries and rank files in one archive, the traces in another (the device
-  # returns at most 8 files of 16 MiB): a trace archive over 15 MiB keeps the first traces only
+  # returns at most 8 files of 16 MiB): traces in the order of interest (micro batch 8 first),
+  # each compressed once, while the archive stays under 15 MiB
   tar -C "$W" --exclude='*/profile/*' -czf "$OUT/results.tar.gz.tmp" . &&
     mv "$OUT/results.tar.gz.tmp" "$OUT/results.tar.gz"
-  local -a traces=()
-  mapfile -t traces < <(cd "$W" && ls -d runs/*/profile 2>/dev/null)
-  while ((${#traces[@]})); do
-    tar -C "$W" -czf "$OUT/traces.tar.gz" "${traces[@]}"
-    (($(stat -c %s "$OUT/traces.tar.gz") <= 15 * 1024 * 1024)) && break
-    unset 'traces[-1]'
-    rm -f "$OUT/traces.tar.gz"
+  local -a kept=()
+  local dir size total=0
+  for dir in "$W"/runs/gpt2-bf16-mb8-*/profile "$W"/runs/*/profile; do
+    [[ -d $dir && ! -e $dir/.packed ]] || continue
+    touch "$dir/.packed"
+    gzip -q "$dir"/*.json 2>/dev/null || continue
+    size=$(du -cb "$dir"/*.gz | tail -1 | cut -f1)
+    ((total + size <= 15 * 1024 * 1024)) || continue
+    total=$((total + size))
+    kept+=("${dir#"$W"/}")
   done
+  ((${#kept[@]})) && tar -C "$W" -cf "$OUT/traces.tar" "${kept[@]}"
   rm -rf "$W"
 }
 
+for phase in "$@"; do  # every phase known before anything runs
+  case $phase in
+    build|tiny|smoke|measure|mfu|infer|memory|hf|eager|compile|compile8|compile16) ;;
+    *) echo "run.sh: unknown phase $phase" >&2; rm -rf "$W"; exit 2 ;;
+  esac
+done
 nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 setup_deps || { echo "run.sh: cannot unpack the dependencies" >&2; exit 1; }
 built=1
-BENCH_INFER=${BENCH_INFER:-$(dirname "${BENCH_TRAIN:-/}")/bench-infer}
 if [[ -z ${BENCH_TRAIN:-} ]]; then
   if build; then
     BENCH_TRAIN=$BUILD/bin/bench-train
-    BENCH_INFER=$BUILD/bin/bench-infer
+    BENCH_INFER=${BENCH_INFER:-$BUILD/bin/bench-infer}
   else
     built=0
   fi
 fi
+BENCH_INFER=${BENCH_INFER:-$(dirname "${BENCH_TRAIN:-/}")/bench-infer}
 for phase in "$@"; do
   case $phase in
     build) ;;

@@ -12,14 +12,15 @@ import json
 import os
 import re
 
-KINDS = [  # first match wins
-    ("attention", re.compile(r"flash|fmha|attention|efficient", re.I)),
-    ("matmul", re.compile(r"gemm|nvjet|xmma|cutlass|cublas|sm90_|sm80_", re.I)),
-    ("softmax / loss", re.compile(r"softmax|nll|cross_entropy|log_sum", re.I)),
-    ("norm", re.compile(r"layer_norm|layernorm|rms|gammabeta", re.I)),
-    ("optimizer", re.compile(r"adam|multi_tensor|foreach", re.I)),
-    ("copy / cast", re.compile(r"copy|memcpy|memset|cast|fill", re.I)),
-    ("reduction", re.compile(r"reduce", re.I)),
+KINDS = [  # first match wins; elementwise kernels are named by their functor (CUDAFunctor_add,
+    # direct_copy_kernel_cuda), which comes after templates' own names: match the functors
+    ("attention", re.compile(r"flash|fmha|attention", re.I)),
+    ("matmul", re.compile(r"gemm|nvjet|xmma|cutlass|cublas", re.I)),
+    ("softmax / loss", re.compile(r"softmax|nll_loss|cross_entropy|logsumexp", re.I)),
+    ("norm", re.compile(r"layer_norm|layernorm|rms_norm|gammabeta", re.I)),
+    ("optimizer", re.compile(r"adam|multi_tensor_apply", re.I)),
+    ("copy / cast", re.compile(r"copy_kernel|memcpy|memset|fill_kernel|FillFunctor", re.I)),
+    ("reduction", re.compile(r"reduce_kernel", re.I)),
     ("elementwise", re.compile(r"elementwise|vectorized|unrolled", re.I)),
 ]
 

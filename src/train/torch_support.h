@@ -34,20 +34,23 @@ double fixed_order_parallel_sum(std::int64_t parts, const Part& part) {
 }
 
 // libtorch's CPU allocator, counted: every CPU run of bench-train and bench-infer installs it
-// before the model exists, so the memory stages can say the bytes of live tensors and their peak
-// (alloc_*_bytes, mem_alloc_peak_bytes), which the resident set cannot (glibc keeps freed memory,
-// and libtorch's threads have arenas of their own). With a budget (--max-memory-mb) it fails an
-// allocation past it with c10::OutOfMemoryError, as the CUDA caching allocator does on a full
-// GPU, so that running out of memory can be tested on a CPU. (An address-space limit cannot do
-// this reliably: OpenBLAS retries a failed buffer allocation forever.) Tensors made before it was
-// installed are neither counted nor discounted.
+// before the model exists, so the memory stages can say how many bytes libtorch's CPU allocations
+// hold and their peak (alloc_*_bytes, mem_alloc_peak_bytes): tensors' storage (once, however
+// many views share it) and the buffers oneDNN takes through it, not what the math libraries
+// allocate for themselves. The resident set cannot say it (glibc keeps freed memory, libtorch's
+// threads have arenas of their own). With a budget (--max-memory-mb) it fails an allocation past
+// it with c10::OutOfMemoryError, as the CUDA caching allocator does on a full GPU, so that running
+// out of memory can be tested on a CPU. (An address-space limit cannot do this reliably: OpenBLAS
+// retries a failed buffer allocation forever.) Allocations made before it was installed are
+// neither counted nor discounted, and are freed by the allocator that made them.
 class CountingCpuAllocator final : public c10::Allocator {
  public:
-  // Installs it (once). Returns nullptr if libtorch kept another CPU allocator.
+  // Installs it (once; it lives as long as the process, as libtorch keeps the pointer to the
+  // end). Returns nullptr if libtorch kept another CPU allocator.
   static CountingCpuAllocator* install() {
-    static CountingCpuAllocator allocator(c10::GetCPUAllocator());
-    if (c10::GetCPUAllocator() != &allocator) c10::SetCPUAllocator(&allocator, /*priority=*/255);
-    CountingCpuAllocator* active = c10::GetCPUAllocator() == &allocator ? &allocator : nullptr;
+    static CountingCpuAllocator* const allocator = new CountingCpuAllocator(c10::GetCPUAllocator());
+    if (c10::GetCPUAllocator() != allocator) c10::SetCPUAllocator(allocator, /*priority=*/255);
+    CountingCpuAllocator* active = c10::GetCPUAllocator() == allocator ? allocator : nullptr;
     installed_.store(active);
     return active;
   }
@@ -59,6 +62,7 @@ class CountingCpuAllocator final : public c10::Allocator {
   void reset_peak() { peak_.store(in_use_.load()); }
 
   c10::DataPtr allocate(size_t n) override {
+    const c10::Device cpu(c10::DeviceType::CPU);
     std::int64_t bytes = static_cast<std::int64_t>(n);
     std::int64_t before = in_use_.fetch_add(bytes);
     std::int64_t budget = budget_.load();
@@ -68,7 +72,6 @@ class CountingCpuAllocator final : public c10::Allocator {
                        " bytes with ", before, " in use of a budget of ", budget,
                        " bytes (--max-memory-mb)");
     }
-    raise_peak(before + bytes);
     c10::DataPtr inner;
     try {
       inner = base_->allocate(n);
@@ -77,20 +80,26 @@ class CountingCpuAllocator final : public c10::Allocator {
       throw;
     }
     void* data = inner.get();
-    if (data == nullptr || inner.get_context() != data) {
+    if (data == nullptr) {  // nothing (zero bytes): a plain null pointer, as the base's
+      in_use_.fetch_sub(bytes);
+      return {nullptr, nullptr, &CountingCpuAllocator::release_plain, cpu};
+    }
+    if (inner.get_context() != data) {
       // Not a plain block (none of libtorch's CPU allocators): counted through a context.
+      raise_peak(before + bytes);
       auto* block = new Block{std::move(inner), bytes, this};
-      return {data, block, &CountingCpuAllocator::release_block, c10::Device(c10::DeviceType::CPU)};
+      return {data, block, &CountingCpuAllocator::release_block, cpu};
     }
     // A plain block (data == context), which raw_allocate() needs and libtorch's bf16 paths use:
-    // it stays one, its size and the base's deleter looked up when it is freed.
-    c10::DeleterFnPtr deleter = inner.get_deleter();
+    // it stays one; its size and the base's deleter are looked up when it is freed.
+    Shard& shard = shard_of(data);
     {
-      std::lock_guard<std::mutex> lock(blocks_mutex_);
-      blocks_[data] = Plain{bytes, deleter};
+      std::lock_guard<std::mutex> lock(shard.mutex);
+      shard.blocks[data] = Plain{bytes, inner.get_deleter()};
     }
     inner.release_context();
-    return {data, data, &CountingCpuAllocator::release_plain, c10::Device(c10::DeviceType::CPU)};
+    raise_peak(before + bytes);
+    return {data, data, &CountingCpuAllocator::release_plain, cpu};
   }
   c10::DeleterFnPtr raw_deleter() const override { return &CountingCpuAllocator::release_plain; }
   void copy_data(void* dest, const void* src, std::size_t count) const override {
@@ -107,8 +116,19 @@ class CountingCpuAllocator final : public c10::Allocator {
     std::int64_t bytes;
     c10::DeleterFnPtr deleter;
   };
+  // The plain blocks by address, in shards so that threads allocating at once rarely wait.
+  struct Shard {
+    std::mutex mutex;
+    std::unordered_map<void*, Plain> blocks;
+  };
+  static constexpr size_t kShards = 64;
 
   explicit CountingCpuAllocator(c10::Allocator* base) : base_(base) { instance_ = this; }
+
+  Shard& shard_of(void* data) {
+    // Blocks are 64-byte aligned: the bits above the alignment spread them over the shards.
+    return shards_[(reinterpret_cast<std::uintptr_t>(data) >> 6) % kShards];
+  }
 
   void raise_peak(std::int64_t now) {
     std::int64_t seen = peak_.load();
@@ -122,26 +142,33 @@ class CountingCpuAllocator final : public c10::Allocator {
     delete block;
   }
   static void release_plain(void* data) {
+    if (data == nullptr) return;
     CountingCpuAllocator* self = instance_;  // the one there is: blocks exist only once it does
+    Shard& shard = self->shard_of(data);
     Plain p{0, nullptr};
     {
-      std::lock_guard<std::mutex> lock(self->blocks_mutex_);
-      auto it = self->blocks_.find(data);
-      if (it != self->blocks_.end()) {
+      std::lock_guard<std::mutex> lock(shard.mutex);
+      auto it = shard.blocks.find(data);
+      if (it != shard.blocks.end()) {
         p = it->second;
-        self->blocks_.erase(it);
+        shard.blocks.erase(it);
       }
     }
-    self->in_use_.fetch_sub(p.bytes);
-    if (p.deleter != nullptr) p.deleter(data);
+    if (p.deleter != nullptr) {
+      self->in_use_.fetch_sub(p.bytes);
+      p.deleter(data);
+      return;
+    }
+    // Not ours: a raw block the base allocator gave before the install, freed through the
+    // allocator in place now (oneDNN's buffers are). The base frees it, uncounted.
+    if (c10::DeleterFnPtr base = self->base_->raw_deleter()) base(data);
   }
 
   c10::Allocator* base_;
-  std::mutex blocks_mutex_;
-  std::unordered_map<void*, Plain> blocks_;
   std::atomic<std::int64_t> budget_{0};
   std::atomic<std::int64_t> in_use_{0};
   std::atomic<std::int64_t> peak_{0};
+  Shard shards_[kShards];
   static inline std::atomic<CountingCpuAllocator*> installed_{nullptr};
   static inline CountingCpuAllocator* instance_ = nullptr;
 };

@@ -120,6 +120,8 @@ const Object kObjects[] = {
     {"memory", "begin_bytes", Kind::kDataset},
     {"memory", "end_bytes", Kind::kDataset},
     {"memory", "peak_bytes", Kind::kDataset},
+    {"memory", "alloc_end_bytes", Kind::kDataset},
+    {"memory", "alloc_peak_bytes", Kind::kDataset},
     {"/", "samples", Kind::kGroup},
     {"samples", "device_source", Kind::kAttr},
     {"samples", "time_s", Kind::kDataset},
