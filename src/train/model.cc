@@ -628,9 +628,16 @@ TransformerLMImpl::TransformerLMImpl(ModelOptions options) : options_(std::move(
 
 torch::Tensor TransformerLMImpl::run_block(size_t i, const torch::Tensor& x) {
   if (options_.before_block) options_.before_block(i);
-  torch::Tensor y = options_.activation_checkpointing && torch::GradMode::is_enabled()
-                        ? CheckpointedBlock::apply(x, &block_fns_[i])
-                        : block_fns_[i](x);
+  // A checkpointed block is one node to autograd, which records it only when an input needs a
+  // gradient; with LoRA the first block's input (the frozen embedding's output) needs none, so
+  // it is made to, or the adapters inside would get no gradient (and the loss no graph).
+  torch::Tensor y;
+  if (options_.activation_checkpointing && torch::GradMode::is_enabled()) {
+    y = CheckpointedBlock::apply(x.requires_grad() ? x : x.detach().requires_grad_(true),
+                                 &block_fns_[i]);
+  } else {
+    y = block_fns_[i](x);
+  }
   if (options_.after_block) options_.after_block(i);
   if (options_.before_block_backward && y.requires_grad()) {
     std::function<void(size_t)>* hook = &options_.before_block_backward;

@@ -548,6 +548,24 @@ class Lora(BenchTrainCase):
         for stage in (1, 2):
             np.testing.assert_allclose(losses[stage], losses[0], rtol=0, atol=1e-5)
 
+    def test_checkpointing_trains_the_adapters_as_without_it(self):
+        # The first block's input is the frozen embedding's output, which needs no gradient: the
+        # checkpointed blocks must still be recorded, or the adapters learn nothing (they failed
+        # with "element 0 of tensors does not require grad" until 2026-11-27).
+        losses = {}
+        for ckpt in ("false", "true"):
+            out = os.path.join(self.tmp, f"lora-ckpt-{ckpt}")
+            run = self.run_train(self.config(steps=10), out, "--set", "train.peft=lora",
+                                 "--set", "lora.targets=[c_attn, c_fc]",
+                                 "--set", f"train.activation_checkpointing={ckpt}")
+            self.assertEqual(run.returncode, 0, run.stderr + run.stdout)
+            with h5py.File(os.path.join(out, "rank-00000.h5"), "r") as f:
+                losses[ckpt] = f["steps"]["loss"][:]
+                norms = f["steps"]["grad_norm"][:]
+            self.assertTrue((norms > 0).all(), f"checkpointing {ckpt}: the adapters got no gradient")
+        self.assertLess(losses["true"][-1], losses["true"][0])
+        np.testing.assert_allclose(losses["true"], losses["false"], rtol=0, atol=1e-5)
+
     def test_bad_lora_settings_are_refused_before_any_work(self):
         for sets, message in (
                 (["--set", "lora.targets=[c_attn, q_proj]"], "'q_proj' is not a projection of a gpt2 block"),
