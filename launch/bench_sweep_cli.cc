@@ -175,7 +175,7 @@ Options:
 const char* const kPlanHelp = R"(bench-sweep plan: expand a sweep file into points.
 
 Usage: bench-sweep plan SWEEP.yaml [--scenario NAME]... [--set KEY=VALUE]... [--out DIR]
-                        [--format table|json|csv] [--max-points N]
+                        [--format table|json|csv] [--max-points N] [--estimate]
 
 Prints one row per point: its index, its tag (the directory name under --out) and the keys that
 vary, then the count. Every key and value is checked first; a bad sweep file is an error with
@@ -185,8 +185,14 @@ With --out DIR it writes DIR/<tag>/config.yaml (the resolved config of each poin
 DIR/manifest.json. Running it again is a no-op; a DIR/<tag>/config.yaml that holds a different
 config is an error (exit 3) and nothing is changed.
 
+With --estimate each row also gives the point's predicted memory per rank: the peak, building the
+model, a step, and the step's parts (model states, weight copies, activations, the head's logits
+and loss; for generation the weights, the KV cache and the prefill), from the shapes alone
+(docs/metrics.md, "Predicted memory").
+
 Examples:
   bench-sweep plan sweeps/quickstart.yaml
+  bench-sweep plan sweeps/gpt2-scaling.yaml --estimate
   bench-sweep plan sweeps/llama2-7b-context.yaml --set train.steps=20 --format csv
   bench-sweep plan sweeps/container-compare.yaml --scenario ngc-24.02 --out runs/cmp
 
@@ -296,7 +302,8 @@ int run_plan(const std::vector<std::string>& args, std::ostream& out, std::ostre
   add_plan_options(desc);
   desc.add_options()("out,o", po::value<std::string>(),
                      "Write the points' configs and manifest.json here")(
-      "format", po::value<std::string>()->default_value("table"), "table, json or csv");
+      "format", po::value<std::string>()->default_value("table"), "table, json or csv")(
+      "estimate", po::bool_switch(), "Predict each point's memory per rank");
   po::variables_map vm = parse_with_sweep(args, desc);
   if (vm.count("help")) {
     out << kPlanHelp;
@@ -321,7 +328,11 @@ int run_plan(const std::vector<std::string>& args, std::ostream& out, std::ostre
     written = write_plan(plan, vm["out"].as<std::string>());
     wrote = true;
   }
-  print_plan(plan, format, out);
+  if (vm["estimate"].as<bool>()) {
+    print_estimate(plan, format, out);
+  } else {
+    print_plan(plan, format, out);
+  }
   if (wrote) {
     std::ostream& summary = format == PlanFormat::kTable ? out : err;
     summary << "# " << vm["out"].as<std::string>() << ": " << written.written << " written, "

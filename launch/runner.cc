@@ -32,6 +32,7 @@
 #include "layout/manifest.h"
 #include "layout/paths.h"
 #include "layout/point_status.h"
+#include "sweep/plan_output.h"
 #include "sweep/references.h"
 
 namespace sweepbench {
@@ -438,6 +439,9 @@ class SweepRun {
   }
 
   std::optional<std::string> pruned(const SweepPoint& p) const {
+    if (const std::optional<MemoryLimit>& limit = plan_.info().memory_limit) {
+      if (std::optional<std::string> why = over_memory_limit(p.config, *limit)) return why;
+    }
     if (o_.prune_after_oom.empty()) return std::nullopt;
     for (const SweepPoint& other : plan_.points()) {
       auto it = records_.find(other.tag);

@@ -20,6 +20,7 @@
 #include "launch/slurm.h"
 #include "layout/manifest.h"
 #include "layout/point_record.h"
+#include "sweep/plan_output.h"
 
 namespace sweepbench {
 namespace {
@@ -315,6 +316,24 @@ SubmitReport submit_sweep(const Plan& plan, const SubmitOptions& o, std::ostream
       if (state != live.end() && is_live_slurm_state(state->second.state)) {
         out << "#   left " << p->tag << ": already " << to_lower(state->second.state) << " as job "
             << it->second << "\n";
+        continue;
+      }
+    }
+    // Predicted over the sweep's memory_limit: recorded as skipped, with the prediction, and
+    // never queued (the array task's runner would skip it too, after the wait).
+    if (const std::optional<MemoryLimit>& limit = plan.info().memory_limit) {
+      if (std::optional<std::string> why = over_memory_limit(p->config, *limit)) {
+        out << "#   skipped " << p->tag << ": " << *why << "\n";
+        if (!o.dry_run) {
+          PointRecord r;
+          r.status = PointStatus::kSkipped;
+          r.reason = *why;
+          r.config_hash = p->config_hash;
+          r.attempt = (record ? record->attempt : 0) + 1;
+          r.started = r.ended = utc_now_iso8601();
+          make_directories((root / p->tag).string());
+          write_point_record((root / p->tag).string(), r);
+        }
         continue;
       }
     }

@@ -353,6 +353,7 @@ Plan plan_sweep(const SweepSpec& spec, const PlanOptions& options) {
   info.sweep_path = spec.path;
   info.named_scenarios = spec.named_scenarios;
   info.references = spec.references;
+  info.memory_limit = spec.memory_limit;
   info.repeats = spec.repeats;
   size_t repeats = static_cast<size_t>(std::max<std::int64_t>(spec.repeats, 1));
   for (const Scenario& sc : spec.scenarios) {

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,8 @@ struct PlanInfo {
   std::vector<std::string> derived_varying_keys;
   // The sweep file's performance references (sweep/references.h), checked as points finish.
   std::vector<PerformanceReference> references;
+  // The sweep file's memory_limit: run and submit skip the points predicted over it.
+  std::optional<MemoryLimit> memory_limit;
   size_t total_points = 0;     // the whole sweep
   size_t selected_points = 0;  // those --scenario chose (all when none is given)
 };

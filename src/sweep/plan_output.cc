@@ -1,6 +1,7 @@
 #include "sweep/plan_output.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -14,6 +15,7 @@
 #include "core/text.h"
 #include "core/yaml_io.h"
 #include "layout/paths.h"
+#include "results/memory_model.h"
 
 namespace sweepbench {
 namespace {
@@ -191,6 +193,192 @@ PlanFormat parse_plan_format(const std::string& name) {
   if (name == "csv") return PlanFormat::kCsv;
   throw Error::input(Mark::in("--format " + name), "", "unknown format '" + name + "'",
                      "use table, json or csv");
+}
+
+namespace {
+
+// The terms a prediction can have, in the order of the estimate's columns.
+const std::vector<std::string>& estimate_terms() {
+  static const std::vector<std::string> t = {"model_states", "weight_copies", "activations",
+                                             "head",         "recompute",     "gathered",
+                                             "weights",      "kv_cache",      "prefill"};
+  return t;
+}
+
+std::string gib(double bytes) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.2f", bytes / (1024.0 * 1024.0 * 1024.0));
+  return text;
+}
+
+struct Estimate {
+  bool known = false;
+  bool gpu = false;
+  MemoryPrediction memory;
+};
+
+Estimate estimate_of(const SweepPoint& p) {
+  Estimate e;
+  e.known = predict_point_memory(p.config, &e.memory);
+  e.gpu = point_runs_on_gpu(p.config);
+  return e;
+}
+
+double term_bytes(const MemoryPrediction& m, const std::string& name) {
+  for (const MemoryTerm& t : m.terms) {
+    if (t.name == name) return t.bytes;
+  }
+  return 0;
+}
+
+std::string gb(double bytes) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.3g GB", bytes / 1e9);
+  return text;
+}
+
+}  // namespace
+
+std::optional<std::string> over_memory_limit(const Value& resolved, const MemoryLimit& limit) {
+  MemoryPrediction m;
+  if (!predict_point_memory(resolved, &m)) return std::nullopt;
+  if (m.peak <= limit.bytes * (1 + limit.margin)) return std::nullopt;
+  return "predicted " + gb(m.peak) + " a rank, over memory_limit (" + limit.text + ")";
+}
+
+void print_estimate(const Plan& plan, PlanFormat format, std::ostream& out) {
+  const PlanInfo& info = plan.info();
+  Columns columns(info);
+  std::vector<std::string> header = columns.header;
+  const bool people = format == PlanFormat::kTable;
+  const std::optional<MemoryLimit>& limit = info.memory_limit;
+  if (people) {
+    for (const char* c : {"device", "peak GiB", "init GiB", "step GiB", "parts of the step"})
+      header.push_back(c);
+  } else {
+    for (const char* c : {"device", "mem_pred_peak_bytes", "mem_pred_init_bytes",
+                          "mem_pred_step_bytes"})
+      header.push_back(c);
+    for (const std::string& t : estimate_terms()) header.push_back("mem_pred_" + t + "_bytes");
+  }
+  if (limit) header.push_back(people ? "memory_limit" : "skipped_by_memory_limit");
+  size_t over = 0;
+  // The sweep's largest prediction, and whether any point has none.
+  double largest = -1;
+  size_t largest_index = 0, unknown = 0;
+  auto cells = [&](const SweepPoint& p, std::vector<Value>* row) {
+    columns.row(p, row, people);
+    const Estimate e = estimate_of(p);
+    row->push_back(Value::string(e.gpu ? "gpu" : "cpu"));
+    if (!e.known) {
+      const size_t blanks = (people ? 4 : 3 + estimate_terms().size()) + (limit ? 1 : 0);
+      for (size_t i = 0; i < blanks; ++i) row->push_back(Value::null());
+      return e;
+    }
+    const MemoryPrediction& m = e.memory;
+    if (people) {
+      std::string parts;
+      for (const MemoryTerm& t : m.terms) {
+        if (t.bytes <= 0) continue;
+        parts += (parts.empty() ? "" : " + ") + t.name + " " + gib(t.bytes);
+      }
+      for (double v : {m.peak, m.init_peak, m.step_peak}) row->push_back(Value::string(gib(v)));
+      row->push_back(Value::string(parts));
+    } else {
+      for (double v : {m.peak, m.init_peak, m.step_peak}) row->push_back(Value::real(v));
+      for (const std::string& t : estimate_terms()) row->push_back(Value::real(term_bytes(m, t)));
+    }
+    if (limit) {
+      const bool skipped = m.peak > limit->bytes * (1 + limit->margin);
+      row->push_back(people ? Value::string(skipped ? "skipped" : "fits")
+                            : Value::boolean(skipped));
+    }
+    return e;
+  };
+  std::vector<Value> row;
+  if (format == PlanFormat::kJson) {
+    Value doc = Value::map();
+    doc.set("sweep", Value::string(info.sweep_name));
+    Value points = Value::list();
+    plan.for_each_point(
+        [&](const SweepPoint& p) {
+          const Estimate e = estimate_of(p);
+          Value v = Value::map();
+          v.set("index", Value::integer(static_cast<std::int64_t>(p.index)));
+          v.set("tag", Value::string(p.tag));
+          v.set("varying", varying_values(info, p));
+          v.set("device", Value::string(e.gpu ? "gpu" : "cpu"));
+          if (e.known && limit) {
+            v.set("skipped_by_memory_limit",
+                  Value::boolean(e.memory.peak > limit->bytes * (1 + limit->margin)));
+          }
+          if (e.known) {
+            Value m = Value::map();
+            m.set("peak_bytes", Value::real(e.memory.peak));
+            m.set("init_peak_bytes", Value::real(e.memory.init_peak));
+            m.set("step_peak_bytes", Value::real(e.memory.step_peak));
+            Value terms = Value::map();
+            for (const MemoryTerm& t : e.memory.terms) terms.set(t.name, Value::real(t.bytes));
+            m.set("terms", terms);
+            v.set("memory", m);
+          } else {
+            v.set("memory", Value::null());
+          }
+          points.items().push_back(v);
+        },
+        true);
+    doc.set("points", points);
+    out << emit_json(doc, 2, false) << "\n";
+    return;
+  }
+  if (format == PlanFormat::kCsv) {
+    TableWriter table(header, TableFormat::kCsv, out);
+    plan.for_each_point(
+        [&](const SweepPoint& p) {
+          cells(p, &row);
+          table.row(row);
+        },
+        true);
+    table.finish();
+    return;
+  }
+  TableWidths widths(header);
+  plan.for_each_point(
+      [&](const SweepPoint& p) {
+        cells(p, &row);
+        widths.add(row);
+      },
+      true);
+  out << "# sweep " << info.sweep_name << " (" << info.sweep_path
+      << "): predicted memory per rank (docs/metrics.md, \"Predicted memory\")\n";
+  TableWriter table(header, TableFormat::kText, out, TableOptions{false, widths.widths()});
+  plan.for_each_point(
+      [&](const SweepPoint& p) {
+        const Estimate e = cells(p, &row);
+        table.row(row);
+        if (!e.known) {
+          ++unknown;
+          return;
+        }
+        if (e.memory.peak > largest) {
+          largest = e.memory.peak;
+          largest_index = p.index;
+        }
+        if (limit && e.memory.peak > limit->bytes * (1 + limit->margin)) ++over;
+      },
+      true);
+  table.finish();
+  out << "# " << plural(info.selected_points, "point");
+  if (largest >= 0) {
+    out << "; the largest predicted peak " << gib(largest) << " GiB a rank (point "
+        << largest_index << ")";
+  }
+  if (unknown > 0) out << "; " << plural(unknown, "point") << " without a prediction (commands)";
+  if (limit) {
+    out << "\n# memory_limit (" << limit->text << "): " << plural(over, "point")
+        << " predicted over it, which bench-sweep run and submit skip";
+  }
+  out << "\n# device-hours and cost: not predicted yet (the time model is to come)\n";
 }
 
 void print_plan(const Plan& plan, PlanFormat format, std::ostream& out) {

@@ -5,6 +5,7 @@
 // is a document (each point's whole config).
 #pragma once
 
+#include <optional>
 #include <ostream>
 #include <string>
 
@@ -18,6 +19,14 @@ PlanFormat parse_plan_format(const std::string& name);
 
 // Streams: the table takes one pass for its column widths and one to print; CSV and JSON one.
 void print_plan(const Plan& plan, PlanFormat format, std::ostream& out);
+// bench-sweep plan --estimate: the same columns, then each point's predicted memory per rank
+// (results/memory_model.h): the peak, building the model, a step, and the step's parts.
+void print_estimate(const Plan& plan, PlanFormat format, std::ostream& out);
+
+// Why a point is skipped under the sweep's memory_limit: its predicted peak per rank exceeds the
+// limit by more than the margin ("predicted 93.2 GB a rank, over memory_limit 80 GB by more than
+// 10%"); nothing for a point that fits, or has no prediction (a command).
+std::optional<std::string> over_memory_limit(const Value& resolved, const MemoryLimit& limit);
 
 struct PlanWriteResult {
   size_t written = 0;    // new config.yaml files

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -22,7 +23,8 @@ namespace fs = std::filesystem;
 const std::vector<std::string> kTopLevelKeys = {
     "name", "description", "defaults",  "base",    "axes",
     "zip",  "exclude",     "include",   "repeats", "scenarios",
-    "tag",  "launch",      "container", "slurm",   "prune_after_oom", "references"};
+    "tag",  "launch",      "container", "slurm",   "prune_after_oom", "references",
+    "memory_limit"};
 const std::vector<std::string> kScenarioKeys = {"name", "base",    "axes",
                                                 "zip",  "exclude", "include"};
 const std::vector<std::string> kTagKeys = {"style", "format", "keys"};
@@ -395,6 +397,74 @@ std::string reference_pattern(const Value& entry, const char* key, const std::st
   return text;
 }
 
+// A value as a message quotes it: a string as written, anything else described.
+std::string quoted(const Value& v) {
+  return v.is_string() ? "'" + v.as_string() + "'" : v.describe();
+}
+
+// memory_limit: {bytes: 80e9 or "80 GB" / "74.5 GiB", margin: "10%"}.
+std::optional<MemoryLimit> parse_memory_limit(const Value& v, const Mark& fallback) {
+  if (v.is_null()) return std::nullopt;
+  MemoryLimit limit;
+  limit.mark = mark_or(v, fallback);
+  const std::string example = "e.g. memory_limit: {bytes: 80 GB, margin: 10%}";
+  if (!v.is_map()) {
+    throw Error::input(limit.mark, "memory_limit", "expected a mapping, got " + v.describe(),
+                       example);
+  }
+  check_name_keys(v, "memory_limit", {"bytes", "margin"});
+  const Value* bytes = v.find("bytes");
+  if (bytes == nullptr) {
+    throw Error::input(limit.mark, "memory_limit", "needs bytes: a device's (or host's) memory",
+                       example);
+  }
+  const Mark& bytes_mark = mark_or(*bytes, limit.mark);
+  std::optional<double> amount;
+  if (bytes->is_number()) {
+    amount = bytes->as_float();
+  } else if (bytes->is_string()) {
+    std::string t = trim(bytes->as_string());
+    for (auto [suffix, scale] : {std::pair{"GiB", 1073741824.0}, {"MiB", 1048576.0},
+                                 {"GB", 1e9}, {"MB", 1e6}}) {
+      if (ends_with(t, suffix)) {
+        std::optional<double> n = parse_double(trim(t.substr(0, t.size() - std::strlen(suffix))));
+        if (n) amount = *n * scale;
+        break;
+      }
+    }
+  }
+  if (!amount || !std::isfinite(*amount) || *amount <= 0) {
+    throw Error::input(bytes_mark, "memory_limit.bytes",
+                       quoted(*bytes) + " is not an amount of memory",
+                       "a number of bytes (80e9) or one with GB, GiB, MB or MiB (\"80 GB\")");
+  }
+  limit.bytes = *amount;
+  if (bytes->is_string()) {
+    limit.text = trim(bytes->as_string());
+  } else {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g bytes", limit.bytes);
+    limit.text = text;
+  }
+  if (const Value* margin = v.find("margin"); margin != nullptr && !margin->is_null()) {
+    const Mark& m = mark_or(*margin, limit.mark);
+    std::string t = margin->is_string() ? trim(margin->as_string()) : std::string();
+    std::optional<double> pct = ends_with(t, "%")
+                                    ? parse_double(std::string_view(t).substr(0, t.size() - 1))
+                                    : std::nullopt;
+    if (!pct || !std::isfinite(*pct) || *pct < 0) {
+      throw Error::input(m, "memory_limit.margin", quoted(*margin) + " is not a margin",
+                         "a percentage of bytes, 0% or more: a point is skipped only when its "
+                         "prediction exceeds bytes by more than it (e.g. 10%)");
+    }
+    limit.margin = *pct / 100;
+  }
+  char margin_text[32];
+  std::snprintf(margin_text, sizeof margin_text, "%g%%", limit.margin * 100);
+  limit.text += ", margin " + std::string(margin_text);
+  return limit;
+}
+
 std::vector<PerformanceReference> parse_references(const Value& references,
                                                    const Mark& fallback) {
   std::vector<PerformanceReference> out;
@@ -696,6 +766,7 @@ SweepSpec parse_sweep(const Value& root, const std::string& path, const SweepFil
   }
 
   spec.references = parse_references(get("references"), file_mark);
+  spec.memory_limit = parse_memory_limit(get("memory_limit"), file_mark);
 
   // scenarios
   struct RawScenario {

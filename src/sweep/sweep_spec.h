@@ -72,6 +72,15 @@ struct ReferenceBound {
   std::string text;  // as written: "-10%", "0.5"
 };
 
+// The sweep file's `memory_limit`: bench-sweep run and submit skip a point whose predicted peak
+// per rank (results/memory_model.h) exceeds `bytes` by more than `margin`, recording why.
+struct MemoryLimit {
+  double bytes = 0;
+  double margin = 0.10;  // a fraction of bytes
+  std::string text;      // as written, for messages: "80e9 bytes, margin 10%"
+  Mark mark;
+};
+
 // An entry of the sweep file's `references` (sweep/references.h checks points against them).
 struct PerformanceReference {
   Mark mark;
@@ -102,6 +111,7 @@ struct SweepSpec {
   TagSpec tag;
   std::vector<std::string> prune_after_oom;
   std::vector<PerformanceReference> references;
+  std::optional<MemoryLimit> memory_limit;
   // Keys the file sets outside the base (axes, zip, include, scenario bases), in file order:
   // the candidates for the "varying keys" that plan shows and tags use.
   std::vector<std::string> explicit_keys;

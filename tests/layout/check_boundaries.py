@@ -41,7 +41,7 @@ ALLOWED = {
 }
 # The files of src/results/ that make up the metrics module (no HDF5).
 METRICS_FILES = ("summary.", "rank_result.", "infer_metrics.", "statistics.", "significance.",
-                 "pareto.")
+                 "pareto.", "memory_model.")
 # System headers by the dependency they bring, and the modules that may include them.
 SYSTEM = [
     (re.compile(r"^(torch|ATen|c10|caffe2)/"), "libtorch", {"train", "infer"}),
@@ -279,10 +279,10 @@ def self_test(source, bin_dir=None, build_dir=None):
             ok = ok and bool(caught)
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(original)
-        with open(path, "a", encoding="utf-8") as fh:  # metrics includes nothing of core
-            fh.write("\ntarget_link_libraries(sweepbench_metrics PUBLIC sweepbench::core)\n")
+        with open(path, "a", encoding="utf-8") as fh:  # infer includes nothing of layout
+            fh.write("\ntarget_link_libraries(sweepbench_infer PUBLIC sweepbench::layout)\n")
         found = link_problems(tmp)
-        caught = [p for p in found if "sweepbench_metrics links sweepbench::core, but" in p]
+        caught = [p for p in found if "sweepbench_infer links sweepbench::layout, but" in p]
         print(("caught: " + caught[0]) if caught else "NOT caught: an unused link")
         ok = ok and len(caught) == 1 and len(found) == 1
     if bin_dir and build_dir:

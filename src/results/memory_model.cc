@@ -1,0 +1,226 @@
+#include "results/memory_model.h"
+
+#include <algorithm>
+
+#include "core/config.h"
+#include "core/settings.h"
+#include "results/summary.h"
+
+namespace sweepbench {
+namespace {
+
+double dbl(std::int64_t v) { return static_cast<double>(v); }
+
+// One rank's share of the model with tensor parallelism t: each block's projections (and their
+// biases) split t ways; embeddings, norms and the head whole on every rank.
+struct RankModel {
+  double parameters = 0;  // every parameter this rank holds
+  double matrices = 0;    // the weight matrices among them (cast once a step in bf16 and fp16)
+  double root = 0;        // outside the blocks: embeddings, the head, the final norm
+  double block = 0;       // one block's
+};
+
+RankModel rank_model(const ModelShape& s, int t) {
+  const double d = dbl(s.n_embd), f = dbl(s.ffn_dim), v = dbl(s.vocab_size), l = dbl(s.n_layer);
+  const double kv = dbl(s.n_kv_head) * (s.n_head > 0 ? d / dbl(s.n_head) : 0);
+  const double split = std::max(1, t);
+  RankModel m;
+  if (s.arch == "llama") {
+    const double block = (d * d + 2 * d * kv + d * d + 3 * d * f) / split;
+    m.matrices = 2 * v * d + l * block;
+    m.root = 2 * v * d + d;
+    m.block = block + 2 * d;
+    m.parameters = m.root + l * m.block;
+    return m;
+  }
+  const double block = (d * (d + 2 * kv) + d * d + 2 * d * f) / split;
+  const double biases = (d + 2 * kv + f) / split + 2 * d;  // c_attn and c_fc split; projections whole
+  m.matrices = v * d + l * block;
+  m.root = v * d + dbl(s.block_size) * d + 2 * d;
+  m.block = block + biases + 4 * d;
+  m.parameters = m.root + l * m.block;
+  return m;
+}
+
+// Bytes a block keeps a token for its backward pass (N tokens: N x this x layers). The residual
+// stream (the block's input and the sum after attention) is fp32 in every dtype, 8 d; the rest
+// are products, attention's inputs and output and the MLP's activations, in the autocast dtype
+// (e bytes); with tensor parallelism t the split ones are a rank's share. Statistics: LayerNorm's
+// mean and 1/std (GPT-2, two norms) or RMSNorm's 1/rms (Llama), and attention's log-sum-exp per
+// head, fp32.
+// With LoRA a frozen projection keeps no input for a weight gradient: an input no target reads
+// and no other operation needs is not kept (`targets`: the projections with adapters).
+double block_bytes_per_token(const ModelShape& s, int e, int t, bool lora,
+                             const std::vector<std::string>& targets) {
+  const double d = dbl(s.n_embd), f = dbl(s.ffn_dim) / t;
+  const double heads = dbl(s.n_head) / t;
+  const double kv = dbl(s.n_kv_head) * (s.n_head > 0 ? d / dbl(s.n_head) : 0) / t;
+  const double q = d / t;
+  auto adapted = [&](const char* name) {
+    return std::find(targets.begin(), targets.end(), name) != targets.end();
+  };
+  double frozen = 0;
+  if (lora && s.arch == "llama") {
+    if (!adapted("wq") && !adapted("wk") && !adapted("wv")) frozen += d;  // attention's normed input
+    if (!adapted("wo")) frozen += q;                                    // attention's output
+    if (!adapted("w1") && !adapted("w3")) frozen += d;                  // the MLP's normed input
+    if (!adapted("w2")) frozen += f;                                    // the product
+  } else if (lora) {
+    if (!adapted("c_attn")) frozen += d;    // attention's normed input
+    if (!adapted("c_fc")) frozen += d;      // the MLP's normed input
+    if (!adapted("mlp_proj")) frozen += f;  // GELU's output
+  }
+  if (s.arch == "llama") {
+    // Normed inputs of attention and MLP (2 d), q, k, v and the rotated q, k (2 q + 3 kv), the
+    // attention output and its transpose (2 q), w1 and w3's outputs, SiLU's and the product
+    // (4 f).
+    return 8 * d + e * (2 * d + 4 * q + 3 * kv + 4 * f - frozen) + 4 * (2 + heads);
+  }
+  // Normed inputs (2 d), q, k, v (q + 2 kv), the attention output (q), c_fc's output and GELU's
+  // (2 f).
+  return 8 * d + e * (2 * d + 2 * q + 2 * kv + 2 * f - frozen) + 4 * (4 + heads);
+}
+
+}  // namespace
+
+MemoryPrediction predict_training_memory(const TrainingMemoryInput& in) {
+  const ModelShape& s = in.shape;
+  const int t = std::max(1, in.tensor_parallel);
+  const int e = in.element_bytes;
+  const double d = dbl(s.n_embd), n = dbl(in.micro_batch) * dbl(in.seq_len), l = dbl(s.n_layer);
+  // A GPU pads the head to a multiple of 64 rows for cuBLAS (model.cc head()).
+  const double v = in.gpu ? dbl((s.vocab_size + 63) / 64 * 64) : dbl(s.vocab_size);
+  const RankModel model = rank_model(s, t);
+  const std::vector<std::string> targets =
+      in.lora_targets.empty() ? default_lora_targets(s.arch) : in.lora_targets;
+  const double trainable =
+      in.lora ? dbl(lora_parameter_count(s, in.lora_r, targets)) / t : model.parameters;
+  const int data_parallel = std::max(1, in.world_size / t);
+  double states = model_states_bytes(model.parameters, data_parallel, in.zero_stage,
+                                     in.lora ? trainable : 0, in.offload_optimizer);
+  // ZeRO-3 over several ranks frees each block's gathered values after use, but keeps the root's
+  // (embeddings, head) whole, and a piece more of them (measured: 4 (1 + 1/N) bytes a root
+  // parameter); while a block computes, its whole values and gradient (8 bytes a parameter).
+  double gathered = 0;
+  if (in.zero_stage >= 3 && data_parallel > 1) {
+    states += 4 * model.root * (1 + 1.0 / data_parallel);
+    gathered = 8 * model.block;
+  }
+  // bf16 and fp16: every weight matrix cast once a step and kept for it (WeightCasts); with
+  // checkpointing (and no LoRA, whose frozen weights' casts stay) the blocks' casts are not held
+  // at the peak, the head's is.
+  const double copies = e >= 4 ? 0.0
+                        : in.activation_checkpointing && !in.lora ? 2.0 * v * d
+                                                                  : 2.0 * model.matrices;
+  const double block = block_bytes_per_token(s, e, t, in.lora, targets);
+  const double kept =
+      in.activation_checkpointing ? n * l * 4 * d : n * l * block;  // ckpt: block inputs, fp32
+  double head = 0;
+  if (in.fused_loss) {
+    const double rows_asked = dbl(in.loss_chunk_rows);
+    const double rows =
+        std::min(n, rows_asked > 0 ? rows_asked : std::max(64.0, dbl(std::int64_t{16} << 20) / v));
+    // A chunk's logits and their gradient in fp32 (4 + 4; in bf16 and fp16 also the product's
+    // copy and the gradient's in the autocast dtype and a cast, 6 more; on a GPU the padded
+    // product's unpadded copy, e), the head's gradient summed in fp32 (8 V d: the sum and a
+    // chunk's share; none with LoRA), and per token the hidden state's gradient and the loss's
+    // pieces.
+    const double per_logit = 8.0 + (e < 4 ? 6 : 0) + (in.gpu ? e : 0);
+    head = rows * v * per_logit + (in.lora ? 0 : 8 * v * d) + n * (12 * d + 24);
+  } else {
+    // The logits (e), on a GPU their unpadded copy (e), in bf16 and fp16 their fp32 cast (4),
+    // log-softmax's output (4); with the head weight's fp32 gradient (4 V d) on a GPU. On a CPU
+    // the gradient comes when fewer logits are left (measured: 2.75 bytes a logit fewer), which
+    // decides the peak when the tokens are few against the width.
+    const double per_token = e + (in.gpu ? e : 0) + (e < 4 ? 4 : 0) + 4;
+    const double gradient = in.lora ? 0 : 4 * v * d;
+    head = n * (v * per_token + 8 * d + 24) + (in.gpu ? gradient : 0);
+    if (!in.gpu) head = std::max(head, gradient + n * (v * (per_token - 2.75) + 8 * d + 24));
+  }
+  // Checkpointing recomputes one block at a time in the backward pass, after the head's terms
+  // are gone: its activations and, while it back-propagates, the gradients of its widest
+  // tensors (fp32, measured: 4 (f + 2 d) a token).
+  const double recompute =
+      in.activation_checkpointing ? n * (block + 4 * (dbl(s.ffn_dim) / t + 2 * d)) : 0;
+  const double activations = kept + std::max(head, recompute) + gathered;
+
+  MemoryPrediction p;
+  // Building: the states and an fp32 copy of the trained weights while the flat buffers fill, or
+  // (LoRA) the largest weight drawn on the host before its copy, the token embedding.
+  p.init_peak = states + 4 * std::max(trainable, dbl(s.vocab_size) * d);
+  p.step_peak = states + copies + activations;
+  p.peak = std::max(p.init_peak, p.step_peak);
+  p.terms = {{"model_states", states},
+             {"weight_copies", copies},
+             {"activations", kept},
+             {in.activation_checkpointing && recompute > head ? "recompute" : "head",
+              std::max(head, recompute)}};
+  if (gathered > 0) p.terms.push_back({"gathered", gathered});
+  return p;
+}
+
+MemoryPrediction predict_inference_memory(const InferenceMemoryInput& in) {
+  const InferenceCost cost = inference_cost(in.shape, in.sequences, in.input_tokens,
+                                            in.output_tokens, in.element_bytes);
+  const ModelShape& s = in.shape;
+  const double d = dbl(s.n_embd), f = dbl(s.ffn_dim), e = in.element_bytes;
+  const double rows = dbl(in.sequences);
+  // The largest transient of the prefill: over the prompt, one block's residual stream and
+  // normed input, q, k, v and the attention's output (6 d) and the MLP's two f-wide
+  // activations, and the last position's logits (fp32).
+  const double prefill = rows * dbl(in.input_tokens) * e * (6 * d + 2 * f);
+  const double logits = rows * dbl(s.vocab_size) * 4;
+  MemoryPrediction p;
+  p.init_peak = cost.weight_bytes;
+  const double cache = in.kv_cache ? cost.kv_cache_bytes : 0;
+  p.step_peak = cost.weight_bytes + cache + prefill + logits;
+  p.peak = std::max(p.init_peak, p.step_peak);
+  p.terms = {{"weights", cost.weight_bytes}, {"kv_cache", cache}, {"prefill", prefill + logits}};
+  return p;
+}
+
+bool point_runs_on_gpu(const Value& resolved) {
+  const Settings s = Settings::of(resolved);
+  if (s.launch.device == Device::kCuda) return true;
+  return s.launch.device == Device::kAuto && s.launch.gpus_per_rank > 0;
+}
+
+bool predict_point_memory(const Value& resolved, MemoryPrediction* out) {
+  const Settings s = Settings::of(resolved);
+  const bool gpu = point_runs_on_gpu(resolved);
+  auto bytes_of = [](DType t) { return t == DType::kFp32 ? 4 : 2; };
+  if (s.benchmark == "train") {
+    TrainingMemoryInput in;
+    in.shape = model_shape_of(resolved);
+    in.micro_batch = s.train.micro_batch;
+    in.seq_len = s.data.seq_len;
+    in.element_bytes = bytes_of(s.train.dtype);
+    in.gpu = gpu;
+    in.activation_checkpointing = s.train.activation_checkpointing;
+    in.fused_loss = s.train.fused_loss;
+    in.world_size = static_cast<int>(s.launch.ranks);
+    in.zero_stage = static_cast<int>(s.train.zero_stage);
+    in.tensor_parallel = static_cast<int>(s.launch.tensor_parallel);
+    in.offload_optimizer = s.train.offload_optimizer;
+    in.lora = s.train.lora();
+    in.lora_r = s.train.lora_r;
+    in.lora_targets = s.train.lora_targets;
+    *out = predict_training_memory(in);
+    return true;
+  }
+  if (s.benchmark == "infer") {
+    InferenceMemoryInput in;
+    in.shape = model_shape_of(resolved);
+    in.sequences = s.infer.batch_size * std::max<std::int64_t>(1, s.infer.num_beams);
+    in.input_tokens = s.infer.input_tokens;
+    in.output_tokens = s.infer.output_tokens;
+    in.element_bytes = bytes_of(s.infer.dtype);
+    in.gpu = gpu;
+    in.kv_cache = s.infer.kv_cache != KvCache::kNone;
+    *out = predict_inference_memory(in);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace sweepbench

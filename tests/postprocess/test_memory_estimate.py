@@ -1,0 +1,172 @@
+"""bench-sweep plan --estimate against real runs (docs/metrics.md, "Predicted memory"): a sweep of
+short CPU trainings that exercises every term of the memory model (GPT-2 and Llama with grouped
+KV heads, fp32 and bf16, checkpointing, the chunked loss, LoRA, two ranks with ZeRO-3) and one
+generation, run for real; each point's predicted peak against its measured peak of libtorch's
+allocations (bench-extract's mem_alloc_peak_bytes, counted). Then the formats: the people's table
+with its parts and footer, CSV and JSON, and a command point, which has no prediction.
+
+    SWEEPBENCH_BIN_DIR=build/release/bin /usr/bin/python3 tests/postprocess/test_memory_estimate.py -v
+"""
+import io
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+import pandas as pd
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "support"))
+from e2e import BIN, bench_sweep, run_tool  # noqa: E402
+
+BENCH_EXTRACT = os.path.join(BIN, "bench-extract")
+
+SWEEP = """\
+name: memory-estimate
+base:
+  model: {preset: gpt2-tiny, n_embd: 128, n_head: 4, n_kv_head: 2, vocab_size: 4096, block_size: 256}
+  data: {source: synthetic, seq_len: 128}
+  train: {steps: 3, warmup_steps: 1, micro_batch: 4}
+  eval: {steps: 0}
+  metrics: {sample_interval_ms: 0, system: false}
+include:
+  - {train.dtype: bf16}
+  - {train.activation_checkpointing: true}
+  - {train.dtype: bf16, train.activation_checkpointing: true}
+  - {train.fused_loss: true, data.seq_len: 256}
+  - {train.peft: lora}
+  - {model.preset: llama-tiny, model.n_layer: 3, model.ffn_dim: 384}
+  - {model.preset: llama-tiny, model.n_layer: 3, model.ffn_dim: 384, train.dtype: bf16}
+  - {launch.ranks: 2, train.zero_stage: 3}
+  - {benchmark: infer, infer: {batch_size: 4, input_tokens: 64, output_tokens: 16, runs: 1}}
+"""
+
+
+class MemoryEstimate(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="sb-memest-")
+        cls.sweep = os.path.join(cls.tmp, "sweep.yaml")
+        with open(cls.sweep, "w") as f:
+            f.write(SWEEP)
+        cls.out = os.path.join(cls.tmp, "runs")
+        bench_sweep("run", cls.sweep, "--out", cls.out, check=0)
+
+    def estimate(self, *args):
+        return bench_sweep("plan", self.sweep, "--estimate", *args, check=0).stdout
+
+    def test_every_prediction_is_near_what_ran(self):
+        predicted = pd.read_csv(io.StringIO(self.estimate("--format", "csv")))
+        measured = pd.read_csv(io.StringIO(run_tool(BENCH_EXTRACT, "-i", self.out, "--format", "csv").stdout))
+        self.assertEqual(len(predicted), 10)
+        rows = predicted.merge(measured, on="tag", suffixes=("", "_x"))
+        self.assertEqual(len(rows), 10)
+        self.assertTrue((rows.status == "ok").all())
+        self.assertTrue((rows.device == "cpu").all())
+        error = (rows.mem_pred_peak_bytes - rows.mem_alloc_peak_bytes) / rows.mem_alloc_peak_bytes
+        report = "\n".join(f"{t}: {e:+.3f}" for t, e in zip(rows.tag, error))
+        # The goals of issue 36 on a CPU: mean absolute error 5% at most, no point off by 10%.
+        self.assertLess(error.abs().mean(), 0.05, report)
+        self.assertLess(error.abs().max(), 0.10, report)
+        # The parts add up to the step, and the point's peak is the larger of step and init.
+        train = rows[rows["mem_pred_model_states_bytes"] > 0]
+        parts = train[["mem_pred_model_states_bytes", "mem_pred_weight_copies_bytes",
+                       "mem_pred_activations_bytes", "mem_pred_gathered_bytes"]].sum(axis=1)
+        parts += train[["mem_pred_head_bytes", "mem_pred_recompute_bytes"]].max(axis=1)
+        self.assertTrue(((parts - train.mem_pred_step_bytes).abs() < 1).all())
+        peak = train[["mem_pred_step_bytes", "mem_pred_init_bytes"]].max(axis=1)
+        self.assertTrue(((peak - train.mem_pred_peak_bytes).abs() < 1).all())
+        # ZeRO-3 over two ranks: each holds half the states, a gathered block while it computes.
+        zero = train[train["launch.ranks"] == 2].iloc[0]
+        self.assertGreater(zero.mem_pred_gathered_bytes, 0)
+        self.assertEqual(zero.mem_model_states_bytes, zero.mem_pred_model_states_bytes
+                         - 4 * 1.5 * (4096 * 128 + 256 * 128 + 2 * 128))
+        infer = rows[rows["mem_pred_weights_bytes"] > 0].iloc[0]
+        self.assertEqual(infer.mem_pred_kv_cache_bytes, infer.kv_cache_bytes)
+        self.assertEqual(infer.mem_pred_weights_bytes, infer.weight_bytes)
+
+    def test_the_table_shows_the_parts_and_the_largest(self):
+        text = self.estimate()
+        self.assertIn("predicted memory per rank", text.splitlines()[0])
+        self.assertIn("peak GiB", text)
+        self.assertIn("model_states ", text)
+        self.assertIn("kv_cache ", text)
+        self.assertRegex(text, r"# 10 points; the largest predicted peak [0-9.]+ GiB a rank \(point \d+\)")
+        self.assertIn("device-hours and cost: not predicted yet", text)
+        doc = json.loads(self.estimate("--format", "json"))
+        self.assertEqual(len(doc["points"]), 10)
+        first = doc["points"][0]["memory"]
+        self.assertEqual(first["peak_bytes"], max(first["init_peak_bytes"], first["step_peak_bytes"]))
+        self.assertIn("activations", first["terms"])
+
+    def test_memory_limit_skips_what_would_not_fit(self):
+        # Two points; a limit between their predictions: the larger is recorded as skipped with
+        # its prediction as the reason and never runs, the smaller runs. Forced to run within
+        # that limit (bench-train --max-memory-mb, a budget on the same counted allocations), the
+        # larger one runs out of memory: it would not have fitted.
+        base = SWEEP.split("include:")[0].replace("name: memory-estimate", "name: limit")
+        sweep = os.path.join(self.tmp, "limit.yaml")
+        with open(sweep, "w") as f:
+            f.write(base + "axes:\n  train.micro_batch: [1, 16]\n")
+        rows = pd.read_csv(io.StringIO(bench_sweep("plan", sweep, "--estimate", "--format", "csv",
+                                                   check=0).stdout))
+        small, large = sorted(rows.mem_pred_peak_bytes)
+        limit_mb = int(large / 1.25 / 2**20)
+        self.assertGreater(limit_mb * 2**20, small * 1.2)
+        with open(sweep, "a") as f:
+            f.write(f"memory_limit: {{bytes: {limit_mb} MiB, margin: 5%}}\n")
+        table = bench_sweep("plan", sweep, "--estimate", check=0).stdout
+        self.assertIn("1 point predicted over it, which bench-sweep run and submit skip", table)
+        out = os.path.join(self.tmp, "limit-runs")
+        r = bench_sweep("run", sweep, "--out", out, check=1)  # not every point is ok
+        self.assertIn("skipped", r.stdout)
+        statuses = {}
+        for tag in os.listdir(out):
+            path = os.path.join(out, tag, "status.json")
+            if os.path.exists(path):
+                with open(path) as f:
+                    statuses[tag] = json.load(f)
+        by_status = {s["status"]: (tag, s) for tag, s in statuses.items()}
+        self.assertEqual(sorted(by_status), ["ok", "skipped"])
+        tag, skipped = by_status["skipped"]
+        self.assertIn("micro_batch=16", tag)
+        self.assertRegex(skipped["reason"], r"predicted [0-9.]+ GB a rank, over memory_limit "
+                                            rf"\({limit_mb} MiB, margin 5%\)")
+        self.assertFalse([f for f in os.listdir(os.path.join(out, tag)) if f.endswith(".h5")])
+        # bench-sweep submit never queues it (--dry-run: what it would submit, here without SLURM).
+        dry = bench_sweep("submit", sweep, "--out", os.path.join(self.tmp, "submitted"), "--dry-run",
+                          check=0).stdout
+        self.assertIn(f"#   skipped {tag}: predicted", dry)
+        self.assertIn("# array 1/1: 1 point,", dry)
+        forced = os.path.join(self.tmp, "forced")
+        r = run_tool(os.path.join(BIN, "bench-train"), "--config", os.path.join(out, tag, "config.yaml"),
+                     "--out", forced, "--max-memory-mb", str(limit_mb), check=20)
+        self.assertIn("# OOM", r.stdout)
+
+    def test_a_bad_memory_limit_names_the_key(self):
+        sweep = os.path.join(self.tmp, "bad.yaml")
+        for text, message in (("{bytes: lots}", "memory_limit.bytes: 'lots' is not an amount of memory"),
+                              ("{bytes: 80 GB, margin: 0.1}", "memory_limit.margin: "),
+                              ("{margin: 10%}", "memory_limit: needs bytes"),
+                              ("{bytes: 1 GB, slack: 1%}", "slack")):
+            with open(sweep, "w") as f:
+                f.write("base: {model: {preset: gpt2-tiny}}\nmemory_limit: " + text + "\n")
+            r = bench_sweep("plan", sweep, check=2)
+            self.assertIn("bad.yaml:2:", r.stderr)
+            self.assertIn(message, r.stderr)
+
+    def test_a_command_point_has_no_prediction(self):
+        sweep = os.path.join(self.tmp, "command.yaml")
+        with open(sweep, "w") as f:
+            f.write("base:\n  benchmark: command\n  command: {argv: [sleep, '0']}\n"
+                    "axes:\n  params.x: [1, 2]\n")
+        text = bench_sweep("plan", sweep, "--estimate", check=0).stdout
+        self.assertIn("2 points without a prediction (commands)", text)
+        rows = pd.read_csv(io.StringIO(bench_sweep("plan", sweep, "--estimate", "--format", "csv",
+                                                   check=0).stdout))
+        self.assertTrue(rows.mem_pred_peak_bytes.isna().all())
+
+
+if __name__ == "__main__":
+    unittest.main()

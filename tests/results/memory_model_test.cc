@@ -1,0 +1,143 @@
+// The memory model's arithmetic (docs/metrics.md, "Predicted memory"), worked by hand for GPT-2
+// 124M and a small Llama; tests/postprocess/test_memory_estimate.py checks it against real runs.
+#include "results/memory_model.h"
+
+#include <gtest/gtest.h>
+
+#include "core/config.h"
+#include "core/model_shapes.h"
+#include "core/yaml_io.h"
+#include "results/summary.h"
+
+namespace sweepbench {
+namespace {
+
+ModelShape gpt2() { return find_model_preset("gpt2")->shape; }
+
+double term(const MemoryPrediction& p, const std::string& name) {
+  for (const MemoryTerm& t : p.terms) {
+    if (t.name == name) return t.bytes;
+  }
+  ADD_FAILURE() << "no term " << name;
+  return 0;
+}
+
+TEST(MemoryModel, GptTwoSmallOnAGpuInBf16) {
+  TrainingMemoryInput in;
+  in.shape = gpt2();
+  in.micro_batch = 8;
+  in.seq_len = 1024;
+  in.element_bytes = 2;
+  in.gpu = true;
+  const MemoryPrediction p = predict_training_memory(in);
+  const double psi = 124439808, n = 8 * 1024, d = 768, v = 50304;  // the head padded to 64
+  EXPECT_DOUBLE_EQ(term(p, "model_states"), 16 * psi);
+  // Weight matrices: the tied embedding and 12 blocks of qkv, projection and MLP.
+  const double matrices = 50257 * d + 12 * (d * 3 * d + d * d + 2 * d * 4 * d);
+  EXPECT_DOUBLE_EQ(term(p, "weight_copies"), 2 * matrices);
+  // 8 d + 2 (2 d + 2 d + 2 d + 2 x 4 d) + 4 (4 + 12) = 36 d + 64 bytes a token and block.
+  EXPECT_DOUBLE_EQ(term(p, "activations"), n * 12 * (36 * d + 64));
+  // Logits 2 + their unpadded copy 2 + fp32 cast 4 + log-softmax 4 = 12 bytes a logit.
+  EXPECT_DOUBLE_EQ(term(p, "head"), n * (12 * v + 8 * d + 24) + 4 * v * d);
+  EXPECT_DOUBLE_EQ(p.init_peak, 16 * psi + 4 * psi);
+  EXPECT_DOUBLE_EQ(p.step_peak, term(p, "model_states") + term(p, "weight_copies") +
+                                    term(p, "activations") + term(p, "head"));
+  EXPECT_DOUBLE_EQ(p.peak, p.step_peak);
+}
+
+TEST(MemoryModel, CheckpointingKeepsBlockInputsAndTheHeadsCast) {
+  TrainingMemoryInput in;
+  in.shape = gpt2();
+  in.micro_batch = 4;
+  in.seq_len = 512;
+  in.element_bytes = 2;
+  in.activation_checkpointing = true;
+  const MemoryPrediction p = predict_training_memory(in);
+  const double n = 4 * 512, d = 768, v = 50257;  // a CPU: no padding
+  EXPECT_DOUBLE_EQ(term(p, "activations"), n * 12 * 4 * d);
+  EXPECT_DOUBLE_EQ(term(p, "weight_copies"), 2 * v * d);
+  // CPU bf16: logits 2 + fp32 cast 4 + log-softmax 4.
+  EXPECT_DOUBLE_EQ(term(p, "head"), n * (10 * v + 8 * d + 24));
+}
+
+TEST(MemoryModel, TheChunkedLossHoldsAChunkAndTheHeadsGradient) {
+  TrainingMemoryInput in;
+  in.shape = gpt2();
+  in.micro_batch = 8;
+  in.seq_len = 1024;
+  in.fused_loss = true;
+  const double d = 768, v = 50257, n = 8192;
+  const double rows = (16 << 20) / v;  // bench-train's default: 16 Mi logits a chunk
+  EXPECT_DOUBLE_EQ(term(predict_training_memory(in), "head"),
+                   rows * v * 8 + 8 * v * d + n * (12 * d + 24));
+  in.loss_chunk_rows = 100000;  // more rows than tokens: one chunk of N
+  EXPECT_DOUBLE_EQ(term(predict_training_memory(in), "head"),
+                   n * v * 8 + 8 * v * d + n * (12 * d + 24));
+}
+
+TEST(MemoryModel, ZeroOffloadAndLoraChangeTheStates) {
+  TrainingMemoryInput in;
+  in.shape = gpt2();
+  const double psi = 124439808;
+  in.world_size = 4;
+  in.zero_stage = 3;
+  // The pieces, and the root (embeddings, final norm) kept whole: 4 (1 + 1/4) bytes a parameter.
+  const double root = 50257 * 768 + 1024 * 768 + 2 * 768;
+  MemoryPrediction z3 = predict_training_memory(in);
+  EXPECT_DOUBLE_EQ(term(z3, "model_states"), 16 * psi / 4 + 4 * root * 1.25);
+  EXPECT_DOUBLE_EQ(term(z3, "gathered"), 8 * (psi - root) / 12);
+  in.zero_stage = 0;
+  in.offload_optimizer = true;
+  EXPECT_DOUBLE_EQ(term(predict_training_memory(in), "model_states"), 8 * psi);
+  in.offload_optimizer = false;
+  in.lora = true;
+  const double adapters = static_cast<double>(lora_parameter_count(gpt2(), 8, {"c_attn"}));
+  const MemoryPrediction p = predict_training_memory(in);
+  EXPECT_DOUBLE_EQ(term(p, "model_states"), 4 * (psi - adapters) + 16 * adapters);
+  // Building draws the largest weight, the token embedding, on the host before its copy.
+  EXPECT_DOUBLE_EQ(p.init_peak, term(p, "model_states") + 4.0 * 50257 * 768);
+  // Frozen projections keep no input: e (d + f) = 4 (768 + 3072) less a token and block.
+  TrainingMemoryInput full = in;
+  full.lora = false;
+  EXPECT_DOUBLE_EQ(term(predict_training_memory(full), "activations") - term(p, "activations"),
+                   1.0 * 12 * 4 * (768 + 3072));
+}
+
+TEST(MemoryModel, GenerationHoldsWeightsCacheAndThePrefill) {
+  InferenceMemoryInput in;
+  in.shape = find_model_preset("llama-tiny")->shape;  // 2 layers, d 64, 2 KV heads of 16, f 176
+  in.sequences = 4;
+  in.input_tokens = 16;
+  in.output_tokens = 8;
+  in.element_bytes = 2;
+  const MemoryPrediction p = predict_inference_memory(in);
+  const InferenceCost cost = inference_cost(in.shape, 4, 16, 8, 2);
+  EXPECT_DOUBLE_EQ(term(p, "weights"), cost.weight_bytes);
+  EXPECT_DOUBLE_EQ(term(p, "kv_cache"), 2.0 * 2 * 2 * 16 * 2 * 4 * (16 + 8));
+  EXPECT_DOUBLE_EQ(term(p, "prefill"), 4.0 * 16 * 2 * (6 * 64 + 2 * 176) + 4.0 * 512 * 4);
+  in.kv_cache = false;
+  EXPECT_DOUBLE_EQ(term(predict_inference_memory(in), "kv_cache"), 0);
+}
+
+TEST(MemoryModel, APointsConfigSaysWhatRunsWhere) {
+  auto resolved = [](const char* yaml) {
+    return resolve_config(normalize_partial_config(parse_yaml(yaml, "t.yaml")));
+  };
+  MemoryPrediction p;
+  Value cpu = resolved("model: {preset: gpt2-tiny}\n");
+  ASSERT_TRUE(predict_point_memory(cpu, &p));
+  EXPECT_FALSE(point_runs_on_gpu(cpu));
+  Value gpu = resolved("model: {preset: gpt2-tiny}\nlaunch: {gpus_per_rank: 1}\n");
+  EXPECT_TRUE(point_runs_on_gpu(gpu));
+  EXPECT_FALSE(point_runs_on_gpu(
+      resolved("model: {preset: gpt2-tiny}\nlaunch: {gpus_per_rank: 1, device: cpu}\n")));
+  Value infer = resolved(
+      "benchmark: infer\nmodel: {preset: gpt2-tiny}\ninfer: {input_tokens: 16, output_tokens: 8}\n");
+  ASSERT_TRUE(predict_point_memory(infer, &p));
+  EXPECT_GT(term(p, "weights"), 0);
+  Value command = resolved("benchmark: command\ncommand:\n  argv: [prog, --x]\n");
+  EXPECT_FALSE(predict_point_memory(command, &p));
+}
+
+}  // namespace
+}  // namespace sweepbench
