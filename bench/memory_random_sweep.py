@@ -5,7 +5,7 @@ and without checkpointing and the chunked loss, PER points with random depth, wi
 MLP width, vocabulary, micro batch and sequence, a quarter of them with LoRA. Three steps each
 (about two seconds a point on two cores). The same seed gives the same file.
 
-    bench/memory_random_sweep.py 2 4 runs/val.yaml      # seed 2, 4 per family: 64 points
+    bench/memory_random_sweep.py 2 4 runs/val.yaml      # seed 2, 4 per family: 64 points + base
     bench-sweep run runs/val.yaml --out runs/val
     bench/memory_accuracy.py runs/val
 """

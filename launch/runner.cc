@@ -13,6 +13,7 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <set>
 #include <memory>
 #include <sstream>
 
@@ -399,6 +400,9 @@ class SweepRun {
       PointStatus s = PointStatus::kPending;
       if (auto it = records_.find(p->tag); it != records_.end()) {
         s = it->second.status;
+        if (s == PointStatus::kSkipped && limit_skipped_.count(p->tag) > 0) {
+          ++report_.skipped_by_memory_limit;
+        }
         if (s == PointStatus::kOk && it->second.reference == "miss") {
           report_.missed_reference.push_back(p->tag);
         }
@@ -439,9 +443,6 @@ class SweepRun {
   }
 
   std::optional<std::string> pruned(const SweepPoint& p) const {
-    if (const std::optional<MemoryLimit>& limit = plan_.info().memory_limit) {
-      if (std::optional<std::string> why = over_memory_limit(p.config, *limit)) return why;
-    }
     if (o_.prune_after_oom.empty()) return std::nullopt;
     for (const SweepPoint& other : plan_.points()) {
       auto it = records_.find(other.tag);
@@ -450,6 +451,43 @@ class SweepRun {
       if (auto why = prune_reason(p, other, o_.prune_after_oom)) return why;
     }
     return std::nullopt;
+  }
+
+  // The sweep's memory_limit (sweep_spec.h): a point predicted over it is recorded as skipped,
+  // with the prediction, before anything is claimed elsewhere, archived or placed; it depends
+  // on no other point. One that ran ok before is never skipped (it fitted), and one already
+  // recorded skipped for the same reason is left as it is. True when the point is skipped.
+  bool skipped_by_memory_limit(const SweepPoint& p, const std::optional<PointRecord>& record) {
+    const std::optional<MemoryLimit>& limit = plan_.info().memory_limit;
+    if (!limit || (record && record->status == PointStatus::kOk)) return false;
+    std::optional<std::string> why = over_memory_limit(p.config, *limit);
+    if (!why) return false;
+    limit_skipped_.insert(p.tag);
+    if (record && record->status == PointStatus::kSkipped && record->reason == *why &&
+        record->config_hash == p.config_hash) {
+      row(p, "skipped", "kept: " + *why);
+      return true;
+    }
+    ClaimState busy;
+    std::optional<PointClaim> claim =
+        PointClaim::acquire(point_dir(p), &busy, slurm_claim_liveness());
+    if (!claim) {
+      limit_skipped_.erase(p.tag);
+      ++report_.busy_elsewhere;
+      row(p, "running", "elsewhere: " + busy.describe(point_dir(p)));
+      return true;
+    }
+    archive_previous_attempt(point_dir(p));
+    PointRecord r;
+    r.status = PointStatus::kSkipped;
+    r.reason = *why;
+    r.config_hash = p.config_hash;
+    r.attempt = (record ? record->attempt : 0) + 1;
+    r.host = this_host();
+    r.started = r.ended = utc_now_iso8601();
+    finish(p, r);
+    row(p, "skipped", *why);
+    return true;
   }
 
   // A point whose status.json says running, whose runner is gone (we hold its claim), but whose
@@ -478,6 +516,9 @@ class SweepRun {
 
   void dry_run_point(const SweepPoint& p, const PointCommand& cmd, size_t i, size_t n) {
     std::optional<std::string> prune = pruned(p);
+    if (const std::optional<MemoryLimit>& limit = plan_.info().memory_limit) {
+      if (std::optional<std::string> why = over_memory_limit(p.config, *limit)) prune = why;
+    }
     out_ << "# " << (i + 1) << "/" << n << " " << p.tag << " (index " << p.index << ")"
          << (prune ? ": would be skipped, " + *prune : "") << "\n";
     std::vector<std::string> line;
@@ -625,6 +666,7 @@ class SweepRun {
       row(p, to_string(record->status), "kept: " + record->reason + " (--retry-failed reruns it)");
       return nullptr;
     }
+    if (skipped_by_memory_limit(p, record)) return nullptr;
     ClaimState busy;
     std::optional<PointClaim> claim =
         PointClaim::acquire(point_dir(p), &busy, slurm_claim_liveness());
@@ -902,6 +944,7 @@ class SweepRun {
 
   const Plan& plan_;
   const RunOptions& o_;
+  std::set<std::string> limit_skipped_;  // tags skipped by the sweep's memory_limit
   const LaunchSite& site_;
   std::ostream& out_;
   ProcessRunner& processes_;
@@ -958,7 +1001,8 @@ PointStatus status_from_exit(const Workload& workload, int exit_code, int term_s
 
 bool RunReport::all_ok() const {
   for (const auto& [status, count] : counts) {
-    if (status != PointStatus::kOk && count > 0) return false;
+    const size_t asked = status == PointStatus::kSkipped ? skipped_by_memory_limit : 0;
+    if (status != PointStatus::kOk && count > asked) return false;
   }
   return stop_signal == 0;
 }

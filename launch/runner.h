@@ -84,6 +84,8 @@ struct RunReport {
   std::map<PointStatus, size_t> counts;  // the selected points' statuses after the run
   size_t ran = 0;
   size_t busy_elsewhere = 0;  // claimed by another live runner
+  // Skipped by the sweep's memory_limit: asked for, so not a failure of the run (all_ok).
+  size_t skipped_by_memory_limit = 0;
   int stop_signal = 0;        // a signal stopped the sweep early
   // The selected ok points whose results missed a performance reference (tags), and how many
   // passed theirs.

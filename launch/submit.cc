@@ -18,6 +18,7 @@
 #include "launch/runner.h"
 #include "launch/shell.h"
 #include "launch/slurm.h"
+#include "layout/claim.h"
 #include "layout/manifest.h"
 #include "layout/point_record.h"
 #include "sweep/plan_output.h"
@@ -320,20 +321,38 @@ SubmitReport submit_sweep(const Plan& plan, const SubmitOptions& o, std::ostream
       }
     }
     // Predicted over the sweep's memory_limit: recorded as skipped, with the prediction, and
-    // never queued (the array task's runner would skip it too, after the wait).
-    if (const std::optional<MemoryLimit>& limit = plan.info().memory_limit) {
+    // never queued (the array task's runner would skip it too, after the wait), as bench-sweep
+    // run does: under the point's claim, its earlier attempt archived; a point that ran ok is
+    // never skipped (it fitted), and one skipped for the same reason is left as it is.
+    if (const std::optional<MemoryLimit>& limit = plan.info().memory_limit;
+        limit && !(record && record->status == PointStatus::kOk)) {
       if (std::optional<std::string> why = over_memory_limit(p->config, *limit)) {
-        out << "#   skipped " << p->tag << ": " << *why << "\n";
-        if (!o.dry_run) {
-          PointRecord r;
-          r.status = PointStatus::kSkipped;
-          r.reason = *why;
-          r.config_hash = p->config_hash;
-          r.attempt = (record ? record->attempt : 0) + 1;
-          r.started = r.ended = utc_now_iso8601();
-          make_directories((root / p->tag).string());
-          write_point_record((root / p->tag).string(), r);
+        if (record && record->status == PointStatus::kSkipped && record->reason == *why &&
+            record->config_hash == p->config_hash) {
+          out << "#   kept " << p->tag << ": skipped, " << *why << "\n";
+          continue;
         }
+        if (o.dry_run) {
+          out << "#   skipped " << p->tag << ": " << *why << "\n";
+          continue;
+        }
+        make_directories(dir);
+        ClaimState busy;
+        std::optional<PointClaim> claim = PointClaim::acquire(dir, &busy);
+        if (!claim) {
+          out << "#   left " << p->tag << ": " << busy.describe(dir) << "\n";
+          continue;
+        }
+        archive_previous_attempt(dir);
+        PointRecord r;
+        r.status = PointStatus::kSkipped;
+        r.reason = *why;
+        r.config_hash = p->config_hash;
+        r.attempt = (record ? record->attempt : 0) + 1;
+        r.host = this_host();
+        r.started = r.ended = utc_now_iso8601();
+        write_point_record(dir, r);
+        out << "#   skipped " << p->tag << ": " << *why << "\n";
         continue;
       }
     }

@@ -27,7 +27,7 @@ RankModel rank_model(const ModelShape& s, int t) {
   RankModel m;
   if (s.arch == "llama") {
     const double block = (d * d + 2 * d * kv + d * d + 3 * d * f) / split;
-    m.matrices = 2 * v * d + l * block;
+    m.matrices = v * d + l * block;  // the head and the blocks: the token embedding is not cast
     m.root = 2 * v * d + d;
     m.block = block + 2 * d;
     m.parameters = m.root + l * m.block;
@@ -96,8 +96,10 @@ MemoryPrediction predict_training_memory(const TrainingMemoryInput& in) {
   const double trainable =
       in.lora ? dbl(lora_parameter_count(s, in.lora_r, targets)) / t : model.parameters;
   const int data_parallel = std::max(1, in.world_size / t);
-  double states = model_states_bytes(model.parameters, data_parallel, in.zero_stage,
-                                     in.lora ? trainable : 0, in.offload_optimizer);
+  // With LoRA the rank holds the frozen base and the adapters.
+  double states = model_states_bytes(model.parameters + (in.lora ? trainable : 0), data_parallel,
+                                     in.zero_stage, in.lora ? trainable : 0,
+                                     in.offload_optimizer);
   // ZeRO-3 over several ranks frees each block's gathered values after use, but keeps the root's
   // (embeddings, head) whole, and a piece more of them (measured: 4 (1 + 1/N) bytes a root
   // parameter); while a block computes, its whole values and gradient (8 bytes a parameter).
@@ -109,7 +111,11 @@ MemoryPrediction predict_training_memory(const TrainingMemoryInput& in) {
   // bf16 and fp16: every weight matrix cast once a step and kept for it (WeightCasts); with
   // checkpointing (and no LoRA, whose frozen weights' casts stay) the blocks' casts are not held
   // at the peak, the head's is.
-  const double copies = e >= 4 ? 0.0
+  // ZeRO-3 over several ranks keeps no casts (each is made at its use): the head's and one
+  // block's at a time.
+  const bool zero3 = in.zero_stage >= 3 && std::max(1, in.world_size / t) > 1;
+  const double copies = e >= 4                                      ? 0.0
+                        : zero3                                     ? 2.0 * (v * d + model.block)
                         : in.activation_checkpointing && !in.lora ? 2.0 * v * d
                                                                   : 2.0 * model.matrices;
   const double block = block_bytes_per_token(s, e, t, in.lora, targets);
@@ -164,18 +170,26 @@ MemoryPrediction predict_inference_memory(const InferenceMemoryInput& in) {
                                             in.output_tokens, in.element_bytes);
   const ModelShape& s = in.shape;
   const double d = dbl(s.n_embd), f = dbl(s.ffn_dim), e = in.element_bytes;
+  const double v = dbl(s.vocab_size), padded = dbl((s.vocab_size + 63) / 64 * 64);
   const double rows = dbl(in.sequences);
-  // The largest transient of the prefill: over the prompt, one block's residual stream and
-  // normed input, q, k, v and the attention's output (6 d) and the MLP's two f-wide
-  // activations, and the last position's logits (fp32).
-  const double prefill = rows * dbl(in.input_tokens) * e * (6 * d + 2 * f);
-  const double logits = rows * dbl(s.vocab_size) * 4;
+  // The longest sequence one forward pass takes: the prompt, or without a cache the prompt and
+  // every token but the last (each decode step runs the whole prefix again).
+  const double tokens =
+      dbl(in.input_tokens) + (in.kv_cache ? 0 : dbl(std::max<std::int64_t>(0, in.output_tokens - 1)));
+  // The largest transient of such a pass: one block's residual stream and normed input, q, k, v
+  // and the attention's output (6 d) and the MLP's two f-wide activations over those tokens, the
+  // last position's logits (fp32), and on a GPU with a vocabulary not a multiple of 64 the
+  // head's padded copy (model.cc head()).
+  const double prefill = rows * tokens * e * (6 * d + 2 * f) + rows * v * 4 +
+                         (in.gpu && padded != v ? padded * d * e : 0);
   MemoryPrediction p;
-  p.init_peak = cost.weight_bytes;
+  // bench-infer builds the model in fp32 and then casts it: on a CPU, where both are counted,
+  // the fp32 weights and the largest cast matrix (the token embedding) at once.
+  p.init_peak = in.gpu || e >= 4 ? cost.weight_bytes : cost.weight_bytes * 4 / e + v * d * e;
   const double cache = in.kv_cache ? cost.kv_cache_bytes : 0;
-  p.step_peak = cost.weight_bytes + cache + prefill + logits;
+  p.step_peak = cost.weight_bytes + cache + prefill;
   p.peak = std::max(p.init_peak, p.step_peak);
-  p.terms = {{"weights", cost.weight_bytes}, {"kv_cache", cache}, {"prefill", prefill + logits}};
+  p.terms = {{"weights", cost.weight_bytes}, {"kv_cache", cache}, {"prefill", prefill}};
   return p;
 }
 

@@ -4,9 +4,10 @@
 // forward pass's transients for bench-infer. Each term is an exact count of the tensors
 // bench-train keeps (bytes per element times elements) where the implementation fixes them, and
 // a count measured on the counted allocator (mem_alloc_peak_bytes) where libtorch's kernels
-// decide; the coefficients and their accuracy are in docs/performance.md.
+// decide; the terms are in docs/metrics.md, their accuracy in docs/performance.md.
 //
-// Torch-free: bench-sweep plan --estimate and bench-extract call it from a point's config.
+// Torch-free: bench-sweep plan --estimate and the sweep's memory_limit call it from a point's
+// config.
 #pragma once
 
 #include <cstdint>

@@ -24,8 +24,8 @@ void print_plan(const Plan& plan, PlanFormat format, std::ostream& out);
 void print_estimate(const Plan& plan, PlanFormat format, std::ostream& out);
 
 // Why a point is skipped under the sweep's memory_limit: its predicted peak per rank exceeds the
-// limit by more than the margin ("predicted 93.2 GB a rank, over memory_limit 80 GB by more than
-// 10%"); nothing for a point that fits, or has no prediction (a command).
+// limit by more than the margin ("predicted 93.2 GB a rank, over memory_limit (80 GB, margin
+// 10%)"); nothing for a point that fits, or has no prediction (a command).
 std::optional<std::string> over_memory_limit(const Value& resolved, const MemoryLimit& limit);
 
 struct PlanWriteResult {

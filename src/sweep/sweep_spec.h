@@ -77,7 +77,7 @@ struct ReferenceBound {
 struct MemoryLimit {
   double bytes = 0;
   double margin = 0.10;  // a fraction of bytes
-  std::string text;      // as written, for messages: "80e9 bytes, margin 10%"
+  std::string text;      // for messages: "80 GB, margin 10%" (a number: "8e+10 bytes, ...")
   Mark mark;
 };
 

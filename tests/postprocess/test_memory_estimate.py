@@ -10,6 +10,7 @@ with its parts and footer, CSV and JSON, and a command point, which has no predi
 import io
 import json
 import os
+import re
 import sys
 import tempfile
 import unittest
@@ -119,7 +120,8 @@ class MemoryEstimate(unittest.TestCase):
         table = bench_sweep("plan", sweep, "--estimate", check=0).stdout
         self.assertIn("1 point predicted over it, which bench-sweep run and submit skip", table)
         out = os.path.join(self.tmp, "limit-runs")
-        r = bench_sweep("run", sweep, "--out", out, check=1)  # not every point is ok
+        # Skipped by the limit was asked for: the run is not a failure for it.
+        r = bench_sweep("run", sweep, "--out", out, check=0)
         self.assertIn("skipped", r.stdout)
         statuses = {}
         for tag in os.listdir(out):
@@ -134,6 +136,11 @@ class MemoryEstimate(unittest.TestCase):
         self.assertRegex(skipped["reason"], r"predicted [0-9.]+ GB a rank, over memory_limit "
                                             rf"\({limit_mb} MiB, margin 5%\)")
         self.assertFalse([f for f in os.listdir(os.path.join(out, tag)) if f.endswith(".h5")])
+        # Run again: the skipped point is left as it was (no new attempt), the ok one kept.
+        again = bench_sweep("run", sweep, "--out", out, check=0).stdout
+        self.assertRegex(again, rf"skipped\s+{re.escape(tag)}\s+kept: predicted")
+        with open(os.path.join(out, tag, "status.json")) as f:
+            self.assertEqual(json.load(f)["attempt"], skipped["attempt"])
         # bench-sweep submit never queues it (--dry-run: what it would submit, here without SLURM).
         dry = bench_sweep("submit", sweep, "--out", os.path.join(self.tmp, "submitted"), "--dry-run",
                           check=0).stdout

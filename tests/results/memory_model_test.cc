@@ -93,7 +93,7 @@ TEST(MemoryModel, ZeroOffloadAndLoraChangeTheStates) {
   in.lora = true;
   const double adapters = static_cast<double>(lora_parameter_count(gpt2(), 8, {"c_attn"}));
   const MemoryPrediction p = predict_training_memory(in);
-  EXPECT_DOUBLE_EQ(term(p, "model_states"), 4 * (psi - adapters) + 16 * adapters);
+  EXPECT_DOUBLE_EQ(term(p, "model_states"), 4 * psi + 16 * adapters);  // frozen base, adapters
   // Building draws the largest weight, the token embedding, on the host before its copy.
   EXPECT_DOUBLE_EQ(p.init_peak, term(p, "model_states") + 4.0 * 50257 * 768);
   // Frozen projections keep no input: e (d + f) = 4 (768 + 3072) less a token and block.
@@ -115,8 +115,23 @@ TEST(MemoryModel, GenerationHoldsWeightsCacheAndThePrefill) {
   EXPECT_DOUBLE_EQ(term(p, "weights"), cost.weight_bytes);
   EXPECT_DOUBLE_EQ(term(p, "kv_cache"), 2.0 * 2 * 2 * 16 * 2 * 4 * (16 + 8));
   EXPECT_DOUBLE_EQ(term(p, "prefill"), 4.0 * 16 * 2 * (6 * 64 + 2 * 176) + 4.0 * 512 * 4);
+  // Built in fp32 and cast, on a CPU: the fp32 weights and the embedding's cast at once.
+  EXPECT_DOUBLE_EQ(p.init_peak, cost.weight_bytes * 2 + 512.0 * 64 * 2);
+  // Without a cache each decode step runs the prompt and the tokens so far: 16 + 7 of them.
   in.kv_cache = false;
-  EXPECT_DOUBLE_EQ(term(predict_inference_memory(in), "kv_cache"), 0);
+  const MemoryPrediction none = predict_inference_memory(in);
+  EXPECT_DOUBLE_EQ(term(none, "kv_cache"), 0);
+  EXPECT_DOUBLE_EQ(term(none, "prefill"), 4.0 * 23 * 2 * (6 * 64 + 2 * 176) + 4.0 * 512 * 4);
+  // A GPU: built on the host, only the cast weights counted; GPT-2's head padded to 50304 rows
+  // is copied at each forward pass.
+  InferenceMemoryInput gpt = in;
+  gpt.shape = gpt2();
+  gpt.gpu = true;
+  gpt.kv_cache = true;
+  const MemoryPrediction g = predict_inference_memory(gpt);
+  EXPECT_DOUBLE_EQ(g.init_peak, term(g, "weights"));
+  EXPECT_DOUBLE_EQ(term(g, "prefill"),
+                   4.0 * 16 * 2 * (6 * 768 + 2 * 3072) + 4.0 * 50257 * 4 + 50304.0 * 768 * 2);
 }
 
 TEST(MemoryModel, APointsConfigSaysWhatRunsWhere) {
