@@ -242,7 +242,7 @@ std::string gb(double bytes) {
 std::optional<std::string> over_memory_limit(const Value& resolved, const MemoryLimit& limit) {
   MemoryPrediction m;
   if (!predict_point_memory(resolved, &m)) return std::nullopt;
-  if (m.peak <= limit.bytes * (1 + limit.margin)) return std::nullopt;
+  if (!limit.skips(m.peak)) return std::nullopt;
   return "predicted " + gb(m.peak) + " a rank, over memory_limit (" + limit.text + ")";
 }
 
@@ -289,7 +289,7 @@ void print_estimate(const Plan& plan, PlanFormat format, std::ostream& out) {
       for (const std::string& t : estimate_terms()) row->push_back(Value::real(term_bytes(m, t)));
     }
     if (limit) {
-      const bool skipped = m.peak > limit->bytes * (1 + limit->margin);
+      const bool skipped = limit->skips(m.peak);
       row->push_back(people ? Value::string(skipped ? "skipped" : "fits")
                             : Value::boolean(skipped));
     }
@@ -310,7 +310,7 @@ void print_estimate(const Plan& plan, PlanFormat format, std::ostream& out) {
           v.set("device", Value::string(e.gpu ? "gpu" : "cpu"));
           if (e.known && limit) {
             v.set("skipped_by_memory_limit",
-                  Value::boolean(e.memory.peak > limit->bytes * (1 + limit->margin)));
+                  Value::boolean(limit->skips(e.memory.peak)));
           }
           if (e.known) {
             Value m = Value::map();
@@ -364,7 +364,7 @@ void print_estimate(const Plan& plan, PlanFormat format, std::ostream& out) {
           largest = e.memory.peak;
           largest_index = p.index;
         }
-        if (limit && e.memory.peak > limit->bytes * (1 + limit->margin)) ++over;
+        if (limit && limit->skips(e.memory.peak)) ++over;
       },
       true);
   table.finish();

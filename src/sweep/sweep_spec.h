@@ -79,6 +79,8 @@ struct MemoryLimit {
   double margin = 0.10;  // a fraction of bytes
   std::string text;      // for messages: "80 GB, margin 10%" (a number: "8e+10 bytes, ...")
   Mark mark;
+  // Whether a predicted peak is over the limit by more than the margin: the point is skipped.
+  bool skips(double peak_bytes) const { return peak_bytes > bytes * (1 + margin); }
 };
 
 // An entry of the sweep file's `references` (sweep/references.h checks points against them).
