@@ -175,7 +175,8 @@ Options:
 const char* const kPlanHelp = R"(bench-sweep plan: expand a sweep file into points.
 
 Usage: bench-sweep plan SWEEP.yaml [--scenario NAME]... [--set KEY=VALUE]... [--out DIR]
-                        [--format table|json|csv] [--max-points N] [--estimate]
+                        [--format table|json|csv] [--max-points N]
+                        [--estimate [--calibrate RESULTS_DIR]...]
 
 Prints one row per point: its index, its tag (the directory name under --out) and the keys that
 vary, then the count. Every key and value is checked first; a bad sweep file is an error with
@@ -188,11 +189,17 @@ config is an error (exit 3) and nothing is changed.
 With --estimate each row also gives the point's predicted memory per rank: the peak, building the
 model, a step, and the step's parts (model states, weight copies, activations, the head's logits
 and loss; for generation the weights, the KV cache and the prefill), from the shapes alone
-(docs/metrics.md, "Predicted memory").
+(docs/metrics.md, "Predicted memory"); then its predicted time: a step (or a generation),
+tokens/s, the point's device-hours and, with hardware.price_per_hour, its cost; the sweep's
+total last (docs/metrics.md, "Predicted time and cost"). A GPU's rate is the table's peak for
+hardware.name at hardware.assumed_mfu (default: sweepbench's measured MFU); a CPU's, a
+reference CPU's measured rate a core. --calibrate RESULTS_DIR scales each model's times by the
+point of it that ran ok there with the longest predicted step (marked *): one is enough.
 
 Examples:
   bench-sweep plan sweeps/quickstart.yaml
   bench-sweep plan sweeps/gpt2-scaling.yaml --estimate
+  bench-sweep plan sweeps/gpt2-scaling.yaml --estimate --calibrate runs/scaling
   bench-sweep plan sweeps/llama2-7b-context.yaml --set train.steps=20 --format csv
   bench-sweep plan sweeps/container-compare.yaml --scenario ngc-24.02 --out runs/cmp
 
@@ -303,7 +310,10 @@ int run_plan(const std::vector<std::string>& args, std::ostream& out, std::ostre
   desc.add_options()("out,o", po::value<std::string>(),
                      "Write the points' configs and manifest.json here")(
       "format", po::value<std::string>()->default_value("table"), "table, json or csv")(
-      "estimate", po::bool_switch(), "Predict each point's memory per rank");
+      "estimate", po::bool_switch(), "Predict each point's memory per rank, time and cost")(
+      "calibrate", po::value<std::vector<std::string>>()->composing(),
+      "With --estimate: scale each model's predicted time by a measured point of it in this "
+      "results tree (repeatable)");
   po::variables_map vm = parse_with_sweep(args, desc);
   if (vm.count("help")) {
     out << kPlanHelp;
@@ -328,8 +338,14 @@ int run_plan(const std::vector<std::string>& args, std::ostream& out, std::ostre
     written = write_plan(plan, vm["out"].as<std::string>());
     wrote = true;
   }
+  if (vm.count("calibrate") && !vm["estimate"].as<bool>()) {
+    err << "bench-sweep plan: error: --calibrate: only with --estimate\n";
+    return kExitUsage;
+  }
   if (vm["estimate"].as<bool>()) {
-    print_estimate(plan, format, out);
+    print_estimate(plan, format, out,
+                   vm.count("calibrate") ? vm["calibrate"].as<std::vector<std::string>>()
+                                         : std::vector<std::string>{});
   } else {
     print_plan(plan, format, out);
   }

@@ -385,6 +385,8 @@ class SweepRun {
          << plural(points.size(), "point")
          << (o_.dry_run ? " (dry run: nothing runs, nothing is written)" : "") << ", out "
          << o_.out_dir << jobs_text() << "\n";
+    out_ << "# " << describe_sweep_time(predict_sweep_time(plan_, calibration_dirs(o_.out_dir)))
+         << "\n";
     if (o_.dry_run) {
       for (size_t i = 0; i < points.size(); ++i)
         dry_run_point(*points[i], commands[i], i, points.size());

@@ -292,6 +292,8 @@ SubmitReport submit_sweep(const Plan& plan, const SubmitOptions& o, std::ostream
   SlurmJobStates live = query_slurm_jobs(queued_ids).value_or(SlurmJobStates{});
   out << "# bench-sweep submit: sweep " << plan.info().sweep_name << ", out " << o.out_dir
       << (o.dry_run ? " (dry run: nothing is written or submitted)" : "") << "\n";
+  out << "# " << describe_sweep_time(predict_sweep_time(plan, calibration_dirs(o.out_dir)))
+      << "\n";
   // The seconds of the points that ran ok, by the resources they ask for (--points-per-job auto).
   std::map<std::vector<std::string>, std::vector<double>> measured;
   for (const SweepPoint* p : points_to_run(plan, o.only)) {

@@ -29,11 +29,14 @@
 #include "layout/paths.h"
 #include "layout/point_record.h"
 #include "layout/point_status.h"
+#include "core/config.h"
 #include "results/infer_metrics.h"
+#include "results/memory_model.h"
 #include "results/rank_reader.h"
 #include "sweep/references.h"
 #include "results/statistics.h"
 #include "results/summary.h"
+#include "results/time_model.h"
 #include "sweep/expand.h"
 #include "sweep/plan_output.h"
 
@@ -145,6 +148,13 @@ const std::vector<std::string>& memory_column_names() {
   return c;
 }
 
+const std::vector<std::string>& prediction_column_names() {
+  static const std::vector<std::string> c = {"mem_pred_peak_bytes", "mem_pred_error",
+                                             "time_pred_step_s", "time_pred_error",
+                                             "time_pred_device_hours"};
+  return c;
+}
+
 namespace {
 
 // A whole number stays one (a program's `"num_requests": 32`, a count of bytes): written 32,
@@ -231,6 +241,32 @@ void command_columns(const CommandResult& c, std::map<std::string, Value>* row) 
   if (c.term_signal == 0 && c.exit_code >= 0) (*row)["exit_code"] = Value::integer(c.exit_code);
   (*row)["seconds"] = Value::real(c.seconds);
   (*row)["units"] = units;
+}
+
+// The predictions of bench-sweep plan --estimate (uncalibrated) beside what was measured, and
+// their relative error, (predicted - measured) / measured: the peak of counted allocations per
+// rank (mem_alloc_peak_bytes), a step's median (step_time_median_s) or a generation's
+// (e2e_p50_s), and the point's device-hours.
+void prediction_columns(const Value& resolved, bool infer, std::map<std::string, Value>* row) {
+  auto measured = [&](const char* name) {
+    auto it = row->find(name);
+    return it != row->end() && it->second.is_number() ? it->second.as_float() : 0.0;
+  };
+  auto error = [](double predicted, double actual) {
+    return actual > 0 ? Value::real(predicted / actual - 1) : Value::null();
+  };
+  MemoryPrediction m;
+  if (predict_point_memory(resolved, &m)) {
+    (*row)["mem_pred_peak_bytes"] = number_or_null(m.peak);
+    (*row)["mem_pred_error"] = error(m.peak, measured("mem_alloc_peak_bytes"));
+  }
+  TimePrediction t;
+  if (predict_point_time(resolved, &t) && t.known) {
+    (*row)["time_pred_step_s"] = Value::real(t.step_s);
+    (*row)["time_pred_error"] =
+        error(t.step_s, measured(infer ? "e2e_p50_s" : "step_time_median_s"));
+    (*row)["time_pred_device_hours"] = Value::real(t.device_hours);
+  }
 }
 
 std::vector<std::map<std::string, Value>> series_rows(Series series,
@@ -446,6 +482,7 @@ std::vector<std::string> extract_columns(const std::vector<std::string>& dirs) {
   if (pc.has("train") || pc.has("infer")) {
     for (const std::string& m : memory_column_names()) columns.push_back(m);
     columns.push_back("cost_usd_per_mtok");
+    for (const std::string& c : prediction_column_names()) columns.push_back(c);
   } else if (pc.has("command")) {
     columns.insert(columns.end(), {"cpu_percent_mean", "ram_peak_mb"});  // sampled as ours
   }
@@ -599,6 +636,15 @@ ExtractedPoint extract_point(const std::string& d, Manifests& manifests, double 
       } catch (const Error&) {
       }
     }
+    // The resolved config, for the predictions beside the measurements (an older or damaged
+    // config that no longer resolves gives none).
+    std::optional<Value> resolved;
+    if (config) {
+      try {
+        resolved = resolve_config(normalize_partial_config(*config));
+      } catch (const std::exception&) {
+      }
+    }
     if (config) {
       // A section only one workload reads (infer.*, train.*) stays empty for the others.
       const Value* benchmark = config->find_path("benchmark");
@@ -710,6 +756,7 @@ ExtractedPoint extract_point(const std::string& d, Manifests& manifests, double 
           }
         }
         memory_columns(ranks, &row);
+        if (resolved) prediction_columns(*resolved, infer, &row);
       }
       double price = price_per_hour;
       if (auto it = row.find("hardware.price_per_hour");

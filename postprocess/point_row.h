@@ -24,6 +24,8 @@ const std::vector<std::string>& training_metric_columns();
 const std::vector<std::string>& inference_metric_columns();
 // The memory columns of docs/extract.md.
 const std::vector<std::string>& memory_column_names();
+// The predictions beside the measurements and their errors (docs/extract.md).
+const std::vector<std::string>& prediction_column_names();
 
 // The keys the sweeps of these points vary, in their sweep files' order (their manifests'
 // varying_keys), for tables that show the axes first.

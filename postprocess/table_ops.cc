@@ -71,6 +71,8 @@ void group_repeats(ExtractTable* t) {
   std::set<std::string> metrics(metric_columns().begin(), metric_columns().end());
   metrics.insert(memory_column_names().begin(), memory_column_names().end());
   metrics.insert("cost_usd_per_mtok");
+  // Predictions are the same for every repeat, their errors are measurements.
+  metrics.insert(prediction_column_names().begin(), prediction_column_names().end());
   // A command's figures are measurements too: its metrics (the names its units map gives) and
   // its wall time (repeats of command points were never grouped).
   for (const auto& row : t->rows) {

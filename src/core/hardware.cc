@@ -61,6 +61,20 @@ std::optional<double> peak_bandwidth_gbs_for(const std::string& device_name) {
   return std::nullopt;
 }
 
+std::optional<double> link_bandwidth_gbs_for(const std::string& device_name) {
+  // In match order: the PCIe cards before the names they contain.
+  static const std::vector<std::pair<std::string, double>> table = {
+      {"GH200", 450.0},     {"H200", 450.0},      {"H100 PCIe", 64.0}, {"H100 NVL", 300.0},
+      {"H100", 450.0},      {"A100 80GB PCIe", 32.0}, {"A100-PCIE", 32.0}, {"A100", 300.0},
+      {"L40S", 32.0},       {"L4", 32.0},         {"A10G", 32.0},      {"A10", 32.0},
+      {"V100", 150.0},
+  };
+  for (const auto& [match, gbs] : table) {
+    if (device_name.find(match) != std::string::npos) return gbs;
+  }
+  return std::nullopt;
+}
+
 DevicePeak resolve_peak(const std::optional<double>& configured, bool gpu,
                         const std::optional<double>& from_table) {
   if (configured) return {*configured, "config"};

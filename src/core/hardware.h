@@ -27,6 +27,11 @@ std::optional<double> peak_tflops_for(const std::string& device_name, const std:
 // bench-infer's memory-bandwidth utilisation (MBU); nullopt for a name the table lacks.
 std::optional<double> peak_bandwidth_gbs_for(const std::string& device_name);
 
+// Bandwidth of a GPU's link to the other GPUs of its node in GB/s, one direction (NVLink, or
+// PCIe for the PCIe cards), from the vendors' data sheets, for the time prediction's collectives
+// (results/time_model.h); nullopt for a name the table lacks.
+std::optional<double> link_bandwidth_gbs_for(const std::string& device_name);
+
 // A per-device peak (TFLOPS or GB/s) and where it came from: `config` (the hardware.* key),
 // `table` (the tables above, GPUs only: a CPU's name may hold "L4"), or `none` (value 0).
 struct DevicePeak {

@@ -487,7 +487,8 @@ void slurm_keys(Keys& key) {
 
 struct HardwareSettings {
   std::optional<std::string> name;
-  std::optional<double> peak_tflops, peak_bandwidth_gbs, price_per_hour;
+  std::optional<double> peak_tflops, peak_bandwidth_gbs, price_per_hour, assumed_mfu,
+      link_bandwidth_gbs;
 };
 
 template <class Keys>
@@ -505,9 +506,22 @@ void hardware_keys(Keys& key) {
       .min(0.0, true)
       .unhashed();
   key(&HardwareSettings::price_per_hour, "hardware.price_per_hour", std::nullopt,
-      "Price of one device-hour in USD, for cost per million tokens")
+      "Price of one device-hour in USD, for cost per million tokens and the predicted cost")
       .min(0.0)
       .unhashed();
+  key(&HardwareSettings::assumed_mfu, "hardware.assumed_mfu", std::nullopt,
+      "The fraction of hardware.peak_tflops a step sustains, for the predicted time (bench-sweep "
+      "plan --estimate); null = sweepbench's measured figure (docs/metrics.md)")
+      .min(0.0, true)
+      .max(1.0)
+      .unhashed()
+      .tagged_unless_default();
+  key(&HardwareSettings::link_bandwidth_gbs, "hardware.link_bandwidth_gbs", std::nullopt,
+      "Bandwidth in GB/s a rank sends to the others at, for the predicted communication time; "
+      "null = the built-in table (NVLink in a node, 50 GB/s between nodes; CPUs measured)")
+      .min(0.0, true)
+      .unhashed()
+      .tagged_unless_default();
 }
 
 struct Settings {

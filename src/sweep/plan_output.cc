@@ -16,6 +16,7 @@
 #include "core/yaml_io.h"
 #include "layout/paths.h"
 #include "results/memory_model.h"
+#include "sweep/time_estimate.h"
 
 namespace sweepbench {
 namespace {
@@ -215,13 +216,42 @@ struct Estimate {
   bool known = false;
   bool gpu = false;
   MemoryPrediction memory;
+  TimePrediction time;  // time.known: a rate was found
 };
 
-Estimate estimate_of(const SweepPoint& p) {
+Estimate estimate_of(const SweepPoint& p, const TimeCalibration& calibration) {
   Estimate e;
   e.known = predict_point_memory(p.config, &e.memory);
   e.gpu = point_runs_on_gpu(p.config);
+  if (predict_point_time(p.config, &e.time) && e.time.known) {
+    calibration.apply(p.config, &e.time);
+  }
   return e;
+}
+
+// The time columns of the CSV (and the JSON's "time" members without the prefix).
+const std::vector<std::string>& time_columns() {
+  static const std::vector<std::string> c = {
+      "step_s",  "compute_s",         "optimizer_s", "overhead_s",   "comm_s",   "flops",
+      "comm_bytes", "tokens_per_second", "run_s",    "device_hours", "cost_usd", "calibration"};
+  return c;
+}
+
+std::vector<Value> time_values(const TimePrediction& t) {
+  if (!t.known) return std::vector<Value>(time_columns().size(), Value::null());
+  return {Value::real(t.step_s),       Value::real(t.compute_s),
+          Value::real(t.optimizer_s),  Value::real(t.overhead_s),
+          Value::real(t.comm_s),       Value::real(t.flops),
+          Value::real(t.comm_bytes),   Value::real(t.tokens_per_second),
+          Value::real(t.run_s),        Value::real(t.device_hours),
+          t.cost_usd ? Value::real(*t.cost_usd) : Value::null(),
+          Value::real(t.calibration)};
+}
+
+std::string general(double v) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.3g", v);
+  return text;
 }
 
 double term_bytes(const MemoryPrediction& m, const std::string& name) {
@@ -246,8 +276,13 @@ std::optional<std::string> over_memory_limit(const Value& resolved, const Memory
   return "predicted " + gb(m.peak) + " a rank, over memory_limit (" + limit.text + ")";
 }
 
-void print_estimate(const Plan& plan, PlanFormat format, std::ostream& out) {
+void print_estimate(const Plan& plan, PlanFormat format, std::ostream& out,
+                    const std::vector<std::string>& calibrate) {
   const PlanInfo& info = plan.info();
+  const LoadedCalibration loaded = load_time_calibration(calibrate);
+  const TimeCalibration& calibration = loaded.calibration;
+  const SweepTimeTotal time_total = predict_sweep_time(plan, calibrate);
+  const bool priced = time_total.cost_usd.has_value();
   Columns columns(info);
   std::vector<std::string> header = columns.header;
   const bool people = format == PlanFormat::kTable;
@@ -255,11 +290,17 @@ void print_estimate(const Plan& plan, PlanFormat format, std::ostream& out) {
   if (people) {
     for (const char* c : {"device", "peak GiB", "init GiB", "step GiB", "parts of the step"})
       header.push_back(c);
+    for (const char* c : {"step s", "tokens/s", "device-h"}) header.push_back(c);
+    if (priced) header.push_back("cost USD");
   } else {
     for (const char* c : {"device", "mem_pred_peak_bytes", "mem_pred_init_bytes",
                           "mem_pred_step_bytes"})
       header.push_back(c);
     for (const std::string& t : estimate_terms()) header.push_back("mem_pred_" + t + "_bytes");
+  }
+  if (!people) {
+    for (const std::string& c : time_columns())
+      header.push_back(c == "calibration" ? "time_calibration" : "time_pred_" + c);
   }
   if (limit) header.push_back(people ? "memory_limit" : "skipped_by_memory_limit");
   size_t over = 0;
@@ -268,10 +309,12 @@ void print_estimate(const Plan& plan, PlanFormat format, std::ostream& out) {
   size_t largest_index = 0, unknown = 0;
   auto cells = [&](const SweepPoint& p, std::vector<Value>* row) {
     columns.row(p, row, people);
-    const Estimate e = estimate_of(p);
+    const Estimate e = estimate_of(p, calibration);
     row->push_back(Value::string(e.gpu ? "gpu" : "cpu"));
     if (!e.known) {
-      const size_t blanks = (people ? 4 : 3 + estimate_terms().size()) + (limit ? 1 : 0);
+      const size_t blanks =
+          (people ? 4 + 3 + (priced ? 1 : 0) : 3 + estimate_terms().size() + time_columns().size()) +
+          (limit ? 1 : 0);
       for (size_t i = 0; i < blanks; ++i) row->push_back(Value::null());
       return e;
     }
@@ -284,9 +327,21 @@ void print_estimate(const Plan& plan, PlanFormat format, std::ostream& out) {
       }
       for (double v : {m.peak, m.init_peak, m.step_peak}) row->push_back(Value::string(gib(v)));
       row->push_back(Value::string(parts));
+      const TimePrediction& t = e.time;
+      if (t.known) {
+        row->push_back(Value::string(general(t.step_s) + (t.calibration != 1 ? "*" : "")));
+        row->push_back(Value::string(general(t.tokens_per_second)));
+        row->push_back(Value::string(general(t.device_hours)));
+        if (priced) {
+          row->push_back(t.cost_usd ? Value::string(general(*t.cost_usd)) : Value::null());
+        }
+      } else {
+        for (int i = 0; i < 3 + (priced ? 1 : 0); ++i) row->push_back(Value::null());
+      }
     } else {
       for (double v : {m.peak, m.init_peak, m.step_peak}) row->push_back(Value::real(v));
       for (const std::string& t : estimate_terms()) row->push_back(Value::real(term_bytes(m, t)));
+      for (Value& v : time_values(e.time)) row->push_back(std::move(v));
     }
     if (limit) {
       const bool skipped = limit->skips(m.peak);
@@ -302,7 +357,7 @@ void print_estimate(const Plan& plan, PlanFormat format, std::ostream& out) {
     Value points = Value::list();
     plan.for_each_point(
         [&](const SweepPoint& p) {
-          const Estimate e = estimate_of(p);
+          const Estimate e = estimate_of(p, calibration);
           Value v = Value::map();
           v.set("index", Value::integer(static_cast<std::int64_t>(p.index)));
           v.set("tag", Value::string(p.tag));
@@ -324,10 +379,29 @@ void print_estimate(const Plan& plan, PlanFormat format, std::ostream& out) {
           } else {
             v.set("memory", Value::null());
           }
+          if (e.time.known) {
+            Value t = Value::map();
+            const std::vector<Value> values = time_values(e.time);
+            for (size_t i = 0; i < values.size(); ++i) t.set(time_columns()[i], values[i]);
+            t.set("rate", Value::string(e.time.rate));
+            v.set("time", t);
+          } else {
+            v.set("time", Value::null());
+          }
           points.items().push_back(v);
         },
         true);
     doc.set("points", points);
+    Value total = Value::map();
+    total.set("points", Value::integer(static_cast<std::int64_t>(time_total.points)));
+    total.set("predicted", Value::integer(static_cast<std::int64_t>(time_total.predicted)));
+    total.set("calibrated", Value::integer(static_cast<std::int64_t>(time_total.calibrated)));
+    total.set("measured_points", Value::integer(static_cast<std::int64_t>(time_total.measured)));
+    total.set("device_hours", Value::real(time_total.device_hours));
+    total.set("run_s", Value::real(time_total.run_s));
+    total.set("cost_usd", time_total.cost_usd ? Value::real(*time_total.cost_usd) : Value::null());
+    total.set("summary", Value::string(describe_sweep_time(time_total)));
+    doc.set("total", total);
     out << emit_json(doc, 2, false) << "\n";
     return;
   }
@@ -350,7 +424,8 @@ void print_estimate(const Plan& plan, PlanFormat format, std::ostream& out) {
       },
       true);
   out << "# sweep " << info.sweep_name << " (" << info.sweep_path
-      << "): predicted memory per rank (docs/metrics.md, \"Predicted memory\")\n";
+      << "): predicted memory per rank and time (docs/metrics.md, \"Predicted memory\", "
+         "\"Predicted time and cost\")\n";
   TableWriter table(header, TableFormat::kText, out, TableOptions{false, widths.widths()});
   plan.for_each_point(
       [&](const SweepPoint& p) {
@@ -378,7 +453,9 @@ void print_estimate(const Plan& plan, PlanFormat format, std::ostream& out) {
     out << "\n# memory_limit (" << limit->text << "): " << plural(over, "point")
         << " predicted over it, which bench-sweep run and submit skip";
   }
-  out << "\n# device-hours and cost: not predicted yet (the time model is to come)\n";
+  out << "\n# " << describe_sweep_time(time_total);
+  if (time_total.calibrated > 0) out << " (marked *)";
+  out << "\n";
 }
 
 void print_plan(const Plan& plan, PlanFormat format, std::ostream& out) {

@@ -8,6 +8,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "core/table.h"  // csv_field
 #include "sweep/expand.h"
@@ -20,8 +21,33 @@ PlanFormat parse_plan_format(const std::string& name);
 // Streams: the table takes one pass for its column widths and one to print; CSV and JSON one.
 void print_plan(const Plan& plan, PlanFormat format, std::ostream& out);
 // bench-sweep plan --estimate: the same columns, then each point's predicted memory per rank
-// (results/memory_model.h): the peak, building the model, a step, and the step's parts.
-void print_estimate(const Plan& plan, PlanFormat format, std::ostream& out);
+// (results/memory_model.h): the peak, building the model, a step, and the step's parts; then its
+// predicted time (results/time_model.h): a step, tokens/s, the point's device-hours and cost,
+// calibrated by the measured points of the results trees in `calibrate` (sweep/time_estimate.h);
+// the totals last.
+void print_estimate(const Plan& plan, PlanFormat format, std::ostream& out,
+                    const std::vector<std::string>& calibrate = {});
+
+// The sweep's predicted time in all: what run and submit print before they start.
+struct SweepTimeTotal {
+  size_t points = 0;
+  size_t predicted = 0;      // with a time
+  size_t calibrated = 0;     // of those, scaled by a measured point of their model
+  size_t unknown = 0;        // bench-train or bench-infer without a rate: `missing` says why
+  size_t without_model = 0;  // commands
+  size_t measured = 0;       // measured points read from `calibrate`
+  size_t assumed_gpu = 0;    // on GPUs without hardware.name: predicted as an H100
+  double device_hours = 0, run_s = 0;
+  std::optional<double> cost_usd;  // where hardware.price_per_hour is set
+  std::string missing;
+};
+SweepTimeTotal predict_sweep_time(const Plan& plan, const std::vector<std::string>& calibrate);
+// "predicted: 3.2 device-hours (48 points; 12 calibrated by measured points), $9.60" or, with
+// nothing to predict, why.
+std::string describe_sweep_time(const SweepTimeTotal& total);
+// The results tree run and submit calibrate by: `out_dir` when it is a directory (its points that
+// ran ok), else none.
+std::vector<std::string> calibration_dirs(const std::string& out_dir);
 
 // Why a point is skipped under the sweep's memory_limit: its predicted peak per rank exceeds the
 // limit by more than the margin ("predicted 93.2 GB a rank, over memory_limit (80 GB, margin

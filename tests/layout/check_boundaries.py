@@ -41,7 +41,7 @@ ALLOWED = {
 }
 # The files of src/results/ that make up the metrics module (no HDF5).
 METRICS_FILES = ("summary.", "rank_result.", "infer_metrics.", "statistics.", "significance.",
-                 "pareto.", "memory_model.")
+                 "pareto.", "memory_model.", "time_model.")
 # System headers by the dependency they bring, and the modules that may include them.
 SYSTEM = [
     (re.compile(r"^(torch|ATen|c10|caffe2)/"), "libtorch", {"train", "infer"}),

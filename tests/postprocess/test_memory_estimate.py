@@ -94,7 +94,7 @@ class MemoryEstimate(unittest.TestCase):
         self.assertIn("model_states ", text)
         self.assertIn("kv_cache ", text)
         self.assertRegex(text, r"# 10 points; the largest predicted peak [0-9.]+ GiB a rank \(point \d+\)")
-        self.assertIn("device-hours and cost: not predicted yet", text)
+        self.assertRegex(text, r"# predicted [0-9.e-]+ device-hours for 10 of 10 points; uncalibrated")
         doc = json.loads(self.estimate("--format", "json"))
         self.assertEqual(len(doc["points"]), 10)
         first = doc["points"][0]["memory"]

@@ -70,10 +70,13 @@ def plan(bench_sweep, tmp, name, text, check=0):
     # Keys added after tag.style fairseq2-0.8 are left out of its names while at their default
     # (docs/sweeps.md): fairseq2 is given the config without them, as it was when the names were
     # kept.
+    added = {("launch", "exclusive"): "auto", ("hardware", "assumed_mfu"): None,
+             ("hardware", "link_bandwidth_gbs"): None}
     for p in planned["points"]:
-        launch = p["config"].get("launch", {})
-        if launch.get("exclusive") == "auto":
-            del launch["exclusive"]
+        for (section, key), default in added.items():
+            values = p["config"].get(section, {})
+            if key in values and values[key] == default:
+                del values[key]
     return planned
 
 

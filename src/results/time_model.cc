@@ -1,0 +1,321 @@
+#include "results/time_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "core/config.h"
+#include "core/hardware.h"
+#include "core/settings.h"
+
+namespace sweepbench {
+namespace {
+
+double dbl(std::int64_t v) { return static_cast<double>(v); }
+
+std::string fixed(double v, int digits) {
+  char text[48];
+  std::snprintf(text, sizeof(text), "%.*f", digits, v);
+  return text;
+}
+
+// The parameters inside the blocks (what recomputation runs again and a decode step reads
+// besides the head): all but the embeddings and a separate head.
+double body_parameters(const ModelShape& s) {
+  const double embeddings = dbl(s.vocab_size) * dbl(s.n_embd) + dbl(position_embedding_count(s));
+  const double head = s.arch == "llama" ? dbl(s.vocab_size) * dbl(s.n_embd) : 0;
+  return dbl(parameter_count(s)) - embeddings - head;
+}
+
+// FLOPs a second one rank sustains, and where the figure came from; 0 when nothing gives one.
+// The GPU the tables are read for: hardware.name, else kAssumedGpu.
+std::string gpu_name(const TimeInput& in) {
+  return in.hardware_name.empty() ? kAssumedGpu : in.hardware_name;
+}
+
+double rank_rate(const TimeInput& in, const TimeConstants& k, std::string* source,
+                 std::string* missing) {
+  if (in.gpu) {
+    std::optional<double> peak = in.peak_tflops;
+    std::string from = "hardware.peak_tflops";
+    if (!peak) {
+      peak = peak_tflops_for(gpu_name(in), in.dtype);
+      from = gpu_name(in) + (in.hardware_name.empty() ? " (assumed: no hardware.name) " : " ") +
+             in.dtype + " peak";
+    }
+    if (!peak) {
+      *missing = "hardware.name " + in.hardware_name +
+                 " is not in the table: name a GPU it knows (H100, A100, ...) or set "
+                 "hardware.peak_tflops";
+      return 0;
+    }
+    const double mfu = in.assumed_mfu.value_or(k.gpu_mfu);
+    *source = from + " " + fixed(*peak, 1) + " TFLOPS x MFU " + fixed(mfu, 2) +
+              (in.assumed_mfu ? " (hardware.assumed_mfu)" : " (measured)");
+    return *peak * 1e12 * mfu * in.devices_per_rank;
+  }
+  if (in.peak_tflops && in.assumed_mfu) {
+    *source = "hardware.peak_tflops x hardware.assumed_mfu";
+    return *in.peak_tflops * 1e12 * *in.assumed_mfu;
+  }
+  const double per_core = in.dtype == "fp32" ? k.cpu_gflops_fp32 : k.cpu_gflops_bf16;
+  *source = "reference CPU " + fixed(per_core, 0) + " GFLOPS a core x " +
+            fixed(in.cores_per_rank, 0) + " cores";
+  return per_core * 1e9 * in.cores_per_rank;
+}
+
+// Memory bandwidth a rank has for its optimizer and decode steps, bytes a second.
+double rank_bandwidth(const TimeInput& in, const TimeConstants& k) {
+  if (in.bandwidth_gbs) return *in.bandwidth_gbs * 1e9;
+  if (in.gpu) {
+    const std::optional<double> table = peak_bandwidth_gbs_for(gpu_name(in));
+    return table.value_or(2000.0) * 1e9 * k.gpu_bandwidth_share;
+  }
+  return k.cpu_bandwidth_gbs * 1e9 * std::min(1.0, in.cores_per_rank / 2.0);
+}
+
+double link_rate(const TimeInput& in, const TimeConstants& k) {
+  if (in.link_gbs) return *in.link_gbs * 1e9;
+  if (!in.gpu) return k.cpu_link_gbs * 1e9;
+  if (in.nodes > 1) return k.inter_node_link_gbs * 1e9;
+  return link_bandwidth_gbs_for(gpu_name(in)).value_or(k.inter_node_link_gbs) * 1e9;
+}
+
+void finish(const TimeInput& in, TimePrediction* p) {
+  p->assumed_gpu = in.gpu && in.hardware_name.empty() && !in.peak_tflops;
+  p->devices = dbl(in.ranks) * (in.gpu ? std::max(1, in.devices_per_rank) : 1);
+  p->device_hours = p->run_s * p->devices / 3600.0;
+  if (in.price_per_hour) p->cost_usd = p->device_hours * *in.price_per_hour;
+  p->known = true;
+}
+
+TimePrediction predict_training(const TimeInput& in) {
+  const TimeConstants& k = time_constants();
+  TimePrediction p;
+  const double rate = rank_rate(in, k, &p.rate, &p.missing);
+  if (rate <= 0) return p;
+  const ModelShape& s = in.shape;
+  const double t = std::max(1, in.tensor_parallel);
+  const double dp = std::max(1.0, dbl(in.ranks) / t);  // data-parallel ranks
+  const double l = dbl(s.n_layer), d = dbl(s.n_embd), seq = dbl(in.seq_len);
+  const double lora_params =
+      in.lora ? dbl(lora_parameter_count(s, in.lora_r, in.lora_targets)) : 0;
+  // The FLOPs the step executes: the model FLOPs of MFU (docs/metrics.md) less Llama's token
+  // embedding, which is looked up, not multiplied (GPT-2's is the head as well).
+  const double lookup = s.arch == "llama" ? dbl(s.vocab_size) * d : 0;
+  const double per_token =
+      (in.lora ? lora_training_flops_per_token(
+                     s, in.seq_len, lora_parameter_count(s, in.lora_r, in.lora_targets))
+               : training_flops_per_token(s, in.seq_len)) -
+      (in.lora ? 4 : 6) * lookup;
+  // Checkpointing runs the blocks' forward again: 2 N_body + 4 L d T a token (and the
+  // adapters' 2 N_lora).
+  const double recompute =
+      in.activation_checkpointing ? 2 * body_parameters(s) + 2 * lora_params + 4 * l * d * seq : 0;
+  const double tokens = dbl(in.micro_batch) * seq;  // a micro step, a rank
+  const double accum = dbl(std::max<std::int64_t>(1, in.grad_accum));
+  p.flops = accum * tokens * (per_token + recompute) / t;
+  p.compute_s = p.flops / rate;
+
+  // The trainable values and the collectives over them (ring algorithms: a rank sends (D-1)/D of
+  // the buffer for a reduce-scatter or an all-gather, twice that for an all-reduce); fp32.
+  const double trainable = in.lora ? lora_params : dbl(parameter_count(s)) / t;
+  const double buffer = 4 * trainable, share = (dp - 1) / dp;
+  if (dp > 1) {
+    if (in.zero_stage == 3) {
+      // Gathered before each micro step's forward and backward, gradients reduce-scattered.
+      p.comm_bytes = accum * 3 * share * buffer;
+    } else if (in.zero_stage == 2) {
+      p.comm_bytes = accum * share * buffer + share * buffer;
+    } else {
+      p.comm_bytes = 2 * share * buffer;  // all-reduce, or reduce-scatter + all-gather (stage 1)
+    }
+  }
+  if (t > 1) {
+    // Megatron's two all-reduces a block forward and two backward, of the micro batch's
+    // activations in the autocast dtype.
+    const double e = in.dtype == "fp32" ? 4 : 2;
+    p.comm_bytes += accum * 4 * l * 2 * (t - 1) / t * tokens * d * e;
+  }
+  const double comm = p.comm_bytes / link_rate(in, k);
+  // With train.overlap_comm the gradients' collectives run beside the backward (two thirds of
+  // the compute): only what is left over shows.
+  p.comm_s = in.overlap_comm ? std::max(0.0, comm - p.compute_s * 2 / 3) : comm;
+
+  if (!in.gpu) {
+    // AdamW reads parameter, gradient and two moments and writes three (28 bytes a value, fp32),
+    // over the rank's shard from ZeRO-1 on; the gradient norm reads the gradients again.
+    const double updated = in.zero_stage >= 1 && dp > 1 ? trainable / dp : trainable;
+    p.optimizer_s = (28 * updated + (in.grad_clip ? 4 * trainable : 0)) / rank_bandwidth(in, k);
+    // Each layer's operators dispatched, forward and backward (and forward again).
+    const double passes = in.activation_checkpointing ? 3 : 2;
+    p.overhead_s = accum * passes * (l + 1) * k.cpu_layer_s;
+  }
+  p.step_s = p.compute_s + p.optimizer_s + p.overhead_s + p.comm_s;
+  p.tokens_per_second = accum * tokens * dp / p.step_s;
+  // Evaluation: forward passes only (a third of a step's FLOPs without recompute).
+  const double eval_tokens = dbl(in.eval_micro_batch) * seq;
+  const double eval_s = dbl(in.eval_steps) * (eval_tokens * per_token / 3 / t / rate +
+                                              (in.gpu ? 0 : (l + 1) * k.cpu_layer_s));
+  p.run_s = dbl(in.steps) * p.step_s + eval_s;
+  finish(in, &p);
+  return p;
+}
+
+TimePrediction predict_inference(const TimeInput& in) {
+  const TimeConstants& k = time_constants();
+  TimePrediction p;
+  const double rate = rank_rate(in, k, &p.rate, &p.missing);
+  if (rate <= 0) return p;
+  const ModelShape& s = in.shape;
+  const int e = in.dtype == "fp32" ? 4 : 2;
+  const double l = dbl(s.n_layer);
+  const InferenceCost cost =
+      inference_cost(s, in.sequences, in.input_tokens, in.output_tokens, e);
+  const double steps = dbl(std::max<std::int64_t>(0, in.output_tokens - 1));
+  double decode_flops = cost.decode_flops;
+  double decode_bytes = cost.decode_bytes;
+  if (!in.kv_cache) {
+    // No cache: each step runs the whole sequence so far again (reading the weights once).
+    decode_flops = 0;
+    for (std::int64_t j = 1; j < in.output_tokens; ++j) {
+      decode_flops += inference_cost(s, in.sequences, in.input_tokens + j, 1, e).prefill_flops;
+    }
+    decode_bytes = steps * cost.weight_bytes;
+  }
+  const double bandwidth = rank_bandwidth(in, k);
+  p.flops = cost.prefill_flops + decode_flops;
+  const double prefill_s = cost.prefill_flops / rate;
+  const double decode_compute = decode_flops / rate, decode_memory = decode_bytes / bandwidth;
+  if (in.gpu) {
+    // Each step the slowest of launching, reading and computing.
+    const double launch = steps * l * k.gpu_decode_layer_s;
+    p.compute_s = prefill_s + std::max(decode_compute, decode_memory);
+    p.overhead_s = std::max(0.0, launch - std::max(decode_compute, decode_memory)) +
+                   l * k.gpu_decode_layer_s;
+  } else {
+    p.compute_s = prefill_s + std::max(decode_compute, decode_memory);
+    p.overhead_s = (steps + 1) * (l + 1) * k.cpu_decode_layer_s;
+  }
+  p.step_s = p.compute_s + p.overhead_s;
+  p.tokens_per_second = dbl(in.sequences) * dbl(in.output_tokens) * dbl(in.ranks) / p.step_s;
+  p.run_s = dbl(in.generations) * p.step_s;
+  finish(in, &p);
+  return p;
+}
+
+}  // namespace
+
+const TimeConstants& time_constants() {
+  static const TimeConstants k;
+  return k;
+}
+
+TimePrediction predict_time(const TimeInput& in) {
+  if (in.benchmark == "train") return predict_training(in);
+  if (in.benchmark == "infer") return predict_inference(in);
+  TimePrediction p;
+  p.missing = "no model (a command)";
+  return p;
+}
+
+bool time_input_of(const Value& resolved, TimeInput* out) {
+  const Settings s = Settings::of(resolved);
+  if (s.benchmark != "train" && s.benchmark != "infer") return false;
+  TimeInput in;
+  in.benchmark = s.benchmark;
+  in.shape = model_shape_of(resolved);
+  const DType dtype = s.benchmark == "train" ? s.train.dtype : s.infer.dtype;
+  in.dtype = dtype == DType::kFp32 ? "fp32" : (dtype == DType::kBf16 ? "bf16" : "fp16");
+  in.gpu = s.launch.device == Device::kCuda ||
+           (s.launch.device == Device::kAuto && s.launch.gpus_per_rank > 0);
+  in.hardware_name = s.hardware.name.value_or("");
+  in.peak_tflops = s.hardware.peak_tflops;
+  in.assumed_mfu = s.hardware.assumed_mfu;
+  in.bandwidth_gbs = s.hardware.peak_bandwidth_gbs;
+  in.link_gbs = s.hardware.link_bandwidth_gbs;
+  in.price_per_hour = s.hardware.price_per_hour;
+  in.ranks = static_cast<int>(s.launch.ranks);
+  in.nodes = static_cast<int>(s.launch.nodes);
+  in.devices_per_rank = static_cast<int>(std::max<std::int64_t>(1, s.launch.gpus_per_rank));
+  // A CPU rank's cores: launch.cpus_per_rank, else this machine's usable cores shared by the
+  // ranks a node runs (what bench-train gives itself).
+  const double per_node =
+      std::ceil(dbl(s.launch.ranks) / dbl(std::max<std::int64_t>(1, s.launch.nodes)));
+  in.cores_per_rank = s.launch.cpus_per_rank
+                          ? dbl(*s.launch.cpus_per_rank)
+                          : std::max(1.0, std::floor(usable_cpu_count() / per_node));
+  if (s.benchmark == "train") {
+    in.micro_batch = s.train.micro_batch;
+    in.seq_len = s.data.seq_len;
+    in.grad_accum = s.train.grad_accum;
+    in.steps = s.train.steps;
+    in.eval_steps = s.eval.steps;
+    in.eval_micro_batch = s.eval.micro_batch;
+    in.activation_checkpointing = s.train.activation_checkpointing;
+    in.overlap_comm = s.train.overlap_comm;
+    in.grad_clip = s.train.grad_clip > 0;
+    in.zero_stage = static_cast<int>(s.train.zero_stage);
+    in.tensor_parallel = static_cast<int>(s.launch.tensor_parallel);
+    in.lora = s.train.lora();
+    in.lora_r = s.train.lora_r;
+    in.lora_targets = s.train.lora_targets;
+  } else {
+    in.sequences = s.infer.batch_size * std::max<std::int64_t>(1, s.infer.num_beams);
+    in.input_tokens = s.infer.input_tokens;
+    in.output_tokens = s.infer.output_tokens;
+    in.generations = s.infer.warmup_runs + s.infer.runs;
+    in.kv_cache = s.infer.kv_cache != KvCache::kNone;
+  }
+  *out = in;
+  return true;
+}
+
+bool predict_point_time(const Value& resolved, TimePrediction* out) {
+  TimeInput in;
+  if (!time_input_of(resolved, &in)) return false;
+  *out = predict_time(in);
+  return true;
+}
+
+std::string time_model_key(const Value& resolved) {
+  TimeInput in;
+  if (!time_input_of(resolved, &in)) return {};
+  const ModelShape& s = in.shape;
+  std::string key = in.benchmark + " " + s.arch;
+  for (std::int64_t v : {s.n_layer, s.n_embd, s.n_head, s.n_kv_head, s.ffn_dim, s.vocab_size}) {
+    key += " " + std::to_string(v);
+  }
+  key += " " + in.dtype + (in.gpu ? " gpu " + in.hardware_name
+                                  : " cpu " + fixed(in.cores_per_rank * in.ranks, 0));
+  return key;
+}
+
+void scale_prediction(TimePrediction* p, double factor) {
+  if (!p->known || !(factor > 0)) return;
+  for (double* v : {&p->step_s, &p->compute_s, &p->optimizer_s, &p->overhead_s, &p->comm_s,
+                    &p->run_s, &p->device_hours}) {
+    *v *= factor;
+  }
+  if (p->cost_usd) *p->cost_usd *= factor;
+  p->tokens_per_second /= factor;
+  p->calibration *= factor;
+}
+
+bool TimeCalibration::add(const Value& resolved, double measured_step_s) {
+  if (!(measured_step_s > 0) || !std::isfinite(measured_step_s)) return false;
+  TimePrediction p;
+  if (!predict_point_time(resolved, &p) || !p.known || !(p.step_s > 0)) return false;
+  // The point with the most predicted time calibrates: its step is the least overhead and the
+  // least noise.
+  Factor& f = factors_[time_model_key(resolved)];
+  if (p.step_s > f.predicted_s) f = {measured_step_s / p.step_s, p.step_s};
+  return true;
+}
+
+void TimeCalibration::apply(const Value& resolved, TimePrediction* p) const {
+  auto it = factors_.find(time_model_key(resolved));
+  if (it != factors_.end()) scale_prediction(p, it->second.factor);
+}
+
+}  // namespace sweepbench

@@ -1,0 +1,128 @@
+// What a point will take, before it runs (docs/metrics.md, "Predicted time and cost"): a
+// training step's time from its FLOPs over the device's rate, the optimizer's bytes, a fixed
+// cost a layer, and the communication its ZeRO stage and tensor parallelism make over a link; a
+// generation's time from its prefill FLOPs and, each decode step, the larger of its FLOPs and the
+// bytes it reads; from these tokens/s, the point's seconds, device-hours and cost.
+//
+// The rates: on a GPU, the table's peak (core/hardware.h, by hardware.name, else an H100's) at an
+// assumed MFU
+// (hardware.assumed_mfu, else the MFU sweepbench measured, kDefaultGpuMfu); on a CPU, the rate a
+// core sustained on sweepbench's reference CPU (TimeConstants, measured by bench/time_grid.py),
+// or hardware.peak_tflops x hardware.assumed_mfu when both are set. A calibration (one measured
+// point of the same model, TimeCalibration) scales a prediction to what ran.
+//
+// Torch-free: bench-sweep plan --estimate, run and submit call it from a point's config, and
+// bench-extract beside what ran.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/model_shapes.h"
+#include "core/value.h"
+
+namespace sweepbench {
+
+// The GPU a point on GPUs without hardware.name is predicted on (said in TimePrediction).
+inline constexpr const char* kAssumedGpu = "H100";
+
+// The constants behind a prediction, measured (docs/performance.md, "The time prediction").
+struct TimeConstants {
+  // A GPU step's whole time at this fraction of the dtype's dense peak: sweepbench's bench-train
+  // on an H200, GPT-2 124M, bf16, seq 1024, micro batch 8 to 32 (21-26%).
+  double gpu_mfu = 0.25;
+  // A GPU decode step cannot be faster than launching its kernels from the CPU: this many seconds
+  // a layer (bench-infer on the H200: GPT-2 124M 3.2 ms a step over 12 layers, TinyLlama's 22
+  // layers 8.0 ms), nor than reading its bytes at this share of the peak bandwidth.
+  double gpu_decode_layer_s = 0.3e-3;
+  double gpu_bandwidth_share = 0.8;
+  // Links: NVLink within a node (per GPU, one direction) by the table, between nodes this.
+  double inter_node_link_gbs = 50.0;  // 400 Gb/s a GPU (InfiniBand NDR)
+  // The reference CPU (AMD EPYC 9454, two cores): what a core sustains.
+  double cpu_gflops_fp32 = 73.0, cpu_gflops_bf16 = 125.0;  // matrix FLOPs a core a second
+  double cpu_bandwidth_gbs = 35.0;                       // the optimizer's and decode's bytes
+  double cpu_layer_s = 1.3e-3;  // dispatch a layer a pass (forward, backward) a micro step
+  double cpu_decode_layer_s = 0.45e-3;  // dispatch a layer a generation step (prefill, decode)
+  double cpu_link_gbs = 2.0;    // ranks on one node through shared memory (MPI)
+};
+const TimeConstants& time_constants();
+
+struct TimeInput {
+  std::string benchmark;  // "train" or "infer"
+  ModelShape shape;
+  std::string dtype = "fp32";
+  bool gpu = false;
+  std::string hardware_name;  // for the tables
+  std::optional<double> peak_tflops, assumed_mfu, bandwidth_gbs, link_gbs, price_per_hour;
+  double cores_per_rank = 1;  // a CPU rank's cores
+  int ranks = 1, nodes = 1, devices_per_rank = 1;
+  // train
+  std::int64_t micro_batch = 1, seq_len = 1, grad_accum = 1, steps = 1, eval_steps = 0,
+               eval_micro_batch = 1;
+  bool activation_checkpointing = false, overlap_comm = false, grad_clip = true;
+  int zero_stage = 0, tensor_parallel = 1;
+  bool lora = false;
+  std::int64_t lora_r = 8;
+  std::vector<std::string> lora_targets;
+  // infer
+  std::int64_t sequences = 1, input_tokens = 1, output_tokens = 1, generations = 1;
+  bool kv_cache = true;
+};
+
+struct TimePrediction {
+  bool known = false;
+  std::string missing;  // why not known: what to set
+  // One optimizer step (train) or one generation (infer), and its parts.
+  double step_s = 0;
+  double compute_s = 0, optimizer_s = 0, overhead_s = 0, comm_s = 0;  // comm: the exposed part
+  double flops = 0;       // per rank, a step (recomputation included)
+  double comm_bytes = 0;  // sent per rank, a step
+  double tokens_per_second = 0;  // train: tokens trained, all ranks; infer: tokens generated
+  double run_s = 0;              // every step (warm-up and eval included) or generation
+  double devices = 1;
+  double device_hours = 0;
+  std::optional<double> cost_usd;  // with hardware.price_per_hour
+  std::string rate;                // where the rate came from, for people
+  bool assumed_gpu = false;        // on GPUs without hardware.name: kAssumedGpu's tables
+  double calibration = 1;          // the factor applied (1: none)
+};
+
+TimePrediction predict_time(const TimeInput& in);
+
+// The input for a resolved point (bench-train or bench-infer); false for other benchmarks.
+bool time_input_of(const Value& resolved, TimeInput* out);
+bool predict_point_time(const Value& resolved, TimePrediction* out);
+
+// Which measured point may calibrate which: the benchmark, the model's shape, the dtype, the
+// device (GPU by hardware.name, or CPU) and, on a CPU, the cores a rank has. Two points with the
+// same key differ only in what the model computes per step (batch, sequence, checkpointing,
+// LoRA, ZeRO, ranks, generation lengths).
+std::string time_model_key(const Value& resolved);
+
+// Measured over predicted step time, one measured point a key: of the points given, the one with
+// the longest predicted step (the most work: the least share of fixed costs and of noise).
+class TimeCalibration {
+ public:
+  // `measured_step_s`: a training step's median (step_time_median_s) or a generation's
+  // (e2e_p50_s).
+  // False (and ignored) when the point has no prediction or the measurement is not positive;
+  // true when it measured a model, even one a longer point already calibrates.
+  bool add(const Value& resolved, double measured_step_s);
+  // Scales `p` (a prediction of `resolved`) by its key's factor, if any.
+  void apply(const Value& resolved, TimePrediction* p) const;
+  size_t size() const { return factors_.size(); }
+
+ private:
+  struct Factor {
+    double factor = 1, predicted_s = 0;
+  };
+  std::map<std::string, Factor> factors_;
+};
+
+// Scales every time of a prediction by `factor` (tokens/s by its inverse).
+void scale_prediction(TimePrediction* p, double factor);
+
+}  // namespace sweepbench

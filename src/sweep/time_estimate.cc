@@ -1,0 +1,138 @@
+#include "sweep/time_estimate.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <system_error>
+
+#include "core/config.h"
+#include "core/error.h"
+#include "core/yaml_io.h"
+#include "layout/paths.h"
+#include "sweep/plan_output.h"
+
+namespace sweepbench {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The measured step of a point directory, or 0.
+double measured_step(const fs::path& dir, Value* config) {
+  std::error_code ec;
+  if (!fs::is_regular_file(dir / kSummaryFile, ec) || !fs::is_regular_file(dir / kConfigFile, ec))
+    return 0;
+  try {
+    const Value summary = load_yaml_file((dir / kSummaryFile).string());
+    const Value* status = summary.find("status");
+    const Value* benchmark = summary.find("benchmark");
+    const Value* metrics = summary.find("metrics");
+    if (status == nullptr || !status->is_string() || status->as_string() != "ok") return 0;
+    if (benchmark == nullptr || !benchmark->is_string() || metrics == nullptr) return 0;
+    // The median: a step the machine interrupted is not what the model predicts.
+    const bool train = benchmark->as_string() == "train";
+    if (!train && benchmark->as_string() != "infer") return 0;
+    const Value* v = metrics->find(train ? "step_time_median_s" : "e2e_p50_s");
+    if (v == nullptr || !v->is_number()) return 0;
+    *config = load_point_config((dir / kConfigFile).string(), {});
+    return v->as_float();
+  } catch (const std::exception&) {
+    return 0;  // an unreadable or older point: not a calibration
+  }
+}
+
+}  // namespace
+
+LoadedCalibration load_time_calibration(const std::vector<std::string>& dirs) {
+  LoadedCalibration out;
+  for (const std::string& d : dirs) {
+    std::error_code ec;
+    if (!fs::is_directory(d, ec)) {
+      throw Error::input(Mark::in("--calibrate"), d, "not a directory",
+                         "give a results tree of bench-sweep run or one point's directory");
+    }
+    std::vector<fs::path> points;
+    if (fs::exists(fs::path(d) / kSummaryFile, ec)) {
+      points.push_back(d);
+    } else {
+      for (const fs::directory_entry& e : fs::directory_iterator(d, ec)) {
+        if (e.is_directory(ec)) points.push_back(e.path());
+      }
+      std::sort(points.begin(), points.end());
+    }
+    for (const fs::path& p : points) {
+      Value config;
+      const double step = measured_step(p, &config);
+      if (step <= 0) continue;
+      if (out.calibration.add(config, step)) ++out.measured;
+    }
+  }
+  return out;
+}
+
+SweepTimeTotal predict_sweep_time(const Plan& plan, const std::vector<std::string>& calibrate) {
+  const LoadedCalibration loaded = load_time_calibration(calibrate);
+  SweepTimeTotal total;
+  total.measured = loaded.measured;
+  plan.for_each_point(
+      [&](const SweepPoint& p) {
+        ++total.points;
+        TimePrediction t;
+        if (!predict_point_time(p.config, &t)) {
+          ++total.without_model;
+          return;
+        }
+        if (!t.known) {
+          if (total.missing.empty()) total.missing = t.missing;
+          ++total.unknown;
+          return;
+        }
+        loaded.calibration.apply(p.config, &t);
+        if (t.calibration != 1) ++total.calibrated;
+        if (t.assumed_gpu) ++total.assumed_gpu;
+        ++total.predicted;
+        total.device_hours += t.device_hours;
+        total.run_s += t.run_s;
+        if (t.cost_usd) total.cost_usd = total.cost_usd.value_or(0) + *t.cost_usd;
+      },
+      true);
+  return total;
+}
+
+}  // namespace sweepbench
+
+namespace sweepbench {
+
+std::vector<std::string> calibration_dirs(const std::string& out_dir) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(out_dir, ec)) return {out_dir};
+  return {};
+}
+
+std::string describe_sweep_time(const SweepTimeTotal& t) {
+  char text[160];
+  std::string out;
+  if (t.predicted > 0) {
+    std::snprintf(text, sizeof(text), "predicted %.3g device-hours for %zu of %zu points",
+                  t.device_hours, t.predicted, t.points);
+    out = text;
+    if (t.cost_usd) {
+      std::snprintf(text, sizeof(text), ", $%.2f", *t.cost_usd);
+      out += text;
+    }
+    out += t.calibrated > 0 ? "; " + std::to_string(t.calibrated) +
+                                  " calibrated by measured points of their model"
+                            : "; uncalibrated";
+  } else {
+    out = "no predicted time for its " + std::to_string(t.points) + " points";
+  }
+  if (t.assumed_gpu > 0) {
+    out += "; " + std::to_string(t.assumed_gpu) + " on GPUs predicted as an " + kAssumedGpu +
+           " (set hardware.name)";
+  }
+  if (t.unknown > 0) out += "; " + std::to_string(t.unknown) + " without a rate (" + t.missing + ")";
+  if (t.without_model > 0)
+    out += "; " + std::to_string(t.without_model) + " commands (no model to predict)";
+  return out;
+}
+
+}  // namespace sweepbench

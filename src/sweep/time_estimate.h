@@ -1,0 +1,26 @@
+// The sweep's predicted time and cost (results/time_model.h) with the calibration that measured
+// points give it: read by bench-sweep plan --estimate (plan_output.cc) and, through
+// plan_output.h's predict_sweep_time, by run and submit before they start. Included by the
+// sweep engine's own files only: launch/ sees plan_output.h.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "results/time_model.h"
+
+namespace sweepbench {
+
+struct LoadedCalibration {
+  TimeCalibration calibration;
+  size_t measured = 0;  // ok points with a measured step time and a prediction
+};
+
+// Each DIR is a results tree (its DIR/<tag>/ point directories, in name order) or one point
+// directory. A point calibrates when its summary.json says ok and gives step_time_median_s
+// (bench-train) or e2e_p50_s (bench-infer), and its config.yaml loads; the longest such point of
+// a model (time_model_key) sets the factor. A DIR that is not a directory is Error(kInput); a
+// point that cannot be read is passed over.
+LoadedCalibration load_time_calibration(const std::vector<std::string>& dirs);
+
+}  // namespace sweepbench

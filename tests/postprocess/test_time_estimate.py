@@ -1,0 +1,187 @@
+"""bench-sweep plan --estimate's time and cost (docs/metrics.md, "Predicted time and cost") with
+real runs: a sweep of short CPU trainings (two shapes of GPT-2 and one of Llama, checkpointing,
+two ranks with ZeRO-2) and one generation, run for real; then the prediction calibrated by that
+results tree (--calibrate), whose arithmetic is checked against what ran: the longest point of
+each model is predicted exactly as measured, every other point of that model is scaled by the
+same factor, other models are not touched. The FLOPs a step predicts are the FLOPs bench-train
+counts. Then the people's table with its marks and totals, CSV and JSON, what run prints before
+it starts, GPUs without hardware.name, prices, commands, and bad --calibrate arguments. No
+assertion on how near an uncalibrated time is: that depends on the machine
+(docs/performance.md has the accuracy).
+
+    SWEEPBENCH_BIN_DIR=build/release/bin /usr/bin/python3 tests/postprocess/test_time_estimate.py -v
+"""
+import io
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+import pandas as pd
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "support"))
+from e2e import BIN, bench_sweep, run_tool  # noqa: E402
+
+BENCH_EXTRACT = os.path.join(BIN, "bench-extract")
+
+SWEEP = """\
+name: time-estimate
+base:
+  model: {preset: gpt2-tiny, n_embd: 128, n_head: 4, vocab_size: 4096, block_size: 256}
+  data: {source: synthetic, seq_len: 128}
+  train: {steps: 4, warmup_steps: 1, micro_batch: 2}
+  eval: {steps: 0}
+  metrics: {sample_interval_ms: 0, system: false}
+include:
+  - {train.micro_batch: 8}
+  - {train.activation_checkpointing: true}
+  - {launch.ranks: 2, train.zero_stage: 2}
+  - {model.n_layer: 1}
+  - {model.preset: llama-tiny, model.n_layer: 2, model.ffn_dim: 384}
+  - {benchmark: infer, infer: {batch_size: 2, input_tokens: 32, output_tokens: 8, runs: 2}}
+"""
+
+
+class TimeEstimate(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="sb-timeest-")
+        cls.sweep = os.path.join(cls.tmp, "sweep.yaml")
+        with open(cls.sweep, "w") as f:
+            f.write(SWEEP)
+        cls.out = os.path.join(cls.tmp, "runs")
+        cls.first_run = bench_sweep("run", cls.sweep, "--out", cls.out, check=0).stdout
+        cls.measured = pd.read_csv(io.StringIO(
+            run_tool(BENCH_EXTRACT, "-i", cls.out, "--format", "csv").stdout))
+
+    def estimate(self, *args, sweep=None, check=0):
+        return bench_sweep("plan", sweep or self.sweep, "--estimate", *args, check=check)
+
+    def csv(self, *args):
+        return pd.read_csv(io.StringIO(self.estimate("--format", "csv", *args).stdout))
+
+    def test_one_measured_point_calibrates_its_model(self):
+        plain = self.csv()
+        calibrated = self.csv("--calibrate", self.out)
+        self.assertEqual(len(plain), 7)
+        self.assertTrue(plain.time_pred_step_s.notna().all())
+        self.assertTrue((plain.time_calibration == 1).all())
+        rows = calibrated.merge(plain, on="tag", suffixes=("", "_plain")).merge(
+            self.measured, on="tag", suffixes=("", "_m"))
+        self.assertEqual(len(rows), 7)
+        self.assertTrue((rows.status == "ok").all())
+        measured = rows.step_time_median_s.fillna(rows.e2e_p50_s)
+        # A model: the arch and shape (the depth tells the two GPT-2s apart) and the benchmark.
+        rows["model"] = (rows["model.arch"] + rows["model.n_layer"].astype(str)
+                         + rows["benchmark"].fillna("train"))
+        for model, group in rows.groupby("model"):
+            longest = group.loc[group.time_pred_step_s_plain.idxmax()]
+            factor = measured[longest.name] / longest.time_pred_step_s_plain
+            # The longest point is predicted as it ran; the others scaled by its factor.
+            self.assertAlmostEqual(longest.time_pred_step_s / measured[longest.name], 1, places=9)
+            for _, r in group.iterrows():
+                self.assertAlmostEqual(r.time_calibration / factor, 1, places=9, msg=model)
+                self.assertAlmostEqual(r.time_pred_step_s / (r.time_pred_step_s_plain * factor), 1,
+                                       places=9)
+                self.assertAlmostEqual(r.time_pred_device_hours / (r.time_pred_device_hours_plain
+                                                                   * factor), 1, places=9)
+                self.assertAlmostEqual(r.time_pred_tokens_per_second * factor
+                                       / r.time_pred_tokens_per_second_plain, 1, places=9)
+        # The five GPT-2 trainings of one shape share one factor: four points, one measurement.
+        gpt2 = rows[rows.model == "gpt22train"]
+        self.assertEqual(len(gpt2), 4)
+        self.assertEqual(gpt2.time_calibration.round(12).nunique(), 1)
+
+    def test_the_flops_are_what_bench_train_counts(self):
+        rows = self.csv().merge(self.measured, on="tag", suffixes=("", "_m"))
+        plain = rows[(rows["model.arch"] == "gpt2") & (rows["train.activation_checkpointing"] != True)  # noqa: E712
+                     & (rows["launch.ranks"] == 1) & rows.model_flops_per_token.notna()]
+        self.assertGreaterEqual(len(plain), 2)
+        for _, r in plain.iterrows():
+            tokens = r["train.micro_batch"] * r["data.seq_len"]
+            self.assertAlmostEqual(r.time_pred_flops / (tokens * r.model_flops_per_token), 1, places=9)
+        # Checkpointing runs the blocks' forward again: more FLOPs, same model FLOPs.
+        ckpt = rows[rows["train.activation_checkpointing"] == True].iloc[0]  # noqa: E712
+        self.assertGreater(ckpt.time_pred_flops, 2 * 128 * ckpt.model_flops_per_token)
+        # ZeRO-2 over two ranks: a reduce-scatter and an all-gather of the fp32 gradients.
+        zero = rows[rows["launch.ranks"] == 2].iloc[0]
+        self.assertGreater(zero.time_pred_comm_bytes, 0)
+        self.assertTrue((rows[rows["launch.ranks"] == 1].time_pred_comm_bytes == 0).all())
+
+    def test_the_table_json_and_totals(self):
+        text = self.estimate("--calibrate", self.out).stdout
+        self.assertIn("predicted memory per rank and time", text.splitlines()[0])
+        for column in ("step s", "tokens/s", "device-h"):
+            self.assertIn(column, text)
+        self.assertNotIn("cost USD", text)  # no price set
+        self.assertIn("*", text)
+        self.assertRegex(text, r"# predicted [0-9.e-]+ device-hours for 7 of 7 points; 7 calibrated "
+                               r"by measured points of their model \(marked \*\)")
+        doc = json.loads(self.estimate("--format", "json", "--calibrate", self.out).stdout)
+        self.assertEqual(len(doc["points"]), 7)
+        total = sum(p["time"]["device_hours"] for p in doc["points"])
+        self.assertAlmostEqual(doc["total"]["device_hours"] / total, 1, places=9)
+        self.assertEqual(doc["total"]["calibrated"], 7)
+        self.assertEqual(doc["total"]["measured_points"], 7)
+        self.assertIn("reference CPU", doc["points"][0]["time"]["rate"])
+
+    def test_run_prints_the_prediction_before_it_starts(self):
+        lines = self.first_run.splitlines()
+        start = next(i for i, l in enumerate(lines) if l.startswith("# bench-sweep run:"))
+        self.assertRegex(lines[start + 1], r"^# predicted [0-9.e-]+ device-hours for 7 of 7 points; "
+                                           r"uncalibrated")
+        # Again over the same tree: every point is ok, and calibrates.
+        again = bench_sweep("run", self.sweep, "--out", self.out, check=0).stdout
+        self.assertIn("7 calibrated by measured points of their model", again)
+
+    def test_gpus_prices_and_commands(self):
+        sweep = os.path.join(self.tmp, "gpu.yaml")
+        with open(sweep, "w") as f:
+            f.write("""\
+name: gpu
+base:
+  model: {preset: gpt2}
+  train: {micro_batch: 8, steps: 1000, dtype: bf16}
+  launch: {device: cuda, gpus_per_rank: 1}
+include:
+  - {hardware.name: A100, hardware.price_per_hour: 2.5}
+  - {hardware.name: Imaginary GPU 9000}
+  - {launch.ranks: 16, launch.nodes: 2, train.zero_stage: 3, hardware.name: H100}
+  - {benchmark: command, command: {argv: [/bin/true]}}
+""")
+        text = self.estimate(sweep=sweep).stdout
+        self.assertIn("cost USD", text)
+        self.assertIn("1 on GPUs predicted as an H100 (set hardware.name)", text)
+        self.assertIn("1 without a rate (hardware.name Imaginary GPU 9000 is not in the table", text)
+        self.assertIn("1 commands (no model to predict)", text)
+        self.assertIn(", $", text.splitlines()[-1])
+        rows = pd.read_csv(io.StringIO(self.estimate("--format", "csv", sweep=sweep).stdout))
+        a100 = rows[rows["hardware.name"] == "A100"].iloc[0]
+        self.assertAlmostEqual(a100.time_pred_cost_usd, a100.time_pred_device_hours * 2.5)
+        # 1000 steps at 6N + 12LdT a token over bf16's 312 TFLOPS at the measured 25% MFU.
+        self.assertAlmostEqual(a100.time_pred_step_s, a100.time_pred_flops / (312e12 * 0.25))
+        # Every step, and the 10 evaluation batches (eval.steps' default): forward passes, a
+        # third of a step each.
+        self.assertAlmostEqual(a100.time_pred_run_s, (1000 + 10 / 3) * a100.time_pred_step_s)
+        multi = rows[rows["launch.ranks"] == 16].iloc[0]
+        self.assertAlmostEqual(multi.time_pred_device_hours, 16 * multi.time_pred_run_s / 3600)
+        self.assertGreater(multi.time_pred_comm_s, 0)
+        self.assertTrue(rows[rows["hardware.name"] == "Imaginary GPU 9000"].time_pred_step_s.isna().all())
+
+    def test_bad_calibrate_arguments(self):
+        r = bench_sweep("plan", self.sweep, "--calibrate", self.out, check=2)
+        self.assertIn("--calibrate: only with --estimate", r.stderr)
+        missing = os.path.join(self.tmp, "no-such-dir")
+        r = self.estimate("--calibrate", missing, check=2)
+        self.assertIn("not a directory", r.stderr)
+        self.assertIn(missing, r.stderr)
+        # A tree with nothing measured calibrates nothing.
+        empty = os.path.join(self.tmp, "empty")
+        os.mkdir(empty)
+        self.assertIn("uncalibrated", self.estimate("--calibrate", empty).stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,287 @@
+// The time model's arithmetic (docs/metrics.md, "Predicted time and cost"), term by term, worked
+// by hand; tests/postprocess/test_time_estimate.py checks its calibration against real runs.
+#include "results/time_model.h"
+
+#include <gtest/gtest.h>
+
+#include "core/config.h"
+#include "core/model_shapes.h"
+#include "core/yaml_io.h"
+
+namespace sweepbench {
+namespace {
+
+ModelShape gpt2() { return find_model_preset("gpt2")->shape; }
+
+TimeInput h100_training() {
+  TimeInput in;
+  in.benchmark = "train";
+  in.shape = gpt2();
+  in.dtype = "bf16";
+  in.gpu = true;
+  in.hardware_name = "H100";
+  in.micro_batch = 8;
+  in.seq_len = 1024;
+  in.steps = 100;
+  return in;
+}
+
+Value resolved(const std::string& yaml) {
+  return resolve_config(normalize_partial_config(parse_yaml(yaml, "t.yaml")));
+}
+
+TEST(TimeModel, AGpuStepIsItsFlopsAtTheMeasuredMfu) {
+  const TimeInput in = h100_training();
+  const TimePrediction p = predict_time(in);
+  ASSERT_TRUE(p.known) << p.missing;
+  const double flops = 8 * 1024 * training_flops_per_token(gpt2(), 1024);
+  EXPECT_DOUBLE_EQ(p.flops, flops);
+  EXPECT_DOUBLE_EQ(p.compute_s, flops / (989.4e12 * time_constants().gpu_mfu));
+  // One GPU: no communication; the measured MFU already holds the optimizer and launches.
+  EXPECT_EQ(p.comm_s, 0);
+  EXPECT_EQ(p.optimizer_s, 0);
+  EXPECT_EQ(p.overhead_s, 0);
+  EXPECT_DOUBLE_EQ(p.step_s, p.compute_s);
+  EXPECT_DOUBLE_EQ(p.tokens_per_second, 8 * 1024 / p.step_s);
+  EXPECT_DOUBLE_EQ(p.run_s, 100 * p.step_s);
+  EXPECT_DOUBLE_EQ(p.device_hours, p.run_s / 3600);
+  EXPECT_FALSE(p.cost_usd.has_value());
+  EXPECT_NE(p.rate.find("H100 bf16 peak 989.4 TFLOPS x MFU 0.25 (measured)"), std::string::npos)
+      << p.rate;
+}
+
+TEST(TimeModel, AssumedMfuPriceAndDevices) {
+  TimeInput in = h100_training();
+  in.assumed_mfu = 0.5;
+  in.price_per_hour = 2.0;
+  in.ranks = 8;
+  const TimePrediction p = predict_time(in);
+  EXPECT_DOUBLE_EQ(p.compute_s, p.flops / (989.4e12 * 0.5));
+  EXPECT_DOUBLE_EQ(p.devices, 8);
+  EXPECT_DOUBLE_EQ(p.device_hours, p.run_s * 8 / 3600);
+  ASSERT_TRUE(p.cost_usd.has_value());
+  EXPECT_DOUBLE_EQ(*p.cost_usd, p.device_hours * 2.0);
+  // Eight ranks each train their micro batch.
+  EXPECT_DOUBLE_EQ(p.tokens_per_second, 8 * 8 * 1024 / p.step_s);
+}
+
+TEST(TimeModel, CheckpointingRunsTheBlocksForwardAgain) {
+  TimeInput in = h100_training();
+  const double plain = predict_time(in).flops;
+  in.activation_checkpointing = true;
+  // The blocks (qkv, projection, MLP with biases, two LayerNorms) and the final LayerNorm.
+  const double body = 12.0 * (768 * 3 * 768 + 3 * 768 + 768 * 768 + 768 + 2 * 768 * 3072 + 3072 +
+                              768 + 4 * 768) +
+                      2 * 768;
+  EXPECT_DOUBLE_EQ(predict_time(in).flops, plain + 8 * 1024 * (2 * body + 4 * 12 * 768 * 1024.0));
+}
+
+TEST(TimeModel, ZeroStagesCommunicateWhatTheyShard) {
+  TimeInput in = h100_training();
+  in.ranks = 4;
+  const double psi = static_cast<double>(parameter_count(gpt2()));
+  const double share = 3.0 / 4;
+  in.zero_stage = 0;
+  EXPECT_DOUBLE_EQ(predict_time(in).comm_bytes, 2 * share * 4 * psi);
+  in.zero_stage = 1;
+  EXPECT_DOUBLE_EQ(predict_time(in).comm_bytes, 2 * share * 4 * psi);
+  in.grad_accum = 2;
+  in.zero_stage = 2;  // a reduce-scatter each micro step, one all-gather
+  EXPECT_DOUBLE_EQ(predict_time(in).comm_bytes, 3 * share * 4 * psi);
+  in.zero_stage = 3;  // two gathers and a reduce-scatter each micro step
+  EXPECT_DOUBLE_EQ(predict_time(in).comm_bytes, 2 * 3 * share * 4 * psi);
+  // In one node over NVLink (the table's 450 GB/s for an H100); across nodes at 50 GB/s.
+  TimePrediction one_node = predict_time(in);
+  EXPECT_DOUBLE_EQ(one_node.comm_s, one_node.comm_bytes / 450e9);
+  in.nodes = 2;
+  TimePrediction two_nodes = predict_time(in);
+  EXPECT_DOUBLE_EQ(two_nodes.comm_s, two_nodes.comm_bytes / 50e9);
+  in.link_gbs = 10.0;
+  EXPECT_DOUBLE_EQ(predict_time(in).comm_s, two_nodes.comm_bytes / 10e9);
+  EXPECT_DOUBLE_EQ(predict_time(in).step_s,
+                   predict_time(in).compute_s + predict_time(in).comm_s);
+}
+
+TEST(TimeModel, OverlappedCommunicationHidesBehindTheBackward) {
+  TimeInput in = h100_training();
+  in.ranks = 2;
+  in.nodes = 2;
+  in.link_gbs = 1.0;  // slow enough to show
+  const TimePrediction plain = predict_time(in);
+  in.overlap_comm = true;
+  const TimePrediction overlapped = predict_time(in);
+  EXPECT_DOUBLE_EQ(overlapped.comm_s, plain.comm_s - plain.compute_s * 2 / 3);
+  in.link_gbs = 1e6;  // fast: all hidden
+  EXPECT_EQ(predict_time(in).comm_s, 0);
+}
+
+TEST(TimeModel, TensorParallelismSplitsTheFlopsAndAllReducesActivations) {
+  TimeInput in = h100_training();
+  in.ranks = 2;
+  in.tensor_parallel = 2;
+  const TimePrediction p = predict_time(in);
+  EXPECT_DOUBLE_EQ(p.flops, 8 * 1024 * training_flops_per_token(gpt2(), 1024) / 2);
+  // One data-parallel replica: only Megatron's four all-reduces a block (bf16 activations).
+  EXPECT_DOUBLE_EQ(p.comm_bytes, 4 * 12 * 2 * 0.5 * 8 * 1024 * 768 * 2);
+}
+
+TEST(TimeModel, LoraCountsTheFrozenMatmulsAndTheAdapters) {
+  TimeInput in = h100_training();
+  in.lora = true;
+  in.lora_r = 8;
+  in.lora_targets = default_lora_targets("gpt2");
+  in.ranks = 2;
+  const std::int64_t adapters = lora_parameter_count(gpt2(), 8, in.lora_targets);
+  const TimePrediction p = predict_time(in);
+  EXPECT_DOUBLE_EQ(p.flops, 8 * 1024 * lora_training_flops_per_token(gpt2(), 1024, adapters));
+  // Only the adapters' gradients are reduced.
+  EXPECT_DOUBLE_EQ(p.comm_bytes, 2 * 0.5 * 4 * static_cast<double>(adapters));
+}
+
+TEST(TimeModel, ACpuUsesTheReferenceRateOrTheGivenPeak) {
+  TimeInput in = h100_training();
+  in.gpu = false;
+  in.hardware_name.clear();
+  in.dtype = "fp32";
+  in.cores_per_rank = 4;
+  const TimeConstants& k = time_constants();
+  TimePrediction p = predict_time(in);
+  ASSERT_TRUE(p.known);
+  EXPECT_DOUBLE_EQ(p.compute_s, p.flops / (k.cpu_gflops_fp32 * 1e9 * 4));
+  // AdamW's 28 bytes a value and the norm's 4, at the CPU's bandwidth.
+  const double psi = static_cast<double>(parameter_count(gpt2()));
+  EXPECT_DOUBLE_EQ(p.optimizer_s, 32 * psi / (k.cpu_bandwidth_gbs * 1e9));
+  EXPECT_DOUBLE_EQ(p.overhead_s, 2 * 13 * k.cpu_layer_s);
+  EXPECT_DOUBLE_EQ(p.step_s, p.compute_s + p.optimizer_s + p.overhead_s);
+  in.peak_tflops = 2.0;
+  in.assumed_mfu = 0.5;
+  EXPECT_DOUBLE_EQ(predict_time(in).compute_s, p.flops / 1e12);
+}
+
+TEST(TimeModel, AGpuWithoutANameIsAnH100AndAnUnknownNameHasNoTime) {
+  TimeInput in = h100_training();
+  const TimePrediction named = predict_time(in);
+  EXPECT_FALSE(named.assumed_gpu);
+  in.hardware_name.clear();
+  TimePrediction p = predict_time(in);
+  ASSERT_TRUE(p.known);
+  EXPECT_TRUE(p.assumed_gpu);
+  EXPECT_DOUBLE_EQ(p.step_s, named.step_s);
+  EXPECT_NE(p.rate.find("assumed"), std::string::npos) << p.rate;
+  in.peak_tflops = 100.0;
+  EXPECT_FALSE(predict_time(in).assumed_gpu);
+  in.hardware_name = "Some future GPU";
+  EXPECT_TRUE(predict_time(in).known);  // its peak is given
+  in.peak_tflops.reset();
+  p = predict_time(in);
+  EXPECT_FALSE(p.known);
+  EXPECT_NE(p.missing.find("Some future GPU"), std::string::npos) << p.missing;
+}
+
+TEST(TimeModel, DecodeIsTheSlowerOfBytesAndFlopsAndOnAGpuOfLaunching) {
+  TimeInput in;
+  in.benchmark = "infer";
+  in.shape = gpt2();
+  in.dtype = "bf16";
+  in.gpu = true;
+  in.hardware_name = "H200";
+  in.sequences = 1;
+  in.input_tokens = 128;
+  in.output_tokens = 128;
+  in.generations = 7;
+  const TimePrediction p = predict_time(in);
+  ASSERT_TRUE(p.known);
+  const InferenceCost c = inference_cost(gpt2(), 1, 128, 128, 2);
+  const double rate = 989.4e12 * 0.25, bandwidth = 4800e9 * 0.8;
+  const double decode = std::max(c.decode_flops / rate, c.decode_bytes / bandwidth);
+  const double launch = 127 * 12 * time_constants().gpu_decode_layer_s;
+  ASSERT_GT(launch, decode);  // GPT-2 at batch 1 is launch-bound: as measured
+  EXPECT_DOUBLE_EQ(p.step_s, c.prefill_flops / rate + launch + 12 * 0.3e-3);
+  EXPECT_DOUBLE_EQ(p.tokens_per_second, 128 / p.step_s);
+  EXPECT_DOUBLE_EQ(p.run_s, 7 * p.step_s);
+
+  // Without a cache each step runs the sequence so far again.
+  in.gpu = false;
+  in.kv_cache = false;
+  const TimePrediction none = predict_time(in);
+  in.kv_cache = true;
+  const TimePrediction cached = predict_time(in);
+  EXPECT_GT(none.flops, 10 * cached.flops);
+  EXPECT_GT(none.step_s, cached.step_s);
+}
+
+TEST(TimeModel, ResolvedPointsAndTheirKeys) {
+  TimeInput in;
+  Value train = resolved(
+      "model: {preset: gpt2}\n"
+      "train: {micro_batch: 4, steps: 30, zero_stage: 2, grad_accum: 2, dtype: bf16}\n"
+      "launch: {ranks: 4, nodes: 2, gpus_per_rank: 1}\n"
+      "hardware: {name: H100, assumed_mfu: 0.4, link_bandwidth_gbs: 25, price_per_hour: 3}\n");
+  ASSERT_TRUE(time_input_of(train, &in));
+  EXPECT_EQ(in.benchmark, "train");
+  EXPECT_TRUE(in.gpu);
+  EXPECT_EQ(in.hardware_name, "H100");
+  EXPECT_EQ(*in.assumed_mfu, 0.4);
+  EXPECT_EQ(*in.link_gbs, 25);
+  EXPECT_EQ(in.ranks, 4);
+  EXPECT_EQ(in.nodes, 2);
+  EXPECT_EQ(in.zero_stage, 2);
+  EXPECT_EQ(in.grad_accum, 2);
+  EXPECT_EQ(in.steps, 30);
+  TimePrediction p;
+  ASSERT_TRUE(predict_point_time(train, &p));
+  ASSERT_TRUE(p.known);
+  EXPECT_DOUBLE_EQ(*p.cost_usd, p.device_hours * 3);
+
+  Value infer = resolved(
+      "benchmark: infer\nmodel: {preset: gpt2-tiny}\n"
+      "infer: {input_tokens: 16, output_tokens: 8, batch_size: 2, num_beams: 3, runs: 4, "
+      "warmup_runs: 1}\n");
+  ASSERT_TRUE(time_input_of(infer, &in));
+  EXPECT_EQ(in.sequences, 6);
+  EXPECT_EQ(in.generations, 5);
+  EXPECT_FALSE(in.gpu);
+
+  // The key: same model, dtype and device; batch, ZeRO and steps do not count.
+  Value other = resolved(
+      "model: {preset: gpt2}\ntrain: {micro_batch: 1, zero_stage: 0, dtype: bf16}\n"
+      "launch: {ranks: 4, nodes: 2, gpus_per_rank: 1}\nhardware: {name: H100}\n");
+  EXPECT_EQ(time_model_key(train), time_model_key(other));
+  Value fp32 = resolved(
+      "model: {preset: gpt2}\ntrain: {dtype: fp32}\n"
+      "launch: {ranks: 4, nodes: 2, gpus_per_rank: 1}\nhardware: {name: H100}\n");
+  EXPECT_NE(time_model_key(train), time_model_key(fp32));
+  EXPECT_NE(time_model_key(train), time_model_key(infer));
+  EXPECT_EQ(time_model_key(resolved("benchmark: command\ncommand: {argv: ['true']}\n")), "");
+}
+
+TEST(TimeModel, OneMeasuredPointCalibratesItsModel) {
+  Value a = resolved("model: {preset: gpt2-tiny}\ntrain: {micro_batch: 2}\n");
+  Value b = resolved("model: {preset: gpt2-tiny}\ntrain: {micro_batch: 8}\n");
+  Value llama = resolved("model: {preset: llama-tiny}\n");
+  TimePrediction pa, pb, pl;
+  ASSERT_TRUE(predict_point_time(a, &pa));
+  ASSERT_TRUE(predict_point_time(b, &pb));
+  ASSERT_TRUE(predict_point_time(llama, &pl));
+  TimeCalibration c;
+  EXPECT_FALSE(c.add(a, 0));
+  EXPECT_TRUE(c.add(a, 5 * pa.step_s));
+  ASSERT_GT(pb.step_s, pa.step_s);
+  EXPECT_TRUE(c.add(b, 3 * pb.step_s));  // the longer step calibrates
+  EXPECT_TRUE(c.add(a, 7 * pa.step_s));  // measured, but not the longest
+  EXPECT_EQ(c.size(), 1u);
+  TimePrediction scaled = pb;
+  c.apply(b, &scaled);
+  EXPECT_DOUBLE_EQ(scaled.calibration, 3);
+  EXPECT_DOUBLE_EQ(scaled.step_s, 3 * pb.step_s);
+  EXPECT_DOUBLE_EQ(scaled.run_s, 3 * pb.run_s);
+  EXPECT_DOUBLE_EQ(scaled.device_hours, 3 * pb.device_hours);
+  EXPECT_DOUBLE_EQ(scaled.tokens_per_second, pb.tokens_per_second / 3);
+  TimePrediction untouched = pl;
+  c.apply(llama, &untouched);
+  EXPECT_EQ(untouched.calibration, 1);
+  EXPECT_EQ(untouched.step_s, pl.step_s);
+}
+
+}  // namespace
+}  // namespace sweepbench
