@@ -2,14 +2,18 @@
 """How close bench-sweep plan --estimate's time prediction comes to what ran (issue 36).
 
 For each results tree of `bench-sweep run` (its sweep file is in its manifest), every ok point's
-predicted time (a training step, or a generation) against its measured median (step_time_median_s
-or e2e_p50_s from bench-extract; the mean's figures are kept too), twice: as predicted from the reference constants alone, and
-calibrated the way a user calibrates (`bench-sweep plan SWEEP --estimate --calibrate TREE`: each
-model scaled by the point of it with the longest predicted step). The calibrating points themselves are
-left out of the calibrated figures. Groups: the model (preset, dtype) and, within training, ZeRO
-stages over two ranks apart.
+predicted time (a training step, or a generation) against its measured median
+(step_time_median_s or e2e_p50_s from bench-extract), three ways: as predicted from the reference
+constants alone; calibrated by one other point of the same model in the same tree (every such
+pair: what a user gets who calibrates by whichever point ran first); and calibrated by the median
+of all the other points of the model (bench-sweep plan --calibrate's factor, the point itself
+left out). Groups: the model (preset, dtype) and, within training, ZeRO stages over two ranks
+apart.
 
     bench/time_accuracy.py runs/time-grid runs/time-grid-infer [--bin build/release/bin] [--out F]
+
+Given two trees of one sweep (two runs of it), it also reports how far the same point's
+measurement moved between them: the machine's noise, which bounds what any prediction can match.
 """
 import argparse
 import csv
@@ -36,11 +40,14 @@ def table(text):
     return {r["tag"]: r for r in csv.DictReader(io.StringIO(text))}
 
 
+MODEL_KEYS = ("benchmark", "model.preset", "model.n_layer", "model.n_embd", "model.n_head",
+              "model.n_kv_head", "model.ffn_dim", "model.vocab_size", "train.dtype", "infer.dtype")
+
+
 def tree_rows(bin_dir, tree):
     sweep = json.load(open(os.path.join(tree, "manifest.json")))["sweep_file"]
     plan = [os.path.join(bin_dir, "bench-sweep"), "plan", sweep, "--estimate", "--format", "csv"]
     plain = table(run(plan))
-    calibrated = table(run(plan + ["--calibrate", tree]))
     measured = table(run([os.path.join(bin_dir, "bench-extract"), "-i", tree, "--format", "csv"]))
     rows = []
     for tag, m in measured.items():
@@ -51,28 +58,46 @@ def tree_rows(bin_dir, tree):
         mean = m.get("step_time_mean_s") if train else m.get("e2e_mean_s")
         if not value or not mean:
             continue
-        p, c = plain[tag], calibrated[tag]
+        p = plain[tag]
         group = f"{p.get('model.preset', '')} {p.get('train.dtype') or p.get('infer.dtype') or 'fp32'}"
         if train and p.get("launch.ranks", "1") != "1":
             group += " 2 ranks (ZeRO)"
         if not train:
             group += " generation"
-        meas = float(value)
-        rows.append({"tag": tag, "group": group, "measured_s": meas, "measured_mean_s": float(mean),
+        rows.append({"tree": tree, "tag": tag, "group": group,
+                     "model": (tree,) + tuple(m.get(k, "") for k in MODEL_KEYS),
+                     "measured_s": float(value), "measured_mean_s": float(mean),
                      "predicted_s": float(p["time_pred_step_s"]),
-                     "calibrated_s": float(c["time_pred_step_s"]),
-                     "calibration": float(c["time_calibration"]),
                      "cv": float(m.get("step_time_cv") or m.get("e2e_cv") or "nan")})
     return rows
 
 
-def summarize(rows, key, measured="measured_s"):
-    errors = [r[key] / r[measured] - 1 for r in rows]
+def calibrate(rows):
+    """Each point's errors once its model is calibrated by the tree's other points: by each one
+    of them alone (every pair), and by the median of them all (bench-sweep plan --calibrate's
+    factor, without the point itself)."""
+    by_model = {}
+    for r in rows:
+        by_model.setdefault(r["model"], []).append(r)
+    for same in by_model.values():
+        for r in same:
+            others = [o["measured_s"] / o["predicted_s"] for o in same if o is not r]
+            r["one_point_errors"] = [r["predicted_s"] * f / r["measured_s"] - 1 for f in others]
+            r["median_error"] = (r["predicted_s"] * statistics.median(others) / r["measured_s"] - 1
+                                 if others else None)
+
+
+def summarize(errors):
     if not errors:
         return None
-    worst = max(errors, key=abs)
     return {"points": len(errors), "mean_abs_error": statistics.mean(abs(e) for e in errors),
-            "worst_error": worst, "within_10pct": sum(abs(e) <= 0.10 for e in errors)}
+            "worst_error": max(errors, key=abs), "within_10pct": sum(abs(e) <= 0.10 for e in errors)}
+
+
+def cell(s):
+    if s is None:
+        return f"{'':>8} {'':>7} {'':>9}"
+    return f"{s['mean_abs_error']:8.1%} {s['worst_error']:+7.1%} {s['within_10pct']:>4}/{s['points']:<4}"
 
 
 def main():
@@ -80,12 +105,14 @@ def main():
     ap.add_argument("trees", nargs="+")
     ap.add_argument("--bin", default=os.path.join(ROOT, "build", "release", "bin"))
     ap.add_argument("--out")
-    a = ap.parse_args()
-    rows = [r for t in a.trees for r in tree_rows(a.bin, t)]
+    args = ap.parse_args()
+    rows = [r for t in args.trees for r in tree_rows(args.bin, t)]
+    calibrate(rows)
     groups = sorted({r["group"] for r in rows})
     result = {"date": time.strftime("%Y-%m-%d"), "machine": platform.processor() or platform.machine(),
-              "trees": a.trees, "groups": {}}
-    print(f"{'group':40} {'n':>3} {'uncal. MAE':>10} {'worst':>7} | {'calibrated MAE':>14} {'worst':>7} {'<=10%':>6}")
+              "trees": args.trees, "groups": {}}
+    print(f"{'group':32} {'uncalibrated: MAE':>17} {'worst':>7} {'<=10%':>9} | "
+          f"{'one point: MAE':>14} {'worst':>7} {'<=10%':>9} | {'median: MAE':>11} {'worst':>7} {'<=10%':>9}")
     for g in groups + ["all training", "all generation"]:
         if g == "all training":
             sel = [r for r in rows if "generation" not in r["group"]]
@@ -93,23 +120,38 @@ def main():
             sel = [r for r in rows if "generation" in r["group"]]
         else:
             sel = [r for r in rows if r["group"] == g]
-        # The calibrating points measure themselves: exactly 0 calibrated error, left out.
-        others = [r for r in sel if abs(r["calibrated_s"] / r["measured_s"] - 1) > 1e-9]
-        u, c = summarize(sel, "predicted_s"), summarize(others, "calibrated_s")
-        if u is None:
+        if not sel:
             continue
-        result["groups"][g] = {"uncalibrated": u, "calibrated": c,
-                               "calibrated_against_mean": summarize(others, "calibrated_s",
-                                                                    "measured_mean_s")}
-        cal = (f"{c['mean_abs_error']:14.1%} {c['worst_error']:+7.1%} {c['within_10pct']:>3}/{c['points']:<2}"
-               if c else f"{'':14} {'':7} {'':6}")
-        print(f"{g:40} {u['points']:3} {u['mean_abs_error']:10.1%} {u['worst_error']:+7.1%} | {cal}")
+        u = summarize([r["predicted_s"] / r["measured_s"] - 1 for r in sel])
+        one = summarize([e for r in sel for e in r["one_point_errors"]])
+        med = summarize([r["median_error"] for r in sel if r["median_error"] is not None])
+        result["groups"][g] = {"uncalibrated": u, "one_point": one, "median_of_others": med}
+        print(f"{g:32} {cell(u):>35} | {cell(one):>32} | {cell(med)}")
+    # The machine's own reproducibility: the same point's measured median in two trees of one
+    # sweep (tags are the config's, so the same point has the same tag).
+    by_tree = {}
+    for r in rows:
+        by_tree.setdefault(r["tree"], {})[r["tag"]] = r
+    names = list(by_tree)
+    noise = []
+    for i, first in enumerate(names):
+        for second in names[i + 1:]:
+            for t in sorted(set(by_tree[first]) & set(by_tree[second])):
+                noise.append(by_tree[second][t]["measured_s"] / by_tree[first][t]["measured_s"] - 1)
+    if noise:
+        result["run_to_run"] = summarize(noise)
+        n = result["run_to_run"]
+        print(f"\nthe same point in two runs: {n['points']} pairs, mean |difference| "
+              f"{n['mean_abs_error']:.1%}, largest {n['worst_error']:+.1%}, "
+              f"{n['points'] - n['within_10pct']} over 10%")
+    for r in rows:
+        r["model"] = list(r["model"])
     result["rows"] = rows
-    if a.out:
-        with open(a.out + ".tmp", "w") as f:
+    if args.out:
+        with open(args.out + ".tmp", "w") as f:
             json.dump(result, f, indent=1)
             f.write("\n")
-        os.replace(a.out + ".tmp", a.out)
+        os.replace(args.out + ".tmp", args.out)
 
 
 if __name__ == "__main__":

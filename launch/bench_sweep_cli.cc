@@ -194,7 +194,7 @@ tokens/s, the point's device-hours and, with hardware.price_per_hour, its cost; 
 total last (docs/metrics.md, "Predicted time and cost"). A GPU's rate is the table's peak for
 hardware.name at hardware.assumed_mfu (default: sweepbench's measured MFU); a CPU's, a
 reference CPU's measured rate a core. --calibrate RESULTS_DIR scales each model's times by the
-point of it that ran ok there with the longest predicted step (marked *): one is enough.
+median of measured over predicted of its points that ran ok there (marked *): one is enough.
 
 Examples:
   bench-sweep plan sweeps/quickstart.yaml

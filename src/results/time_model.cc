@@ -306,16 +306,18 @@ bool TimeCalibration::add(const Value& resolved, double measured_step_s) {
   if (!(measured_step_s > 0) || !std::isfinite(measured_step_s)) return false;
   TimePrediction p;
   if (!predict_point_time(resolved, &p) || !p.known || !(p.step_s > 0)) return false;
-  // The point with the most predicted time calibrates: its step is the least overhead and the
-  // least noise.
-  Factor& f = factors_[time_model_key(resolved)];
-  if (p.step_s > f.predicted_s) f = {measured_step_s / p.step_s, p.step_s};
+  ratios_[time_model_key(resolved)].push_back(measured_step_s / p.step_s);
   return true;
 }
 
 void TimeCalibration::apply(const Value& resolved, TimePrediction* p) const {
-  auto it = factors_.find(time_model_key(resolved));
-  if (it != factors_.end()) scale_prediction(p, it->second.factor);
+  auto it = ratios_.find(time_model_key(resolved));
+  if (it == ratios_.end()) return;
+  // The median: one measurement a machine slowed down moves it little once there are three.
+  std::vector<double> r = it->second;
+  std::sort(r.begin(), r.end());
+  const size_t n = r.size();
+  scale_prediction(p, n % 2 == 1 ? r[n / 2] : (r[n / 2 - 1] + r[n / 2]) / 2);
 }
 
 }  // namespace sweepbench

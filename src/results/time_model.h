@@ -102,24 +102,20 @@ bool predict_point_time(const Value& resolved, TimePrediction* out);
 // LoRA, ZeRO, ranks, generation lengths).
 std::string time_model_key(const Value& resolved);
 
-// Measured over predicted step time, one measured point a key: of the points given, the one with
-// the longest predicted step (the most work: the least share of fixed costs and of noise).
+// Measured over predicted step time by key: the median of the ratios of the points given (one
+// measured point is enough; more make it robust to a measurement the machine disturbed).
 class TimeCalibration {
  public:
   // `measured_step_s`: a training step's median (step_time_median_s) or a generation's
   // (e2e_p50_s).
-  // False (and ignored) when the point has no prediction or the measurement is not positive;
-  // true when it measured a model, even one a longer point already calibrates.
+  // False (and ignored) when the point has no prediction or the measurement is not positive.
   bool add(const Value& resolved, double measured_step_s);
   // Scales `p` (a prediction of `resolved`) by its key's factor, if any.
   void apply(const Value& resolved, TimePrediction* p) const;
-  size_t size() const { return factors_.size(); }
+  size_t size() const { return ratios_.size(); }  // models calibrated
 
  private:
-  struct Factor {
-    double factor = 1, predicted_s = 0;
-  };
-  std::map<std::string, Factor> factors_;
+  std::map<std::string, std::vector<double>> ratios_;
 };
 
 // Scales every time of a prediction by `factor` (tokens/s by its inverse).

@@ -18,8 +18,8 @@ struct LoadedCalibration {
 
 // Each DIR is a results tree (its DIR/<tag>/ point directories, in name order) or one point
 // directory. A point calibrates when its summary.json says ok and gives step_time_median_s
-// (bench-train) or e2e_p50_s (bench-infer), and its config.yaml loads; the longest such point of
-// a model (time_model_key) sets the factor. A DIR that is not a directory is Error(kInput); a
+// (bench-train) or e2e_p50_s (bench-infer), and its config.yaml loads; a model's
+// (time_model_key) factor is the median over its points (TimeCalibration). A DIR that is not a directory is Error(kInput); a
 // point that cannot be read is passed over.
 LoadedCalibration load_time_calibration(const std::vector<std::string>& dirs);
 

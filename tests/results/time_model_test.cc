@@ -265,18 +265,24 @@ TEST(TimeModel, OneMeasuredPointCalibratesItsModel) {
   ASSERT_TRUE(predict_point_time(llama, &pl));
   TimeCalibration c;
   EXPECT_FALSE(c.add(a, 0));
-  EXPECT_TRUE(c.add(a, 5 * pa.step_s));
-  ASSERT_GT(pb.step_s, pa.step_s);
-  EXPECT_TRUE(c.add(b, 3 * pb.step_s));  // the longer step calibrates
-  EXPECT_TRUE(c.add(a, 7 * pa.step_s));  // measured, but not the longest
-  EXPECT_EQ(c.size(), 1u);
   TimePrediction scaled = pb;
+  EXPECT_TRUE(c.add(b, 3 * pb.step_s));  // one point is enough
   c.apply(b, &scaled);
   EXPECT_DOUBLE_EQ(scaled.calibration, 3);
-  EXPECT_DOUBLE_EQ(scaled.step_s, 3 * pb.step_s);
-  EXPECT_DOUBLE_EQ(scaled.run_s, 3 * pb.run_s);
-  EXPECT_DOUBLE_EQ(scaled.device_hours, 3 * pb.device_hours);
-  EXPECT_DOUBLE_EQ(scaled.tokens_per_second, pb.tokens_per_second / 3);
+  EXPECT_TRUE(c.add(a, 5 * pa.step_s));
+  EXPECT_TRUE(c.add(a, 7 * pa.step_s));
+  EXPECT_EQ(c.size(), 1u);
+  scaled = pb;
+  c.apply(b, &scaled);  // the median of 3, 5 and 7
+  EXPECT_DOUBLE_EQ(scaled.calibration, 5);
+  EXPECT_DOUBLE_EQ(scaled.step_s, 5 * pb.step_s);
+  EXPECT_DOUBLE_EQ(scaled.run_s, 5 * pb.run_s);
+  EXPECT_DOUBLE_EQ(scaled.device_hours, 5 * pb.device_hours);
+  EXPECT_DOUBLE_EQ(scaled.tokens_per_second, pb.tokens_per_second / 5);
+  EXPECT_TRUE(c.add(b, 100 * pb.step_s));  // four: the mean of the middle two
+  scaled = pb;
+  c.apply(b, &scaled);
+  EXPECT_DOUBLE_EQ(scaled.calibration, 6);
   TimePrediction untouched = pl;
   c.apply(llama, &untouched);
   EXPECT_EQ(untouched.calibration, 1);
