@@ -312,8 +312,8 @@ int run_plan(const std::vector<std::string>& args, std::ostream& out, std::ostre
       "format", po::value<std::string>()->default_value("table"), "table, json or csv")(
       "estimate", po::bool_switch(), "Predict each point's memory per rank, time and cost")(
       "calibrate", po::value<std::vector<std::string>>()->composing(),
-      "With --estimate: scale each model's predicted time by a measured point of it in this "
-      "results tree (repeatable)");
+      "With --estimate: scale each model's predicted time by its measured points in this "
+      "results tree (the median of measured over predicted; repeatable)");
   po::variables_map vm = parse_with_sweep(args, desc);
   if (vm.count("help")) {
     out << kPlanHelp;
@@ -326,6 +326,21 @@ int run_plan(const std::vector<std::string>& args, std::ostream& out, std::ostre
     return kExitUsage;
   }
   PlanFormat format = parse_plan_format(vm["format"].as<std::string>());
+  if (vm.count("calibrate") && !vm["estimate"].as<bool>()) {
+    err << "bench-sweep plan: error: --calibrate: only with --estimate\n";
+    return kExitUsage;
+  }
+  const std::vector<std::string> calibrate =
+      vm.count("calibrate") ? vm["calibrate"].as<std::vector<std::string>>()
+                            : std::vector<std::string>{};
+  // A --calibrate that is not a directory is refused before anything is written.
+  for (const std::string& d : calibrate) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(d, ec)) {
+      throw Error::input(Mark::in("--calibrate"), d, "not a directory",
+                         "give a results tree of bench-sweep run or one point's directory");
+    }
+  }
   SweepSpec spec = load_sweep_file(vm["sweep"].as<std::string>());
   // No points held: they are rebuilt one at a time for the writer and the printer.
   PlanOptions options = plan_options_of(vm);
@@ -338,14 +353,8 @@ int run_plan(const std::vector<std::string>& args, std::ostream& out, std::ostre
     written = write_plan(plan, vm["out"].as<std::string>());
     wrote = true;
   }
-  if (vm.count("calibrate") && !vm["estimate"].as<bool>()) {
-    err << "bench-sweep plan: error: --calibrate: only with --estimate\n";
-    return kExitUsage;
-  }
   if (vm["estimate"].as<bool>()) {
-    print_estimate(plan, format, out,
-                   vm.count("calibrate") ? vm["calibrate"].as<std::vector<std::string>>()
-                                         : std::vector<std::string>{});
+    print_estimate(plan, format, out, calibrate);
   } else {
     print_plan(plan, format, out);
   }

@@ -385,8 +385,7 @@ class SweepRun {
          << plural(points.size(), "point")
          << (o_.dry_run ? " (dry run: nothing runs, nothing is written)" : "") << ", out "
          << o_.out_dir << jobs_text() << "\n";
-    out_ << "# " << describe_sweep_time(predict_sweep_time(plan_, calibration_dirs(o_.out_dir)))
-         << "\n";
+    print_predicted_time(points);
     if (o_.dry_run) {
       for (size_t i = 0; i < points.size(); ++i)
         dry_run_point(*points[i], commands[i], i, points.size());
@@ -418,6 +417,23 @@ class SweepRun {
   }
 
  private:
+  // The predicted device-hours of the points this run will run (docs/running.md): the selected
+  // ones that are not kept (ok, or a failure kept) nor over the sweep's memory_limit.
+  void print_predicted_time(const std::vector<const SweepPoint*>& points) {
+    std::set<std::string> selected;
+    for (const SweepPoint* p : points) selected.insert(p->tag);
+    const std::optional<MemoryLimit>& limit = plan_.info().memory_limit;
+    auto runs = [&](const SweepPoint& p) {
+      if (selected.count(p.tag) == 0) return false;
+      auto it = records_.find(p.tag);
+      const std::optional<PointRecord> record =
+          it == records_.end() ? std::nullopt : std::optional<PointRecord>(it->second);
+      if (decide(record, p.config_hash, o_.force, o_.retry_failed) != Decision::kRun) return false;
+      return !limit || !over_memory_limit(p.config, *limit);
+    };
+    out_ << "# " << predicted_time_line(plan_, calibration_dirs(o_.out_dir), runs) << "\n";
+  }
+
   std::string point_dir(const SweepPoint& p) const { return (root_ / p.tag).string(); }
   std::string config_path(const SweepPoint& p) const {
     return (root_ / p.tag / kConfigFile).string();

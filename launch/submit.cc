@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "core/config.h"
 #include "core/error.h"
@@ -292,8 +293,20 @@ SubmitReport submit_sweep(const Plan& plan, const SubmitOptions& o, std::ostream
   SlurmJobStates live = query_slurm_jobs(queued_ids).value_or(SlurmJobStates{});
   out << "# bench-sweep submit: sweep " << plan.info().sweep_name << ", out " << o.out_dir
       << (o.dry_run ? " (dry run: nothing is written or submitted)" : "") << "\n";
-  out << "# " << describe_sweep_time(predict_sweep_time(plan, calibration_dirs(o.out_dir)))
-      << "\n";
+  {
+    // The predicted device-hours of what this submits: the selected points not kept (ok, or a
+    // failure kept) nor over the sweep's memory_limit. Points already queued count too.
+    std::set<std::string> selected;
+    for (const SweepPoint* p : points_to_run(plan, o.only)) selected.insert(p->tag);
+    const std::optional<MemoryLimit>& limit = plan.info().memory_limit;
+    auto runs = [&](const SweepPoint& p) {
+      if (selected.count(p.tag) == 0) return false;
+      const std::optional<PointRecord> record = read_point_record((root / p.tag).string());
+      if (decide(record, p.config_hash, o.force, o.retry_failed) != Decision::kRun) return false;
+      return !limit || !over_memory_limit(p.config, *limit);
+    };
+    out << "# " << predicted_time_line(plan, calibration_dirs(o.out_dir), runs) << "\n";
+  }
   // The seconds of the points that ran ok, by the resources they ask for (--points-per-job auto).
   std::map<std::vector<std::string>, std::vector<double>> measured;
   for (const SweepPoint* p : points_to_run(plan, o.only)) {

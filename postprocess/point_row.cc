@@ -247,7 +247,20 @@ void command_columns(const CommandResult& c, std::map<std::string, Value>* row) 
 // their relative error, (predicted - measured) / measured: the peak of counted allocations per
 // rank (mem_alloc_peak_bytes), a step's median (step_time_median_s) or a generation's
 // (e2e_p50_s), and the point's device-hours.
-void prediction_columns(const Value& resolved, bool infer, std::map<std::string, Value>* row) {
+// The prediction is of the point as it ran: a GPU the config does not name is the device the
+// rank file names, a CPU rank's cores the threads it used (not the extracting machine's).
+void prediction_columns(const Value& config, const RankResult& lead, bool infer,
+                        std::map<std::string, Value>* row) {
+  Value resolved = config;
+  const Value* hardware = resolved.find_path("hardware.name");
+  if (lead.device_type == "cuda" && !lead.device_name.empty() &&
+      (hardware == nullptr || hardware->is_null())) {
+    resolved.set_path("hardware.name", Value::string(lead.device_name));
+  }
+  const Value* cpus = resolved.find_path("launch.cpus_per_rank");
+  if (lead.device_type == "cpu" && lead.threads > 0 && (cpus == nullptr || cpus->is_null())) {
+    resolved.set_path("launch.cpus_per_rank", Value::integer(lead.threads));
+  }
   auto measured = [&](const char* name) {
     auto it = row->find(name);
     return it != row->end() && it->second.is_number() ? it->second.as_float() : 0.0;
@@ -756,7 +769,7 @@ ExtractedPoint extract_point(const std::string& d, Manifests& manifests, double 
           }
         }
         memory_columns(ranks, &row);
-        if (resolved) prediction_columns(*resolved, infer, &row);
+        if (resolved) prediction_columns(*resolved, ranks.front(), infer, &row);
       }
       double price = price_per_hour;
       if (auto it = row.find("hardware.price_per_hour");

@@ -518,7 +518,8 @@ void hardware_keys(Keys& key) {
       .tagged_unless_default();
   key(&HardwareSettings::link_bandwidth_gbs, "hardware.link_bandwidth_gbs", std::nullopt,
       "Bandwidth in GB/s a rank sends to the others at, for the predicted communication time; "
-      "null = the built-in table (NVLink in a node, 50 GB/s between nodes; CPUs measured)")
+      "null = the built-in table (NVLink in a node, 50 GB/s between nodes; 2 GB/s between CPU "
+      "ranks, measured)")
       .min(0.0, true)
       .unhashed()
       .tagged_unless_default();

@@ -44,15 +44,18 @@ double rank_rate(const TimeInput& in, const TimeConstants& k, std::string* sourc
              in.dtype + " peak";
     }
     if (!peak) {
-      *missing = "hardware.name " + in.hardware_name +
-                 " is not in the table: name a GPU it knows (H100, A100, ...) or set "
-                 "hardware.peak_tflops";
+      *missing = peak_tflops_for(gpu_name(in), "fp16")
+                     ? gpu_name(in) + " has no " + in.dtype + " peak in the table: set "
+                       "hardware.peak_tflops"
+                     : "hardware.name " + in.hardware_name +
+                           " is not in the table: name a GPU it knows (H100, A100, ...) or set "
+                           "hardware.peak_tflops";
       return 0;
     }
     const double mfu = in.assumed_mfu.value_or(k.gpu_mfu);
     *source = from + " " + fixed(*peak, 1) + " TFLOPS x MFU " + fixed(mfu, 2) +
               (in.assumed_mfu ? " (hardware.assumed_mfu)" : " (measured)");
-    return *peak * 1e12 * mfu * in.devices_per_rank;
+    return *peak * 1e12 * mfu;  // one device a rank, as bench-train and bench-infer use
   }
   if (in.peak_tflops && in.assumed_mfu) {
     *source = "hardware.peak_tflops x hardware.assumed_mfu";
@@ -66,11 +69,13 @@ double rank_rate(const TimeInput& in, const TimeConstants& k, std::string* sourc
 
 // Memory bandwidth a rank has for its optimizer and decode steps, bytes a second.
 double rank_bandwidth(const TimeInput& in, const TimeConstants& k) {
-  if (in.bandwidth_gbs) return *in.bandwidth_gbs * 1e9;
   if (in.gpu) {
-    const std::optional<double> table = peak_bandwidth_gbs_for(gpu_name(in));
-    return table.value_or(2000.0) * 1e9 * k.gpu_bandwidth_share;
+    // A peak, the configured or the table's (a GPU it lacks: an H100's), at the share reached.
+    const std::optional<double> peak =
+        in.bandwidth_gbs ? in.bandwidth_gbs : peak_bandwidth_gbs_for(gpu_name(in));
+    return peak.value_or(3350.0) * 1e9 * k.gpu_bandwidth_share;
   }
+  if (in.bandwidth_gbs) return *in.bandwidth_gbs * 1e9;
   return k.cpu_bandwidth_gbs * 1e9 * std::min(1.0, in.cores_per_rank / 2.0);
 }
 
@@ -83,6 +88,11 @@ double link_rate(const TimeInput& in, const TimeConstants& k) {
 
 void finish(const TimeInput& in, TimePrediction* p) {
   p->assumed_gpu = in.gpu && in.hardware_name.empty() && !in.peak_tflops;
+  if (!in.gpu) {
+    const TimeConstants& k = time_constants();
+    p->startup_s = k.cpu_startup_s + (in.ranks > 1 ? k.cpu_startup_mpi_s : 0);
+    p->run_s += p->startup_s;
+  }
   p->devices = dbl(in.ranks) * (in.gpu ? std::max(1, in.devices_per_rank) : 1);
   p->device_hours = p->run_s * p->devices / 3600.0;
   if (in.price_per_hour) p->cost_usd = p->device_hours * *in.price_per_hour;
@@ -92,6 +102,11 @@ void finish(const TimeInput& in, TimePrediction* p) {
 TimePrediction predict_training(const TimeInput& in) {
   const TimeConstants& k = time_constants();
   TimePrediction p;
+  if (in.gpu && in.offload_optimizer) {
+    p.missing = "train.offload_optimizer on a GPU: the host's AdamW and the copies over PCIe are "
+                "not modelled";
+    return p;
+  }
   const double rate = rank_rate(in, k, &p.rate, &p.missing);
   if (rate <= 0) return p;
   const ModelShape& s = in.shape;
@@ -121,6 +136,7 @@ TimePrediction predict_training(const TimeInput& in) {
   // the buffer for a reduce-scatter or an all-gather, twice that for an all-reduce); fp32.
   const double trainable = in.lora ? lora_params : dbl(parameter_count(s)) / t;
   const double buffer = 4 * trainable, share = (dp - 1) / dp;
+  double tp_bytes = 0;
   if (dp > 1) {
     if (in.zero_stage == 3) {
       // Gathered before each micro step's forward and backward, gradients reduce-scattered.
@@ -132,15 +148,19 @@ TimePrediction predict_training(const TimeInput& in) {
     }
   }
   if (t > 1) {
-    // Megatron's two all-reduces a block forward and two backward, of the micro batch's
-    // activations in the autocast dtype.
+    // Megatron's two all-reduces a block forward and two backward (with checkpointing two more
+    // for the forward again), of the micro batch's activations in the autocast dtype.
     const double e = in.dtype == "fp32" ? 4 : 2;
-    p.comm_bytes += accum * 4 * l * 2 * (t - 1) / t * tokens * d * e;
+    const double per_block = in.activation_checkpointing ? 6 : 4;
+    tp_bytes = accum * per_block * l * 2 * (t - 1) / t * tokens * d * e;
   }
-  const double comm = p.comm_bytes / link_rate(in, k);
-  // With train.overlap_comm the gradients' collectives run beside the backward (two thirds of
-  // the compute): only what is left over shows.
-  p.comm_s = in.overlap_comm ? std::max(0.0, comm - p.compute_s * 2 / 3) : comm;
+  const double link = link_rate(in, k);
+  const double dp_comm = p.comm_bytes / link;
+  p.comm_bytes += tp_bytes;
+  // train.overlap_comm (ZeRO-2 and -3 over MPI, CPUs) runs the gradients' collectives beside the
+  // backward (two thirds of the compute): only what is left over shows.
+  const bool overlaps = in.overlap_comm && !in.gpu && in.zero_stage >= 2 && dp > 1;
+  p.comm_s = (overlaps ? std::max(0.0, dp_comm - p.compute_s * 2 / 3) : dp_comm) + tp_bytes / link;
 
   if (!in.gpu) {
     // AdamW reads parameter, gradient and two moments and writes three (28 bytes a value, fp32),
@@ -153,9 +173,11 @@ TimePrediction predict_training(const TimeInput& in) {
   }
   p.step_s = p.compute_s + p.optimizer_s + p.overhead_s + p.comm_s;
   p.tokens_per_second = accum * tokens * dp / p.step_s;
-  // Evaluation: forward passes only (a third of a step's FLOPs without recompute).
+  // Evaluation: forward passes only, 2 N + 2 N_lora + 4 L d T a token (less the lookup).
+  const double forward = 2 * (dbl(parameter_count(s) - position_embedding_count(s)) - lookup) +
+                         2 * lora_params + 4 * l * d * seq;
   const double eval_tokens = dbl(in.eval_micro_batch) * seq;
-  const double eval_s = dbl(in.eval_steps) * (eval_tokens * per_token / 3 / t / rate +
+  const double eval_s = dbl(in.eval_steps) * (eval_tokens * forward / t / rate +
                                               (in.gpu ? 0 : (l + 1) * k.cpu_layer_s));
   p.run_s = dbl(in.steps) * p.step_s + eval_s;
   finish(in, &p);
@@ -176,12 +198,22 @@ TimePrediction predict_inference(const TimeInput& in) {
   double decode_flops = cost.decode_flops;
   double decode_bytes = cost.decode_bytes;
   if (!in.kv_cache) {
-    // No cache: each step runs the whole sequence so far again (reading the weights once).
-    decode_flops = 0;
-    for (std::int64_t j = 1; j < in.output_tokens; ++j) {
-      decode_flops += inference_cost(s, in.sequences, in.input_tokens + j, 1, e).prefill_flops;
-    }
-    decode_bytes = steps * cost.weight_bytes;
+    // No cache: step j runs the whole sequence so far again, n = input + j tokens (j = 1 ..
+    // output - 1), as a prefill of n: rows (2 N_body n + 4 L d n (n + 1) / 2 + 2 V d), summed in
+    // closed form; it reads the weights once (the cached step's weights, without its cache).
+    const double a = dbl(in.input_tokens) + 1, b = dbl(in.input_tokens) + steps;  // n's range
+    auto sum_n = [](double x) { return x * (x + 1) / 2; };
+    auto sum_n2 = [](double x) { return x * (x + 1) * (2 * x + 1) / 6; };
+    const double n1 = steps > 0 ? sum_n(b) - sum_n(a - 1) : 0;
+    const double n2 = steps > 0 ? sum_n2(b) - sum_n2(a - 1) : 0;
+    const double rows = dbl(in.sequences), d = dbl(s.n_embd), v = dbl(s.vocab_size);
+    decode_flops = rows * (2 * body_parameters(s) * n1 + 4 * l * d * (n2 + n1) / 2 +
+                           2 * v * d * steps);
+    const double one_step_weights =
+        inference_cost(s, in.sequences, in.input_tokens, 2, e).decode_bytes -
+        dbl(in.sequences) * 2 * l * dbl(s.n_kv_head) * (d / dbl(s.n_head)) * e *
+            dbl(in.input_tokens + 1);
+    decode_bytes = steps * one_step_weights;
   }
   const double bandwidth = rank_bandwidth(in, k);
   p.flops = cost.prefill_flops + decode_flops;
@@ -254,6 +286,7 @@ bool time_input_of(const Value& resolved, TimeInput* out) {
     in.eval_micro_batch = s.eval.micro_batch;
     in.activation_checkpointing = s.train.activation_checkpointing;
     in.overlap_comm = s.train.overlap_comm;
+    in.offload_optimizer = s.train.offload_optimizer;
     in.grad_clip = s.train.grad_clip > 0;
     in.zero_stage = static_cast<int>(s.train.zero_stage);
     in.tensor_parallel = static_cast<int>(s.launch.tensor_parallel);
@@ -293,11 +326,13 @@ std::string time_model_key(const Value& resolved) {
 
 void scale_prediction(TimePrediction* p, double factor) {
   if (!p->known || !(factor > 0)) return;
-  for (double* v : {&p->step_s, &p->compute_s, &p->optimizer_s, &p->overhead_s, &p->comm_s,
-                    &p->run_s, &p->device_hours}) {
+  for (double* v : {&p->step_s, &p->compute_s, &p->optimizer_s, &p->overhead_s, &p->comm_s}) {
     *v *= factor;
   }
-  if (p->cost_usd) *p->cost_usd *= factor;
+  const double before = p->device_hours;
+  p->run_s = p->startup_s + (p->run_s - p->startup_s) * factor;
+  p->device_hours = p->run_s * p->devices / 3600.0;
+  if (p->cost_usd && before > 0) *p->cost_usd *= p->device_hours / before;
   p->tokens_per_second /= factor;
   p->calibration *= factor;
 }
@@ -307,17 +342,23 @@ bool TimeCalibration::add(const Value& resolved, double measured_step_s) {
   TimePrediction p;
   if (!predict_point_time(resolved, &p) || !p.known || !(p.step_s > 0)) return false;
   ratios_[time_model_key(resolved)].push_back(measured_step_s / p.step_s);
+  medians_.clear();
   return true;
 }
 
 void TimeCalibration::apply(const Value& resolved, TimePrediction* p) const {
-  auto it = ratios_.find(time_model_key(resolved));
-  if (it == ratios_.end()) return;
-  // The median: one measurement a machine slowed down moves it little once there are three.
-  std::vector<double> r = it->second;
-  std::sort(r.begin(), r.end());
-  const size_t n = r.size();
-  scale_prediction(p, n % 2 == 1 ? r[n / 2] : (r[n / 2 - 1] + r[n / 2]) / 2);
+  if (ratios_.empty()) return;
+  if (medians_.empty()) {
+    // The median: one measurement a machine slowed down moves it little once there are three.
+    for (const auto& [key, ratios] : ratios_) {
+      std::vector<double> r = ratios;
+      std::sort(r.begin(), r.end());
+      const size_t n = r.size();
+      medians_[key] = n % 2 == 1 ? r[n / 2] : (r[n / 2 - 1] + r[n / 2]) / 2;
+    }
+  }
+  auto it = medians_.find(time_model_key(resolved));
+  if (it != medians_.end()) scale_prediction(p, it->second);
 }
 
 }  // namespace sweepbench

@@ -8,8 +8,8 @@
 // assumed MFU
 // (hardware.assumed_mfu, else the MFU sweepbench measured, kDefaultGpuMfu); on a CPU, the rate a
 // core sustained on sweepbench's reference CPU (TimeConstants, measured by bench/time_grid.py),
-// or hardware.peak_tflops x hardware.assumed_mfu when both are set. A calibration (one measured
-// point of the same model, TimeCalibration) scales a prediction to what ran.
+// or hardware.peak_tflops x hardware.assumed_mfu when both are set. A calibration (the measured
+// points of the same model, TimeCalibration: one is enough) scales a prediction to what ran.
 //
 // Torch-free: bench-sweep plan --estimate, run and submit call it from a point's config, and
 // bench-extract beside what ran.
@@ -47,6 +47,9 @@ struct TimeConstants {
   double cpu_layer_s = 1.3e-3;  // dispatch a layer a pass (forward, backward) a micro step
   double cpu_decode_layer_s = 0.45e-3;  // dispatch a layer a generation step (prefill, decode)
   double cpu_link_gbs = 2.0;    // ranks on one node through shared memory (MPI)
+  // A CPU point's start-up: the runner, the process, building the model (1.2 s a point of one
+  // rank on the reference CPU, 1.9 s with mpirun's two).
+  double cpu_startup_s = 1.2, cpu_startup_mpi_s = 0.7;
 };
 const TimeConstants& time_constants();
 
@@ -63,6 +66,7 @@ struct TimeInput {
   std::int64_t micro_batch = 1, seq_len = 1, grad_accum = 1, steps = 1, eval_steps = 0,
                eval_micro_batch = 1;
   bool activation_checkpointing = false, overlap_comm = false, grad_clip = true;
+  bool offload_optimizer = false;
   int zero_stage = 0, tensor_parallel = 1;
   bool lora = false;
   std::int64_t lora_r = 8;
@@ -81,7 +85,8 @@ struct TimePrediction {
   double flops = 0;       // per rank, a step (recomputation included)
   double comm_bytes = 0;  // sent per rank, a step
   double tokens_per_second = 0;  // train: tokens trained, all ranks; infer: tokens generated
-  double run_s = 0;              // every step (warm-up and eval included) or generation
+  double run_s = 0;              // start-up, every step (warm-up and eval included) or generation
+  double startup_s = 0;          // of run_s: on a CPU, measured; on a GPU not counted (0)
   double devices = 1;
   double device_hours = 0;
   std::optional<double> cost_usd;  // with hardware.price_per_hour
@@ -116,9 +121,10 @@ class TimeCalibration {
 
  private:
   std::map<std::string, std::vector<double>> ratios_;
+  mutable std::map<std::string, double> medians_;  // of ratios_, made by the first apply()
 };
 
-// Scales every time of a prediction by `factor` (tokens/s by its inverse).
+// Scales every time of a prediction but the start-up by `factor` (tokens/s by its inverse).
 void scale_prediction(TimePrediction* p, double factor);
 
 }  // namespace sweepbench

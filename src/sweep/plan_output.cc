@@ -233,7 +233,8 @@ Estimate estimate_of(const SweepPoint& p, const TimeCalibration& calibration) {
 const std::vector<std::string>& time_columns() {
   static const std::vector<std::string> c = {
       "step_s",  "compute_s",         "optimizer_s", "overhead_s",   "comm_s",   "flops",
-      "comm_bytes", "tokens_per_second", "run_s",    "device_hours", "cost_usd", "calibration"};
+      "comm_bytes", "tokens_per_second", "run_s",    "startup_s",    "device_hours", "cost_usd",
+      "calibration"};
   return c;
 }
 
@@ -243,7 +244,8 @@ std::vector<Value> time_values(const TimePrediction& t) {
           Value::real(t.optimizer_s),  Value::real(t.overhead_s),
           Value::real(t.comm_s),       Value::real(t.flops),
           Value::real(t.comm_bytes),   Value::real(t.tokens_per_second),
-          Value::real(t.run_s),        Value::real(t.device_hours),
+          Value::real(t.run_s),        Value::real(t.startup_s),
+          Value::real(t.device_hours),
           t.cost_usd ? Value::real(*t.cost_usd) : Value::null(),
           Value::real(t.calibration)};
 }
@@ -281,12 +283,16 @@ void print_estimate(const Plan& plan, PlanFormat format, std::ostream& out,
   const PlanInfo& info = plan.info();
   const LoadedCalibration loaded = load_time_calibration(calibrate);
   const TimeCalibration& calibration = loaded.calibration;
-  const SweepTimeTotal time_total = predict_sweep_time(plan, calibrate);
+  const std::optional<MemoryLimit>& limit = info.memory_limit;
+  // The total counts the points run and submit would run: not those over the memory limit.
+  SweepTimeTotal time_total = predict_sweep_time(plan, loaded, [&](const SweepPoint& p) {
+    return !limit || !over_memory_limit(p.config, *limit);
+  });
+  time_total.not_run_why = "over memory_limit";
   const bool priced = time_total.cost_usd.has_value();
   Columns columns(info);
   std::vector<std::string> header = columns.header;
   const bool people = format == PlanFormat::kTable;
-  const std::optional<MemoryLimit>& limit = info.memory_limit;
   if (people) {
     for (const char* c : {"device", "peak GiB", "init GiB", "step GiB", "parts of the step"})
       header.push_back(c);
@@ -298,11 +304,11 @@ void print_estimate(const Plan& plan, PlanFormat format, std::ostream& out,
       header.push_back(c);
     for (const std::string& t : estimate_terms()) header.push_back("mem_pred_" + t + "_bytes");
   }
+  if (limit) header.push_back(people ? "memory_limit" : "skipped_by_memory_limit");
   if (!people) {
     for (const std::string& c : time_columns())
       header.push_back(c == "calibration" ? "time_calibration" : "time_pred_" + c);
   }
-  if (limit) header.push_back(people ? "memory_limit" : "skipped_by_memory_limit");
   size_t over = 0;
   // The sweep's largest prediction, and whether any point has none.
   double largest = -1;
@@ -341,12 +347,14 @@ void print_estimate(const Plan& plan, PlanFormat format, std::ostream& out,
     } else {
       for (double v : {m.peak, m.init_peak, m.step_peak}) row->push_back(Value::real(v));
       for (const std::string& t : estimate_terms()) row->push_back(Value::real(term_bytes(m, t)));
-      for (Value& v : time_values(e.time)) row->push_back(std::move(v));
     }
     if (limit) {
       const bool skipped = limit->skips(m.peak);
       row->push_back(people ? Value::string(skipped ? "skipped" : "fits")
                             : Value::boolean(skipped));
+    }
+    if (!people) {
+      for (Value& v : time_values(e.time)) row->push_back(std::move(v));
     }
     return e;
   };

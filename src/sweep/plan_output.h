@@ -5,6 +5,7 @@
 // is a document (each point's whole config).
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -37,14 +38,23 @@ struct SweepTimeTotal {
   size_t without_model = 0;  // commands
   size_t measured = 0;       // measured points read from `calibrate`
   size_t assumed_gpu = 0;    // on GPUs without hardware.name: predicted as an H100
+  size_t not_run = 0;        // left out by the caller's `runs`, for this reason:
+  std::string not_run_why = "not selected, already ok, or over memory_limit";
+  size_t priced = 0;         // with hardware.price_per_hour
   double device_hours = 0, run_s = 0;
   std::optional<double> cost_usd;  // where hardware.price_per_hour is set
   std::string missing;
 };
-SweepTimeTotal predict_sweep_time(const Plan& plan, const std::vector<std::string>& calibrate);
+// `runs`, when given, says which points count (those run or submit will run).
+SweepTimeTotal predict_sweep_time(const Plan& plan, const std::vector<std::string>& calibrate,
+                                  const std::function<bool(const SweepPoint&)>& runs = {});
 // "predicted: 3.2 device-hours (48 points; 12 calibrated by measured points), $9.60" or, with
 // nothing to predict, why.
 std::string describe_sweep_time(const SweepTimeTotal& total);
+// describe_sweep_time(predict_sweep_time(...)), or "no predicted time: WHY" when the results
+// tree cannot be read: run and submit print it and go on.
+std::string predicted_time_line(const Plan& plan, const std::vector<std::string>& calibrate,
+                                const std::function<bool(const SweepPoint&)>& runs);
 // The results tree run and submit calibrate by: `out_dir` when it is a directory (its points that
 // ran ok), else none.
 std::vector<std::string> calibration_dirs(const std::string& out_dir);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <system_error>
 
 #include "core/config.h"
@@ -54,8 +55,11 @@ LoadedCalibration load_time_calibration(const std::vector<std::string>& dirs) {
     if (fs::exists(fs::path(d) / kSummaryFile, ec)) {
       points.push_back(d);
     } else {
-      for (const fs::directory_entry& e : fs::directory_iterator(d, ec)) {
-        if (e.is_directory(ec)) points.push_back(e.path());
+      // increment(ec): a listing that fails half-way gives the points read so far.
+      fs::directory_iterator it(d, ec);
+      for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+        std::error_code kind;
+        if (it->is_directory(kind)) points.push_back(it->path());
       }
       std::sort(points.begin(), points.end());
     }
@@ -69,13 +73,17 @@ LoadedCalibration load_time_calibration(const std::vector<std::string>& dirs) {
   return out;
 }
 
-SweepTimeTotal predict_sweep_time(const Plan& plan, const std::vector<std::string>& calibrate) {
-  const LoadedCalibration loaded = load_time_calibration(calibrate);
+SweepTimeTotal predict_sweep_time(const Plan& plan, const LoadedCalibration& loaded,
+                                  const std::function<bool(const SweepPoint&)>& runs) {
   SweepTimeTotal total;
   total.measured = loaded.measured;
   plan.for_each_point(
       [&](const SweepPoint& p) {
         ++total.points;
+        if (runs && !runs(p)) {
+          ++total.not_run;
+          return;
+        }
         TimePrediction t;
         if (!predict_point_time(p.config, &t)) {
           ++total.without_model;
@@ -92,10 +100,27 @@ SweepTimeTotal predict_sweep_time(const Plan& plan, const std::vector<std::strin
         ++total.predicted;
         total.device_hours += t.device_hours;
         total.run_s += t.run_s;
-        if (t.cost_usd) total.cost_usd = total.cost_usd.value_or(0) + *t.cost_usd;
+        if (t.cost_usd) {
+          total.cost_usd = total.cost_usd.value_or(0) + *t.cost_usd;
+          ++total.priced;
+        }
       },
       true);
   return total;
+}
+
+SweepTimeTotal predict_sweep_time(const Plan& plan, const std::vector<std::string>& calibrate,
+                                  const std::function<bool(const SweepPoint&)>& runs) {
+  return predict_sweep_time(plan, load_time_calibration(calibrate), runs);
+}
+
+std::string predicted_time_line(const Plan& plan, const std::vector<std::string>& calibrate,
+                                const std::function<bool(const SweepPoint&)>& runs) {
+  try {
+    return describe_sweep_time(predict_sweep_time(plan, calibrate, runs));
+  } catch (const std::exception& e) {
+    return std::string("no predicted time: ") + e.what();
+  }
 }
 
 }  // namespace sweepbench
@@ -118,16 +143,23 @@ std::string describe_sweep_time(const SweepTimeTotal& t) {
     if (t.cost_usd) {
       std::snprintf(text, sizeof(text), ", $%.2f", *t.cost_usd);
       out += text;
+      if (t.priced < t.predicted) out += " (the " + std::to_string(t.priced) + " with a price)";
     }
     out += t.calibrated > 0 ? "; " + std::to_string(t.calibrated) +
                                   " calibrated by measured points of their model"
                             : "; uncalibrated";
+  } else if (t.not_run == t.points) {
+    return "predicted 0 device-hours: none of its " + std::to_string(t.points) +
+           " points is to run (" + t.not_run_why + ")";
   } else {
     out = "no predicted time for its " + std::to_string(t.points) + " points";
   }
   if (t.assumed_gpu > 0) {
     out += "; " + std::to_string(t.assumed_gpu) + " on GPUs predicted as an " + kAssumedGpu +
            " (set hardware.name)";
+  }
+  if (t.not_run > 0) {
+    out += "; " + std::to_string(t.not_run) + " not to run (" + t.not_run_why + ")";
   }
   if (t.unknown > 0) out += "; " + std::to_string(t.unknown) + " without a rate (" + t.missing + ")";
   if (t.without_model > 0)

@@ -4,10 +4,12 @@
 // sweep engine's own files only: launch/ sees plan_output.h.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "results/time_model.h"
+#include "sweep/plan_output.h"
 
 namespace sweepbench {
 
@@ -22,5 +24,9 @@ struct LoadedCalibration {
 // (time_model_key) factor is the median over its points (TimeCalibration). A DIR that is not a directory is Error(kInput); a
 // point that cannot be read is passed over.
 LoadedCalibration load_time_calibration(const std::vector<std::string>& dirs);
+
+// plan_output.h's predict_sweep_time with the calibration loaded once.
+SweepTimeTotal predict_sweep_time(const Plan& plan, const LoadedCalibration& loaded,
+                                  const std::function<bool(const SweepPoint&)>& runs);
 
 }  // namespace sweepbench

@@ -84,8 +84,13 @@ class TimeEstimate(unittest.TestCase):
                 self.assertAlmostEqual(r.time_calibration / factor, 1, places=9, msg=model)
                 self.assertAlmostEqual(r.time_pred_step_s / (r.time_pred_step_s_plain * factor), 1,
                                        places=9)
-                self.assertAlmostEqual(r.time_pred_device_hours / (r.time_pred_device_hours_plain
-                                                                   * factor), 1, places=9)
+                # The point's seconds: the start-up (measured on CPUs, not scaled) and its work.
+                self.assertGreater(r.time_pred_startup_s, 0)
+                self.assertAlmostEqual((r.time_pred_run_s - r.time_pred_startup_s)
+                                       / ((r.time_pred_run_s_plain - r.time_pred_startup_s) * factor),
+                                       1, places=9)
+                self.assertAlmostEqual(r.time_pred_device_hours * 3600
+                                       / (r.time_pred_run_s * r["launch.ranks"]), 1, places=9)
                 self.assertAlmostEqual(r.time_pred_tokens_per_second * factor
                                        / r.time_pred_tokens_per_second_plain, 1, places=9)
             if len(group) == 1:  # one point: predicted exactly as it ran
@@ -134,9 +139,14 @@ class TimeEstimate(unittest.TestCase):
         start = next(i for i, l in enumerate(lines) if l.startswith("# bench-sweep run:"))
         self.assertRegex(lines[start + 1], r"^# predicted [0-9.e-]+ device-hours for 7 of 7 points; "
                                            r"uncalibrated")
-        # Again over the same tree: every point is ok, and calibrates.
+        # Again over the same tree: every point is ok, nothing to run; forced, every point
+        # runs again, predicted from the tree's measurements.
         again = bench_sweep("run", self.sweep, "--out", self.out, check=0).stdout
-        self.assertIn("7 calibrated by measured points of their model", again)
+        self.assertIn("# predicted 0 device-hours: none of its 7 points is to run", again)
+        forced = bench_sweep("run", self.sweep, "--out", self.out, "--force", "--only", "0,6",
+                             check=0).stdout
+        self.assertRegex(forced, r"# predicted [0-9.e-]+ device-hours for 2 of 7 points; "
+                                 r"2 calibrated by measured points of their model; 5 not to run")
 
     def test_gpus_prices_and_commands(self):
         sweep = os.path.join(self.tmp, "gpu.yaml")

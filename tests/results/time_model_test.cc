@@ -102,17 +102,28 @@ TEST(TimeModel, ZeroStagesCommunicateWhatTheyShard) {
                    predict_time(in).compute_s + predict_time(in).comm_s);
 }
 
-TEST(TimeModel, OverlappedCommunicationHidesBehindTheBackward) {
+TEST(TimeModel, OverlappedCommunicationHidesBehindTheBackwardOnlyWhereItOverlaps) {
+  // train.overlap_comm overlaps ZeRO-2 and -3's collectives with the backward, over MPI (CPUs).
   TimeInput in = h100_training();
+  in.gpu = false;
+  in.dtype = "fp32";
   in.ranks = 2;
-  in.nodes = 2;
-  in.link_gbs = 1.0;  // slow enough to show
+  in.zero_stage = 2;
+  in.link_gbs = 0.001;  // slow enough to show
   const TimePrediction plain = predict_time(in);
   in.overlap_comm = true;
   const TimePrediction overlapped = predict_time(in);
   EXPECT_DOUBLE_EQ(overlapped.comm_s, plain.comm_s - plain.compute_s * 2 / 3);
   in.link_gbs = 1e6;  // fast: all hidden
   EXPECT_EQ(predict_time(in).comm_s, 0);
+  // Nothing to overlap with at ZeRO-1, nor on a GPU.
+  in.link_gbs = 0.001;
+  in.zero_stage = 1;
+  EXPECT_DOUBLE_EQ(predict_time(in).comm_s, predict_time(in).comm_bytes / 0.001e9);
+  in.zero_stage = 2;
+  in.gpu = true;
+  in.dtype = "bf16";
+  EXPECT_DOUBLE_EQ(predict_time(in).comm_s, predict_time(in).comm_bytes / 0.001e9);
 }
 
 TEST(TimeModel, TensorParallelismSplitsTheFlopsAndAllReducesActivations) {
@@ -153,9 +164,27 @@ TEST(TimeModel, ACpuUsesTheReferenceRateOrTheGivenPeak) {
   EXPECT_DOUBLE_EQ(p.optimizer_s, 32 * psi / (k.cpu_bandwidth_gbs * 1e9));
   EXPECT_DOUBLE_EQ(p.overhead_s, 2 * 13 * k.cpu_layer_s);
   EXPECT_DOUBLE_EQ(p.step_s, p.compute_s + p.optimizer_s + p.overhead_s);
+  // 100 steps, 10 evaluation batches (a third of a step's FLOPs and one pass's dispatch each)
+  // and the start-up.
+  EXPECT_DOUBLE_EQ(p.startup_s, k.cpu_startup_s);
+  EXPECT_EQ(p.flops, 8 * 1024 * training_flops_per_token(gpt2(), 1024));
+  EXPECT_DOUBLE_EQ(p.run_s, 100 * p.step_s + k.cpu_startup_s);
+  in.ranks = 2;
+  EXPECT_DOUBLE_EQ(predict_time(in).startup_s, k.cpu_startup_s + k.cpu_startup_mpi_s);
+  in.ranks = 1;
   in.peak_tflops = 2.0;
   in.assumed_mfu = 0.5;
   EXPECT_DOUBLE_EQ(predict_time(in).compute_s, p.flops / 1e12);
+}
+
+TEST(TimeModel, OffloadOnAGpuIsNotPredicted) {
+  TimeInput in = h100_training();
+  in.offload_optimizer = true;
+  TimePrediction p = predict_time(in);
+  EXPECT_FALSE(p.known);
+  EXPECT_NE(p.missing.find("offload_optimizer"), std::string::npos) << p.missing;
+  in.gpu = false;  // on a CPU the moments are in host memory anyway
+  EXPECT_TRUE(predict_time(in).known);
 }
 
 TEST(TimeModel, AGpuWithoutANameIsAnH100AndAnUnknownNameHasNoTime) {
@@ -170,6 +199,12 @@ TEST(TimeModel, AGpuWithoutANameIsAnH100AndAnUnknownNameHasNoTime) {
   EXPECT_NE(p.rate.find("assumed"), std::string::npos) << p.rate;
   in.peak_tflops = 100.0;
   EXPECT_FALSE(predict_time(in).assumed_gpu);
+  in.hardware_name = "Tesla V100-SXM2-32GB";
+  in.peak_tflops.reset();
+  p = predict_time(in);  // known, but without a bf16 peak
+  EXPECT_FALSE(p.known);
+  EXPECT_NE(p.missing.find("has no bf16 peak"), std::string::npos) << p.missing;
+  in.peak_tflops = 100.0;
   in.hardware_name = "Some future GPU";
   EXPECT_TRUE(predict_time(in).known);  // its peak is given
   in.peak_tflops.reset();
@@ -200,10 +235,19 @@ TEST(TimeModel, DecodeIsTheSlowerOfBytesAndFlopsAndOnAGpuOfLaunching) {
   EXPECT_DOUBLE_EQ(p.tokens_per_second, 128 / p.step_s);
   EXPECT_DOUBLE_EQ(p.run_s, 7 * p.step_s);
 
-  // Without a cache each step runs the sequence so far again.
+  // A configured peak bandwidth moves at the same share as the table's.
+  in.bandwidth_gbs = 4800.0;
+  EXPECT_DOUBLE_EQ(predict_time(in).step_s, p.step_s);
+  in.bandwidth_gbs.reset();
+
+  // Without a cache each step runs the sequence so far again: a prefill of 129, 130, ... 255
+  // tokens, summed in closed form.
   in.gpu = false;
   in.kv_cache = false;
   const TimePrediction none = predict_time(in);
+  double again = 0;
+  for (std::int64_t n = 129; n <= 255; ++n) again += inference_cost(gpt2(), 1, n, 1, 2).prefill_flops;
+  EXPECT_NEAR(none.flops / (c.prefill_flops + again), 1, 1e-12);
   in.kv_cache = true;
   const TimePrediction cached = predict_time(in);
   EXPECT_GT(none.flops, 10 * cached.flops);
@@ -276,8 +320,10 @@ TEST(TimeModel, OneMeasuredPointCalibratesItsModel) {
   c.apply(b, &scaled);  // the median of 3, 5 and 7
   EXPECT_DOUBLE_EQ(scaled.calibration, 5);
   EXPECT_DOUBLE_EQ(scaled.step_s, 5 * pb.step_s);
-  EXPECT_DOUBLE_EQ(scaled.run_s, 5 * pb.run_s);
-  EXPECT_DOUBLE_EQ(scaled.device_hours, 5 * pb.device_hours);
+  // The start-up is not scaled: it is not the model's work.
+  EXPECT_DOUBLE_EQ(pb.startup_s, time_constants().cpu_startup_s);
+  EXPECT_DOUBLE_EQ(scaled.run_s, pb.startup_s + 5 * (pb.run_s - pb.startup_s));
+  EXPECT_DOUBLE_EQ(scaled.device_hours, scaled.run_s / 3600);
   EXPECT_DOUBLE_EQ(scaled.tokens_per_second, pb.tokens_per_second / 5);
   EXPECT_TRUE(c.add(b, 100 * pb.step_s));  // four: the mean of the middle two
   scaled = pb;
