@@ -427,6 +427,14 @@ std::vector<KeySpec> build_table() {
             "Regular expressions whose match in a failed run's output makes its status oom; "
             "empty = the usual PyTorch, CUDA and C++ out-of-memory messages (docs/commands.md)")
               .only_for({"command"}),
+          K("command.predict_as", T::kEnum, S("none"),
+            "Predict the point's memory and time (bench-sweep plan --estimate) as a bench-train "
+            "(train) or bench-infer (infer) point of its model.*, train.*, data.* or infer.* "
+            "keys, which then describe what the program runs; none = no prediction")
+              .choices({"none", "train", "infer"})
+              .only_for({"command"})
+              .unhashed()
+              .tagged_unless_default(),
       });
 
   // ---- launch ----

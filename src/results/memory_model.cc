@@ -199,11 +199,22 @@ bool point_runs_on_gpu(const Value& resolved) {
   return s.launch.device == Device::kAuto && s.launch.gpus_per_rank > 0;
 }
 
+std::string predicted_benchmark(const Value& resolved) {
+  const Value* benchmark = resolved.find_path("benchmark");
+  const std::string own = benchmark != nullptr && benchmark->is_string() ? benchmark->as_string()
+                                                                         : "train";
+  if (own != "command") return own;
+  const Value* as = resolved.find_path("command.predict_as");
+  if (as == nullptr || !as->is_string() || as->as_string() == "none") return "";
+  return as->as_string();
+}
+
 bool predict_point_memory(const Value& resolved, MemoryPrediction* out) {
   const Settings s = Settings::of(resolved);
   const bool gpu = point_runs_on_gpu(resolved);
   auto bytes_of = [](DType t) { return t == DType::kFp32 ? 4 : 2; };
-  if (s.benchmark == "train") {
+  const std::string kind = predicted_benchmark(resolved);
+  if (kind == "train") {
     TrainingMemoryInput in;
     in.shape = model_shape_of(resolved);
     in.micro_batch = s.train.micro_batch;
@@ -222,7 +233,7 @@ bool predict_point_memory(const Value& resolved, MemoryPrediction* out) {
     *out = predict_training_memory(in);
     return true;
   }
-  if (s.benchmark == "infer") {
+  if (kind == "infer") {
     InferenceMemoryInput in;
     in.shape = model_shape_of(resolved);
     in.sequences = s.infer.batch_size * std::max<std::int64_t>(1, s.infer.num_beams);

@@ -63,6 +63,10 @@ MemoryPrediction predict_inference_memory(const InferenceMemoryInput& in);
 // runs on GPUs (launch.device cuda, or auto with launch.gpus_per_rank > 0). Nothing for other
 // benchmarks.
 bool point_runs_on_gpu(const Value& resolved);
+// The benchmark a point is predicted as: its own, or a command point's command.predict_as
+// (train, infer; "" for none), whose model.*, train.*, data.* and infer.* keys then describe
+// what its program runs.
+std::string predicted_benchmark(const Value& resolved);
 bool predict_point_memory(const Value& resolved, MemoryPrediction* out);
 
 }  // namespace sweepbench

@@ -7,6 +7,7 @@
 #include "core/config.h"
 #include "core/hardware.h"
 #include "core/settings.h"
+#include "results/memory_model.h"
 
 namespace sweepbench {
 namespace {
@@ -253,11 +254,12 @@ TimePrediction predict_time(const TimeInput& in) {
 
 bool time_input_of(const Value& resolved, TimeInput* out) {
   const Settings s = Settings::of(resolved);
-  if (s.benchmark != "train" && s.benchmark != "infer") return false;
+  const std::string kind = predicted_benchmark(resolved);
+  if (kind != "train" && kind != "infer") return false;
   TimeInput in;
-  in.benchmark = s.benchmark;
+  in.benchmark = kind;
   in.shape = model_shape_of(resolved);
-  const DType dtype = s.benchmark == "train" ? s.train.dtype : s.infer.dtype;
+  const DType dtype = kind == "train" ? s.train.dtype : s.infer.dtype;
   in.dtype = dtype == DType::kFp32 ? "fp32" : (dtype == DType::kBf16 ? "bf16" : "fp16");
   in.gpu = s.launch.device == Device::kCuda ||
            (s.launch.device == Device::kAuto && s.launch.gpus_per_rank > 0);
@@ -277,7 +279,7 @@ bool time_input_of(const Value& resolved, TimeInput* out) {
   in.cores_per_rank = s.launch.cpus_per_rank
                           ? dbl(*s.launch.cpus_per_rank)
                           : std::max(1.0, std::floor(usable_cpu_count() / per_node));
-  if (s.benchmark == "train") {
+  if (kind == "train") {
     in.micro_batch = s.train.micro_batch;
     in.seq_len = s.data.seq_len;
     in.grad_accum = s.train.grad_accum;

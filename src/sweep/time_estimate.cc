@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/yaml_io.h"
 #include "layout/paths.h"
+#include "results/memory_model.h"
 #include "sweep/plan_output.h"
 
 namespace sweepbench {
@@ -29,12 +30,14 @@ double measured_step(const fs::path& dir, Value* config) {
     const Value* metrics = summary.find("metrics");
     if (status == nullptr || !status->is_string() || status->as_string() != "ok") return 0;
     if (benchmark == nullptr || !benchmark->is_string() || metrics == nullptr) return 0;
-    // The median: a step the machine interrupted is not what the model predicts.
-    const bool train = benchmark->as_string() == "train";
-    if (!train && benchmark->as_string() != "infer") return 0;
-    const Value* v = metrics->find(train ? "step_time_median_s" : "e2e_p50_s");
-    if (v == nullptr || !v->is_number()) return 0;
+    // What the point is predicted as: its benchmark, or a command's command.predict_as, whose
+    // program reports the same metric (docs/commands.md).
     *config = load_point_config((dir / kConfigFile).string(), {});
+    const std::string kind = predicted_benchmark(*config);
+    if (kind != "train" && kind != "infer") return 0;
+    // The median: a step the machine interrupted is not what the model predicts.
+    const Value* v = metrics->find(kind == "train" ? "step_time_median_s" : "e2e_p50_s");
+    if (v == nullptr || !v->is_number()) return 0;
     return v->as_float();
   } catch (const std::exception&) {
     return 0;  // an unreadable or older point: not a calibration
@@ -163,7 +166,8 @@ std::string describe_sweep_time(const SweepTimeTotal& t) {
   }
   if (t.unknown > 0) out += "; " + std::to_string(t.unknown) + " without a rate (" + t.missing + ")";
   if (t.without_model > 0)
-    out += "; " + std::to_string(t.without_model) + " commands (no model to predict)";
+    out += "; " + std::to_string(t.without_model) +
+           " commands (no model to predict: command.predict_as declares one)";
   return out;
 }
 

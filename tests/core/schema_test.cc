@@ -71,10 +71,11 @@ TEST(Schema, OnlySchedulingKeysAreLeftOutOfTheHash) {
   }
   EXPECT_EQ(unhashed,
             (std::vector<std::string>{
-                "launch.exclusive", "slurm.time", "slurm.account", "slurm.qos", "slurm.max_requeue",
-                "slurm.signal_seconds", "slurm.job_name", "slurm.mail_type", "slurm.mail_user",
-                "hardware.peak_tflops", "hardware.peak_bandwidth_gbs", "hardware.price_per_hour",
-             "hardware.assumed_mfu", "hardware.link_bandwidth_gbs"}));
+                "command.predict_as", "launch.exclusive", "slurm.time", "slurm.account",
+                "slurm.qos", "slurm.max_requeue", "slurm.signal_seconds", "slurm.job_name",
+                "slurm.mail_type", "slurm.mail_user", "hardware.peak_tflops",
+                "hardware.peak_bandwidth_gbs", "hardware.price_per_hour", "hardware.assumed_mfu",
+                "hardware.link_bandwidth_gbs"}));
 }
 
 TEST(SchemaCoerce, IntegersBecomeFloatsForFloatKeys) {

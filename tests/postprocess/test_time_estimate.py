@@ -162,12 +162,13 @@ include:
   - {hardware.name: Imaginary GPU 9000}
   - {launch.ranks: 16, launch.nodes: 2, train.zero_stage: 3, hardware.name: H100}
   - {benchmark: command, command: {argv: [/bin/true]}}
+  - {benchmark: command, command: {argv: [/bin/false], predict_as: train}, hardware.name: H100}
 """)
         text = self.estimate(sweep=sweep).stdout
         self.assertIn("cost USD", text)
         self.assertIn("1 on GPUs predicted as an H100 (set hardware.name)", text)
         self.assertIn("1 without a rate (hardware.name Imaginary GPU 9000 is not in the table", text)
-        self.assertIn("1 commands (no model to predict)", text)
+        self.assertIn("1 commands (no model to predict: command.predict_as", text)  # /bin/true
         self.assertIn(", $", text.splitlines()[-1])
         rows = pd.read_csv(io.StringIO(self.estimate("--format", "csv", sweep=sweep).stdout))
         a100 = rows[rows["hardware.name"] == "A100"].iloc[0]
@@ -181,6 +182,11 @@ include:
         self.assertAlmostEqual(multi.time_pred_device_hours, 16 * multi.time_pred_run_s / 3600)
         self.assertGreater(multi.time_pred_comm_s, 0)
         self.assertTrue(rows[rows["hardware.name"] == "Imaginary GPU 9000"].time_pred_step_s.isna().all())
+        # A command declaring what it runs (command.predict_as) is predicted as that point.
+        twin = rows[rows["command.predict_as"] == "train"].iloc[0]
+        base = rows[(rows["hardware.name"].isna()) & (rows["benchmark"] == "train")].iloc[0]
+        self.assertAlmostEqual(twin.time_pred_step_s, base.time_pred_step_s)
+        self.assertAlmostEqual(twin.mem_pred_peak_bytes, base.mem_pred_peak_bytes)
 
     def test_bad_calibrate_arguments(self):
         r = bench_sweep("plan", self.sweep, "--calibrate", self.out, check=2)

@@ -7,6 +7,7 @@
 #include "core/config.h"
 #include "core/model_shapes.h"
 #include "core/yaml_io.h"
+#include "results/memory_model.h"
 
 namespace sweepbench {
 namespace {
@@ -297,6 +298,30 @@ TEST(TimeModel, ResolvedPointsAndTheirKeys) {
   EXPECT_NE(time_model_key(train), time_model_key(fp32));
   EXPECT_NE(time_model_key(train), time_model_key(infer));
   EXPECT_EQ(time_model_key(resolved("benchmark: command\ncommand: {argv: ['true']}\n")), "");
+}
+
+TEST(TimeModel, ACommandPointDeclaringItsShapeIsPredictedAsOne) {
+  const std::string shape =
+      "model: {preset: gpt2-tiny}\ntrain: {micro_batch: 4, dtype: bf16}\ndata: {seq_len: 64}\n";
+  Value train = resolved(shape);
+  Value command = resolved(shape + "benchmark: command\n"
+                                   "command: {argv: [python3, train.py], predict_as: train}\n");
+  Value silent = resolved(shape + "benchmark: command\ncommand: {argv: [python3, train.py]}\n");
+  EXPECT_EQ(predicted_benchmark(train), "train");
+  EXPECT_EQ(predicted_benchmark(command), "train");
+  EXPECT_EQ(predicted_benchmark(silent), "");
+  TimePrediction a, b;
+  ASSERT_TRUE(predict_point_time(train, &a));
+  ASSERT_TRUE(predict_point_time(command, &b));
+  EXPECT_EQ(a.step_s, b.step_s);
+  EXPECT_EQ(a.flops, b.flops);
+  EXPECT_EQ(time_model_key(train), time_model_key(command));  // one calibrates the other
+  EXPECT_FALSE(predict_point_time(silent, &b));
+  MemoryPrediction m, n;
+  ASSERT_TRUE(predict_point_memory(train, &m));
+  ASSERT_TRUE(predict_point_memory(command, &n));
+  EXPECT_EQ(m.peak, n.peak);
+  EXPECT_FALSE(predict_point_memory(silent, &n));
 }
 
 TEST(TimeModel, OneMeasuredPointCalibratesItsModel) {
