@@ -388,6 +388,7 @@ struct PointColumns {
   std::vector<std::string> metrics;  // in the order first seen
   std::set<std::string> benchmarks;  // the workloads present (empty: no config could be read)
   std::vector<std::string> referenced;  // metrics a performance reference was checked on
+  bool predicted_commands = false;  // a command point with command.predict_as
 
   // Whether a point of the workload `benchmark` may be among them.
   bool has(const std::string& benchmark) const {
@@ -424,6 +425,10 @@ PointColumns point_columns(const std::vector<std::string>& dirs) {
       for (const Value::Entry& e : params->entries()) c.params.insert(e.key);
     }
     if (text_field(*config, "benchmark") != "command") continue;
+    if (const Value* as = config->find_path("command.predict_as");
+        as != nullptr && as->is_string() && (as->as_string() == "train" || as->as_string() == "infer")) {
+      c.predicted_commands = true;
+    }
     if (const Value* parser = config->find_path("command.parser");
         parser != nullptr && parser->is_string()) {
       for (const MetricSpec& m : parser_metrics(parser->as_string())) add_metric(m.name);
@@ -498,6 +503,9 @@ std::vector<std::string> extract_columns(const std::vector<std::string>& dirs) {
     for (const std::string& c : prediction_column_names()) columns.push_back(c);
   } else if (pc.has("command")) {
     columns.insert(columns.end(), {"cpu_percent_mean", "ram_peak_mb"});  // sampled as ours
+    if (pc.predicted_commands) {
+      for (const std::string& c : prediction_column_names()) columns.push_back(c);
+    }
   }
   if (pc.has("train") || pc.has("infer")) columns.push_back("noisy");
   if (pc.has("train")) columns.push_back("profile_trace");
@@ -749,6 +757,11 @@ ExtractedPoint extract_point(const std::string& d, Manifests& manifests, double 
       if (ranks.front().benchmark == "command") {
         command_columns(ranks.front().command, &row);
         memory_columns(ranks, &row);  // the sampler's CPU and RAM (no stages, no GPU)
+        // A command that declares what it runs (command.predict_as) is predicted as that point.
+        if (resolved) {
+          const std::string as = predicted_benchmark(*resolved);
+          if (!as.empty()) prediction_columns(*resolved, ranks.front(), as == "infer", &row);
+        }
       } else {
         std::vector<Metric> metrics;
         if (infer) {

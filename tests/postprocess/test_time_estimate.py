@@ -188,6 +188,37 @@ include:
         self.assertAlmostEqual(twin.time_pred_step_s, base.time_pred_step_s)
         self.assertAlmostEqual(twin.mem_pred_peak_bytes, base.mem_pred_peak_bytes)
 
+    def test_a_command_declaring_its_model_is_predicted_and_calibrates(self):
+        # A program that reports its step's median (as bench/pytorch_eager_train.py does),
+        # declared as a GPT-2 training of the sweep's shape: predicted, extracted beside its
+        # measurement, and calibrating its model.
+        sweep = os.path.join(self.tmp, "command.yaml")
+        with open(sweep, "w") as f:
+            f.write(SWEEP.split("include:")[0].replace("name: time-estimate", "name: twin") + """  benchmark: command
+  command:
+    argv: [sh, -c, 'echo "{{\\"step_time_median_s\\": 0.25}}"']
+    metrics: [{name: step_time_median_s, unit: s, from: stdout, pointer: /step_time_median_s}]
+    predict_as: train
+""")
+        out = os.path.join(self.tmp, "command-runs")
+        bench_sweep("run", sweep, "--out", out, check=0)
+        plain = pd.read_csv(io.StringIO(self.estimate("--format", "csv", sweep=sweep).stdout)).iloc[0]
+        calibrated = pd.read_csv(io.StringIO(self.estimate("--format", "csv", "--calibrate", out,
+                                                           sweep=sweep).stdout)).iloc[0]
+        self.assertAlmostEqual(calibrated.time_calibration, 0.25 / plain.time_pred_step_s)
+        self.assertAlmostEqual(calibrated.time_pred_step_s, 0.25)
+        row = pd.read_csv(io.StringIO(run_tool(BENCH_EXTRACT, "-i", out, "--format", "csv").stdout)).iloc[0]
+        self.assertEqual(row.status, "ok")
+        self.assertAlmostEqual(row.time_pred_step_s, plain.time_pred_step_s)
+        self.assertAlmostEqual(row.time_pred_error, plain.time_pred_step_s / 0.25 - 1)
+        self.assertAlmostEqual(row.mem_pred_peak_bytes, plain.mem_pred_peak_bytes)
+        # The same model's bench-train points are calibrated by it.
+        both = pd.read_csv(io.StringIO(self.estimate("--format", "csv", "--calibrate", out).stdout))
+        base = both[(both["model.arch"] == "gpt2") & (both["model.n_layer"] == 2)
+                    & (both["benchmark"] != "infer")]
+        self.assertEqual(len(base), 4)
+        self.assertTrue((base.time_calibration.round(12) == round(0.25 / plain.time_pred_step_s, 12)).all())
+
     def test_bad_calibrate_arguments(self):
         r = bench_sweep("plan", self.sweep, "--calibrate", self.out, check=2)
         self.assertIn("--calibrate: only with --estimate", r.stderr)
