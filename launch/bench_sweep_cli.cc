@@ -333,14 +333,7 @@ int run_plan(const std::vector<std::string>& args, std::ostream& out, std::ostre
   const std::vector<std::string> calibrate =
       vm.count("calibrate") ? vm["calibrate"].as<std::vector<std::string>>()
                             : std::vector<std::string>{};
-  // A --calibrate that is not a directory is refused before anything is written.
-  for (const std::string& d : calibrate) {
-    std::error_code ec;
-    if (!std::filesystem::is_directory(d, ec)) {
-      throw Error::input(Mark::in("--calibrate"), d, "not a directory",
-                         "give a results tree of bench-sweep run or one point's directory");
-    }
-  }
+  check_calibration_dirs(calibrate);  // before anything is written
   SweepSpec spec = load_sweep_file(vm["sweep"].as<std::string>());
   // No points held: they are rebuilt one at a time for the writer and the printer.
   PlanOptions options = plan_options_of(vm);

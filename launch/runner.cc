@@ -422,14 +422,12 @@ class SweepRun {
   void print_predicted_time(const std::vector<const SweepPoint*>& points) {
     std::set<std::string> selected;
     for (const SweepPoint* p : points) selected.insert(p->tag);
-    const std::optional<MemoryLimit>& limit = plan_.info().memory_limit;
     auto runs = [&](const SweepPoint& p) {
       if (selected.count(p.tag) == 0) return false;
       auto it = records_.find(p.tag);
       const std::optional<PointRecord> record =
           it == records_.end() ? std::nullopt : std::optional<PointRecord>(it->second);
-      if (decide(record, p.config_hash, o_.force, o_.retry_failed) != Decision::kRun) return false;
-      return !limit || !over_memory_limit(p.config, *limit);
+      return will_run(p, record, o_.force, o_.retry_failed, plan_.info().memory_limit);
     };
     out_ << "# " << predicted_time_line(plan_, calibration_dirs(o_.out_dir), runs) << "\n";
   }
@@ -976,6 +974,12 @@ class SweepRun {
 };
 
 }  // namespace
+
+bool will_run(const SweepPoint& p, const std::optional<PointRecord>& record, bool force,
+              bool retry_failed, const std::optional<MemoryLimit>& limit) {
+  if (decide(record, p.config_hash, force, retry_failed) != Decision::kRun) return false;
+  return !limit || !over_memory_limit(p.config, *limit);
+}
 
 Decision decide(const std::optional<PointRecord>& record, const std::string& config_hash,
                 bool force, bool retry_failed) {

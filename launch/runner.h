@@ -71,6 +71,10 @@ struct RunOptions {
 enum class Decision { kRun, kKeepOk, kKeepFailure };
 Decision decide(const std::optional<PointRecord>& record, const std::string& config_hash,
                 bool force, bool retry_failed);
+// Whether run (or submit) would run the point: decide() says run, and the sweep's
+// memory_limit does not skip it. For the predicted device-hours printed before they start.
+bool will_run(const SweepPoint& p, const std::optional<PointRecord>& record, bool force,
+              bool retry_failed, const std::optional<MemoryLimit>& limit);
 
 // The points a point that ran out of memory prunes: identical to it except for a larger value of
 // one of `keys`. Returns the reason when `candidate` is pruned by `oom_point`.

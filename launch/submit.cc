@@ -298,12 +298,10 @@ SubmitReport submit_sweep(const Plan& plan, const SubmitOptions& o, std::ostream
     // failure kept) nor over the sweep's memory_limit. Points already queued count too.
     std::set<std::string> selected;
     for (const SweepPoint* p : points_to_run(plan, o.only)) selected.insert(p->tag);
-    const std::optional<MemoryLimit>& limit = plan.info().memory_limit;
     auto runs = [&](const SweepPoint& p) {
-      if (selected.count(p.tag) == 0) return false;
-      const std::optional<PointRecord> record = read_point_record((root / p.tag).string());
-      if (decide(record, p.config_hash, o.force, o.retry_failed) != Decision::kRun) return false;
-      return !limit || !over_memory_limit(p.config, *limit);
+      return selected.count(p.tag) != 0 &&
+             will_run(p, read_point_record((root / p.tag).string()), o.force, o.retry_failed,
+                      plan.info().memory_limit);
     };
     out << "# " << predicted_time_line(plan, calibration_dirs(o.out_dir), runs) << "\n";
   }

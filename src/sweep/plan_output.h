@@ -55,6 +55,8 @@ std::string describe_sweep_time(const SweepTimeTotal& total);
 // tree cannot be read: run and submit print it and go on.
 std::string predicted_time_line(const Plan& plan, const std::vector<std::string>& calibrate,
                                 const std::function<bool(const SweepPoint&)>& runs);
+// Error(kInput) naming the first of `dirs` (--calibrate's) that is not a directory.
+void check_calibration_dirs(const std::vector<std::string>& dirs);
 // The results tree run and submit calibrate by: `out_dir` when it is a directory (its points that
 // ran ok), else none.
 std::vector<std::string> calibration_dirs(const std::string& out_dir);

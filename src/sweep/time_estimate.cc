@@ -46,14 +46,21 @@ double measured_step(const fs::path& dir, Value* config) {
 
 }  // namespace
 
-LoadedCalibration load_time_calibration(const std::vector<std::string>& dirs) {
-  LoadedCalibration out;
+void check_calibration_dirs(const std::vector<std::string>& dirs) {
   for (const std::string& d : dirs) {
     std::error_code ec;
     if (!fs::is_directory(d, ec)) {
       throw Error::input(Mark::in("--calibrate"), d, "not a directory",
                          "give a results tree of bench-sweep run or one point's directory");
     }
+  }
+}
+
+LoadedCalibration load_time_calibration(const std::vector<std::string>& dirs) {
+  LoadedCalibration out;
+  check_calibration_dirs(dirs);
+  for (const std::string& d : dirs) {
+    std::error_code ec;
     std::vector<fs::path> points;
     if (fs::exists(fs::path(d) / kSummaryFile, ec)) {
       points.push_back(d);
@@ -126,9 +133,7 @@ std::string predicted_time_line(const Plan& plan, const std::vector<std::string>
   }
 }
 
-}  // namespace sweepbench
 
-namespace sweepbench {
 
 std::vector<std::string> calibration_dirs(const std::string& out_dir) {
   std::error_code ec;
