@@ -17,6 +17,10 @@
 #   bench/gpu/run.sh memory           a grid of short bench-train runs (shapes, dtypes, ZeRO,
 #                                     LoRA, checkpointing, the loss), four at a time: the
 #                                     allocator's peaks the memory model is checked against
+#   bench/gpu/run.sh sweep            bench/gpu/memory.yaml through bench-sweep run, one point
+#                                     at a time (hardware.name: this GPU), then bench-extract:
+#                                     the tree the time and memory models are checked against
+#                                     (named twice, two trees: the run-to-run noise)
 #
 # Results and logs go to $OUT (default .gpu/out). BENCH_TRAIN=path skips the build (bench-infer is
 # then the one beside it, unless BENCH_INFER names another); TORCH_PREFIX names libtorch's CMake
@@ -83,6 +87,9 @@ build() {
   cmake --build "$BUILD" --target bench-train bench-infer -j "$(nproc)" 2>&1 | tee "$W/build.log" | tail -40
   local rc=${PIPESTATUS[0]}
   echo "build: rc=$rc in $((SECONDS - t0)) s"
+  # The sweep phase's tools: without them only that phase is skipped.
+  cmake --build "$BUILD" --target bench-sweep bench-extract -j "$(nproc)" >"$W/build-sweep.log" 2>&1 ||
+    { echo "build: bench-sweep and bench-extract failed"; tail -20 "$W/build-sweep.log"; }
   return "$rc"
 }
 
@@ -300,6 +307,21 @@ memory() {  # short runs, four at a time (the allocator's peak is per process): 
   show "${names[@]}"
 }
 
+sweeps=0
+sweep() {  # bench/gpu/memory.yaml's points one at a time into runs/gpu-sweep-N (N: 1, 2, ...)
+  local gpu t0 rc n=$((++sweeps))
+  [[ -x $BUILD/bin/bench-sweep ]] || { echo "== sweep: skipped, no bench-sweep"; return 0; }
+  enough 120 "sweep run $n" || return 0
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+  t0=$SECONDS
+  bounded "$BUILD/bin/bench-sweep" run "$root/bench/gpu/memory.yaml" --out "$W/runs/gpu-sweep-$n" \
+    --set "hardware.name=$gpu" >"$W/gpu-sweep-$n.log" 2>&1
+  rc=$?
+  echo "== sweep run $n: exit $rc in $((SECONDS - t0)) s"
+  tail -n 8 "$W/gpu-sweep-$n.log"
+  "$BUILD/bin/bench-extract" -i "$W/runs/gpu-sweep-$n" -o "$W/gpu-sweep-$n.csv" 2>&1 | tail -3
+}
+
 collect() {  # the summaries and rank files in one archive, the traces in another (the device
   # returns at most 8 files of 16 MiB): traces in the order of interest (micro batch 8 first),
   # each compressed once, while the archive stays under 15 MiB
@@ -322,7 +344,7 @@ collect() {  # the summaries and rank files in one archive, the traces in anothe
 
 for phase in "$@"; do  # every phase known before anything runs
   case $phase in
-    build|tiny|smoke|measure|mfu|infer|memory|hf|eager|compile|compile8|compile16) ;;
+    build|tiny|smoke|measure|mfu|infer|memory|sweep|hf|eager|compile|compile8|compile16|compile32) ;;
     *) echo "run.sh: unknown phase $phase" >&2; rm -rf "$W"; exit 2 ;;
   esac
 done
@@ -341,13 +363,14 @@ BENCH_INFER=${BENCH_INFER:-$(dirname "${BENCH_TRAIN:-/}")/bench-infer}
 for phase in "$@"; do
   case $phase in
     build) ;;
-    tiny|smoke|measure|mfu|infer|memory)
+    tiny|smoke|measure|mfu|infer|memory|sweep)
       if ((built)); then $phase; else echo "== $phase: skipped, no bench-train and bench-infer"; fi ;;
     hf) hf ;;
     eager) eager ;;
     compile) compile 8 16 ;;
     compile8) compile 8 ;;
     compile16) compile 16 ;;
+    compile32) compile 32 ;;
     *) echo "run.sh: unknown phase $phase" >&2; exit 2 ;;
   esac
 done
