@@ -11,6 +11,7 @@ left out). Groups: the model (preset, dtype) and, within training, ZeRO stages o
 apart.
 
     bench/time_accuracy.py runs/time-grid runs/time-grid-infer [--bin build/release/bin] [--out F]
+    bench/time_accuracy.py GPU-TREE --machine "NVIDIA H200" --out F   # bench/gpu/run.sh sweep's
 
 Given two trees of one sweep (two runs of it), it also reports how far the same point's
 measurement moved between them: the machine's noise, which bounds what any prediction can match.
@@ -45,13 +46,13 @@ MODEL_KEYS = ("benchmark", "model.preset", "model.n_layer", "model.n_embd", "mod
 
 
 def tree_rows(bin_dir, tree):
-    sweep = json.load(open(os.path.join(tree, "manifest.json")))["sweep_file"]
-    plan = [os.path.join(bin_dir, "bench-sweep"), "plan", sweep, "--estimate", "--format", "csv"]
-    plain = table(run(plan))
+    # bench-extract predicts each point beside what it measured (time_pred_step_s: the same model
+    # as bench-sweep plan --estimate, on the device the rank file names, uncalibrated).
     measured = table(run([os.path.join(bin_dir, "bench-extract"), "-i", tree, "--format", "csv"]))
+    plain = measured
     rows = []
     for tag, m in measured.items():
-        if m.get("status") != "ok" or tag not in plain or not plain[tag].get("time_pred_step_s"):
+        if m.get("status") != "ok" or not m.get("time_pred_step_s"):
             continue
         train = m.get("benchmark", "train") == "train"
         value = m.get("step_time_median_s") if train else m.get("e2e_p50_s")
@@ -105,11 +106,12 @@ def main():
     ap.add_argument("trees", nargs="+")
     ap.add_argument("--bin", default=os.path.join(ROOT, "build", "release", "bin"))
     ap.add_argument("--out")
+    ap.add_argument("--machine", help="where the trees ran (default: this machine's processor)")
     args = ap.parse_args()
     rows = [r for t in args.trees for r in tree_rows(args.bin, t)]
     calibrate(rows)
     groups = sorted({r["group"] for r in rows})
-    result = {"date": time.strftime("%Y-%m-%d"), "machine": platform.processor() or platform.machine(),
+    result = {"date": time.strftime("%Y-%m-%d"), "machine": args.machine or platform.processor() or platform.machine(),
               "trees": args.trees, "groups": {}}
     print(f"{'group':32} {'uncalibrated: MAE':>17} {'worst':>7} {'<=10%':>9} | "
           f"{'one point: MAE':>14} {'worst':>7} {'<=10%':>9} | {'median: MAE':>11} {'worst':>7} {'<=10%':>9}")

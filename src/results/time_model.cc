@@ -53,7 +53,7 @@ double rank_rate(const TimeInput& in, const TimeConstants& k, std::string* sourc
                            "hardware.peak_tflops";
       return 0;
     }
-    const double mfu = in.assumed_mfu.value_or(k.gpu_mfu);
+    const double mfu = in.assumed_mfu.value_or(in.dtype == "fp32" ? k.gpu_mfu_fp32 : k.gpu_mfu);
     *source = from + " " + fixed(*peak, 1) + " TFLOPS x MFU " + fixed(mfu, 2) +
               (in.assumed_mfu ? " (hardware.assumed_mfu)" : " (measured)");
     return *peak * 1e12 * mfu;  // one device a rank, as bench-train and bench-infer use
@@ -80,6 +80,17 @@ double rank_bandwidth(const TimeInput& in, const TimeConstants& k) {
   return k.cpu_bandwidth_gbs * 1e9 * std::min(1.0, in.cores_per_rank / 2.0);
 }
 
+// What launching one layer's kernels of a decode step costs on a GPU (a Llama block has more
+// kernels than a GPT-2 one: the rotary embedding, RMSNorm's parts, the gated MLP).
+double gpu_decode_layer_s(const TimeInput& in, const TimeConstants& k) {
+  return in.shape.arch == "llama" ? k.gpu_decode_layer_llama_s : k.gpu_decode_layer_gpt2_s;
+}
+
+// The GPU's work and the CPU's launching overlap; the step is their smooth maximum.
+double launch_bound(double work_s, double launch_s) {
+  return std::sqrt(work_s * work_s + launch_s * launch_s);
+}
+
 double link_rate(const TimeInput& in, const TimeConstants& k) {
   if (in.link_gbs) return *in.link_gbs * 1e9;
   if (!in.gpu) return k.cpu_link_gbs * 1e9;
@@ -89,11 +100,13 @@ double link_rate(const TimeInput& in, const TimeConstants& k) {
 
 void finish(const TimeInput& in, TimePrediction* p) {
   p->assumed_gpu = in.gpu && in.hardware_name.empty() && !in.peak_tflops;
-  if (!in.gpu) {
-    const TimeConstants& k = time_constants();
+  const TimeConstants& k = time_constants();
+  if (in.gpu) {
+    p->startup_s = in.benchmark == "train" ? k.gpu_startup_train_s : k.gpu_startup_infer_s;
+  } else {
     p->startup_s = k.cpu_startup_s + (in.ranks > 1 ? k.cpu_startup_mpi_s : 0);
-    p->run_s += p->startup_s;
   }
+  p->run_s += p->startup_s;
   p->devices = dbl(in.ranks) * (in.gpu ? std::max(1, in.devices_per_rank) : 1);
   p->device_hours = p->run_s * p->devices / 3600.0;
   if (in.price_per_hour) p->cost_usd = p->device_hours * *in.price_per_hour;
@@ -103,11 +116,6 @@ void finish(const TimeInput& in, TimePrediction* p) {
 TimePrediction predict_training(const TimeInput& in) {
   const TimeConstants& k = time_constants();
   TimePrediction p;
-  if (in.gpu && in.offload_optimizer) {
-    p.missing = "train.offload_optimizer on a GPU: the host's AdamW and the copies over PCIe are "
-                "not modelled";
-    return p;
-  }
   const double rate = rank_rate(in, k, &p.rate, &p.missing);
   if (rate <= 0) return p;
   const ModelShape& s = in.shape;
@@ -163,11 +171,25 @@ TimePrediction predict_training(const TimeInput& in) {
   const bool overlaps = in.overlap_comm && !in.gpu && in.zero_stage >= 2 && dp > 1;
   p.comm_s = (overlaps ? std::max(0.0, dp_comm - p.compute_s * 2 / 3) : dp_comm) + tp_bytes / link;
 
-  if (!in.gpu) {
-    // AdamW reads parameter, gradient and two moments and writes three (28 bytes a value, fp32),
-    // over the rank's shard from ZeRO-1 on; the gradient norm reads the gradients again.
-    const double updated = in.zero_stage >= 1 && dp > 1 ? trainable / dp : trainable;
-    p.optimizer_s = (28 * updated + (in.grad_clip ? 4 * trainable : 0)) / rank_bandwidth(in, k);
+  // AdamW reads parameter, gradient and two moments and writes three (28 bytes a value, fp32),
+  // over the rank's shard from ZeRO-1 on; the gradient norm reads the gradients again.
+  const double updated = in.zero_stage >= 1 && dp > 1 ? trainable / dp : trainable;
+  p.optimizer_s = (28 * updated + (in.grad_clip ? 4 * trainable : 0)) / rank_bandwidth(in, k);
+  // Offloaded on a GPU: the update is the host's, after the GPU's work (the norm's pass stays).
+  const bool host_update = in.gpu && in.offload_optimizer;
+  if (host_update) p.optimizer_s = updated * k.gpu_offload_s_per_value;
+  if (in.gpu) {
+    // The chunked loss's elementwise passes over its fp32 logits (it is part of the CPU's
+    // measured rate there).
+    if (in.fused_loss) {
+      p.compute_s += accum * tokens * dbl(s.vocab_size) * k.gpu_fused_loss_bytes_per_logit /
+                     rank_bandwidth(in, k);
+    }
+    // The CPU launches every micro step's kernels; what the GPU's work does not cover shows.
+    const double work = p.compute_s + (host_update ? 0 : p.optimizer_s);
+    const double launches = accum * l * k.gpu_train_launches * gpu_decode_layer_s(in, k);
+    p.overhead_s = launch_bound(work, launches) - work;
+  } else {
     // Each layer's operators dispatched, forward and backward (and forward again).
     const double passes = in.activation_checkpointing ? 3 : 2;
     p.overhead_s = accum * passes * (l + 1) * k.cpu_layer_s;
@@ -178,8 +200,11 @@ TimePrediction predict_training(const TimeInput& in) {
   const double forward = 2 * (dbl(parameter_count(s) - position_embedding_count(s)) - lookup) +
                          2 * lora_params + 4 * l * d * seq;
   const double eval_tokens = dbl(in.eval_micro_batch) * seq;
-  const double eval_s = dbl(in.eval_steps) * (eval_tokens * forward / t / rate +
-                                              (in.gpu ? 0 : (l + 1) * k.cpu_layer_s));
+  const double eval_forward_s = eval_tokens * forward / t / rate;
+  const double eval_s =
+      dbl(in.eval_steps) *
+      (in.gpu ? launch_bound(eval_forward_s, l * gpu_decode_layer_s(in, k))
+              : eval_forward_s + (l + 1) * k.cpu_layer_s);
   p.run_s = dbl(in.steps) * p.step_s + eval_s;
   finish(in, &p);
   return p;
@@ -222,10 +247,10 @@ TimePrediction predict_inference(const TimeInput& in) {
   const double decode_compute = decode_flops / rate, decode_memory = decode_bytes / bandwidth;
   if (in.gpu) {
     // Each step the slowest of launching, reading and computing.
-    const double launch = steps * l * k.gpu_decode_layer_s;
+    const double launch = steps * l * gpu_decode_layer_s(in, k);
     p.compute_s = prefill_s + std::max(decode_compute, decode_memory);
     p.overhead_s = std::max(0.0, launch - std::max(decode_compute, decode_memory)) +
-                   l * k.gpu_decode_layer_s;
+                   l * gpu_decode_layer_s(in, k);
   } else {
     p.compute_s = prefill_s + std::max(decode_compute, decode_memory);
     p.overhead_s = (steps + 1) * (l + 1) * k.cpu_decode_layer_s;
@@ -287,6 +312,7 @@ bool time_input_of(const Value& resolved, TimeInput* out) {
     in.eval_steps = s.eval.steps;
     in.eval_micro_batch = s.eval.micro_batch;
     in.activation_checkpointing = s.train.activation_checkpointing;
+    in.fused_loss = s.train.fused_loss;
     in.overlap_comm = s.train.overlap_comm;
     in.offload_optimizer = s.train.offload_optimizer;
     in.grad_clip = s.train.grad_clip > 0;

@@ -1,6 +1,6 @@
 // What a point will take, before it runs (docs/metrics.md, "Predicted time and cost"): a
 // training step's time from its FLOPs over the device's rate, the optimizer's bytes, a fixed
-// cost a layer, and the communication its ZeRO stage and tensor parallelism make over a link; a
+// cost a layer (on a GPU: launching the kernels), and the communication its ZeRO stage and tensor parallelism make over a link; a
 // generation's time from its prefill FLOPs and, each decode step, the larger of its FLOPs and the
 // bytes it reads; from these tokens/s, the point's seconds, device-hours and cost.
 //
@@ -31,14 +31,31 @@ inline constexpr const char* kAssumedGpu = "H100";
 
 // The constants behind a prediction, measured (docs/performance.md, "The time prediction").
 struct TimeConstants {
-  // A GPU step's whole time at this fraction of the dtype's dense peak: sweepbench's bench-train
-  // on an H200, GPT-2 124M, bf16, seq 1024, micro batch 8 to 32 (21-26%).
-  double gpu_mfu = 0.25;
-  // A GPU decode step cannot be faster than launching its kernels from the CPU: this many seconds
-  // a layer (bench-infer on the H200: GPT-2 124M 3.2 ms a step over 12 layers, TinyLlama's 22
-  // layers 8.0 ms), nor than reading its bytes at this share of the peak bandwidth.
-  double gpu_decode_layer_s = 0.3e-3;
-  double gpu_bandwidth_share = 0.8;
+  // A GPU's work in a training step (its FLOPs, AdamW's bytes, the chunked loss's bytes) runs
+  // at this fraction of the dtype's dense peak: bf16 and fp16 on the tensor cores, fp32 without
+  // TF32 (libtorch's default) on the fp32 peak. Fitted to sweepbench's bench-train on an H200
+  // (bench/gpu/memory.yaml, docs/performance.md: GPT-2 124M to 774M and 8 layers of TinyLlama).
+  double gpu_mfu = 0.26, gpu_mfu_fp32 = 0.58;
+  // Eager libtorch launches each kernel from the CPU: a decode step costs at least this many
+  // seconds a layer (bench-infer on the H200, static cache: GPT-2 124M 2.8 to 3.2 ms a step over
+  // 12 layers, TinyLlama's 22 layers 8.0 to 9.2 ms), and a training micro step
+  // gpu_train_launches times a decode step's. The step is then the smooth maximum
+  // sqrt(work^2 + launches^2) of the GPU's work and the CPU's launching (the two overlap, but
+  // neither hides the other where they are close).
+  double gpu_decode_layer_gpt2_s = 0.23e-3, gpu_decode_layer_llama_s = 0.38e-3;
+  double gpu_train_launches = 6.5;
+  double gpu_bandwidth_share = 0.8;  // of the peak, for AdamW's and decode's bytes
+  // train.fused_loss on a GPU: its chunks' fp32 logits, softmax, gradient and the head
+  // gradient's sum move about this many bytes a logit (tokens x vocabulary); 1.07 us a token
+  // for GPT-2 on the H200, at every micro batch from 8 to 64.
+  double gpu_fused_loss_bytes_per_logit = 82.0;
+  // train.offload_optimizer on a GPU: each updated value's gradient goes to the host, AdamW runs
+  // there, the value comes back; this many seconds a value (78 ms for GPT-2 124M's 124 M on the
+  // H200's node, one measurement: the PCIe copies and the host's AdamW over its cores).
+  double gpu_offload_s_per_value = 0.63e-9;
+  // A GPU point's start-up: CUDA's context, the libraries, the first step's tuning, the
+  // evaluation's first pass (bench-train 5.7 to 9.4 s on the H200, bench-infer 3.1 s).
+  double gpu_startup_train_s = 7.0, gpu_startup_infer_s = 3.0;
   // Links: NVLink within a node (per GPU, one direction) by the table, between nodes this.
   double inter_node_link_gbs = 50.0;  // 400 Gb/s a GPU (InfiniBand NDR)
   // The reference CPU (AMD EPYC 9454, two cores): what a core sustains.
@@ -65,7 +82,7 @@ struct TimeInput {
   // train
   std::int64_t micro_batch = 1, seq_len = 1, grad_accum = 1, steps = 1, eval_steps = 0,
                eval_micro_batch = 1;
-  bool activation_checkpointing = false, overlap_comm = false, grad_clip = true;
+  bool activation_checkpointing = false, overlap_comm = false, grad_clip = true, fused_loss = false;
   bool offload_optimizer = false;
   int zero_stage = 0, tensor_parallel = 1;
   bool lora = false;
@@ -86,7 +103,7 @@ struct TimePrediction {
   double comm_bytes = 0;  // sent per rank, a step
   double tokens_per_second = 0;  // train: tokens trained, all ranks; infer: tokens generated
   double run_s = 0;              // start-up, every step (warm-up and eval included) or generation
-  double startup_s = 0;          // of run_s: on a CPU, measured; on a GPU not counted (0)
+  double startup_s = 0;          // of run_s: the process's start-up, measured (not scaled)
   double devices = 1;
   double device_hours = 0;
   std::optional<double> cost_usd;  // with hardware.price_per_hour

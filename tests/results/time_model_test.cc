@@ -2,6 +2,9 @@
 // by hand; tests/postprocess/test_time_estimate.py checks its calibration against real runs.
 #include "results/time_model.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include <gtest/gtest.h>
 
 #include "core/config.h"
@@ -31,24 +34,53 @@ Value resolved(const std::string& yaml) {
   return resolve_config(normalize_partial_config(parse_yaml(yaml, "t.yaml")));
 }
 
-TEST(TimeModel, AGpuStepIsItsFlopsAtTheMeasuredMfu) {
+TEST(TimeModel, AGpuStepIsItsWorkAtTheMeasuredMfuOrItsLaunches) {
   const TimeInput in = h100_training();
+  const TimeConstants& k = time_constants();
   const TimePrediction p = predict_time(in);
   ASSERT_TRUE(p.known) << p.missing;
   const double flops = 8 * 1024 * training_flops_per_token(gpt2(), 1024);
   EXPECT_DOUBLE_EQ(p.flops, flops);
-  EXPECT_DOUBLE_EQ(p.compute_s, flops / (989.4e12 * time_constants().gpu_mfu));
-  // One GPU: no communication; the measured MFU already holds the optimizer and launches.
+  EXPECT_DOUBLE_EQ(p.compute_s, flops / (989.4e12 * k.gpu_mfu));
+  // AdamW's 28 bytes a value and the norm's 4, at the share of the H100's 3.35 TB/s.
+  const double n = static_cast<double>(parameter_count(gpt2()));
+  EXPECT_DOUBLE_EQ(p.optimizer_s, 32 * n / (3350e9 * k.gpu_bandwidth_share));
+  // The CPU launches 12 layers' kernels; the step is the smooth maximum of that and the work.
+  const double work = p.compute_s + p.optimizer_s;
+  const double launches = 12 * k.gpu_train_launches * k.gpu_decode_layer_gpt2_s;
+  EXPECT_NEAR(p.step_s, std::sqrt(work * work + launches * launches), 1e-12);
+  EXPECT_GT(p.overhead_s, 0);
+  EXPECT_LT(p.overhead_s, launches);
+  // One GPU: no communication.
   EXPECT_EQ(p.comm_s, 0);
-  EXPECT_EQ(p.optimizer_s, 0);
-  EXPECT_EQ(p.overhead_s, 0);
-  EXPECT_DOUBLE_EQ(p.step_s, p.compute_s);
   EXPECT_DOUBLE_EQ(p.tokens_per_second, 8 * 1024 / p.step_s);
-  EXPECT_DOUBLE_EQ(p.run_s, 100 * p.step_s);
+  EXPECT_DOUBLE_EQ(p.startup_s, k.gpu_startup_train_s);
+  EXPECT_DOUBLE_EQ(p.run_s, k.gpu_startup_train_s + 100 * p.step_s);
   EXPECT_DOUBLE_EQ(p.device_hours, p.run_s / 3600);
   EXPECT_FALSE(p.cost_usd.has_value());
-  EXPECT_NE(p.rate.find("H100 bf16 peak 989.4 TFLOPS x MFU 0.25 (measured)"), std::string::npos)
+  EXPECT_NE(p.rate.find("H100 bf16 peak 989.4 TFLOPS x MFU 0.26 (measured)"), std::string::npos)
       << p.rate;
+
+  // A small step is bound by its launches: a quarter of the tokens is not a quarter of the time.
+  TimeInput small = in;
+  small.micro_batch = 4;
+  small.seq_len = 512;
+  const TimePrediction q = predict_time(small);
+  EXPECT_LT(q.compute_s, p.compute_s / 4);
+  EXPECT_GT(q.step_s, launches);
+  EXPECT_GT(q.step_s, p.step_s / 2);
+
+  // fp32 runs on the fp32 peak (no TF32) at its own measured share.
+  TimeInput fp32 = in;
+  fp32.dtype = "fp32";
+  EXPECT_DOUBLE_EQ(predict_time(fp32).compute_s, flops / (67.0e12 * k.gpu_mfu_fp32));
+
+  // The chunked loss's passes over the logits, on a GPU: bytes a logit at the bandwidth.
+  TimeInput fused = in;
+  fused.fused_loss = true;
+  EXPECT_DOUBLE_EQ(predict_time(fused).compute_s,
+                   p.compute_s + 8 * 1024 * 50257 * k.gpu_fused_loss_bytes_per_logit /
+                                     (3350e9 * k.gpu_bandwidth_share));
 }
 
 TEST(TimeModel, AssumedMfuPriceAndDevices) {
@@ -99,8 +131,11 @@ TEST(TimeModel, ZeroStagesCommunicateWhatTheyShard) {
   EXPECT_DOUBLE_EQ(two_nodes.comm_s, two_nodes.comm_bytes / 50e9);
   in.link_gbs = 10.0;
   EXPECT_DOUBLE_EQ(predict_time(in).comm_s, two_nodes.comm_bytes / 10e9);
-  EXPECT_DOUBLE_EQ(predict_time(in).step_s,
-                   predict_time(in).compute_s + predict_time(in).comm_s);
+  const TimePrediction p = predict_time(in);
+  EXPECT_DOUBLE_EQ(p.step_s, p.compute_s + p.optimizer_s + p.overhead_s + p.comm_s);
+  // From stage 1 on AdamW updates a quarter of the values (the norm reads every gradient).
+  EXPECT_DOUBLE_EQ(p.optimizer_s,
+                   (28 * psi / 4 + 4 * psi) / (3350e9 * time_constants().gpu_bandwidth_share));
 }
 
 TEST(TimeModel, OverlappedCommunicationHidesBehindTheBackwardOnlyWhereItOverlaps) {
@@ -178,14 +213,25 @@ TEST(TimeModel, ACpuUsesTheReferenceRateOrTheGivenPeak) {
   EXPECT_DOUBLE_EQ(predict_time(in).compute_s, p.flops / 1e12);
 }
 
-TEST(TimeModel, OffloadOnAGpuIsNotPredicted) {
+TEST(TimeModel, OffloadOnAGpuUpdatesOnTheHostAfterTheGpusWork) {
   TimeInput in = h100_training();
+  const TimePrediction on_device = predict_time(in);
   in.offload_optimizer = true;
-  TimePrediction p = predict_time(in);
-  EXPECT_FALSE(p.known);
-  EXPECT_NE(p.missing.find("offload_optimizer"), std::string::npos) << p.missing;
-  in.gpu = false;  // on a CPU the moments are in host memory anyway
-  EXPECT_TRUE(predict_time(in).known);
+  const TimePrediction p = predict_time(in);
+  ASSERT_TRUE(p.known) << p.missing;
+  const double n = static_cast<double>(parameter_count(gpt2()));
+  EXPECT_DOUBLE_EQ(p.optimizer_s, n * time_constants().gpu_offload_s_per_value);
+  EXPECT_DOUBLE_EQ(p.compute_s, on_device.compute_s);
+  // The launches overlap the GPU's work, not the host's update after it.
+  EXPECT_DOUBLE_EQ(p.step_s, p.compute_s + p.overhead_s + p.optimizer_s);
+  EXPECT_GT(p.step_s, on_device.step_s);
+  // ZeRO shards the update: each of 4 ranks offloads a quarter.
+  in.ranks = 4;
+  in.zero_stage = 1;
+  EXPECT_DOUBLE_EQ(predict_time(in).optimizer_s, n / 4 * time_constants().gpu_offload_s_per_value);
+  in.gpu = false;  // on a CPU the moments are in host memory anyway: AdamW's bytes
+  EXPECT_DOUBLE_EQ(predict_time(in).optimizer_s,
+                   (28 * n / 4 + 4 * n) / (35e9 * std::min(1.0, in.cores_per_rank / 2)));
 }
 
 TEST(TimeModel, AGpuWithoutANameIsAnH100AndAnUnknownNameHasNoTime) {
@@ -228,13 +274,14 @@ TEST(TimeModel, DecodeIsTheSlowerOfBytesAndFlopsAndOnAGpuOfLaunching) {
   const TimePrediction p = predict_time(in);
   ASSERT_TRUE(p.known);
   const InferenceCost c = inference_cost(gpt2(), 1, 128, 128, 2);
-  const double rate = 989.4e12 * 0.25, bandwidth = 4800e9 * 0.8;
+  const TimeConstants& k = time_constants();
+  const double rate = 989.4e12 * k.gpu_mfu, bandwidth = 4800e9 * 0.8;
   const double decode = std::max(c.decode_flops / rate, c.decode_bytes / bandwidth);
-  const double launch = 127 * 12 * time_constants().gpu_decode_layer_s;
+  const double launch = 127 * 12 * k.gpu_decode_layer_gpt2_s;
   ASSERT_GT(launch, decode);  // GPT-2 at batch 1 is launch-bound: as measured
-  EXPECT_DOUBLE_EQ(p.step_s, c.prefill_flops / rate + launch + 12 * 0.3e-3);
+  EXPECT_DOUBLE_EQ(p.step_s, c.prefill_flops / rate + launch + 12 * k.gpu_decode_layer_gpt2_s);
   EXPECT_DOUBLE_EQ(p.tokens_per_second, 128 / p.step_s);
-  EXPECT_DOUBLE_EQ(p.run_s, 7 * p.step_s);
+  EXPECT_DOUBLE_EQ(p.run_s, k.gpu_startup_infer_s + 7 * p.step_s);
 
   // A configured peak bandwidth moves at the same share as the table's.
   in.bandwidth_gbs = 4800.0;
