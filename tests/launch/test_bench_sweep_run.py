@@ -673,12 +673,17 @@ class Jobs(unittest.TestCase):
 
     def test_what_a_point_leaves_running_is_ended_in_its_own_name(self):
         with tempfile.TemporaryDirectory() as tmp:
-            # i=1 leaves a daemon behind (its own session) and ends at once; i=2 runs on beside
-            # it for a while. The daemon is i=1's leftover, named in i=1's log, not i=2's.
-            # Its duration is this test's own, so that no other process matches it.
+            # i=1 leaves a daemon behind (its own session) and ends as soon as the daemon has
+            # left its process group (until then, the group's end takes it along, and a loaded
+            # machine may not have run its setsid yet); i=2 runs on beside it for a while. The
+            # daemon is i=1's leftover, named in i=1's log, not i=2's. Its duration is this
+            # test's own, so that no other process matches it.
             daemon = f"sleep 300.{os.getpid()}"
+            ready = os.path.join(tmp, "daemon-ready")
             script = ('case $SWEEPBENCH_POINT in i=1.*) '
-                      f'setsid {daemon} >/dev/null 2>&1 < /dev/null & ;; *) sleep 3;; esac')
+                      f'setsid sh -c \'touch "$0"; exec {daemon}\' {ready} '
+                      '>/dev/null 2>&1 < /dev/null & '
+                      f'while [ ! -e {ready} ]; do sleep 0.05; done;; *) sleep 3;; esac')
             s = command_sweep(tmp, "left", script, [1, 2])
             out = os.path.join(tmp, "out")
             r = run("run", s, "--out", out, "--jobs", "2", check=0)
