@@ -12,8 +12,9 @@
 #   bench/gpu/run.sh hf               the Hugging Face Trainer baseline on the same shapes
 #   bench/gpu/run.sh eager            the same step in Python PyTorch eager, and its profile
 #   bench/gpu/run.sh compile          Python eager against torch.compile at micro batch 8 and 16
-#   bench/gpu/run.sh infer            bench-infer (static cache) beside generate() of the same
-#                                     model: GPT-2 124M and a Llama shape, batch 1 and 16
+#   bench/gpu/run.sh infer            bench-infer (static cache; with and without a CUDA graph
+#                                     of the decode step) beside generate() of the same model:
+#                                     GPT-2 124M and a Llama shape, batch 1 and 16
 #   bench/gpu/run.sh memory           a grid of short bench-train runs (shapes, dtypes, ZeRO,
 #                                     LoRA, checkpointing, the loss), four at a time: the
 #                                     allocator's peaks the memory model is checked against
@@ -21,6 +22,8 @@
 #                                     at a time (hardware.name: this GPU), then bench-extract:
 #                                     the tree the time and memory models are checked against
 #                                     (named twice, two trees: the run-to-run noise)
+#   bench/gpu/run.sh timecheck        the same for bench/gpu/time_check.yaml: shapes the time
+#                                     model was not fitted to
 #
 # Results and logs go to $OUT (default .gpu/out). BENCH_TRAIN=path skips the build (bench-infer is
 # then the one beside it, unless BENCH_INFER names another); TORCH_PREFIX names libtorch's CMake
@@ -244,14 +247,17 @@ print(f"ttft_mean_s={t:.4g} e2e_mean_s={e:.4g} tpot_mean_s={(e - t) / 127:.4g} p
 PY
 }
 
-infer() {  # bench-infer beside generate(), sides alternating from one shape to the next
+infer() {  # bench-infer (a CUDA graph of the decode step, then without) beside generate(), sides
+  # alternating from one shape to the next
   local b
   for b in 1 16; do
     enough 25 "infer gpt2 b$b" || return 0
     if ((b == 1)); then
       generate "infer-gpt2-b$b" --set infer.batch_size=$b
       hf_generate "hf-gpt2-b$b" "${GPT2_HF[@]}" --batch $b
+      generate "infer-gpt2-b$b-nograph" --set infer.batch_size=$b --set infer.cuda_graph=false
     else
+      generate "infer-gpt2-b$b-nograph" --set infer.batch_size=$b --set infer.cuda_graph=false
       hf_generate "hf-gpt2-b$b" "${GPT2_HF[@]}" --batch $b
       generate "infer-gpt2-b$b" --set infer.batch_size=$b
     fi
@@ -261,7 +267,11 @@ infer() {  # bench-infer beside generate(), sides alternating from one shape to 
     if ((b == 1)); then
       hf_generate "hf-llama-b$b" "${LLAMA_HF[@]}" --batch $b
       generate "infer-llama-b$b" --set infer.batch_size=$b "${LLAMA_SET[@]}"
+      generate "infer-llama-b$b-nograph" --set infer.batch_size=$b "${LLAMA_SET[@]}" \
+        --set infer.cuda_graph=false
     else
+      generate "infer-llama-b$b-nograph" --set infer.batch_size=$b "${LLAMA_SET[@]}" \
+        --set infer.cuda_graph=false
       generate "infer-llama-b$b" --set infer.batch_size=$b "${LLAMA_SET[@]}"
       hf_generate "hf-llama-b$b" "${LLAMA_HF[@]}" --batch $b
     fi
@@ -308,18 +318,18 @@ memory() {  # short runs, four at a time (the allocator's peak is per process): 
 }
 
 sweeps=0
-sweep() {  # bench/gpu/memory.yaml's points one at a time into runs/gpu-sweep-N (N: 1, 2, ...)
-  local gpu t0 rc n=$((++sweeps))
-  [[ -x $BUILD/bin/bench-sweep ]] || { echo "== sweep: skipped, no bench-sweep"; return 0; }
-  enough 120 "sweep run $n" || return 0
+sweep() {  # sweep FILE NAME: FILE's points one at a time into runs/NAME-N (N: 1, 2, ...)
+  local gpu t0 rc n=$((++sweeps)) file=$1 name=$2-$sweeps
+  [[ -x $BUILD/bin/bench-sweep ]] || { echo "== $name: skipped, no bench-sweep"; return 0; }
+  enough 90 "$name" || return 0
   gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
   t0=$SECONDS
-  bounded "$BUILD/bin/bench-sweep" run "$root/bench/gpu/memory.yaml" --out "$W/runs/gpu-sweep-$n" \
-    --set "hardware.name=$gpu" >"$W/gpu-sweep-$n.log" 2>&1
+  bounded "$BUILD/bin/bench-sweep" run "$file" --out "$W/runs/$name" --set "hardware.name=$gpu" \
+    >"$W/$name.log" 2>&1
   rc=$?
-  echo "== sweep run $n: exit $rc in $((SECONDS - t0)) s"
-  tail -n 8 "$W/gpu-sweep-$n.log"
-  "$BUILD/bin/bench-extract" -i "$W/runs/gpu-sweep-$n" -o "$W/gpu-sweep-$n.csv" 2>&1 | tail -3
+  echo "== $name: exit $rc in $((SECONDS - t0)) s"
+  tail -n 8 "$W/$name.log"
+  "$BUILD/bin/bench-extract" -i "$W/runs/$name" -o "$W/$name.csv" 2>&1 | tail -3
 }
 
 collect() {  # the summaries and rank files in one archive, the traces in another (the device
@@ -344,7 +354,7 @@ collect() {  # the summaries and rank files in one archive, the traces in anothe
 
 for phase in "$@"; do  # every phase known before anything runs
   case $phase in
-    build|tiny|smoke|measure|mfu|infer|memory|sweep|hf|eager|compile|compile8|compile16|compile32) ;;
+    build|tiny|smoke|measure|mfu|infer|memory|sweep|timecheck|hf|eager|compile|compile8|compile16|compile32) ;;
     *) echo "run.sh: unknown phase $phase" >&2; rm -rf "$W"; exit 2 ;;
   esac
 done
@@ -363,8 +373,10 @@ BENCH_INFER=${BENCH_INFER:-$(dirname "${BENCH_TRAIN:-/}")/bench-infer}
 for phase in "$@"; do
   case $phase in
     build) ;;
-    tiny|smoke|measure|mfu|infer|memory|sweep)
+    tiny|smoke|measure|mfu|infer|memory)
       if ((built)); then $phase; else echo "== $phase: skipped, no bench-train and bench-infer"; fi ;;
+    sweep) if ((built)); then sweep "$root/bench/gpu/memory.yaml" gpu-sweep; fi ;;
+    timecheck) if ((built)); then sweep "$root/bench/gpu/time_check.yaml" time-check; fi ;;
     hf) hf ;;
     eager) eager ;;
     compile) compile 8 16 ;;
