@@ -334,10 +334,27 @@ std::pair<torch::Tensor, torch::Tensor> cache_append(KVCache& cache, size_t laye
   return {ck.narrow(2, 0, pos + t), cv.narrow(2, 0, pos + t)};
 }
 
+// forward_step's attention: q (B, H, 1, D) over a static cache's whole capacity, ck, cv
+// (B, Hkv, capacity, D), `visible` (1, 1, 1, capacity) hiding the positions past the step's.
+// Grouped query heads are stacked as rows, as causal_attention does for one token.
+torch::Tensor masked_step_attention(const torch::Tensor& q, const torch::Tensor& ck,
+                                    const torch::Tensor& cv, const torch::Tensor& visible) {
+  const std::int64_t b = q.size(0), h = q.size(1), d = q.size(3), hkv = ck.size(1);
+  torch::Tensor qg = q.reshape({b, hkv, h / hkv, d});                       // (B, Hkv, G, D)
+  torch::Tensor y = at::scaled_dot_product_attention(qg, ck, cv, visible);  // (B, Hkv, G, D)
+  return y.reshape({b, h, 1, d});
+}
+
 // Attention of a block, with or without a cache.
 torch::Tensor block_attention(const torch::Tensor& q, const torch::Tensor& k,
                               const torch::Tensor& v, KVCache* cache, size_t layer) {
   if (cache == nullptr) return causal_attention(q, k, v, 0);
+  if (cache->visible.defined()) {
+    // forward_step: the new key and value (B, Hkv, 1, D) written at the device position.
+    cache->k[layer].index_copy_(2, cache->position, k);
+    cache->v[layer].index_copy_(2, cache->position, v);
+    return masked_step_attention(q, cache->k[layer], cache->v[layer], cache->visible);
+  }
   std::int64_t offset = cache->length;
   auto [keys, values] = cache_append(*cache, layer, k, v);
   return causal_attention(q, keys, values, offset);
@@ -658,22 +675,30 @@ torch::Tensor TransformerLMImpl::embed(const torch::Tensor& tokens) {
 torch::Tensor TransformerLMImpl::hidden(const torch::Tensor& tokens, KVCache* cache) {
   const std::int64_t t = tokens.size(1);
   const std::int64_t pos = cache != nullptr ? cache->length : 0;
+  // forward_step: the one position is a device tensor (1,), read by gathers, never on the host.
+  const bool step = cache != nullptr && cache->visible.defined();
   torch::Tensor x = embed(tokens);  // (B, T, C)
   if (!llama_blocks_.empty()) {
     if (cache == nullptr) {
       for (size_t i = 0; i < llama_blocks_.size(); ++i) x = run_block(i, x);
     } else {
-      // The rotary rows of these positions, once for every block.
-      torch::Tensor cos = rope_cos_.narrow(0, pos, t).to(x.scalar_type());
-      torch::Tensor sin = rope_sin_.narrow(0, pos, t).to(x.scalar_type());
+      // The rotary rows of these positions, once for every block: (T, D).
+      torch::Tensor cos =
+          step ? rope_cos_.index_select(0, cache->position) : rope_cos_.narrow(0, pos, t);
+      torch::Tensor sin =
+          step ? rope_sin_.index_select(0, cache->position) : rope_sin_.narrow(0, pos, t);
+      cos = cos.to(x.scalar_type());
+      sin = sin.to(x.scalar_type());
       for (size_t i = 0; i < llama_blocks_.size(); ++i) {
         x = llama_blocks_[i]->forward(x, cos, sin, cache, i);
       }
     }
     return norm(x);
   }
-  torch::Tensor positions = torch::arange(
-      pos, pos + t, torch::TensorOptions().dtype(torch::kLong).device(tokens.device()));
+  torch::Tensor positions =
+      step ? cache->position
+           : torch::arange(pos, pos + t,
+                           torch::TensorOptions().dtype(torch::kLong).device(tokens.device()));
   x = x + wpe(positions);  // (T, C) broadcast over B
   for (size_t i = 0; i < gpt2_blocks_.size(); ++i) {
     x = cache == nullptr ? run_block(i, x) : gpt2_blocks_[i]->forward(x, cache, i);
@@ -706,6 +731,21 @@ torch::Tensor TransformerLMImpl::forward_cached(const torch::Tensor& tokens, KVC
   return head(h.select(1, h.size(1) - 1));  // (B, V): only the last position is needed
 }
 
+torch::Tensor TransformerLMImpl::forward_step(const torch::Tensor& tokens, KVCache& cache) {
+  TORCH_CHECK(!cache.grow && !cache.k.empty() && cache.position.defined() && tokens.size(1) == 1,
+              "forward_step: needs one token per row, a static cache and cache.position");
+  const std::int64_t capacity = cache.k[0].size(2);
+  // (1, 1, 1, capacity): broadcast over rows and heads; true where the step's query may look.
+  cache.visible =
+      (torch::arange(capacity, cache.position.options()) <= cache.position).view({1, 1, 1, -1});
+  struct Reset {  // forward_cached's path again after the blocks, also when one throws
+    torch::Tensor& visible;
+    ~Reset() { visible = torch::Tensor(); }
+  } reset{cache.visible};
+  torch::Tensor h = hidden(tokens, &cache);  // (B, 1, C)
+  return head(h.select(1, 0));               // (B, V)
+}
+
 torch::Tensor TransformerLMImpl::last_logits(const torch::Tensor& tokens) {
   return head(hidden(tokens).select(1, tokens.size(1) - 1));  // (B, V)
 }
@@ -719,9 +759,11 @@ KVCache TransformerLMImpl::make_cache(std::int64_t batch, std::int64_t capacity,
   cache.v.resize(static_cast<size_t>(s.n_layer));
   if (grow) return cache;
   const std::int64_t hd = s.n_embd / s.n_head;
+  // Zeros, not empty(): forward_step attends over the whole capacity, masking the positions not
+  // yet written, and a masked NaN of uninitialised memory would still reach its output.
   for (size_t i = 0; i < cache.k.size(); ++i) {
-    cache.k[i] = torch::empty({batch, s.n_kv_head, capacity, hd}, like);  // (B, Hkv, cap, D)
-    cache.v[i] = torch::empty({batch, s.n_kv_head, capacity, hd}, like);
+    cache.k[i] = torch::zeros({batch, s.n_kv_head, capacity, hd}, like);  // (B, Hkv, cap, D)
+    cache.v[i] = torch::zeros({batch, s.n_kv_head, capacity, hd}, like);
   }
   return cache;
 }

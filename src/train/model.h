@@ -146,6 +146,13 @@ struct KVCache {
   bool grow = false;
   std::int64_t length = 0;          // positions filled
   std::vector<torch::Tensor> k, v;  // one per layer
+  // Fixed-shape decoding (TransformerLM::forward_step), static caches only: the position of the
+  // next token as a (1,) int64 tensor on the cache's device, which the caller sets and advances
+  // there (position.add_(1)), so that a step reads no host value and a CUDA graph can replay it;
+  // forward_step does not advance `length`, and forward_cached ignores `position`. `visible`:
+  // the step's mask (1, 1, 1, capacity), true at positions <= position, which forward_step sets
+  // while its blocks run and resets after (defined: the blocks take the fixed-shape path).
+  torch::Tensor position, visible;
   // Row i of the batch becomes row index[i] (beam search keeps the surviving beams' caches).
   void reorder(const torch::Tensor& index);
   // Bytes allocated for keys and values.
@@ -214,10 +221,18 @@ class TransformerLMImpl : public torch::nn::Module {
   // Generation: tokens (B, T) at positions cache.length .. cache.length + T - 1, whose keys and
   // values join the cache; returns the last position's logits (B, V).
   torch::Tensor forward_cached(const torch::Tensor& tokens, KVCache& cache);
+  // One decode step of fixed shape, for CUDA graphs: tokens (B, 1) at the device position
+  // cache.position of a static cache -> logits (B, V), as forward_cached gives them. Each
+  // block's new key and value are written at that position (index_copy_) and attention runs over
+  // the cache's whole capacity, positions past it masked; the position embedding (GPT-2) or the
+  // rotary rows (Llama) are gathered at it. No host reads and the same shapes at every step; the
+  // caller advances cache.position. The positions past it must hold finite values (a masked
+  // NaN would still poison the product with the values): make_cache zero-fills static caches.
+  torch::Tensor forward_step(const torch::Tensor& tokens, KVCache& cache);
   // Without a cache: the last position's logits (B, V) of tokens (B, T).
   torch::Tensor last_logits(const torch::Tensor& tokens);
-  // An empty cache for `batch` sequences of up to `capacity` tokens (static) or none yet
-  // (dynamic), in the dtype and on the device of `like`.
+  // An empty cache for `batch` sequences of up to `capacity` tokens (static, zero-filled) or
+  // none yet (dynamic), in the dtype and on the device of `like`.
   KVCache make_cache(std::int64_t batch, std::int64_t capacity, bool grow,
                      const torch::TensorOptions& like) const;
   // Mean next-token cross-entropy; targets (B, T) int64.
@@ -235,7 +250,8 @@ class TransformerLMImpl : public torch::nn::Module {
   WeightCasts& weight_casts() { return weight_casts_; }
 
  private:
-  // (B, T) -> (B, T, C) after the final norm; with a cache, as forward_cached.
+  // (B, T) -> (B, T, C) after the final norm; with a cache, as forward_cached (as forward_step
+  // where cache->position is defined).
   torch::Tensor hidden(const torch::Tensor& tokens, KVCache* cache = nullptr);
   // wte(tokens), with ModelOptions::embedding_grad_in_place's backward where it applies.
   torch::Tensor embed(const torch::Tensor& tokens);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 
 #include "core/model_shapes.h"
 #include "train/trainer.h"
@@ -268,6 +269,54 @@ TEST(Model, CausalAttentionIgnoresTheFuture) {
   torch::Tensor y2 = causal_attention(q, k2, v2);
   EXPECT_TRUE(torch::allclose(y.narrow(2, 0, 5), y2.narrow(2, 0, 5)));
   EXPECT_FALSE(torch::allclose(y.narrow(2, 5, 1), y2.narrow(2, 5, 1)));
+}
+
+// forward_step (fixed shapes, the position a device tensor: the step bench-infer captures as a
+// CUDA graph) gives forward_cached's logits at every position, for both families (llama-tiny has
+// grouped-query heads), and never sees the cache's positions past its own.
+TEST(Model, TheFixedShapeStepGivesTheLogitsOfTheCachedStep) {
+  for (const char* preset : {"gpt2-tiny", "llama-tiny"}) {
+    const ModelShape shape = find_model_preset(preset)->shape;
+    TransformerLM model(options_for(shape));
+    model->reset_parameters(3);
+    {
+      // Weights 8x GPT-2's initialisation, so that greedy decoding does not repeat one token
+      // and each step's choice depends on the cache.
+      torch::NoGradGuard no_grad;
+      for (auto& p : model->parameters()) p.mul_(8.0);
+    }
+    model->eval();
+    c10::InferenceMode inference;
+    const std::int64_t batch = 3, prompt = 5, steps = 9;
+    const auto like = torch::TensorOptions().dtype(torch::kFloat);
+    KVCache cached = model->make_cache(batch, prompt + steps, false, like);
+    KVCache fixed = model->make_cache(batch, prompt + steps, false, like);
+    torch::manual_seed(1);
+    torch::Tensor tokens = torch::randint(shape.vocab_size, {batch, prompt}, torch::kLong);
+    torch::Tensor next = model->forward_cached(tokens, cached).argmax(-1);  // (B)
+    model->forward_cached(tokens, fixed);
+    // What an earlier run left past the prompt: large, finite, and to be masked.
+    for (size_t i = 0; i < fixed.k.size(); ++i) {
+      fixed.k[i].narrow(2, prompt, steps).normal_(0.0, 10.0);
+      fixed.v[i].narrow(2, prompt, steps).normal_(0.0, 10.0);
+    }
+    fixed.position = torch::full({1}, prompt, torch::kLong);
+    std::set<std::int64_t> chosen;
+    for (std::int64_t s = 0; s < steps; ++s) {
+      torch::Tensor want = model->forward_cached(next.unsqueeze(1), cached);  // (B, V)
+      torch::Tensor got = model->forward_step(next.unsqueeze(1), fixed);
+      fixed.position.add_(1);
+      ASSERT_EQ(got.sizes(), want.sizes());
+      EXPECT_TRUE(torch::allclose(got, want, 1e-5, 1e-4))
+          << preset << ", step " << s << ": largest difference "
+          << (got - want).abs().max().item<double>();
+      EXPECT_TRUE(torch::equal(got.argmax(-1), want.argmax(-1))) << preset << ", step " << s;
+      next = want.argmax(-1);
+      for (std::int64_t b = 0; b < batch; ++b) chosen.insert(next[b].item<std::int64_t>());
+    }
+    EXPECT_EQ(fixed.length, prompt) << "forward_step leaves the host length to its caller";
+    EXPECT_GT(chosen.size(), 3u) << preset << ": the greedy tokens should vary";
+  }
 }
 
 }  // namespace
