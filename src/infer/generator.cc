@@ -1,6 +1,8 @@
 // The libtorch side of generation (see generator.h): prefill, token selection (greedy, sampled,
-// beam search) and the decode loop over a static, dynamic or no KV cache. The third and last
-// translation unit that includes torch, beside train/model.cc and train/trainer.cc.
+// beam search) and the decode loop over a static, dynamic or no KV cache; greedy decoding with a
+// static cache by fixed-shape steps, replayed as a CUDA graph on GPUs (infer.cuda_graph). The
+// third and last translation unit that includes torch, beside train/model.cc and
+// train/trainer.cc.
 #include "infer/generator.h"
 
 #include <torch/torch.h>
@@ -8,10 +10,18 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <optional>
 
 #include "train/model.h"
 #include "train/torch_support.h"
+
+#ifdef SWEEPBENCH_WITH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
 
 namespace sweepbench {
 namespace {
@@ -31,6 +41,91 @@ at::ScalarType scalar_of(DType d) {
   }
   return at::kFloat;
 }
+
+// Greedy decoding of one token per row by TransformerLM::forward_step, through static tensors:
+// `input_` (rows, 1) the previous token, the cache's device position, `output_` (rows) the
+// argmax. A step is forward, argmax into output_ and position + 1, all on the device. With
+// `graph` (a GPU) it is captured once into a CUDA graph and each token is one replay: a decode
+// step of GPT-2 124M is otherwise hundreds of small kernels whose launches from the CPU, not the
+// 250 MB it reads, set its time. The graph holds the addresses of the cache and the weights, so
+// it lives no longer than the cache it was made with.
+class FixedStepDecoder {
+ public:
+  FixedStepDecoder(TransformerLM model, KVCache& cache, bool capture_graph)
+      : model_(std::move(model)), cache_(cache) {
+    const torch::Tensor& k = cache_.k.at(0);  // (rows, Hkv, capacity, D)
+    torch::TensorOptions ids = torch::TensorOptions().dtype(torch::kLong).device(k.device());
+    input_ = torch::zeros({k.size(0), 1}, ids);
+    output_ = torch::zeros({k.size(0)}, ids);
+    cache_.position = torch::zeros({1}, ids);
+    if (capture_graph) capture();
+  }
+
+  bool graph() const {
+#ifdef SWEEPBENCH_WITH_CUDA
+    return graph_ != nullptr;
+#else
+    return false;
+#endif
+  }
+
+  // Before a run's first step: the cache holds positions 0 .. position - 1 (the prefill's).
+  void start(std::int64_t position) { cache_.position.fill_(position); }
+
+  // One token per row after `previous` (rows): returns output_, overwritten by the next step.
+  const torch::Tensor& step(const torch::Tensor& previous) {
+    input_.copy_(previous.view({-1, 1}));
+#ifdef SWEEPBENCH_WITH_CUDA
+    if (graph_ != nullptr) {
+      graph_->replay();
+      return output_;
+    }
+#endif
+    body();
+    return output_;
+  }
+
+ private:
+  void body() {
+    torch::Tensor logits = model_->forward_step(input_, cache_);  // (rows, V)
+    // As choose() picks greedily.
+    output_.copy_(logits.to(torch::kFloat).argmax(-1));
+    cache_.position.add_(1);
+  }
+
+  void capture() {
+#ifdef SWEEPBENCH_WITH_CUDA
+    // PyTorch's recipe (torch.cuda.graph): a few steps on a side stream first, so that lazy
+    // work (cuBLAS handles and workspaces for that stream, the allocator's first blocks, the
+    // attention kernel's choice) happens before the capture, then the capture on that stream into
+    // a memory pool private to the graph (capture_begin's default), where every intermediate of
+    // the step lives between replays. Each warm-up step writes position 0 of the cache, which
+    // the prefill overwrites before any step reads it; the capture itself runs nothing.
+    c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool();
+    c10::cuda::getCurrentCUDAStream().synchronize();  // the weights and the cache are ready
+    graph_ = std::make_unique<at::cuda::CUDAGraph>();
+    {
+      c10::cuda::CUDAStreamGuard on_side(side);
+      for (int i = 0; i < 3; ++i) {
+        cache_.position.zero_();
+        body();
+      }
+      side.synchronize();
+      graph_->capture_begin();
+      body();
+      graph_->capture_end();
+    }
+    side.synchronize();
+#endif
+  }
+
+  TransformerLM model_;
+  KVCache& cache_;
+  torch::Tensor input_, output_;
+#ifdef SWEEPBENCH_WITH_CUDA
+  std::unique_ptr<at::cuda::CUDAGraph> graph_;  // null: each step runs body()
+#endif
+};
 
 class TorchGenerator : public Generator {
  public:
@@ -171,6 +266,7 @@ class TorchGenerator : public Generator {
     if (o_.kv_cache == KvCache::kStatic) {
       // Allocated once for input + output tokens and reused by every run.
       if (static_cache_.k.empty() || static_cache_.k[0].size(0) != rows) {
+        decoder_.reset();           // its graph holds the old cache's addresses
         static_cache_ = KVCache();  // the old one freed before the new one is allocated
         static_cache_ = model_->make_cache(rows, o_.input_tokens + out, false, like);
       }
@@ -180,6 +276,17 @@ class TorchGenerator : public Generator {
       local = model_->make_cache(rows, 0, true, like);
       cache = &local;
     }
+    // Greedy, one beam, static cache: fixed-shape steps, as a CUDA graph where one can be
+    // captured (made, and captured, once for the generator, before any timing starts).
+    const bool fixed_shape = o_.kv_cache == KvCache::kStatic && !o_.do_sample && k == 1;
+    bool graph = false;
+#ifdef SWEEPBENCH_WITH_CUDA
+    graph = fixed_shape && o_.cuda_graph && device_.is_cuda();
+#endif
+    if ((graph || (fixed_shape && o_.fixed_shape_steps)) && out > 1 && decoder_ == nullptr) {
+      decoder_ = std::make_unique<FixedStepDecoder>(model_, static_cache_, graph);
+    }
+    FixedStepDecoder* decoder = fixed_shape && out > 1 ? decoder_.get() : nullptr;
     torch::Tensor history;  // (rows, t): the new tokens so far
 
     auto advance = [&](const torch::Tensor& logits) {
@@ -199,11 +306,17 @@ class TorchGenerator : public Generator {
     torch::Tensor next = advance(logits);
     (void)next.to(torch::kCPU);  // the first token's ids on the host
     g.ttft_s = now_s() - t0;
+    if (decoder != nullptr) decoder->start(cache->length);
     for (std::int64_t j = 1; j < out; ++j) {
       const double s0 = now_s();
-      logits = cached ? model_->forward_cached(next.unsqueeze(1), *cache)
-                      : model_->last_logits(torch::cat({prompt, history}, 1));
-      next = advance(logits);
+      if (decoder != nullptr) {
+        next = decoder->step(next);  // a static tensor, copied into history at once
+        history = torch::cat({history, next.unsqueeze(1)}, 1);
+      } else {
+        logits = cached ? model_->forward_cached(next.unsqueeze(1), *cache)
+                        : model_->last_logits(torch::cat({prompt, history}, 1));
+        next = advance(logits);
+      }
       if (o_.token_metrics) {
         (void)next.to(torch::kCPU);
         g.step_s.push_back(now_s() - s0);
@@ -220,7 +333,9 @@ class TorchGenerator : public Generator {
           beam_scores.view({batch, k}).select(1, 0).to(torch::kCPU, torch::kDouble);
       g.scores.assign(scores.data_ptr<double>(), scores.data_ptr<double>() + batch);
     }
+    if (decoder != nullptr) cache->length += out - 1;  // forward_step leaves it to the caller
     g.kv_cache_bytes = cache != nullptr ? cache->bytes() : 0;
+    g.cuda_graph = decoder != nullptr && decoder->graph();
   }
 
   GeneratorOptions o_;
@@ -229,6 +344,7 @@ class TorchGenerator : public Generator {
   TransformerLM model_{nullptr};
   std::int64_t parameter_count_ = 0;
   KVCache static_cache_;
+  std::unique_ptr<FixedStepDecoder> decoder_;  // on static_cache_; see run()
 };
 
 }  // namespace

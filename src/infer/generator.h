@@ -29,6 +29,12 @@ struct GeneratorOptions {
   KvCache kv_cache = KvCache::kStatic;
   DType dtype = DType::kFp32;
   bool token_metrics = true;
+  // infer.cuda_graph: where decoding is greedy with one beam and a static cache on a GPU, each
+  // decode step is TransformerLM::forward_step replayed as a CUDA graph; elsewhere ignored.
+  bool cuda_graph = true;
+  // Decode with forward_step (without a graph) also where no graph is captured, when decoding is
+  // greedy with one beam and a static cache: how tests check that path on CPUs. Not a config key.
+  bool fixed_shape_steps = false;
   Device device = Device::kAuto;
   int local_rank = 0;
   int threads = 0;
@@ -48,6 +54,7 @@ struct Generation {
   // Beam search only, per prompt: the sum of the log-probabilities of its best beam's new tokens.
   std::vector<double> scores;
   std::int64_t kv_cache_bytes = 0;  // as allocated when the run ended
+  bool cuda_graph = false;          // the decode steps were replays of a CUDA graph
 };
 
 class Generator {

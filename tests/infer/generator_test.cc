@@ -79,6 +79,29 @@ TEST_P(EveryFamily, TheCacheHoldsWhatTheFormulaSays) {
   EXPECT_EQ(run(o, prompts(o)).kv_cache_bytes, 0);
 }
 
+TEST_P(EveryFamily, FixedShapeStepsGiveTheTokensOfTheStaticCache) {
+  // The decoding a CUDA graph replays on GPUs (infer.cuda_graph), here without a graph: the
+  // same greedy tokens as forward_cached's steps, run after run on one generator (its position
+  // restarts; its cache still holds the previous run's keys past the prompt).
+  GeneratorOptions o = options(GetParam(), KvCache::kStatic);
+  GeneratorOptions fixed = o;
+  fixed.fixed_shape_steps = true;
+  std::unique_ptr<Generator> gen = make_generator(fixed);
+  for (std::int64_t salt : {0, 5}) {
+    Generation want = run(o, prompts(o, salt));
+    Generation got = gen->generate(prompts(o, salt));
+    ASSERT_EQ(got.status.outcome, Outcome::kOk) << got.status.reason;
+    EXPECT_EQ(got.tokens, want.tokens) << "prompts " << salt;
+    EXPECT_EQ(got.step_s.size(), static_cast<size_t>(o.output_tokens - 1));
+    EXPECT_EQ(got.kv_cache_bytes, want.kv_cache_bytes);
+    EXPECT_FALSE(got.cuda_graph) << "a CPU replays no graph";
+    EXPECT_FALSE(want.cuda_graph) << "infer.cuda_graph is ignored on a CPU";
+  }
+  // Not eligible (sampling): the options are ignored and the tokens are those of the usual loop.
+  o.do_sample = fixed.do_sample = true;
+  EXPECT_EQ(run(fixed, prompts(o)).tokens, run(o, prompts(o)).tokens);
+}
+
 INSTANTIATE_TEST_SUITE_P(Generator, EveryFamily, ::testing::Values("gpt2-tiny", "llama-tiny"));
 
 TEST(Generator, SamplingRepeatsForASeedAndChangesWithIt) {
