@@ -213,6 +213,7 @@ struct InferSettings {
   KvCache kv_cache{};
   DType dtype{};
   bool token_metrics{};
+  bool cuda_graph{};
 };
 
 template <class Keys>
@@ -269,6 +270,15 @@ void infer_keys(Keys& key) {
   key(&InferSettings::token_metrics, "infer.token_metrics", true,
       "Time every decode step (waits for the device after each token); off: only the first "
       "token and the whole generation are timed")
+      .only_for({"infer"});
+  // Added after results existed: at its default, earlier configs keep their hash and tag (on
+  // CPUs nothing changed; on GPUs the rank file's infer/cuda_graph says which path ran).
+  key(&InferSettings::cuda_graph, "infer.cuda_graph", true,
+      "Replay each decode step as a CUDA graph (one launch instead of hundreds of kernels); "
+      "used only where eligible: a GPU, kv_cache static, greedy (do_sample false), num_beams 1; "
+      "elsewhere ignored")
+      .hashed_unless_default()
+      .tagged_unless_default()
       .only_for({"infer"});
 }
 

@@ -86,6 +86,7 @@ InferPlan make_infer_plan(const Args& args, const MpiEnv& mpi) {
   g.kv_cache = n.kv_cache;
   g.dtype = n.dtype;
   g.token_metrics = n.token_metrics;
+  g.cuda_graph = n.cuda_graph;
   g.device = set.launch.device;
   g.local_rank = mpi.local_rank();
   g.threads = compute_threads(set, mpi);
@@ -211,6 +212,7 @@ class InferRun {
       if (status >= RunStatus::kOom) break;  // the run did not finish on some rank
       const bool warmup = run < plan_.warmup_runs;
       n.runs.push_back({run, warmup, g.ttft_s, g.e2e_s, plan_.gen.output_tokens});
+      n.cuda_graph = g.cuda_graph;  // the same for every run of a generator
       if (plan_.gen.token_metrics) {
         n.token_times.push_back({run, 0, g.ttft_s});
         for (size_t s = 0; s < g.step_s.size(); ++s) {

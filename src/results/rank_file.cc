@@ -316,6 +316,7 @@ void write_result(Writer& w, const RankResult& r) {
     w.attr(infer, "dtype", n.dtype);
     w.attr(infer, "decoding", n.decoding);
     w.attr(infer, "token_metrics", static_cast<std::int64_t>(n.token_metrics));
+    w.attr(infer, "cuda_graph", static_cast<std::int64_t>(n.cuda_graph));
     w.attr(infer, "prefill_flops", n.prefill_flops);
     w.attr(infer, "decode_flops", n.decode_flops);
     w.attr(infer, "decode_bytes", n.decode_bytes);

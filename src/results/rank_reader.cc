@@ -357,6 +357,7 @@ void read_infer(Reader& in, hid_t g, bool lead, InferResult& n) {
     take(in.text(g, p, "dtype"), &n.dtype);
     take(in.text(g, p, "decoding"), &n.decoding);
     if (auto t = in.integer(g, p, "token_metrics")) n.token_metrics = *t != 0;
+    if (auto c = in.integer(g, p, "cuda_graph")) n.cuda_graph = *c != 0;  // absent: files before
     take(in.real(g, p, "prefill_flops"), &n.prefill_flops);
     take(in.real(g, p, "decode_flops"), &n.decode_flops);
     take(in.real(g, p, "decode_bytes"), &n.decode_bytes);

@@ -95,6 +95,7 @@ struct InferResult {
   std::int64_t warmup_runs = 0, runs_planned = 0;
   std::string kv_cache, dtype, decoding;  // decoding: greedy, sample or beam
   bool token_metrics = true;
+  bool cuda_graph = false;  // the decode steps were CUDA graph replays (infer.cuda_graph)
   // One rank, one run (core/model_shapes.h inference_cost).
   double prefill_flops = 0, decode_flops = 0, decode_bytes = 0, weight_bytes = 0,
          kv_cache_bytes = 0;

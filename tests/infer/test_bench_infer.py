@@ -144,6 +144,8 @@ class SingleRank(InferCase):
             self.assertTrue((ids == ids[0]).all())
             self.assertEqual(g.attrs["kv_cache"], "static")
             self.assertEqual(g.attrs["decoding"], "greedy")
+            # infer.cuda_graph is on by default and ignored on a CPU: no graph ran.
+            self.assertEqual(g.attrs["cuda_graph"], 0)
             self.assertEqual(g.attrs["peak_bandwidth_source"], "measured")
             self.assertGreater(g.attrs["peak_bandwidth_gbs"], 0.1)
             # 2 L Hkv D bytes B (in + out) = 2 * 2 * 4 * 16 * 4 * 2 * 28.
