@@ -238,6 +238,10 @@ TEST(ConfigHash, EachWorkloadHashesOnlyTheSectionsItReads) {
   std::string text = canonical_config_text(resolved("benchmark: infer\n"));
   EXPECT_THAT(text, HasSubstr("kv_cache"));
   EXPECT_THAT(text, ::testing::Not(HasSubstr("micro_batch")));
+  // infer.cuda_graph came later: at its default an inference point keeps its hash.
+  EXPECT_EQ(hash_of("benchmark: infer\ninfer.cuda_graph: true\n"), infer);
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("cuda_graph")));
+  EXPECT_NE(hash_of("benchmark: infer\ninfer.cuda_graph: false\n"), infer);
 }
 
 // The size check blamed train.micro_batch (at 1) for a vocabulary or a
