@@ -112,7 +112,7 @@ show() {  # show NAME...: one line of each run's summary.json
 import json, sys
 keys = ("status", "mfu", "train_tokens_per_second", "step_time_median_s", "mem_peak_bytes",
         "mem_model_states_bytes", "ttft_mean_s", "tpot_mean_s", "decode_tokens_per_second", "mbu",
-        "kv_cache_bytes", "weight_bytes")
+        "kv_cache_bytes", "weight_bytes", "e2e_p50_s")
 for name in sys.argv[2:]:
     try:
         m = json.load(open(f"{sys.argv[1]}/{name}/summary.json"))
