@@ -248,7 +248,8 @@ void command_columns(const CommandResult& c, std::map<std::string, Value>* row) 
 // rank (mem_alloc_peak_bytes), a step's median (step_time_median_s) or a generation's
 // (e2e_p50_s), and the point's device-hours.
 // The prediction is of the point as it ran: a GPU the config does not name is the device the
-// rank file names, a CPU rank's cores the threads it used (not the extracting machine's).
+// rank file names, a CPU rank's cores the threads it used (not the extracting machine's), the
+// decode steps CUDA graphs where the rank file says they were.
 void prediction_columns(const Value& config, const RankResult& lead, bool infer,
                         std::map<std::string, Value>* row) {
   Value resolved = config;
@@ -260,6 +261,11 @@ void prediction_columns(const Value& config, const RankResult& lead, bool infer,
   const Value* cpus = resolved.find_path("launch.cpus_per_rank");
   if (lead.device_type == "cpu" && lead.threads > 0 && (cpus == nullptr || cpus->is_null())) {
     resolved.set_path("launch.cpus_per_rank", Value::integer(lead.threads));
+  }
+  // Whether the decode steps were CUDA graphs, as the rank file says (its files from before
+  // infer.cuda_graph: not), not as the config asked.
+  if (infer && lead.device_type == "cuda") {
+    resolved.set_path("infer.cuda_graph", Value::boolean(lead.infer.cuda_graph));
   }
   auto measured = [&](const char* name) {
     auto it = row->find(name);

@@ -34,6 +34,14 @@ std::string gpu_name(const TimeInput& in) {
   return in.hardware_name.empty() ? kAssumedGpu : in.hardware_name;
 }
 
+// The measured MFU a GPU reaches for this model and dtype (TimeConstants).
+double gpu_mfu_for(const TimeInput& in, const TimeConstants& k) {
+  if (in.dtype == "fp32") return k.gpu_mfu_fp32;
+  const double narrow = 768, d = dbl(in.shape.n_embd);
+  const double wide = std::clamp((d - narrow) / (k.gpu_mfu_wide_width - narrow), 0.0, 1.0);
+  return k.gpu_mfu + wide * (k.gpu_mfu_wide - k.gpu_mfu);
+}
+
 double rank_rate(const TimeInput& in, const TimeConstants& k, std::string* source,
                  std::string* missing) {
   if (in.gpu) {
@@ -53,7 +61,7 @@ double rank_rate(const TimeInput& in, const TimeConstants& k, std::string* sourc
                            "hardware.peak_tflops";
       return 0;
     }
-    const double mfu = in.assumed_mfu.value_or(in.dtype == "fp32" ? k.gpu_mfu_fp32 : k.gpu_mfu);
+    const double mfu = in.assumed_mfu.value_or(gpu_mfu_for(in, k));
     *source = from + " " + fixed(*peak, 1) + " TFLOPS x MFU " + fixed(mfu, 2) +
               (in.assumed_mfu ? " (hardware.assumed_mfu)" : " (measured)");
     return *peak * 1e12 * mfu;  // one device a rank, as bench-train and bench-infer use
@@ -102,7 +110,10 @@ void finish(const TimeInput& in, TimePrediction* p) {
   p->assumed_gpu = in.gpu && in.hardware_name.empty() && !in.peak_tflops;
   const TimeConstants& k = time_constants();
   if (in.gpu) {
-    p->startup_s = in.benchmark == "train" ? k.gpu_startup_train_s : k.gpu_startup_infer_s;
+    const double values = dbl(parameter_count(in.shape));
+    p->startup_s = in.benchmark == "train"
+                       ? k.gpu_startup_train_s + values * k.gpu_startup_train_per_value_s
+                       : k.gpu_startup_infer_s + values * k.gpu_startup_infer_per_value_s;
   } else {
     p->startup_s = k.cpu_startup_s + (in.ranks > 1 ? k.cpu_startup_mpi_s : 0);
   }
@@ -187,7 +198,7 @@ TimePrediction predict_training(const TimeInput& in) {
     }
     // The CPU launches every micro step's kernels; what the GPU's work does not cover shows.
     const double work = p.compute_s + (host_update ? 0 : p.optimizer_s);
-    const double launches = accum * l * k.gpu_train_launches * gpu_decode_layer_s(in, k);
+    const double launches = accum * l * k.gpu_train_layer_s;
     p.overhead_s = launch_bound(work, launches) - work;
   } else {
     // Each layer's operators dispatched, forward and backward (and forward again).
@@ -245,7 +256,14 @@ TimePrediction predict_inference(const TimeInput& in) {
   p.flops = cost.prefill_flops + decode_flops;
   const double prefill_s = cost.prefill_flops / rate;
   const double decode_compute = decode_flops / rate, decode_memory = decode_bytes / bandwidth;
-  if (in.gpu) {
+  if (in.gpu && in.decode_graph) {
+    // Each step one graph: its kernels' own time a layer, then the reading or computing; the
+    // prefill is launched kernel by kernel.
+    const double graph =
+        in.shape.arch == "llama" ? k.gpu_graph_layer_llama_s : k.gpu_graph_layer_gpt2_s;
+    p.compute_s = prefill_s + std::max(decode_compute, decode_memory);
+    p.overhead_s = steps * l * graph + l * gpu_decode_layer_s(in, k);
+  } else if (in.gpu) {
     // Each step the slowest of launching, reading and computing.
     const double launch = steps * l * gpu_decode_layer_s(in, k);
     p.compute_s = prefill_s + std::max(decode_compute, decode_memory);
@@ -327,6 +345,9 @@ bool time_input_of(const Value& resolved, TimeInput* out) {
     in.output_tokens = s.infer.output_tokens;
     in.generations = s.infer.warmup_runs + s.infer.runs;
     in.kv_cache = s.infer.kv_cache != KvCache::kNone;
+    // bench-infer replays each decode step as a CUDA graph where it can (docs/infer.md).
+    in.decode_graph = in.gpu && s.infer.cuda_graph && s.infer.kv_cache == KvCache::kStatic &&
+                      !s.infer.do_sample && s.infer.num_beams <= 1;
   }
   *out = in;
   return true;
@@ -349,6 +370,7 @@ std::string time_model_key(const Value& resolved) {
   }
   key += " " + in.dtype + (in.gpu ? " gpu " + in.hardware_name
                                   : " cpu " + fixed(in.cores_per_rank * in.ranks, 0));
+  if (in.decode_graph) key += " graph";  // a third of the eager decode's time: not one model
   return key;
 }
 

@@ -31,19 +31,27 @@ inline constexpr const char* kAssumedGpu = "H100";
 
 // The constants behind a prediction, measured (docs/performance.md, "The time prediction").
 struct TimeConstants {
-  // A GPU's work in a training step (its FLOPs, AdamW's bytes, the chunked loss's bytes) runs
-  // at this fraction of the dtype's dense peak: bf16 and fp16 on the tensor cores, fp32 without
-  // TF32 (libtorch's default) on the fp32 peak. Fitted to sweepbench's bench-train on an H200
-  // (bench/gpu/memory.yaml, docs/performance.md: GPT-2 124M to 774M and 8 layers of TinyLlama).
-  double gpu_mfu = 0.26, gpu_mfu_fp32 = 0.58;
+  // A GPU's FLOPs run at this fraction of the dtype's dense peak: bf16 and fp16 on the tensor
+  // cores, fp32 without TF32 (libtorch's default) on the fp32 peak. In bf16 and fp16 a model of
+  // width 768 or less reaches gpu_mfu, one of gpu_mfu_wide_width or more gpu_mfu_wide (its
+  // matrix products are larger), linearly between. Fitted to sweepbench's bench-train on an H200
+  // (bench/gpu/memory.yaml and time_check.yaml, docs/performance.md: GPT-2 124M 26-27%, GPT-2
+  // 355M and 774M and TinyLlama's width 2048 30-34%).
+  double gpu_mfu = 0.26, gpu_mfu_wide = 0.33, gpu_mfu_wide_width = 1024, gpu_mfu_fp32 = 0.58;
   // Eager libtorch launches each kernel from the CPU: a decode step costs at least this many
-  // seconds a layer (bench-infer on the H200, static cache: GPT-2 124M 2.8 to 3.2 ms a step over
-  // 12 layers, TinyLlama's 22 layers 8.0 to 9.2 ms), and a training micro step
-  // gpu_train_launches times a decode step's. The step is then the smooth maximum
-  // sqrt(work^2 + launches^2) of the GPU's work and the CPU's launching (the two overlap, but
-  // neither hides the other where they are close).
-  double gpu_decode_layer_gpt2_s = 0.23e-3, gpu_decode_layer_llama_s = 0.38e-3;
-  double gpu_train_launches = 6.5;
+  // seconds a layer (bench-infer on the H200 without CUDA graphs, static cache, two sessions:
+  // GPT-2 124M 2.2 to 3.2 ms a step over 12 layers, TinyLlama's 22 layers 8.0 to 11.6 ms), and
+  // a training micro step gpu_train_layer_s a layer (GPT-2 124M's smallest steps; Llama's are
+  // not measured). A training step is then the smooth maximum sqrt(work^2 + launches^2) of the
+  // GPU's work and the CPU's launching (the two overlap, but neither hides the other where they
+  // are close).
+  double gpu_decode_layer_gpt2_s = 0.235e-3, gpu_decode_layer_llama_s = 0.43e-3;
+  double gpu_train_layer_s = 1.5e-3;
+  // A decode step replayed as a CUDA graph (infer.cuda_graph, where eligible) launches nothing
+  // but the graph: what is left a layer is its small kernels' own run time, before and besides
+  // the weights' and the cache's bytes (bench-infer on the H200: GPT-2 124M 0.97 to 1.09 ms a
+  // step, TinyLlama 3.0 to 3.5 ms, batch 1 and 16).
+  double gpu_graph_layer_gpt2_s = 0.079e-3, gpu_graph_layer_llama_s = 0.12e-3;
   double gpu_bandwidth_share = 0.8;  // of the peak, for AdamW's and decode's bytes
   // train.fused_loss on a GPU: its chunks' fp32 logits, softmax, gradient and the head
   // gradient's sum move about this many bytes a logit (tokens x vocabulary); 1.07 us a token
@@ -53,9 +61,12 @@ struct TimeConstants {
   // there, the value comes back; this many seconds a value (78 ms for GPT-2 124M's 124 M on the
   // H200's node, one measurement: the PCIe copies and the host's AdamW over its cores).
   double gpu_offload_s_per_value = 0.63e-9;
-  // A GPU point's start-up: CUDA's context, the libraries, the first step's tuning, the
-  // evaluation's first pass (bench-train 5.7 to 9.4 s on the H200, bench-infer 3.1 s).
-  double gpu_startup_train_s = 7.0, gpu_startup_infer_s = 3.0;
+  // A GPU point's start-up: CUDA's context and libraries, building and placing the model, the
+  // first step's tuning, a graph's capture: a fixed part and a part a parameter (bench-train on
+  // the H200 5.5 to 8.2 s for GPT-2 124M, 12.5 s for TinyLlama 1.1B; bench-infer 2.6 to 3.1 s
+  // and 14.3 s).
+  double gpu_startup_train_s = 5.7, gpu_startup_train_per_value_s = 6.1e-9;
+  double gpu_startup_infer_s = 1.3, gpu_startup_infer_per_value_s = 11.8e-9;
   // Links: NVLink within a node (per GPU, one direction) by the table, between nodes this.
   double inter_node_link_gbs = 50.0;  // 400 Gb/s a GPU (InfiniBand NDR)
   // The reference CPU (AMD EPYC 9454, two cores): what a core sustains.
@@ -91,6 +102,7 @@ struct TimeInput {
   // infer
   std::int64_t sequences = 1, input_tokens = 1, output_tokens = 1, generations = 1;
   bool kv_cache = true;
+  bool decode_graph = false;  // each decode step one CUDA graph (bench-infer's eligible points)
 };
 
 struct TimePrediction {
@@ -119,9 +131,10 @@ bool time_input_of(const Value& resolved, TimeInput* out);
 bool predict_point_time(const Value& resolved, TimePrediction* out);
 
 // Which measured point may calibrate which: the benchmark, the model's shape, the dtype, the
-// device (GPU by hardware.name, or CPU) and, on a CPU, the cores a rank has. Two points with the
-// same key differ only in what the model computes per step (batch, sequence, checkpointing,
-// LoRA, ZeRO, ranks, generation lengths).
+// device (GPU by hardware.name, or CPU) and, on a CPU, the cores a rank has; a generation whose
+// decode steps are CUDA graphs is a model of its own. Two points with the same key differ only
+// in what the model computes per step (batch, sequence, checkpointing, LoRA, ZeRO, ranks,
+// generation lengths).
 std::string time_model_key(const Value& resolved);
 
 // Measured over predicted step time by key: the median of the ratios of the points given (one

@@ -183,8 +183,9 @@ include:
                                a100.time_pred_optimizer_s + a100.time_pred_overhead_s)
         # The GPU's start-up, 1000 steps, and the 10 evaluation batches (eval.steps' default):
         # forward passes, each shorter than a step.
-        self.assertEqual(a100.time_pred_startup_s, 7.0)
-        evaluation = a100.time_pred_run_s - 7.0 - 1000 * a100.time_pred_step_s
+        self.assertGreater(a100.time_pred_startup_s, 5)  # CUDA, the model, the first step
+        evaluation = (a100.time_pred_run_s - a100.time_pred_startup_s -
+                      1000 * a100.time_pred_step_s)
         self.assertGreater(evaluation, 10 / 3 * a100.time_pred_compute_s)
         self.assertLess(evaluation, 10 * a100.time_pred_step_s)
         multi = rows[rows["launch.ranks"] == 16].iloc[0]

@@ -47,15 +47,16 @@ TEST(TimeModel, AGpuStepIsItsWorkAtTheMeasuredMfuOrItsLaunches) {
   EXPECT_DOUBLE_EQ(p.optimizer_s, 32 * n / (3350e9 * k.gpu_bandwidth_share));
   // The CPU launches 12 layers' kernels; the step is the smooth maximum of that and the work.
   const double work = p.compute_s + p.optimizer_s;
-  const double launches = 12 * k.gpu_train_launches * k.gpu_decode_layer_gpt2_s;
+  const double launches = 12 * k.gpu_train_layer_s;
   EXPECT_NEAR(p.step_s, std::sqrt(work * work + launches * launches), 1e-12);
   EXPECT_GT(p.overhead_s, 0);
   EXPECT_LT(p.overhead_s, launches);
   // One GPU: no communication.
   EXPECT_EQ(p.comm_s, 0);
   EXPECT_DOUBLE_EQ(p.tokens_per_second, 8 * 1024 / p.step_s);
-  EXPECT_DOUBLE_EQ(p.startup_s, k.gpu_startup_train_s);
-  EXPECT_DOUBLE_EQ(p.run_s, k.gpu_startup_train_s + 100 * p.step_s);
+  // The start-up: a fixed part and a part a parameter (n, GPT-2 124M's).
+  EXPECT_DOUBLE_EQ(p.startup_s, k.gpu_startup_train_s + n * k.gpu_startup_train_per_value_s);
+  EXPECT_DOUBLE_EQ(p.run_s, p.startup_s + 100 * p.step_s);
   EXPECT_DOUBLE_EQ(p.device_hours, p.run_s / 3600);
   EXPECT_FALSE(p.cost_usd.has_value());
   EXPECT_NE(p.rate.find("H100 bf16 peak 989.4 TFLOPS x MFU 0.26 (measured)"), std::string::npos)
@@ -281,12 +282,23 @@ TEST(TimeModel, DecodeIsTheSlowerOfBytesAndFlopsAndOnAGpuOfLaunching) {
   ASSERT_GT(launch, decode);  // GPT-2 at batch 1 is launch-bound: as measured
   EXPECT_DOUBLE_EQ(p.step_s, c.prefill_flops / rate + launch + 12 * k.gpu_decode_layer_gpt2_s);
   EXPECT_DOUBLE_EQ(p.tokens_per_second, 128 / p.step_s);
-  EXPECT_DOUBLE_EQ(p.run_s, k.gpu_startup_infer_s + 7 * p.step_s);
+  EXPECT_DOUBLE_EQ(p.startup_s, k.gpu_startup_infer_s + static_cast<double>(parameter_count(gpt2())) *
+                                                          k.gpu_startup_infer_per_value_s);
+  EXPECT_DOUBLE_EQ(p.run_s, p.startup_s + 7 * p.step_s);
 
   // A configured peak bandwidth moves at the same share as the table's.
   in.bandwidth_gbs = 4800.0;
   EXPECT_DOUBLE_EQ(predict_time(in).step_s, p.step_s);
   in.bandwidth_gbs.reset();
+
+  // Replayed as CUDA graphs, a decode step is its kernels' own time a layer plus its bytes; the
+  // prefill is still launched kernel by kernel.
+  in.decode_graph = true;
+  const TimePrediction graph = predict_time(in);
+  EXPECT_DOUBLE_EQ(graph.step_s, c.prefill_flops / rate + 12 * k.gpu_decode_layer_gpt2_s +
+                                     127 * 12 * k.gpu_graph_layer_gpt2_s + decode);
+  EXPECT_LT(graph.step_s, p.step_s / 2);
+  in.decode_graph = false;
 
   // Without a cache each step runs the sequence so far again: a prefill of 129, 130, ... 255
   // tokens, summed in closed form.
@@ -333,6 +345,24 @@ TEST(TimeModel, ResolvedPointsAndTheirKeys) {
   EXPECT_EQ(in.sequences, 6);
   EXPECT_EQ(in.generations, 5);
   EXPECT_FALSE(in.gpu);
+  EXPECT_FALSE(in.decode_graph);
+
+  // On a GPU, greedy decoding of one beam with a static cache replays CUDA graphs (unless
+  // infer.cuda_graph is off): a model of its own for calibration.
+  const std::string gpu_infer =
+      "benchmark: infer\nmodel: {preset: gpt2}\nlaunch: {device: cuda, gpus_per_rank: 1}\n"
+      "hardware: {name: H200}\ninfer: {input_tokens: 16, output_tokens: 8";
+  Value graph = resolved(gpu_infer + "}\n");
+  ASSERT_TRUE(time_input_of(graph, &in));
+  EXPECT_TRUE(in.decode_graph);
+  for (const char* off : {", cuda_graph: false", ", num_beams: 2", ", do_sample: true",
+                          ", kv_cache: dynamic"}) {
+    Value eager = resolved(gpu_infer + off + "}\n");
+    ASSERT_TRUE(time_input_of(eager, &in));
+    EXPECT_FALSE(in.decode_graph) << off;
+    if (std::string(off) == ", cuda_graph: false")
+      EXPECT_NE(time_model_key(graph), time_model_key(eager));
+  }
 
   // The key: same model, dtype and device; batch, ZeRO and steps do not count.
   Value other = resolved(
