@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """How close bench-sweep plan --estimate's time prediction comes to what ran (issue 36).
 
-For each results tree of `bench-sweep run` (its sweep file is in its manifest), every ok point's
-predicted time (a training step, or a generation) against its measured median
+For each results tree of `bench-sweep run`, every ok point's predicted time (bench-extract's
+time_pred_step_s: the same model as plan --estimate's, of the point as it ran; a training step,
+or a generation) against its measured median
 (step_time_median_s or e2e_p50_s from bench-extract), three ways: as predicted from the reference
 constants alone; calibrated by one other point of the same model in the same tree (every such
 pair: what a user gets who calibrates by whichever point ran first); and calibrated by the median
@@ -42,14 +43,14 @@ def table(text):
 
 
 MODEL_KEYS = ("benchmark", "model.preset", "model.n_layer", "model.n_embd", "model.n_head",
-              "model.n_kv_head", "model.ffn_dim", "model.vocab_size", "train.dtype", "infer.dtype")
+              "model.n_kv_head", "model.ffn_dim", "model.vocab_size", "train.dtype", "infer.dtype",
+              "infer.cuda_graph")
 
 
 def tree_rows(bin_dir, tree):
     # bench-extract predicts each point beside what it measured (time_pred_step_s: the same model
     # as bench-sweep plan --estimate, on the device the rank file names, uncalibrated).
     measured = table(run([os.path.join(bin_dir, "bench-extract"), "-i", tree, "--format", "csv"]))
-    plain = measured
     rows = []
     for tag, m in measured.items():
         if m.get("status") != "ok" or not m.get("time_pred_step_s"):
@@ -59,7 +60,7 @@ def tree_rows(bin_dir, tree):
         mean = m.get("step_time_mean_s") if train else m.get("e2e_mean_s")
         if not value or not mean:
             continue
-        p = plain[tag]
+        p = m
         group = f"{p.get('model.preset', '')} {p.get('train.dtype') or p.get('infer.dtype') or 'fp32'}"
         if train and p.get("launch.ranks", "1") != "1":
             group += " 2 ranks (ZeRO)"

@@ -487,12 +487,17 @@ void reap_children() {
   }
 }
 
-// True when /proc/PID/environ holds `entry` ("NAME=VALUE") as a whole entry.
+// True when /proc/PID/environ holds `entry` ("NAME=VALUE") as a whole entry. A process in the
+// middle of exec reads as empty for a moment: an empty environment is read again, 10 ms at most.
 bool environment_holds(pid_t pid, const std::string& entry) {
   char path[64];
   std::snprintf(path, sizeof(path), "/proc/%d/environ", static_cast<int>(pid));
   try {
     std::optional<std::string> env = read_file_if_exists(path, size_t{8} << 20);
+    for (int again = 0; env && env->empty() && again < 5; ++again) {
+      ::usleep(2'000);
+      env = read_file_if_exists(path, size_t{8} << 20);
+    }
     if (!env) return false;
     std::string wanted = entry;
     wanted.push_back('\0');

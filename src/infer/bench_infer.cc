@@ -338,6 +338,8 @@ class InferRun {
     end.reason = agreement_.reason();
     end.metrics = summarize_infer(in);
     end.extra.set("measured_runs", Value::integer(static_cast<std::int64_t>(runs.size())));
+    // Which decode path ran (the rank file's infer/cuda_graph): a calibration reads it here.
+    end.extra.set("cuda_graph", Value::boolean(r.infer.cuda_graph));
     char heading[200];
     std::snprintf(heading, sizeof(heading),
                   "# summary: %zu timed run(s) after %lld warm-up; a run's times are the slowest "

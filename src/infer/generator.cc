@@ -100,7 +100,9 @@ class FixedStepDecoder {
     // attention kernel's choice) happens before the capture, then the capture on that stream into
     // a memory pool private to the graph (capture_begin's default), where every intermediate of
     // the step lives between replays. Each warm-up step writes position 0 of the cache, which
-    // the prefill overwrites before any step reads it; the capture itself runs nothing.
+    // the prefill overwrites before any step reads it; the capture itself runs nothing. A
+    // capture that fails is the run's error (its status and reason), not a silent eager loop:
+    // infer.cuda_graph: false is the way to the eager one.
     c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool();
     c10::cuda::getCurrentCUDAStream().synchronize();  // the weights and the cache are ready
     graph_ = std::make_unique<at::cuda::CUDAGraph>();
@@ -276,8 +278,9 @@ class TorchGenerator : public Generator {
       local = model_->make_cache(rows, 0, true, like);
       cache = &local;
     }
-    // Greedy, one beam, static cache: fixed-shape steps, as a CUDA graph where one can be
-    // captured (made, and captured, once for the generator, before any timing starts).
+    // Greedy, one beam, static cache: fixed-shape steps, as a CUDA graph on a GPU unless
+    // infer.cuda_graph is off (made, and captured, once for the generator, before any timing
+    // starts).
     const bool fixed_shape = o_.kv_cache == KvCache::kStatic && !o_.do_sample && k == 1;
     bool graph = false;
 #ifdef SWEEPBENCH_WITH_CUDA

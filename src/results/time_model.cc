@@ -37,8 +37,10 @@ std::string gpu_name(const TimeInput& in) {
 // The measured MFU a GPU reaches for this model and dtype (TimeConstants).
 double gpu_mfu_for(const TimeInput& in, const TimeConstants& k) {
   if (in.dtype == "fp32") return k.gpu_mfu_fp32;
-  const double narrow = 768, d = dbl(in.shape.n_embd);
-  const double wide = std::clamp((d - narrow) / (k.gpu_mfu_wide_width - narrow), 0.0, 1.0);
+  const double d = dbl(in.shape.n_embd);
+  const double wide = std::clamp((d - k.gpu_mfu_narrow_width) /
+                                     (k.gpu_mfu_wide_width - k.gpu_mfu_narrow_width),
+                                 0.0, 1.0);
   return k.gpu_mfu + wide * (k.gpu_mfu_wide - k.gpu_mfu);
 }
 
@@ -186,7 +188,8 @@ TimePrediction predict_training(const TimeInput& in) {
   // over the rank's shard from ZeRO-1 on; the gradient norm reads the gradients again.
   const double updated = in.zero_stage >= 1 && dp > 1 ? trainable / dp : trainable;
   p.optimizer_s = (28 * updated + (in.grad_clip ? 4 * trainable : 0)) / rank_bandwidth(in, k);
-  // Offloaded on a GPU: the update is the host's, after the GPU's work (the norm's pass stays).
+  // Offloaded on a GPU: the update is the host's, after the GPU's work (the measured constant
+  // holds the gradient norm's pass too).
   const bool host_update = in.gpu && in.offload_optimizer;
   if (host_update) p.optimizer_s = updated * k.gpu_offload_s_per_value;
   if (in.gpu) {
@@ -345,9 +348,14 @@ bool time_input_of(const Value& resolved, TimeInput* out) {
     in.output_tokens = s.infer.output_tokens;
     in.generations = s.infer.warmup_runs + s.infer.runs;
     in.kv_cache = s.infer.kv_cache != KvCache::kNone;
-    // bench-infer replays each decode step as a CUDA graph where it can (docs/infer.md).
-    in.decode_graph = in.gpu && s.infer.cuda_graph && s.infer.kv_cache == KvCache::kStatic &&
-                      !s.infer.do_sample && s.infer.num_beams <= 1;
+    // bench-infer replays each decode step as a CUDA graph where it can (docs/infer.md); a
+    // command predicted as a generation (generate(), say) launches its kernels one by one.
+    const Value* benchmark = resolved.find("benchmark");
+    const bool own = benchmark != nullptr && benchmark->is_string() &&
+                     benchmark->as_string() == "infer";
+    in.decode_graph = own && in.gpu && s.infer.cuda_graph &&
+                      s.infer.kv_cache == KvCache::kStatic && !s.infer.do_sample &&
+                      s.infer.num_beams <= 1;
   }
   *out = in;
   return true;

@@ -1,15 +1,17 @@
 // What a point will take, before it runs (docs/metrics.md, "Predicted time and cost"): a
 // training step's time from its FLOPs over the device's rate, the optimizer's bytes, a fixed
-// cost a layer (on a GPU: launching the kernels), and the communication its ZeRO stage and tensor parallelism make over a link; a
-// generation's time from its prefill FLOPs and, each decode step, the larger of its FLOPs and the
-// bytes it reads; from these tokens/s, the point's seconds, device-hours and cost.
+// cost a layer (on a GPU the kernels' launches, overlapping the GPU's work), and the
+// communication its ZeRO stage and tensor parallelism make over a link; a generation's time
+// from its prefill FLOPs and, each decode step, the larger of its FLOPs and the bytes it reads
+// (on a GPU besides its launches, or its CUDA graph's kernels); from these tokens/s, the point's
+// seconds, device-hours and cost.
 //
 // The rates: on a GPU, the table's peak (core/hardware.h, by hardware.name, else an H100's) at an
-// assumed MFU
-// (hardware.assumed_mfu, else the MFU sweepbench measured, kDefaultGpuMfu); on a CPU, the rate a
-// core sustained on sweepbench's reference CPU (TimeConstants, measured by bench/time_grid.py),
-// or hardware.peak_tflops x hardware.assumed_mfu when both are set. A calibration (the measured
-// points of the same model, TimeCalibration: one is enough) scales a prediction to what ran.
+// assumed MFU (hardware.assumed_mfu, else the MFU sweepbench measured, by dtype and width); on a
+// CPU, the rate a core sustained on sweepbench's reference CPU (TimeConstants, measured by
+// bench/time_grid.py), or hardware.peak_tflops x hardware.assumed_mfu when both are set. A
+// calibration (the measured points of the same model, TimeCalibration: one is enough) scales a
+// prediction to what ran.
 //
 // Torch-free: bench-sweep plan --estimate, run and submit call it from a point's config, and
 // bench-extract beside what ran.
@@ -37,7 +39,9 @@ struct TimeConstants {
   // matrix products are larger), linearly between. Fitted to sweepbench's bench-train on an H200
   // (bench/gpu/memory.yaml and time_check.yaml, docs/performance.md: GPT-2 124M 26-27%, GPT-2
   // 355M and 774M and TinyLlama's width 2048 30-34%).
-  double gpu_mfu = 0.26, gpu_mfu_wide = 0.33, gpu_mfu_wide_width = 1024, gpu_mfu_fp32 = 0.58;
+  double gpu_mfu = 0.26, gpu_mfu_narrow_width = 768;
+  double gpu_mfu_wide = 0.33, gpu_mfu_wide_width = 1024;
+  double gpu_mfu_fp32 = 0.58;
   // Eager libtorch launches each kernel from the CPU: a decode step costs at least this many
   // seconds a layer (bench-infer on the H200 without CUDA graphs, static cache, two sessions:
   // GPT-2 124M 2.2 to 3.2 ms a step over 12 layers, TinyLlama's 22 layers 8.0 to 11.6 ms), and

@@ -38,6 +38,13 @@ double measured_step(const fs::path& dir, Value* config) {
     // The median: a step the machine interrupted is not what the model predicts.
     const Value* v = metrics->find(kind == "train" ? "step_time_median_s" : "e2e_p50_s");
     if (v == nullptr || !v->is_number()) return 0;
+    // A generation calibrates the decode path it ran, as summary.json says (absent: a point
+    // from before infer.cuda_graph, or a command: no graph).
+    if (kind == "infer") {
+      const Value* graph = summary.find("cuda_graph");
+      config->set_path("infer.cuda_graph",
+                       Value::boolean(graph != nullptr && graph->is_bool() && graph->as_bool()));
+    }
     return v->as_float();
   } catch (const std::exception&) {
     return 0;  // an unreadable or older point: not a calibration

@@ -251,7 +251,7 @@ class TransformerLMImpl : public torch::nn::Module {
 
  private:
   // (B, T) -> (B, T, C) after the final norm; with a cache, as forward_cached (as forward_step
-  // where cache->position is defined).
+  // where cache->visible is defined: inside forward_step only).
   torch::Tensor hidden(const torch::Tensor& tokens, KVCache* cache = nullptr);
   // wte(tokens), with ModelOptions::embedding_grad_in_place's backward where it applies.
   torch::Tensor embed(const torch::Tensor& tokens);

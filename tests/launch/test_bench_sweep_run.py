@@ -683,7 +683,8 @@ class Jobs(unittest.TestCase):
             script = ('case $SWEEPBENCH_POINT in i=1.*) '
                       f'setsid sh -c \'touch "$0"; exec {daemon}\' {ready} '
                       '>/dev/null 2>&1 < /dev/null & '
-                      f'while [ ! -e {ready} ]; do sleep 0.05; done;; *) sleep 3;; esac')
+                      f'n=0; while [ ! -e {ready} ] && [ $n -lt 600 ]; do sleep 0.05; n=$((n+1)); '
+                      'done;; *) sleep 3;; esac')
             s = command_sweep(tmp, "left", script, [1, 2])
             out = os.path.join(tmp, "out")
             r = run("run", s, "--out", out, "--jobs", "2", check=0)

@@ -71,6 +71,16 @@ TEST(TimeModel, AGpuStepIsItsWorkAtTheMeasuredMfuOrItsLaunches) {
   EXPECT_GT(q.step_s, launches);
   EXPECT_GT(q.step_s, p.step_s / 2);
 
+  // A wider model's matrix products run nearer the peak: 26% to width 768, 33% from 1024,
+  // linearly between (896: half way).
+  for (const auto& [width, mfu] : {std::pair{512, 0.26}, {768, 0.26}, {896, 0.295}, {1024, 0.33},
+                                   {2048, 0.33}}) {
+    TimeInput w = in;
+    w.shape.n_embd = width;
+    const TimePrediction at_width = predict_time(w);
+    EXPECT_NEAR(at_width.compute_s, at_width.flops / (989.4e12 * mfu), 1e-15) << width;
+  }
+
   // fp32 runs on the fp32 peak (no TF32) at its own measured share.
   TimeInput fp32 = in;
   fp32.dtype = "fp32";
@@ -282,8 +292,8 @@ TEST(TimeModel, DecodeIsTheSlowerOfBytesAndFlopsAndOnAGpuOfLaunching) {
   ASSERT_GT(launch, decode);  // GPT-2 at batch 1 is launch-bound: as measured
   EXPECT_DOUBLE_EQ(p.step_s, c.prefill_flops / rate + launch + 12 * k.gpu_decode_layer_gpt2_s);
   EXPECT_DOUBLE_EQ(p.tokens_per_second, 128 / p.step_s);
-  EXPECT_DOUBLE_EQ(p.startup_s, k.gpu_startup_infer_s + static_cast<double>(parameter_count(gpt2())) *
-                                                          k.gpu_startup_infer_per_value_s);
+  const double values = static_cast<double>(parameter_count(gpt2()));
+  EXPECT_DOUBLE_EQ(p.startup_s, k.gpu_startup_infer_s + values * k.gpu_startup_infer_per_value_s);
   EXPECT_DOUBLE_EQ(p.run_s, p.startup_s + 7 * p.step_s);
 
   // A configured peak bandwidth moves at the same share as the table's.
@@ -298,6 +308,24 @@ TEST(TimeModel, DecodeIsTheSlowerOfBytesAndFlopsAndOnAGpuOfLaunching) {
   EXPECT_DOUBLE_EQ(graph.step_s, c.prefill_flops / rate + 12 * k.gpu_decode_layer_gpt2_s +
                                      127 * 12 * k.gpu_graph_layer_gpt2_s + decode);
   EXPECT_LT(graph.step_s, p.step_s / 2);
+
+  // A Llama block launches more kernels (rotary, RMSNorm's parts, the gated MLP): its own
+  // constants, eager and as a graph.
+  TimeInput llama = in;
+  llama.shape = find_model_preset("llama-tiny")->shape;
+  const double layers = static_cast<double>(llama.shape.n_layer);
+  const TimePrediction as_graph = predict_time(llama);
+  llama.decode_graph = false;
+  const TimePrediction eager = predict_time(llama);
+  const InferenceCost lc = inference_cost(llama.shape, 1, 128, 128, 2);
+  const double ldecode = std::max(lc.decode_flops / rate, lc.decode_bytes / bandwidth);
+  ASSERT_LT(ldecode, 127 * layers * k.gpu_decode_layer_llama_s);
+  EXPECT_NEAR(eager.step_s, lc.prefill_flops / rate + 128 * layers * k.gpu_decode_layer_llama_s,
+              1e-12);
+  EXPECT_NEAR(as_graph.step_s,
+              lc.prefill_flops / rate + layers * k.gpu_decode_layer_llama_s +
+                  127 * layers * k.gpu_graph_layer_llama_s + ldecode,
+              1e-12);
   in.decode_graph = false;
 
   // Without a cache each step runs the sequence so far again: a prefill of 129, 130, ... 255
@@ -360,8 +388,9 @@ TEST(TimeModel, ResolvedPointsAndTheirKeys) {
     Value eager = resolved(gpu_infer + off + "}\n");
     ASSERT_TRUE(time_input_of(eager, &in));
     EXPECT_FALSE(in.decode_graph) << off;
-    if (std::string(off) == ", cuda_graph: false")
+    if (std::string(off) == ", cuda_graph: false") {
       EXPECT_NE(time_model_key(graph), time_model_key(eager));
+    }
   }
 
   // The key: same model, dtype and device; batch, ZeRO and steps do not count.
