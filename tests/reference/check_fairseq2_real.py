@@ -71,7 +71,8 @@ def plan(bench_sweep, tmp, name, text, check=0):
     # (docs/sweeps.md): fairseq2 is given the config without them, as it was when the names were
     # kept.
     added = {("launch", "exclusive"): "auto", ("hardware", "assumed_mfu"): None,
-             ("hardware", "link_bandwidth_gbs"): None, ("command", "predict_as"): "none"}
+             ("hardware", "link_bandwidth_gbs"): None, ("command", "predict_as"): "none",
+             ("infer", "cuda_graph"): True}
     for p in planned["points"]:
         for (section, key), default in added.items():
             values = p["config"].get(section, {})
