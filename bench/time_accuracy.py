@@ -60,16 +60,15 @@ def tree_rows(bin_dir, tree):
         mean = m.get("step_time_mean_s") if train else m.get("e2e_mean_s")
         if not value or not mean:
             continue
-        p = m
-        group = f"{p.get('model.preset', '')} {p.get('train.dtype') or p.get('infer.dtype') or 'fp32'}"
-        if train and p.get("launch.ranks", "1") != "1":
+        group = f"{m.get('model.preset', '')} {m.get('train.dtype') or m.get('infer.dtype') or 'fp32'}"
+        if train and m.get("launch.ranks", "1") != "1":
             group += " 2 ranks (ZeRO)"
         if not train:
             group += " generation"
         rows.append({"tree": tree, "tag": tag, "group": group,
                      "model": (tree,) + tuple(m.get(k, "") for k in MODEL_KEYS),
                      "measured_s": float(value), "measured_mean_s": float(mean),
-                     "predicted_s": float(p["time_pred_step_s"]),
+                     "predicted_s": float(m["time_pred_step_s"]),
                      "cv": float(m.get("step_time_cv") or m.get("e2e_cv") or "nan")})
     return rows
 

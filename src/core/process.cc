@@ -508,22 +508,16 @@ bool environment_holds(pid_t pid, const std::string& entry) {
   }
 }
 
-// The descendants `scope` makes leftovers. `marked`: the processes seen carrying the marker
-// before, which stay leftovers while they are descendants: a process's environment reads empty
-// while it is in the middle of exec (a daemon's `setsid sleep` becoming `sleep`), and that
-// moment must not make it someone else's.
-std::vector<ProcEntry> leftovers_in(const LeftoverScope& scope, std::set<pid_t>* marked) {
+// The descendants `scope` makes leftovers.
+std::vector<ProcEntry> leftovers_in(const LeftoverScope& scope) {
   std::set<pid_t> running(scope.running.begin(), scope.running.end());
   std::vector<ProcEntry> found = descendants_of(::getpid(), running);
   if (scope.marker.empty()) return found;
-  std::vector<ProcEntry> ours;
+  std::vector<ProcEntry> marked;
   for (const ProcEntry& p : found) {
-    if (marked->count(p.pid) > 0 || environment_holds(p.pid, scope.marker)) {
-      marked->insert(p.pid);
-      ours.push_back(p);
-    }
+    if (environment_holds(p.pid, scope.marker)) marked.push_back(p);
   }
-  return ours;
+  return marked;
 }
 
 }  // namespace
@@ -540,8 +534,7 @@ std::vector<std::string> descendant_processes(int except) {
 
 std::vector<std::string> end_leftover_processes(double grace_seconds, const LeftoverScope& scope) {
   reap_children();
-  std::set<pid_t> marked;
-  std::vector<ProcEntry> left = leftovers_in(scope, &marked);
+  std::vector<ProcEntry> left = leftovers_in(scope);
   std::vector<std::string> named;
   // What is on its way out goes by itself: an MPI singleton's orted, or a launcher's helper,
   // ends a moment after the program it served (every 1-rank point under Open MPI has one). Only
@@ -551,7 +544,7 @@ std::vector<std::string> end_leftover_processes(double grace_seconds, const Left
          g_stop_count.load() == 0) {
     ::usleep(20'000);
     reap_children();
-    left = leftovers_in(scope, &marked);
+    left = leftovers_in(scope);
   }
   if (left.empty()) return named;
   for (const ProcEntry& p : left) {
@@ -563,7 +556,7 @@ std::vector<std::string> end_leftover_processes(double grace_seconds, const Left
   int stops_before = g_stop_count.load();
   while (std::chrono::steady_clock::now() < deadline) {
     reap_children();
-    if (leftovers_in(scope, &marked).empty()) return named;
+    if (leftovers_in(scope).empty()) return named;
     if (g_stop_count.load() != stops_before) break;  // a stop signal: no more waiting
     ::usleep(50'000);
   }
@@ -572,7 +565,7 @@ std::vector<std::string> end_leftover_processes(double grace_seconds, const Left
   // process may have started another meanwhile): again until none is left, 10 s at most.
   auto killed_by = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (true) {
-    std::vector<ProcEntry> still = leftovers_in(scope, &marked);
+    std::vector<ProcEntry> still = leftovers_in(scope);
     if (still.empty() || std::chrono::steady_clock::now() > killed_by) break;
     for (const ProcEntry& p : still) ::kill(p.pid, SIGKILL);
     ::usleep(10'000);
