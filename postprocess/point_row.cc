@@ -57,7 +57,7 @@ const std::vector<std::string>& training_metric_columns() {
     in.step_s = {1};
     in.has_eval = true;
     in.peak_tflops = 1;
-    in.memory_peak_bytes = in.memory_alloc_peak_bytes = 0;
+    in.memory_peak_bytes = in.memory_alloc_peak_bytes = in.comm_bytes_per_step = 0;
     in.parameter_count = 1;
     std::vector<std::string> names;
     for (const Metric& m : summarize(in)) names.push_back(m.name);
@@ -151,7 +151,8 @@ const std::vector<std::string>& memory_column_names() {
 const std::vector<std::string>& prediction_column_names() {
   static const std::vector<std::string> c = {"mem_pred_peak_bytes", "mem_pred_error",
                                              "time_pred_step_s", "time_pred_error",
-                                             "time_pred_device_hours"};
+                                             "time_pred_device_hours",
+                                             "time_pred_comm_bytes", "time_pred_comm_error"};
   return c;
 }
 
@@ -285,6 +286,10 @@ void prediction_columns(const Value& config, const RankResult& lead, bool infer,
     (*row)["time_pred_error"] =
         error(t.step_s, measured(infer ? "e2e_p50_s" : "step_time_median_s"));
     (*row)["time_pred_device_hours"] = Value::real(t.device_hours);
+    if (!infer) {
+      (*row)["time_pred_comm_bytes"] = Value::real(t.comm_bytes);
+      (*row)["time_pred_comm_error"] = error(t.comm_bytes, measured("comm_bytes_per_step"));
+    }
   }
 }
 

@@ -110,6 +110,29 @@ std::int64_t position_embedding_count(const ModelShape& s) {
   return s.arch == "gpt2" ? s.block_size * s.n_embd : 0;
 }
 
+RankModel rank_model(const ModelShape& s, int t) {
+  auto dbl = [](std::int64_t v) { return static_cast<double>(v); };
+  const double d = dbl(s.n_embd), f = dbl(s.ffn_dim), v = dbl(s.vocab_size), l = dbl(s.n_layer);
+  const double kv = dbl(s.n_kv_head) * (s.n_head > 0 ? d / dbl(s.n_head) : 0);
+  const double split = std::max(1, t);
+  RankModel m;
+  if (s.arch == "llama") {
+    const double block = (d * d + 2 * d * kv + d * d + 3 * d * f) / split;
+    m.matrices = v * d + l * block;  // the head and the blocks: the token embedding is not cast
+    m.root = 2 * v * d + d;
+    m.block = block + 2 * d;
+    m.parameters = m.root + l * m.block;
+    return m;
+  }
+  const double block = (d * (d + 2 * kv) + d * d + 2 * d * f) / split;
+  const double biases = (d + 2 * kv + f) / split + 2 * d;  // c_attn and c_fc split; projections whole
+  m.matrices = v * d + l * block;
+  m.root = v * d + dbl(s.block_size) * d + 2 * d;
+  m.block = block + biases + 4 * d;
+  m.parameters = m.root + l * m.block;
+  return m;
+}
+
 double training_flops_per_token(const ModelShape& s, std::int64_t seq_len) {
   return training_flops_per_token_6n(s) + 12.0 * static_cast<double>(s.n_layer) *
                                               static_cast<double>(s.n_embd) *

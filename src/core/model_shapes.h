@@ -51,6 +51,16 @@ std::int64_t ffn_dim_for(const std::string& arch, std::int64_t n_embd);
 std::int64_t parameter_count(const ModelShape& shape);
 // The learned position embeddings (GPT-2: block_size x n_embd; Llama: none, rotary).
 std::int64_t position_embedding_count(const ModelShape& shape);
+// One rank's share of the model with tensor parallelism t (1: the whole model): each block's
+// projections (and their biases) split t ways; embeddings, norms and the head whole on every
+// rank. The memory model's parameters and casts, the time model's communication.
+struct RankModel {
+  double parameters = 0;  // every parameter this rank holds
+  double matrices = 0;    // the weight matrices among them (cast once a step in bf16 and fp16)
+  double root = 0;        // outside the blocks: embeddings, the head, the final norm
+  double block = 0;       // one block's
+};
+RankModel rank_model(const ModelShape& shape, int tensor_parallel);
 // 6 N + 12 L d T, N = parameter_count - position_embedding_count.
 double training_flops_per_token(const ModelShape& shape, std::int64_t seq_len);
 // The plain 6 N figure some guides use.

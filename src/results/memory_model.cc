@@ -11,37 +11,6 @@ namespace {
 
 double dbl(std::int64_t v) { return static_cast<double>(v); }
 
-// One rank's share of the model with tensor parallelism t: each block's projections (and their
-// biases) split t ways; embeddings, norms and the head whole on every rank.
-struct RankModel {
-  double parameters = 0;  // every parameter this rank holds
-  double matrices = 0;    // the weight matrices among them (cast once a step in bf16 and fp16)
-  double root = 0;        // outside the blocks: embeddings, the head, the final norm
-  double block = 0;       // one block's
-};
-
-RankModel rank_model(const ModelShape& s, int t) {
-  const double d = dbl(s.n_embd), f = dbl(s.ffn_dim), v = dbl(s.vocab_size), l = dbl(s.n_layer);
-  const double kv = dbl(s.n_kv_head) * (s.n_head > 0 ? d / dbl(s.n_head) : 0);
-  const double split = std::max(1, t);
-  RankModel m;
-  if (s.arch == "llama") {
-    const double block = (d * d + 2 * d * kv + d * d + 3 * d * f) / split;
-    m.matrices = v * d + l * block;  // the head and the blocks: the token embedding is not cast
-    m.root = 2 * v * d + d;
-    m.block = block + 2 * d;
-    m.parameters = m.root + l * m.block;
-    return m;
-  }
-  const double block = (d * (d + 2 * kv) + d * d + 2 * d * f) / split;
-  const double biases = (d + 2 * kv + f) / split + 2 * d;  // c_attn and c_fc split; projections whole
-  m.matrices = v * d + l * block;
-  m.root = v * d + dbl(s.block_size) * d + 2 * d;
-  m.block = block + biases + 4 * d;
-  m.parameters = m.root + l * m.block;
-  return m;
-}
-
 // Bytes a block keeps a token for its backward pass (N tokens: N x this x layers). The residual
 // stream (the block's input and the sum after attention) is fp32 in every dtype, 8 d; the rest
 // are products, attention's inputs and output and the MLP's activations, in the autocast dtype

@@ -86,6 +86,7 @@ inline constexpr RealAttr kRealAttrs[] = {
     {"flops_per_token", &RankResult::flops_per_token, FieldScope::kLead},
     {"flops_per_token_6n", &RankResult::flops_per_token_6n, FieldScope::kFull},
     {"peak_tflops", &RankResult::peak_tflops, FieldScope::kLead},
+    {"comm_bytes_per_step", &RankResult::comm_bytes_per_step, FieldScope::kEvery, true},
 };
 
 // The columns of the steps table, in the file's order (docs/results-format.md). Each is one field

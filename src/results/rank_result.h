@@ -174,6 +174,9 @@ struct RankResult {
   // The bytes this rank holds for parameters, gradients and AdamW's moments (its flat buffers,
   // as allocated): what mem_model_states_bytes accounts for.
   std::int64_t model_state_bytes = 0;
+  // The bytes this rank sent a measured step in the collectives on tensors, as a ring sends them
+  // (the mean over the measured steps); -1 where not counted (older files, other programs).
+  double comm_bytes_per_step = -1;
   std::vector<StepRecord> steps;
   EvalSummary eval;
   std::string memory_stage_source;  // cuda_allocator or rss

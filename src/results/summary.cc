@@ -77,6 +77,9 @@ std::vector<Metric> summarize(const SummaryInput& in) {
   m.push_back({"bwd_time_median_s", percentile(in.backward_s, 0.5), "s"});
   m.push_back({"comm_time_median_s", percentile(in.comm_s, 0.5), "s"});
   m.push_back({"optim_time_median_s", percentile(in.optimizer_s, 0.5), "s"});
+  if (in.comm_bytes_per_step >= 0) {
+    m.push_back({"comm_bytes_per_step", in.comm_bytes_per_step, "bytes"});
+  }
   m.push_back({"train_loss", in.train_loss, ""});
   if (in.has_eval) {
     m.push_back({"eval_loss", in.eval_loss, ""});
@@ -187,6 +190,7 @@ SummaryInput summary_input_from_ranks(const std::vector<RankResult>& ranks) {
     in.memory_peak_bytes = std::max(in.memory_peak_bytes, stage_peak(ranks[i].memory_stages));
     in.memory_alloc_peak_bytes =
         std::max(in.memory_alloc_peak_bytes, stage_alloc_peak(ranks[i].memory_stages));
+    in.comm_bytes_per_step = std::max(in.comm_bytes_per_step, ranks[i].comm_bytes_per_step);
   }
   in.train_loss = loss / static_cast<double>(ranks.size());
   in.has_eval = first.eval.ran;

@@ -154,15 +154,22 @@ TimePrediction predict_training(const TimeInput& in) {
   p.flops = accum * tokens * (per_token + recompute) / t;
   p.compute_s = p.flops / rate;
 
-  // The trainable values and the collectives over them (ring algorithms: a rank sends (D-1)/D of
-  // the buffer for a reduce-scatter or an all-gather, twice that for an all-reduce); fp32.
-  const double trainable = in.lora ? lora_params : dbl(parameter_count(s)) / t;
+  // The trainable values a rank holds (with tensor parallelism its part of the blocks and the
+  // whole embeddings, norms and head) and the collectives over them (ring algorithms: a rank
+  // sends (D-1)/D of the buffer for a reduce-scatter or an all-gather, twice that for an
+  // all-reduce); fp32.
+  const RankModel held = rank_model(s, static_cast<int>(t));
+  const double trainable = in.lora ? lora_params / t : held.parameters;
   const double buffer = 4 * trainable, share = (dp - 1) / dp;
   double tp_bytes = 0;
   if (dp > 1) {
     if (in.zero_stage == 3) {
-      // Gathered before each micro step's forward and backward, gradients reduce-scattered.
-      p.comm_bytes = accum * 3 * share * buffer;
+      // Each block's values gathered before its forward and again before its backward, its
+      // gradients reduce-scattered, every micro step; the root unit (embeddings, final norm,
+      // head) gathered once a step and held through it, its gradients reduce-scattered every
+      // micro step. LoRA's adapters are all in blocks.
+      const double root = in.lora ? 0 : 4 * held.root;
+      p.comm_bytes = share * (accum * 3 * (buffer - root) + (accum + 1) * root);
     } else if (in.zero_stage == 2) {
       p.comm_bytes = accum * share * buffer + share * buffer;
     } else {
@@ -171,8 +178,9 @@ TimePrediction predict_training(const TimeInput& in) {
   }
   if (t > 1) {
     // Megatron's two all-reduces a block forward and two backward (with checkpointing two more
-    // for the forward again), of the micro batch's activations in the autocast dtype.
-    const double e = in.dtype == "fp32" ? 4 : 2;
+    // for the forward again), of the micro batch's activations: over NCCL (GPUs) in the autocast
+    // dtype, over MPI (CPUs) in fp32.
+    const double e = in.gpu && in.dtype != "fp32" ? 2 : 4;
     const double per_block = in.activation_checkpointing ? 6 : 4;
     tp_bytes = accum * per_block * l * 2 * (t - 1) / t * tokens * d * e;
   }

@@ -157,7 +157,7 @@ class Run {
     stages_.begin("train");
     RunStatus status = RunStatus::kOk;
     double started = now_s();
-    double measured_time = 0;
+    double measured_time = 0, measured_comm_bytes = 0;
     std::int64_t measured_steps = 0;
     for (std::int64_t step = 0; step < plan_.settings.train.steps; ++step) {
       const bool profiled = step >= plan_.profile_first && step <= plan_.profile_last;
@@ -201,6 +201,7 @@ class Run {
       result_.steps.push_back(r);
       if (r.measured) {
         measured_time += r.total_s;
+        measured_comm_bytes += timing.comm_bytes;
         ++measured_steps;
       }
       if (up.outcome != Outcome::kOk) {
@@ -216,6 +217,9 @@ class Run {
       if (status != RunStatus::kOk) break;  // a signal: this step finished, stop here
     }
     if (status == RunStatus::kOk) status = agree(pending_, pending_reason_);  // the last update
+    if (measured_steps > 0) {
+      result_.comm_bytes_per_step = measured_comm_bytes / static_cast<double>(measured_steps);
+    }
     // A run that ended inside the profiled steps keeps what was traced.
     if (profiling_) write_profile();
     stages_.end();
@@ -420,6 +424,9 @@ class Run {
     mpi_.allreduce_max(peaks, 2);
     in.memory_peak_bytes = peaks[0];
     in.memory_alloc_peak_bytes = peaks[1];
+    double sent[1] = {r.comm_bytes_per_step};
+    mpi_.allreduce_max(sent, 1);
+    in.comm_bytes_per_step = sent[0];
     RunEnd end;
     end.status = status;
     end.reason = agreement_.reason();

@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <stdexcept>
@@ -52,6 +53,18 @@ class DeviceComm {
 
   bool exists() const { return group_ != nullptr; }
 
+  // The bytes this rank has sent through this group's collectives since the last call, as a ring
+  // algorithm sends them (NCCL's; Open MPI's for large buffers): (D-1)/D of the buffer for a
+  // reduce-scatter or an all-gather, twice that for an all-reduce, over D ranks. The elements
+  // counted are those that travel: fp32 over MPI, the tensor's own dtype over NCCL. Zero when
+  // the group is one rank.
+  double take_sent_bytes() {
+    const double d = group_ == nullptr ? 1 : group_->size();
+    const double reduced = static_cast<double>(allreduced_bytes_.exchange(0));
+    const double pieces = static_cast<double>(piece_bytes_.exchange(0));
+    return (2 * reduced + d * pieces) * (d - 1) / d;
+  }
+
 #ifdef SWEEPBENCH_WITH_NCCL
   // From now on, tensors on GPU `device_index` go through an NCCL communicator of the group,
   // whose unique id travels over MPI.
@@ -68,6 +81,7 @@ class DeviceComm {
   // elements (PyTorch DDP's 25 MB), so that a GPU without NCCL never stages more than one piece
   // on the host.
   void allreduce_mean(const std::vector<torch::Tensor>& tensors, std::int64_t piece) {
+    for (const torch::Tensor& t : tensors) allreduced_bytes_ += t.numel() * 4;
 #ifdef SWEEPBENCH_WITH_NCCL
     if (nccl_ != nullptr) {
       NCCL_CHECK(ncclGroupStart());
@@ -100,6 +114,7 @@ class DeviceComm {
   // this rank's piece.
   void reduce_scatter_sum(const torch::Tensor& full, const torch::Tensor& piece,
                           std::int64_t chunk) {
+    piece_bytes_ += chunk * 4;
 #ifdef SWEEPBENCH_WITH_NCCL
     if (nccl_ != nullptr) {
       NCCL_CHECK(ncclReduceScatter(full.data_ptr(), piece.data_ptr(), static_cast<size_t>(chunk),
@@ -122,6 +137,7 @@ class DeviceComm {
   // `full` holds size() pieces of `chunk` fp32 elements, of which this rank's is current: every
   // rank's piece to every rank, in place.
   void allgather(const torch::Tensor& full, std::int64_t chunk) {
+    piece_bytes_ += chunk * 4;
 #ifdef SWEEPBENCH_WITH_NCCL
     if (nccl_ != nullptr) {
       auto* base = static_cast<float*>(full.data_ptr());
@@ -144,6 +160,7 @@ class DeviceComm {
   void allreduce_sum(torch::Tensor& x, const Runner& run) {
 #ifdef SWEEPBENCH_WITH_NCCL
     if (nccl_ != nullptr && x.is_cuda()) {
+      allreduced_bytes_ += x.numel() * static_cast<std::int64_t>(x.element_size());
       ncclDataType_t type = x.scalar_type() == at::kBFloat16 ? ncclBfloat16
                             : x.scalar_type() == at::kHalf   ? ncclHalf
                                                              : ncclFloat;
@@ -152,6 +169,7 @@ class DeviceComm {
       return;
     }
 #endif
+    allreduced_bytes_ += x.numel() * 4;
     if (!x.is_cuda() && x.scalar_type() == torch::kFloat && x.is_contiguous()) {
       run([&] { group_->allreduce_sum(x.data_ptr<float>(), static_cast<size_t>(x.numel())); });
     } else {
@@ -172,6 +190,10 @@ class DeviceComm {
   ncclComm_t nccl_ = nullptr;
 #endif
   Collectives* group_;
+  // What take_sent_bytes() counts: the all-reduced buffers' bytes, and the bytes of each piece a
+  // reduce-scatter or an all-gather moves (one rank's share). Atomic: the communication thread
+  // (train.overlap_comm) calls collectives too.
+  std::atomic<std::int64_t> allreduced_bytes_{0}, piece_bytes_{0};
 };
 
 }  // namespace sweepbench

@@ -173,6 +173,7 @@ class TorchTrainer : public Trainer {
 
   PhaseStatus forward_backward(const std::vector<Batch>& micro_batches) override {
     clock_.reset();
+    take_sent_bytes();  // a step's own bytes, not what set-up or evaluation sent
     return guarded([&] {
       zero_.zero_gradients();
       loss_sum_ = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat).device(device_));
@@ -276,6 +277,7 @@ class TorchTrainer : public Trainer {
     t.backward_s = clock_.seconds(kBackward);
     t.comm_s = clock_.seconds(kComm);
     t.optimizer_s = clock_.seconds(kOptimizer);
+    t.comm_bytes = take_sent_bytes();
     if (loss_sum_.defined()) t.loss = loss_sum_.item<double>();
     if (grad_norm_.defined()) t.grad_norm = grad_norm_.item<double>();
     t.loss_scale = o_.train.dtype == DType::kFp16 ? used_scale_ : 1.0;
@@ -420,6 +422,10 @@ class TorchTrainer : public Trainer {
     g.tensor = world.split(world.rank() / t, world.rank() % t);
     g.data = world.split(world.rank() % t, world.rank() / t);
     return g;
+  }
+
+  double take_sent_bytes() {
+    return data_comm_.take_sent_bytes() + tensor_comm_.take_sent_bytes();
   }
 
   // Sums x in place over the tensor-parallel group (in x's dtype on NCCL, in fp32 over MPI).

@@ -78,6 +78,9 @@ struct PhaseStatus {
 
 struct StepTiming {
   double forward_s = 0, backward_s = 0, comm_s = 0, optimizer_s = 0;
+  // Sent by this rank in the step's collectives on tensors (gradients, parameters, tensor
+  // parallelism's activations), as a ring sends them (device_comm.h).
+  double comm_bytes = 0;
   double loss = 0;       // mean over the micro batches
   double grad_norm = 0;  // global, after the all-reduce, before clipping
   double loss_scale = 1;

@@ -4,7 +4,9 @@ two ranks with ZeRO-2) and one generation, run for real; then the prediction cal
 results tree (--calibrate), whose arithmetic is checked against what ran: each model's points
 are scaled by one factor, the median of their measured over predicted times (a model measured
 once is predicted exactly as it ran), other models are not touched. The FLOPs a step predicts are the FLOPs bench-train
-counts. Then the people's table with its marks and totals, CSV and JSON, what run prints before
+counts, and the bytes its communication term predicts are the bytes bench-train's ranks send
+(CommunicationBytes: ZeRO 0-3, accumulation, tensor parallelism, LoRA, odd rank counts). Then
+the people's table with its marks and totals, CSV and JSON, what run prints before
 it starts, GPUs without hardware.name, prices, commands, and bad --calibrate arguments. No
 assertion on how near an uncalibrated time is: that depends on the machine
 (docs/performance.md has the accuracy).
@@ -240,6 +242,98 @@ include:
         empty = os.path.join(self.tmp, "empty")
         os.mkdir(empty)
         self.assertIn("uncalibrated", self.estimate("--calibrate", empty).stdout)
+
+
+# Every way bench-train communicates: ZeRO 0-3 (with accumulation, with the communication
+# thread), tensor parallelism alone, with checkpointing and bf16, and beside data parallelism,
+# LoRA, Llama, and an odd number of ranks (ZeRO's padded pieces).
+COMM_SWEEP = """\
+name: comm-bytes
+base:
+  model: {preset: gpt2-tiny, n_layer: 2, n_embd: 64, n_head: 4, vocab_size: 2048, block_size: 64}
+  data: {source: synthetic, seq_len: 64}
+  train: {steps: 3, warmup_steps: 1, micro_batch: 2}
+  eval: {steps: 0}
+  launch: {ranks: 2}
+  metrics: {sample_interval_ms: 0, system: false}
+include:
+  - {train.zero_stage: 1}
+  - {train.zero_stage: 2}
+  - {train.zero_stage: 3}
+  - {train.zero_stage: 2, train.grad_accum: 3}
+  - {train.zero_stage: 3, train.grad_accum: 3}
+  - {train.zero_stage: 3, train.grad_accum: 2, train.overlap_comm: true}
+  - {launch.tensor_parallel: 2}
+  - {launch.tensor_parallel: 2, train.activation_checkpointing: true, train.dtype: bf16}
+  - {launch.tensor_parallel: 2, launch.ranks: 4, train.zero_stage: 1}
+  - {train.peft: lora, train.zero_stage: 2}
+  - {model.preset: llama-tiny, model.n_layer: 2, model.ffn_dim: 192, train.zero_stage: 3}
+  - {launch.ranks: 3}
+  - {launch.ranks: 3, train.zero_stage: 3, train.grad_accum: 2}
+  - {launch.ranks: 1}
+"""
+
+
+class CommunicationBytes(unittest.TestCase):
+    """The communication term against what bench-train sends: each rank counts the bytes its
+    collectives on tensors send a step, as a ring sends them (comm_bytes_per_step), and
+    bench-extract puts the prediction beside it (time_pred_comm_bytes)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="sb-commbytes-")
+        sweep = os.path.join(cls.tmp, "sweep.yaml")
+        with open(sweep, "w") as f:
+            f.write(COMM_SWEEP)
+        out = os.path.join(cls.tmp, "runs")
+        bench_sweep("run", sweep, "--out", out, check=0)
+        cls.rows = pd.read_csv(io.StringIO(
+            run_tool(BENCH_EXTRACT, "-i", out, "--format", "csv").stdout))
+
+    def test_every_point_sends_what_the_model_predicts(self):
+        rows = self.rows
+        self.assertEqual(len(rows), 15)
+        self.assertTrue((rows.status == "ok").all())
+        one = rows[rows["launch.ranks"] == 1]
+        self.assertEqual(one.comm_bytes_per_step.tolist(), [0])
+        self.assertEqual(one.time_pred_comm_bytes.tolist(), [0])
+        many = rows[rows["launch.ranks"] > 1]
+        self.assertTrue((many.comm_bytes_per_step > 0).all())
+        for _, r in many.iterrows():
+            # Exact but for ZeRO's pieces, padded to a multiple of the ranks.
+            self.assertAlmostEqual(r.time_pred_comm_error, 0, places=4, msg=r.tag)
+            self.assertAlmostEqual(r.time_pred_comm_bytes / r.comm_bytes_per_step - 1,
+                                   r.time_pred_comm_error, places=9)
+
+    def test_the_stages_by_their_own_arithmetic(self):
+        # Over two ranks a ring all-reduce sends the whole buffer, a reduce-scatter or an
+        # all-gather half of it: stages 0, 1 and 2 all send 4 bytes a trainable value a step.
+        rows = self.rows[(self.rows["launch.ranks"] == 2) & (self.rows["launch.tensor_parallel"] == 1)
+                         & (self.rows["model.arch"] == "gpt2")]
+        plain = rows[(rows["train.grad_accum"] == 1) & (rows["train.peft"] == "none")]
+
+        def sent(stage, accum=1, frame=rows):
+            return frame[(frame["train.zero_stage"] == stage)
+                         & (frame["train.grad_accum"] == accum)].comm_bytes_per_step.iloc[0]
+        values = plain.trainable_parameters.iloc[0]
+        for stage in (0, 1, 2):
+            self.assertEqual(sent(stage, frame=plain), 4 * values)
+        # Stage 2 reduce-scatters every micro step's gradients: 3 of them, one gather.
+        self.assertEqual(sent(2, 3), 4 * values * (3 + 1) / 2)
+        # Stage 3 gathers the blocks twice and reduce-scatters them every micro step; the root
+        # (embeddings, final norm) is gathered once a step and held: more than stage 2 sends,
+        # less than three collectives of everything.
+        self.assertGreater(sent(3, frame=plain), 4 * values)
+        self.assertLess(sent(3, frame=plain), 4 * values * 3 / 2)
+        lora = rows[rows["train.peft"] == "lora"].iloc[0]
+        self.assertEqual(lora.comm_bytes_per_step, 4 * lora.trainable_parameters)
+        # Tensor parallelism over two ranks: four all-reduces a block of the micro batch's
+        # activations (2 x 64 tokens x 64 wide, 2 layers), six with checkpointing; fp32 over MPI
+        # in bf16 too.
+        tp = self.rows[(self.rows["launch.tensor_parallel"] == 2) & (self.rows["launch.ranks"] == 2)]
+        activations = 2 * 64 * 64 * 4
+        self.assertEqual(sorted(tp.comm_bytes_per_step.tolist()),
+                         [4 * 2 * activations, 6 * 2 * activations])
 
 
 if __name__ == "__main__":

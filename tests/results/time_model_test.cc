@@ -132,8 +132,12 @@ TEST(TimeModel, ZeroStagesCommunicateWhatTheyShard) {
   in.grad_accum = 2;
   in.zero_stage = 2;  // a reduce-scatter each micro step, one all-gather
   EXPECT_DOUBLE_EQ(predict_time(in).comm_bytes, 3 * share * 4 * psi);
-  in.zero_stage = 3;  // two gathers and a reduce-scatter each micro step
-  EXPECT_DOUBLE_EQ(predict_time(in).comm_bytes, 2 * 3 * share * 4 * psi);
+  // Stage 3: two gathers and a reduce-scatter of each block each micro step; the root unit
+  // (embeddings, final norm) gathered once a step, reduce-scattered each micro step.
+  in.zero_stage = 3;
+  const double root = 50257 * 768 + 1024 * 768 + 2 * 768;
+  EXPECT_DOUBLE_EQ(predict_time(in).comm_bytes,
+                   share * 4 * (2 * 3 * (psi - root) + (2 + 1) * root));
   // In one node over NVLink (the table's 450 GB/s for an H100); across nodes at 50 GB/s.
   TimePrediction one_node = predict_time(in);
   EXPECT_DOUBLE_EQ(one_node.comm_s, one_node.comm_bytes / 450e9);
@@ -181,6 +185,18 @@ TEST(TimeModel, TensorParallelismSplitsTheFlopsAndAllReducesActivations) {
   EXPECT_DOUBLE_EQ(p.flops, 8 * 1024 * training_flops_per_token(gpt2(), 1024) / 2);
   // One data-parallel replica: only Megatron's four all-reduces a block (bf16 activations).
   EXPECT_DOUBLE_EQ(p.comm_bytes, 4 * 12 * 2 * 0.5 * 8 * 1024 * 768 * 2);
+  // Over MPI (CPUs) the activations travel as fp32, whatever the dtype.
+  in.gpu = false;
+  EXPECT_DOUBLE_EQ(predict_time(in).comm_bytes, 4 * 12 * 2 * 0.5 * 8 * 1024 * 768 * 4);
+  // Four ranks, two replicas: each rank's half of the blocks and the whole embeddings and norms
+  // all-reduced over its replica's two ranks as well.
+  in.gpu = true;
+  in.ranks = 4;
+  const RankModel half = rank_model(gpt2(), 2);
+  EXPECT_LT(half.parameters, static_cast<double>(parameter_count(gpt2())));
+  EXPECT_GT(half.parameters, static_cast<double>(parameter_count(gpt2())) / 2);
+  EXPECT_DOUBLE_EQ(predict_time(in).comm_bytes,
+                   p.comm_bytes + 2 * 0.5 * 4 * half.parameters);
 }
 
 TEST(TimeModel, LoraCountsTheFrozenMatmulsAndTheAdapters) {
