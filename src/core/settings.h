@@ -216,6 +216,13 @@ struct InferSettings {
   bool cuda_graph{};
 };
 
+// Whether bench-infer decodes by fixed-shape steps: greedy, one beam, a static cache
+// (docs/infer.md). Those steps are replayed as a CUDA graph on a GPU unless infer.cuda_graph is
+// off. The generator decodes by this rule and the time model predicts by it.
+inline bool fixed_shape_decode(KvCache cache, bool do_sample, std::int64_t beams) {
+  return cache == KvCache::kStatic && !do_sample && beams <= 1;
+}
+
 template <class Keys>
 void infer_keys(Keys& key) {
   key(&InferSettings::input_tokens, "infer.input_tokens", 128, "Prompt tokens per sequence")

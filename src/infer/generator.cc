@@ -281,7 +281,7 @@ class TorchGenerator : public Generator {
     // Greedy, one beam, static cache: fixed-shape steps, as a CUDA graph on a GPU unless
     // infer.cuda_graph is off (made, and captured, once for the generator, before any timing
     // starts).
-    const bool fixed_shape = o_.kv_cache == KvCache::kStatic && !o_.do_sample && k == 1;
+    const bool fixed_shape = fixed_shape_decode(o_.kv_cache, o_.do_sample, k);
     bool graph = false;
 #ifdef SWEEPBENCH_WITH_CUDA
     graph = fixed_shape && o_.cuda_graph && device_.is_cuda();

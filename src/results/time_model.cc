@@ -362,8 +362,7 @@ bool time_input_of(const Value& resolved, TimeInput* out) {
     const bool own = benchmark != nullptr && benchmark->is_string() &&
                      benchmark->as_string() == "infer";
     in.decode_graph = own && in.gpu && s.infer.cuda_graph &&
-                      s.infer.kv_cache == KvCache::kStatic && !s.infer.do_sample &&
-                      s.infer.num_beams <= 1;
+                      fixed_shape_decode(s.infer.kv_cache, s.infer.do_sample, s.infer.num_beams);
   }
   *out = in;
   return true;
