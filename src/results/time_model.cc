@@ -177,12 +177,13 @@ TimePrediction predict_training(const TimeInput& in) {
     }
   }
   if (t > 1) {
-    // Megatron's two all-reduces a block forward and two backward (with checkpointing two more
-    // for the forward again), of the micro batch's activations: over NCCL (GPUs) in the autocast
-    // dtype, over MPI (CPUs) in fp32.
+    // Megatron's two all-reduces a block forward, of the row-parallel products (in the autocast
+    // dtype), and two backward, of the normed inputs' gradients (fp32: the norms run in fp32);
+    // with checkpointing two more forward, for the forward again. Over NCCL (GPUs) each in its
+    // own dtype, over MPI (CPUs) all in fp32.
     const double e = in.gpu && in.dtype != "fp32" ? 2 : 4;
-    const double per_block = in.activation_checkpointing ? 6 : 4;
-    tp_bytes = accum * per_block * l * 2 * (t - 1) / t * tokens * d * e;
+    const double forward = in.activation_checkpointing ? 4 : 2;
+    tp_bytes = accum * l * 2 * (t - 1) / t * tokens * d * (forward * e + 2 * 4);
   }
   const double link = link_rate(in, k);
   const double dp_comm = p.comm_bytes / link;

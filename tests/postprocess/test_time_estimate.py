@@ -285,10 +285,10 @@ class CommunicationBytes(unittest.TestCase):
         sweep = os.path.join(cls.tmp, "sweep.yaml")
         with open(sweep, "w") as f:
             f.write(COMM_SWEEP)
-        out = os.path.join(cls.tmp, "runs")
-        bench_sweep("run", sweep, "--out", out, check=0)
+        cls.out = os.path.join(cls.tmp, "runs")
+        bench_sweep("run", sweep, "--out", cls.out, check=0)
         cls.rows = pd.read_csv(io.StringIO(
-            run_tool(BENCH_EXTRACT, "-i", out, "--format", "csv").stdout))
+            run_tool(BENCH_EXTRACT, "-i", cls.out, "--format", "csv").stdout))
 
     def test_every_point_sends_what_the_model_predicts(self):
         rows = self.rows
@@ -304,6 +304,10 @@ class CommunicationBytes(unittest.TestCase):
             self.assertAlmostEqual(r.time_pred_comm_error, 0, places=4, msg=r.tag)
             self.assertAlmostEqual(r.time_pred_comm_bytes / r.comm_bytes_per_step - 1,
                                    r.time_pred_comm_error, places=9)
+            # bench-train's own summary (the largest over its ranks) says the same.
+            with open(os.path.join(self.out, r.tag, "summary.json")) as f:
+                self.assertEqual(json.load(f)["metrics"]["comm_bytes_per_step"],
+                                 r.comm_bytes_per_step)
 
     def test_the_stages_by_their_own_arithmetic(self):
         # Over two ranks a ring all-reduce sends the whole buffer, a reduce-scatter or an

@@ -143,6 +143,35 @@ void edit(const std::string& path, const std::function<void(hid_t)>& change) {
 // Files written before the counted tensors' columns (alloc_end_bytes, alloc_peak_bytes) read as
 // they were, the counts unknown (-1); a counted column of another length is a problem, and only
 // that column is dropped.
+TEST(RankReader, AnAttributeAddedWithinTheSchemaIsOptional) {
+  // comm_bytes_per_step came within schema 4: a file without it reads as not counted (-1), and
+  // the summary has no comm_bytes_per_step.
+  sweepbench::testing::TempDir dir;
+  std::string path = dir.file("rank-00000.h5");
+  RankResult w = sample(0, 1);
+  w.comm_bytes_per_step = 4096;
+  write_rank_file(w, path);
+  RankRead read = read_rank_file(path);
+  ASSERT_TRUE(read.result.has_value());
+  EXPECT_EQ(read.result->comm_bytes_per_step, 4096);
+  edit(path, [](hid_t f) { H5Adelete(f, "comm_bytes_per_step"); });
+  for (RankReadScope scope : {RankReadScope::kAll, RankReadScope::kSummary}) {
+    RankRead old = read_rank_file(path, scope);
+    EXPECT_TRUE(old.problems.empty()) << ::testing::PrintToString(old.problems);
+    ASSERT_TRUE(old.result.has_value());
+    EXPECT_EQ(old.result->comm_bytes_per_step, -1);
+    for (const Metric& m : summarize(summary_input_from_ranks({*old.result}))) {
+      EXPECT_NE(m.name, "comm_bytes_per_step");
+    }
+  }
+  RankResult counted = *read.result;
+  bool found = false;
+  for (const Metric& m : summarize(summary_input_from_ranks({counted}))) {
+    if (m.name == "comm_bytes_per_step") found = m.value == 4096;
+  }
+  EXPECT_TRUE(found);
+}
+
 TEST(RankReader, CountedMemoryColumnsAreOptional) {
   sweepbench::testing::TempDir dir;
   std::string old_file = dir.file("rank-00000.h5");

@@ -183,8 +183,14 @@ TEST(TimeModel, TensorParallelismSplitsTheFlopsAndAllReducesActivations) {
   in.tensor_parallel = 2;
   const TimePrediction p = predict_time(in);
   EXPECT_DOUBLE_EQ(p.flops, 8 * 1024 * training_flops_per_token(gpt2(), 1024) / 2);
-  // One data-parallel replica: only Megatron's four all-reduces a block (bf16 activations).
-  EXPECT_DOUBLE_EQ(p.comm_bytes, 4 * 12 * 2 * 0.5 * 8 * 1024 * 768 * 2);
+  // One data-parallel replica: only Megatron's four all-reduces a block, two forward of bf16
+  // products, two backward of the fp32 norms' gradients.
+  EXPECT_DOUBLE_EQ(p.comm_bytes, 12 * 2 * 0.5 * 8 * 1024 * 768 * (2 * 2 + 2 * 4));
+  // Checkpointing runs the forward's two again.
+  in.activation_checkpointing = true;
+  EXPECT_DOUBLE_EQ(predict_time(in).comm_bytes,
+                   12 * 2 * 0.5 * 8 * 1024 * 768 * (4 * 2 + 2 * 4));
+  in.activation_checkpointing = false;
   // Over MPI (CPUs) the activations travel as fp32, whatever the dtype.
   in.gpu = false;
   EXPECT_DOUBLE_EQ(predict_time(in).comm_bytes, 4 * 12 * 2 * 0.5 * 8 * 1024 * 768 * 4);
