@@ -9,6 +9,9 @@
 #   bench/gpu/run.sh measure          the figures: GPT-2 124M bf16 mb8 seq1024 and variants
 #   bench/gpu/run.sh mfu              micro batch 8 to 32 with whole logits, 8 to 64 with the
 #                                     chunked loss, a profiled step each
+#   bench/gpu/run.sh chunks           the chunked loss's chunk on a GPU: micro batch 8 with
+#                                     train.loss_chunk_rows 333 (the default), 1024, 4096 and
+#                                     8192, beside whole logits, alternating in two rounds
 #   bench/gpu/run.sh hf               the Hugging Face Trainer baseline on the same shapes
 #   bench/gpu/run.sh eager            the same step in Python PyTorch eager, and its profile
 #   bench/gpu/run.sh compile          Python eager against torch.compile at micro batch 8 and 16
@@ -177,6 +180,24 @@ for name in ("gpt2-bf16-mb8-logits", "gpt2-bf16-mb16-logits", "gpt2-bf16-mb32-lo
     except (OSError, KeyError, ValueError) as e:
         print(name, "no summary:", e)
 PY
+}
+
+chunks() {  # the chunk of train.fused_loss on a GPU, against whole logits, two rounds
+  local round rows
+  for round in 1 2; do
+    for rows in 0 1024 4096 8192 logits; do
+      enough 25 "gpt2-bf16-mb8-chunk$rows-r$round" || continue
+      if [[ $rows == logits ]]; then
+        train "gpt2-bf16-mb8-chunk$rows-r$round" --set train.steps=30 --set train.warmup_steps=10 \
+          --set train.micro_batch=8
+      else
+        train "gpt2-bf16-mb8-chunk$rows-r$round" --set train.steps=30 --set train.warmup_steps=10 \
+          --set train.micro_batch=8 --set train.fused_loss=true --set train.loss_chunk_rows=$rows
+      fi
+    done
+  done
+  # shellcheck disable=SC2046  # the runs' names, one word each
+  show $(cd "$W/runs" && ls -d gpt2-bf16-mb8-chunk* 2>/dev/null)
 }
 
 hf() {  # the Hugging Face Trainer on the same shapes (bench/gpu/hf_trainer_gpt2.py)
@@ -354,7 +375,7 @@ collect() {  # the summaries and rank files in one archive, the traces in anothe
 
 for phase in "$@"; do  # every phase known before anything runs
   case $phase in
-    build|tiny|smoke|measure|mfu|infer|memory|sweep|timecheck|hf|eager|compile|compile8|compile16|compile32) ;;
+    build|tiny|smoke|measure|mfu|chunks|infer|memory|sweep|timecheck|hf|eager|compile|compile8|compile16|compile32) ;;
     *) echo "run.sh: unknown phase $phase" >&2; rm -rf "$W"; exit 2 ;;
   esac
 done
@@ -373,7 +394,7 @@ BENCH_INFER=${BENCH_INFER:-$(dirname "${BENCH_TRAIN:-/}")/bench-infer}
 for phase in "$@"; do
   case $phase in
     build) ;;
-    tiny|smoke|measure|mfu|infer|memory)
+    tiny|smoke|measure|mfu|chunks|infer|memory)
       if ((built)); then $phase; else echo "== $phase: skipped, no bench-train and bench-infer"; fi ;;
     sweep) if ((built)); then sweep "$root/bench/gpu/memory.yaml" gpu-sweep; fi ;;
     timecheck) if ((built)); then sweep "$root/bench/gpu/time_check.yaml" time-check; fi ;;

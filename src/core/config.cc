@@ -387,6 +387,13 @@ void check_rules(const Value& full) {
                      "make train.warmup_steps less than train.steps");
   }
   check_tensor_sizes(full);
+  if (const Value& rows = at("train.loss_chunk_rows");
+      rows.as_int() > 0 && !at("train.fused_loss").as_bool()) {
+    throw rule_error(rows, "train.loss_chunk_rows",
+                     std::to_string(rows.as_int()) +
+                         " without train.fused_loss: the whole logits are made, not chunks",
+                     "set train.fused_loss: true, or leave train.loss_chunk_rows at 0");
+  }
   check_lora_rules(full);
   check_tensor_parallel_rules(full);
   if (const Value& profile = at("metrics.profile_steps"); !profile.is_null()) {

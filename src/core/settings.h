@@ -83,6 +83,7 @@ struct TrainSettings {
   // and the blocks before them (CPU runs over MPI).
   bool overlap_comm{};
   bool fused_loss{};   // the head's cross-entropy over chunks of tokens, without the logits
+  std::int64_t loss_chunk_rows{};  // tokens a chunk of fused_loss; 0: about 64 MB of fp32 logits
   bool cpu_kernels{};  // on CPUs, our one-pass cross-entropy of the head (cpu_kernels.h)
   // lora: adapters of rank lora_r on the projections of lora_targets, every other weight frozen
   // (no gradient, no optimizer state); targets resolved from the model's defaults when the key
@@ -166,6 +167,15 @@ void train_keys(Keys& key) {
       "The head and its cross-entropy over chunks of tokens, so the whole logits and their "
       "gradient never exist at once; false: logits for every token, then the loss")
       .hashed_unless_default()
+      .only_for({"train"});
+  key(&TrainSettings::loss_chunk_rows, "train.loss_chunk_rows", 0,
+      "With train.fused_loss: tokens a chunk (each chunk's logits are chunk x vocabulary fp32 "
+      "values); 0: as many as make about 64 MB of fp32 logits (333 for GPT-2's vocabulary), "
+      "sized for a CPU's cache")
+      .min(0)
+      .max(std::int64_t{1} << 30)
+      .hashed_unless_default()
+      .tagged_unless_default()  // added after results existed: their tags and hashes stay
       .only_for({"train"});
   key(&TrainSettings::cpu_kernels, "train.cpu_kernels", true,
       "On CPUs: sweepbench's own one-pass kernel for the head's cross-entropy (loss and "

@@ -192,6 +192,7 @@ bool predict_point_memory(const Value& resolved, MemoryPrediction* out) {
     in.gpu = gpu;
     in.activation_checkpointing = s.train.activation_checkpointing;
     in.fused_loss = s.train.fused_loss;
+    in.loss_chunk_rows = s.train.loss_chunk_rows;
     in.world_size = static_cast<int>(s.launch.ranks);
     in.zero_stage = static_cast<int>(s.train.zero_stage);
     in.tensor_parallel = static_cast<int>(s.launch.tensor_parallel);

@@ -82,6 +82,7 @@ class TorchTrainer : public Trainer {
     mo.activation_checkpointing = o_.train.activation_checkpointing;
     mo.rope_theta = rope_theta_of(o_.preset);
     mo.fused_loss = o_.train.fused_loss;
+    mo.loss_chunk_rows = o_.train.loss_chunk_rows;
     mo.cpu_kernels = o_.train.cpu_kernels;
     // ZeRO-2 and 3 reduce a gradient when its accumulator has run: the embedding's rows must go
     // through it there.

@@ -155,6 +155,14 @@ TEST(Resolve, ChecksCrossKeyRules) {
   EXPECT_EQ(error_text("train: {steps: 5, warmup_steps: 5}\n"),
             "c.yaml:1:33: train.warmup_steps: 5 leaves no measured step of train.steps (5) (make "
             "train.warmup_steps less than train.steps)");
+  EXPECT_EQ(error_text("train: {loss_chunk_rows: 64}\n"),
+            "c.yaml:1:26: train.loss_chunk_rows: 64 without train.fused_loss: the whole logits "
+            "are made, not chunks (set train.fused_loss: true, or leave train.loss_chunk_rows at "
+            "0)");
+  EXPECT_EQ(config_at(resolved("train: {loss_chunk_rows: 64, fused_loss: true}\n"),
+                      "train.loss_chunk_rows")
+                .as_int(),
+            64);
   EXPECT_THAT(error_text("launch: {ranks: 3, nodes: 2}\n"),
               HasSubstr("launch.ranks (3) is not a multiple of launch.nodes (2)"));
   EXPECT_THAT(error_text("data.source: tokens\n"),

@@ -36,6 +36,7 @@ include:
   - {train.activation_checkpointing: true}
   - {train.dtype: bf16, train.activation_checkpointing: true}
   - {train.fused_loss: true, data.seq_len: 256}
+  - {train.fused_loss: true, data.seq_len: 256, train.loss_chunk_rows: 64}
   - {train.peft: lora}
   - {model.preset: llama-tiny, model.n_layer: 3, model.ffn_dim: 384}
   - {model.preset: llama-tiny, model.n_layer: 3, model.ffn_dim: 384, train.dtype: bf16}
@@ -60,9 +61,9 @@ class MemoryEstimate(unittest.TestCase):
     def test_every_prediction_is_near_what_ran(self):
         predicted = pd.read_csv(io.StringIO(self.estimate("--format", "csv")))
         measured = pd.read_csv(io.StringIO(run_tool(BENCH_EXTRACT, "-i", self.out, "--format", "csv").stdout))
-        self.assertEqual(len(predicted), 10)
+        self.assertEqual(len(predicted), 11)
         rows = predicted.merge(measured, on="tag", suffixes=("", "_x"))
-        self.assertEqual(len(rows), 10)
+        self.assertEqual(len(rows), 11)
         self.assertTrue((rows.status == "ok").all())
         self.assertTrue((rows.device == "cpu").all())
         error = (rows.mem_pred_peak_bytes - rows.mem_alloc_peak_bytes) / rows.mem_alloc_peak_bytes
@@ -86,6 +87,11 @@ class MemoryEstimate(unittest.TestCase):
         infer = rows[rows["mem_pred_weights_bytes"] > 0].iloc[0]
         self.assertEqual(infer.mem_pred_kv_cache_bytes, infer.kv_cache_bytes)
         self.assertEqual(infer.mem_pred_weights_bytes, infer.weight_bytes)
+        # train.loss_chunk_rows reaches bench-train: chunks of 64 tokens hold less than one chunk
+        # of all 1,024 (the default here, 16 Mi logits over a vocabulary of 4,096, is 4,096 rows).
+        chunked = rows[rows["train.fused_loss"] == True].set_index("train.loss_chunk_rows")  # noqa: E712
+        self.assertEqual(sorted(chunked.index), [0, 64])
+        self.assertLess(chunked.mem_alloc_peak_bytes[64], 0.8 * chunked.mem_alloc_peak_bytes[0])
 
     def test_the_table_shows_the_parts_and_the_largest(self):
         text = self.estimate()
@@ -93,10 +99,10 @@ class MemoryEstimate(unittest.TestCase):
         self.assertIn("peak GiB", text)
         self.assertIn("model_states ", text)
         self.assertIn("kv_cache ", text)
-        self.assertRegex(text, r"# 10 points; the largest predicted peak [0-9.]+ GiB a rank \(point \d+\)")
-        self.assertRegex(text, r"# predicted [0-9.e-]+ device-hours for 10 of 10 points; uncalibrated")
+        self.assertRegex(text, r"# 11 points; the largest predicted peak [0-9.]+ GiB a rank \(point \d+\)")
+        self.assertRegex(text, r"# predicted [0-9.e-]+ device-hours for 11 of 11 points; uncalibrated")
         doc = json.loads(self.estimate("--format", "json"))
-        self.assertEqual(len(doc["points"]), 10)
+        self.assertEqual(len(doc["points"]), 11)
         first = doc["points"][0]["memory"]
         self.assertEqual(first["peak_bytes"], max(first["init_peak_bytes"], first["step_peak_bytes"]))
         self.assertIn("activations", first["terms"])
