@@ -10,8 +10,8 @@
 #   bench/gpu/run.sh mfu              micro batch 8 to 32 with whole logits, 8 to 64 with the
 #                                     chunked loss, a profiled step each
 #   bench/gpu/run.sh chunks           the chunked loss's chunk on a GPU: micro batch 8 with
-#                                     train.loss_chunk_rows 333 (the default), 1024, 4096 and
-#                                     8192, beside whole logits, alternating in two rounds
+#                                     train.loss_chunk_rows 0 (the default, 333 tokens), 1024,
+#                                     4096 and 8192, beside whole logits, alternating in two rounds
 #   bench/gpu/run.sh hf               the Hugging Face Trainer baseline on the same shapes
 #   bench/gpu/run.sh eager            the same step in Python PyTorch eager, and its profile
 #   bench/gpu/run.sh compile          Python eager against torch.compile at micro batch 8 and 16
@@ -113,7 +113,7 @@ train() {  # train NAME [--set k=v]...: one run of bench-train into $W/runs/NAME
 show() {  # show NAME...: one line of each run's summary.json
   python3 - "$W/runs" "$@" <<'PY'
 import json, sys
-keys = ("status", "mfu", "train_tokens_per_second", "step_time_median_s", "mem_peak_bytes",
+keys = ("status", "mfu", "train_tokens_per_second", "step_time_median_s", "train_loss", "mem_peak_bytes",
         "mem_model_states_bytes", "ttft_mean_s", "tpot_mean_s", "decode_tokens_per_second", "mbu",
         "kv_cache_bytes", "weight_bytes", "e2e_p50_s")
 for name in sys.argv[2:]:
@@ -197,7 +197,7 @@ chunks() {  # the chunk of train.fused_loss on a GPU, against whole logits, two 
     done
   done
   # shellcheck disable=SC2046  # the runs' names, one word each
-  show $(cd "$W/runs" && ls -d gpt2-bf16-mb8-chunk* 2>/dev/null)
+  [[ -d $W/runs ]] && show $(cd "$W/runs" && ls -d gpt2-bf16-mb8-chunk* 2>/dev/null)
 }
 
 hf() {  # the Hugging Face Trainer on the same shapes (bench/gpu/hf_trainer_gpt2.py)

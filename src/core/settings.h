@@ -170,8 +170,7 @@ void train_keys(Keys& key) {
       .only_for({"train"});
   key(&TrainSettings::loss_chunk_rows, "train.loss_chunk_rows", 0,
       "With train.fused_loss: tokens a chunk (each chunk's logits are chunk x vocabulary fp32 "
-      "values); 0: as many as make about 64 MB of fp32 logits (333 for GPT-2's vocabulary), "
-      "sized for a CPU's cache")
+      "values); 0: as many as make about 64 MB of fp32 logits (333 for GPT-2's vocabulary)")
       .min(0)
       .max(std::int64_t{1} << 30)
       .hashed_unless_default()

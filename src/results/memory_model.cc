@@ -93,8 +93,12 @@ MemoryPrediction predict_training_memory(const TrainingMemoryInput& in) {
   double head = 0;
   if (in.fused_loss) {
     const double rows_asked = dbl(in.loss_chunk_rows);
-    const double rows =
-        std::min(n, rows_asked > 0 ? rows_asked : std::max(64.0, dbl(std::int64_t{16} << 20) / v));
+    // bench-train's rule (model.cc ChunkedHeadLoss::chunk_rows): whole rows of 16 Mi logits of
+    // the vocabulary, at least 64.
+    const double rows = std::min(
+        n, rows_asked > 0
+               ? rows_asked
+               : dbl(std::max<std::int64_t>(64, (std::int64_t{16} << 20) / s.vocab_size)));
     // A chunk's logits and their gradient in fp32 (4 + 4; in bf16 and fp16 also the product's
     // copy and the gradient's in the autocast dtype and a cast, 6 more; on a GPU the padded
     // product's unpadded copy, e), the head's gradient summed in fp32 (8 V d: the sum and a

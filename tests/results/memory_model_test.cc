@@ -67,7 +67,7 @@ TEST(MemoryModel, TheChunkedLossHoldsAChunkAndTheHeadsGradient) {
   in.seq_len = 1024;
   in.fused_loss = true;
   const double d = 768, v = 50257, n = 8192;
-  const double rows = (16 << 20) / v;  // bench-train's default: 16 Mi logits a chunk
+  const double rows = 333;  // bench-train's default: whole rows of 16 Mi logits (16 Mi / V)
   EXPECT_DOUBLE_EQ(term(predict_training_memory(in), "head"),
                    rows * v * 8 + 8 * v * d + n * (12 * d + 24));
   in.loss_chunk_rows = 100000;  // more rows than tokens: one chunk of N

@@ -140,9 +140,6 @@ void edit(const std::string& path, const std::function<void(hid_t)>& change) {
   H5Fclose(f);
 }
 
-// Files written before the counted tensors' columns (alloc_end_bytes, alloc_peak_bytes) read as
-// they were, the counts unknown (-1); a counted column of another length is a problem, and only
-// that column is dropped.
 TEST(RankReader, AnAttributeAddedWithinTheSchemaIsOptional) {
   // comm_bytes_per_step came within schema 4: a file without it reads as not counted (-1), and
   // the summary has no comm_bytes_per_step.
@@ -172,6 +169,9 @@ TEST(RankReader, AnAttributeAddedWithinTheSchemaIsOptional) {
   EXPECT_TRUE(found);
 }
 
+// Files written before the counted tensors' columns (alloc_end_bytes, alloc_peak_bytes) read as
+// they were, the counts unknown (-1); a counted column of another length is a problem, and only
+// that column is dropped.
 TEST(RankReader, CountedMemoryColumnsAreOptional) {
   sweepbench::testing::TempDir dir;
   std::string old_file = dir.file("rank-00000.h5");
