@@ -110,6 +110,11 @@ std::int64_t position_embedding_count(const ModelShape& s) {
   return s.arch == "gpt2" ? s.block_size * s.n_embd : 0;
 }
 
+std::int64_t loss_chunk_rows(std::int64_t vocab_size, std::int64_t asked) {
+  if (asked > 0) return asked;
+  return std::max<std::int64_t>(64, (std::int64_t{16} << 20) / std::max<std::int64_t>(1, vocab_size));
+}
+
 RankModel rank_model(const ModelShape& s, int t) {
   auto dbl = [](std::int64_t v) { return static_cast<double>(v); };
   const double d = dbl(s.n_embd), f = dbl(s.ffn_dim), v = dbl(s.vocab_size), l = dbl(s.n_layer);

@@ -61,6 +61,10 @@ struct RankModel {
   double block = 0;       // one block's
 };
 RankModel rank_model(const ModelShape& shape, int tensor_parallel);
+// The tokens a chunk of the chunked loss (train.fused_loss) takes: `asked`
+// (train.loss_chunk_rows) when above 0, else whole rows of 16 Mi logits of the vocabulary (about
+// 64 MB in fp32), at least 64. bench-train chunks by it and the memory model predicts by it.
+std::int64_t loss_chunk_rows(std::int64_t vocab_size, std::int64_t asked);
 // 6 N + 12 L d T, N = parameter_count - position_embedding_count.
 double training_flops_per_token(const ModelShape& shape, std::int64_t seq_len);
 // The plain 6 N figure some guides use.

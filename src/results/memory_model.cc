@@ -92,13 +92,7 @@ MemoryPrediction predict_training_memory(const TrainingMemoryInput& in) {
       in.activation_checkpointing ? n * l * 4 * d : n * l * block;  // ckpt: block inputs, fp32
   double head = 0;
   if (in.fused_loss) {
-    const double rows_asked = dbl(in.loss_chunk_rows);
-    // bench-train's rule (model.cc ChunkedHeadLoss::chunk_rows): whole rows of 16 Mi logits of
-    // the vocabulary, at least 64.
-    const double rows = std::min(
-        n, rows_asked > 0
-               ? rows_asked
-               : dbl(std::max<std::int64_t>(64, (std::int64_t{16} << 20) / s.vocab_size)));
+    const double rows = std::min(n, dbl(loss_chunk_rows(s.vocab_size, in.loss_chunk_rows)));
     // A chunk's logits and their gradient in fp32 (4 + 4; in bf16 and fp16 also the product's
     // copy and the gradient's in the autocast dtype and a cast, 6 more; on a GPU the padded
     // product's unpadded copy, e), the head's gradient summed in fp32 (8 V d: the sum and a

@@ -192,10 +192,6 @@ struct EmbeddingInPlaceGrad : public torch::autograd::Function<EmbeddingInPlaceG
 // head's products are those of logits-then-cross_entropy, but no more than a chunk of logits
 // ever exists.
 struct ChunkedHeadLoss : public torch::autograd::Function<ChunkedHeadLoss> {
-  static std::int64_t chunk_rows(std::int64_t vocab, std::int64_t asked) {
-    if (asked > 0) return asked;
-    return std::max<std::int64_t>(64, (std::int64_t{16} << 20) / vocab);  // ~64 MB of fp32 logits
-  }
   // GPUs: the head's rows padded to a multiple of 64 for cuBLAS's aligned kernels (see head()).
   static torch::Tensor aligned(const torch::Tensor& w) {
     const std::int64_t v = w.size(0), padded = (v + 63) / 64 * 64;
@@ -206,7 +202,7 @@ struct ChunkedHeadLoss : public torch::autograd::Function<ChunkedHeadLoss> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor h,
                                torch::Tensor w, torch::Tensor targets, std::int64_t asked_rows,
                                bool with_grad, bool cpu_kernels) {
-    const std::int64_t n = h.size(0), v = w.size(0), rows = chunk_rows(v, asked_rows);
+    const std::int64_t n = h.size(0), v = w.size(0), rows = loss_chunk_rows(v, asked_rows);
     const bool want_h = with_grad && h.requires_grad();
     const bool want_w = with_grad && w.requires_grad();
     torch::Tensor wa = aligned(w);
