@@ -379,7 +379,7 @@ class SweepRun {
         check_container(commands[i].container, commands[i].container_context,
                         config_path(*points[i]));
       }
-      load_records();
+      load_records(points);
     }
     out_ << "# bench-sweep run: sweep " << plan_.info().sweep_name << ", "
          << plural(points.size(), "point")
@@ -429,7 +429,22 @@ class SweepRun {
           it == records_.end() ? std::nullopt : std::optional<PointRecord>(it->second);
       return will_run(p, record, o_.force, o_.retry_failed, plan_.info().memory_limit);
     };
-    out_ << "# " << predicted_time_line(plan_, calibration_dirs(o_.out_dir), runs) << "\n";
+    // A job array's task does not calibrate: that would read every point's results in every
+    // task. `bench-sweep submit` printed the calibrated line once, and `plan --estimate
+    // --calibrate OUT` prints it any time.
+    const bool array_task = in_array_task();
+    std::string line = predicted_time_line(
+        plan_, array_task ? std::vector<std::string>{} : calibration_dirs(o_.out_dir), runs);
+    const std::string plain = "; uncalibrated";
+    if (const size_t at = line.find(plain); array_task && at != std::string::npos) {
+      line.insert(at + plain.size(), " (a job array's task reads no other point's results)");
+    }
+    out_ << "# " << line << "\n";
+  }
+
+  static bool in_array_task() {
+    const char* task = std::getenv("SLURM_ARRAY_TASK_ID");
+    return task != nullptr && *task != '\0';
   }
 
   std::string point_dir(const SweepPoint& p) const { return (root_ / p.tag).string(); }
@@ -437,9 +452,19 @@ class SweepRun {
     return (root_ / p.tag / kConfigFile).string();
   }
 
-  void load_records() {
-    for (const SweepPoint& p : plan_.points()) {
+  // The records of the points this run may run. --prune-after-oom also needs the others' (an
+  // out-of-memory point prunes its larger neighbours); without it nothing else is read, so a
+  // job array's task costs the shared file system its own points' reads, not every point's
+  // (N tasks reading N records each), and another point's damaged status.json is that point's
+  // business, not this run's.
+  void load_records(const std::vector<const SweepPoint*>& selected) {
+    auto load = [&](const SweepPoint& p) {
       if (auto r = read_point_record(point_dir(p))) records_[p.tag] = *r;
+    };
+    if (!o_.prune_after_oom.empty()) {
+      for (const SweepPoint& p : plan_.points()) load(p);
+    } else {
+      for (const SweepPoint* p : selected) load(*p);
     }
   }
 

@@ -99,6 +99,18 @@ class LocalRun(unittest.TestCase):
             self.assertEqual(read_json(os.path.join(out, first, "status.json"))["attempt"], 2)
             self.assertEqual(statuses(out), {p["tag"]: "ok" for p in points})
 
+            # A run of some points reads their records only (a job array's task runs one or a
+            # few): another point's damaged status.json stops a run of the whole sweep, naming
+            # it, and not a run that leaves that point alone.
+            damaged = os.path.join(out, points[3]["tag"], "status.json")
+            with open(damaged, "w") as f:
+                f.write("{not json")
+            r = run("run", s, "--out", out, "--only", "0,1", check=0)
+            self.assertEqual(r.stdout.count("kept: ok"), 2, r.stdout)
+            r = run("run", s, "--out", out)
+            self.assertNotEqual(r.returncode, 0, r.stdout)
+            self.assertIn(damaged, r.stderr)
+
     def test_every_shipped_sweep_file_plans(self):
         # The examples in sweeps/ (most for GPU clusters) stay valid as the config grows.
         files = sorted(f for f in os.listdir(os.path.join(SOURCE, "sweeps")) if f.endswith(".yaml"))

@@ -25,7 +25,7 @@ import pandas as pd
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "support"))
-from e2e import BIN, bench_sweep, run_tool  # noqa: E402
+from e2e import BIN, ENV, bench_sweep, run_tool  # noqa: E402
 
 BENCH_EXTRACT = os.path.join(BIN, "bench-extract")
 
@@ -149,6 +149,14 @@ class TimeEstimate(unittest.TestCase):
                              check=0).stdout
         self.assertRegex(forced, r"# predicted [0-9.e-]+ device-hours for 2 of 7 points; "
                                  r"2 calibrated by measured points of their model; 5 not to run")
+        # A job array's task calibrates nothing: it would read every point's results, in
+        # every task. The line says why; the plain run above calibrated the same points.
+        array = dict(ENV, SLURM_ARRAY_TASK_ID="0")
+        task = bench_sweep("run", self.sweep, "--out", self.out, "--force", "--only", "0,6",
+                           "--dry-run", env=array, check=0).stdout
+        self.assertRegex(task, r"# predicted [0-9.e-]+ device-hours for 2 of 7 points; "
+                               r"uncalibrated \(a job array's task reads no other point's "
+                               r"results\); 5 not to run")
 
     def test_gpus_prices_and_commands(self):
         sweep = os.path.join(self.tmp, "gpu.yaml")
