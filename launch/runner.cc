@@ -379,8 +379,10 @@ class SweepRun {
         check_container(commands[i].container, commands[i].container_context,
                         config_path(*points[i]));
       }
-      load_records(points);
     }
+    // A dry run reads them too (reading writes nothing): it says which points a real run keeps
+    // and prunes, and predicts the cost of the others only.
+    load_records(points);
     out_ << "# bench-sweep run: sweep " << plan_.info().sweep_name << ", "
          << plural(points.size(), "point")
          << (o_.dry_run ? " (dry run: nothing runs, nothing is written)" : "") << ", out "
@@ -494,14 +496,20 @@ class SweepRun {
     return std::nullopt;
   }
 
-  // The sweep's memory_limit (sweep_spec.h): a point predicted over it is recorded as skipped,
-  // with the prediction, before anything is claimed elsewhere, archived or placed; it depends
-  // on no other point. One that ran ok before is never skipped (it fitted), and one already
-  // recorded skipped for the same reason is left as it is. True when the point is skipped.
-  bool skipped_by_memory_limit(const SweepPoint& p, const std::optional<PointRecord>& record) {
+  // Why the sweep's memory_limit (sweep_spec.h) skips the point: predicted over it. One that
+  // ran ok before is never skipped (it fitted).
+  std::optional<std::string> over_limit(const SweepPoint& p,
+                                        const std::optional<PointRecord>& record) const {
     const std::optional<MemoryLimit>& limit = plan_.info().memory_limit;
-    if (!limit || (record && record->status == PointStatus::kOk)) return false;
-    std::optional<std::string> why = over_memory_limit(p.config, *limit);
+    if (!limit || (record && record->status == PointStatus::kOk)) return std::nullopt;
+    return over_memory_limit(p.config, *limit);
+  }
+
+  // A point over_limit() is recorded as skipped, with the prediction, before anything is
+  // claimed elsewhere, archived or placed; it depends on no other point. One already recorded
+  // skipped for the same reason is left as it is. True when the point is skipped.
+  bool skipped_by_memory_limit(const SweepPoint& p, const std::optional<PointRecord>& record) {
+    std::optional<std::string> why = over_limit(p, record);
     if (!why) return false;
     limit_skipped_.insert(p.tag);
     if (record && record->status == PointStatus::kSkipped && record->reason == *why &&
@@ -555,13 +563,25 @@ class SweepRun {
     return true;
   }
 
+  // The point's command, and what a real run would do with it when that is not to run it: keep
+  // it (as start_point decides) or skip it. The command is printed either way: --force runs it.
   void dry_run_point(const SweepPoint& p, const PointCommand& cmd, size_t i, size_t n) {
-    std::optional<std::string> prune = pruned(p);
-    if (const std::optional<MemoryLimit>& limit = plan_.info().memory_limit) {
-      if (std::optional<std::string> why = over_memory_limit(p.config, *limit)) prune = why;
+    std::optional<PointRecord> record;
+    if (auto it = records_.find(p.tag); it != records_.end()) record = it->second;
+    const Decision d = decide(record, p.config_hash, o_.force, o_.retry_failed);
+    std::string fate;
+    if (d == Decision::kKeepOk) {
+      fate = "would be kept, ok since " + record->ended + " (--force reruns it)";
+    } else if (d == Decision::kKeepFailure) {
+      fate = "would be kept, " + to_string(record->status) + ": " + record->reason +
+             " (--retry-failed reruns it)";
+    } else if (std::optional<std::string> why = over_limit(p, record)) {
+      fate = "would be skipped, " + *why;
+    } else if (std::optional<std::string> prune = pruned(p)) {
+      fate = "would be skipped, " + *prune;
     }
     out_ << "# " << (i + 1) << "/" << n << " " << p.tag << " (index " << p.index << ")"
-         << (prune ? ": would be skipped, " + *prune : "") << "\n";
+         << (fate.empty() ? "" : ": " + fate) << "\n";
     std::vector<std::string> line;
     if (!cmd.env.empty()) line.push_back("env");  // env(1): NAME=VALUE words, then the command
     for (const auto& [k, v] : cmd.env) line.push_back(k + "=" + v);

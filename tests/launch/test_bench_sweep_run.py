@@ -91,6 +91,14 @@ class LocalRun(unittest.TestCase):
             r = run("run", s, "--out", out, check=0)
             self.assertEqual(r.stdout.count("kept: ok"), 4, r.stdout)
             self.assertEqual(os.stat(h5).st_mtime_ns, mtime)
+            # A dry run says so too, and predicts nothing to run; forced, it would run them.
+            r = run("run", s, "--out", out, "--dry-run", check=0)
+            self.assertEqual(r.stdout.count(": would be kept, ok since "), 4, r.stdout)
+            self.assertIn("# predicted 0 device-hours: none of its 4 points is to run", r.stdout)
+            r = run("run", s, "--out", out, "--dry-run", "--force", check=0)
+            self.assertNotIn("would be kept", r.stdout)
+            self.assertIn("device-hours for 4 of 4 points", r.stdout)
+            self.assertEqual(os.stat(h5).st_mtime_ns, mtime)
 
             # --force on one point: the old results move to attempts/1, the new ones replace them.
             run("run", s, "--out", out, "--only", "0", "--force", check=0)
@@ -483,6 +491,15 @@ prune_after_oom: [train.micro_batch]
             reason = read_json(os.path.join(out, by_mb[128], "status.json"))["reason"]
             self.assertIn(by_mb[64], reason)
             self.assertFalse(os.path.exists(os.path.join(out, by_mb[128], "rank-00000.h5")))
+            # A dry run says what a run would do now: keep the ok and oom points, skip 128.
+            r = run("run", s, "--out", out, "--dry-run", check=0)
+            said = {mb: next(l for l in r.stdout.splitlines() if l.startswith("# ") and tag in l)
+                    for mb, tag in by_mb.items()}
+            self.assertIn(": would be kept, ok since ", said[2])
+            self.assertIn(": would be kept, oom: ", said[64])
+            self.assertIn("(--retry-failed reruns it)", said[64])
+            self.assertIn(": would be skipped, ", said[128])
+            self.assertIn(by_mb[64], said[128])
             # Running again keeps the oom (never retried unless asked) and prunes again.
             r = run("run", s, "--out", out, check=1)
             self.assertIn("kept: ", r.stdout)
