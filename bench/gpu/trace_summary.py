@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Where a profiled step's GPU time goes: reads the Kineto traces bench-train writes
 (DIR/profile/rank-*.pt.trace.json, metrics.profile_steps) and prints the GPU kernels' time by
-kind, the busiest kernels, and how busy the GPU was over the profiled span.
+kind, the busiest kernels, the ops that launched them (each kernel's CPU op by the trace's
+External id, with the two ops around it: `aten::add_ < (top level)` is an add no other op called),
+and how busy the GPU was over the profiled span.
 
     bench/gpu/trace_summary.py RUN_DIR [RUN_DIR...] [--top 12] [--json OUT]
 """
@@ -32,6 +34,29 @@ def kind(name):
     return "other"
 
 
+def launching_ops(events):
+    """External id -> "op < caller < caller's caller" for the trace's CPU ops, the callers found
+    by time containment on the op's own thread."""
+    ops = [e for e in events if e.get("ph") == "X" and e.get("cat") == "cpu_op"]
+    by_thread = collections.defaultdict(list)
+    for e in ops:
+        by_thread[e.get("tid")].append(e)
+    chain = {}
+    for thread_ops in by_thread.values():
+        thread_ops.sort(key=lambda e: (e["ts"], -e.get("dur", 0)))
+        stack = []
+        for e in thread_ops:
+            while stack and stack[-1][0]["ts"] + stack[-1][0].get("dur", 0) < e["ts"]:
+                stack.pop()
+            callers = stack[-1][1] if stack else []
+            names = [e["name"]] + callers
+            stack.append((e, names))
+            ext = e.get("args", {}).get("External id")
+            if ext is not None and ext not in chain:
+                chain[ext] = names
+    return {k: " < ".join((v + ["(top level)"])[:3]) for k, v in chain.items()}
+
+
 def summarize(path, top):
     events = json.load(open(path)).get("traceEvents", [])
     gpu = [e for e in events if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
@@ -42,9 +67,12 @@ def summarize(path, top):
     busy = sum(e.get("dur", 0) for e in gpu)
     by_kind = collections.Counter()
     by_name = collections.Counter()
+    by_op = collections.Counter()
+    op_of = launching_ops(events)
     for e in gpu:
         by_kind[kind(e["name"])] += e.get("dur", 0)
         by_name[e["name"][:90]] += e.get("dur", 0)
+        by_op[op_of.get(e.get("args", {}).get("External id"), "(no CPU op)")] += e.get("dur", 0)
     phases = collections.defaultdict(float)
     for e in events:
         if e.get("ph") == "X" and e.get("cat") == "user_annotation":
@@ -52,6 +80,7 @@ def summarize(path, top):
     return {"trace": path, "gpu_events": len(gpu), "span_ms": (end - start) / 1e3, "busy_ms": busy / 1e3,
             "by_kind_ms": {k: v / 1e3 for k, v in by_kind.most_common()},
             "top_kernels_ms": {k: v / 1e3 for k, v in by_name.most_common(top)},
+            "top_ops_ms": {k: v / 1e3 for k, v in by_op.most_common(top)},
             "phases_ms": {k: v / 1e3 for k, v in phases.items()}}
 
 
@@ -74,6 +103,9 @@ def main():
             print("   " + ", ".join(f"{k} {v:.1f}" for k, v in s["by_kind_ms"].items()))
             print("   phases: " + ", ".join(f"{k} {v:.1f}" for k, v in s["phases_ms"].items()))
             for name, ms in list(s["top_kernels_ms"].items())[:6]:
+                print(f"   {ms:7.2f} ms  {name}")
+            print("   by the op that launched them:")
+            for name, ms in list(s["top_ops_ms"].items())[:8]:
                 print(f"   {ms:7.2f} ms  {name}")
     if a.json:
         with open(a.json, "w") as f:
