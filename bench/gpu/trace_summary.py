@@ -2,8 +2,8 @@
 """Where a profiled step's GPU time goes: reads the Kineto traces bench-train writes
 (DIR/profile/rank-*.pt.trace.json, metrics.profile_steps) and prints the GPU kernels' time by
 kind, the busiest kernels, the ops that launched them (each kernel's CPU op by the trace's
-External id, with the two ops around it: `aten::add_ < (top level)` is an add no other op called),
-and how busy the GPU was over the profiled span.
+External id, with up to three ops around it: `aten::add_ < (top level)` is an add that no
+other op called), and how busy the GPU was over the profiled span.
 
     bench/gpu/trace_summary.py RUN_DIR [RUN_DIR...] [--top 12] [--json OUT]
 """
@@ -54,7 +54,7 @@ def launching_ops(events):
             ext = e.get("args", {}).get("External id")
             if ext is not None and ext not in chain:
                 chain[ext] = names
-    return {k: " < ".join((v + ["(top level)"])[:3]) for k, v in chain.items()}
+    return {k: " < ".join((v + ["(top level)"])[:4]) for k, v in chain.items()}
 
 
 def summarize(path, top):
