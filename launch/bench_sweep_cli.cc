@@ -7,7 +7,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
+#include <set>
 #include <sstream>
+#include <string>
 
 #include "core/config.h"
 #include "core/error.h"
@@ -371,11 +373,13 @@ bool lacks_sweep_or_out(const std::string& command, const po::variables_map& vm,
   return true;
 }
 
-// Writes the plan into DIR (as `plan --out` does) under DIR's lock, before running or submitting.
-void write_plan_locked(const Plan& plan, const std::string& out_dir, std::ostream& out) {
+// Writes the plan into DIR (as `plan --out` does) under DIR's lock, before running or submitting;
+// with `only`, the config files of those points only (write_plan).
+void write_plan_locked(const Plan& plan, const std::string& out_dir, std::ostream& out,
+                       const std::set<std::string>* only = nullptr) {
   make_directories(out_dir);
   DirLock lock(out_dir);
-  PlanWriteResult written = write_plan(plan, out_dir);
+  PlanWriteResult written = write_plan(plan, out_dir, only);
   out << "# plan: " << written.written << " written, " << written.updated << " updated, "
       << written.unchanged << " unchanged\n";
 }
@@ -441,8 +445,13 @@ int run_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     if (vm.count(program)) run.programs[program] = vm[program].as<std::string>();
   }
   run.prune_after_oom = spec.prune_after_oom;
-  points_to_run(plan, run.only);  // a bad --only is an error before anything is written
-  if (!run.dry_run) write_plan_locked(plan, run.out_dir, out);
+  // A bad --only is an error before anything is written. A job array's task checks and writes
+  // its own points' config files only: N tasks reading every point's would read N x N.
+  std::set<std::string> selected;
+  for (const SweepPoint* p : points_to_run(plan, run.only)) selected.insert(p->tag);
+  if (!run.dry_run) {
+    write_plan_locked(plan, run.out_dir, out, in_slurm_array_task() ? &selected : nullptr);
+  }
   RunReport report = run_sweep(plan, run, LaunchSite::detect(), out);
   if (report.stop_signal != 0) return kExitStopped;
   if (run.dry_run) return kExitOk;

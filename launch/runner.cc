@@ -429,12 +429,13 @@ class SweepRun {
       auto it = records_.find(p.tag);
       const std::optional<PointRecord> record =
           it == records_.end() ? std::nullopt : std::optional<PointRecord>(it->second);
-      return will_run(p, record, o_.force, o_.retry_failed, plan_.info().memory_limit);
+      return will_run(p, record, o_.force, o_.retry_failed, plan_.info().memory_limit) &&
+             !pruned(p);
     };
     // A job array's task does not calibrate: that would read every point's results in every
     // task. `bench-sweep submit` printed the calibrated line once, and `plan --estimate
     // --calibrate OUT` prints it any time.
-    const bool array_task = in_array_task();
+    const bool array_task = in_slurm_array_task();
     std::string line = predicted_time_line(
         plan_, array_task ? std::vector<std::string>{} : calibration_dirs(o_.out_dir), runs);
     const std::string plain = "; uncalibrated";
@@ -444,10 +445,6 @@ class SweepRun {
     out_ << "# " << line << "\n";
   }
 
-  static bool in_array_task() {
-    const char* task = std::getenv("SLURM_ARRAY_TASK_ID");
-    return task != nullptr && *task != '\0';
-  }
 
   std::string point_dir(const SweepPoint& p) const { return (root_ / p.tag).string(); }
   std::string config_path(const SweepPoint& p) const {
@@ -496,16 +493,12 @@ class SweepRun {
     return std::nullopt;
   }
 
-  // Why the sweep's memory_limit (sweep_spec.h) skips the point: predicted over it. One that
-  // ran ok before is never skipped (it fitted).
   std::optional<std::string> over_limit(const SweepPoint& p,
                                         const std::optional<PointRecord>& record) const {
-    const std::optional<MemoryLimit>& limit = plan_.info().memory_limit;
-    if (!limit || (record && record->status == PointStatus::kOk)) return std::nullopt;
-    return over_memory_limit(p.config, *limit);
+    return memory_limit_skip(p, record, plan_.info().memory_limit);
   }
 
-  // A point over_limit() is recorded as skipped, with the prediction, before anything is
+  // A point over the sweep's memory_limit (memory_limit_skip) is recorded as skipped, with the prediction, before anything is
   // claimed elsewhere, archived or placed; it depends on no other point. One already recorded
   // skipped for the same reason is left as it is. True when the point is skipped.
   bool skipped_by_memory_limit(const SweepPoint& p, const std::optional<PointRecord>& record) {
@@ -1020,10 +1013,22 @@ class SweepRun {
 
 }  // namespace
 
+std::optional<std::string> memory_limit_skip(const SweepPoint& p,
+                                             const std::optional<PointRecord>& record,
+                                             const std::optional<MemoryLimit>& limit) {
+  if (!limit || (record && record->status == PointStatus::kOk)) return std::nullopt;
+  return over_memory_limit(p.config, *limit);
+}
+
 bool will_run(const SweepPoint& p, const std::optional<PointRecord>& record, bool force,
               bool retry_failed, const std::optional<MemoryLimit>& limit) {
   if (decide(record, p.config_hash, force, retry_failed) != Decision::kRun) return false;
-  return !limit || !over_memory_limit(p.config, *limit);
+  return !memory_limit_skip(p, record, limit);
+}
+
+bool in_slurm_array_task() {
+  const char* task = std::getenv("SLURM_ARRAY_TASK_ID");
+  return task != nullptr && *task != '\0';
 }
 
 Decision decide(const std::optional<PointRecord>& record, const std::string& config_hash,

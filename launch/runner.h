@@ -71,10 +71,18 @@ struct RunOptions {
 enum class Decision { kRun, kKeepOk, kKeepFailure };
 Decision decide(const std::optional<PointRecord>& record, const std::string& config_hash,
                 bool force, bool retry_failed);
-// Whether run (or submit) would run the point: decide() says run, and the sweep's
-// memory_limit does not skip it. For the predicted device-hours printed before they start.
+// Why the sweep's memory_limit skips the point (predicted over it); nullopt when it does not: no
+// limit, under it, or the point ran ok before (it fitted). Run and submit both skip by it.
+std::optional<std::string> memory_limit_skip(const SweepPoint& p,
+                                             const std::optional<PointRecord>& record,
+                                             const std::optional<MemoryLimit>& limit);
+// Whether run (or submit) would run the point: decide() says run, and memory_limit_skip() does
+// not skip it. For the predicted device-hours printed before they start.
 bool will_run(const SweepPoint& p, const std::optional<PointRecord>& record, bool force,
               bool retry_failed, const std::optional<MemoryLimit>& limit);
+// Whether this process is a task of a SLURM job array (SLURM_ARRAY_TASK_ID set): such a task
+// reads and writes its own points' files, not every point's (docs/running.md#job-arrays).
+bool in_slurm_array_task();
 
 // The points a point that ran out of memory prunes: identical to it except for a larger value of
 // one of `keys`. Returns the reason when `candidate` is pruned by `oom_point`.

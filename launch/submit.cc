@@ -337,37 +337,35 @@ SubmitReport submit_sweep(const Plan& plan, const SubmitOptions& o, std::ostream
     // never queued (the array task's runner would skip it too, after the wait), as bench-sweep
     // run does: under the point's claim, its earlier attempt archived; a point that ran ok is
     // never skipped (it fitted), and one skipped for the same reason is left as it is.
-    if (const std::optional<MemoryLimit>& limit = plan.info().memory_limit;
-        limit && !(record && record->status == PointStatus::kOk)) {
-      if (std::optional<std::string> why = over_memory_limit(p->config, *limit)) {
-        if (record && record->status == PointStatus::kSkipped && record->reason == *why &&
-            record->config_hash == p->config_hash) {
-          out << "#   kept " << p->tag << ": skipped, " << *why << "\n";
-          continue;
-        }
-        if (o.dry_run) {
-          out << "#   skipped " << p->tag << ": " << *why << "\n";
-          continue;
-        }
-        make_directories(dir);
-        ClaimState busy;
-        std::optional<PointClaim> claim = PointClaim::acquire(dir, &busy);
-        if (!claim) {
-          out << "#   left " << p->tag << ": " << busy.describe(dir) << "\n";
-          continue;
-        }
-        archive_previous_attempt(dir);
-        PointRecord r;
-        r.status = PointStatus::kSkipped;
-        r.reason = *why;
-        r.config_hash = p->config_hash;
-        r.attempt = (record ? record->attempt : 0) + 1;
-        r.host = this_host();
-        r.started = r.ended = utc_now_iso8601();
-        write_point_record(dir, r);
+    if (std::optional<std::string> why =
+            memory_limit_skip(*p, record, plan.info().memory_limit)) {
+      if (record && record->status == PointStatus::kSkipped && record->reason == *why &&
+          record->config_hash == p->config_hash) {
+        out << "#   kept " << p->tag << ": skipped, " << *why << "\n";
+        continue;
+      }
+      if (o.dry_run) {
         out << "#   skipped " << p->tag << ": " << *why << "\n";
         continue;
       }
+      make_directories(dir);
+      ClaimState busy;
+      std::optional<PointClaim> claim = PointClaim::acquire(dir, &busy);
+      if (!claim) {
+        out << "#   left " << p->tag << ": " << busy.describe(dir) << "\n";
+        continue;
+      }
+      archive_previous_attempt(dir);
+      PointRecord r;
+      r.status = PointStatus::kSkipped;
+      r.reason = *why;
+      r.config_hash = p->config_hash;
+      r.attempt = (record ? record->attempt : 0) + 1;
+      r.host = this_host();
+      r.started = r.ended = utc_now_iso8601();
+      write_point_record(dir, r);
+      out << "#   skipped " << p->tag << ": " << *why << "\n";
+      continue;
     }
     points.push_back(p);
   }

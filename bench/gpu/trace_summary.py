@@ -46,7 +46,7 @@ def launching_ops(events):
         thread_ops.sort(key=lambda e: (e["ts"], -e.get("dur", 0)))
         stack = []
         for e in thread_ops:
-            while stack and stack[-1][0]["ts"] + stack[-1][0].get("dur", 0) < e["ts"]:
+            while stack and stack[-1][0]["ts"] + stack[-1][0].get("dur", 0) <= e["ts"]:
                 stack.pop()
             callers = stack[-1][1] if stack else []
             names = [e["name"]] + callers
@@ -58,7 +58,8 @@ def launching_ops(events):
 
 
 def summarize(path, top):
-    events = json.load(open(path)).get("traceEvents", [])
+    with open(path) as f:
+        events = json.load(f).get("traceEvents", [])
     gpu = [e for e in events if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
     if not gpu:
         return {"trace": path, "gpu_events": 0}

@@ -548,7 +548,8 @@ std::string manifest_text(const Value& existing, const Plan& plan) {
   return text + "\n";
 }
 
-PlanWriteResult write_plan(const Plan& plan, const std::string& out_dir) {
+PlanWriteResult write_plan(const Plan& plan, const std::string& out_dir,
+                           const std::set<std::string>* only) {
   const PlanInfo& info = plan.info();
   fs::path root(out_dir);
   std::error_code ec;
@@ -615,8 +616,10 @@ PlanWriteResult write_plan(const Plan& plan, const std::string& out_dir) {
     return Need::kNothing;
   };
   PlanWriteResult result;
+  auto selected = [&](const SweepPoint& p) { return only == nullptr || only->count(p.tag) > 0; };
   plan.for_each_point(
       [&](const SweepPoint& p) {
+        if (!selected(p)) return;
         std::string text = point_config_file_text(p.config);
         size_t before = conflicts.size();
         Need need = need_of(p, text);
@@ -636,6 +639,7 @@ PlanWriteResult write_plan(const Plan& plan, const std::string& out_dir) {
   make_directories(root.string());
   plan.for_each_point(
       [&](const SweepPoint& p) {
+        if (!selected(p)) return;
         std::string text = point_config_file_text(p.config);
         if (need_of(p, text) == Need::kNothing) return;
         fs::path dir = root / p.tag;

@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <ostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -77,7 +78,10 @@ struct PlanWriteResult {
 // All checks come first: if any DIR/<tag>/config.yaml holds a config with another hash, or the
 // manifest belongs to another sweep, it throws Error(kConflict) and changes nothing. Writing an
 // unchanged plan again changes nothing either (not even a modification time).
-PlanWriteResult write_plan(const Plan& plan, const std::string& out_dir);
+// `only` (tags), when given, limits the config files checked and written to those points (a
+// job array's task writes its own); the manifest always lists the whole plan.
+PlanWriteResult write_plan(const Plan& plan, const std::string& out_dir,
+                           const std::set<std::string>* only = nullptr);
 
 // The text of the manifest after merging `plan` into `existing` (null when there is none), written
 // one point at a time: points are keyed by tag; fields other tools added (status, jobs) are kept;

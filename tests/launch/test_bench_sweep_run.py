@@ -118,6 +118,30 @@ class LocalRun(unittest.TestCase):
             r = run("run", s, "--out", out)
             self.assertNotEqual(r.returncode, 0, r.stdout)
             self.assertIn(damaged, r.stderr)
+            # The same for another point's config.yaml holding another config: a run stops
+            # before it writes anything, a job array's task checks its own points only.
+            other = os.path.join(out, points[2]["tag"], "config.yaml")
+            with open(other, "w") as f:
+                f.write("model: {preset: gpt2-tiny, n_layer: 1}\n")
+            r = run("run", s, "--out", out, "--only", "0,1")
+            self.assertNotEqual(r.returncode, 0, r.stdout)
+            self.assertIn(other, r.stderr)
+            task = bench_sweep("run", s, "--out", out, "--only", "0,1",
+                               env=dict(ENV, SLURM_ARRAY_TASK_ID="0"), check=0)
+            self.assertEqual(task.stdout.count("kept: ok"), 2, task.stdout)
+            self.assertIn("# plan: 0 written, 0 updated, 2 unchanged", task.stdout)
+
+    def test_a_point_that_ran_ok_is_never_skipped_by_memory_limit(self):
+        # Not by the run, and not in the predicted cost either (both ask memory_limit_skip).
+        with tempfile.TemporaryDirectory() as tmp:
+            axes = "axes:\n  train.micro_batch: [2, 4]\n"
+            s = sweep(tmp, "limit", axes)
+            out = os.path.join(tmp, "out")
+            run("run", s, "--out", out, check=0)
+            limited = sweep(tmp, "limit", axes + "memory_limit: {bytes: 1 MB}\n")
+            r = run("run", limited, "--out", out, "--dry-run", "--force", check=0)
+            self.assertNotIn("would be skipped", r.stdout)
+            self.assertIn("device-hours for 2 of 2 points", r.stdout)
 
     def test_every_shipped_sweep_file_plans(self):
         # The examples in sweeps/ (most for GPU clusters) stay valid as the config grows.
@@ -500,6 +524,7 @@ prune_after_oom: [train.micro_batch]
             self.assertIn("(--retry-failed reruns it)", said[64])
             self.assertIn(": would be skipped, ", said[128])
             self.assertIn(by_mb[64], said[128])
+            self.assertIn("# predicted 0 device-hours: none of its 4 points is to run", r.stdout)
             # Running again keeps the oom (never retried unless asked) and prunes again.
             r = run("run", s, "--out", out, check=1)
             self.assertIn("kept: ", r.stdout)
