@@ -284,7 +284,8 @@ void print_estimate(const Plan& plan, PlanFormat format, std::ostream& out,
   const LoadedCalibration loaded = load_time_calibration(calibrate);
   const TimeCalibration& calibration = loaded.calibration;
   const std::optional<MemoryLimit>& limit = info.memory_limit;
-  // The total counts the points run and submit would run: not those over the memory limit.
+  // The total leaves out the points over the memory limit, as run and submit skip them when
+  // they have not run ok before (a plan reads no records).
   SweepTimeTotal time_total = predict_sweep_time(plan, loaded, [&](const SweepPoint& p) {
     return !limit || !over_memory_limit(p.config, *limit);
   });
@@ -480,7 +481,8 @@ void print_plan(const Plan& plan, PlanFormat format, std::ostream& out) {
   }
 }
 
-std::string manifest_text(const Value& existing, const Plan& plan) {
+std::string manifest_text(const Value& existing, const Plan& plan,
+                          const std::set<std::string>* only) {
   const PlanInfo& info = plan.info();
   Value m = Value::map();
   if (existing.is_map()) {
@@ -526,6 +528,10 @@ std::string manifest_text(const Value& existing, const Plan& plan) {
         in_sweep.insert(p.tag);
         auto old = old_entries.find(p.tag);
         if (!p.selected && old == old_entries.end()) return;
+        if (only != nullptr && only->count(p.tag) == 0 && old != old_entries.end()) {
+          add(*old->second);
+          return;
+        }
         Value e = old == old_entries.end() ? Value::map() : *old->second;
         e.set("index", Value::integer(static_cast<std::int64_t>(p.index)));
         e.set("scenario", Value::string(p.scenario));
@@ -653,7 +659,7 @@ PlanWriteResult write_plan(const Plan& plan, const std::string& out_dir,
                 conflicts.front().message() + " (it changed while the info was written)",
                 conflicts.front().hint());
   }
-  std::string new_manifest = sweepbench::manifest_text(existing_manifest, plan);
+  std::string new_manifest = sweepbench::manifest_text(existing_manifest, plan, only);
   if (!manifest_text || *manifest_text != new_manifest) {
     write_file_atomic(manifest_path, new_manifest);
     result.manifest_changed = true;

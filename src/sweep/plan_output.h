@@ -87,6 +87,9 @@ PlanWriteResult write_plan(const Plan& plan, const std::string& out_dir,
 // one point at a time: points are keyed by tag; fields other tools added (status, jobs) are kept;
 // points that are no longer in the sweep stay, marked "in_sweep": false. The same bytes as
 // emit_json of the whole document, so an unchanged plan leaves the file alone.
-std::string manifest_text(const Value& existing, const Plan& plan);
+// With `only` (write_plan's), an existing entry of a point outside it is kept as it is: its
+// config.yaml was not checked against the plan.
+std::string manifest_text(const Value& existing, const Plan& plan,
+                          const std::set<std::string>* only = nullptr);
 
 }  // namespace sweepbench

@@ -126,10 +126,22 @@ class LocalRun(unittest.TestCase):
             r = run("run", s, "--out", out, "--only", "0,1")
             self.assertNotEqual(r.returncode, 0, r.stdout)
             self.assertIn(other, r.stderr)
+            # The manifest's entry of a point the task did not check stays as it was, here a
+            # hash from an earlier plan (as a sweep file edited since submit would leave it).
+            manifest_path = os.path.join(out, "manifest.json")
+            manifest = read_json(manifest_path)
+            manifest["points"][2]["config_hash"] = "0" * 64
+            with open(manifest_path, "w") as f:
+                json.dump(manifest, f, indent=2)
+            before = manifest_points(out)
             task = bench_sweep("run", s, "--out", out, "--only", "0,1",
                                env=dict(ENV, SLURM_ARRAY_TASK_ID="0"), check=0)
             self.assertEqual(task.stdout.count("kept: ok"), 2, task.stdout)
             self.assertIn("# plan: 0 written, 0 updated, 2 unchanged", task.stdout)
+            after = manifest_points(out)
+            self.assertEqual([p["tag"] for p in after], [p["tag"] for p in before])
+            self.assertEqual(after[2]["config_hash"], "0" * 64)
+            self.assertEqual(after[0]["config_hash"], points[0]["config_hash"])
 
     def test_a_point_that_ran_ok_is_never_skipped_by_memory_limit(self):
         # Not by the run, and not in the predicted cost either (both ask memory_limit_skip).
