@@ -83,7 +83,8 @@ class References(unittest.TestCase):
             self.assertEqual((tps["reference"], tps["low"], tps["high"]), (100, 50, None))
             # The interval is of the steps after the warm-up cut; the measured value counts every
             # step, so it may lie outside it (docs/metrics.md).
-            self.assertLess(tps["ci_low"], tps["ci_high"])
+            if tps["ci_high"] is not None:  # see the micro batch 4 points below
+                self.assertLess(tps["ci_low"], tps["ci_high"])
             self.assertTrue(tps["pass"])
             # Only this host's two memory references applied (equally specific: both), not the
             # other host's.
@@ -97,8 +98,18 @@ class References(unittest.TestCase):
             self.assertEqual(len(tps), 1)
             self.assertEqual(tps[0]["reference"], 1e12)
             self.assertFalse(tps[0]["pass"])
-            self.assertLess(tps[0]["ci_high"], 0.9e12)
-            self.assertRegex(tps[0]["why"], r"^train_tokens_per_second \S+ \[\S+, \S+\] is below 9e\+11$")
+            # The throughput's interval is the step time's, inverted. On a busy machine a few
+            # slow steps can stretch the step time's interval down to 0 (docs/metrics.md): then
+            # the throughput has no upper bound, no interval is kept, and the check is of the
+            # measured value alone (CI saw it once in 2026-11).
+            if tps[0]["ci_high"] is not None:
+                self.assertLess(tps[0]["ci_high"], 0.9e12)
+                self.assertRegex(tps[0]["why"],
+                                 r"^train_tokens_per_second \S+ \[\S+, \S+\] is below 9e\+11$")
+            else:
+                self.assertIsNone(tps[0]["ci_low"])
+                self.assertLess(tps[0]["measured"], 0.9e12)
+                self.assertRegex(tps[0]["why"], r"^train_tokens_per_second \S+ is below 9e\+11$")
             self.assertRegex(tps[0]["where"], r"refs\.yaml:13:5$")
 
         status = bench_sweep("status", "--out", self.out, check=10)
