@@ -436,15 +436,12 @@ class SweepRun {
     // task. `bench-sweep submit` printed the calibrated line once, and `plan --estimate
     // --calibrate OUT` prints it any time.
     const bool array_task = in_slurm_array_task();
-    std::string line = predicted_time_line(
-        plan_, array_task ? std::vector<std::string>{} : calibration_dirs(o_.out_dir), runs);
-    const std::string plain = "; uncalibrated";
-    if (const size_t at = line.find(plain); array_task && at != std::string::npos) {
-      line.insert(at + plain.size(), " (a job array's task reads no other point's results)");
-    }
-    out_ << "# " << line << "\n";
+    out_ << "# "
+         << predicted_time_line(
+                plan_, array_task ? std::vector<std::string>{} : calibration_dirs(o_.out_dir),
+                runs, array_task ? "a job array's task reads no other point's results" : "")
+         << "\n";
   }
-
 
   std::string point_dir(const SweepPoint& p) const { return (root_ / p.tag).string(); }
   std::string config_path(const SweepPoint& p) const {
@@ -498,9 +495,10 @@ class SweepRun {
     return memory_limit_skip(p, record, plan_.info().memory_limit);
   }
 
-  // A point over the sweep's memory_limit (memory_limit_skip) is recorded as skipped, with the prediction, before anything is
-  // claimed elsewhere, archived or placed; it depends on no other point. One already recorded
-  // skipped for the same reason is left as it is. True when the point is skipped.
+  // A point over the sweep's memory_limit (memory_limit_skip) is recorded as skipped, with the
+  // prediction, before anything is claimed elsewhere, archived or placed; it depends on no other
+  // point. One already recorded skipped for the same reason is left as it is. True when the
+  // point is skipped.
   bool skipped_by_memory_limit(const SweepPoint& p, const std::optional<PointRecord>& record) {
     std::optional<std::string> why = over_limit(p, record);
     if (!why) return false;

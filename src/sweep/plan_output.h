@@ -45,6 +45,7 @@ struct SweepTimeTotal {
   double device_hours = 0, run_s = 0;
   std::optional<double> cost_usd;  // where hardware.price_per_hour is set
   std::string missing;
+  std::string uncalibrated_why;  // said after "uncalibrated" when set: why nothing calibrated it
 };
 // `runs`, when given, says which points count (those run or submit will run).
 SweepTimeTotal predict_sweep_time(const Plan& plan, const std::vector<std::string>& calibrate,
@@ -53,9 +54,10 @@ SweepTimeTotal predict_sweep_time(const Plan& plan, const std::vector<std::strin
 // nothing to predict, why.
 std::string describe_sweep_time(const SweepTimeTotal& total);
 // describe_sweep_time(predict_sweep_time(...)), or "no predicted time: WHY" when the results
-// tree cannot be read: run and submit print it and go on.
+// tree cannot be read: run and submit print it and go on. `uncalibrated_why`: SweepTimeTotal's.
 std::string predicted_time_line(const Plan& plan, const std::vector<std::string>& calibrate,
-                                const std::function<bool(const SweepPoint&)>& runs);
+                                const std::function<bool(const SweepPoint&)>& runs,
+                                const std::string& uncalibrated_why = "");
 // Error(kInput) naming the first of `dirs` (--calibrate's) that is not a directory.
 void check_calibration_dirs(const std::vector<std::string>& dirs);
 // The results tree run and submit calibrate by: `out_dir` when it is a directory (its points that

@@ -132,9 +132,12 @@ SweepTimeTotal predict_sweep_time(const Plan& plan, const std::vector<std::strin
 }
 
 std::string predicted_time_line(const Plan& plan, const std::vector<std::string>& calibrate,
-                                const std::function<bool(const SweepPoint&)>& runs) {
+                                const std::function<bool(const SweepPoint&)>& runs,
+                                const std::string& uncalibrated_why) {
   try {
-    return describe_sweep_time(predict_sweep_time(plan, calibrate, runs));
+    SweepTimeTotal total = predict_sweep_time(plan, calibrate, runs);
+    total.uncalibrated_why = uncalibrated_why;
+    return describe_sweep_time(total);
   } catch (const std::exception& e) {
     return std::string("no predicted time: ") + e.what();
   }
@@ -162,7 +165,9 @@ std::string describe_sweep_time(const SweepTimeTotal& t) {
     }
     out += t.calibrated > 0 ? "; " + std::to_string(t.calibrated) +
                                   " calibrated by measured points of their model"
-                            : "; uncalibrated";
+                            : "; uncalibrated" + (t.uncalibrated_why.empty()
+                                                      ? std::string()
+                                                      : " (" + t.uncalibrated_why + ")");
   } else if (t.not_run == t.points) {
     return "predicted 0 device-hours: none of its " + std::to_string(t.points) +
            " points is to run (" + t.not_run_why + ")";
