@@ -16,6 +16,7 @@
 #include <optional>
 #include <set>
 
+#include "command/json_reader.h"
 #include "core/fs.h"
 #include "core/process.h"
 #include "core/terminal.h"
@@ -106,11 +107,6 @@ bool rich_continuation(const std::string& line) {
   return true;
 }
 
-std::string trim_right(const std::string& s) {
-  size_t end = s.find_last_not_of(" \t");
-  return end == std::string::npos ? std::string() : s.substr(0, end + 1);
-}
-
 // for_each_line, with rich's wrapped lines joined to the line they continue when `unwrap`
 // (fairseq2's log on a pipe); a joined line has the number of its first line.
 bool for_each_logical_line(const std::string& path, bool unwrap,
@@ -121,7 +117,14 @@ bool for_each_logical_line(const std::string& path, bool unwrap,
   bool pending_cut = false, have = false;
   bool exists = for_each_line(path, [&](const std::string& line, size_t number, bool cut) {
     if (have && rich_continuation(line) && pending.size() < kMaxMatchedLine) {
-      pending = trim_right(pending) + " " + trim(line);
+      // In place: a copy of the line so far for each piece made a record wrapped into millions
+      // of lines quadratic (3.2 MB/s).
+      pending.erase(pending.find_last_not_of(" \t") + 1);
+      pending += ' ';
+      pending.append(line, line.find_first_not_of(" \t"));
+      while (!pending.empty() && (pending.back() == ' ' || pending.back() == '\t')) {
+        pending.pop_back();
+      }
       pending_cut = pending_cut || cut;
       return;
     }
@@ -249,6 +252,8 @@ struct Reading {
   // type: text: the first and last words read, and whether one was longer than kept.
   std::string first_text, last_text;
   bool text_cut = false;
+  // A JSON metric's file gave nothing but a problem: its other files are not read for it.
+  bool json_done = false;
 
   void add_text(std::string_view found) {
     // Valid UTF-8 (a program's bytes go on to our files and tables), cut on a character's start.
@@ -351,114 +356,9 @@ void json_values(const Value& doc, Reading* r) {
   }
 }
 
-// The size of a regular file, 0 for anything else (which the reader then refuses).
-size_t regular_size(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) ? static_cast<size_t>(st.st_size)
-                                                                : 0;
-}
-
-// The program's output as JSON: one document (llama-bench -o json) when it is at most
-// kMaxJsonDocument, else every line that parses as a JSON object or list (JSON lines among
-// other output), read a line at a time.
-// The complete objects of a JSON array cut short (a program killed while it wrote
-// `llama-bench -o json`'s records): each `{...}` at the array's top level that closes, as text.
-std::vector<std::string> complete_records(const std::string& text) {
-  std::vector<std::string> out;
-  size_t start = text.find_first_not_of(" \t\r\n");
-  if (start == std::string::npos || text[start] != '[') return out;
-  int depth = 0;
-  bool in_string = false, escaped = false;
-  size_t record = 0;
-  for (size_t i = start; i < text.size(); ++i) {
-    char c = text[i];
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      if (depth == 1 && c == '{') record = i;
-      ++depth;
-    } else if (c == '}' || c == ']') {
-      --depth;
-      if (depth == 1 && c == '}') out.push_back(text.substr(record, i + 1 - record));
-      if (depth <= 0) break;
-    }
-  }
-  return out;
-}
-
-using JsonSink = std::function<void(const Value&)>;
-
-// The complete records of a cut JSON array `text`, each through `sink`; how many there were.
-size_t salvage_records(const std::string& text, const std::string& source, const JsonSink& sink) {
-  size_t read = 0;
-  for (const std::string& record : complete_records(text)) {
-    try {
-      sink(parse_yaml(record, source));
-      ++read;
-    } catch (const Error&) {
-      // A record that does not parse is not one.
-    }
-  }
-  return read;
-}
-
 std::string salvaged_note(const std::string& source, size_t records) {
   return source + "'s JSON array is cut short: its " + plural(records, "complete record") +
          " were read";
-}
-
-// Each JSON document of a program's output through `sink`: the whole output when it is one
-// document (of a cut array, its complete records: *salvaged counts them), else each line that
-// is one (JSON lines).
-void for_each_json_document(const std::string& path, const std::string& source,
-                            const JsonSink& sink, size_t* salvaged) {
-  if (regular_size(path) <= kMaxJsonDocument) {
-    try {
-      if (std::optional<std::string> text = read_file_if_exists(path, kMaxJsonDocument)) {
-        std::string t = trim(*text);
-        if (!t.empty() && (t[0] == '{' || t[0] == '[')) {
-          try {
-            sink(parse_yaml(t, source));
-            return;
-          } catch (const Error&) {
-            if (size_t n = salvage_records(t, source, sink)) {
-              *salvaged = n;
-              return;
-            }
-            throw;
-          }
-        }
-      }
-    } catch (const Error&) {
-      // Not one document: read line by line.
-    }
-  }
-  for_each_line(path, [&](const std::string& line, size_t, bool) {
-    std::string t = trim(line);
-    if (t.empty() || (t[0] != '{' && t[0] != '[')) return;
-    try {
-      sink(parse_yaml(t, source));
-    } catch (const Error&) {
-      // Not JSON after all (a Python dict, say): not a record.
-    }
-  });
-}
-
-void read_json_stream(const std::string& path, Reading* r) {
-  size_t salvaged = 0;
-  for_each_json_document(
-      path, r->spec->file, [r](const Value& doc) { json_values(doc, r); }, &salvaged);
-  if (salvaged > 0) r->salvaged = salvaged_note(r->spec->file, salvaged);
 }
 
 // The files a metric names: its path, or every file its glob pattern matches, sorted. Only the
@@ -477,77 +377,141 @@ std::vector<std::string> metric_files(const CommandOutputs& o, const std::string
   return files;
 }
 
-// A JSON file: one document when it is at most kMaxJsonDocument, else JSON lines, one document
-// per line, every line of which must parse.
-void read_json_file(const std::string& path, const std::string& shown, Reading* r) {
-  CommandMetric& m = r->m;
-  try {
-    if (regular_size(path) <= kMaxJsonDocument) {
-      std::optional<std::string> text = read_file_if_exists(path, kMaxJsonDocument);
-      if (!text) {
-        m.problem = shown + " does not exist";
-        return;
-      }
-      try {
-        json_values(parse_yaml(*text, shown), r);
-        return;
-      } catch (const Error&) {
-        if (size_t n = salvage_records(*text, shown,
-                                       [r](const Value& doc) { json_values(doc, r); })) {
-          r->salvaged = salvaged_note(shown, n);
-          return;
-        }
-        // JSON lines, below.
-      }
-    }
-    bool bad = false;
-    for_each_line(path, [&](const std::string& text, size_t line_number, bool) {
-      std::string line = trim(text);
-      if (bad || line.empty()) return;
-      try {
-        json_values(parse_yaml(line, shown), r);
-      } catch (const Error&) {
-        m.problem = shown + " line " + std::to_string(line_number) + " is not JSON";
-        r->clear();
-        bad = true;
-      }
-    });
-  } catch (const Error& e) {
-    m.problem = shown + " cannot be read: " + e.message();
+// What a JSON metric's pointer and `where` need of a document (json_reader.h): the pointer's
+// members, and beside them (in the object that holds them) the members `where` compares.
+void add_patterns(const MetricSpec& spec, JsonPatterns* patterns) {
+  const std::vector<std::string> tokens = pointer_tokens(spec.pointer);
+  patterns->add(tokens, true);
+  if (spec.where.empty() || tokens.empty()) return;
+  std::vector<std::string> holder(tokens.begin(), tokens.end() - 1);
+  for (const auto& [name, want] : spec.where) {
+    std::vector<std::string> member = holder;
+    member.push_back(name);
+    patterns->add(member, true);
   }
 }
 
-void read_json_metric(const CommandOutputs& o, Reading* r) {
-  const MetricSpec& spec = *r->spec;
-  CommandMetric& m = r->m;
-  if (spec.file == "stdout" || spec.file == "stderr" || spec.file == "output") {
-    m.source = spec.file;
-    try {
-      if (spec.file != "stderr") read_json_stream(o.stdout_path, r);
-      if (spec.file != "stdout") read_json_stream(o.stderr_path, r);
-    } catch (const Error& e) {
-      m.problem = "the program's output cannot be read: " + e.message();
-    }
-    return;
-  }
-  m.source = o.expand(spec.file);
-  std::vector<std::string> files = metric_files(o, spec.file);
-  if (files.empty()) {
-    m.problem = "no file matches " + m.source;
-    return;
-  }
-  // One file matched a pattern: its name says more than the pattern.
-  if (files.size() == 1 && files.front() != path_in(o, spec.file)) {
-    m.source = fs::path(files.front()).lexically_relative(o.point_dir).string();
-  }
-  for (const std::string& f : files) {
-    std::string shown = files.size() == 1 && files.front() == path_in(o, spec.file)
-                            ? m.source
-                            : fs::path(f).lexically_relative(o.point_dir).string();
-    read_json_file(f, shown, r);
-    if (!m.problem.empty() && m.values.empty()) return;
-  }
+void note_read_in_part(const std::string& path) {
+  std::fprintf(stderr, "bench-command: a stop signal came: %s was read only in part\n",
+               terminal_safe(path, false).c_str());
+  g_read_in_part = true;
 }
+
+// The JSON metrics of a run, each file they read read once for all of them (a 1 MB file read
+// by 40 metrics was parsed 40 times): every metric's files are listed first, then each file is
+// read and its documents given to every metric that reads it.
+class JsonMetrics {
+ public:
+  explicit JsonMetrics(const CommandOutputs& o) : o_(o) {}
+
+  // Registers a JSON metric's reading (its files, in the order it reads them).
+  void add(Reading* r) {
+    const MetricSpec& spec = *r->spec;
+    CommandMetric& m = r->m;
+    if (spec.file == "stdout" || spec.file == "stderr" || spec.file == "output") {
+      m.source = spec.file;
+      if (spec.file != "stderr") use({o_.stdout_path, JsonLines::kAmongText}, r, spec.file, 0);
+      if (spec.file != "stdout") use({o_.stderr_path, JsonLines::kAmongText}, r, spec.file, 1);
+      return;
+    }
+    m.source = o_.expand(spec.file);
+    std::vector<std::string> files = metric_files(o_, spec.file);
+    if (files.empty()) {
+      m.problem = "no file matches " + m.source;
+      return;
+    }
+    // One file matched a pattern: its name says more than the pattern.
+    if (files.size() == 1 && files.front() != path_in(o_, spec.file)) {
+      m.source = fs::path(files.front()).lexically_relative(o_.point_dir).string();
+    }
+    for (const std::string& f : files) {
+      std::string shown = files.size() == 1 && files.front() == path_in(o_, spec.file)
+                              ? m.source
+                              : fs::path(f).lexically_relative(o_.point_dir).string();
+      use({f, JsonLines::kEveryLine}, r, shown, 2);
+    }
+  }
+
+  // Reads every registered file once: the program's output first, then the metrics' files in
+  // the order of their paths (each metric's own files are in that order).
+  void read() {
+    std::vector<const Source*> order;
+    for (const auto& [key, source] : sources_) order.push_back(&source);
+    std::sort(order.begin(), order.end(), [](const Source* a, const Source* b) {
+      return std::tie(a->rank, a->path) < std::tie(b->rank, b->path);
+    });
+    for (const Source* source : order) read_source(*source);
+  }
+
+ private:
+  struct Use {
+    Reading* reading;
+    std::string shown;  // the file as the metric's messages name it
+  };
+  struct Source {
+    std::string path;
+    JsonLines lines;
+    int rank = 0;  // stdout 0, stderr 1, a metric's file 2
+    std::vector<Use> uses;
+  };
+
+  void use(std::pair<std::string, JsonLines> key, Reading* r, const std::string& shown, int rank) {
+    Source& s = sources_[{key.first, static_cast<int>(key.second)}];
+    s.path = key.first;
+    s.lines = key.second;
+    s.rank = rank;
+    s.uses.push_back({r, shown});
+  }
+
+  void read_source(const Source& source) {
+    JsonPatterns patterns;
+    for (const Use& u : source.uses) add_patterns(*u.reading->spec, &patterns);
+    const bool output = source.lines == JsonLines::kAmongText;
+    JsonFileRead got;
+    std::string error;
+    try {
+      got = read_json_documents(
+          source.path, patterns, source.lines,
+          [&](const Value& doc) {
+            for (const Use& u : source.uses) {
+              if (!u.reading->json_done) json_values(doc, u.reading);
+            }
+          },
+          reading_must_stop);
+    } catch (const Error& e) {
+      error = e.message();
+    }
+    if (got.stopped) note_read_in_part(source.path);
+    for (const Use& u : source.uses) {
+      Reading* r = u.reading;
+      if (r->json_done) continue;
+      CommandMetric& m = r->m;
+      if (output) {
+        if (!error.empty() || !got.problem.empty()) {
+          m.problem = "the program's output cannot be read: " + (error.empty() ? got.problem : error);
+        }
+        if (got.salvaged > 0) r->salvaged = salvaged_note(r->spec->file, got.salvaged);
+        continue;
+      }
+      if (!error.empty()) {
+        m.problem = u.shown + " cannot be read: " + error;
+      } else if (!got.exists) {
+        m.problem = u.shown + " does not exist";
+      } else if (!got.problem.empty()) {
+        // Every line of a JSON-lines file must be one: what was read of it is dropped.
+        m.problem = u.shown + " " + got.problem;
+        r->clear();
+      } else if (got.salvaged > 0) {
+        r->salvaged = salvaged_note(u.shown, got.salvaged);
+      }
+      // A file that gave nothing but a problem ends the metric's reading of its files.
+      if (!m.problem.empty() && m.values.empty()) r->json_done = true;
+    }
+  }
+
+  const CommandOutputs& o_;
+  std::map<std::pair<std::string, int>, Source> sources_;
+};
 
 // The first line of the run's output matching one of `patterns`: "stderr line 12: TEXT".
 std::optional<std::string> first_match(const std::vector<std::string>& patterns,
@@ -717,26 +681,34 @@ std::vector<CommandMetric> read_metrics(const std::vector<MetricSpec>& specs,
       }
     }
   }
+  // The JSON metrics, and the better sources of figures (fairseq2's JSON lines), each file they
+  // read read once for all of them.
+  std::vector<std::vector<Reading>> preferred(specs.size());
+  JsonMetrics json(o);
+  for (size_t i = 0; i < specs.size(); ++i) {
+    preferred[i].resize(specs[i].preferred.size());
+    for (size_t k = 0; k < specs[i].preferred.size(); ++k) {
+      Reading& b = preferred[i][k];
+      b.spec = &specs[i].preferred[k];
+      b.m.name = specs[i].name;
+      b.m.unit = specs[i].unit;
+      b.m.reduce = to_string(b.spec->reduce);
+      b.m.required = specs[i].required;
+      json.add(&b);
+    }
+    if (specs[i].source == MetricSource::kJson) json.add(&readings[i]);
+  }
+  json.read();
   std::vector<CommandMetric> out;
   for (size_t i = 0; i < specs.size(); ++i) {
     Reading& r = readings[i];
     // A better source of the same figure that has it is read instead (fairseq2's JSON lines).
-    bool replaced = false;
-    for (const MetricSpec& better : specs[i].preferred) {
-      Reading b;
-      b.spec = &better;
-      b.m.name = specs[i].name;
-      b.m.unit = specs[i].unit;
-      b.m.reduce = to_string(better.reduce);
-      b.m.required = specs[i].required;
-      read_json_metric(o, &b);
+    for (Reading& b : preferred[i]) {
       if (b.count == 0) continue;
       r = std::move(b);
       r.spec = &specs[i];
-      replaced = true;
       break;
     }
-    if (!replaced && specs[i].source == MetricSource::kJson) read_json_metric(o, &r);
     CommandMetric& m = r.m;
     m.found = r.count > 0 || specs[i].reduce == MetricReduce::kCount;
     m.value = m.found ? r.reduced() : std::numeric_limits<double>::quiet_NaN();
@@ -815,8 +787,12 @@ std::vector<CommandMetric> llama_bench_tests(const CommandOutputs& o) {
     }
   };
   try {
-    size_t salvaged = 0;
-    for_each_json_document(o.stdout_path, "stdout", take_document, &salvaged);
+    JsonPatterns patterns;
+    for (const char* member : {"avg_ts", "n_prompt", "n_gen", "n_depth"}) {
+      patterns.add({member}, true);
+    }
+    read_json_documents(o.stdout_path, patterns, JsonLines::kAmongText, take_document,
+                        reading_must_stop);
   } catch (const Error&) {
     // Output that cannot be read has no tests; the parser's own metrics say why.
   }

@@ -5,8 +5,9 @@
 // expressions (RE2, core/user_regex.h) are matched line by line; a line longer than
 // kMaxMatchedLine bytes is matched on its first kMaxMatchedLine bytes, and a metric not found says
 // so. Every read is bounded (docs/security.md): only regular files are read, one line is held at a
-// time, a JSON document is parsed whole only up to kMaxJsonDocument, and a metric keeps its
-// reduction as values arrive with at most kMaxKeptValues of the values themselves.
+// time, a JSON file is streamed once for all the metrics that read it, keeping only what their
+// pointers reach (command/json_reader.h), and a metric keeps its reduction as values arrive with
+// at most kMaxKeptValues of the values themselves.
 #pragma once
 
 #include <functional>
@@ -19,7 +20,6 @@
 namespace sweepbench {
 
 constexpr size_t kMaxMatchedLine = size_t{1} << 20;
-constexpr size_t kMaxJsonDocument = size_t{16} << 20;
 constexpr size_t kMaxKeptValues = 10000;
 
 // Where the run's text is: its logs, and the directory that relative metric files are under.

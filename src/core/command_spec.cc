@@ -265,10 +265,11 @@ MetricSpec parse_metric(const Value& item, size_t index, const Mark& list_mark) 
 }
 
 // A number as the Trainer prints it (Python's repr; numpy's in 4.x's later releases; a quoted
-// string of four significant digits in 5.x's final dict), ending where the dict entry or the line
-// ends (so "0:00:12.34", log_metrics' runtime, is no number).
+// string of four significant digits in 5.x's final dict, which may group thousands: '1,234.5',
+// read as 1234.5 as every other metric reads it), ending where the dict entry or the line ends
+// (so "0:00:12.34", log_metrics' runtime, is no number).
 const char* const kPyNumber =
-    R"((?:np\.float\d*\()?'?(-?[0-9.]+(?:[eE][-+]?[0-9]+)?|nan|inf)'?\)?\s*(?:[,}]|$))";
+    R"((?:np\.float\d*\()?'?(-?[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?|-?[0-9.]+(?:[eE][-+]?[0-9]+)?|nan|inf)'?\)?\s*(?:[,}]|$))";
 
 // From the dict the Trainer logs at the end of train(): {'train_runtime': 12.3, ...}.
 MetricSpec hf_dict_metric(const std::string& name, const std::string& unit) {

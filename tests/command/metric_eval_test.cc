@@ -257,6 +257,20 @@ TEST(Parsers, HfTrainerReadsTheFinalDictOfTransformers4And5) {
   }
 }
 
+// Issue 51: a quoted figure with its thousands grouped ('1,234.5', as 5.x's four significant
+// digits of a large rate print) was read as 1, where a regex metric reads 1234.5.
+TEST(Parsers, HfTrainerReadsGroupedThousandsAsEveryMetricDoes) {
+  Logs run(
+      "{'train_runtime': '12.3', 'train_samples_per_second': '1,234.5', "
+      "'train_steps_per_second': '1,234', 'train_loss': '6.143', 'epoch': 1}\n",
+      "");
+  CommandSpec spec = spec_of("  parser: hf-trainer\n");
+  auto m = by_name(read_metrics(spec.metrics, run.out));
+  EXPECT_EQ(m["train_samples_per_second"].value, 1234.5);
+  EXPECT_EQ(m["train_steps_per_second"].value, 1234);
+  EXPECT_EQ(m["train_runtime"].value, 12.3);
+}
+
 // A Trainer whose output the parser does not read gave a reason that spelled the
 // parser's pattern four times and was cut off. Now: the metrics named, why for the first, and
 // the line that names it.
@@ -553,20 +567,109 @@ TEST(ReadMetrics, SpecialFilesAreRefusedNotRead) {
 }
 
 // Case 5: a JSON pointer metric on stdout held the whole output (3.1 GB resident for 460 MB).
-// Output larger than kMaxJsonDocument is read a line at a time, as JSON lines.
+// Output of any size is streamed: 16 MiB of text before a JSON line is read a line at a time.
 TEST(ReadMetrics, LargeJsonOutputIsReadALineAtATime) {
+  const size_t kLarge = size_t{16} << 20;
   std::string filler(1000, 'y');
   std::string out;
-  while (out.size() <= kMaxJsonDocument) out += filler + "\n";
+  while (out.size() <= kLarge) out += filler + "\n";
   out += "{\"tps\": 12.5}\n";
   Logs run(out, "");
   std::vector<CommandMetric> m = read("    - {name: tps, from: json stdout, pointer: /tps}\n", run);
   EXPECT_EQ(m[0].value, 12.5);
   std::string lines;
-  while (lines.size() <= kMaxJsonDocument) lines += "{\"tps\": 1, \"pad\": \"" + filler + "\"}\n";
+  while (lines.size() <= kLarge) lines += "{\"tps\": 1, \"pad\": \"" + filler + "\"}\n";
   run.dir.write("big.jsonl", lines + "{\"tps\": 3}\n");
   m = read("    - {name: tps, from: json big.jsonl, pointer: /tps, reduce: max}\n", run);
   EXPECT_EQ(m[0].value, 3);
+}
+
+// Issue 51 case 3: a valid 5.5 MB vllm.json (1.1 million latencies) failed after 31 s with
+// "line 1 is not JSON" (a document of more than a million values went to JSON lines), and a
+// 4.5 MB one took 54 s and 606 MB, parsed again for every metric. Now a document of any size is
+// streamed once for every metric that reads it, keeping what their pointers reach.
+TEST(ReadMetrics, ALargeJsonDocumentIsStreamedOnceForEveryMetric) {
+  std::string doc = "{\"itls\": [";
+  for (int i = 0; i < 1'100'000; ++i) doc += (i ? "," : "") + std::to_string(i % 97) + ".5";
+  doc += "], \"ttfts\": [10, 20, 30], \"request_throughput\": 12.25, \"nan\": NaN, "
+         "\"up\": Infinity, \"down\": -Infinity, \"s\": \"NaN in a string\"}";
+  ASSERT_GT(doc.size(), size_t{5} << 20);
+  Logs run("", "");
+  run.dir.write("vllm.json", doc);
+  std::string metrics;
+  for (int i = 0; i < 40; ++i) {
+    metrics += "    - {name: t" + std::to_string(i) + ", from: json vllm.json, pointer: " +
+               "/request_throughput}\n";
+  }
+  metrics +=
+      "    - {name: ttft, from: json vllm.json, pointer: /ttfts/*, reduce: mean}\n"
+      "    - {name: second, from: json vllm.json, pointer: /ttfts/1}\n"
+      "    - {name: itl, from: json vllm.json, pointer: /itls/*, reduce: max}\n"
+      "    - {name: nan, from: json vllm.json, pointer: /nan}\n"
+      "    - {name: up, from: json vllm.json, pointer: /up}\n"
+      "    - {name: down, from: json vllm.json, pointer: /down}\n"
+      "    - {name: s, from: json vllm.json, pointer: /s, type: text}\n";
+  std::vector<CommandMetric> m = read(metrics, run);
+  ASSERT_EQ(m.size(), 47u);
+  for (int i = 0; i < 40; ++i) {
+    EXPECT_EQ(m[i].value, 12.25) << i;
+    EXPECT_EQ(m[i].problem, "") << i;
+  }
+  EXPECT_EQ(m[40].value, 20);
+  EXPECT_EQ(m[41].value, 20);
+  EXPECT_EQ(m[42].value, 96.5);
+  EXPECT_THAT(m[42].problem, HasSubstr("1,100,000 values read"));
+  EXPECT_TRUE(std::isnan(m[43].value));
+  EXPECT_TRUE(m[43].found);
+  EXPECT_EQ(m[44].value, INFINITY);
+  EXPECT_EQ(m[45].value, -INFINITY);
+  EXPECT_EQ(m[46].text, "NaN in a string");
+}
+
+// What the pointers do not reach is left out, and the rest means what it meant: an item's index,
+// a record's `where` members, a whole object a pointer ends at (described, not a number).
+TEST(ReadMetrics, PrunedDocumentsKeepIndicesRecordsAndWholeValues) {
+  Logs run("", "");
+  run.dir.write("r.json",
+                "{\"runs\": [{\"x\": 1}, {\"x\": 2}, {\"x\": 3, \"big\": [1, 2]}],"
+                " \"recs\": [{\"k\": \"a\", \"v\": 5}, {\"k\": \"b\", \"v\": 7}],"
+                " \"obj\": {\"a\": {\"b\": 1}}}");
+  std::vector<CommandMetric> m = read(
+      "    - {name: third, from: json r.json, pointer: /runs/2/x}\n"
+      "    - {name: b, from: json r.json, pointer: /recs/*/v, where: {k: b}}\n"
+      "    - {name: obj, from: json r.json, pointer: /obj, optional: true}\n"
+      "    - {name: big, from: json r.json, pointer: /runs/2/big/1}\n",
+      run);
+  EXPECT_EQ(m[0].value, 3);
+  EXPECT_EQ(m[1].value, 7);
+  EXPECT_FALSE(m[2].found);
+  EXPECT_THAT(m[2].problem, HasSubstr("/obj is a map"));
+  EXPECT_EQ(m[3].value, 2);
+}
+
+// Nesting a million deep, a document that never ends and bytes that are not JSON: a problem
+// named, never a crash or a wait.
+TEST(ReadMetrics, HostileJsonIsAProblemNotACrash) {
+  Logs run("", "");
+  run.dir.write("deep.json", std::string(1'000'000, '[') + std::string(1'000'000, ']'));
+  run.dir.write("deep2.json", "{\"x\": 4, \"d\": " + std::string(1'000'000, '[') +
+                                  std::string(1'000'000, ']') + "}");
+  run.dir.write("open.json", "{\"a\": [1, 2, " + std::string(100'000, ' '));
+  run.dir.write("bytes.json", std::string("\xff\xfe{\"a\": 1}\n", 12));
+  std::vector<CommandMetric> m = read(
+      "    - {name: deep, from: json deep.json, pointer: /0/0/0}\n"
+      "    - {name: open, from: json open.json, pointer: /a/0}\n"
+      "    - {name: bytes, from: json bytes.json, pointer: /a}\n"
+      "    - {name: x, from: json deep2.json, pointer: /x}\n",
+      run);
+  EXPECT_FALSE(m[0].found);
+  EXPECT_EQ(m[0].problem,
+            "deep.json nests deeper than 1000 levels where a metric's pointer reaches: not read");
+  EXPECT_EQ(m[3].value, 4);  // what no pointer reaches may nest as deep as it likes
+  EXPECT_FALSE(m[1].found);
+  EXPECT_EQ(m[1].problem, "open.json line 1 is not JSON");
+  EXPECT_FALSE(m[2].found);
+  EXPECT_EQ(m[2].problem, "bytes.json line 1 is not JSON");
 }
 
 // Case 8: glob characters in the point's directory (bench-sweep run --out 'runs/a?') made a

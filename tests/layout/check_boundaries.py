@@ -48,6 +48,7 @@ SYSTEM = [
     (re.compile(r"^(mpi\.h|mpi_)"), "MPI", {"train", "infer"}),
     (re.compile(r"^(hdf5\.h|H5[A-Za-z]*\.h)"), "HDF5", {"results"}),
     (re.compile(r"^(cuda|cublas|nccl)"), "CUDA", {"train", "infer"}),
+    (re.compile(r"^nlohmann/"), "nlohmann_json", {"command"}),
 ]
 # Libraries a binary may not need (readelf -d), by binary.
 FORBIDDEN_LIBS = {
