@@ -14,6 +14,7 @@
 #include "core/fs.h"
 #include "core/table.h"
 #include "core/text.h"
+#include "postprocess/extract.h"
 #include "postprocess/point_row.h"
 #include "postprocess/tool_main.h"
 #include "results/summary.h"  // higher_is_better
@@ -164,21 +165,56 @@ std::optional<RunSamples> run_samples(const Row& row, const std::string& metric)
   return out;
 }
 
-// A metric's direction: a command's metric whose unit is a rate (tokens/s, it/s) is better
-// higher, whatever its name; else by its name (results/summary.h).
+// A metric's direction (results/summary.h): by the unit a command declared for it on either
+// side, else by its name.
 bool metric_higher_is_better(const std::string& metric, const std::vector<Row>& a,
                              const std::vector<Row>& b) {
+  std::string unit = declared_unit(a, metric);
+  if (unit.empty()) unit = declared_unit(b, metric);
+  return higher_is_better(metric, unit);
+}
+
+// --metric and --match name columns: one that neither side has (a typo), or a --metric whose
+// cells are not numbers (status, tag), is an error naming it, not an empty table (exit 0) or
+// every point pooled into one sample.
+void check_named_columns(const std::vector<Row>& a, const std::vector<Row>& b,
+                         const CompareOptions& o) {
+  std::set<std::string> columns, numeric;
   for (const std::vector<Row>* rows : {&a, &b}) {
     for (const Row& r : *rows) {
-      auto units = r.find("units");
-      if (units == r.end() || !units->second.is_map()) continue;
-      const Value* unit = units->second.find(metric);
-      if (unit == nullptr || !unit->is_string()) continue;
-      const std::string& u = unit->as_string();
-      if (u.size() >= 2 && u.compare(u.size() - 2, 2, "/s") == 0) return true;
+      for (const auto& [c, v] : r) {
+        columns.insert(c);
+        if (cell_number(r, c)) numeric.insert(c);
+      }
     }
   }
-  return higher_is_better(metric);
+  auto near_hint = [](const std::string& name, const std::set<std::string>& among,
+                      const std::string& otherwise) {
+    std::optional<std::string> near =
+        closest_match(name, std::vector<std::string>(among.begin(), among.end()));
+    return near ? "did you mean '" + *near + "'?" : otherwise;
+  };
+  for (const std::string& m : o.metrics) {
+    if (columns.count(m) == 0) {
+      throw Error::input(Mark::in("--metric " + m), "", "neither side has this column",
+                         near_hint(m, numeric, "`bench-extract --columns` lists the columns"));
+    }
+    if (numeric.count(m) == 0) {
+      throw Error::input(Mark::in("--metric " + m), "",
+                         "is not a metric: no cell of it on either side is a number",
+                         "compare a measured column, such as train_tokens_per_second");
+    }
+  }
+  for (const std::string& k : o.match) {
+    if (columns.count(k) == 0) {
+      std::set<std::string> keys;
+      for (const std::string& c : columns) {
+        if (is_config_column(c) || c == "scenario") keys.insert(c);
+      }
+      throw Error::input(Mark::in("--match " + k), "", "neither side has this key",
+                         near_hint(k, keys, "match on config keys, such as train.micro_batch"));
+    }
+  }
 }
 
 }  // namespace
@@ -249,6 +285,22 @@ Sides split_sides(const std::vector<Row>& rows, const std::string& side) {
     }
     s.baseline_value = two[0];
     s.candidate_value = two[1];
+  }
+  // A side is its value's text; values of different types that print alike (the integer 1 and
+  // the string "1") are different configurations, and pooling them would compare a mix.
+  for (const std::string& side_value : {s.baseline_value, s.candidate_value}) {
+    std::set<std::string> types;
+    for (const Row& r : rows) {
+      auto it = r.find(s.key);
+      if (it != r.end() && text_in(r, s.key) == side_value) types.insert(it->second.type_name());
+    }
+    if (types.size() > 1) {
+      std::vector<std::string> names(types.begin(), types.end());
+      throw Error::input(mark, "",
+                         s.key + "=" + side_value + " is " + join(names, " and ") +
+                             " in different points: one side would pool different configurations",
+                         "give the key one type throughout the sweep (quote it, or not)");
+    }
   }
   for (const Row& r : rows) {
     if (r.count(s.key) == 0) continue;
@@ -435,6 +487,7 @@ ExtractTable comparison_table(const CompareResult& result, bool for_people) {
     return amount > 0 ? amount / mean(x) : mean(x);
   };
   auto percent = [](double r) {
+    if (std::isnan(r)) return std::string("n/a");  // no geometric mean: a change of sign
     char buf[32];
     std::snprintf(buf, sizeof buf, "%+.1f%%", r * 100);
     return std::string(buf);
@@ -610,6 +663,7 @@ int bench_compare_main(const std::vector<std::string>& args, std::ostream& out, 
           base = load_side(vm["baseline"].as<std::string>(), "BASELINE", err);
           cand = load_side(vm["candidate"].as<std::string>(), "CANDIDATE", err);
         }
+        check_named_columns(base, cand, o);
         CompareResult result = compare_tables(base, cand, o);
         for (const FailOn& f : o.fail_on) {
           // A metric neither side has is a typo; one whose points all failed is inconclusive.

@@ -161,6 +161,11 @@ RowCondition parse_condition(const std::string& text);  // Error(kInput) naming 
 bool holds(const std::map<std::string, Value>& row, const RowCondition& condition);
 void filter_rows(ExtractTable* table, const std::vector<RowCondition>& conditions);
 
+// The unit a command declared for `metric` (the first row whose units map names it); "" when
+// none did. With the name it gives the metric's direction (results/summary.h's higher_is_better).
+std::string declared_unit(const std::vector<std::map<std::string, Value>>& rows,
+                          const std::string& metric);
+
 // --best METRIC [--per KEYS]: of the ok rows with the metric, the best (the metric's direction,
 // results/summary.h), one per group of the --per keys' values; ties keep the first.
 void keep_best(ExtractTable* table, const std::string& metric, const std::vector<std::string>& per);

@@ -237,6 +237,7 @@ void describe_figure(const CsvTable& t, PlotSpec* spec) {
         Value units = parse_yaml((*ok[r])[*units_column], "units");
         if (const Value* u = units.is_map() ? units.find(m) : nullptr; u && u->is_string()) {
           plain = u->as_string();
+          spec->declared_units[m] = plain;
           given = plain == "s"       ? UnitKind::kSeconds
                   : plain == "bytes" ? UnitKind::kBytes
                                      : UnitKind::kPlain;
@@ -701,6 +702,13 @@ int bench_plot_main(const std::vector<std::string>& args, std::ostream& out, std
                                       ? fs::absolute(vm["script"].as<std::string>()).string()
                                       : spec.output + ".gp";
         std::string data_path = script_path + ".dat";
+        // Each is written whole and renamed over its name: never over a device or a FIFO.
+        for (const std::string& target : {spec.output, script_path, data_path}) {
+          if (!vm.count("script") && target != spec.output) continue;
+          if (std::string why = output_target_problem(target); !why.empty()) {
+            throw Error::input(Mark::in(target), "", why, "name a regular file");
+          }
+        }
         // The script and data of the figure for a spec: the whole-table kinds', or the means'.
         std::vector<PlotPoint> points;
         size_t left_out = 0;

@@ -29,6 +29,9 @@ struct PlotSpec {
   std::vector<std::string> varying;
   std::map<std::string, std::string> hue_labels;
   std::map<std::string, std::pair<std::string, double>> units;
+  // The unit a command declared for each metric (the CSV's units column), absent when none did:
+  // with the name it gives the metric's direction (results/summary.h's higher_is_better).
+  std::map<std::string, std::string> declared_units;
   std::string where;
 };
 

@@ -66,6 +66,13 @@ TableFigure pareto_figure(const CsvTable& t, const PlotSpec& spec_in,
   describe_figure(t, &x_units);
   spec.units[x_name] = x_units.units[x_name];
   spec.metrics = spec_in.metrics;
+  // Each axis's direction, as bench-extract --pareto reads it (results/summary.h).
+  auto unit_of = [](const PlotSpec& s, const std::string& m) {
+    auto it = s.declared_units.find(m);
+    return it == s.declared_units.end() ? std::string() : it->second;
+  };
+  const bool y_up = higher_is_better(y_name, unit_of(spec, y_name));
+  const bool x_up = higher_is_better(x_name, unit_of(x_units, x_name));
 
   std::optional<size_t> status = find_column(t, "status");
   // As bench-extract --pareto reads them (results/summary.h).
@@ -115,7 +122,7 @@ TableFigure pareto_figure(const CsvTable& t, const PlotSpec& spec_in,
     std::vector<std::string> parts;
     for (size_t c : label_columns) parts.push_back(short_key(t.columns[c]) + "=" + row[c]);
     d.label = parts.empty() ? (tag ? row[*tag] : std::string()) : join(parts, ", ");
-    spans.push_back({oriented_span(y_name, *yv, yl, yh), oriented_span(x_name, *xv, xl, xh)});
+    spans.push_back({oriented_span(y_up, *yv, yl, yh), oriented_span(x_up, *xv, xl, xh)});
     groups.push_back(d.group);
     if (std::find(group_order.begin(), group_order.end(), d.group) == group_order.end()) {
       group_order.push_back(d.group);

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/table.h"
 #include "core/text.h"
+#include "core/yaml_io.h"
 #include "postprocess/extract.h"
 #include "postprocess/point_row.h"
 #include "results/pareto.h"
@@ -296,8 +297,28 @@ void filter_rows(ExtractTable* t, const std::vector<RowCondition>& conditions) {
   t->rows = std::move(kept);
 }
 
+std::string declared_unit(const std::vector<std::map<std::string, Value>>& rows,
+                          const std::string& metric) {
+  for (const auto& row : rows) {
+    auto units = row.find("units");
+    if (units == row.end()) continue;
+    Value map = units->second;
+    if (map.is_string()) {
+      // A CSV's cell: the map in YAML flow text, as bench-extract wrote it.
+      try {
+        map = parse_yaml(map.as_string(), "units");
+      } catch (const Error&) {
+        continue;
+      }
+    }
+    if (!map.is_map()) continue;
+    if (const Value* u = map.find(metric); u != nullptr && u->is_string()) return u->as_string();
+  }
+  return "";
+}
+
 void keep_best(ExtractTable* t, const std::string& metric, const std::vector<std::string>& per) {
-  const bool up = higher_is_better(metric);
+  const bool up = higher_is_better(metric, declared_unit(t->rows, metric));
   std::map<std::string, size_t> best;  // group -> row
   std::vector<std::string> order;
   for (size_t i = 0; i < t->rows.size(); ++i) {
@@ -324,11 +345,14 @@ void keep_pareto_front(ExtractTable* t, const std::vector<std::string>& metrics,
   std::vector<size_t> candidates;
   std::vector<std::vector<Span>> spans;
   std::vector<std::string> groups;
+  std::vector<bool> up;
+  for (const std::string& m : metrics) up.push_back(higher_is_better(m, declared_unit(t->rows, m)));
   for (size_t i = 0; i < t->rows.size(); ++i) {
     const Row& row = t->rows[i];
     if (!row_ok(row)) continue;
     std::vector<Span> s;
-    for (const std::string& m : metrics) {
+    for (size_t k = 0; k < metrics.size(); ++k) {
+      const std::string& m = metrics[k];
       std::optional<double> v = cell_number(row, m);
       if (!v) break;
       std::pair<double, double> interval{*v, *v};
@@ -339,7 +363,7 @@ void keep_pareto_front(ExtractTable* t, const std::vector<std::string>& metrics,
           break;
         }
       }
-      s.push_back(oriented_span(m, *v, interval.first, interval.second));
+      s.push_back(oriented_span(up[k], *v, interval.first, interval.second));
     }
     if (s.size() != metrics.size()) continue;  // a row without every metric is not ranked
     candidates.push_back(i);

@@ -1,12 +1,14 @@
 #include "core/fs.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -172,10 +174,39 @@ struct Fd {
 
 }  // namespace
 
-int open_regular_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+namespace {
+
+std::string link_problem(const std::string& path) {
+  std::error_code ec;
+  fs::path target = fs::read_symlink(path, ec);
+  return "is a symbolic link" + (ec ? std::string() : " (to " + target.string() + ")") +
+         ": sweepbench never follows a link inside a results tree";
+}
+
+constexpr const char* kOnlyRegular = ", not a regular file: sweepbench reads only regular files";
+
+}  // namespace
+
+std::string tree_file_problem(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    return errno == ENOENT ? "" : std::string("cannot be examined: ") + std::strerror(errno);
+  }
+  if (S_ISLNK(st.st_mode)) return link_problem(path);
+  if (!S_ISREG(st.st_mode)) return "is " + what_kind(st.st_mode) + kOnlyRegular;
+  return "";
+}
+
+int open_regular_file(const std::string& path, Links links) {
+  int flags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
+  if (links == Links::kRefuse) flags |= O_NOFOLLOW;
+  int fd = ::open(path.c_str(), flags);
   if (fd < 0) {
     if (errno == ENOENT) return -1;
+    if (errno == ELOOP && links == Links::kRefuse) {
+      throw Error(ErrorKind::kIo, Mark::in(path), "", link_problem(path),
+                  "sweepbench wrote a regular file there: move the link away");
+    }
     if (errno == ENXIO) {
       throw Error(ErrorKind::kIo, Mark::in(path), "",
                   "is a socket or device, not a regular file: sweepbench reads only regular files");
@@ -190,17 +221,16 @@ int open_regular_file(const std::string& path) {
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    throw Error(ErrorKind::kIo, Mark::in(path), "",
-                "is " + what_kind(st.st_mode) +
-                    ", not a regular file: sweepbench reads only regular files");
+    throw Error(ErrorKind::kIo, Mark::in(path), "", "is " + what_kind(st.st_mode) + kOnlyRegular);
   }
   // Regular files ignore O_NONBLOCK, but clear it for whoever reads on.
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   return fd;
 }
 
-std::optional<std::string> read_file_if_exists(const std::string& path, size_t max_bytes) {
-  Fd f{open_regular_file(path)};
+std::optional<std::string> read_file_if_exists(const std::string& path, size_t max_bytes,
+                                               Links links) {
+  Fd f{open_regular_file(path, links)};
   if (f.fd < 0) return std::nullopt;
   std::string text = read_up_to(f.fd, path, max_bytes);
   if (text.size() > max_bytes) {
@@ -221,6 +251,14 @@ std::optional<std::string> read_file_tail(const std::string& path, size_t max_by
   std::string text = read_up_to(f.fd, path, max_bytes);
   if (text.size() > max_bytes) text.erase(0, text.size() - max_bytes);  // it grew meanwhile
   return text;
+}
+
+std::string output_target_problem(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return "";
+  return "is " + what_kind(st.st_mode) +
+         ", not a regular file: the output is written whole and renamed over its name, which "
+         "would replace it";
 }
 
 void make_directories(const std::string& path) {
@@ -248,6 +286,8 @@ void check_stream(const std::ostream& out, const std::string& name) {
   throw io_error(name, "cannot write", err);
 }
 
+void survive_closed_output() { ::signal(SIGPIPE, SIG_IGN); }
+
 int close_standard_output(const char* tool, int code) {
   errno = 0;
   std::cout.flush();
@@ -257,6 +297,10 @@ int close_standard_output(const char* tool, int code) {
     ok = false;
     err = errno;
   }
+  // stdio keeps only the error flag, not its errno: a pipe whose reader went away (`| head -1`)
+  // says so itself, asked before it is closed.
+  struct pollfd out {STDOUT_FILENO, POLLOUT, 0};
+  const bool reader_gone = ::poll(&out, 1, 0) == 1 && (out.revents & POLLERR) != 0;
   // fclose reports what the last write left pending (NFS, some pipes). A standard output that was
   // closed before we started (EBADF, `>&-`) and never written to is not an error.
   if (std::fclose(stdout) != 0 && !(errno == EBADF && ok)) {
@@ -264,6 +308,7 @@ int close_standard_output(const char* tool, int code) {
     err = errno;
   }
   if (ok) return code;
+  if (reader_gone && (err == 0 || err == EBADF)) err = EPIPE;
   // A run that already failed on a write has said so; one message is enough.
   if (code == exit_code_for(ErrorKind::kIo)) return code;
   // The write that failed may lie far back (stdio keeps only the error flag, not its errno).

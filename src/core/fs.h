@@ -48,22 +48,41 @@ class AtomicFile {
 // (status.json, summary.json, config.yaml, the manifest) are kilobytes; 64 MiB is no real one.
 constexpr size_t kMaxSmallFile = size_t{64} << 20;
 
+// Whether the last component of a path may be a symbolic link. A file of a results tree
+// (status.json, summary.json, config.yaml, the claim, the manifest) is read with kRefuse: a link
+// there leads out of the tree (to /etc/passwd, to another sweep's point), and sweepbench never
+// writes one (docs/security.md).
+enum class Links { kFollow, kRefuse };
+
 // A file opened for reading only when it is a regular file (docs/security.md): opened with
 // O_NONBLOCK, so that a FIFO cannot block the open, then checked with fstat, so that a FIFO,
 // socket or device (/dev/zero) is refused before a byte is read. Returns the descriptor (the
 // caller closes it), or -1 when the file does not exist. Throws Error(kIo) naming the path and
-// what it is otherwise.
-int open_regular_file(const std::string& path);
+// what it is otherwise (with Links::kRefuse: also a symbolic link, dangling or not, and where it
+// points).
+int open_regular_file(const std::string& path, Links links = Links::kFollow);
+
+// Why the entry at `path` is not a regular file that open_regular_file(path, Links::kRefuse)
+// would open: "is a FIFO, not a regular file: ...", "is a symbolic link (to X): ..."; "" when it
+// is one or does not exist. Never opens it (a FIFO cannot block).
+std::string tree_file_problem(const std::string& path);
 
 // The whole file, or nullopt when it does not exist. Throws Error(kIo) naming the path when it
 // exists but cannot be read, is not a regular file (open_regular_file), or is larger than
 // `max_bytes`.
 std::optional<std::string> read_file_if_exists(const std::string& path,
-                                               size_t max_bytes = kMaxSmallFile);
+                                               size_t max_bytes = kMaxSmallFile,
+                                               Links links = Links::kFollow);
 
 // The last `max_bytes` of a regular file at most (a log's tail), or nullopt when it does not
 // exist; the same errors as read_file_if_exists.
 std::optional<std::string> read_file_tail(const std::string& path, size_t max_bytes);
+
+// Why `path` cannot be an output that is written by renaming a finished file over it
+// (write_file_atomic, AtomicFile): it exists, through links, and is not a regular file ("is a
+// character device"): the rename would replace the device or FIFO itself, /dev/null for one.
+// "" when it is a regular file or does not exist.
+std::string output_target_problem(const std::string& path);
 
 // mkdir -p; throws Error(kIo) naming the path.
 void make_directories(const std::string& path);
@@ -77,6 +96,13 @@ void check_writable_directory(const std::string& dir);
 // writer that streams (bench-extract's rows) checks after each piece and stops at the first
 // refusal instead of reading on into a full disk.
 void check_stream(const std::ostream& out, const std::string& name);
+
+// The start of every binary's main: SIGPIPE is ignored, so that a reader that goes away (`|
+// head -1`) makes writes to standard output fail with EPIPE instead of killing the tool: the
+// runner goes on running and recording its points, bench-extract stops with exit 4 as
+// documented, and close_standard_output says the output was cut short. Programs the tools start
+// get SIGPIPE's default back (core/process.cc), as from a shell.
+void survive_closed_output();
 
 // The end of every binary's main: flushes std::cout and closes standard output, so that a write
 // refused late (a full disk behind `> out.csv`, /dev/full, NFS reporting at close) is an error.

@@ -1,11 +1,9 @@
 #include "results/pareto.h"
 
-#include "results/summary.h"
-
 namespace sweepbench {
 
-Span oriented_span(const std::string& metric, double value, double low, double high) {
-  if (!higher_is_better(metric)) return Span{-value, -high, -low};
+Span oriented_span(bool higher_is_better, double value, double low, double high) {
+  if (!higher_is_better) return Span{-value, -high, -low};
   return Span{value, low, high};
 }
 

@@ -13,8 +13,8 @@ struct Span {
 };
 
 // The span of a metric's value and interval (low = high = value without one): negated for a
-// metric where less is better (results/summary.h's higher_is_better).
-Span oriented_span(const std::string& metric, double value, double low, double high);
+// metric where less is better (`higher_is_better`: results/summary.h's, of its name and unit).
+Span oriented_span(bool higher_is_better, double value, double low, double high);
 
 // Whether a dominates b: at least as good in every metric, and in one better beyond the
 // intervals (a's whole interval above b's). Both have one span per metric, in the same order.

@@ -172,10 +172,16 @@ std::string verdict_name(Verdict v) {
 double geometric_mean_change(const std::vector<double>& ratios) {
   if (ratios.empty()) return kNaN;
   double log_sum = 0;
+  bool to_zero = false;
   for (double r : ratios) {
-    if (!(r > -1)) return kNaN;
+    if (!(r >= -1)) return kNaN;  // a sign change (or NaN): no geometric mean
+    if (r == -1) {
+      to_zero = true;  // a candidate of 0: a factor of 0, the product's root is 0
+      continue;
+    }
     log_sum += std::log1p(r);
   }
+  if (to_zero) return -1;
   return std::expm1(log_sum / static_cast<double>(ratios.size()));
 }
 

@@ -57,8 +57,9 @@ Verdict verdict_of(const Change& change, double adjusted_p, size_t baseline_n, s
                    const VerdictRule& rule);
 std::string verdict_name(Verdict v);  // better, worse, ~, inconclusive
 
-// The geometric mean of 1 + ratio over the comparisons, minus 1 (benchstat's summary row); NaN
-// when empty or when a ratio is -1 or less.
+// The geometric mean of 1 + ratio over the comparisons, minus 1 (benchstat's summary row): -1
+// (-100%) when a ratio is -1 (a candidate of 0); NaN when empty or when a ratio is below -1 (a
+// change of sign), which the table prints as n/a.
 double geometric_mean_change(const std::vector<double>& ratios);
 
 }  // namespace sweepbench

@@ -13,13 +13,6 @@
 namespace sweepbench {
 namespace {
 
-double mean_of(const double* x, size_t n) { return std::accumulate(x, x + n, 0.0) / n; }
-
-double sample_variance(const double* x, size_t n, double m) {
-  double sq = 0;
-  for (size_t i = 0; i < n; ++i) sq += (x[i] - m) * (x[i] - m);
-  return sq / static_cast<double>(n - 1);
-}
 
 bool any_nan(const std::vector<double>& x) {
   return std::any_of(x.begin(), x.end(), [](double v) { return std::isnan(v); });
@@ -133,7 +126,7 @@ Estimate series_estimate(const std::vector<double>& x, double level) {
   const size_t n = x.size() - e.cut;
   e.samples = n;
   e.mean = mean_of(kept, n);
-  if (n >= 2 && e.mean != 0) e.cv = std::sqrt(sample_variance(kept, n, e.mean)) / e.mean;
+  if (n >= 2 && e.mean != 0) e.cv = sample_stddev_of(kept, n, e.mean) / e.mean;
   const double half = batch_means_error(kept, n).half_width(level);
   if (half == half) {
     e.low = e.mean - half;
@@ -149,13 +142,13 @@ Estimate repeats_estimate(const std::vector<double>& x, double level, int resamp
   const size_t n = x.size();
   e.samples = n;
   e.mean = mean_of(x.data(), n);
-  if (n >= 2 && e.mean != 0) e.cv = std::sqrt(sample_variance(x.data(), n, e.mean)) / e.mean;
+  if (n >= 2 && e.mean != 0) e.cv = sample_stddev_of(x.data(), n, e.mean) / e.mean;
   if (n < 2) return e;
   // Below 6 runs the bootstrap cannot reach its tails (the resampled means never leave the
   // values' range: at 3 runs its "95%" would be [min, max], which covers 75%): Student's t.
   if (n < kFewestToBootstrap) {
     const double half = student_t_quantile(0.5 + level / 2, static_cast<double>(n - 1)) *
-                        std::sqrt(sample_variance(x.data(), n, e.mean) / static_cast<double>(n));
+                        (sample_stddev_of(x.data(), n, e.mean) / std::sqrt(static_cast<double>(n)));
     e.low = e.mean - half;
     e.high = e.mean + half;
     return e;

@@ -1,9 +1,12 @@
 #include "results/summary.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <optional>
+#include <set>
 
 #include "results/rank_result.h"
 #include "results/statistics.h"
@@ -29,17 +32,47 @@ double percentile(std::vector<double> values, double q) {
   return frac == 0 ? low : low + (high - low) * frac;
 }
 
-double mean(const std::vector<double>& values) {
-  if (values.empty()) return std::numeric_limits<double>::quiet_NaN();
-  return std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
+double finite_magnitude(const double* x, size_t n) {
+  double scale = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (std::isfinite(x[i])) scale = std::max(scale, std::fabs(x[i]));
+  }
+  return scale;
 }
+
+double mean_of(const double* x, size_t n) {
+  if (n == 0) return std::numeric_limits<double>::quiet_NaN();
+  const double scale = finite_magnitude(x, n);
+  if (!(scale > kLargeMagnitude)) return std::accumulate(x, x + n, 0.0) / static_cast<double>(n);
+  // Values near DBL_MAX: their sum would overflow to inf, their mean does not.
+  double sum = 0;
+  for (size_t i = 0; i < n; ++i) sum += x[i] / scale;
+  return sum / static_cast<double>(n) * scale;
+}
+
+double sample_variance_of(const double* x, size_t n, double m) {
+  const double scale = std::max(finite_magnitude(x, n), std::fabs(m));
+  // Deviations of values near DBL_MAX overflow when squared: the variance of x / scale, scaled
+  // back. Where scale^2 itself overflows the variance is inf, and its root is still finite.
+  const double s = scale > kLargeMagnitude ? scale : 1.0;
+  double sq = 0;
+  for (size_t i = 0; i < n; ++i) sq += (x[i] / s - m / s) * (x[i] / s - m / s);
+  return sq / static_cast<double>(n - 1) * s * s;
+}
+
+double sample_stddev_of(const double* x, size_t n, double m) {
+  const double scale = std::max(finite_magnitude(x, n), std::fabs(m));
+  const double s = scale > kLargeMagnitude ? scale : 1.0;
+  double sq = 0;
+  for (size_t i = 0; i < n; ++i) sq += (x[i] / s - m / s) * (x[i] / s - m / s);
+  return std::sqrt(sq / static_cast<double>(n - 1)) * s;
+}
+
+double mean(const std::vector<double>& values) { return mean_of(values.data(), values.size()); }
 
 double stddev(const std::vector<double>& values) {
   if (values.size() < 2) return 0.0;
-  double m = mean(values);
-  double sq = 0;
-  for (double v : values) sq += (v - m) * (v - m);
-  return std::sqrt(sq / static_cast<double>(values.size() - 1));
+  return sample_stddev_of(values.data(), values.size(), mean(values));
 }
 
 std::vector<Metric> summarize(const SummaryInput& in) {
@@ -212,7 +245,32 @@ std::vector<std::pair<std::string, std::string>> interval_columns(const std::str
   return out;
 }
 
-bool higher_is_better(const std::string& m) {
+namespace {
+
+// The direction a unit gives: up for a rate, down for a time or a size, none otherwise.
+std::optional<bool> direction_of_unit(const std::string& unit_text) {
+  std::string unit;
+  for (char c : unit_text) {
+    if (c != ' ') unit += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  static const std::set<std::string> times = {
+      "s",    "sec",    "secs",    "second", "seconds", "ms",  "us",   "µs",    "ns",  "min",
+      "mins", "minute", "minutes", "h",      "hr",      "hrs", "hour", "hours", "day", "days"};
+  static const std::set<std::string> sizes = {"b",  "byte", "bytes", "kb",  "mb", "gb",
+                                              "tb", "kib",  "mib",   "gib", "tib"};
+  if (size_t slash = unit.rfind('/'); slash != std::string::npos) {
+    if (times.count(unit.substr(slash + 1)) > 0) return true;  // tokens/s, it/s, GB/s
+    return std::nullopt;
+  }
+  if (unit == "flops" || unit == "gflops" || unit == "tflops" || unit == "pflops") return true;
+  if (times.count(unit) > 0 || sizes.count(unit) > 0) return false;
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool higher_is_better(const std::string& m, const std::string& unit) {
+  if (std::optional<bool> by_unit = direction_of_unit(unit)) return *by_unit;
   auto ends = [&](const char* suffix) {
     const std::string s(suffix);
     return m.size() >= s.size() && m.compare(m.size() - s.size(), s.size(), s) == 0;

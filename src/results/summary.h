@@ -66,9 +66,13 @@ void fill_run_description(SummaryInput& in, const RankResult& lead);
 // samples add up and eval time is the slowest rank's, the memory peak is the highest of any rank.
 SummaryInput summary_input_from_ranks(const std::vector<RankResult>& ranks);
 
-// Whether more of a metric is better (throughputs, MFU, MBU) or less (times, memory, cost), by
-// its name: bench-compare's verdicts and bench-extract's --best read it.
-bool higher_is_better(const std::string& metric);
+// Whether more of a metric is better: the one rule behind bench-compare's verdicts,
+// bench-extract's --best and --pareto and bench-plot's Pareto figure (docs/metrics.md). A
+// command's metric has the unit it declared (`unit`; "" when none): a rate (a unit per time:
+// tokens/s, it/s, GB/s, samples/h) is better higher and a time (s, ms) or a size (bytes, GiB)
+// lower, whatever the name; without a unit that says, the name decides: throughputs (_per_second,
+// tps), MFU, MBU and TFLOP/s per device up, everything else (times, memory, losses, cost) down.
+bool higher_is_better(const std::string& metric, const std::string& unit = "");
 
 // The columns that may hold a metric's 95% interval, in the order to try: <metric>_ci_low and
 // _ci_high (a throughput's; every metric's after bench-extract --group-repeats), then for a mean
@@ -80,5 +84,14 @@ double percentile(std::vector<double> values, double q);
 double mean(const std::vector<double>& values);
 // Sample standard deviation (n - 1); 0 for fewer than two values.
 double stddev(const std::vector<double>& values);
+
+// The same over n values at x, without overflow: values beyond kLargeMagnitude (near DBL_MAX,
+// where a sum or a squared deviation would be inf) are scaled down first, so that the mean and
+// the standard deviation of finite values are finite (docs/security.md). The variance of such
+// values may still be inf; its root is not. NaN for no values.
+constexpr double kLargeMagnitude = 1e150;
+double mean_of(const double* x, size_t n);
+double sample_variance_of(const double* x, size_t n, double mean);
+double sample_stddev_of(const double* x, size_t n, double mean);
 
 }  // namespace sweepbench

@@ -164,7 +164,11 @@ TEST(GeometricMean, OfTheRatiosAsBenchstatSummarises) {
   EXPECT_NEAR(geometric_mean_change({0.10, -0.10}), std::sqrt(1.1 * 0.9) - 1, 1e-15);
   EXPECT_NEAR(geometric_mean_change({0.05}), 0.05, 1e-15);
   EXPECT_TRUE(std::isnan(geometric_mean_change({})));
-  EXPECT_TRUE(std::isnan(geometric_mean_change({-1.0})));
+  // A candidate of 0 (-100%) is a factor of 0: the mean change is -100%, not "+nan%" (issue 51);
+  // a change of sign has no geometric mean.
+  EXPECT_EQ(geometric_mean_change({-1.0}), -1.0);
+  EXPECT_EQ(geometric_mean_change({0.5, -1.0, 0.2}), -1.0);
+  EXPECT_TRUE(std::isnan(geometric_mean_change({0.5, -1.5})));
 }
 
 }  // namespace

@@ -1,9 +1,11 @@
 // The training summary's arithmetic that the memory and parallelism knobs change: the model-state
-// accounting (docs/metrics.md) and the tokens of a step with tensor parallelism.
+// accounting (docs/metrics.md) and the tokens of a step with tensor parallelism; each metric's
+// direction, and means that do not overflow.
 #include "results/summary.h"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 
 #include "results/rank_result.h"
@@ -78,6 +80,44 @@ TEST(RunDescription, OlderFilesWithoutTheNewAttributesMeanNoneOfTheKnobs) {
   EXPECT_DOUBLE_EQ(in.tokens_per_step, 20);
   EXPECT_DOUBLE_EQ(metric(m, "mem_model_states_bytes"), 16 * 100);
   EXPECT_DOUBLE_EQ(metric(m, "trainable_parameters"), 100);
+}
+
+// Issue 51, Deliver 5: one direction per metric, for bench-compare, --best, --pareto and the
+// Pareto figure alike. A command's unit decides when it says (a rate up; a time or a size down);
+// otherwise the name does.
+TEST(Direction, ARateUnitIsBetterHigherATimeOrSizeLowerElseTheNameDecides) {
+  for (const char* unit :
+       {"tokens/s", "it/s", "GB/s", "samples/h", "req/min", "Tokens / S", "TFLOPS"}) {
+    EXPECT_TRUE(higher_is_better("tput", unit)) << unit;
+    EXPECT_TRUE(higher_is_better("latency_ms", unit)) << unit;
+  }
+  for (const char* unit :
+       {"s", "ms", "us", "µs", "seconds", "min", "h", "bytes", "B", "GiB", "MB"}) {
+    EXPECT_FALSE(higher_is_better("tput", unit)) << unit;
+    EXPECT_FALSE(higher_is_better("train_tokens_per_second", unit)) << unit;
+  }
+  // A unit that says nothing of a direction (a ratio, a count, none): the name.
+  for (const char* unit : {"", "%", "tokens", "steps", "x/y"}) {
+    EXPECT_TRUE(higher_is_better("train_tokens_per_second", unit)) << unit;
+    EXPECT_TRUE(higher_is_better("mfu", unit)) << unit;
+    EXPECT_FALSE(higher_is_better("step_time_mean_s", unit)) << unit;
+    EXPECT_FALSE(higher_is_better("tput", unit)) << unit;
+  }
+}
+
+// Issue 51, Deliver 6: the mean and standard deviation of finite values near DBL_MAX are finite
+// (they overflowed to inf), and of ordinary values exactly what they were.
+TEST(Statistics, MeansAndDeviationsOfHugeFiniteValuesStayFinite) {
+  const double big = 1.5e308;
+  EXPECT_EQ(mean({big, big}), big);
+  EXPECT_EQ(mean({big, -big}), 0);
+  // sqrt(2) x 1e308 is below DBL_MAX (sqrt(2) x 1.5e308 is not: that one is inf, rightly).
+  EXPECT_TRUE(std::isfinite(stddev({1e308, -1e308})));
+  EXPECT_NEAR(stddev({1e308, -1e308}) / (1e308 * std::sqrt(2.0)), 1, 1e-12);
+  EXPECT_EQ(stddev({big, big, big}), 0);
+  EXPECT_EQ(mean({1, 2, 3, 4}), 2.5);
+  EXPECT_NEAR(stddev({1, 2, 3, 4}), std::sqrt(5.0 / 3.0), 1e-15);
+  EXPECT_TRUE(std::isnan(mean({})));
 }
 
 }  // namespace
