@@ -355,9 +355,11 @@ int run_plan(const std::vector<std::string>& args, std::ostream& out, std::ostre
   }
   if (wrote) {
     std::ostream& summary = format == PlanFormat::kTable ? out : err;
-    summary << "# " << vm["out"].as<std::string>() << ": " << written.written << " written, "
-            << written.updated << " updated, " << written.unchanged << " unchanged; manifest "
-            << (written.manifest_changed ? "written" : "unchanged") << "\n";
+    // The directory as typed may hold control characters: shown escaped (core/terminal.h).
+    summary << "# " << terminal_safe(vm["out"].as<std::string>()) << ": " << written.written
+            << " written, " << written.updated << " updated, " << written.unchanged
+            << " unchanged; manifest " << (written.manifest_changed ? "written" : "unchanged")
+            << "\n";
   }
   return kExitOk;
 }
@@ -455,6 +457,7 @@ int run_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   RunReport report = run_sweep(plan, run, LaunchSite::detect(), out);
   if (report.stop_signal != 0) return kExitStopped;
   if (run.dry_run) return kExitOk;
+  if (!report.unusable.empty()) return kExitIo;
   if (!report.all_ok()) return kExitNotAllOk;
   return report.missed_reference.empty() ? kExitOk : kExitReferenceMissed;
 }

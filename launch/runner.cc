@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -87,7 +88,8 @@ std::string reason_of(const std::string& point_dir, const std::string& program,
         "srun: " + f->tasks + " on " + f->host + " ended first: " + first_line(f->what, 200) + "; ";
   }
   try {
-    if (auto text = read_file_if_exists((fs::path(point_dir) / kSummaryFile).string())) {
+    if (auto text = read_file_if_exists((fs::path(point_dir) / kSummaryFile).string(),
+                                        kMaxSmallFile, Links::kRefuse)) {
       Value s = parse_yaml(*text, kSummaryFile);
       if (const Value* why = s.find("reason");
           why != nullptr && why->is_string() && !why->as_string().empty()) {
@@ -350,6 +352,38 @@ class RealProcesses : public ProcessRunner {
   }
 };
 
+// The wait for the orphaned processes of a killed runner that still hold a point's claim: they
+// got SIGUSR2 when their runner died and stop after their current step. The point is tried
+// again every quarter second; a line says so at once and then every 30 seconds, with how long.
+class OrphanWait {
+ public:
+  OrphanWait() : since_(std::chrono::steady_clock::now()) {}
+  // Whether it is time to try the point again.
+  bool due() const { return std::chrono::steady_clock::now() >= next_try_; }
+  // Sleeps until the next try, a stop signal cutting it short.
+  void sleep() const {
+    while (!due() && received_stop_signal() == 0) ::usleep(20'000);
+  }
+  // The line to print after a failed try ("" between the 30-second reports).
+  std::string line(const std::string& tag, const std::string& claim) {
+    auto now = std::chrono::steady_clock::now();
+    next_try_ = now + std::chrono::milliseconds(250);
+    if (reported_ && now - reported_at_ < std::chrono::seconds(30)) return "";
+    const long waited = std::lround(std::chrono::duration<double>(now - since_).count());
+    reported_at_ = now;
+    std::string text = reported_
+                           ? "# still waiting for " + tag + " (" + std::to_string(waited) + " s)\n"
+                           : "# waiting for " + tag + ": " + claim +
+                                 "; it runs once they have ended (Ctrl-C stops the wait)\n";
+    reported_ = true;
+    return text;
+  }
+
+ private:
+  std::chrono::steady_clock::time_point since_, next_try_{}, reported_at_{};
+  bool reported_ = false;
+};
+
 class SweepRun {
  public:
   SweepRun(const Plan& plan, const RunOptions& o, const LaunchSite& site, std::ostream& out)
@@ -399,6 +433,7 @@ class SweepRun {
     }
     manifest_.flush();
     report_.stop_signal = o_.dry_run ? 0 : received_stop_signal();
+    if (!o_.dry_run) reread_busy_points();
     for (const SweepPoint* p : points) {
       PointStatus s = PointStatus::kPending;
       if (auto it = records_.find(p->tag); it != records_.end()) {
@@ -429,7 +464,8 @@ class SweepRun {
       auto it = records_.find(p.tag);
       const std::optional<PointRecord> record =
           it == records_.end() ? std::nullopt : std::optional<PointRecord>(it->second);
-      return will_run(p, record, o_.force, o_.retry_failed, plan_.info().memory_limit) &&
+      return will_run(p, point_dir(p), record, o_.force, o_.retry_failed,
+                      plan_.info().memory_limit) &&
              !pruned(p);
     };
     // A job array's task does not calibrate: that would read every point's results in every
@@ -462,6 +498,41 @@ class SweepRun {
     } else {
       for (const SweepPoint* p : selected) load(*p);
     }
+    // A selected point this run runs again (--retry-failed, --force) prunes by what it does in
+    // this run, not by its old record: until it has ended here its old out-of-memory end
+    // prunes nothing (with --jobs 2 the larger points were pruned by an OOM that the retry,
+    // running beside them, then turned ok).
+    for (const SweepPoint* p : selected) {
+      auto it = records_.find(p->tag);
+      if (it == records_.end()) continue;
+      if (decide(it->second, p->config_hash, o_.force, o_.retry_failed) == Decision::kRun) {
+        to_rerun_.insert(p->tag);
+      }
+    }
+  }
+
+  // The points another runner held (busy_elsewhere): what their status.json says now, when
+  // this run ends, rather than what it was when this run passed them (they may have ended ok
+  // meanwhile). One still running elsewhere is counted running.
+  void reread_busy_points() {
+    report_.busy_elsewhere = 0;
+    for (const SweepPoint* p : busy_points_) {
+      const std::string& tag = p->tag;
+      std::optional<PointRecord> now;
+      try {
+        now = read_point_record(point_dir(*p));
+      } catch (const Error&) {
+        // Unreadable now: left as it was seen.
+      }
+      if (now && now->config_hash == p->config_hash && now->status != PointStatus::kRunning) {
+        records_[tag] = *now;
+        continue;
+      }
+      PointRecord running;
+      running.status = PointStatus::kRunning;
+      records_[tag] = running;
+      ++report_.busy_elsewhere;
+    }
   }
 
   void row(const SweepPoint& p, const std::string& status, const std::string& note) {
@@ -482,6 +553,7 @@ class SweepRun {
   std::optional<std::string> pruned(const SweepPoint& p) const {
     if (o_.prune_after_oom.empty()) return std::nullopt;
     for (const SweepPoint& other : plan_.points()) {
+      if (to_rerun_.count(other.tag) > 0) continue;  // its old end no longer counts
       auto it = records_.find(other.tag);
       if (it == records_.end() || it->second.status != PointStatus::kOom) continue;
       if (it->second.config_hash != other.config_hash) continue;
@@ -514,6 +586,7 @@ class SweepRun {
     if (!claim) {
       limit_skipped_.erase(p.tag);
       ++report_.busy_elsewhere;
+      busy_points_.push_back(&p);
       row(p, "running", "elsewhere: " + busy.describe(point_dir(p)));
       return true;
     }
@@ -559,8 +632,11 @@ class SweepRun {
   void dry_run_point(const SweepPoint& p, const PointCommand& cmd, size_t i, size_t n) {
     std::optional<PointRecord> record;
     if (auto it = records_.find(p.tag); it != records_.end()) record = it->second;
-    const Decision d = decide(record, p.config_hash, o_.force, o_.retry_failed);
+    std::string rerun_why;
+    const Decision d =
+        decide_point(point_dir(p), record, p.config_hash, o_.force, o_.retry_failed, &rerun_why);
     std::string fate;
+    if (!rerun_why.empty()) fate = "would run again: status.json says ok, but " + rerun_why;
     if (d == Decision::kKeepOk) {
       fate = "would be kept, ok since " + record->ended + " (--force reruns it)";
     } else if (d == Decision::kKeepFailure) {
@@ -622,8 +698,8 @@ class SweepRun {
   }
 
   // The points in plan order, as many at once as --jobs and the machine allow; returns when
-  // each has run (or was kept, skipped or busy elsewhere), or a stop signal has ended the sweep
-  // and the running points have recorded how they ended.
+  // each has run (or was kept, skipped, busy elsewhere or unusable), or a stop signal has ended
+  // the sweep and the running points have recorded how they ended.
   void run_points(const std::vector<const SweepPoint*>& points,
                   const std::vector<PointCommand>& commands) {
     const size_t n = points.size();
@@ -631,6 +707,10 @@ class SweepRun {
     std::vector<std::unique_ptr<Running>> running;
     // What the next point needs, worked out once however long it waits for room.
     std::optional<PointNeeds> next_needs;
+    // The next point's claim is held by the processes of a runner that was killed: nothing
+    // starts until they have ended (they stop after their current step), so that no point is
+    // measured beside them and that point runs in this run, not a third one.
+    std::optional<OrphanWait> orphan;
     progress_.start(n);
     while (true) {
       while (received_stop_signal() == 0 && next < n) {
@@ -643,11 +723,20 @@ class SweepRun {
           if (in_allocation() && commands[next].launcher != "srun") next_needs->alone = true;
         }
         const PointNeeds needs = *next_needs;
+        if (orphan && !orphan->due()) break;
         std::optional<Placement> placement = pool_.take(needs);
         if (!placement) break;  // it waits for a running point to end; the rest wait with it
-        std::unique_ptr<Running> r = start_point(p, commands[next], next, n, needs, *placement);
+        Started started = start_point(p, commands[next], next, n, needs, *placement);
+        if (started.orphaned) {
+          pool_.give_back(*placement);
+          if (!orphan) orphan.emplace();
+          if (std::string line = orphan->line(p.tag, *started.orphaned); !line.empty()) say(line);
+          break;
+        }
+        orphan.reset();
         ++next;
         next_needs.reset();
+        std::unique_ptr<Running> r = std::move(started.running);
         if (!r) {
           pool_.give_back(*placement);
           progress_.done(std::nullopt);
@@ -660,10 +749,14 @@ class SweepRun {
         }
         running.push_back(std::move(r));
       }
-      if (running.empty()) break;
+      if (running.empty()) {
+        if (!orphan || received_stop_signal() != 0) break;
+        orphan->sleep();
+        continue;
+      }
       std::vector<int> pids;
       for (const std::unique_ptr<Running>& r : running) pids.push_back(r->pid);
-      std::optional<Ended> ended = processes_.wait_for_any(pids, 1.0);
+      std::optional<Ended> ended = processes_.wait_for_any(pids, orphan ? 0.25 : 1.0);
       progress_.tick(running.size());
       if (!ended) continue;
       auto it =
@@ -679,14 +772,40 @@ class SweepRun {
     progress_.finish();
   }
 
-  // Decides, claims and starts a point; nullptr when it does not run (kept, busy elsewhere,
-  // recovered, skipped), having said so.
-  std::unique_ptr<Running> start_point(const SweepPoint& p, const PointCommand& planned, size_t i,
-                                       size_t n, const PointNeeds& needs,
-                                       const Placement& placement) {
+  // What start_point did: started the point (running), or not (nullptr: kept, busy elsewhere,
+  // recovered, skipped, unusable, having said so), or found its claim held by the orphaned
+  // processes of a runner that was killed (orphaned: the claim's description), to try again.
+  struct Started {
+    std::unique_ptr<Running> running;
+    std::optional<std::string> orphaned;
+  };
+
+  // Decides, claims and starts a point. What sweepbench cannot use in the point's directory (a
+  // claim that is a FIFO or a link, attempts/ linked out of the tree, a file that cannot be
+  // written) costs that point, not the run: it is said, counted (exit 4) and nothing of the
+  // point's is touched; the points already running go on.
+  Started start_point(const SweepPoint& p, const PointCommand& planned, size_t i, size_t n,
+                      const PointNeeds& needs, const Placement& placement) {
+    try {
+      return try_start_point(p, planned, i, n, needs, placement);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kIo) throw;
+      std::string what = e.mark().known() ? e.mark().str() + ": " + e.message() : e.message();
+      if (!e.hint().empty()) what += " (" + e.hint() + ")";
+      report_.unusable.push_back(what);
+      unusable_tags_.insert(p.tag);
+      row(p, "not run", what);
+      return {};
+    }
+  }
+
+  Started try_start_point(const SweepPoint& p, const PointCommand& planned, size_t i, size_t n,
+                          const PointNeeds& needs, const Placement& placement) {
     std::optional<PointRecord> record;
     if (auto it = records_.find(p.tag); it != records_.end()) record = it->second;
-    Decision d = decide(record, p.config_hash, o_.force, o_.retry_failed);
+    std::string rerun_why;
+    Decision d =
+        decide_point(point_dir(p), record, p.config_hash, o_.force, o_.retry_failed, &rerun_why);
     if (d == Decision::kKeepOk) {
       // The references may have changed since it ran: checked again, and recorded when the
       // point is free to write and still holds the run that was checked (another runner may
@@ -712,34 +831,43 @@ class SweepRun {
       row(p, "ok",
           "kept: ok since " + record->ended + " (--force reruns it)" +
               (missed.empty() ? "" : "; MISSED its reference: " + missed));
-      return nullptr;
+      return {};
     }
     if (d == Decision::kKeepFailure) {
       row(p, to_string(record->status), "kept: " + record->reason + " (--retry-failed reruns it)");
-      return nullptr;
+      return {};
     }
-    if (skipped_by_memory_limit(p, record)) return nullptr;
+    if (!rerun_why.empty()) {
+      say("# " + p.tag + ": status.json says ok, but its results do not read back (" + rerun_why +
+          "): it runs again\n");
+    }
+    if (skipped_by_memory_limit(p, record)) return {};
     ClaimState busy;
     std::optional<PointClaim> claim =
         PointClaim::acquire(point_dir(p), &busy, slurm_claim_liveness());
     if (!claim) {
       // Another runner has it, or the processes of one that was killed still run: never a
-      // second copy beside them.
+      // second copy beside them. An orphan's processes are waited for (they stop after their
+      // step), then the point runs.
+      if (busy.orphaned) {
+        return {nullptr, "its runner " + busy.holder.describe() +
+                             " is gone, but the point's processes still run (they stop after "
+                             "their current step)"};
+      }
       ++report_.busy_elsewhere;
-      row(p, busy.orphaned ? "running (orphaned)" : "running",
-          busy.orphaned ? busy.describe(point_dir(p))
-                        : "elsewhere: " + busy.describe(point_dir(p)));
-      return nullptr;
+      busy_points_.push_back(&p);
+      row(p, "running", "elsewhere: " + busy.describe(point_dir(p)));
+      return {};
     }
     // Another runner may have finished it between our reading and our claim.
     record = read_point_record(point_dir(p));
     if (record) records_[p.tag] = *record;
-    d = decide(record, p.config_hash, o_.force, o_.retry_failed);
+    d = decide_point(point_dir(p), record, p.config_hash, o_.force, o_.retry_failed);
     if (d != Decision::kRun) {
       row(p, to_string(record->status), "finished by another runner");
-      return nullptr;
+      return {};
     }
-    if (record && !o_.force && recover_finished_run(p, *record)) return nullptr;
+    if (record && !o_.force && recover_finished_run(p, *record)) return {};
     // Inside an allocation the step goes to the nodes it was given, with its CPUs a rank.
     PointCommand cmd = planned;
     if (packing() && in_allocation() && planned.launcher == "srun") {
@@ -780,7 +908,7 @@ class SweepRun {
       r.ended = r.started;
       finish(p, r);
       row(p, "skipped", *prune);
-      return nullptr;
+      return {};
     }
     r.status = PointStatus::kRunning;
     write_point_record(point_dir(p), r);
@@ -814,7 +942,7 @@ class SweepRun {
         packing() && !in_allocation() ? placement.cpus : std::vector<int>{});
     run->claim.emplace(std::move(*claim));
     run->placement = placement;
-    return run;
+    return {std::move(run), std::nullopt};
   }
 
   // Records how a started point ended. `others`: the points still running beside it.
@@ -921,7 +1049,10 @@ class SweepRun {
     if (all.empty() || r.status != PointStatus::kOk) return "";
     Value summary = Value::map();
     try {
-      summary = load_yaml_file((fs::path(point_dir(p)) / kSummaryFile).string());
+      const std::string path = (fs::path(point_dir(p)) / kSummaryFile).string();
+      if (auto text = read_file_if_exists(path, kMaxSmallFile, Links::kRefuse)) {
+        summary = parse_yaml(*text, path);
+      }
     } catch (const Error&) {
       // An ok point without a readable summary: its references miss for want of the metrics.
     }
@@ -961,6 +1092,7 @@ class SweepRun {
     write_point_record(point_dir(p), r);
     manifest_.set(p.tag, manifest_fields(r));
     records_[p.tag] = r;
+    to_rerun_.erase(p.tag);  // what it did in this run now prunes
   }
 
   void print_summary(size_t n) {
@@ -970,6 +1102,17 @@ class SweepRun {
     }
     out_ << " (" << plural(n, "point") << ")\n";
     if (o_.dry_run) return;
+    if (report_.busy_elsewhere > 0) {
+      out_ << "# " << plural(report_.busy_elsewhere, "point")
+           << " still running elsewhere: another runner holds "
+           << (report_.busy_elsewhere == 1 ? "it" : "them") << "; `bench-sweep status --out "
+           << o_.out_dir << "` follows them\n";
+    }
+    if (!report_.unusable.empty()) {
+      out_ << "# " << plural(report_.unusable.size(), "point")
+           << " not run: its directory holds what sweepbench cannot use (exit " << kExitIo
+           << "): " << join(report_.unusable, "; ") << "\n";
+    }
     if (!report_.missed_reference.empty() || report_.passed_reference > 0) {
       out_ << "# references: " << report_.passed_reference << " passed, "
            << report_.missed_reference.size() << " missed"
@@ -1005,6 +1148,12 @@ class SweepRun {
   ResourcePool pool_;
   Progress progress_;
   std::map<std::string, PointRecord> records_;
+  // Selected points this run runs again whose old record must not prune (load_records), until
+  // they end in this run.
+  std::set<std::string> to_rerun_;
+  // Points another runner held when this run reached them (reread_busy_points).
+  std::vector<const SweepPoint*> busy_points_;
+  std::set<std::string> unusable_tags_;  // RunReport::unusable's points
   std::vector<const SweepPoint*> timed_out_;
   RunReport report_;
 };
@@ -1018,9 +1167,26 @@ std::optional<std::string> memory_limit_skip(const SweepPoint& p,
   return over_memory_limit(p.config, *limit);
 }
 
-bool will_run(const SweepPoint& p, const std::optional<PointRecord>& record, bool force,
-              bool retry_failed, const std::optional<MemoryLimit>& limit) {
-  if (decide(record, p.config_hash, force, retry_failed) != Decision::kRun) return false;
+Decision decide_point(const std::string& point_dir, const std::optional<PointRecord>& record,
+                      const std::string& config_hash, bool force, bool retry_failed,
+                      std::string* rerun_why) {
+  Decision d = decide(record, config_hash, force, retry_failed);
+  if (d != Decision::kKeepOk) return d;
+  // Kept only when its results read back, as status and bench-extract read them: an ok point
+  // whose rank file was deleted or cut was kept for ever ("kept: ok", "# OK") while every
+  // table called it incomplete.
+  std::string problem = ok_results_problem(point_dir, *record);
+  if (problem.empty()) return d;
+  if (rerun_why != nullptr) *rerun_why = problem;
+  return Decision::kRun;
+}
+
+bool will_run(const SweepPoint& p, const std::string& point_dir,
+              const std::optional<PointRecord>& record, bool force, bool retry_failed,
+              const std::optional<MemoryLimit>& limit) {
+  if (decide_point(point_dir, record, p.config_hash, force, retry_failed) != Decision::kRun) {
+    return false;
+  }
   return !memory_limit_skip(p, record, limit);
 }
 
@@ -1074,7 +1240,7 @@ bool RunReport::all_ok() const {
     const size_t asked = status == PointStatus::kSkipped ? skipped_by_memory_limit : 0;
     if (status != PointStatus::kOk && count > asked) return false;
   }
-  return stop_signal == 0;
+  return stop_signal == 0 && unusable.empty();
 }
 
 std::vector<const SweepPoint*> points_to_run(const Plan& plan,

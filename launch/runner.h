@@ -76,10 +76,17 @@ Decision decide(const std::optional<PointRecord>& record, const std::string& con
 std::optional<std::string> memory_limit_skip(const SweepPoint& p,
                                              const std::optional<PointRecord>& record,
                                              const std::optional<MemoryLimit>& limit);
-// Whether run (or submit) would run the point: decide() says run, and memory_limit_skip() does
-// not skip it. For the predicted device-hours printed before they start.
-bool will_run(const SweepPoint& p, const std::optional<PointRecord>& record, bool force,
-              bool retry_failed, const std::optional<MemoryLimit>& limit);
+// decide(), and for a point kept ok, whether its results read back as `bench-sweep status` and
+// bench-extract read them (layout/point_status.h's ok_results_problem): an ok point whose rank
+// file was deleted or cut runs again, and *rerun_why (optional) says why.
+Decision decide_point(const std::string& point_dir, const std::optional<PointRecord>& record,
+                      const std::string& config_hash, bool force, bool retry_failed,
+                      std::string* rerun_why = nullptr);
+// Whether run (or submit) would run the point: decide_point() says run, and memory_limit_skip()
+// does not skip it. For the predicted device-hours printed before they start.
+bool will_run(const SweepPoint& p, const std::string& point_dir,
+              const std::optional<PointRecord>& record, bool force, bool retry_failed,
+              const std::optional<MemoryLimit>& limit);
 // Whether this process is a task of a SLURM job array (SLURM_ARRAY_TASK_ID set): such a task
 // reads and writes its own points' files, not every point's (docs/running.md#job-arrays).
 bool in_slurm_array_task();
@@ -93,9 +100,15 @@ std::optional<std::string> prune_reason(const SweepPoint& candidate, const Sweep
 PointStatus status_from_exit(const Workload& workload, int exit_code, int term_signal);
 
 struct RunReport {
-  std::map<PointStatus, size_t> counts;  // the selected points' statuses after the run
+  // The selected points' statuses after the run: what this run recorded, else what their
+  // status.json says when it ended (a point another runner ran meanwhile).
+  std::map<PointStatus, size_t> counts;
   size_t ran = 0;
-  size_t busy_elsewhere = 0;  // claimed by another live runner
+  size_t busy_elsewhere = 0;  // claimed by another live runner, and still running at the end
+  // Points whose directory holds what sweepbench cannot use (a claim that is a FIFO, attempts/
+  // linked out of the tree): "DIR/<tag>/.claim: is a FIFO, ...". They did not run; nothing of
+  // theirs was touched. The run exits 4 (a file-system error).
+  std::vector<std::string> unusable;
   // Skipped by the sweep's memory_limit: asked for, so not a failure of the run (all_ok).
   size_t skipped_by_memory_limit = 0;
   int stop_signal = 0;        // a signal stopped the sweep early

@@ -31,6 +31,8 @@ StatusReport sweep_status(const std::string& out_dir) {
                        "give the --out DIR of `bench-sweep run`, `plan --out` or `submit`");
   }
   const Manifest typed = Manifest::from_value(manifest->value);
+  // Each entry's directory is read below: an edited tag ("../victim") must not lead out of DIR.
+  typed.refuse_unsafe_tags(manifest->path);
   StatusReport report;
   std::vector<PointEvidence> evidence;
   std::set<std::string> jobs;
@@ -42,10 +44,13 @@ StatusReport sweep_status(const std::string& out_dir) {
       view.index = p.index.value_or(-1);
       std::string dir = (fs::path(out_dir) / view.tag).string();
       PointEvidence e;
-      e.record = read_point_record(dir);
-      e.claim = PointClaim::inspect(dir, slurm_claim_liveness());
-      e.ranks = inspect_rank_files(dir);
       e.point_dir = dir;
+      e.dir_problem = point_dir_problem(dir);
+      if (e.dir_problem.empty()) {
+        e.record = read_point_record(dir);
+        e.claim = PointClaim::inspect(dir, slurm_claim_liveness());
+        e.ranks = inspect_rank_files(dir);
+      }
       e.submitted_job = p.slurm_job;
       for (const std::string& j :
            {e.submitted_job, e.record ? e.record->slurm_job_id : "", e.claim.holder.slurm_job_id}) {

@@ -21,6 +21,7 @@
 #include "launch/slurm.h"
 #include "layout/claim.h"
 #include "layout/manifest.h"
+#include "layout/paths.h"
 #include "layout/point_record.h"
 #include "sweep/plan_output.h"
 
@@ -209,7 +210,9 @@ std::optional<long> option_number(const std::vector<std::string>& options,
 }  // namespace
 
 void pack_array(ArrayJob* job, size_t per_task, int jobs, std::optional<long> point_seconds) {
-  job->per_task = std::max<size_t>(1, per_task);
+  // A task holds at most the job's points: --points-per-job 1000000 for 5 points asked for the
+  // time of a million (--time=41666-16:00:00).
+  job->per_task = std::clamp<size_t>(per_task, 1, std::max<size_t>(1, job->points.size()));
   const bool whole_nodes =
       std::find(job->options.begin(), job->options.end(), "--exclusive") != job->options.end();
   const bool multi_node = option_number(job->options, "--nodes").value_or(1) > 1;
@@ -300,8 +303,8 @@ SubmitReport submit_sweep(const Plan& plan, const SubmitOptions& o, std::ostream
     for (const SweepPoint* p : points_to_run(plan, o.only)) selected.insert(p->tag);
     auto runs = [&](const SweepPoint& p) {
       return selected.count(p.tag) != 0 &&
-             will_run(p, read_point_record((root / p.tag).string()), o.force, o.retry_failed,
-                      plan.info().memory_limit);
+             will_run(p, (root / p.tag).string(), read_point_record((root / p.tag).string()),
+                      o.force, o.retry_failed, plan.info().memory_limit);
     };
     out << "# " << predicted_time_line(plan, calibration_dirs(o.out_dir), runs) << "\n";
   }
@@ -315,7 +318,12 @@ SubmitReport submit_sweep(const Plan& plan, const SubmitOptions& o, std::ostream
       measured[sbatch_options(*p, plan.info().sweep_name, plan.info().sweep_path)].push_back(
           record->seconds);
     }
-    Decision d = decide(record, p->config_hash, o.force, o.retry_failed);
+    std::string rerun_why;
+    Decision d = decide_point(dir, record, p->config_hash, o.force, o.retry_failed, &rerun_why);
+    if (!rerun_why.empty()) {
+      out << "#   " << p->tag << ": status.json says ok, but " << rerun_why
+          << ": submitted again\n";
+    }
     if (d == Decision::kKeepOk) {
       out << "#   kept " << p->tag << ": ok (--force submits it again)\n";
       continue;
@@ -434,8 +442,8 @@ SubmitReport submit_sweep(const Plan& plan, const SubmitOptions& o, std::ostream
       }
     }
   }
-  fs::path submit_dir = root / "submit";
-  fs::path log_dir = submit_dir / "logs";
+  fs::path submit_dir = root / kSubmitDir;
+  fs::path log_dir = submit_dir / kLogsDir;
   check_directive_value(log_dir.string(), "--out", o.out_dir);  // it goes into --output
   std::vector<std::string> run_argv = {o.bench_sweep, "run", o.sweep_path, "--out", root.string()};
   run_argv.insert(run_argv.end(), o.run_args.begin(), o.run_args.end());

@@ -8,6 +8,7 @@
 #include "postprocess/compare.h"
 
 int main(int argc, char** argv) {
+  sweepbench::survive_closed_output();
   std::vector<std::string> args(argv + 1, argv + argc);
   // Messages are for people: what they quote of the results reaches the terminal escaped.
   sweepbench::TerminalSafeStream err(std::cerr);

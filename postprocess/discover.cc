@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/text.h"
+#include "layout/paths.h"
 #include "postprocess/extract.h"
 #include "postprocess/point_row.h"
 
@@ -58,7 +59,7 @@ class PointWalk {
     for (const fs::path& sub : subdirs) {
       std::string name = sub.filename().string();
       // History, logs and scripts are not points, nor is anything hidden.
-      if (name == "attempts" || name == "logs" || name == "submit" || starts_with(name, "."))
+      if (name == kAttemptsDir || name == kLogsDir || name == kSubmitDir || starts_with(name, "."))
         continue;
       walk(sub);
     }

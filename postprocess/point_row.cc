@@ -103,7 +103,10 @@ namespace {
 
 std::optional<Value> read_json_or_yaml(const fs::path& path, std::vector<std::string>* warnings) {
   try {
-    if (auto text = read_file_if_exists(path.string())) return parse_own_yaml(*text, path.string());
+    // A results tree's file: a link there is refused, not followed (docs/security.md).
+    if (auto text = read_file_if_exists(path.string(), kMaxSmallFile, Links::kRefuse)) {
+      return parse_own_yaml(*text, path.string());
+    }
   } catch (const Error& e) {
     warnings->push_back(path.string() + ": cannot be read: " + e.message());
   }

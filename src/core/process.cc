@@ -255,7 +255,11 @@ Spawned spawn_process(const SpawnSpec& spec) {
     struct sigaction sa {};
     sa.sa_handler = SIG_DFL;
     sigemptyset(&sa.sa_mask);
-    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2}) ::sigaction(sig, &sa, nullptr);
+    // SIGPIPE too: the tools ignore it for themselves (survive_closed_output), and an ignored
+    // signal would stay ignored across exec.
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGPIPE}) {
+      ::sigaction(sig, &sa, nullptr);
+    }
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -551,8 +555,11 @@ std::vector<std::string> end_leftover_processes(double grace_seconds, const Left
     named.push_back(std::to_string(p.pid) + " (" + p.comm + ")");
     ::kill(p.pid, SIGTERM);
   }
-  auto deadline = std::chrono::steady_clock::now() +
-                  std::chrono::milliseconds(static_cast<long>(grace_seconds * 1000));
+  // After a second stop signal nothing is given time: the user asked for everything to end now
+  // (with --jobs 2 the second point's end waited out the first point's grace, 3 s).
+  auto deadline =
+      std::chrono::steady_clock::now() +
+      std::chrono::milliseconds(g_killed.load() ? 0 : static_cast<long>(grace_seconds * 1000));
   int stops_before = g_stop_count.load();
   while (std::chrono::steady_clock::now() < deadline) {
     reap_children();

@@ -368,22 +368,30 @@ struct LaunchSettings {
 
 template <class Keys>
 void launch_keys(Keys& key) {
-  key(&LaunchSettings::ranks, "launch.ranks", 1, "MPI ranks in total (the world size)").min(1);
+  // The ranges are far past any machine (16 Mi ranks, 1 Mi nodes); they keep the predictions'
+  // arithmetic (ranks x hours, a rank's share of a model) in range (docs/security.md).
+  key(&LaunchSettings::ranks, "launch.ranks", 1, "MPI ranks in total (the world size)")
+      .min(1)
+      .max(std::int64_t{1} << 24);
   key(&LaunchSettings::nodes, "launch.nodes", 1,
       "Nodes the ranks are spread over; must divide launch.ranks")
-      .min(1);
+      .min(1)
+      .max(std::int64_t{1} << 20);
   key(&LaunchSettings::gpus_per_rank, "launch.gpus_per_rank", 0,
       "GPUs each rank asks the scheduler for; 0 = none")
-      .min(0);
+      .min(0)
+      .max(1024);
   key(&LaunchSettings::tensor_parallel, "launch.tensor_parallel", 1,
       "Tensor parallelism t (bench-train): each block's projections split over groups of t "
       "consecutive ranks (Megatron-style), data parallelism over launch.ranks / t")
       .min(1)
+      .max(std::int64_t{1} << 24)
       .hashed_unless_default()
       .only_for({"train"});
   key(&LaunchSettings::cpus_per_rank, "launch.cpus_per_rank", std::nullopt,
       "CPU cores (and compute threads) per rank; null = the node's cores / ranks on it")
-      .min(1);
+      .min(1)
+      .max(std::int64_t{1} << 20);
   key(&LaunchSettings::device, "launch.device", Device::kAuto,
       "Where each rank computes: cuda, cpu, or auto (cuda when a GPU is visible)");
   key(&LaunchSettings::launcher, "launch.launcher", "auto",

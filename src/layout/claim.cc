@@ -35,6 +35,7 @@ std::string ClaimHolder::describe() const {
 
 std::string ClaimState::describe(const std::string& point_dir) const {
   std::string claim = (fs::path(point_dir) / kClaimFile).string();
+  if (!problem.empty()) return claim + " " + problem + "; move it away";
   if (orphaned) {
     return "orphaned: its runner " + holder.describe() +
            " is gone, but the point's processes still run and hold " + claim +
@@ -82,6 +83,17 @@ bool gone_by_slurm(const ClaimHolder& h, const ClaimLiveness& gone) {
 
 bool process_is_gone(std::int64_t pid) {
   return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+}
+
+// The claim file opened read-only without blocking or following a link (core/fs.h); -1 when it
+// does not exist, or when it is no regular file, with *problem saying what it is.
+int open_claim(const std::string& path, std::string* problem) {
+  try {
+    return open_regular_file(path, Links::kRefuse);
+  } catch (const Error& e) {
+    *problem = e.message();
+    return -1;
+  }
 }
 
 enum class Lock { kTaken, kHeld, kUnsupported };
@@ -133,8 +145,11 @@ Lock try_lock(int fd, int operation) {
 ClaimState PointClaim::inspect(const std::string& point_dir, const ClaimLiveness& gone) {
   ClaimState state;
   std::string path = (fs::path(point_dir) / kClaimFile).string();
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return state;
+  int fd = open_claim(path, &state.problem);
+  if (fd < 0) {
+    state.present = !state.problem.empty();
+    return state;
+  }
   // A shared lock taken and dropped at once: free means nobody holds the exclusive one.
   judge(fd, try_lock(fd, LOCK_SH), path, gone, &state);
   ::close(fd);  // drops the shared lock, if taken
@@ -179,7 +194,14 @@ std::optional<PointClaim> PointClaim::acquire(const std::string& point_dir, Clai
       return PointClaim(path, fd);
     }
     if (errno != EEXIST) throw io_error(path, "cannot create the claim");
-    fd = high(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    std::string problem;
+    fd = open_claim(path, &problem);
+    if (!problem.empty()) {
+      // A FIFO there blocked every runner, status and bench-extract for ever; a dangling link
+      // read as "claimed by :0".
+      throw Error(ErrorKind::kIo, Mark::in(path), "", problem,
+                  "sweepbench writes a regular file there: move it away, then run again");
+    }
     if (fd < 0) continue;  // released between the two opens
     ClaimState state;
     judge(fd, try_lock(fd, LOCK_EX), path, gone, &state);

@@ -31,6 +31,10 @@ struct ClaimState {
   bool held = false;      // its lock is held: by a runner, or by the point's processes
   bool orphaned = false;  // held, but the runner it names (on this host) is gone
   bool stale = false;     // present, and nothing runs the point: the next runner takes it over
+  // Why the claim's entry is no claim sweepbench made: "is a FIFO, not a regular file: ...", "is
+  // a symbolic link (to X): ..."; "" for a claim file. Such an entry is never opened for more
+  // than a look (a FIFO would block), never locked and never taken over.
+  std::string problem;
   ClaimHolder holder;
   // For messages: "claimed by ...", with what to do when it is orphaned or unreadable.
   std::string describe(const std::string& point_dir) const;
@@ -54,7 +58,8 @@ using ClaimLiveness = std::function<bool(const ClaimHolder&)>;
 class PointClaim {
  public:
   // Claims DIR/<tag> (taking a stale claim over); when it is taken, returns nullopt and fills
-  // *busy with what holds it.
+  // *busy with what holds it. Throws Error(kIo) naming DIR/<tag>/.claim when that is not a
+  // regular file (ClaimState::problem): the point cannot be claimed until it is moved away.
   static std::optional<PointClaim> acquire(const std::string& point_dir, ClaimState* busy,
                                            const ClaimLiveness& gone = {});
   // The claim as it is now; changes nothing.

@@ -42,4 +42,20 @@ bool is_results_file_name(const std::string& name) {
   return is_rank_file_name(name);
 }
 
+bool is_reserved_name(const std::string& name) {
+  for (const char* dir : {kSubmitDir, kAttemptsDir, kLogsDir, kProfileDir}) {
+    if (name == dir) return true;
+  }
+  return is_results_file_name(name);
+}
+
+std::string point_dir_name_problem(const std::string& tag) {
+  if (tag.empty()) return "it is empty";
+  if (tag == "." || tag == "..") return "it is '" + tag + "', not a directory of its own";
+  if (tag.find('/') != std::string::npos) return "it holds '/': a path, not one directory's name";
+  if (tag.find('\0') != std::string::npos) return "it holds a NUL character";
+  if (is_reserved_name(tag)) return "'" + tag + "' is a name sweepbench uses for its own files";
+  return "";
+}
+
 }  // namespace sweepbench

@@ -2,6 +2,7 @@
 //
 //   DIR/manifest.json              the plan: every point's tag, index, scenario, repeat, state
 //   DIR/.lock                      serializes read-modify-write of the manifest
+//   DIR/submit/                    bench-sweep submit's batch scripts and their logs
 //   DIR/<tag>/config.yaml          the point's resolved config
 //   DIR/<tag>/status.json          how the point ended (the runner's record)
 //   DIR/<tag>/.claim               the runner that is running it
@@ -28,6 +29,8 @@ inline constexpr const char* kClaimFile = ".claim";
 inline constexpr const char* kSummaryFile = "summary.json";
 inline constexpr const char* kLogsDir = "logs";
 inline constexpr const char* kAttemptsDir = "attempts";
+inline constexpr const char* kSubmitDir = "submit";
+inline constexpr const char* kProfileDir = "profile";
 
 // "rank-00003.h5" for rank 3.
 std::string rank_file_name(std::int64_t rank);
@@ -41,5 +44,13 @@ std::string profile_trace_path(std::int64_t rank);
 bool is_rank_file_name(const std::string& name);
 // True for any of the file names above: no tool writes its own output under such a name.
 bool is_results_file_name(const std::string& name);
+// True for a name sweepbench itself gives to an entry of DIR or of a point directory (the files
+// above, submit/, attempts/, logs/, profile/): bench-extract's walk passes over the directories
+// among them, so no point may be named so.
+bool is_reserved_name(const std::string& name);
+// Why `tag` cannot name a point directory directly inside DIR: "" when it can. A results tree is
+// untrusted input (a manifest may have been edited): a tag must be one plain path component, not
+// "", "." or "..", without '/' or NUL, and not one of sweepbench's own names.
+std::string point_dir_name_problem(const std::string& tag);
 
 }  // namespace sweepbench

@@ -151,7 +151,7 @@ std::string status_path(const std::string& point_dir) {
 
 std::optional<PointRecord> read_point_record(const std::string& point_dir) {
   std::string path = status_path(point_dir);
-  std::optional<std::string> text = read_file_if_exists(path);
+  std::optional<std::string> text = read_file_if_exists(path, kMaxSmallFile, Links::kRefuse);
   if (!text) return std::nullopt;
   Value v;
   try {
@@ -181,7 +181,21 @@ int archive_previous_attempt(const std::string& point_dir) {
   if (ec) throw Error(ErrorKind::kIo, Mark::in(point_dir), "", "cannot list: " + ec.message(), "");
   if (to_move.empty()) return 0;
   fs::path attempts = fs::path(point_dir) / kAttemptsDir;
-  make_directories(attempts.string());
+  // attempts/ is read as untrusted (docs/security.md): a link there would carry the previous
+  // attempt's rank files, summary and logs out of the results tree.
+  struct stat st {};
+  if (::lstat(attempts.c_str(), &st) == 0) {
+    if (S_ISLNK(st.st_mode) || !S_ISDIR(st.st_mode)) {
+      std::string what = S_ISLNK(st.st_mode)
+                             ? tree_file_problem(attempts.string())
+                             : "is not a directory: sweepbench keeps earlier attempts in one";
+      throw Error(ErrorKind::kIo, Mark::in(attempts.string()), "",
+                  what + "; the previous attempt was not moved, and the point did not run",
+                  "move it away, then run again");
+    }
+  } else if (::mkdir(attempts.c_str(), 0755) != 0 && errno != EEXIST) {
+    throw io_error(attempts.string(), "cannot create");
+  }
   int n = 1;
   while (fs::exists(attempts / std::to_string(n), ec)) ++n;
   fs::path dest = attempts / std::to_string(n);

@@ -163,12 +163,19 @@ std::optional<std::uint64_t> le_uint(const std::string& b, size_t at, size_t siz
 
 std::string hdf5_file_problem(const std::string& path) {
   static const char kSignature[] = "\x89HDF\r\n\x1a\n";
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // Without blocking (a FIFO) or following a link out of the tree (core/fs.h).
+  if (std::string why = tree_file_problem(path); !why.empty()) return why;
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return std::string("cannot be opened: ") + std::strerror(errno);
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
+    int err = errno;
     ::close(fd);
-    return std::string("cannot be read: ") + std::strerror(errno);
+    return std::string("cannot be read: ") + std::strerror(err);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return "is not a regular file";
   }
   std::uint64_t size = static_cast<std::uint64_t>(st.st_size);
   // The superblock is at 0, or after a user block of 512, 1024, 2048, ... bytes.
@@ -222,7 +229,8 @@ RankFilesEvidence inspect_rank_files(const std::string& point_dir) {
   if (ec) flag("its directory cannot be read (" + ec.message() + ")");
   out.count = static_cast<int>(names.size());
   try {
-    if (auto text = read_file_if_exists((fs::path(point_dir) / kSummaryFile).string())) {
+    if (auto text = read_file_if_exists((fs::path(point_dir) / kSummaryFile).string(),
+                                        kMaxSmallFile, Links::kRefuse)) {
       Value s = parse_yaml(*text, kSummaryFile);
       if (s.is_map()) {
         out.run_status = text_field(s, "status");
@@ -254,7 +262,36 @@ RankFilesEvidence inspect_rank_files(const std::string& point_dir) {
   return out;
 }
 
-PointView decide_point_status(const PointEvidence& e, const std::optional<SlurmJobStates>& slurm) {
+std::string point_dir_problem(const std::string& point_dir) {
+  struct stat st {};
+  if (::lstat(point_dir.c_str(), &st) != 0) return "";
+  if (S_ISLNK(st.st_mode)) {
+    std::error_code ec;
+    fs::path target = fs::read_symlink(point_dir, ec);
+    return "is a symbolic link" + (ec ? std::string() : " (to " + target.string() + ")") +
+           ": sweepbench never follows a point directory's link";
+  }
+  if (!S_ISDIR(st.st_mode)) return "is not a directory";
+  return "";
+}
+
+PointView decide_point_status(const PointEvidence& evidence,
+                              const std::optional<SlurmJobStates>& slurm) {
+  if (!evidence.dir_problem.empty()) {
+    PointView v;
+    v.status = PointStatus::kIncomplete;
+    v.note = evidence.point_dir + " " + evidence.dir_problem;
+    return v;
+  }
+  // A claim that is no claim file (a FIFO, a link) says nothing of who runs the point: the
+  // point's state comes from the rest, and the note says what is in the way of the next run.
+  PointEvidence without_claim;
+  const bool bad_claim = !evidence.claim.problem.empty();
+  if (bad_claim) {
+    without_claim = evidence;
+    without_claim.claim = ClaimState();
+  }
+  const PointEvidence& e = bad_claim ? without_claim : evidence;
   bool runner_gone = false;
   PointView v = merge_with_slurm(e, slurm, &runner_gone);
   const RankFilesEvidence& ranks = e.ranks;
@@ -279,7 +316,22 @@ PointView decide_point_status(const PointEvidence& e, const std::optional<SlurmJ
       v.note = "no rank files: they were moved or deleted";
     }
   }
+  if (bad_claim) {
+    std::string claim = evidence.claim.describe(evidence.point_dir);
+    v.note = v.note.empty() ? claim : v.note + "; " + claim;
+  }
   return v;
+}
+
+std::string ok_results_problem(const std::string& point_dir, const PointRecord& record) {
+  PointEvidence e;
+  e.point_dir = point_dir;
+  e.dir_problem = point_dir_problem(point_dir);
+  e.record = record;
+  if (e.dir_problem.empty()) e.ranks = inspect_rank_files(point_dir);
+  PointView v = decide_point_status(e, std::nullopt);
+  if (v.status == PointStatus::kOk) return "";
+  return v.note.empty() ? "its files say " + to_string(v.status) : v.note;
 }
 
 }  // namespace sweepbench

@@ -56,7 +56,14 @@ struct PointEvidence {
   RankFilesEvidence ranks;
   std::string point_dir;      // for messages that name the claim file
   std::string submitted_job;  // "123_4" from the manifest, "" if never submitted
+  // Why DIR/<tag> itself cannot be read as a point (point_dir_problem): "" when it can. Then
+  // nothing else above was read, and the point is incomplete.
+  std::string dir_problem;
 };
+
+// Why `point_dir` cannot be read as a point directory without leaving the tree: "is a symbolic
+// link (to X): ..." or "is a FIFO, not a directory"; "" when it is a directory or does not exist.
+std::string point_dir_problem(const std::string& point_dir);
 
 struct PointView {
   std::int64_t index = -1;
@@ -74,5 +81,10 @@ struct PointView {
 // The point's status from its files and SLURM's answer (nullopt: not asked, or no answer).
 PointView decide_point_status(const PointEvidence& evidence,
                               const std::optional<SlurmJobStates>& slurm);
+
+// Why a point whose status.json says ok (`record`) is not ok by its files, as `bench-sweep
+// status` and bench-extract decide it: "rank-00000.h5 is missing (world_size 2)", "no rank
+// files: ..."; "" when its results read back. The runner keeps an ok point only then.
+std::string ok_results_problem(const std::string& point_dir, const PointRecord& record);
 
 }  // namespace sweepbench

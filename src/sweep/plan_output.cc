@@ -565,14 +565,14 @@ PlanWriteResult write_plan(const Plan& plan, const std::string& out_dir,
 
   // Check everything first; write nothing if anything is wrong.
   std::string manifest_path = (root / kManifestFile).string();
-  std::optional<std::string> manifest_text = read_file_if_exists(manifest_path);
+  std::optional<std::string> manifest_text = read_file_if_exists(manifest_path, kMaxSmallFile, Links::kRefuse);
   Value existing_manifest;
   if (manifest_text) {
     try {
       existing_manifest = parse_own_yaml(*manifest_text, manifest_path);
     } catch (const Error& e) {
       throw conflict(manifest_path, "cannot be read: " + e.message(),
-                     "move it away, or info into another --out");
+                     "move it away, or plan into another --out");
     }
     const Value* sweep = existing_manifest.is_map() ? existing_manifest.find("sweep") : nullptr;
     if (sweep == nullptr || !sweep->is_string()) {
@@ -605,20 +605,22 @@ PlanWriteResult write_plan(const Plan& plan, const std::string& out_dir,
     }
     if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) {
       conflicts.push_back(conflict(dir.string(), "exists and is not a directory",
-                                   "move it away, or info into another --out"));
+                                   "move it away, or plan into another --out"));
       return Need::kNothing;
     }
-    std::optional<std::string> old = read_file_if_exists(path);
+    std::optional<std::string> old = read_file_if_exists(path, kMaxSmallFile, Links::kRefuse);
     if (!old) return Need::kWrite;
     if (*old == text) return Need::kNothing;
     std::string old_hash = existing_hash(path, *old);
     if (old_hash == p.config_hash) return Need::kUpdate;
     conflicts.push_back(conflict(
         path,
-        "holds another config (config_hash " +
-            (old_hash.empty() ? std::string("unreadable") : old_hash.substr(0, 12)) +
-            ", the info's is " + p.config_hash.substr(0, 12) + ")",
-        "nothing was changed; info into another --out, or move " + dir.string() + " away"));
+        (old_hash.empty()
+             ? std::string("holds no config this plan can compare (no config_hash line, and it "
+                           "does not read as a config")
+             : "holds another config (config_hash " + old_hash.substr(0, 12)) +
+            "; the plan's is " + p.config_hash.substr(0, 12) + ")",
+        "nothing was changed; plan into another --out, or move " + dir.string() + " away"));
     return Need::kNothing;
   };
   PlanWriteResult result;
@@ -656,7 +658,7 @@ PlanWriteResult write_plan(const Plan& plan, const std::string& out_dir,
   if (!conflicts.empty()) {
     // Something changed the directory between the two passes.
     throw Error(ErrorKind::kConflict, conflicts.front().mark(), "",
-                conflicts.front().message() + " (it changed while the info was written)",
+                conflicts.front().message() + " (it changed while the plan was written)",
                 conflicts.front().hint());
   }
   std::string new_manifest = sweepbench::manifest_text(existing_manifest, plan, only);

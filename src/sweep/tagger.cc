@@ -9,6 +9,7 @@
 #include "core/schema.h"
 #include "core/text.h"
 #include "core/user_regex.h"
+#include "layout/paths.h"
 
 namespace sweepbench {
 namespace {
@@ -304,6 +305,12 @@ bool is_safe_tag(std::string_view tag, std::string* why) {
   if (tag[0] == '.' || tag[0] == '-')
     return fail("it starts with '" + std::string(1, tag[0]) + "'");
   if (tag.find("..") != std::string_view::npos) return fail("it contains '..'");
+  // DIR/manifest.json, DIR/submit/ and a point's own entries (logs/, attempts/) are sweepbench's:
+  // a point of that name ran, and bench-extract passed it over without a word.
+  if (is_reserved_name(std::string(tag))) {
+    return fail("'" + std::string(tag) +
+                "' is a name sweepbench gives its own files and directories");
+  }
   return true;
 }
 

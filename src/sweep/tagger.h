@@ -33,7 +33,9 @@ using TagFormatPiece = TextPiece;
 std::vector<TagFormatPiece> parse_tag_format(const std::string& format, const Mark& mark);
 
 // 1 to 120 characters from [A-Za-z0-9._=+-] (and braces, which only {{ }} can produce), no "..",
-// not starting with '.' or '-'. `why` (optional) receives the reason when it is not.
+// not starting with '.' or '-', and not a name sweepbench uses itself (layout/paths.h's
+// is_reserved_name: manifest.json, submit, logs, attempts, ...). `why` (optional) receives the
+// reason when it is not.
 bool is_safe_tag(std::string_view tag, std::string* why = nullptr);
 
 // A value as tag text: numbers as Python prints them, strings reduced to [A-Za-z0-9._+-]

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -23,6 +24,26 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::Contains;
 using ::testing::HasSubstr;
+
+// A rank file as the layout checks it without HDF5 (layout/point_status.h): a version-2
+// superblock whose end-of-file address is the file's size. Only the runner reads it here (no
+// program runs), and a file that is not one makes an ok point incomplete, run again.
+std::string sound_rank_file() {
+  std::string b("\x89HDF\r\n\x1a\n", 8);
+  b += '\x02';  // superblock version
+  b += '\x08';  // size of offsets
+  b += '\x08';  // size of lengths
+  b += '\x00';  // flags
+  auto address = [&](std::uint64_t v) {
+    for (int i = 0; i < 8; ++i) b += static_cast<char>((v >> (8 * i)) & 0xff);
+  };
+  address(0);                  // base address
+  address(~std::uint64_t{0});  // no superblock extension
+  address(48);                 // end of file
+  address(0);                  // root group
+  b += std::string(4, '\0');   // checksum (not checked)
+  return b;
+}
 
 // Processes that end in the order they started, each with the exit code its point is given
 // (by the value of params.i in its tag), writing its rank file first when it exits 0 (unless
@@ -61,7 +82,8 @@ class StandIn : public ProcessRunner {
       e.pid = pid;
       e.result.exit_code = exit_code.count(key) ? exit_code.at(key) : 0;
       if (e.result.exit_code == 0 && !no_results.count(key)) {
-        std::ofstream(fs::path(dirs_[pid]) / "rank-00000.h5") << "results";
+        std::ofstream(fs::path(dirs_[pid]) / "rank-00000.h5", std::ios::binary)
+            << sound_rank_file();
       }
       return e;
     }
@@ -93,26 +115,27 @@ struct Sweep {
     out = dir.path() + "/out";
     write_plan(plan, out);
   }
-  RunReport run(StandIn& processes, int jobs, std::vector<std::string> prune = {}) {
+  RunReport run(StandIn& processes, int jobs, std::vector<std::string> prune = {},
+                bool retry_failed = false) {
     RunOptions o;
     o.out_dir = out;
     o.jobs = jobs;
     o.processes = &processes;
     o.prune_after_oom = std::move(prune);
+    o.retry_failed = retry_failed;
     o.programs["bench-command"] = "/bin/true";
     LaunchSite site;
     site.cpus_on_node = 4;
     std::ostringstream said;
     return run_sweep(plan, o, site, said);
   }
-  PointRecord record(int i) const {
+  std::string dir_of(int i) const {
     for (const SweepPoint& p : plan.points()) {
-      if (p.tag.rfind("i=" + std::to_string(i) + ".", 0) == 0) {
-        return read_point_record(out + "/" + p.tag).value();
-      }
+      if (p.tag.rfind("i=" + std::to_string(i) + ".", 0) == 0) return out + "/" + p.tag;
     }
     throw std::logic_error("no such point");
   }
+  PointRecord record(int i) const { return read_point_record(dir_of(i)).value(); }
 };
 
 TEST(RunLoop, JobsTwoRunsTwoPointsAtOnceEachOnCpusOfItsOwn) {
@@ -168,6 +191,53 @@ TEST(RunLoop, ExitZeroWithoutResultsIsAFailureAndOkPointsAreKeptOnTheNextRun) {
   s.run(second, 2);
   EXPECT_TRUE(second.started.empty());
   EXPECT_EQ(s.record(2).status, PointStatus::kOk);
+}
+
+// Issue 51 case 7: an ok point whose rank file was deleted or cut was kept ("kept: ok", exit 0)
+// while status and bench-extract called it incomplete. It is kept only when its results read
+// back; otherwise it runs again, its leftovers moved to attempts/.
+TEST(RunLoop, AnOkPointWhoseRankFileIsGoneOrCutRunsAgain) {
+  Sweep s;
+  StandIn first;
+  ASSERT_TRUE(s.run(first, 1).all_ok());
+  fs::remove(s.dir_of(1) + "/rank-00000.h5");
+  fs::resize_file(s.dir_of(2) + "/rank-00000.h5", 20);
+  StandIn second;
+  EXPECT_TRUE(s.run(second, 1).all_ok());
+  ASSERT_EQ(second.started.size(), 2u);
+  EXPECT_EQ(second.started[0].tag.substr(0, 4), "i=1.");
+  EXPECT_EQ(second.started[1].tag.substr(0, 4), "i=2.");
+  EXPECT_EQ(s.record(1).attempt, 2);
+  EXPECT_TRUE(fs::exists(s.dir_of(2) + "/attempts/1/rank-00000.h5"));
+  StandIn third;
+  s.run(third, 1);
+  EXPECT_TRUE(third.started.empty());
+}
+
+// Issue 51 case 8: with --retry-failed --jobs 2, the larger points were pruned by the old
+// out-of-memory end of the point being retried beside them, which then ended ok. What a point
+// this run runs again did before prunes nothing.
+TEST(RunLoop, ARetriedOutOfMemoryPointPrunesByItsNewEndNotItsOld) {
+  Sweep s;
+  StandIn first;
+  first.exit_code["i=2"] = 20;
+  s.run(first, 1, {"params.i"});
+  ASSERT_EQ(s.record(3).status, PointStatus::kSkipped);
+  StandIn retry;  // every point ends ok now
+  RunReport report = s.run(retry, 2, {"params.i"}, true);
+  EXPECT_TRUE(report.all_ok());
+  for (int i : {2, 3, 4}) EXPECT_EQ(s.record(i).status, PointStatus::kOk) << i;
+  // And when the retry runs out of memory again, the points after it are pruned by it.
+  Sweep again;
+  StandIn oom;
+  oom.exit_code["i=2"] = 20;
+  again.run(oom, 1, {"params.i"});
+  StandIn still;
+  still.exit_code["i=2"] = 20;
+  again.run(still, 1, {"params.i"}, true);
+  EXPECT_EQ(again.record(2).status, PointStatus::kOom);
+  EXPECT_EQ(again.record(2).attempt, 2);
+  EXPECT_EQ(again.record(3).status, PointStatus::kSkipped);
 }
 
 }  // namespace

@@ -130,6 +130,18 @@ TEST(Packing, TasksRunSeveralPointsWithJobsAndAskForWhatTheyRunAtOnce) {
   EXPECT_THAT(arrays[0].run_options, ElementsAre("--jobs", "1"));
 }
 
+// Issue 51: --points-per-job 1000000 for 5 points asked for the time of a million points
+// (--time=41666-16:00:00). A task holds the job's points at most.
+TEST(Packing, ATaskAsksForTheTimeOfThePointsItHoldsAtMost) {
+  Plan plan = plan_text("name: sub\naxes:\n  params.i: [1, 2, 3, 4, 5]\n");
+  std::vector<ArrayJob> arrays = group_into_arrays(all(plan), "sub", "s.yaml", 1001, 1000000);
+  ASSERT_EQ(arrays.size(), 1u);
+  EXPECT_EQ(arrays[0].tasks(), 1u);
+  pack_array(&arrays[0], 1000000, 1, 60);
+  EXPECT_THAT(arrays[0].options, ::testing::Contains("--time=00:05:00"));
+  EXPECT_EQ(arrays[0].per_task, 5u);
+}
+
 TEST(Packing, MaxArraySizeCountsTasksNotPoints) {
   Plan plan = plan_text("name: sub\naxes:\n  params.i: [1, 2, 3, 4, 5, 6, 7]\n");
   std::vector<ArrayJob> arrays = group_into_arrays(all(plan), "sub", "s.yaml", 2, 2);

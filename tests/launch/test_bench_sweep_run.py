@@ -423,28 +423,38 @@ class Orphans(unittest.TestCase):
             proc.kill()
             proc.wait()
             point = self.point_dir(out, 0)
-            # The rerun finds the orphan holding the point: it reports it and starts nothing.
-            r = run("run", s, "--out", out, "--only", "0", "--bench-train", wrapper, check=1)
-            self.assertIn("running (orphaned)", r.stdout)
-            self.assertIn("orphaned: its runner", r.stdout)
+            # The rerun finds the orphan holding the point: it says so, waits for it and starts
+            # nothing meanwhile (issue 51: it used to end "running (orphaned)", NOT ALL OK, and
+            # a third run was needed).
+            said = os.path.join(tmp, "rerun.txt")
+            with open(said, "w") as log:
+                rerun = subprocess.Popen([BENCH_SWEEP, "run", s, "--out", out, "--bench-train",
+                                          wrapper], env=ENV, stdout=log,
+                                         stderr=subprocess.STDOUT)
+
+            def rerun_said():
+                with open(said) as f:
+                    return f.read()
+            wait_until(lambda: "# waiting for" in rerun_said(), 60, "the rerun to wait")
+            self.assertIn("is gone, but the point's processes still run", rerun_said())
+            time.sleep(1)
+            self.assertIsNone(rerun.poll(), rerun_said())
             self.assertFalse(os.path.exists(os.path.join(point, "attempts")), "nothing moved")
+            self.assertFalse(os.path.exists(os.path.join(self.point_dir(out, 1), "logs")),
+                             "nothing starts beside an orphan")
             st = json.loads(run("status", "--out", out, "--format", "json", check=0).stdout)
             self.assertEqual(st["points"][0]["status"], "running")
             self.assertTrue(st["points"][0]["orphaned"])
             table = run("status", "--out", out, check=0).stdout
             self.assertIn("running (orphaned)", table)
-            # The orphan ends with its results; only then does a rerun take the point over, and
+            # The orphan ends with its results; only then does the rerun take the point over, and
             # finding its run finished and whole, records it instead of running it again.
             open(release, "w").close()
-            wait_until(lambda: os.path.exists(os.path.join(point, "summary.json")), 120,
-                       "the orphan to finish")
-            wait_until(lambda: not bench_train_pids(out), 120, "bench-train to end")
-            self.assertEqual(read_json(os.path.join(point, "summary.json"))["status"], "ok")
-            r = run("run", s, "--out", out, check=0)
-            self.assertEqual(set(statuses(out).values()), {"ok"}, r.stdout)
-            self.assertIn("recovered: its runner died before recording the point", r.stdout)
+            self.assertEqual(rerun.wait(timeout=300), 0, rerun_said())
+            self.assertEqual(set(statuses(out).values()), {"ok"}, rerun_said())
+            self.assertIn("recovered: its runner died before recording the point", rerun_said())
             # Nothing lost: the orphan's results are the point's.
-            self.assertFalse(os.path.exists(os.path.join(point, "attempts")), r.stdout)
+            self.assertFalse(os.path.exists(os.path.join(point, "attempts")), rerun_said())
             self.assertEqual(read_json(os.path.join(point, "status.json"))["attempt"], 1)
 
 
