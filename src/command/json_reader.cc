@@ -20,9 +20,10 @@ namespace sweepbench {
 
 void JsonPatterns::add(const std::vector<std::string>& tokens, bool records_too) {
   patterns_.push_back({tokens, false});
-  // json_values reads a list at the top with a token that is neither "*" nor an index as its
-  // records, each with the whole pointer (llama-bench -o json).
-  if (records_too && !tokens.empty() && tokens.front() != "*" && !parse_int64(tokens.front())) {
+  // json_values reads a list at the top as its records, each with the whole pointer
+  // (llama-bench -o json), when the first token is not "*" and does not index the list (an
+  // index past its end included: `/1/a` on a list of one record reads the record's "1").
+  if (records_too && !tokens.empty() && tokens.front() != "*") {
     std::vector<std::string> below = {"*"};
     below.insert(below.end(), tokens.begin(), tokens.end());
     patterns_.push_back({below, true});
@@ -84,7 +85,9 @@ using Reach = JsonPatterns::Reach;
 class JsonTextBuf : public std::streambuf {
  public:
   using Read = std::function<ssize_t(char*, size_t)>;  // <0: errno set; 0: the end
-  JsonTextBuf(Read read, JsonStop stop) : read_(std::move(read)), stop_(std::move(stop)) {}
+  // `chunk`: the bytes read at a time (a line's text needs no 64 KiB buffer).
+  JsonTextBuf(Read read, JsonStop stop, size_t chunk = kChunk)
+      : read_(std::move(read)), stop_(std::move(stop)), chunk_(std::max<size_t>(chunk, 16)) {}
   int error() const { return error_; }
   bool stopped() const { return stopped_; }
 
@@ -92,7 +95,7 @@ class JsonTextBuf : public std::streambuf {
   int_type underflow() override {
     if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
     out_.clear();
-    while (out_.size() < kChunk) {
+    while (out_.size() < chunk_) {
       if (pos_ == end_ && !fill(1)) break;
       const char c = raw_[pos_];
       if (in_string_) {
@@ -144,7 +147,7 @@ class JsonTextBuf : public std::streambuf {
         end_ -= pos_;
         pos_ = 0;
       }
-      if (raw_.size() < kChunk) raw_.resize(kChunk);
+      if (raw_.size() < chunk_) raw_.resize(chunk_);
       if (stop_ && ++reads_ % 16 == 0 && stop_()) {
         stopped_ = true;
         eof_ = true;
@@ -166,6 +169,7 @@ class JsonTextBuf : public std::streambuf {
 
   Read read_;
   JsonStop stop_;
+  size_t chunk_;
   std::vector<char> raw_;
   size_t pos_ = 0, end_ = 0, reads_ = 0;
   bool eof_ = false, in_string_ = false, escaped_ = false, stopped_ = false;
@@ -353,8 +357,8 @@ Parsed parse_with(JsonTextBuf& buf, PrunedBuilder& builder) {
   Parsed p;
   try {
     p.ok = nlohmann::json::sax_parse(in, &builder, nlohmann::json::input_format_t::json, true);
-  } catch (const std::exception&) {
-    p.ok = false;
+  } catch (const nlohmann::json::exception&) {
+    p.ok = false;  // what parse_error did not stop (it stops every syntax error)
   }
   p.root_done = builder.done();
   p.stopped = buf.stopped();
@@ -377,7 +381,7 @@ bool parse_json_text(const std::string& text, const JsonPatterns& patterns, Valu
         at += k;
         return static_cast<ssize_t>(k);
       },
-      {});
+      {}, text.size() + 16);
   PrunedBuilder builder(patterns);
   if (!parse_with(buf, builder).ok) return false;
   *out = std::move(builder.root());
@@ -418,6 +422,16 @@ JsonFileRead read_json_documents(const std::string& path, const JsonPatterns& pa
       result.problem = "nests deeper than " + std::to_string(kMaxKeptDepth) +
                        " levels where a metric's pointer reaches: not read";
       return result;
+    }
+    if (p.root_done && builder.root_is_list()) {
+      // A whole list of records, then something else (a wrapper's "done" after llama-bench
+      // -o json): the records, as before (a pretty-printed list read line by line gives none).
+      std::vector<Value>& items = builder.root().items();
+      if (std::any_of(items.begin(), items.end(), [](const Value& v) { return v.is_map(); })) {
+        for (const Value& item : items) sink(item);
+        result.documents = items.size();
+        return result;
+      }
     }
     if (!p.root_done) {
       // Cut short: a list at the top gives its items that ended (a program killed while it
@@ -460,7 +474,8 @@ JsonFileRead read_json_documents(const std::string& path, const JsonPatterns& pa
       return true;
     }
     if (lines == JsonLines::kAmongText) return true;  // not JSON after all (a Python dict)
-    result.problem = "line " + std::to_string(number) + " is not JSON";
+    result.problem = "line " + std::to_string(number) +
+                     (was_cut ? " is longer than 1 MiB: not read as JSON" : " is not JSON");
     return false;
   };
   while (true) {

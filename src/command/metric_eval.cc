@@ -121,7 +121,10 @@ bool for_each_logical_line(const std::string& path, bool unwrap,
       // of lines quadratic (3.2 MB/s).
       pending.erase(pending.find_last_not_of(" \t") + 1);
       pending += ' ';
-      pending.append(line, line.find_first_not_of(" \t"));
+      // Past rich's indent (spaces; tabs may follow, or be all there is).
+      if (size_t start = line.find_first_not_of(" \t"); start != std::string::npos) {
+        pending.append(line, start);
+      }
       while (!pending.empty() && (pending.back() == ' ' || pending.back() == '\t')) {
         pending.pop_back();
       }
@@ -488,7 +491,8 @@ class JsonMetrics {
       CommandMetric& m = r->m;
       if (output) {
         if (!error.empty() || !got.problem.empty()) {
-          m.problem = "the program's output cannot be read: " + (error.empty() ? got.problem : error);
+          m.problem =
+              "the program's output cannot be read: " + (error.empty() ? got.problem : error);
         }
         if (got.salvaged > 0) r->salvaged = salvaged_note(r->spec->file, got.salvaged);
         continue;

@@ -228,6 +228,26 @@ TEST(Parsers, Fairseq2JoinsTheLinesRichWrapped) {
   EXPECT_EQ(m["lapse_time"].value, 5.5);  // "Lapse" and "Time: 5s" were on two lines
   EXPECT_EQ(m["wall_time"].value, 11.5);
   EXPECT_EQ(m["compute_time"].value, 3.5);
+  // A continuation of rich's indent and tabs only (issue 51's review: joining it in place
+  // threw std::out_of_range, an internal error of bench-command).
+  Logs tabs("",
+            "2026-11-26 17:06:37 INFO     fairseq2 - Train Metrics (step 2) - NLL Loss: 1.5 |\n"
+            "                             \t\t\n"
+            "                             Elements per Second: 244\n");
+  m = by_name(read_metrics(spec_of("  parser: fairseq2\n").metrics, tabs.out));
+  EXPECT_EQ(m["elements_per_second"].value, 244.5);
+}
+
+// A record wrapped into a hundred thousand lines is joined in linear time (each piece copied the
+// line so far: quadratic, 3.2 MB/s on three million lines; bench/json_metrics.py measures it).
+TEST(Parsers, AWrappedRecordOfManyLinesIsJoinedWhole) {
+  std::string log = "2026-11-26 17:06:37 INFO     fairseq2 - Train Metrics (step 2) - NLL Loss: "
+                    "1.5 | Elements per Second: 244 |\n";
+  for (int i = 0; i < 100'000; ++i) log += std::string(29, ' ') + "more words of the record\n";
+  Logs run("", log);
+  auto m = by_name(read_metrics(spec_of("  parser: fairseq2\n").metrics, run.out));
+  EXPECT_EQ(m["elements_per_second"].value, 244.5);
+  EXPECT_EQ(m["nll_loss"].value, 1.5);
 }
 
 TEST(Parsers, HfTrainerReadsTheFinalDictOfTransformers4And5) {
@@ -587,7 +607,9 @@ TEST(ReadMetrics, LargeJsonOutputIsReadALineAtATime) {
 // Issue 51 case 3: a valid 5.5 MB vllm.json (1.1 million latencies) failed after 31 s with
 // "line 1 is not JSON" (a document of more than a million values went to JSON lines), and a
 // 4.5 MB one took 54 s and 606 MB, parsed again for every metric. Now a document of any size is
-// streamed once for every metric that reads it, keeping what their pointers reach.
+// streamed once for every metric that reads it, keeping what their pointers reach. This checks
+// the values; that the file is read once shows in bench/json_metrics.py (40 metrics cost what 1
+// does, docs/performance.md).
 TEST(ReadMetrics, ALargeJsonDocumentIsStreamedOnceForEveryMetric) {
   std::string doc = "{\"itls\": [";
   for (int i = 0; i < 1'100'000; ++i) doc += (i ? "," : "") + std::to_string(i % 97) + ".5";
@@ -645,6 +667,27 @@ TEST(ReadMetrics, PrunedDocumentsKeepIndicesRecordsAndWholeValues) {
   EXPECT_FALSE(m[2].found);
   EXPECT_THAT(m[2].problem, HasSubstr("/obj is a map"));
   EXPECT_EQ(m[3].value, 2);
+}
+
+// What the review of issue 51 found the streamed reader read otherwise than the old one: a whole
+// list of records followed by a wrapper's words (the records, not JSON lines that give none); a
+// first token that indexes past a list's end (its records, as the pointer resolves it); a line
+// longer than a MiB (said so).
+TEST(ReadMetrics, TheStreamedReaderReadsAsTheWholeDocumentDid) {
+  Logs run("[\n  {\"n_prompt\": 0, \"n_gen\": 16, \"avg_ts\": 110.5},\n"
+           "  {\"n_prompt\": 0, \"n_gen\": 16, \"avg_ts\": 120.5}\n]\ndone\n",
+           "");
+  run.dir.write("one.json", "[{\"1\": {\"a\": 4}}]");
+  run.dir.write("long.jsonl", "{\"a\": 1}\n{\"a\": \"" + std::string(size_t{1} << 20, 'x') +
+                                  "\"}\n");
+  std::vector<CommandMetric> m = read(
+      "    - {name: tg, from: json stdout, pointer: /avg_ts, reduce: mean}\n"
+      "    - {name: past, from: json one.json, pointer: /1/a}\n"
+      "    - {name: long, from: json long.jsonl, pointer: /a}\n",
+      run);
+  EXPECT_EQ(m[0].value, 115.5);
+  EXPECT_EQ(m[1].value, 4);
+  EXPECT_EQ(m[2].problem, "long.jsonl line 2 is longer than 1 MiB: not read as JSON");
 }
 
 // Nesting a million deep, a document that never ends and bytes that are not JSON: a problem
