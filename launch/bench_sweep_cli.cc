@@ -85,7 +85,7 @@ const char* const kRunHelp =
 
 Usage: bench-sweep run SWEEP.yaml --out DIR [--scenario NAME]... [--only INDEX|TAG,...]
                        [--set KEY=VALUE]... [--dry-run] [--force] [--retry-failed]
-                       [--jobs N|auto]
+                       [--jobs N|auto] [--orphan-wait SECONDS]
 
 Plans exactly as `bench-sweep plan --out DIR` does, then runs the points in order. Each point
 runs its workload's program (the key `benchmark`: train runs `bench-train`, infer `bench-infer`,
@@ -95,10 +95,13 @@ overrides), in its container if it names one. Its logs go
 to DIR/<tag>/logs/, its status (ok, oom, failed, timeout, cancelled, skipped, ...) to
 DIR/<tag>/status.json and the manifest. A point that fails never stops the sweep.
 
-Running again keeps every ok point with the same config_hash and reruns the points that were
-interrupted (cancelled, timeout, preempted, or whose runner died); failed and oom points rerun
-only with --retry-failed, and --force reruns everything. An earlier attempt's files move to
-DIR/<tag>/attempts/N/: nothing is deleted. Two runners on the same DIR never run one point twice.
+Running again keeps every ok point with the same config_hash whose results read back and reruns
+the points that were interrupted (cancelled, timeout, preempted, or whose runner died); failed
+and oom points rerun only with --retry-failed, and --force reruns everything. An earlier
+attempt's files move to DIR/<tag>/attempts/N/: nothing is deleted. Two runners on the same DIR
+never run one point twice; a point whose killed runner's processes still run is waited for
+(--orphan-wait, 600 s), then run. A point whose directory holds what sweepbench cannot use (a
+claim that is a FIFO or a link) is not run, and the run exits 4.
 Ctrl-C (or SIGTERM) stops the running points after their current step, records them as
 cancelled and stops; a second Ctrl-C kills them.
 
@@ -419,7 +422,10 @@ int run_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       "force", "Rerun points that are already ok")("retry-failed",
                                                    "Rerun points that failed or ran out of memory")(
       "jobs,j", po::value<std::string>()->default_value("1"),
-      "Points at once, each on CPUs and GPUs of its own: a number, or auto (as many as fit)");
+      "Points at once, each on CPUs and GPUs of its own: a number, or auto (as many as fit)")(
+      "orphan-wait", po::value<double>()->default_value(600),
+      "Seconds to wait for the processes a killed runner left running a point (they stop after "
+      "their step) before reporting it running (orphaned) and going on; 0: no wait");
   add_program_options(desc, "to run (default: the one beside bench-sweep, else PATH's)");
   po::variables_map vm = parse_with_sweep(args, desc);
   if (vm.count("help")) {
@@ -439,6 +445,11 @@ int run_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   run.retry_failed = vm.count("retry-failed") > 0;
   run.dry_run = vm.count("dry-run") > 0;
   run.jobs = parse_jobs(vm["jobs"].as<std::string>());
+  run.orphan_wait_seconds = vm["orphan-wait"].as<double>();
+  if (!(run.orphan_wait_seconds >= 0 && run.orphan_wait_seconds <= 1e6)) {
+    throw Error::input(Mark::in("--orphan-wait"), "", "must be from 0 to 1,000,000 seconds",
+                       "--orphan-wait 600 (the default), or 0 not to wait");
+  }
   if (terminal != nullptr && ::isatty(STDOUT_FILENO) != 0) {
     const char* term = std::getenv("TERM");
     if (term != nullptr && *term != '\0' && std::string(term) != "dumb") run.terminal = terminal;

@@ -360,6 +360,9 @@ class OrphanWait {
   OrphanWait() : since_(std::chrono::steady_clock::now()) {}
   // Whether it is time to try the point again.
   bool due() const { return std::chrono::steady_clock::now() >= next_try_; }
+  double waited() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - since_).count();
+  }
   // Sleeps until the next try, a stop signal cutting it short.
   void sleep() const {
     while (!due() && received_stop_signal() == 0) ::usleep(20'000);
@@ -464,9 +467,8 @@ class SweepRun {
       auto it = records_.find(p.tag);
       const std::optional<PointRecord> record =
           it == records_.end() ? std::nullopt : std::optional<PointRecord>(it->second);
-      return will_run(p, point_dir(p), record, o_.force, o_.retry_failed,
-                      plan_.info().memory_limit) &&
-             !pruned(p);
+      return decide_here(p, record) == Decision::kRun &&
+             !memory_limit_skip(p, record, plan_.info().memory_limit) && !pruned(p);
     };
     // A job array's task does not calibrate: that would read every point's results in every
     // task. `bench-sweep submit` printed the calibrated line once, and `plan --estimate
@@ -480,6 +482,22 @@ class SweepRun {
   }
 
   std::string point_dir(const SweepPoint& p) const { return (root_ / p.tag).string(); }
+
+  // decide_point, with an ok point's results checked once a run (the predicted cost and the
+  // point's start both ask; each check lists the directory and opens every rank file).
+  // *rerun_why (optional): why an ok point runs again.
+  Decision decide_here(const SweepPoint& p, const std::optional<PointRecord>& record,
+                       std::string* rerun_why = nullptr) {
+    Decision d = decide(record, p.config_hash, o_.force, o_.retry_failed);
+    if (d != Decision::kKeepOk) return d;
+    auto it = results_checked_.find(p.tag);
+    if (it == results_checked_.end()) {
+      it = results_checked_.emplace(p.tag, ok_results_problem(point_dir(p), *record)).first;
+    }
+    if (it->second.empty()) return d;
+    if (rerun_why != nullptr) *rerun_why = it->second;
+    return Decision::kRun;
+  }
   std::string config_path(const SweepPoint& p) const {
     return (root_ / p.tag / kConfigFile).string();
   }
@@ -522,13 +540,19 @@ class SweepRun {
       try {
         now = read_point_record(point_dir(*p));
       } catch (const Error&) {
-        // Unreadable now: left as it was seen.
+        // Unreadable now: counted as still running there, as it was seen.
       }
-      if (now && now->config_hash == p->config_hash && now->status != PointStatus::kRunning) {
-        records_[tag] = *now;
+      if (now && now->status != PointStatus::kRunning) {
+        // Ended: as it ended, when it ran this plan's config; else it is still to run.
+        if (now->config_hash == p->config_hash) {
+          records_[tag] = *now;
+        } else {
+          records_.erase(tag);
+        }
         continue;
       }
-      PointRecord running;
+      // Running there still (or starting: its record not written yet).
+      PointRecord running = now.value_or(PointRecord());
       running.status = PointStatus::kRunning;
       records_[tag] = running;
       ++report_.busy_elsewhere;
@@ -633,8 +657,7 @@ class SweepRun {
     std::optional<PointRecord> record;
     if (auto it = records_.find(p.tag); it != records_.end()) record = it->second;
     std::string rerun_why;
-    const Decision d =
-        decide_point(point_dir(p), record, p.config_hash, o_.force, o_.retry_failed, &rerun_why);
+    const Decision d = decide_here(p, record, &rerun_why);
     std::string fate;
     if (!rerun_why.empty()) fate = "would run again: status.json says ok, but " + rerun_why;
     if (d == Decision::kKeepOk) {
@@ -728,10 +751,21 @@ class SweepRun {
         if (!placement) break;  // it waits for a running point to end; the rest wait with it
         Started started = start_point(p, commands[next], next, n, needs, *placement);
         if (started.orphaned) {
-          pool_.give_back(*placement);
           if (!orphan) orphan.emplace();
-          if (std::string line = orphan->line(p.tag, *started.orphaned); !line.empty()) say(line);
-          break;
+          if (orphan->waited() < o_.orphan_wait_seconds) {
+            pool_.give_back(*placement);
+            if (std::string line = orphan->line(p.tag, *started.orphaned); !line.empty()) {
+              say(line);
+            }
+            break;
+          }
+          // Waited long enough (--orphan-wait): said, and the sweep goes on without it.
+          ++report_.busy_elsewhere;
+          busy_points_.push_back(&p);
+          row(p, "running (orphaned)",
+              *started.orphaned + "; not waited for past --orphan-wait " +
+                  seconds_text(o_.orphan_wait_seconds) + " s: run again once they have ended");
+          started = Started{};
         }
         orphan.reset();
         ++next;
@@ -793,7 +827,6 @@ class SweepRun {
       std::string what = e.mark().known() ? e.mark().str() + ": " + e.message() : e.message();
       if (!e.hint().empty()) what += " (" + e.hint() + ")";
       report_.unusable.push_back(what);
-      unusable_tags_.insert(p.tag);
       row(p, "not run", what);
       return {};
     }
@@ -804,8 +837,7 @@ class SweepRun {
     std::optional<PointRecord> record;
     if (auto it = records_.find(p.tag); it != records_.end()) record = it->second;
     std::string rerun_why;
-    Decision d =
-        decide_point(point_dir(p), record, p.config_hash, o_.force, o_.retry_failed, &rerun_why);
+    Decision d = decide_here(p, record, &rerun_why);
     if (d == Decision::kKeepOk) {
       // The references may have changed since it ran: checked again, and recorded when the
       // point is free to write and still holds the run that was checked (another runner may
@@ -900,49 +932,62 @@ class SweepRun {
       r.beside.emplace();
     }
     archive_previous_attempt(point_dir(p));
-    // Checked when the point is about to start, so that a larger point queued while a smaller
-    // one ran out of memory beside it is still skipped.
-    if (std::optional<std::string> prune = pruned(p)) {
-      r.status = PointStatus::kSkipped;
-      r.reason = *prune;
-      r.ended = r.started;
+    // Past here the previous attempt has moved aside: a failure to start (a log that cannot be
+    // created, no process to be had) is this attempt's end, recorded as such.
+    try {
+      // Checked when the point is about to start, so that a larger point queued while a smaller
+      // one ran out of memory beside it is still skipped.
+      if (std::optional<std::string> prune = pruned(p)) {
+        r.status = PointStatus::kSkipped;
+        r.reason = *prune;
+        r.ended = r.started;
+        finish(p, r);
+        row(p, "skipped", *prune);
+        return {};
+      }
+      r.status = PointStatus::kRunning;
+      write_point_record(point_dir(p), r);
+      manifest_.set(p.tag, manifest_fields(r));
+      std::string where;
+      if (packing() && in_allocation()) {
+        where = ", on " + r.nodes + ", " + plural(static_cast<size_t>(needs.cpus_per_rank), "CPU") +
+                " a rank";
+      } else if (packing()) {
+        where = ", CPUs " + r.cpus + (r.gpus.empty() ? "" : ", GPUs " + r.gpus);
+      }
+      say("# " + std::to_string(i + 1) + "/" + std::to_string(n) + " running " + p.tag + " (" +
+          cmd.launcher + ", " + plural(static_cast<size_t>(p.settings.launch.ranks), "rank") +
+          where + ")" + progress_.eta_text() + "\n");
+
+      std::map<std::string, std::string> env = cmd.env;
+      // Its processes carry the point's tag: what one leaves behind is known as its own.
+      env["SWEEPBENCH_POINT"] = p.tag;
+      if (packing()) {
+        // Its share of the machine: the GPUs it asked for and no others (srun's --gpus-per-task
+        // says which in an allocation), and as many compute threads a rank as it has CPUs
+        // (bench-train reads it when launch.cpus_per_rank is null).
+        if (!in_allocation() && pool_.gpu_count() > 0) env["CUDA_VISIBLE_DEVICES"] = r.gpus;
+        env["SWEEPBENCH_CPUS_PER_RANK"] = std::to_string(needs.cpus_per_rank);
+      }
+      fs::path logs = fs::path(point_dir(p)) / kLogsDir;
+      make_directories(logs.string());
+      run->t0 = std::chrono::steady_clock::now();
+      run->pid = processes_.start(
+          cmd.argv, env, (logs / "stdout.txt").string(), (logs / "stderr.txt").string(),
+          claim->fd(), packing() && !in_allocation() ? placement.cpus : std::vector<int>{});
+      run->claim.emplace(std::move(*claim));
+      run->placement = placement;
+      return {std::move(run), std::nullopt};
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kIo) throw;
+      r.status = PointStatus::kFailed;
+      r.reason =
+          "could not start: " + (e.mark().known() ? e.mark().str() + ": " : "") + e.message();
+      r.ended = utc_now_iso8601();
       finish(p, r);
-      row(p, "skipped", *prune);
+      row(p, "failed", r.reason);
       return {};
     }
-    r.status = PointStatus::kRunning;
-    write_point_record(point_dir(p), r);
-    manifest_.set(p.tag, manifest_fields(r));
-    std::string where;
-    if (packing() && in_allocation()) {
-      where = ", on " + r.nodes + ", " + plural(static_cast<size_t>(needs.cpus_per_rank), "CPU") +
-              " a rank";
-    } else if (packing()) {
-      where = ", CPUs " + r.cpus + (r.gpus.empty() ? "" : ", GPUs " + r.gpus);
-    }
-    say("# " + std::to_string(i + 1) + "/" + std::to_string(n) + " running " + p.tag + " (" +
-        cmd.launcher + ", " + plural(static_cast<size_t>(p.settings.launch.ranks), "rank") + where +
-        ")" + progress_.eta_text() + "\n");
-
-    std::map<std::string, std::string> env = cmd.env;
-    // Its processes carry the point's tag: what one leaves behind is known as its own.
-    env["SWEEPBENCH_POINT"] = p.tag;
-    if (packing()) {
-      // Its share of the machine: the GPUs it asked for and no others (srun's --gpus-per-task
-      // says which in an allocation), and as many compute threads a rank as it has CPUs
-      // (bench-train reads it when launch.cpus_per_rank is null).
-      if (!in_allocation() && pool_.gpu_count() > 0) env["CUDA_VISIBLE_DEVICES"] = r.gpus;
-      env["SWEEPBENCH_CPUS_PER_RANK"] = std::to_string(needs.cpus_per_rank);
-    }
-    fs::path logs = fs::path(point_dir(p)) / kLogsDir;
-    make_directories(logs.string());
-    run->t0 = std::chrono::steady_clock::now();
-    run->pid = processes_.start(
-        cmd.argv, env, (logs / "stdout.txt").string(), (logs / "stderr.txt").string(), claim->fd(),
-        packing() && !in_allocation() ? placement.cpus : std::vector<int>{});
-    run->claim.emplace(std::move(*claim));
-    run->placement = placement;
-    return {std::move(run), std::nullopt};
   }
 
   // Records how a started point ended. `others`: the points still running beside it.
@@ -1148,12 +1193,13 @@ class SweepRun {
   ResourcePool pool_;
   Progress progress_;
   std::map<std::string, PointRecord> records_;
+  // Each kept ok point's ok_results_problem, checked once (decide_here).
+  std::map<std::string, std::string> results_checked_;
   // Selected points this run runs again whose old record must not prune (load_records), until
   // they end in this run.
   std::set<std::string> to_rerun_;
   // Points another runner held when this run reached them (reread_busy_points).
   std::vector<const SweepPoint*> busy_points_;
-  std::set<std::string> unusable_tags_;  // RunReport::unusable's points
   std::vector<const SweepPoint*> timed_out_;
   RunReport report_;
 };

@@ -63,6 +63,10 @@ struct RunOptions {
   int jobs = 1;
   // A terminal to keep one live progress line on (raw: it takes control sequences), or none.
   std::ostream* terminal = nullptr;
+  // --orphan-wait: how long a point whose claim the orphaned processes of a killed runner hold is
+  // waited for (they stop after their current step) before the run reports it running
+  // (orphaned) and goes on; nothing else starts meanwhile. 0: not waited for.
+  double orphan_wait_seconds = 600;
   // The processes' seam; nullptr: real_processes().
   ProcessRunner* processes = nullptr;
 };

@@ -179,12 +179,23 @@ bool metric_higher_is_better(const std::string& metric, const std::vector<Row>& 
 // every point pooled into one sample.
 void check_named_columns(const std::vector<Row>& a, const std::vector<Row>& b,
                          const CompareOptions& o) {
-  std::set<std::string> columns, numeric;
+  // Every measured column sweepbench writes counts as known even where no row has it (every
+  // point of both sides failed: inconclusive, exit 9 with --fail-on, not a typo).
+  std::set<std::string> columns(metric_columns().begin(), metric_columns().end()), numeric;
+  std::set<std::string> text;  // columns with a cell that is words, not a number
   for (const std::vector<Row>* rows : {&a, &b}) {
     for (const Row& r : *rows) {
+      // A command's metrics are its units map's names, whether its points measured them or not.
+      std::vector<std::string> declared;
+      add_command_metrics(r, &declared);
+      columns.insert(declared.begin(), declared.end());
       for (const auto& [c, v] : r) {
         columns.insert(c);
-        if (cell_number(r, c)) numeric.insert(c);
+        if (cell_number(r, c)) {
+          numeric.insert(c);
+        } else if (v.is_string() && !v.as_string().empty()) {
+          text.insert(c);
+        }
       }
     }
   }
@@ -199,7 +210,7 @@ void check_named_columns(const std::vector<Row>& a, const std::vector<Row>& b,
       throw Error::input(Mark::in("--metric " + m), "", "neither side has this column",
                          near_hint(m, numeric, "`bench-extract --columns` lists the columns"));
     }
-    if (numeric.count(m) == 0) {
+    if (numeric.count(m) == 0 && text.count(m) > 0) {
       throw Error::input(Mark::in("--metric " + m), "",
                          "is not a metric: no cell of it on either side is a number",
                          "compare a measured column, such as train_tokens_per_second");

@@ -200,7 +200,8 @@ std::optional<PointClaim> PointClaim::acquire(const std::string& point_dir, Clai
       // A FIFO there blocked every runner, status and bench-extract for ever; a dangling link
       // read as "claimed by :0".
       throw Error(ErrorKind::kIo, Mark::in(path), "", problem,
-                  "sweepbench writes a regular file there: move it away, then run again");
+                  "a claim is a regular file sweepbench writes and locks: move that away, then "
+                  "run again");
     }
     if (fd < 0) continue;  // released between the two opens
     ClaimState state;

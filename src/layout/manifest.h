@@ -46,9 +46,9 @@ struct ManifestPoint {
   std::string config_hash;  // "" when absent
   bool in_sweep = true;     // false: planned earlier, no longer in the sweep
   std::string slurm_job;    // the array task submit queued it as ("123_4"), "" if never
-  // Why the tag cannot name a directory inside DIR (layout/paths.h's point_dir_name_problem:
-  // "../victim", an absolute path, "."): "" when it can. Such an entry was not written by
-  // sweepbench; nothing reads a directory by it.
+  // Why the tag cannot name a directory inside DIR without leaving it (layout/paths.h's
+  // point_dir_name_problem: "../victim", an absolute path, "."): "" when it can. Such an entry was
+  // not written by sweepbench; nothing reads a directory by it.
   std::string tag_problem;
 };
 

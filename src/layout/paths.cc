@@ -43,7 +43,7 @@ bool is_results_file_name(const std::string& name) {
 }
 
 bool is_reserved_name(const std::string& name) {
-  for (const char* dir : {kSubmitDir, kAttemptsDir, kLogsDir, kProfileDir}) {
+  for (const char* dir : {kSubmitDir, kAttemptsDir, kLogsDir}) {
     if (name == dir) return true;
   }
   return is_results_file_name(name);
@@ -54,7 +54,6 @@ std::string point_dir_name_problem(const std::string& tag) {
   if (tag == "." || tag == "..") return "it is '" + tag + "', not a directory of its own";
   if (tag.find('/') != std::string::npos) return "it holds '/': a path, not one directory's name";
   if (tag.find('\0') != std::string::npos) return "it holds a NUL character";
-  if (is_reserved_name(tag)) return "'" + tag + "' is a name sweepbench uses for its own files";
   return "";
 }
 

@@ -30,7 +30,6 @@ inline constexpr const char* kSummaryFile = "summary.json";
 inline constexpr const char* kLogsDir = "logs";
 inline constexpr const char* kAttemptsDir = "attempts";
 inline constexpr const char* kSubmitDir = "submit";
-inline constexpr const char* kProfileDir = "profile";
 
 // "rank-00003.h5" for rank 3.
 std::string rank_file_name(std::int64_t rank);
@@ -45,12 +44,12 @@ bool is_rank_file_name(const std::string& name);
 // True for any of the file names above: no tool writes its own output under such a name.
 bool is_results_file_name(const std::string& name);
 // True for a name sweepbench itself gives to an entry of DIR or of a point directory (the files
-// above, submit/, attempts/, logs/, profile/): bench-extract's walk passes over the directories
-// among them, so no point may be named so.
+// above, submit/, attempts/, logs/): bench-extract's walk passes over those directories, and the
+// files are the tree's own, so the tagger gives no point such a name.
 bool is_reserved_name(const std::string& name);
-// Why `tag` cannot name a point directory directly inside DIR: "" when it can. A results tree is
-// untrusted input (a manifest may have been edited): a tag must be one plain path component, not
-// "", "." or "..", without '/' or NUL, and not one of sweepbench's own names.
+// Why `tag` cannot name a directory inside DIR without leaving it: "" when it can. A results tree
+// is untrusted input (a manifest may have been edited): a tag must be one plain path component,
+// not "", "." or "..", without '/' or NUL.
 std::string point_dir_name_problem(const std::string& tag);
 
 }  // namespace sweepbench

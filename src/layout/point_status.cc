@@ -228,6 +228,12 @@ RankFilesEvidence inspect_rank_files(const std::string& point_dir) {
   }
   if (ec) flag("its directory cannot be read (" + ec.message() + ")");
   out.count = static_cast<int>(names.size());
+  // A summary.json that is a link or a special file is not the run's (its status would be
+  // someone else's): the files do not make one run.
+  if (std::string why = tree_file_problem((fs::path(point_dir) / kSummaryFile).string());
+      !why.empty()) {
+    flag(std::string(kSummaryFile) + " " + why);
+  }
   try {
     if (auto text = read_file_if_exists((fs::path(point_dir) / kSummaryFile).string(),
                                         kMaxSmallFile, Links::kRefuse)) {

@@ -227,7 +227,8 @@ TEST(RunLoop, ARetriedOutOfMemoryPointPrunesByItsNewEndNotItsOld) {
   RunReport report = s.run(retry, 2, {"params.i"}, true);
   EXPECT_TRUE(report.all_ok());
   for (int i : {2, 3, 4}) EXPECT_EQ(s.record(i).status, PointStatus::kOk) << i;
-  // And when the retry runs out of memory again, the points after it are pruned by it.
+  // And when the retry runs out of memory again, the points after it are pruned by its new end
+  // (one at a time, as before the fix: a guard that the fix keeps pruning).
   Sweep again;
   StandIn oom;
   oom.exit_code["i=2"] = 20;

@@ -419,7 +419,13 @@ class Extract(unittest.TestCase):
         r = extract("-i", os.path.join(self.root, "grid"), "--format", "table")
         lines = r.stdout.splitlines()
         self.assertEqual(len(lines), 1 + 4)
-        self.assertLessEqual(max(len(line) for line in lines), 120, r.stdout)
+        # 120 columns, the reason cut to fit; but a reason keeps 24 characters at least, so a
+        # table whose other columns are wider (a noisy run adds `cv`, as a loaded machine makes
+        # one) may pass 120 by its reason's floor, and no more.
+        for line in lines:
+            if len(line) > 120:
+                self.assertTrue(line.endswith("\u2026") and len(line.split("  ")[-1]) == 24,
+                                r.stdout)
         header = lines[0].lstrip("#").split()
         # index; the axes in the sweep file's order (eval.micro_batch follows train.micro_batch
         # and is left out); training's headline metrics with units; status and reason, since
