@@ -22,18 +22,10 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "support"))
 from e2e import BIN, BENCH_SWEEP, ENV, bench_sweep, read_json  # noqa: E402
+from test_trust import tool  # noqa: E402  (rounds 1 and 2's: a binary of ours, bounded)
 
 # Each command here must end in seconds; a hang is the failure these tests look for.
 QUICK = 60
-
-
-def tool(name, *args, check=None, timeout=QUICK):
-    r = subprocess.run([os.path.join(BIN, name), *args], env=ENV, capture_output=True, text=True,
-                       timeout=timeout)
-    if check is not None and r.returncode != check:
-        raise AssertionError(f"{name} {' '.join(args)}: exit {r.returncode}, wanted {check}\n"
-                             f"{r.stdout}\n{r.stderr}")
-    return r
 
 
 def sweep(tmp, name, script, values=(1, 2), metrics=None, extra=""):
@@ -49,6 +41,27 @@ def sweep(tmp, name, script, values=(1, 2), metrics=None, extra=""):
                 f"    metrics:\n" + "".join(f"      - {m}\n" for m in metrics) + extra +
                 f"axes:\n  params.n: {json.dumps(list(values))}\n")
     return path
+
+
+def ran(tmp, name, script, **kw):
+    """The sweep `sweep()` writes, run once into TMP/out (every point ok); (sweep, out)."""
+    s = sweep(tmp, name, script, **kw)
+    out = os.path.join(tmp, "out")
+    bench_sweep("run", s, "--out", out, check=0, timeout=QUICK)
+    return s, out
+
+
+def wait_until_running(test, out, n, seconds=20):
+    """Until the `n` points of OUT all say running in their status.json."""
+    deadline = time.time() + seconds
+    while True:
+        try:
+            if [status_of(d)["status"] for d in points(out)] == ["running"] * n:
+                return
+        except (OSError, ValueError, KeyError):
+            pass  # the plan or a record being written
+        test.assertLess(time.time(), deadline, "the points did not start")
+        time.sleep(0.05)
 
 
 def points(out):
@@ -67,9 +80,7 @@ class UntrustedTree(unittest.TestCase):
         # Case 1: run --force (with or without --jobs 2), status and bench-extract blocked for
         # ever opening the FIFO, and ignored SIGTERM.
         with tempfile.TemporaryDirectory() as tmp:
-            s = sweep(tmp, "fifo", "echo value $2")
-            out = os.path.join(tmp, "out")
-            bench_sweep("run", s, "--out", out, check=0, timeout=QUICK)
+            s, out = ran(tmp, "fifo", "echo value $2")
             first, second = points(out)
             claim = os.path.join(first, ".claim")
             os.mkfifo(claim)
@@ -94,9 +105,7 @@ class UntrustedTree(unittest.TestCase):
     def test_a_dangling_claim_link_with_force_is_refused_not_reported_ok(self):
         # Case 15: "running elsewhere: claimed by :0", then "# OK" and exit 0 without a rerun.
         with tempfile.TemporaryDirectory() as tmp:
-            s = sweep(tmp, "dangle", "echo value $2", values=[1])
-            out = os.path.join(tmp, "out")
-            bench_sweep("run", s, "--out", out, check=0, timeout=QUICK)
+            s, out = ran(tmp, "dangle", "echo value $2", values=[1])
             (point,) = points(out)
             os.symlink(os.path.join(tmp, "nowhere"), os.path.join(point, ".claim"))
             r = bench_sweep("run", s, "--out", out, "--force", check=4, timeout=QUICK)
@@ -123,9 +132,7 @@ class UntrustedTree(unittest.TestCase):
     def test_attempts_linked_out_of_the_tree_moves_nothing(self):
         # Case 5: run --force moved the previous attempt through the link, out of --out, exit 0.
         with tempfile.TemporaryDirectory() as tmp:
-            s = sweep(tmp, "attempts", "echo value $2", values=[1])
-            out = os.path.join(tmp, "out")
-            bench_sweep("run", s, "--out", out, check=0, timeout=QUICK)
+            s, out = ran(tmp, "attempts", "echo value $2", values=[1])
             (point,) = points(out)
             before = sorted(os.listdir(point))
             elsewhere = os.path.join(tmp, "elsewhere")
@@ -141,9 +148,7 @@ class UntrustedTree(unittest.TestCase):
     def test_manifest_tags_that_leave_the_tree_are_refused(self):
         # Case 6: tags ../victim, an absolute path, "." or "" were read and listed as ok points.
         with tempfile.TemporaryDirectory() as tmp:
-            s = sweep(tmp, "tags", "echo value $2", values=[1])
-            out = os.path.join(tmp, "out")
-            bench_sweep("run", s, "--out", out, check=0, timeout=QUICK)
+            s, out = ran(tmp, "tags", "echo value $2", values=[1])
             victim = os.path.join(tmp, "victim")
             os.mkdir(victim)
             with open(os.path.join(victim, "status.json"), "w") as f:
@@ -163,9 +168,7 @@ class UntrustedTree(unittest.TestCase):
     def test_an_ok_point_whose_rank_file_is_gone_or_cut_runs_again(self):
         # Case 7: status and extract said incomplete, but run kept it ("kept: ok", "# OK", exit 0).
         with tempfile.TemporaryDirectory() as tmp:
-            s = sweep(tmp, "lost", "echo value $2")
-            out = os.path.join(tmp, "out")
-            bench_sweep("run", s, "--out", out, check=0, timeout=QUICK)
+            s, out = ran(tmp, "lost", "echo value $2")
             first, second = points(out)
             os.remove(os.path.join(first, "rank-00000.h5"))
             os.truncate(os.path.join(second, "rank-00000.h5"), 4096)
@@ -311,16 +314,9 @@ class Runner(unittest.TestCase):
             out = os.path.join(tmp, "out")
             p = subprocess.Popen([BENCH_SWEEP, "run", s, "--out", out], env=ENV,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            wait_until_running(self, out, 1)
+            (point,) = points(out)
             deadline = time.time() + 20
-            while True:
-                try:
-                    (point,) = points(out)
-                    if status_of(point)["status"] == "running":
-                        break
-                except (OSError, ValueError, KeyError):
-                    pass
-                self.assertLess(time.time(), deadline, "the point did not start")
-                time.sleep(0.05)
             time.sleep(0.3)
             p.kill()
             p.wait()
@@ -361,15 +357,7 @@ class Runner(unittest.TestCase):
             out = os.path.join(tmp, "out")
             p = subprocess.Popen([BENCH_SWEEP, "run", s, "--out", out, "--jobs", "2"], env=ENV,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            deadline = time.time() + 20
-            while True:
-                try:
-                    if [status_of(d)["status"] for d in points(out)] == ["running"] * 2:
-                        break
-                except (OSError, ValueError, KeyError):
-                    pass
-                self.assertLess(time.time(), deadline, "the points did not start")
-                time.sleep(0.05)
+            wait_until_running(self, out, 2)
             time.sleep(0.5)
             p.send_signal(signal.SIGINT)
             time.sleep(1.3)
@@ -475,9 +463,7 @@ class Messages(unittest.TestCase):
         # Questionable, decided: `-o NODE -f` replaced a character device or FIFO with a
         # regular file (as root, -o /dev/null -f would replace the system's).
         with tempfile.TemporaryDirectory() as tmp:
-            s = sweep(tmp, "node", "echo value $2", values=[1, 2])
-            out = os.path.join(tmp, "out")
-            bench_sweep("run", s, "--out", out, check=0, timeout=QUICK)
+            s, out = ran(tmp, "node", "echo value $2", values=[1, 2])
             fifo = os.path.join(tmp, "table.csv")
             os.mkfifo(fifo)
             for target, kind in (("/dev/null", "a character device"), (fifo, "a FIFO")):
