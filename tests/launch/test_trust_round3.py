@@ -372,6 +372,34 @@ class Runner(unittest.TestCase):
                                      r"\d+ \(sleep\)")
 
 
+class JsonAtScale(unittest.TestCase):
+    """Case 3, end to end: a valid vllm.json of 1.1 million latencies (5.5 MB) through the vllm
+    parser. It failed "vllm.json line 1 is not JSON" after 31 s (a 4.5 MB one took 54 s and
+    606 MB); each metric parsed the document again."""
+
+    def test_a_large_vllm_json_is_read_by_every_metric_of_the_parser(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            doc = os.path.join(tmp, "big.json")
+            with open(doc, "w") as f:
+                f.write('{"duration": 12.5, "completed": 900, "request_throughput": 71.75, '
+                        '"mean_ttft_ms": 3.25, "itls": [')
+                f.write(", ".join("0.00%d" % (i % 97) for i in range(1_100_000)))
+                f.write('], "ttfts": [NaN, 1.5]}')
+            self.assertGreater(os.path.getsize(doc), 5_000_000)
+            path = os.path.join(tmp, "vllm.yaml")
+            with open(path, "w") as f:
+                f.write("name: vllm\nbase:\n  benchmark: command\n  command:\n"
+                        f"    argv: [cp, {doc}, '{{out}}/vllm.json']\n    parser: vllm\n")
+            out = os.path.join(tmp, "out")
+            bench_sweep("run", path, "--out", out, check=0, timeout=QUICK)
+            (point,) = points(out)
+            summary = read_json(os.path.join(point, "summary.json"))
+            self.assertEqual(summary["status"], "ok", summary)
+            self.assertEqual(summary["metrics"]["request_throughput"], 71.75)
+            self.assertEqual(summary["metrics"]["completed"], 900)
+            self.assertEqual(summary["metrics"]["mean_ttft_ms"], 3.25)
+
+
 class Directions(unittest.TestCase):
     """Deliver 5: one direction per metric, by its unit, everywhere."""
 
