@@ -488,15 +488,8 @@ class SweepRun {
   // *rerun_why (optional): why an ok point runs again.
   Decision decide_here(const SweepPoint& p, const std::optional<PointRecord>& record,
                        std::string* rerun_why = nullptr) {
-    Decision d = decide(record, p.config_hash, o_.force, o_.retry_failed);
-    if (d != Decision::kKeepOk) return d;
-    auto it = results_checked_.find(p.tag);
-    if (it == results_checked_.end()) {
-      it = results_checked_.emplace(p.tag, ok_results_problem(point_dir(p), *record)).first;
-    }
-    if (it->second.empty()) return d;
-    if (rerun_why != nullptr) *rerun_why = it->second;
-    return Decision::kRun;
+    return decide_point(point_dir(p), record, p.config_hash, o_.force, o_.retry_failed,
+                        rerun_why, &results_checked_[p.tag]);
   }
   std::string config_path(const SweepPoint& p) const {
     return (root_ / p.tag / kConfigFile).string();
@@ -533,7 +526,6 @@ class SweepRun {
   // this run ends, rather than what it was when this run passed them (they may have ended ok
   // meanwhile). One still running elsewhere is counted running.
   void reread_busy_points() {
-    report_.busy_elsewhere = 0;
     for (const SweepPoint* p : busy_points_) {
       const std::string& tag = p->tag;
       std::optional<PointRecord> now;
@@ -609,7 +601,6 @@ class SweepRun {
         PointClaim::acquire(point_dir(p), &busy, slurm_claim_liveness());
     if (!claim) {
       limit_skipped_.erase(p.tag);
-      ++report_.busy_elsewhere;
       busy_points_.push_back(&p);
       row(p, "running", "elsewhere: " + busy.describe(point_dir(p)));
       return true;
@@ -760,7 +751,6 @@ class SweepRun {
             break;
           }
           // Waited long enough (--orphan-wait): said, and the sweep goes on without it.
-          ++report_.busy_elsewhere;
           busy_points_.push_back(&p);
           row(p, "running (orphaned)",
               *started.orphaned + "; not waited for past --orphan-wait " +
@@ -824,8 +814,7 @@ class SweepRun {
       return try_start_point(p, planned, i, n, needs, placement);
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::kIo) throw;
-      std::string what = e.mark().known() ? e.mark().str() + ": " + e.message() : e.message();
-      if (!e.hint().empty()) what += " (" + e.hint() + ")";
+      const std::string what = e.what();  // "PATH: MESSAGE (HINT)"
       report_.unusable.push_back(what);
       row(p, "not run", what);
       return {};
@@ -886,7 +875,6 @@ class SweepRun {
                              " is gone, but the point's processes still run (they stop after "
                              "their current step)"};
       }
-      ++report_.busy_elsewhere;
       busy_points_.push_back(&p);
       row(p, "running", "elsewhere: " + busy.describe(point_dir(p)));
       return {};
@@ -1194,7 +1182,7 @@ class SweepRun {
   Progress progress_;
   std::map<std::string, PointRecord> records_;
   // Each kept ok point's ok_results_problem, checked once (decide_here).
-  std::map<std::string, std::string> results_checked_;
+  std::map<std::string, std::optional<std::string>> results_checked_;
   // Selected points this run runs again whose old record must not prune (load_records), until
   // they end in this run.
   std::set<std::string> to_rerun_;
@@ -1215,15 +1203,17 @@ std::optional<std::string> memory_limit_skip(const SweepPoint& p,
 
 Decision decide_point(const std::string& point_dir, const std::optional<PointRecord>& record,
                       const std::string& config_hash, bool force, bool retry_failed,
-                      std::string* rerun_why) {
+                      std::string* rerun_why, std::optional<std::string>* checked) {
   Decision d = decide(record, config_hash, force, retry_failed);
   if (d != Decision::kKeepOk) return d;
   // Kept only when its results read back, as status and bench-extract read them: an ok point
   // whose rank file was deleted or cut was kept for ever ("kept: ok", "# OK") while every
   // table called it incomplete.
-  std::string problem = ok_results_problem(point_dir, *record);
-  if (problem.empty()) return d;
-  if (rerun_why != nullptr) *rerun_why = problem;
+  std::optional<std::string> fresh;
+  std::optional<std::string>& problem = checked != nullptr ? *checked : fresh;
+  if (!problem) problem = ok_results_problem(point_dir, *record);
+  if (problem->empty()) return d;
+  if (rerun_why != nullptr) *rerun_why = *problem;
   return Decision::kRun;
 }
 

@@ -82,10 +82,12 @@ std::optional<std::string> memory_limit_skip(const SweepPoint& p,
                                              const std::optional<MemoryLimit>& limit);
 // decide(), and for a point kept ok, whether its results read back as `bench-sweep status` and
 // bench-extract read them (layout/point_status.h's ok_results_problem): an ok point whose rank
-// file was deleted or cut runs again, and *rerun_why (optional) says why.
+// file was deleted or cut runs again, and *rerun_why (optional) says why. `checked` (optional)
+// holds that check's answer once made, for a caller that asks more than once.
 Decision decide_point(const std::string& point_dir, const std::optional<PointRecord>& record,
                       const std::string& config_hash, bool force, bool retry_failed,
-                      std::string* rerun_why = nullptr);
+                      std::string* rerun_why = nullptr,
+                      std::optional<std::string>* checked = nullptr);
 // Whether run (or submit) would run the point: decide_point() says run, and memory_limit_skip()
 // does not skip it. For the predicted device-hours printed before they start.
 bool will_run(const SweepPoint& p, const std::string& point_dir,

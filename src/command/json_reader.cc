@@ -41,16 +41,21 @@ bool token_matches(const std::string& token, const std::string& element, bool is
 
 }  // namespace
 
+bool JsonPatterns::agrees(const Pattern& p, const std::vector<std::string>& path,
+                          const std::vector<bool>& index) {
+  if (p.root_list_only && !path.empty() && !index[0]) return false;
+  const size_t n = std::min(path.size(), p.tokens.size());
+  for (size_t i = 0; i < n; ++i) {
+    if (!token_matches(p.tokens[i], path[i], index[i])) return false;
+  }
+  return true;
+}
+
 JsonPatterns::Reach JsonPatterns::reach(const std::vector<std::string>& path,
                                         const std::vector<bool>& index) const {
   Reach best = Reach::kNone;
   for (const Pattern& p : patterns_) {
-    if (p.root_list_only && !path.empty() && !index[0]) continue;
-    const size_t n = std::min(path.size(), p.tokens.size());
-    bool matches = true;
-    for (size_t i = 0; i < n && matches; ++i)
-      matches = token_matches(p.tokens[i], path[i], index[i]);
-    if (!matches) continue;
+    if (!agrees(p, path, index)) continue;
     if (path.size() >= p.tokens.size()) return Reach::kWhole;
     best = Reach::kPrefix;
   }
@@ -61,13 +66,7 @@ std::int64_t JsonPatterns::last_index(const std::vector<std::string>& path,
                                       const std::vector<bool>& index) const {
   std::int64_t last = -1;
   for (const Pattern& p : patterns_) {
-    if (p.root_list_only && !path.empty() && !index[0]) continue;
-    if (p.tokens.size() <= path.size()) continue;
-    bool matches = true;
-    for (size_t i = 0; i < path.size() && matches; ++i) {
-      matches = token_matches(p.tokens[i], path[i], index[i]);
-    }
-    if (!matches) continue;
+    if (p.tokens.size() <= path.size() || !agrees(p, path, index)) continue;
     const std::string& t = p.tokens[path.size()];
     if (t == "*") return std::numeric_limits<std::int64_t>::max();
     if (std::optional<std::int64_t> i = parse_int64(t); i && *i >= 0) last = std::max(last, *i);

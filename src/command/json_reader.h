@@ -45,6 +45,9 @@ class JsonPatterns {
     std::vector<std::string> tokens;
     bool root_list_only = false;  // applies below a root list's items (records_too)
   };
+  // Whether the pattern's tokens match `path` as far as both go.
+  static bool agrees(const Pattern& p, const std::vector<std::string>& path,
+                     const std::vector<bool>& index);
   std::vector<Pattern> patterns_;
 };
 

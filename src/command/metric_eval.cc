@@ -36,6 +36,13 @@ namespace {
 std::optional<std::chrono::steady_clock::time_point> g_stop_seen;
 bool g_read_in_part = false;
 
+// Says that a stop signal cut the reading of `path` (output_read_in_part()).
+void note_read_in_part(const std::string& path) {
+  std::fprintf(stderr, "bench-command: a stop signal came: %s was read only in part\n",
+               terminal_safe(path, false).c_str());
+  g_read_in_part = true;
+}
+
 bool reading_must_stop() {
   if (received_stop_signal() == 0) return false;
   auto now = std::chrono::steady_clock::now();
@@ -73,9 +80,7 @@ bool for_each_line(const std::string& path,
     if (n < 0) throw io_error(path, "cannot read", errno);
     if (n == 0) break;
     if (++chunks % 16 == 0 && reading_must_stop()) {
-      std::fprintf(stderr, "bench-command: a stop signal came: %s was read only in part\n",
-                   terminal_safe(path, false).c_str());
-      g_read_in_part = true;
+      note_read_in_part(path);
       return true;  // no last line: it would be cut where the reading stopped
     }
     for (ssize_t i = 0; i < n; ++i) {
@@ -392,12 +397,6 @@ void add_patterns(const MetricSpec& spec, JsonPatterns* patterns) {
     member.push_back(name);
     patterns->add(member, true);
   }
-}
-
-void note_read_in_part(const std::string& path) {
-  std::fprintf(stderr, "bench-command: a stop signal came: %s was read only in part\n",
-               terminal_safe(path, false).c_str());
-  g_read_in_part = true;
 }
 
 // The JSON metrics of a run, each file they read read once for all of them (a 1 MB file read

@@ -174,13 +174,16 @@ struct Fd {
 
 }  // namespace
 
+std::string link_text(const std::string& path) {
+  std::error_code ec;
+  fs::path target = fs::read_symlink(path, ec);
+  return "is a symbolic link" + (ec ? std::string() : " (to " + target.string() + ")");
+}
+
 namespace {
 
 std::string link_problem(const std::string& path) {
-  std::error_code ec;
-  fs::path target = fs::read_symlink(path, ec);
-  return "is a symbolic link" + (ec ? std::string() : " (to " + target.string() + ")") +
-         ": sweepbench never follows a link inside a results tree";
+  return link_text(path) + ": sweepbench never follows a link inside a results tree";
 }
 
 constexpr const char* kOnlyRegular = ", not a regular file: sweepbench reads only regular files";

@@ -62,6 +62,10 @@ enum class Links { kFollow, kRefuse };
 // points).
 int open_regular_file(const std::string& path, Links links = Links::kFollow);
 
+// "is a symbolic link (to TARGET)", or without the target when it cannot be read: the start of
+// every message that refuses a link (a tree file, a point directory).
+std::string link_text(const std::string& path);
+
 // Why the entry at `path` is not a regular file that open_regular_file(path, Links::kRefuse)
 // would open: "is a FIFO, not a regular file: ...", "is a symbolic link (to X): ..."; "" when it
 // is one or does not exist. Never opens it (a FIFO cannot block).

@@ -61,7 +61,6 @@ Manifest Manifest::from_value(const Value& v) {
       p.in_sweep = in->as_bool();
     }
     p.slurm_job = text_field(e, "slurm_job");
-    p.tag_problem = point_dir_name_problem(p.tag);
     m.by_tag_.emplace(p.tag, m.points.size());  // the first entry of a tag wins
     m.points.push_back(std::move(p));
   }
@@ -76,10 +75,11 @@ const ManifestPoint* Manifest::find(const std::string& tag) const {
 void Manifest::refuse_unsafe_tags(const std::string& path) const {
   for (size_t i = 0; i < points.size(); ++i) {
     const ManifestPoint& p = points[i];
-    if (p.tag_problem.empty()) continue;
+    const std::string problem = point_dir_name_problem(p.tag);
+    if (problem.empty()) continue;
     throw Error(ErrorKind::kIo, Mark::in(path), "",
                 "points[" + std::to_string(i) + "].tag " + quote_json(p.tag) +
-                    " cannot name a point directory inside this directory: " + p.tag_problem,
+                    " cannot name a point directory inside this directory: " + problem,
                 "sweepbench never writes such a tag: the manifest was edited or written by "
                 "something else; restore it, or plan the sweep again into a new --out");
   }

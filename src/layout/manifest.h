@@ -46,10 +46,6 @@ struct ManifestPoint {
   std::string config_hash;  // "" when absent
   bool in_sweep = true;     // false: planned earlier, no longer in the sweep
   std::string slurm_job;    // the array task submit queued it as ("123_4"), "" if never
-  // Why the tag cannot name a directory inside DIR without leaving it (layout/paths.h's
-  // point_dir_name_problem: "../victim", an absolute path, "."): "" when it can. Such an entry was
-  // not written by sweepbench; nothing reads a directory by it.
-  std::string tag_problem;
 };
 
 // The manifest, typed for readers (bench-sweep status, submit, bench-extract). Writers edit the
@@ -63,8 +59,9 @@ struct Manifest {
   // The point with this tag; nullptr when none.
   const ManifestPoint* find(const std::string& tag) const;
   // Throws Error(kIo) naming `path` (the manifest) and the first entry whose tag cannot name a
-  // point directory inside DIR: a tool that reads DIR/<tag> for each entry calls it first, so
-  // that an edited manifest never leads it out of DIR.
+  // point directory inside DIR (layout/paths.h's point_dir_name_problem: "../victim", an
+  // absolute path, "."): a tool that reads DIR/<tag> for each entry calls it first, so that an
+  // edited manifest never leads it out of DIR.
   void refuse_unsafe_tags(const std::string& path) const;
 
  private:

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <set>
@@ -164,18 +165,18 @@ std::optional<std::uint64_t> le_uint(const std::string& b, size_t at, size_t siz
 std::string hdf5_file_problem(const std::string& path) {
   static const char kSignature[] = "\x89HDF\r\n\x1a\n";
   // Without blocking (a FIFO) or following a link out of the tree (core/fs.h).
-  if (std::string why = tree_file_problem(path); !why.empty()) return why;
-  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return std::string("cannot be opened: ") + std::strerror(errno);
+  int fd = -1;
+  try {
+    fd = open_regular_file(path, Links::kRefuse);
+  } catch (const Error& e) {
+    return e.message();
+  }
+  if (fd < 0) return std::string("cannot be opened: ") + std::strerror(ENOENT);
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     int err = errno;
     ::close(fd);
     return std::string("cannot be read: ") + std::strerror(err);
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return "is not a regular file";
   }
   std::uint64_t size = static_cast<std::uint64_t>(st.st_size);
   // The superblock is at 0, or after a user block of 512, 1024, 2048, ... bytes.
@@ -272,10 +273,7 @@ std::string point_dir_problem(const std::string& point_dir) {
   struct stat st {};
   if (::lstat(point_dir.c_str(), &st) != 0) return "";
   if (S_ISLNK(st.st_mode)) {
-    std::error_code ec;
-    fs::path target = fs::read_symlink(point_dir, ec);
-    return "is a symbolic link" + (ec ? std::string() : " (to " + target.string() + ")") +
-           ": sweepbench never follows a point directory's link";
+    return link_text(point_dir) + ": sweepbench never follows a point directory's link";
   }
   if (!S_ISDIR(st.st_mode)) return "is not a directory";
   return "";

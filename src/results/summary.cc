@@ -50,17 +50,9 @@ double mean_of(const double* x, size_t n) {
   return sum / static_cast<double>(n) * scale;
 }
 
-double sample_variance_of(const double* x, size_t n, double m) {
-  const double scale = std::max(finite_magnitude(x, n), std::fabs(m));
-  // Deviations of values near DBL_MAX overflow when squared: the variance of x / scale, scaled
-  // back. Where scale^2 itself overflows the variance is inf, and its root is still finite.
-  const double s = scale > kLargeMagnitude ? scale : 1.0;
-  double sq = 0;
-  for (size_t i = 0; i < n; ++i) sq += (x[i] / s - m / s) * (x[i] / s - m / s);
-  return sq / static_cast<double>(n - 1) * s * s;
-}
-
 double sample_stddev_of(const double* x, size_t n, double m) {
+  // Deviations of values near DBL_MAX overflow when squared: the deviation of x / scale, scaled
+  // back (finite wherever the result itself is).
   const double scale = std::max(finite_magnitude(x, n), std::fabs(m));
   const double s = scale > kLargeMagnitude ? scale : 1.0;
   double sq = 0;

@@ -87,11 +87,9 @@ double stddev(const std::vector<double>& values);
 
 // The same over n values at x, without overflow: values beyond kLargeMagnitude (near DBL_MAX,
 // where a sum or a squared deviation would be inf) are scaled down first, so that the mean and
-// the standard deviation of finite values are finite (docs/security.md). The variance of such
-// values may still be inf; its root is not. NaN for no values.
+// the standard deviation of finite values are finite (docs/security.md). NaN for no values.
 constexpr double kLargeMagnitude = 1e150;
 double mean_of(const double* x, size_t n);
-double sample_variance_of(const double* x, size_t n, double mean);
 double sample_stddev_of(const double* x, size_t n, double mean);
 
 }  // namespace sweepbench

@@ -596,11 +596,10 @@ PlanWriteResult write_plan(const Plan& plan, const std::string& out_dir,
     // A point directory that is a symbolic link is refused, not followed: results would be
     // written wherever it points, outside --out (docs/running.md).
     if (fs::is_symlink(dir, ec)) {
-      std::string target = fs::read_symlink(dir, ec).string();
-      conflicts.push_back(conflict(dir.string(),
-                                   "is a symbolic link (to " + target +
-                                       "): sweepbench never follows a point directory's link",
-                                   "move the directory it points to here, or remove the link"));
+      conflicts.push_back(
+          conflict(dir.string(),
+                   link_text(dir.string()) + ": sweepbench never follows a point directory's link",
+                   "move the directory it points to here, or remove the link"));
       return Need::kNothing;
     }
     if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) {
