@@ -448,7 +448,7 @@ int run_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   run.orphan_wait_seconds = vm["orphan-wait"].as<double>();
   if (!(run.orphan_wait_seconds >= 0 && run.orphan_wait_seconds <= 1e6)) {
     throw Error::input(Mark::in("--orphan-wait"), "", "must be from 0 to 1,000,000 seconds",
-                       "--orphan-wait 600 (the default), or 0 not to wait");
+                       "give seconds: 600 is the default, 0 does not wait");
   }
   if (terminal != nullptr && ::isatty(STDOUT_FILENO) != 0) {
     const char* term = std::getenv("TERM");
