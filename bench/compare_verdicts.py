@@ -4,12 +4,15 @@ works"): pairs of results trees of the same configuration, whose points should b
 inconclusive and are a false positive when called better or worse; and pairs whose candidate is
 slower by a known amount, which should be `worse`.
 
+Cases: the same sleep twice, sleeps 20% and 30% longer; gpt2-tiny twice on one CPU a rank, and
+on two against one (launch.cpus_per_rank).
+
 Each round runs the two sides' points alternately (bench-sweep run --only), as a fair comparison
 does: command points that sleep (no CPU, so only the machine's scheduling noise) and tiny
 bench-train points (gpt2-tiny on the CPU, real step-time noise), REPEATS runs a point, two points a
 sweep.
 
-Writes bench/results/compare_verdicts.json.
+Writes bench/results/compare_verdicts-REPEATS-repeats.json.
 
 Usage: bench/compare_verdicts.py [--bin build/release/bin] [--rounds 20] [--repeats 6]
 """
@@ -48,6 +51,7 @@ base:
   train: {steps: 42, warmup_steps: 2, micro_batch: 2}
   eval: {steps: 0}
   metrics: {sample_interval_ms: 0, system: false}
+  launch: {cpus_per_rank: %(cpus)d}
 axes:
   train.micro_batch: [2, 4]
 """
@@ -99,13 +103,18 @@ def main():
         for r in range(args.rounds):
             s = side_by_side(args.bin, tmp, r, "sleep",
                              {"a": {"seconds": "0.05"}, "b": {"seconds": "0.05"},
-                              "slow": {"seconds": "0.06"}}, args.repeats)
+                              "slow": {"seconds": "0.06"}, "slower": {"seconds": "0.065"}},
+                             args.repeats)
             count("sleep, same", verdicts(args.bin, s["a"], s["b"], "seconds"))
             count("sleep, 20% slower", verdicts(args.bin, s["a"], s["slow"], "seconds"))
+            count("sleep, 30% slower", verdicts(args.bin, s["a"], s["slower"], "seconds"))
             t = side_by_side(args.bin, tmp, r, "train",
-                             {"a": {"layers": 2}, "b": {"layers": 2}}, args.repeats)
+                             {"a": {"layers": 2, "cpus": 1}, "b": {"layers": 2, "cpus": 1},
+                              "two": {"layers": 2, "cpus": 2}}, args.repeats)
             count("train, same, repeats", verdicts(args.bin, t["a"], t["b"],
                                                    "train_tokens_per_second"))
+            count("train, 2 CPUs against 1", verdicts(args.bin, t["a"], t["two"],
+                                                      "train_tokens_per_second"))
             print(f"round {r + 1}/{args.rounds}: {json.dumps(counts)}", flush=True)
     for c in counts.values():
         n = c["comparisons"]
@@ -120,7 +129,7 @@ def main():
         "seconds": round(time.time() - started, 1),
         "cases": counts,
     }
-    write_results(os.path.join(HERE, "results", "compare_verdicts.json"), result)
+    write_results(os.path.join(HERE, "results", f"compare_verdicts-{args.repeats}-repeats.json"), result)
     for case, c in counts.items():
         print(f"{case}: {c['comparisons']} comparisons, better {c['better']}, worse {c['worse']}, "
               f"~ {c['~']}, inconclusive {c['inconclusive']}")

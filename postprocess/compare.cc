@@ -138,17 +138,17 @@ std::vector<Row> load_side(const std::string& path, const std::string& option, s
   return rows;
 }
 
-// One training run's samples for a metric of its mean step time: the step times' batch means,
-// and for a throughput the amount of a step (rate = amount / mean step time; 0 for
-// step_time_mean_s itself). Nothing for another metric or a row without them (a CSV).
-struct RunSamples {
+// A training run's steps, for a metric of its mean step time: the step times' batch means, and
+// for a throughput the amount of a step (rate = amount / mean step time; 0 for step_time_mean_s
+// itself). Nothing for another metric or a row without them (a CSV).
+struct RunSteps {
   std::vector<double> batch_means;
   double amount = 0;
 };
-std::optional<RunSamples> run_samples(const Row& row, const std::string& metric) {
+std::optional<RunSteps> run_steps(const Row& row, const std::string& metric) {
   auto it = row.find(kStepBatchMeans);
   if (it == row.end() || !it->second.is_list()) return std::nullopt;
-  RunSamples out;
+  RunSteps out;
   for (const Value& v : it->second.items()) {
     if (v.is_number() && v.as_float() > 0) out.batch_means.push_back(v.as_float());
   }
@@ -163,6 +163,27 @@ std::optional<RunSamples> run_samples(const Row& row, const std::string& metric)
   if (!step || !rate || !(*step > 0)) return std::nullopt;
   out.amount = *rate * *step;
   return out;
+}
+
+// One side of a point for a metric. One run whose steps were kept: its batch means (a throughput
+// as a step's amount over their mean). Repeats: the runs' values, each with the relative error
+// its own steps show where it has them (the floor of runs_mean).
+SideMean side_of(const std::vector<const Row*>& rows, const std::string& metric, bool from_steps) {
+  if (from_steps) {
+    const RunSteps steps = *run_steps(*rows.front(), metric);
+    const SideMean time = batches_mean(steps.batch_means);
+    return steps.amount > 0 ? rate_of(time, steps.amount) : time;
+  }
+  std::vector<double> values, within;
+  for (const Row* r : rows) {
+    std::optional<double> v = cell_number(*r, metric);
+    if (!v) continue;
+    values.push_back(*v);
+    std::optional<RunSteps> steps = run_steps(*r, metric);
+    const SideMean time = steps ? batches_mean(steps->batch_means) : SideMean{};
+    within.push_back(time.mean > 0 ? std::fabs(*v) * time.se / time.mean : SideMean::kNaN);
+  }
+  return runs_mean(values, within);
 }
 
 // A metric's direction (results/summary.h): by the unit a command declared for it on either
@@ -373,79 +394,36 @@ CompareResult compare_tables(const std::vector<Row>& baseline, const std::vector
       Comparison c;
       c.point = name;
       c.metric = m;
-      // One run a side: the run's batch means, where the metric is the mean step time's (and
-      // the sides are results trees, whose rows hold them).
-      if (base[name].size() == 1 && cand[name].size() == 1) {
-        std::optional<RunSamples> b = run_samples(*base[name].front(), m);
-        std::optional<RunSamples> k = run_samples(*cand[name].front(), m);
-        if (b && k) {
-          c.from_steps = true;
-          c.baseline = b->batch_means;
-          c.candidate = k->batch_means;
-          c.baseline_amount = b->amount;
-          c.candidate_amount = k->amount;
-        }
-      }
-      if (!c.from_steps) {
-        for (const Row* r : base[name]) {
-          if (auto v = cell_number(*r, m)) c.baseline.push_back(*v);
-        }
-        for (const Row* r : cand[name]) {
-          if (auto v = cell_number(*r, m)) c.candidate.push_back(*v);
-        }
-      }
-      if (c.baseline.empty() || c.candidate.empty()) continue;
-      c.change = relative_change(c.baseline, c.candidate);
-      if (c.baseline_amount > 0 && c.candidate_amount > 0) {
-        // A throughput from step times: amount / mean step time on each side, so its change is
-        // the amounts' ratio over the step times' (and the interval's ends swap).
-        const double a = c.candidate_amount / c.baseline_amount;
-        const Change t = c.change;
-        c.change.ratio = a / (1 + t.ratio) - 1;
-        c.change.low = a / (1 + t.high) - 1;
-        c.change.high = a / (1 + t.low) - 1;
-      }
-      if (c.baseline_amount > 0 && c.candidate_amount > 0) {
-        // Tested as throughputs: with other work per step (another micro batch) the step times
-        // differ where the throughput may not.
-        auto rates = [](const std::vector<double>& means, double amount) {
-          std::vector<double> out;
-          for (double mean : means) out.push_back(amount / mean);
-          return out;
-        };
-        c.p = mann_whitney_u(rates(c.baseline, c.baseline_amount),
-                             rates(c.candidate, c.candidate_amount))
-                  .p;
-      } else {
-        c.p = mann_whitney_u(c.baseline, c.candidate).p;
-      }
+      // One run a side whose steps were kept (a metric of the mean step time): their batch
+      // means. Otherwise the runs.
+      c.from_steps = base[name].size() == 1 && cand[name].size() == 1 &&
+                     run_steps(*base[name].front(), m) && run_steps(*cand[name].front(), m);
+      c.baseline = side_of(base[name], m, c.from_steps);
+      c.candidate = side_of(cand[name], m, c.from_steps);
+      if (c.baseline.n == 0 || c.candidate.n == 0) continue;
       result.rows.push_back(std::move(c));
     }
   }
-  // Holm's family: the comparisons that have the samples for a verdict. One that cannot be judged
-  // (a value a side) would only raise the others' p-values.
-  std::vector<double> p;
-  std::vector<size_t> judged;
-  for (size_t i = 0; i < result.rows.size(); ++i) {
-    const Comparison& c = result.rows[i];
-    if (c.baseline.size() >= o.min_samples && c.candidate.size() >= o.min_samples) {
-      p.push_back(c.p);
-      judged.push_back(i);
-    } else {
-      result.rows[i].adjusted_p = std::nan("");
-    }
+  // The family: the comparisons that have the samples for a verdict (one that cannot be judged,
+  // a value a side, would only widen the others' intervals). Each interval is at Bonferroni's
+  // level over it, and the verdict is read off the interval.
+  size_t family = 0;
+  for (const Comparison& c : result.rows) {
+    if (c.baseline.n >= o.min_samples && c.candidate.n >= o.min_samples) ++family;
   }
-  std::vector<double> adjusted = holm_adjust(p);
-  for (size_t j = 0; j < judged.size(); ++j) result.rows[judged[j]].adjusted_p = adjusted[j];
-  for (size_t i = 0; i < result.rows.size(); ++i) {
-    Comparison& c = result.rows[i];
+  result.level = family_level(o.alpha, family);
+  result.family = family;
+  for (Comparison& c : result.rows) {
+    const bool judged = c.baseline.n >= o.min_samples && c.candidate.n >= o.min_samples;
+    c.level = judged ? result.level : 1 - o.alpha;
+    c.change = relative_change(c.baseline, c.candidate, c.level);
+    c.adjusted_p = judged ? std::min(1.0, c.change.p * static_cast<double>(family)) : std::nan("");
     VerdictRule rule;
     rule.higher_is_better = metric_higher_is_better(c.metric, baseline, candidate);
-    rule.alpha = o.alpha;
     rule.margin = o.margin;
     rule.min_samples = o.min_samples;
     c.higher_is_better = rule.higher_is_better;
-    c.verdict = verdict_of(c.change, c.adjusted_p, c.baseline.size(), c.candidate.size(), rule);
+    c.verdict = verdict_of(c.change, c.baseline.n, c.candidate.n, rule);
   }
   // A geometric-mean row per metric over the points compared (benchstat's summary).
   for (const std::string& m : metrics) {
@@ -458,7 +436,7 @@ CompareResult compare_tables(const std::vector<Row>& baseline, const std::vector
     g.point = "geomean";
     g.metric = m;
     g.change.ratio = geometric_mean_change(ratios);
-    g.change.low = g.change.high = g.p = g.adjusted_p = std::nan("");
+    g.change.low = g.change.high = g.change.p = g.adjusted_p = g.level = std::nan("");
     result.rows.push_back(std::move(g));
   }
   return result;
@@ -484,6 +462,14 @@ int fail_on_exit_code(const CompareResult& result, const std::vector<FailOn>& fa
   return kExitOk;
 }
 
+std::string interval_level_text(const CompareResult& result) {
+  char level[32];
+  std::snprintf(level, sizeof level, "%.3g%%", result.level * 100);
+  return std::string(level) + " intervals, simultaneous over the " +
+         std::to_string(result.family) +
+         " comparisons judged (Bonferroni); each verdict is read off its interval";
+}
+
 ExtractTable comparison_table(const CompareResult& result, bool for_people) {
   ExtractTable t;
   if (for_people) {
@@ -491,12 +477,8 @@ ExtractTable comparison_table(const CompareResult& result, bool for_people) {
   } else {
     t.columns = {"point",      "metric",      "samples", "baseline_mean", "candidate_mean",
                  "baseline_n", "candidate_n", "change",  "change_ci_low", "change_ci_high",
-                 "p",          "p_adjusted",  "verdict"};
+                 "ci_level",   "p",           "p_adjusted",  "verdict"};
   }
-  // A side's mean: of its samples, or for a throughput from step times amount / mean step time.
-  auto side_mean = [](const std::vector<double>& x, double amount) {
-    return amount > 0 ? amount / mean(x) : mean(x);
-  };
   auto percent = [](double r) {
     if (std::isnan(r)) return std::string("n/a");  // no geometric mean: a change of sign
     char buf[32];
@@ -510,12 +492,12 @@ ExtractTable comparison_table(const CompareResult& result, bool for_people) {
     const bool summary = c.point == "geomean";
     if (for_people) {
       if (!summary) {
-        r["baseline"] = Value::string(human_number(side_mean(c.baseline, c.baseline_amount)) +
-                                      " (" + (c.from_steps ? "b" : "n") + "=" +
-                                      std::to_string(c.baseline.size()) + ")");
-        r["candidate"] = Value::string(human_number(side_mean(c.candidate, c.candidate_amount)) +
-                                       " (" + (c.from_steps ? "b" : "n") + "=" +
-                                       std::to_string(c.candidate.size()) + ")");
+        r["baseline"] = Value::string(human_number(c.baseline.mean) + " (" +
+                                      (c.from_steps ? "b" : "n") + "=" +
+                                      std::to_string(c.baseline.n) + ")");
+        r["candidate"] = Value::string(human_number(c.candidate.mean) + " (" +
+                                       (c.from_steps ? "b" : "n") + "=" +
+                                       std::to_string(c.candidate.n) + ")");
         // No interval (one sample a side): the change alone.
         const bool interval = std::isfinite(c.change.low) && std::isfinite(c.change.high);
         r["change"] = Value::string(percent(c.change.ratio) +
@@ -530,14 +512,15 @@ ExtractTable comparison_table(const CompareResult& result, bool for_people) {
     } else {
       auto real = [](double v) { return std::isfinite(v) ? Value::real(v) : Value::null(); };
       if (!summary) {
-        r["baseline_mean"] = real(side_mean(c.baseline, c.baseline_amount));
-        r["candidate_mean"] = real(side_mean(c.candidate, c.candidate_amount));
+        r["baseline_mean"] = real(c.baseline.mean);
+        r["candidate_mean"] = real(c.candidate.mean);
         r["samples"] = Value::string(c.from_steps ? "batch means" : "runs");
-        r["baseline_n"] = Value::integer(static_cast<std::int64_t>(c.baseline.size()));
-        r["candidate_n"] = Value::integer(static_cast<std::int64_t>(c.candidate.size()));
+        r["baseline_n"] = Value::integer(static_cast<std::int64_t>(c.baseline.n));
+        r["candidate_n"] = Value::integer(static_cast<std::int64_t>(c.candidate.n));
         r["change_ci_low"] = real(c.change.low);
         r["change_ci_high"] = real(c.change.high);
-        r["p"] = real(c.p);
+        r["ci_level"] = real(c.level);
+        r["p"] = real(c.change.p);
         r["p_adjusted"] = real(c.adjusted_p);
         r["verdict"] = Value::string(verdict_name(c.verdict));
       }
@@ -558,11 +541,13 @@ Usage: bench-compare BASELINE CANDIDATE [options]
 BASELINE and CANDIDATE are results trees (bench-sweep run --out) or tables bench-extract wrote
 (CSV). Points are matched on the keys that vary within either side (the sweeps' axes), or on
 --match KEYS; a point's ok repeats on each side are its samples (at least 3 each for a verdict;
-use `repeats:` in the sweep). For each metric: both means, the change in % with its 95%
-95% interval, the Mann-Whitney U test's p-value adjusted by Holm-Bonferroni over the
-comparisons that can be judged, and the verdict: better, worse, ~ (the change's interval within --margin of none) or
-inconclusive (too few samples, or neither). The direction that is better is the metric's:
-throughputs up, times and memory down. A geomean row per metric sums up the points.
+use `repeats:` in the sweep), one run's step batch means when each side has one training run.
+For each metric: both means, the change in % with its interval, its p-value, and the verdict read
+off the interval: better or worse when it excludes no change, ~ when it lies within --margin of
+none, else inconclusive. One test makes all three (Student's t on the log of the ratio, Welch's
+degrees of freedom); the intervals are simultaneous over the comparisons judged (Bonferroni, at
+1 - alpha / their number) and the p-values adjusted alike. The direction that is better is the
+metric's: throughputs up, times and memory down. A geomean row per metric sums up the points.
 With --side, one set of results is both sides: the points whose KEY has the baseline's value
 against those with the candidate's (one sweep's container.image axis, say), matched on the other
 keys that vary.
@@ -601,7 +586,7 @@ int bench_compare_main(const std::vector<std::string>& args, std::ostream& out, 
       "margin", po::value<std::string>()->default_value("2%"),
       "A change whose interval lies within this of none is ~ (the same)")(
       "alpha", po::value<double>()->default_value(0.05),
-      "The level of significance, on the Holm-adjusted p-values")(
+      "The chance of calling any equal pair different, over all the comparisons judged")(
       "fail-on", po::value<std::vector<std::string>>()->composing(),
       "METRIC:PCT: exit 8 when METRIC got significantly worse by more than PCT, 9 when it could "
       "not be judged (repeatable)")("force,f", "Replace the -o file if it exists")(
@@ -702,6 +687,9 @@ int bench_compare_main(const std::vector<std::string>& args, std::ostream& out, 
         } else {
           if (people && !sides.empty()) out << "# sides: " << sides << "\n";
           if (people) out << "# matched on " << match << "\n";
+          if (people && result.family > 1) {
+            out << "# " << interval_level_text(result) << "\n";
+          }
           print_table(table, format, out, false);
         }
         return fail_on_exit_code(result, o.fail_on);

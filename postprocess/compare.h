@@ -2,9 +2,10 @@
 // (docs/compare.md). Each side is a results tree (read as bench-extract reads it) or a table
 // bench-extract wrote (CSV). Points are matched on the keys that vary within either side (the
 // sweeps' axes), or on the keys --match names; each side's ok repeats of a matched point are its
-// samples. Per metric: the two means, the change in % with its bootstrap interval, the
-// Mann-Whitney U test's p-value adjusted by Holm-Bonferroni over every comparison, and the
-// verdict (significance.h); then a geometric-mean row per metric. --fail-on makes it a gate.
+// samples. Per metric: the two means, the change in % with its interval at Bonferroni's level over
+// every comparison that can be judged, its p-value adjusted alike, and the verdict read off the
+// interval (significance.h); then a geometric-mean row per metric. --fail-on makes it a gate.
+// Repeats whose steps were kept floor each side's error at what the runs' own steps show.
 //
 // One run a side (a results tree each): for the throughputs and step_time_mean_s the samples are
 // the runs' step-time batch means (results/statistics.h), nearly independent where steps are not;
@@ -45,13 +46,11 @@ using Row = std::map<std::string, Value>;
 struct Comparison {
   std::string point;  // the matched keys' values, "key=value ..."; "geomean" for the summary row
   std::string metric;
-  std::vector<double> baseline, candidate;  // the samples
+  SideMean baseline, candidate;  // each side's mean, its error and its number of samples
   bool from_steps = false;  // one run a side: the runs' step-time batch means, not repeats
-  // A throughput from step times: each side's amount per step (its mean is amount / mean of the
-  // batch means); 0 otherwise.
-  double baseline_amount = 0, candidate_amount = 0;
-  Change change;
-  double p = 0, adjusted_p = 0;
+  Change change;            // with its interval at `level`
+  double level = 0.95;      // the family's (CompareResult::level), or 1 - alpha if not judged
+  double adjusted_p = 0;    // change.p times the family's size (Bonferroni), at most 1
   Verdict verdict = Verdict::kInconclusive;
   bool higher_is_better = true;  // the metric's direction
 };
@@ -59,6 +58,8 @@ struct Comparison {
 struct CompareResult {
   std::vector<std::string> match;  // the keys points were matched on
   std::vector<Comparison> rows;    // point by point, metric by metric, then the geomean rows
+  size_t family = 0;    // the comparisons with enough samples for a verdict
+  double level = 0.95;  // the intervals': 1 - alpha / family (Bonferroni)
   std::vector<std::string>
       unmatched;  // points of one side only, "baseline: ..." or "candidate: ..."
 };
@@ -81,6 +82,10 @@ CompareResult compare_tables(const std::vector<Row>& baseline, const std::vector
 // significantly worse beyond its threshold, else kExitInconclusive when one could not be judged,
 // else 0.
 int fail_on_exit_code(const CompareResult& result, const std::vector<FailOn>& fail_on);
+
+// The people's header line on the intervals: "99.2% intervals (Bonferroni over 6 comparisons: the
+// verdicts read off them)".
+std::string interval_level_text(const CompareResult& result);
 
 // The result as a table for print_table: one row per comparison.
 ExtractTable comparison_table(const CompareResult& result, bool for_people);

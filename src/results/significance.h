@@ -1,59 +1,80 @@
-// Whether two sets of measurements differ (docs/metrics.md, "Comparing two configurations"): the
-// Mann-Whitney U test as SciPy computes it, Holm-Bonferroni's adjustment over many comparisons,
-// the change of the mean with its bootstrap interval, and the verdict that bench-compare prints.
-// The samples are independent values: one per repeat, or one run's batch means (statistics.h),
-// never raw steps, whose correlation would make every difference look significant.
+// Whether two sets of measurements differ (docs/compare.md, "How the verdict is reached"): each
+// side's mean with its standard error, the change of the candidate's mean over the baseline's with
+// its interval, its p-value, and the verdict bench-compare prints. One test makes all of them:
+// Student's t on the log of the ratio of the means, each side's variance by the delta method and
+// Welch's degrees of freedom. Over a family of m comparisons the interval is Bonferroni's, at
+// 1 - alpha / m, and the verdict is read off it: better or worse when it excludes no change, ~
+// when it lies within the margin, else inconclusive. So the verdict always agrees with the
+// interval printed beside it, and the chance of calling any equal pair of the family different
+// stays below alpha.
+//
+// A side is a set of runs (repeats; each run's value and, where its steps were kept, the error of
+// that value within the run), or one run's batch means (statistics.h), never raw steps, whose
+// correlation would make every difference look significant.
 //
 // Leaves out: reading results (postprocess/) and which metrics are compared.
 #pragma once
 
-#include <cstdint>
+#include <cstddef>
+#include <limits>
 #include <string>
 #include <vector>
 
 namespace sweepbench {
 
-// The two-sided Mann-Whitney U test of `a` against `b`, as scipy.stats.mannwhitneyu(a, b) with its
-// defaults: U is a's statistic; the p-value is exact when one sample has at most 8 values and
-// there are no ties, else from the normal approximation with the tie correction and the
-// continuity correction. p is NaN when a sample is empty.
-struct UTest {
-  double u = 0;
-  double p = 0;
+// One side of a comparison: its mean, the standard error of that mean and the degrees of freedom
+// of that error (NaN where the samples cannot say), and the number of samples it is made of.
+struct SideMean {
+  static constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  double mean = kNaN, se = kNaN, df = kNaN;
+  size_t n = 0;
 };
-UTest mann_whitney_u(const std::vector<double>& a, const std::vector<double>& b);
 
-// Holm-Bonferroni: each p-value adjusted for the family it is part of (the order is kept). A
-// difference is significant at level alpha when its adjusted p is below alpha; over the whole
-// family, the chance of calling any equal pair different stays below alpha.
-std::vector<double> holm_adjust(const std::vector<double>& p);
+// A side of runs: each run's value (the mean of the values), and where a run's own steps say it,
+// the standard error of its value within the run (`within_se`, one per value, or empty). The
+// error of the mean is the runs' spread over sqrt(n), with n - 1 degrees of freedom, but never
+// below what the runs' own steps show, sqrt(mean(within_se^2) / n): a few runs that agree by luck
+// cannot claim more precision than their steps have. No error below 2 runs.
+SideMean runs_mean(const std::vector<double>& values, const std::vector<double>& within_se = {});
 
-// The candidate's mean over the baseline's, minus 1 (0.05: 5% higher), and its interval at
-// `level`: Student's t on the log of the ratio, its variance by the delta method and Welch's
-// degrees of freedom. No interval (NaN) with fewer than 2 values a side.
+// One run a side: its batch means (statistics.h), their mean and batch_means_error's error.
+SideMean batches_mean(const std::vector<double>& batch_means);
+
+// A rate from a side's mean time: amount / mean, with the same relative error (the delta method)
+// and degrees of freedom; amount is what one time's interval did (the tokens of a step).
+SideMean rate_of(const SideMean& time, double amount);
+
+// The candidate's mean over the baseline's, minus 1 (0.05: 5% higher), its interval at `level`
+// and the two-sided p-value of no change: Student's t on log(candidate / baseline), whose
+// variance is each side's (se / mean)^2 added, with Welch-Satterthwaite's degrees of freedom. No
+// interval (NaN) and p NaN when a side has no error or a mean is not positive. Where both errors
+// are 0 (every sample equal) the interval is the change itself and p is 1 without a change, 0
+// with one.
 struct Change {
   double ratio = 0;  // mean(candidate) / mean(baseline) - 1
   double low = 0, high = 0;
+  double p = 0;
 };
-Change relative_change(const std::vector<double>& baseline, const std::vector<double>& candidate,
-                       double level = 0.95);
+Change relative_change(const SideMean& baseline, const SideMean& candidate, double level = 0.95);
+
+// Bonferroni's level for each of a family of m comparisons: 1 - alpha / m (1 - alpha for m <= 1).
+double family_level(double alpha, size_t family);
 
 enum class Verdict {
-  kBetter,        // significant, and the change is in the metric's good direction
-  kWorse,         // significant, in the bad direction
-  kSame,          // not significant, and the change's interval lies within the margin: "~"
-  kInconclusive,  // too few samples, or neither significant nor pinned within the margin
+  kBetter,        // the interval excludes no change, in the metric's good direction
+  kWorse,         // the interval excludes no change, in the bad direction
+  kSame,          // the interval lies within the margin of no change: "~"
+  kInconclusive,  // too few samples, no interval, or an interval across none and the margin
 };
 
 struct VerdictRule {
   bool higher_is_better = true;  // tokens/s; false for times and memory
-  double alpha = 0.05;           // on the Holm-adjusted p
   double margin = 0.02;          // |change| within which two configurations count as the same
   size_t min_samples = 3;        // per side; fewer is inconclusive
 };
 
-// The verdict of one comparison, from its change, its adjusted p-value and the sample counts.
-Verdict verdict_of(const Change& change, double adjusted_p, size_t baseline_n, size_t candidate_n,
+// The verdict of one comparison, read off its interval (at the family's level) and sample counts.
+Verdict verdict_of(const Change& change, size_t baseline_n, size_t candidate_n,
                    const VerdictRule& rule);
 std::string verdict_name(Verdict v);  // better, worse, ~, inconclusive
 

@@ -53,25 +53,29 @@ namespace {
 constexpr size_t kBatches = 20;
 constexpr size_t kFewestToBootstrap = 6;
 
-// The batch means' standard error of the mean of x[0, n) and its degrees of freedom (Student's t
-// over the batches' effective number, minus 1); NaN below 4 samples.
-struct StandardError {
-  double se = std::numeric_limits<double>::quiet_NaN();
-  double df = std::numeric_limits<double>::quiet_NaN();
-  double half_width(double level) const {
-    if (!(df > 0) || !(se >= 0)) return std::numeric_limits<double>::quiet_NaN();
-    return student_t_quantile(0.5 + level / 2, df) * se;
-  }
-};
-StandardError batch_means_error(const double* x, size_t n) {
+// x[0, n) in up to 20 batches (fewer when that would leave less than 2 samples in each; a
+// remainder is left out at the start, the end being the most settled part) and the error of
+// their mean; NaN below 4 samples.
+StandardError series_error(const double* x, size_t n) {
   if (n < 4) return {};
-  // 20 batches, fewer when that would leave less than 2 samples in each; a remainder is left
-  // out at the start (the end is the most settled part).
   const size_t k = std::min<size_t>(kBatches, n / 2);
   const size_t b = n / k;
   const double* first = x + (n - k * b);
   std::vector<double> means(k);
   for (size_t j = 0; j < k; ++j) means[j] = mean_of(first + j * b, b);
+  return batch_means_error(means);
+}
+
+}  // namespace
+
+double StandardError::half_width(double level) const {
+  if (!(df > 0) || !(se >= 0)) return std::numeric_limits<double>::quiet_NaN();
+  return student_t_quantile(0.5 + level / 2, df) * se;
+}
+
+StandardError batch_means_error(const std::vector<double>& means) {
+  const size_t k = means.size();
+  if (k < 2 || any_nan(means)) return {};
   const double m = mean_of(means.data(), k);
   // The batch means' lag-1 correlation: what the batches did not absorb of the series' own. Only
   // a positive one widens the interval (a negative estimate is mostly the small-sample bias).
@@ -87,8 +91,6 @@ StandardError batch_means_error(const double* x, size_t n) {
   return {std::sqrt(var / static_cast<double>(k) * inflation), effective - 1};
 }
 
-}  // namespace
-
 size_t settled_cut(const std::vector<double>& x) {
   if (x.empty() || any_nan(x)) return 0;
   // MSER's cut is taken only when the samples it leaves out really differ from the rest: on a
@@ -99,7 +101,7 @@ size_t settled_cut(const std::vector<double>& x) {
   const size_t cut = mser_cut(x);
   if (cut == 0) return 0;
   const size_t rest = x.size() - cut;
-  const double se_rest = batch_means_error(x.data() + cut, rest).se;
+  const double se_rest = series_error(x.data() + cut, rest).se;
   const double per_sample = se_rest * se_rest * static_cast<double>(rest);
   const double diff = mean_of(x.data(), cut) - mean_of(x.data() + cut, rest);
   const double se = std::sqrt(per_sample / static_cast<double>(cut) + se_rest * se_rest);
@@ -127,7 +129,7 @@ Estimate series_estimate(const std::vector<double>& x, double level) {
   e.samples = n;
   e.mean = mean_of(kept, n);
   if (n >= 2 && e.mean != 0) e.cv = sample_stddev_of(kept, n, e.mean) / e.mean;
-  const double half = batch_means_error(kept, n).half_width(level);
+  const double half = series_error(kept, n).half_width(level);
   if (half == half) {
     e.low = e.mean - half;
     e.high = e.mean + half;

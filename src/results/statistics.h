@@ -53,6 +53,17 @@ size_t settled_cut(const std::vector<double>& x);
 // nearly independent samples for bench-compare. Empty below 4 samples kept.
 std::vector<double> batch_means(const std::vector<double>& x);
 
+// The standard error of the mean of nearly independent batch means (one run's, batch_means())
+// and its degrees of freedom: their variance over their number, inflated by their remaining lag-1
+// correlation r, (1 + r) / (1 - r), and Student's t over their effective number, minus 1. NaN
+// below 2 means.
+struct StandardError {
+  double se = std::numeric_limits<double>::quiet_NaN();
+  double df = std::numeric_limits<double>::quiet_NaN();
+  double half_width(double level) const;  // t quantile x se; NaN without df
+};
+StandardError batch_means_error(const std::vector<double>& means);
+
 // The mean of independent values (one per repeat) and its interval at `level`: Student's t
 // below 6 values, else the expanded percentile bootstrap (`resamples` draws, a fixed seed). No
 // interval below 2 values.
