@@ -231,6 +231,14 @@ ExtractTable people_table(const ExtractTable& full, const std::vector<std::strin
   };
   const bool any_noisy = std::any_of(full.rows.begin(), full.rows.end(), noisy);
   if (any_noisy) out.columns.push_back("cv");
+  // A point whose CPUs other processes took more than kSharedCpuThreshold of (cpu_shared,
+  // docs/metrics.md): that share, in a column `shared` where any point has one.
+  auto shared = [](const Row& r) {
+    std::optional<double> v = number_of(r, "cpu_shared");
+    return v && *v > kSharedCpuThreshold;
+  };
+  const bool any_shared = std::any_of(full.rows.begin(), full.rows.end(), shared);
+  if (any_shared) out.columns.push_back("shared");
   // The performance references' verdicts, where any point was checked against one.
   const bool any_reference = std::any_of(full.rows.begin(), full.rows.end(),
                                          [](const auto& row) { return row.count("reference"); });
@@ -276,6 +284,11 @@ ExtractTable people_table(const ExtractTable& full, const std::vector<std::strin
       char buf[32];
       std::snprintf(buf, sizeof buf, "%.0f%%", cv * 100);
       cells["cv"] = Value::string(noisy(row) ? buf : "");
+    }
+    if (any_shared) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.0f%%", number_of(row, "cpu_shared").value_or(0) * 100);
+      cells["shared"] = Value::string(shared(row) ? buf : "");
     }
     if (any_reference) {
       std::string verdict;

@@ -58,6 +58,7 @@ const std::vector<std::string>& training_metric_columns() {
     in.has_eval = true;
     in.peak_tflops = 1;
     in.memory_peak_bytes = in.memory_alloc_peak_bytes = in.comm_bytes_per_step = 0;
+    in.cpu_shared = 0;
     in.parameter_count = 1;
     std::vector<std::string> names;
     for (const Metric& m : summarize(in)) names.push_back(m.name);
@@ -74,6 +75,7 @@ const std::vector<std::string>& inference_metric_columns() {
     infer.batch = infer.input_tokens = infer.output_tokens = 1;
     infer.peak_tflops = infer.peak_bandwidth_gbs = 1;
     infer.memory_peak_bytes = infer.memory_alloc_peak_bytes = 0;
+    infer.cpu_shared = 0;
     std::vector<std::string> names;
     for (const Metric& m : summarize_infer(infer)) names.push_back(m.name);
     return names;

@@ -203,6 +203,7 @@ class InferRun {
     status = agreement_.agree(from_outcome(loaded.outcome), loaded.reason);
     const std::int64_t total = plan_.warmup_runs + plan_.runs;
     for (std::int64_t run = 0; status == RunStatus::kOk && run < total; ++run) {
+      if (run == plan_.warmup_runs) cpu_share_.start();
       Generation g = generator_->generate(prompts.inputs);
       RunStatus local =
           g.status.outcome != Outcome::kOk ? from_outcome(g.status.outcome) : signal_status();
@@ -223,6 +224,7 @@ class InferRun {
       progress(run, total, warmup, g);
       if (status != RunStatus::kOk) break;  // a signal: this run finished, stop here
     }
+    cpu_share_.finish(mpi_, result_);  // every rank: it reduces over the node
     stages_.end();
     return status;
   }
@@ -328,10 +330,12 @@ class InferRun {
     in.world_size = mpi_.size();
     // Each rank measured its own bandwidth; the summary uses rank 0's, as bench-extract does.
     mpi_.broadcast(&in.peak_bandwidth_gbs, sizeof(in.peak_bandwidth_gbs), 0);
-    double peaks[2] = {stage_peak(r.memory_stages), stage_alloc_peak(r.memory_stages)};
-    mpi_.allreduce_max(peaks, 2);
+    double peaks[3] = {stage_peak(r.memory_stages), stage_alloc_peak(r.memory_stages),
+                       r.cpu_shared};
+    mpi_.allreduce_max(peaks, 3);
     in.memory_peak_bytes = peaks[0];
     in.memory_alloc_peak_bytes = peaks[1];
+    in.cpu_shared = peaks[2];
 
     RunEnd end;
     end.status = status;
@@ -359,6 +363,7 @@ class InferRun {
   DeviceInfo device_;
   std::unique_ptr<TokenSource> data_;
   std::unique_ptr<ResourceSampler> sampler_;
+  CpuShareMeter cpu_share_;
   std::unique_ptr<Generator> generator_;
   RankAgreement agreement_{mpi_, "bench-infer"};
   RankResult result_;

@@ -114,6 +114,7 @@ std::vector<Metric> summarize_infer(const InferSummaryInput& in) {
   if (in.memory_alloc_peak_bytes >= 0) {
     m.push_back({"mem_alloc_peak_bytes", in.memory_alloc_peak_bytes, "bytes"});
   }
+  if (in.cpu_shared >= 0) m.push_back({"cpu_shared", in.cpu_shared, ""});
   m.push_back({"prefill_flops", in.prefill_flops, "FLOP"});
   const double prefill_tflops = ratio(in.prefill_flops * runs, sum(ttft)) / 1e12;
   m.push_back({"prefill_tflops_per_device", prefill_tflops, "TFLOP/s"});
@@ -180,6 +181,7 @@ InferSummaryInput infer_summary_input_from_ranks(const std::vector<RankResult>& 
     in.memory_peak_bytes = std::max(in.memory_peak_bytes, stage_peak(r.memory_stages));
     in.memory_alloc_peak_bytes =
         std::max(in.memory_alloc_peak_bytes, stage_alloc_peak(r.memory_stages));
+    in.cpu_shared = std::max(in.cpu_shared, r.cpu_shared);
   }
   in.runs = slowest_rank_runs(per_rank);
   in.world_size = static_cast<int>(ranks[0].world_size);

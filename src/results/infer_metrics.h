@@ -34,6 +34,7 @@ struct InferSummaryInput {
   double peak_bandwidth_gbs = 0;  // per device; 0 = unknown, no MBU
   double memory_peak_bytes = -1;  // max over ranks
   double memory_alloc_peak_bytes = -1;  // counted tensors (StageMemory::alloc_peak), max over ranks
+  double cpu_shared = -1;  // others' share of the run's CPUs (RankResult), max over ranks; -1: none
 };
 
 std::vector<Metric> summarize_infer(const InferSummaryInput& in);

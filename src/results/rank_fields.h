@@ -48,6 +48,7 @@ inline constexpr TextAttr kTextAttrs[] = {
     {"cuda_version", &RankResult::cuda_version, FieldScope::kFull},
     {"nccl_version", &RankResult::nccl_version, FieldScope::kFull},
     {"mpi_version", &RankResult::mpi_version, FieldScope::kFull},
+    {"omp_wait_policy", &RankResult::omp_wait_policy, FieldScope::kFull, true},
     {"container_runtime", &RankResult::container_runtime, FieldScope::kFull},
     {"container_image", &RankResult::container_image, FieldScope::kFull},
     {"container_digest", &RankResult::container_digest, FieldScope::kFull},
@@ -87,6 +88,8 @@ inline constexpr RealAttr kRealAttrs[] = {
     {"flops_per_token_6n", &RankResult::flops_per_token_6n, FieldScope::kFull},
     {"peak_tflops", &RankResult::peak_tflops, FieldScope::kLead},
     {"comm_bytes_per_step", &RankResult::comm_bytes_per_step, FieldScope::kEvery, true},
+    {"cpu_others_s", &RankResult::cpu_others_s, FieldScope::kFull, true},
+    {"cpu_shared", &RankResult::cpu_shared, FieldScope::kEvery, true},
 };
 
 // The columns of the steps table, in the file's order (docs/results-format.md). Each is one field

@@ -148,6 +148,7 @@ struct RankResult {
   std::int64_t device_count = 0;
   std::string sweepbench_version, torch_version, cuda_version, nccl_version, mpi_version;
   std::int64_t threads = 0;
+  std::string omp_wait_policy;  // OMP_WAIT_POLICY as the run had it (PASSIVE by default); "" unset
   std::string container_runtime, container_image, container_digest;
   std::string container_env_kept;  // globs of the variables passed in (bench-train --env-keep)
   std::string slurm_job_id, slurm_array_job_id, slurm_array_task_id, slurm_step_id;
@@ -177,6 +178,9 @@ struct RankResult {
   // The bytes this rank sent a measured step in the collectives on tensors, as a ring sends them
   // (the mean over the measured steps); -1 where not counted (older files, other programs).
   double comm_bytes_per_step = -1;
+  // CPU seconds other processes ran on the run's CPUs of this rank's node while it measured, and
+  // their share of those CPUs' time (0 to 1); -1 where not measured (older files, other programs).
+  double cpu_others_s = -1, cpu_shared = -1;
   std::vector<StepRecord> steps;
   EvalSummary eval;
   std::string memory_stage_source;  // cuda_allocator or rss

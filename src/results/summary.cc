@@ -105,6 +105,7 @@ std::vector<Metric> summarize(const SummaryInput& in) {
   if (in.comm_bytes_per_step >= 0) {
     m.push_back({"comm_bytes_per_step", in.comm_bytes_per_step, "bytes"});
   }
+  if (in.cpu_shared >= 0) m.push_back({"cpu_shared", in.cpu_shared, ""});
   m.push_back({"train_loss", in.train_loss, ""});
   if (in.has_eval) {
     m.push_back({"eval_loss", in.eval_loss, ""});
@@ -216,6 +217,7 @@ SummaryInput summary_input_from_ranks(const std::vector<RankResult>& ranks) {
     in.memory_alloc_peak_bytes =
         std::max(in.memory_alloc_peak_bytes, stage_alloc_peak(ranks[i].memory_stages));
     in.comm_bytes_per_step = std::max(in.comm_bytes_per_step, ranks[i].comm_bytes_per_step);
+    in.cpu_shared = std::max(in.cpu_shared, ranks[i].cpu_shared);
   }
   in.train_loss = loss / static_cast<double>(ranks.size());
   in.has_eval = first.eval.ran;

@@ -37,6 +37,7 @@ struct SummaryInput {
   double memory_peak_bytes = -1;    // max over ranks
   double memory_alloc_peak_bytes = -1;  // counted tensors (StageMemory::alloc_peak), max over ranks
   double comm_bytes_per_step = -1;      // sent by a rank a step, max over ranks; -1: not counted
+  double cpu_shared = -1;  // others' share of the run's CPUs (RankResult), max over ranks; -1: none
   double parameter_count = 0;       // 0: unknown, no mem_model_states_bytes
   double trainable_parameters = 0;  // 0: all of them
   int tensor_parallel = 1;

@@ -111,6 +111,28 @@ void reset_peak_before_model(const DeviceInfo& device) {
   reset_counted_cpu_peak();
 }
 
+void CpuShareMeter::start() { start_ = read_cpu_times(); }
+
+void CpuShareMeter::finish(MpiEnv& mpi, RankResult& r) {
+  const CpuTimes end = read_cpu_times();
+  // [0]: the CPU ids to cover; [1]: 1 where a rank could not read /proc/stat.
+  double shape[2] = {static_cast<double>(std::max(start_.busy_s.size(), end.busy_s.size())),
+                     start_.ok && end.ok ? 0.0 : 1.0};
+  mpi.node_allreduce_max(shape, 2);
+  std::vector<double> cpus = affinity_flags(static_cast<size_t>(shape[0]));
+  double own = end.own_s - start_.own_s;
+  if (!cpus.empty()) mpi.node_allreduce_max(cpus.data(), cpus.size());
+  mpi.node_allreduce_sum(&own, 1);
+  const double count = std::count_if(cpus.begin(), cpus.end(), [](double f) { return f != 0; });
+  const double wall = end.wall_s - start_.wall_s;
+  if (shape[1] != 0 || !(count > 0) || !(wall > 0)) {
+    r.cpu_others_s = r.cpu_shared = -1;
+    return;
+  }
+  r.cpu_others_s = others_seconds(start_, end, cpus, own);
+  r.cpu_shared = std::min(1.0, r.cpu_others_s / (count * wall));
+}
+
 void fill_identity(RankResult& r, MpiEnv& mpi, const DeviceInfo& device,
                    const std::string& benchmark) {
   r.benchmark = benchmark;
@@ -128,6 +150,7 @@ void fill_identity(RankResult& r, MpiEnv& mpi, const DeviceInfo& device,
   r.nccl_version = device.nccl_version;
   r.mpi_version = mpi.library_version();
   r.threads = device.threads;
+  if (const char* policy = std::getenv("OMP_WAIT_POLICY")) r.omp_wait_policy = policy;
   set_run_environment(r, detect_environment());
   r.start_time = utc_now_iso8601();
 }
@@ -173,6 +196,7 @@ int bench_program_main(int argc, char** argv, const char* program, const char* u
   install_signal_handlers();
   reexec_with_kept_environment(
       argc, argv, g_signal.load());  // --env-keep: before anything reads the environment
+  reexec_with_passive_omp_wait(argv, g_signal.load());  // before libgomp runs a thread
   po::options_description desc;
   Args args;
   try {

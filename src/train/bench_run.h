@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cpu_share.h"
 #include "core/sampler.h"
 #include "core/value.h"
 #include "results/rank_result.h"
@@ -79,6 +80,20 @@ MemoryStages model_memory_stages(const std::unique_ptr<Model>& model, const Devi
       },
       out);
 }
+
+// The CPU time other processes took on the run's CPUs of each node (core/cpu_share.h), from
+// start() to finish(), which every rank calls (it reduces over the node's ranks): the CPUs are
+// the union of the node's ranks' affinity masks, the run's own time the sum of their processes'.
+// finish() sets r.cpu_others_s and r.cpu_shared (others over those CPUs' time) to the node's
+// figures; -1 where a rank could not read /proc/stat.
+class CpuShareMeter {
+ public:
+  void start();
+  void finish(MpiEnv& mpi, RankResult& r);
+
+ private:
+  CpuTimes start_;
+};
 
 // Identity, software, hardware and where the run happens: what both programs record the same
 // way. `benchmark` is the workload's name (train, infer).

@@ -161,6 +161,7 @@ class Run {
     std::int64_t measured_steps = 0;
     for (std::int64_t step = 0; step < plan_.settings.train.steps; ++step) {
       const bool profiled = step >= plan_.profile_first && step <= plan_.profile_last;
+      if (step == plan_.settings.train.warmup_steps) cpu_share_.start();
       if (step == plan_.profile_first && profiled) {
         trainer_->start_profile(profile_activities_);
         profiling_ = true;
@@ -217,6 +218,7 @@ class Run {
       if (status != RunStatus::kOk) break;  // a signal: this step finished, stop here
     }
     if (status == RunStatus::kOk) status = agree(pending_, pending_reason_);  // the last update
+    cpu_share_.finish(mpi_, result_);  // every rank: it reduces over the node
     if (measured_steps > 0) {
       result_.comm_bytes_per_step = measured_comm_bytes / static_cast<double>(measured_steps);
     }
@@ -424,9 +426,10 @@ class Run {
     mpi_.allreduce_max(peaks, 2);
     in.memory_peak_bytes = peaks[0];
     in.memory_alloc_peak_bytes = peaks[1];
-    double sent[1] = {r.comm_bytes_per_step};
-    mpi_.allreduce_max(sent, 1);
+    double sent[2] = {r.comm_bytes_per_step, r.cpu_shared};
+    mpi_.allreduce_max(sent, 2);
     in.comm_bytes_per_step = sent[0];
+    in.cpu_shared = sent[1];
     RunEnd end;
     end.status = status;
     end.reason = agreement_.reason();
@@ -455,6 +458,7 @@ class Run {
   DeviceInfo device_;
   std::unique_ptr<TokenSource> data_;
   std::unique_ptr<ResourceSampler> sampler_;
+  CpuShareMeter cpu_share_;
   std::unique_ptr<Trainer> trainer_;
   RankAgreement agreement_{mpi_, "bench-train"};
   RankResult result_;

@@ -199,6 +199,16 @@ void MpiEnv::allreduce_max(double* data, size_t count) {
   }
 }
 
+void MpiEnv::node_allreduce_max(double* data, size_t count) {
+  auto* local = static_cast<MPI_Comm*>(local_comm_);
+  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(count), MPI_DOUBLE, MPI_MAX, *local));
+}
+
+void MpiEnv::node_allreduce_sum(double* data, size_t count) {
+  auto* local = static_cast<MPI_Comm*>(local_comm_);
+  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(count), MPI_DOUBLE, MPI_SUM, *local));
+}
+
 void MpiEnv::barrier() { MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }
 
 std::vector<double> MpiEnv::allgather(double value) {

@@ -46,6 +46,9 @@ class MpiEnv : public Collectives {
   bool threads_may_call() const override { return serialized_; }
   // Elementwise maximum in place over all ranks.
   void allreduce_max(double* data, size_t count);
+  // Elementwise maximum, or sum, in place over the ranks of this node.
+  void node_allreduce_max(double* data, size_t count);
+  void node_allreduce_sum(double* data, size_t count);
   void barrier();
   // Gathers one double from every rank on every rank.
   std::vector<double> allgather(double value);

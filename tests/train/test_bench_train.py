@@ -746,6 +746,58 @@ class Profile(BenchTrainCase):
             self.assertFalse(os.path.exists(out))
 
 
+class Contention(BenchTrainCase):
+    """A neighbour on the run's CPU (issue 52): the CPU time it took is recorded and the tables
+    mark the point; OpenMP's waiting threads sleep unless the user chose otherwise."""
+
+    def hog(self, cpu):
+        """A process that spins on one CPU until killed."""
+        return subprocess.Popen(["taskset", "-c", str(cpu), "/usr/bin/python3", "-c",
+                                 "while True: pass"])
+
+    def test_a_neighbour_on_the_runs_cpu_is_recorded_and_marked(self):
+        config = self.config(steps=40, extra="launch: {cpus_per_rank: 1}\n")
+        out = os.path.join(self.tmp, "point", "out")
+        hog = self.hog(0)
+        try:
+            r = subprocess.run(["taskset", "-c", "0", BENCH_TRAIN, "--config", config, "--out",
+                                out], capture_output=True, text=True, timeout=300, env=ENV)
+        finally:
+            hog.kill()
+            hog.wait()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with h5py.File(os.path.join(out, "rank-00000.h5"), "r") as f:
+            attrs = dict(f.attrs)
+        # The spinning neighbour had about half of CPU 0 while the run measured: the kernel
+        # shares one CPU between two busy processes.
+        self.assertGreater(attrs["cpu_shared"], 0.25, attrs)
+        self.assertLessEqual(attrs["cpu_shared"], 1.0)
+        self.assertGreater(attrs["cpu_others_s"], 0)
+        self.assertEqual(attrs["omp_wait_policy"], "PASSIVE")
+        summary = read_json(os.path.join(out, "summary.json"))
+        self.assertAlmostEqual(summary["metrics"]["cpu_shared"], attrs["cpu_shared"])
+        # bench-extract's column and the people's table's mark.
+        table = subprocess.run([os.path.join(BIN, "bench-extract"), "-i", out, "--format", "csv"],
+                               capture_output=True, text=True, check=True).stdout
+        header, row = table.splitlines()[:2]
+        cells = dict(zip(header.split(","), row.split(",")))
+        self.assertAlmostEqual(float(cells["cpu_shared"]), attrs["cpu_shared"])
+        people = subprocess.run([os.path.join(BIN, "bench-extract"), "-i", out, "--format",
+                                 "table"], capture_output=True, text=True, check=True).stdout
+        self.assertIn("shared", people.splitlines()[0] + people.splitlines()[1], people)
+        self.assertIn("%.0f%%" % (attrs["cpu_shared"] * 100), people)
+
+    def test_a_wait_policy_the_user_set_is_kept(self):
+        config = self.config(steps=4)
+        out = os.path.join(self.tmp, "point", "out")
+        r = subprocess.run([BENCH_TRAIN, "--config", config, "--out", out], capture_output=True,
+                           text=True, timeout=300, env=dict(ENV, OMP_WAIT_POLICY="ACTIVE"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with h5py.File(os.path.join(out, "rank-00000.h5"), "r") as f:
+            self.assertEqual(f.attrs["omp_wait_policy"], "ACTIVE")
+            self.assertGreaterEqual(f.attrs["cpu_shared"], 0)
+
+
 class BadInput(BenchTrainCase):
     def assertRejected(self, args, message, code=2):
         out = os.path.join(self.tmp, "out")

@@ -1,0 +1,73 @@
+#include "core/cpu_share.h"
+
+#include <sched.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace sweepbench {
+
+CpuTimes read_cpu_times() {
+  CpuTimes t;
+  t.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+                 .count();
+  rusage usage{};
+  if (getrusage(RUSAGE_SELF, &usage) == 0) {
+    t.own_s = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+              static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+  }
+  const long ticks = sysconf(_SC_CLK_TCK);
+  std::ifstream in("/proc/stat");
+  if (!in || ticks <= 0) return t;
+  std::string line;
+  while (std::getline(in, line)) {
+    // "cpu3 user nice system idle iowait irq softirq steal guest guest_nice"; "cpu " is the sum.
+    if (line.size() < 4 || line.compare(0, 3, "cpu") != 0 || line[3] < '0' || line[3] > '9') {
+      continue;
+    }
+    std::istringstream fields(line.substr(3));
+    size_t id = 0;
+    unsigned long long user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0,
+                       steal = 0;
+    if (!(fields >> id >> user >> nice >> system >> idle >> iowait >> irq >> softirq)) continue;
+    fields >> steal;  // older kernels lack it
+    if (id >= 65536) continue;
+    if (t.busy_s.size() <= id) t.busy_s.resize(id + 1, 0.0);
+    t.busy_s[id] = static_cast<double>(user + nice + system + irq + softirq + steal) /
+                   static_cast<double>(ticks);
+  }
+  t.ok = !t.busy_s.empty();
+  return t;
+}
+
+std::vector<double> affinity_flags(size_t cpus) {
+  std::vector<double> flags(cpus, 0.0);
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) {
+    std::fill(flags.begin(), flags.end(), 1.0);
+    return flags;
+  }
+  for (size_t i = 0; i < cpus && i < static_cast<size_t>(CPU_SETSIZE); ++i) {
+    if (CPU_ISSET(static_cast<int>(i), &set)) flags[i] = 1.0;
+  }
+  return flags;
+}
+
+double others_seconds(const CpuTimes& start, const CpuTimes& end, const std::vector<double>& cpus,
+                      double own_s) {
+  double busy = 0;
+  const size_t n = std::min({start.busy_s.size(), end.busy_s.size(), cpus.size()});
+  for (size_t i = 0; i < n; ++i) {
+    if (cpus[i] != 0) busy += std::max(0.0, end.busy_s[i] - start.busy_s[i]);
+  }
+  return std::max(0.0, busy - own_s);
+}
+
+}  // namespace sweepbench

@@ -1,0 +1,33 @@
+// The CPU time other processes took on a run's CPUs (docs/metrics.md, "CPUs shared with other
+// processes"): the node's per-CPU busy time from /proc/stat and this process's own CPU time,
+// read at the start and the end of what is measured. Over the CPUs the run may use (the union of
+// its ranks' affinity masks on a node), busy time that none of its ranks spent is another
+// process's: a neighbour that took a core, which slows libtorch's threads far beyond its share
+// when they wait on each other.
+//
+// Leaves out: the MPI reductions over a node's ranks (train/bench_run.cc) and what the tables
+// make of the share (postprocess/).
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+namespace sweepbench {
+
+struct CpuTimes {
+  std::vector<double> busy_s;  // per CPU id: user, nice, system, irq, softirq, steal; seconds
+  double own_s = 0;            // this process, all its threads: user + system seconds
+  double wall_s = 0;           // a monotonic clock
+  bool ok = false;             // /proc/stat was read
+};
+CpuTimes read_cpu_times();
+
+// This process's affinity mask as one flag per CPU id (1 or 0), `cpus` long.
+std::vector<double> affinity_flags(size_t cpus);
+
+// Between two readings, over the CPUs flagged (non-zero) in `cpus`: the busy seconds, less
+// `own_s` (what the run's own processes spent), at least 0.
+double others_seconds(const CpuTimes& start, const CpuTimes& end, const std::vector<double>& cpus,
+                      double own_s);
+
+}  // namespace sweepbench

@@ -1,0 +1,50 @@
+#include "core/cpu_share.h"
+
+#include <gtest/gtest.h>
+#include <sched.h>
+
+#include <chrono>
+#include <numeric>
+
+#include "core/hardware.h"
+
+namespace sweepbench {
+namespace {
+
+TEST(CpuShare, OthersAreTheBusyTimeOfTheRunsCpusLessItsOwn) {
+  CpuTimes start, end;
+  start.busy_s = {10, 20, 30};
+  end.busy_s = {11.5, 20.2, 32};  // 1.5, 0.2 and 2 seconds busy
+  // CPUs 0 and 2 are the run's: 3.5 s busy there, 1 s of it the run's own.
+  EXPECT_DOUBLE_EQ(others_seconds(start, end, {1, 0, 1}, 1.0), 2.5);
+  // Never below 0: the run's own time counted where the ticks were not yet.
+  EXPECT_DOUBLE_EQ(others_seconds(start, end, {1, 0, 0}, 2.0), 0.0);
+  // A CPU that went away (a shorter list) counts for nothing.
+  end.busy_s.resize(2);
+  EXPECT_DOUBLE_EQ(others_seconds(start, end, {1, 1, 1}, 0.0), 1.7);
+}
+
+TEST(CpuShare, ReadsTheMachinesCpusAndThisProcesssTime) {
+  const CpuTimes a = read_cpu_times();
+  ASSERT_TRUE(a.ok);
+  // Spin until this process has run 0.2 s of CPU (however busy the machine is, within a minute):
+  // the machine's busy time grows by at least that, less a tick (10 ms) a CPU of rounding.
+  const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  volatile double x = 0;
+  CpuTimes b = read_cpu_times();
+  while (b.own_s - a.own_s < 0.2 && std::chrono::steady_clock::now() < limit) {
+    for (int i = 0; i < 100000; ++i) x = x + 1;
+    b = read_cpu_times();
+  }
+  ASSERT_GE(b.own_s - a.own_s, 0.2);
+  EXPECT_GE(b.wall_s - a.wall_s, 0.19);
+  double busy = 0;
+  for (size_t i = 0; i < a.busy_s.size(); ++i) busy += b.busy_s[i] - a.busy_s[i];
+  EXPECT_GE(busy, b.own_s - a.own_s - 0.01 * static_cast<double>(a.busy_s.size() + 1));
+  // The affinity mask as flags: as many as the CPUs this process may run on.
+  std::vector<double> flags = affinity_flags(a.busy_s.size());
+  EXPECT_EQ(std::accumulate(flags.begin(), flags.end(), 0.0), usable_cpu_count());
+}
+
+}  // namespace
+}  // namespace sweepbench
