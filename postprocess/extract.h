@@ -93,6 +93,11 @@ struct ExtractOptions {
 const std::vector<std::string>& noise_columns();
 void mark_noise(std::map<std::string, Value>* row, double threshold);
 
+// A training point measured until precise (metrics.target_ci, docs/metrics.md): `target_met`,
+// whether its mean step time's 95% interval ended within the target (half its width over its
+// middle); false where there is no interval. Nothing for a point without a target.
+void mark_target(std::map<std::string, Value>* row);
+
 // Beyond this share of a point's CPUs' time taken by other processes (the cpu_shared metric), the
 // people's table marks it `shared`: its figures are the machine's business as much as its own.
 inline constexpr double kSharedCpuThreshold = 0.10;

@@ -239,6 +239,14 @@ ExtractTable people_table(const ExtractTable& full, const std::vector<std::strin
   };
   const bool any_shared = std::any_of(full.rows.begin(), full.rows.end(), shared);
   if (any_shared) out.columns.push_back("shared");
+  // A point measured until precise (metrics.target_ci) whose interval ended wider: `missed` in a
+  // column `target` where any point missed its target.
+  auto missed = [](const Row& r) {
+    const Value* v = find_cell(r, "target_met");
+    return v != nullptr && v->is_bool() && !v->as_bool() && text_of(r, "status") == "ok";
+  };
+  const bool any_missed = std::any_of(full.rows.begin(), full.rows.end(), missed);
+  if (any_missed) out.columns.push_back("target");
   // The performance references' verdicts, where any point was checked against one.
   const bool any_reference = std::any_of(full.rows.begin(), full.rows.end(),
                                          [](const auto& row) { return row.count("reference"); });
@@ -290,6 +298,7 @@ ExtractTable people_table(const ExtractTable& full, const std::vector<std::strin
       std::snprintf(buf, sizeof buf, "%.0f%%", number_of(row, "cpu_shared").value_or(0) * 100);
       cells["shared"] = Value::string(shared(row) ? buf : "");
     }
+    if (any_missed) cells["target"] = Value::string(missed(row) ? "missed" : "");
     if (any_reference) {
       std::string verdict;
       if (auto it = row.find("reference"); it != row.end() && it->second.is_string()) {

@@ -524,6 +524,7 @@ std::vector<std::string> extract_columns(const std::vector<std::string>& dirs) {
     }
   }
   if (pc.has("train") || pc.has("infer")) columns.push_back("noisy");
+  if (pc.has("train")) columns.push_back("target_met");
   if (pc.has("train")) columns.push_back("profile_trace");
   // The sweep's performance references (sweep/references.h), as bench-sweep run checked them.
   if (!pc.referenced.empty()) columns.push_back("reference");
@@ -552,6 +553,20 @@ void mark_noise(std::map<std::string, Value>* row, double threshold) {
     noisy = noisy || it->second.as_float() > threshold;
   }
   if (any) (*row)["noisy"] = Value::boolean(noisy);
+}
+
+void mark_target(std::map<std::string, Value>* row) {
+  auto number = [&](const char* c) -> std::optional<double> {
+    auto it = row->find(c);
+    if (it == row->end() || !it->second.is_number()) return std::nullopt;
+    return it->second.as_float();
+  };
+  std::optional<double> target = number("metrics.target_ci");
+  if (!target) return;
+  std::optional<double> low = number("step_time_ci_low_s"), high = number("step_time_ci_high_s");
+  const bool met = low && high && *high + *low > 0 &&
+                   (*high - *low) / (*high + *low) <= *target;  // half-width over the middle
+  (*row)["target_met"] = Value::boolean(met);
 }
 
 // One point's row, and what went wrong reading it.

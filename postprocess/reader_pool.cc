@@ -486,6 +486,7 @@ void extract_each(const std::vector<std::string>& dirs, const ExtractOptions& o,
   for (size_t i = 0; i < dirs.size(); ++i) {
     ExtractedPoint p = pool.next(i);
     mark_noise(&p.row, o.noise_threshold);
+    mark_target(&p.row);
     sink(std::move(p));
   }
   pool.finish();

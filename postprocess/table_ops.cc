@@ -91,8 +91,8 @@ void group_repeats(ExtractTable* t) {
     }
     return false;
   };
-  std::set<std::string> not_key = {"tag",    "index",   "repeat",   "status",
-                                   "reason", "started", "noisy",    "reference"};
+  std::set<std::string> not_key = {"tag",     "index", "repeat",     "status",   "reason",
+                                   "started", "noisy", "target_met", "reference"};
   // A performance reference's verdict is the group's, from the repeats' interval; its columns
   // are no part of what the repeats share (a failed repeat has none).
   std::vector<std::string> referenced;
@@ -132,11 +132,19 @@ void group_repeats(ExtractTable* t) {
       it = is_interval(it->first) ? row.erase(it) : std::next(it);
     }
     row.erase("noisy");
+    row.erase("target_met");
     for (size_t i : ok) {  // a failed repeat measured nothing to be noisy about
       auto noisy = t->rows[i].find("noisy");
-      if (noisy == t->rows[i].end() || !noisy->second.is_bool()) continue;
-      auto& out = row["noisy"];
-      out = Value::boolean((out.is_bool() && out.as_bool()) || noisy->second.as_bool());
+      if (noisy != t->rows[i].end() && noisy->second.is_bool()) {
+        auto& out = row["noisy"];
+        out = Value::boolean((out.is_bool() && out.as_bool()) || noisy->second.as_bool());
+      }
+      // The group met its target where every ok repeat did.
+      auto met = t->rows[i].find("target_met");
+      if (met != t->rows[i].end() && met->second.is_bool()) {
+        auto& out = row["target_met"];
+        out = Value::boolean((!out.is_bool() || out.as_bool()) && met->second.as_bool());
+      }
     }
     if (ok.size() != g.size()) {
       for (size_t i : g) {

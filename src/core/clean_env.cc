@@ -6,7 +6,6 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <sstream>
 
@@ -27,32 +26,6 @@ std::vector<std::string> filter_environment(const std::vector<std::string>& envi
     }
   }
   return out;
-}
-
-namespace {
-
-// execve of /proc/self/exe. The new image starts with default handlers: a stop signal that comes
-// before it has its own must wait, blocked, rather than kill it (the mask and pending signals
-// survive execve). One this image caught already is raised again to wait the same way. Returns
-// only when the exec failed, with the mask as it was.
-void exec_self(char* const* argv, char* const* env, int caught_signal) {
-  sigset_t stops, before;
-  sigemptyset(&stops);
-  for (int sig : kStopSignals) sigaddset(&stops, sig);
-  sigprocmask(SIG_BLOCK, &stops, &before);
-  if (caught_signal != 0) ::raise(caught_signal);
-  ::execve("/proc/self/exe", argv, env);
-  sigprocmask(SIG_SETMASK, &before, nullptr);
-}
-
-}  // namespace
-
-std::string reexec_with_passive_omp_wait(char** argv, int caught_signal) {
-  if (const char* set = std::getenv("OMP_WAIT_POLICY")) return set;
-  if (::setenv("OMP_WAIT_POLICY", "PASSIVE", 1) != 0) return "";
-  exec_self(argv, environ, caught_signal);
-  ::unsetenv("OMP_WAIT_POLICY");  // the exec failed: libgomp keeps its default
-  return "";
 }
 
 void reexec_with_kept_environment(int argc, char** argv, int caught_signal) {
@@ -90,7 +63,16 @@ void reexec_with_kept_environment(int argc, char** argv, int caught_signal) {
   new_argv.push_back(nullptr);
   for (std::string& e : kept) new_env.push_back(e.data());
   new_env.push_back(nullptr);
-  exec_self(new_argv.data(), new_env.data(), caught_signal);
+  // The new image starts with default handlers: a stop signal that comes before it has its own
+  // must wait, blocked, rather than kill it (the mask and pending signals survive execve). One
+  // this image caught already is raised again to wait the same way.
+  sigset_t stops, before;
+  sigemptyset(&stops);
+  for (int sig : kStopSignals) sigaddset(&stops, sig);
+  sigprocmask(SIG_BLOCK, &stops, &before);
+  if (caught_signal != 0) ::raise(caught_signal);
+  ::execve("/proc/self/exe", new_argv.data(), new_env.data());
+  sigprocmask(SIG_SETMASK, &before, nullptr);
   std::fprintf(stderr, "bench-train: cannot restart with --env-keep: %s\n", std::strerror(errno));
 }
 

@@ -424,6 +424,10 @@ struct MetricsSettings {
   // metrics.profile_activities: cpu, cuda; empty when null (the device's own: cpu, and cuda too
   // on a GPU).
   std::vector<std::string> profile_activities;
+  // metrics.target_ci: measure until the 95% interval of the mean step time is within this
+  // fraction of it (train.steps then the least); none when null.
+  std::optional<double> target_ci;
+  double max_seconds{};  // metrics.max_seconds: the measured part's budget with target_ci
 };
 
 template <class Keys>
@@ -448,6 +452,22 @@ void metrics_keys(Keys& key) {
       "(kernels and copies on the GPU, where libtorch has Kineto); null = cpu, and cuda too on "
       "a GPU")
       .hashed_unless_default()
+      .only_for({"train"});
+  key(&MetricsSettings::target_ci, "metrics.target_ci", std::nullopt,
+      "Measure until the 95% interval of the mean step time is within this fraction of it, "
+      "e.g. 0.02: train.steps is then the least, metrics.max_seconds the most (bench-train); "
+      "null = exactly train.steps")
+      .min(0.0, true)
+      .max(1.0)
+      .hashed_unless_default()
+      .tagged_unless_default()
+      .only_for({"train"});
+  key(&MetricsSettings::max_seconds, "metrics.max_seconds", 60.0,
+      "With metrics.target_ci: the measured steps' time budget in seconds; a point that spends "
+      "it without reaching the target is marked")
+      .min(0.0, true)
+      .hashed_unless_default()
+      .tagged_unless_default()
       .only_for({"train"});
 }
 

@@ -148,7 +148,7 @@ struct RankResult {
   std::int64_t device_count = 0;
   std::string sweepbench_version, torch_version, cuda_version, nccl_version, mpi_version;
   std::int64_t threads = 0;
-  std::string omp_wait_policy;  // OMP_WAIT_POLICY as the run had it (PASSIVE by default); "" unset
+  std::string omp_wait_policy;  // OMP_WAIT_POLICY as the run had it; "" where unset
   std::string container_runtime, container_image, container_digest;
   std::string container_env_kept;  // globs of the variables passed in (bench-train --env-keep)
   std::string slurm_job_id, slurm_array_job_id, slurm_array_task_id, slurm_step_id;

@@ -137,6 +137,18 @@ Estimate series_estimate(const std::vector<double>& x, double level) {
   return e;
 }
 
+double relative_half_width(const std::vector<double>& x) {
+  const Estimate e = series_estimate(x);
+  if (!e.has_interval() || !(e.mean > 0)) return std::numeric_limits<double>::quiet_NaN();
+  return (e.high - e.low) / 2 / e.mean;
+}
+
+bool precise_enough(const std::vector<double>& x, double target) {
+  return x.size() >= kFewestToStop && relative_half_width(x) <= target;
+}
+
+size_t next_look(size_t n) { return std::max({n + 1, n + n / 2, kFewestToStop}); }
+
 Estimate repeats_estimate(const std::vector<double>& x, double level, int resamples,
                           std::uint64_t seed) {
   Estimate e;

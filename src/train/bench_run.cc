@@ -196,7 +196,6 @@ int bench_program_main(int argc, char** argv, const char* program, const char* u
   install_signal_handlers();
   reexec_with_kept_environment(
       argc, argv, g_signal.load());  // --env-keep: before anything reads the environment
-  reexec_with_passive_omp_wait(argv, g_signal.load());  // before libgomp runs a thread
   po::options_description desc;
   Args args;
   try {

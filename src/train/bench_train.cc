@@ -10,6 +10,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <boost/program_options.hpp>
 #include <chrono>
@@ -38,6 +39,7 @@
 #include "core/text.h"
 #include "core/yaml_io.h"
 #include "results/rank_file.h"
+#include "results/statistics.h"
 #include "results/summary.h"
 #include "train/bench_run.h"
 #include "train/console.h"
@@ -159,7 +161,15 @@ class Run {
     double started = now_s();
     double measured_time = 0, measured_comm_bytes = 0;
     std::int64_t measured_steps = 0;
-    for (std::int64_t step = 0; step < plan_.settings.train.steps; ++step) {
+    // With metrics.target_ci the run goes on past train.steps until its step times are precise
+    // enough (results/statistics.h) or metrics.max_seconds of measured steps are spent.
+    std::vector<double> own_times;  // this rank's measured step times
+    size_t look = 0;                // the measured steps at which to look next
+    for (std::int64_t step = 0;; ++step) {
+      if (step >= plan_.settings.train.steps &&
+          !keep_measuring(own_times, measured_time, &look)) {
+        break;
+      }
       const bool profiled = step >= plan_.profile_first && step <= plan_.profile_last;
       if (step == plan_.settings.train.warmup_steps) cpu_share_.start();
       if (step == plan_.profile_first && profiled) {
@@ -201,6 +211,7 @@ class Run {
       if (profiled && step == plan_.profile_last) write_profile();
       result_.steps.push_back(r);
       if (r.measured) {
+        own_times.push_back(r.total_s);
         measured_time += r.total_s;
         measured_comm_bytes += timing.comm_bytes;
         ++measured_steps;
@@ -357,6 +368,28 @@ class Run {
     console_.line("#  %11s  %9s  %12s  %7s  %8s", "step", "loss", "tokens/s", "mfu", "eta");
   }
 
+  // Past train.steps with metrics.target_ci: whether to run another step. Between looks yes; at a
+  // look (the same step on every rank: they measure the same steps) the ranks decide together,
+  // going on while any rank's steps fall short of the target and the slowest rank's measured time
+  // is within the budget. The look after is half as many steps again, or sooner where the budget
+  // would be spent before it.
+  bool keep_measuring(const std::vector<double>& times, double measured_time, size_t* look) {
+    const std::optional<double> target = plan_.settings.metrics.target_ci;
+    if (!target) return false;
+    if (times.size() < *look) return true;
+    double state[2] = {precise_enough(times, *target) ? 0.0 : 1.0, measured_time};
+    mpi_.allreduce_max(state, 2);
+    const double budget = plan_.settings.metrics.max_seconds;
+    if (state[0] == 0 || state[1] >= budget) return false;
+    *look = next_look(times.size());
+    if (!times.empty() && state[1] > 0) {
+      const double per_step = state[1] / static_cast<double>(times.size());
+      const double left = std::ceil((budget - state[1]) / per_step);
+      *look = std::min(*look, times.size() + static_cast<size_t>(std::max(1.0, left)));
+    }
+    return true;
+  }
+
   void progress(std::int64_t step, const StepRecord& r, std::int64_t global_tokens, double started,
                 double measured_time, std::int64_t measured_steps) {
     bool last = step + 1 == plan_.settings.train.steps;
@@ -372,7 +405,9 @@ class Run {
     }
     double per_step = measured_steps > 0 ? measured_time / static_cast<double>(measured_steps)
                                          : (now_s() - started) / static_cast<double>(step + 1);
-    double eta = per_step * static_cast<double>(plan_.settings.train.steps - step - 1);
+    // Past train.steps (measuring until precise) the end is the target's: no estimate.
+    double eta = per_step * static_cast<double>(
+                                std::max<std::int64_t>(0, plan_.settings.train.steps - step - 1));
     char step_text[32];
     std::snprintf(step_text, sizeof(step_text), "%lld/%lld", static_cast<long long>(step + 1),
                   static_cast<long long>(plan_.settings.train.steps));

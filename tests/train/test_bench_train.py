@@ -4,6 +4,8 @@
 Run by ctest (tests/CMakeLists.txt), one ctest per class:
     SWEEPBENCH_BIN_DIR=build/release/bin /usr/bin/python3 tests/train/test_bench_train.py SingleRank
 """
+import csv
+import io
 import json
 import os
 import re
@@ -748,7 +750,7 @@ class Profile(BenchTrainCase):
 
 class Contention(BenchTrainCase):
     """A neighbour on the run's CPU (issue 52): the CPU time it took is recorded and the tables
-    mark the point; OpenMP's waiting threads sleep unless the user chose otherwise."""
+    mark the point; the OpenMP wait policy the run had is recorded."""
 
     def hog(self, cpu):
         """A process that spins on one CPU until killed."""
@@ -773,29 +775,79 @@ class Contention(BenchTrainCase):
         self.assertGreater(attrs["cpu_shared"], 0.25, attrs)
         self.assertLessEqual(attrs["cpu_shared"], 1.0)
         self.assertGreater(attrs["cpu_others_s"], 0)
-        self.assertEqual(attrs["omp_wait_policy"], "PASSIVE")
+        self.assertEqual(attrs["omp_wait_policy"], ENV.get("OMP_WAIT_POLICY", ""))
         summary = read_json(os.path.join(out, "summary.json"))
         self.assertAlmostEqual(summary["metrics"]["cpu_shared"], attrs["cpu_shared"])
         # bench-extract's column and the people's table's mark.
         table = subprocess.run([os.path.join(BIN, "bench-extract"), "-i", out, "--format", "csv"],
                                capture_output=True, text=True, check=True).stdout
-        header, row = table.splitlines()[:2]
-        cells = dict(zip(header.split(","), row.split(",")))
+        cells = next(csv.DictReader(io.StringIO(table)))
         self.assertAlmostEqual(float(cells["cpu_shared"]), attrs["cpu_shared"])
         people = subprocess.run([os.path.join(BIN, "bench-extract"), "-i", out, "--format",
                                  "table"], capture_output=True, text=True, check=True).stdout
         self.assertIn("shared", people.splitlines()[0] + people.splitlines()[1], people)
         self.assertIn("%.0f%%" % (attrs["cpu_shared"] * 100), people)
 
-    def test_a_wait_policy_the_user_set_is_kept(self):
+    def test_the_wait_policy_the_run_had_is_recorded(self):
         config = self.config(steps=4)
         out = os.path.join(self.tmp, "point", "out")
         r = subprocess.run([BENCH_TRAIN, "--config", config, "--out", out], capture_output=True,
-                           text=True, timeout=300, env=dict(ENV, OMP_WAIT_POLICY="ACTIVE"))
+                           text=True, timeout=300, env=dict(ENV, OMP_WAIT_POLICY="PASSIVE"))
         self.assertEqual(r.returncode, 0, r.stderr)
         with h5py.File(os.path.join(out, "rank-00000.h5"), "r") as f:
-            self.assertEqual(f.attrs["omp_wait_policy"], "ACTIVE")
+            self.assertEqual(f.attrs["omp_wait_policy"], "PASSIVE")
             self.assertGreaterEqual(f.attrs["cpu_shared"], 0)
+
+
+class UntilPrecise(BenchTrainCase):
+    """metrics.target_ci: train.steps is the least, the run goes on until the mean step time's
+    interval is within the target or metrics.max_seconds are spent, and the tables say which."""
+
+    def extract(self, out, fmt):
+        return subprocess.run([os.path.join(BIN, "bench-extract"), "-i", out, "--format", fmt],
+                              capture_output=True, text=True, check=True).stdout
+
+    def test_a_reachable_target_stops_at_the_first_look_after_100_steps(self):
+        # Within 50% of the mean: any 100 steps are that precise, and the rule never stops sooner.
+        config = self.config(steps=12)
+        out = os.path.join(self.tmp, "point", "out")
+        r = self.run_train(config, out, "--set", "metrics.target_ci=0.5")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with h5py.File(os.path.join(out, "rank-00000.h5"), "r") as f:
+            steps = f["steps"][:]
+            self.assertEqual(f.attrs["steps_planned"], 12)
+        self.assertEqual(int((steps["measured"] != 0).sum()), 100)
+        self.assertEqual(len(steps), 102)  # 2 warm-up steps
+        cells = next(csv.DictReader(io.StringIO(self.extract(out, "csv"))))
+        self.assertEqual(cells["target_met"], "true")
+        self.assertNotIn("missed", self.extract(out, "table"))
+
+    def test_a_target_out_of_reach_stops_at_the_budget_and_is_marked(self):
+        config = self.config(steps=12)
+        out = os.path.join(self.tmp, "point", "out")
+        r = self.run_train(config, out, "--set", "metrics.target_ci=0.000001", "--set",
+                           "metrics.max_seconds=0.5")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with h5py.File(os.path.join(out, "rank-00000.h5"), "r") as f:
+            steps = f["steps"][:]
+        measured = steps[steps["measured"] != 0]
+        self.assertGreater(len(steps), 12)
+        # The budget is checked at each look, and a look comes no later than the budget's step.
+        self.assertGreaterEqual(measured["total_s"].sum(), 0.5)
+        self.assertLess(measured["total_s"].sum(), 2.0)
+        cells = next(csv.DictReader(io.StringIO(self.extract(out, "csv"))))
+        self.assertEqual(cells["target_met"], "false")
+        table = self.extract(out, "table")
+        self.assertIn("target", table.splitlines()[0])
+        self.assertIn("missed", table)
+
+    def test_without_a_target_the_run_is_exactly_train_steps(self):
+        config = self.config(steps=7)
+        out = os.path.join(self.tmp, "point", "out")
+        self.assertEqual(self.run_train(config, out).returncode, 0)
+        with h5py.File(os.path.join(out, "rank-00000.h5"), "r") as f:
+            self.assertEqual(len(f["steps"]), 7)
+        self.assertNotIn("target_met", next(csv.DictReader(io.StringIO(self.extract(out, "csv")))))
 
 
 class BadInput(BenchTrainCase):
