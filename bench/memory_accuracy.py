@@ -21,7 +21,8 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-GROUP_KEYS = ("model.arch", "train.dtype", "train.activation_checkpointing", "train.fused_loss", "train.peft")
+GROUP_KEYS = ("model.arch", "train.dtype", "train.activation_checkpointing", "train.fused_loss", "train.peft",
+              "train.zero_stage", "launch.ranks")
 
 
 def run(cmd):

@@ -1,6 +1,7 @@
 #include "results/memory_model.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/config.h"
 #include "core/settings.h"
@@ -48,6 +49,151 @@ double block_bytes_per_token(const ModelShape& s, int e, int t, bool lora,
   // Normed inputs (2 d), q, k, v (q + 2 kv), the attention output (q), c_fc's output and GELU's
   // (2 f).
   return 8 * d + e * (2 * d + 2 * q + 2 * kv + 2 * f - frozen) + 4 * (4 + heads);
+}
+
+// A parameter of a rank's model, in the order bench-train registers them (model.cc), which is
+// the order ZeRO's flat buffers take them in (zero.h, ZeroBuffers::build).
+struct Parameter {
+  double numel = 0;
+  bool matrix = false;  // two dimensions: weight decay, ZeRO's first group of buffers
+  bool split = false;   // tensor parallelism: a part of the whole, in buffers of their own
+  bool trained = true;  // with LoRA only the adapters
+  int block = -1;       // its block, or -1: the embeddings, the final norm, the head
+};
+
+std::vector<Parameter> parameters_of(const ModelShape& s, std::int64_t t, bool lora, std::int64_t r,
+                                     const std::vector<std::string>& targets) {
+  std::vector<Parameter> out;
+  const double d = dbl(s.n_embd), f = dbl(s.ffn_dim / t), v = dbl(s.vocab_size);
+  const double hd = s.n_head > 0 ? dbl(s.n_embd / s.n_head) : 0;
+  const double q = dbl(s.n_head / t) * hd, kv = dbl(s.n_kv_head / t) * hd;
+  auto add = [&](double numel, bool matrix, int block) {
+    out.push_back({numel, matrix, false, !lora, block});
+  };
+  // A projection: its weight (out x in), its bias, and LoRA's A (r x in) and B (out x r).
+  auto linear = [&](const char* name, double in, double o, bool bias, int block) {
+    add(in * o, true, block);
+    if (bias) add(o, false, block);
+    if (lora && std::find(targets.begin(), targets.end(), name) != targets.end()) {
+      out.push_back({dbl(r) * in, true, false, true, block});
+      out.push_back({o * dbl(r), true, false, true, block});
+    }
+  };
+  add(v * d, true, -1);  // the token embedding (GPT-2: also the head)
+  if (s.arch == "llama") {
+    for (int b = 0; b < static_cast<int>(s.n_layer); ++b) {
+      add(d, false, b);  // attention_norm
+      linear("wq", d, q, false, b);
+      linear("wk", d, kv, false, b);
+      linear("wv", d, kv, false, b);
+      linear("wo", q, d, false, b);
+      add(d, false, b);  // ffn_norm
+      linear("w1", d, f, false, b);
+      linear("w2", f, d, false, b);
+      linear("w3", d, f, false, b);
+    }
+    add(d, false, -1);                   // norm
+    linear("lm_head", d, v, false, -1);  // no adapter
+    return out;
+  }
+  add(dbl(s.block_size) * d, true, -1);  // wpe
+  for (int b = 0; b < static_cast<int>(s.n_layer); ++b) {
+    add(d, false, b);  // ln_1
+    add(d, false, b);
+    linear("c_attn", d, q + 2 * kv, true, b);
+    linear("attn_proj", q, d, true, b);
+    add(d, false, b);  // ln_2
+    add(d, false, b);
+    linear("c_fc", d, f, true, b);
+    linear("mlp_proj", f, d, true, b);
+  }
+  add(d, false, -1);  // ln_f
+  add(d, false, -1);
+  return out;
+}
+
+// What ZeRO-2's gradient buckets hold beyond the states (zero.h): the trained parameters in
+// model order, cut per weight-decay group (and tensor-parallel part) into buckets of at most
+// train.bucket_mb (a larger parameter alone), each reduce-scattered when backward has given every
+// one of its parameters a gradient, and those gradients freed then.
+struct Zero2Buckets {
+  // The largest bucket, padded to a multiple of the ranks, and its piece, in fp32: the reduce's
+  // scratch buffers (flat_scratch_, piece_scratch_), held from the build on.
+  double scratch = 0;
+  // The gradients held at once in the backward pass, with what else is live then: at the
+  // token embedding's gradient, the last, every bucket not yet reduced and the embedding's dense
+  // gradient (ZeRO-2 cannot add its rows in place as stages 0 and 1 do: its reduce waits on the
+  // accumulator), GPT-2's summed with the tied head's (12 V d in fp32 at that moment: the head's
+  // part, the embedding's and their sum; 8 V d in bf16, where the head's part is an fp32 cast the
+  // other is added into; measured); before it, at each parameter's gradient, the activations of
+  // the blocks below it (with checkpointing their inputs and a block's recomputation) and the
+  // tied head's part, waiting for the embedding's.
+  double backward = 0;
+  // Building the buffers, over the states: a bucket's buffers filled while the weights of it and
+  // of every later bucket are still the model's own (4 bytes a parameter); the most at any bucket.
+  double build = 0;
+};
+
+Zero2Buckets zero2_buckets(const std::vector<Parameter>& ps, int ranks, double bucket_mb,
+                           double trained_state_bytes, bool tied, int e, double kept_per_block,
+                           double recompute) {
+  const double bucket = std::max<double>(
+      1, static_cast<double>(static_cast<std::int64_t>(bucket_mb * 1024 * 1024) / 4));
+  std::vector<double> numel;
+  std::vector<size_t> count;
+  std::vector<size_t> bucket_of(ps.size(), 0);
+  for (bool split : {false, true}) {
+    for (bool decay : {true, false}) {
+      const size_t first = numel.size();
+      for (size_t i = 0; i < ps.size(); ++i) {
+        const Parameter& p = ps[i];
+        if (!p.trained || p.matrix != decay || p.split != split) continue;
+        if (numel.size() == first || numel.back() + p.numel > bucket) {
+          numel.push_back(0);
+          count.push_back(0);
+        }
+        numel.back() += p.numel;
+        ++count.back();
+        bucket_of[i] = numel.size() - 1;
+      }
+    }
+  }
+  Zero2Buckets z;
+  if (numel.empty()) return z;
+  const double n = ranks;
+  double largest = 0, trained = 0;
+  for (double b : numel) {
+    largest = std::max(largest, std::ceil(b / n) * n);
+    trained += b;
+  }
+  z.scratch = 4 * (largest + largest / n);
+  // Building: bucket k's buffers (the states' bytes a trained parameter) beside the weights of
+  // bucket k onwards.
+  const double rate = trained > 0 ? trained_state_bytes / trained : 0;
+  double before = 0;
+  for (double b : numel) {
+    z.build = std::max(z.build, 4 * (trained - before) - rate * (trained - before - b));
+    before += b;
+  }
+  // The backward pass takes the parameters in reverse order; the token embedding, registered
+  // first, gets its gradient last.
+  const double embedding = ps.front().numel;
+  double held = 0, waiting = tied ? 4 * embedding : 0;
+  for (size_t i = ps.size(); i-- > 0;) {
+    const Parameter& p = ps[i];
+    if (!p.trained) continue;
+    if (i == 0) {
+      z.backward = std::max(z.backward, held + (tied ? (e >= 4 ? 12 : 8) : 4) * embedding);
+      waiting = 0;
+    } else {
+      const double below = p.block > 0 ? kept_per_block * p.block : 0;
+      z.backward = std::max(z.backward,
+                            held + 4 * p.numel + waiting + below + (p.block >= 0 ? recompute : 0));
+    }
+    held += 4 * p.numel;
+    if (--count[bucket_of[i]] == 0) held -= 4 * numel[bucket_of[i]];
+  }
+  return z;
 }
 
 }  // namespace
@@ -121,13 +267,49 @@ MemoryPrediction predict_training_memory(const TrainingMemoryInput& in) {
   // Building: the states and an fp32 copy of the trained weights while the flat buffers fill, or
   // (LoRA) the largest weight drawn on the host before its copy, the token embedding.
   p.init_peak = states + 4 * std::max(trainable, dbl(s.vocab_size) * d);
-  p.step_peak = states + copies + activations;
+  // ZeRO-2 over several ranks: the buckets' scratch buffers from the build on, and a second
+  // candidate for the step's peak, the end of the backward pass, where the gradients of the
+  // buckets not yet reduced are held (with every weight cast of the step in bf16 and fp16).
+  const bool zero2 = in.zero_stage == 2 && data_parallel > 1;
+  double buckets = 0, gradients = 0;
+  const double all_copies = zero2 && e < 4 ? 2.0 * model.matrices : 0.0;
+  if (zero2) {
+    std::vector<Parameter> ps = parameters_of(s, t, in.lora, in.lora_r, targets);
+    if (t > 1) {
+      const std::vector<Parameter> whole = parameters_of(s, 1, in.lora, in.lora_r, targets);
+      for (size_t i = 0; i < ps.size(); ++i) ps[i].split = ps[i].numel != whole[i].numel;
+    }
+    double frozen = 0, all = 0, largest = 0;
+    for (const Parameter& q : ps) {
+      if (!q.trained) frozen += 4 * q.numel;
+      all += q.numel;
+      largest = std::max(largest, q.numel);
+    }
+    const Zero2Buckets z = zero2_buckets(ps, data_parallel, in.bucket_mb, states - frozen,
+                                         s.arch != "llama" && !in.lora, e,
+                                         in.activation_checkpointing ? 4 * n * d : n * block,
+                                         in.activation_checkpointing ? recompute : 0);
+    buckets = z.scratch;
+    gradients = z.backward;
+    // Building: the model's weights and the largest drawn again on the host (reset_parameters),
+    // the buffers filling (z.build), or all of them and the scratch; the first two replace the
+    // other stages' rule, which the buckets' smaller buffers do not reach.
+    p.init_peak = std::max({4 * all + 4 * largest, states + z.build, states + buckets});
+  }
+  const bool held_gradients = zero2 && all_copies + gradients > copies + activations;
+  p.step_peak = states + buckets + (held_gradients ? all_copies + gradients : copies + activations);
   p.peak = std::max(p.init_peak, p.step_peak);
-  p.terms = {{"model_states", states},
-             {"weight_copies", copies},
-             {"activations", kept},
-             {in.activation_checkpointing && recompute > head ? "recompute" : "head",
-              std::max(head, recompute)}};
+  p.terms = {{"model_states", states}};
+  if (buckets > 0) p.terms.push_back({"buckets", buckets});
+  if (held_gradients) {
+    p.terms.push_back({"weight_copies", all_copies});
+    p.terms.push_back({"gradients", gradients});
+    return p;
+  }
+  p.terms.push_back({"weight_copies", copies});
+  p.terms.push_back({"activations", kept});
+  p.terms.push_back({in.activation_checkpointing && recompute > head ? "recompute" : "head",
+                     std::max(head, recompute)});
   if (gathered > 0) p.terms.push_back({"gathered", gathered});
   return p;
 }
@@ -194,6 +376,7 @@ bool predict_point_memory(const Value& resolved, MemoryPrediction* out) {
     in.world_size = static_cast<int>(s.launch.ranks);
     in.zero_stage = static_cast<int>(s.train.zero_stage);
     in.tensor_parallel = static_cast<int>(s.launch.tensor_parallel);
+    in.bucket_mb = s.train.bucket_mb;
     in.offload_optimizer = s.train.offload_optimizer;
     in.lora = s.train.lora();
     in.lora_r = s.train.lora_r;

@@ -28,6 +28,7 @@ struct TrainingMemoryInput {
   bool fused_loss = false;
   std::int64_t loss_chunk_rows = 0;  // 0: bench-train's default
   int world_size = 1, zero_stage = 0, tensor_parallel = 1;
+  double bucket_mb = 25.0;  // train.bucket_mb: ZeRO-2's gradient buckets
   bool offload_optimizer = false;
   bool lora = false;
   std::int64_t lora_r = 8;
@@ -35,7 +36,7 @@ struct TrainingMemoryInput {
 };
 
 struct MemoryTerm {
-  std::string name;  // model_states, weight_copies, activations, head, ...
+  std::string name;  // model_states, buckets, weight_copies, activations, head, gradients, ...
   double bytes = 0;
 };
 

@@ -200,9 +200,9 @@ namespace {
 
 // The terms a prediction can have, in the order of the estimate's columns.
 const std::vector<std::string>& estimate_terms() {
-  static const std::vector<std::string> t = {"model_states", "weight_copies", "activations",
-                                             "head",         "recompute",     "gathered",
-                                             "weights",      "kv_cache",      "prefill"};
+  static const std::vector<std::string> t = {
+      "model_states", "buckets",   "weight_copies", "activations", "head",   "recompute",
+      "gathered",     "gradients", "weights",       "kv_cache",    "prefill"};
   return t;
 }
 

@@ -1,6 +1,7 @@
 """bench-sweep plan --estimate against real runs (docs/metrics.md, "Predicted memory"): a sweep of
 short CPU trainings that exercises every term of the memory model (GPT-2 and Llama with grouped
-KV heads, fp32 and bf16, checkpointing, the chunked loss, LoRA, two ranks with ZeRO-3) and one
+KV heads, fp32 and bf16, checkpointing, the chunked loss, LoRA, two ranks with ZeRO-2 and ZeRO-3)
+and one
 generation, run for real; each point's predicted peak against its measured peak of libtorch's
 allocations (bench-extract's mem_alloc_peak_bytes, counted). Then the formats: the people's table
 with its parts and footer, CSV and JSON, and a command point, which has no prediction.
@@ -41,6 +42,7 @@ include:
   - {model.preset: llama-tiny, model.n_layer: 3, model.ffn_dim: 384}
   - {model.preset: llama-tiny, model.n_layer: 3, model.ffn_dim: 384, train.dtype: bf16}
   - {launch.ranks: 2, train.zero_stage: 3}
+  - {launch.ranks: 2, train.zero_stage: 2, train.activation_checkpointing: true}
   - {benchmark: infer, infer: {batch_size: 4, input_tokens: 64, output_tokens: 16, runs: 1}}
 """
 
@@ -61,9 +63,9 @@ class MemoryEstimate(unittest.TestCase):
     def test_every_prediction_is_near_what_ran(self):
         predicted = pd.read_csv(io.StringIO(self.estimate("--format", "csv")))
         measured = pd.read_csv(io.StringIO(run_tool(BENCH_EXTRACT, "-i", self.out, "--format", "csv").stdout))
-        self.assertEqual(len(predicted), 11)
+        self.assertEqual(len(predicted), 12)
         rows = predicted.merge(measured, on="tag", suffixes=("", "_x"))
-        self.assertEqual(len(rows), 11)
+        self.assertEqual(len(rows), 12)
         self.assertTrue((rows.status == "ok").all())
         self.assertTrue((rows.device == "cpu").all())
         error = (rows.mem_pred_peak_bytes - rows.mem_alloc_peak_bytes) / rows.mem_alloc_peak_bytes
@@ -73,17 +75,22 @@ class MemoryEstimate(unittest.TestCase):
         self.assertLess(error.abs().max(), 0.10, report)
         # The parts add up to the step, and the point's peak is the larger of step and init.
         train = rows[rows["mem_pred_model_states_bytes"] > 0]
-        parts = train[["mem_pred_model_states_bytes", "mem_pred_weight_copies_bytes",
-                       "mem_pred_activations_bytes", "mem_pred_gathered_bytes"]].sum(axis=1)
+        parts = train[["mem_pred_model_states_bytes", "mem_pred_buckets_bytes",
+                       "mem_pred_weight_copies_bytes", "mem_pred_activations_bytes",
+                       "mem_pred_gathered_bytes", "mem_pred_gradients_bytes"]].sum(axis=1)
         parts += train[["mem_pred_head_bytes", "mem_pred_recompute_bytes"]].max(axis=1)
         self.assertTrue(((parts - train.mem_pred_step_bytes).abs() < 1).all())
         peak = train[["mem_pred_step_bytes", "mem_pred_init_bytes"]].max(axis=1)
         self.assertTrue(((peak - train.mem_pred_peak_bytes).abs() < 1).all())
         # ZeRO-3 over two ranks: each holds half the states, a gathered block while it computes.
-        zero = train[train["launch.ranks"] == 2].iloc[0]
+        zero = train[train["train.zero_stage"] == 3].iloc[0]
         self.assertGreater(zero.mem_pred_gathered_bytes, 0)
         self.assertEqual(zero.mem_model_states_bytes, zero.mem_pred_model_states_bytes
                          - 4 * 1.5 * (4096 * 128 + 256 * 128 + 2 * 128))
+        # ZeRO-2: the reduce's scratch, the largest bucket (every matrix) whole and half of it.
+        zero2 = train[train["train.zero_stage"] == 2].iloc[0]
+        matrices = 4096 * 128 + 256 * 128 + 2 * (128 * 256 + 128 * 128 + 2 * 128 * 512)
+        self.assertEqual(zero2.mem_pred_buckets_bytes, 4 * 1.5 * matrices)
         infer = rows[rows["mem_pred_weights_bytes"] > 0].iloc[0]
         self.assertEqual(infer.mem_pred_kv_cache_bytes, infer.kv_cache_bytes)
         self.assertEqual(infer.mem_pred_weights_bytes, infer.weight_bytes)
@@ -99,10 +106,10 @@ class MemoryEstimate(unittest.TestCase):
         self.assertIn("peak GiB", text)
         self.assertIn("model_states ", text)
         self.assertIn("kv_cache ", text)
-        self.assertRegex(text, r"# 11 points; the largest predicted peak [0-9.]+ GiB a rank \(point \d+\)")
-        self.assertRegex(text, r"# predicted [0-9.e-]+ device-hours for 11 of 11 points; uncalibrated")
+        self.assertRegex(text, r"# 12 points; the largest predicted peak [0-9.]+ GiB a rank \(point \d+\)")
+        self.assertRegex(text, r"# predicted [0-9.e-]+ device-hours for 12 of 12 points; uncalibrated")
         doc = json.loads(self.estimate("--format", "json"))
-        self.assertEqual(len(doc["points"]), 11)
+        self.assertEqual(len(doc["points"]), 12)
         first = doc["points"][0]["memory"]
         self.assertEqual(first["peak_bytes"], max(first["init_peak_bytes"], first["step_peak_bytes"]))
         self.assertIn("activations", first["terms"])
