@@ -98,10 +98,6 @@ void mark_noise(std::map<std::string, Value>* row, double threshold);
 // middle); false where there is no interval. Nothing for a point without a target.
 void mark_target(std::map<std::string, Value>* row);
 
-// Beyond this share of a point's CPUs' time taken by other processes (the cpu_shared metric), the
-// people's table marks it `shared`: its figures are the machine's business as much as its own.
-inline constexpr double kSharedCpuThreshold = 0.10;
-
 // Points written aside, in a temporary file, as they come, and read back in order: so that a
 // table streamed in bounded memory can still leave out the columns that no point has (CSV and
 // JSON). filled() is every column some row or series row has a value in.

@@ -303,7 +303,17 @@ std::vector<PlotPoint> plot_points(const CsvTable& t, const PlotSpec& spec, size
   // Key: (metric's position, x, hue), in the order first seen within each metric.
   using Key = std::tuple<size_t, std::string, std::string>;
   std::map<Key, std::vector<double>> groups;
+  std::map<Key, double> half_width;  // the group's one row's 95% half-width, where it has one
+  std::map<Key, std::set<std::string>> notes;
   std::vector<Key> order;
+  // Columns that say how a row was measured: its CPUs shared, its target missed.
+  auto optional_column = [&](const char* name) -> std::optional<size_t> {
+    auto it = std::find(t.columns.begin(), t.columns.end(), name);
+    if (it == t.columns.end()) return std::nullopt;
+    return static_cast<size_t>(it - t.columns.begin());
+  };
+  const std::optional<size_t> shared = optional_column("cpu_shared");
+  const std::optional<size_t> target_met = optional_column("target_met");
   // The swept columns the rows of a group must agree on (x and hue may differ by design), and
   // each group's first row.
   std::vector<size_t> must_agree;
@@ -353,6 +363,22 @@ std::vector<PlotPoint> plot_points(const CsvTable& t, const PlotSpec& spec, size
       Key key{m, row[x], hue ? row[*hue] : std::string()};
       if (groups.find(key) == groups.end()) order.push_back(key);
       groups[key].push_back(*v);
+      for (const auto& [low_name, high_name] : interval_columns(spec.metrics[m])) {
+        auto low_it = std::find(t.columns.begin(), t.columns.end(), low_name);
+        auto high_it = std::find(t.columns.begin(), t.columns.end(), high_name);
+        if (low_it == t.columns.end() || high_it == t.columns.end()) continue;
+        std::optional<double> low = number(row[static_cast<size_t>(low_it - t.columns.begin())]);
+        std::optional<double> high = number(row[static_cast<size_t>(high_it - t.columns.begin())]);
+        if (low && high && *high >= *low) {
+          half_width[key] = (*high - *low) / 2;
+          break;
+        }
+      }
+      if (shared) {
+        std::optional<double> share = number(row[*shared]);
+        if (share && *share > kSharedCpuThreshold) notes[key].insert("shared");
+      }
+      if (target_met && row[*target_met] == "false") notes[key].insert("imprecise");
     }
     if (!complete) ++*left_out;
   }
@@ -379,8 +405,13 @@ std::vector<PlotPoint> plot_points(const CsvTable& t, const PlotSpec& spec, size
   std::vector<PlotPoint> points;
   for (const Key& key : order) {
     const std::vector<double>& values = groups[key];
+    // One row: its own 95% interval where it has one; several: their spread.
+    auto one = half_width.find(key);
+    const double error = values.size() == 1 && one != half_width.end() ? one->second
+                                                                      : stddev(values);
+    std::vector<std::string> said(notes[key].begin(), notes[key].end());
     points.push_back({spec.metrics[std::get<0>(key)], std::get<1>(key), std::get<2>(key),
-                      mean(values), stddev(values), values.size()});
+                      mean(values), error, values.size(), join(said, ", ")});
   }
   return points;
 }
@@ -413,6 +444,10 @@ class PlotKind {
   virtual bool numeric_x() const { return true; }
   // Drawn from the whole table (pareto_figure, change_figure), not from means per x.
   virtual bool whole_table() const { return false; }
+  // Where series k of n stands at the i-th x (`x`, its value): a line's point at x itself.
+  virtual double position(size_t /*i*/, size_t /*k*/, size_t /*n*/, const std::string& x) const {
+    return *number(x);
+  }
   virtual void draw(std::ostream& s, const PlotContext& c) const = 0;
 };
 
@@ -434,6 +469,11 @@ class TableKind : public PlotKind {
 class BarKind : public PlotKind {
  public:
   bool numeric_x() const override { return false; }
+  // Cluster i stands at i; with a gap of one bar, n bars share it, bar k at its k-th place.
+  double position(size_t i, size_t k, size_t n, const std::string&) const override {
+    return static_cast<double>(i) +
+           (static_cast<double>(k) - (static_cast<double>(n) - 1) / 2) / static_cast<double>(n + 1);
+  }
   void draw(std::ostream& s, const PlotContext& c) const override {
     s << "set style data histogram\nset style histogram errorbars gap 1 lw 1\n"
       << "set style fill solid 0.8 border -1\nset boxwidth 0.9\nset xtics noenhanced\n";
@@ -624,6 +664,27 @@ std::string gnuplot_script(const std::vector<PlotPoint>& points, const PlotSpec&
         "a " + spec.kind + " plot needs a numeric x, and '" + spec.x + "' has text values",
         "use --kind bar, or another --x");
   }
+  // A point measured with its CPUs shared, or short of its target, says so above its bar or
+  // point (PlotPoint::note), and the y axis makes room for the words above the highest.
+  double highest = 0;
+  bool noted = false;
+  for (const PlotPoint& p : points) {
+    highest = std::max(highest, (p.mean + (std::isfinite(p.std) ? p.std : 0.0)) * factor_of(p.metric));
+    noted = noted || !p.note.empty();
+  }
+  if (noted && highest > 0) s << "set yrange [0:" << format_float_repr(highest * 1.45) << "]\n";
+  for (size_t i = 0; i < xs.size(); ++i) {
+    for (size_t k = 0; k < series.size(); ++k) {
+      const PlotPoint* p = find(xs[i], series[k]);
+      if (p == nullptr || p->note.empty()) continue;
+      const double f = factor_of(series[k].metric);
+      const double top = (p->mean + (std::isfinite(p->std) ? p->std : 0.0)) * f;
+      s << "set label " << gp_string(p->note) << " at "
+        << format_float_repr(kind->position(i, k, series.size(), xs[i])) << ", "
+        << format_float_repr(top) << " rotate by 90 left front font \",9\" offset 0,0.5 "
+        << "noenhanced\n";
+    }
+  }
   kind->draw(s, PlotContext{spec, series, xs, data_file, find, label_of, factor_of, several});
   return s.str();
 }
@@ -634,7 +695,9 @@ const char* const kUsage = R"(bench-plot: a bench-extract CSV to a figure (gnupl
 Usage: bench-plot -i results.csv -o fig.png|svg|pdf --metric COL[,COL...] [--x COL] [--hue COL]
                   [--kind bar|line|scaling|pareto|change] [--title T] [--script out.gp]
 Plots the mean of each --metric over the rows with status ok that share --x (and --hue), with the
-standard deviation over repeats as error bars; several metrics stand side by side, one series per
+standard deviation over repeats as error bars (one row: its 95% interval, where it has one), and
+"shared" or "imprecise" above a point whose CPUs other processes took or that missed its
+metrics.target_ci; several metrics stand side by side, one series per
 metric (and hue). bar: clustered bars per x, one colour per series. line: one line per series over
 a numeric x. scaling: the metric against world size (log2 axis, --x defaults to world_size) with
 the ideal line from the smallest world size (level for per-device metrics, proportional for

@@ -43,8 +43,11 @@ void describe_figure(const CsvTable& table, PlotSpec* spec);
 // One plotted value: the mean and sample standard deviation of `metric` over `count` rows.
 struct PlotPoint {
   std::string metric, x, hue;
-  double mean = 0, std = 0;
+  double mean = 0, std = 0;  // std: over the group's rows; one row's 95% half-width where it has one
   size_t count = 0;
+  // What the figure writes above the point: "shared" where a row's CPUs were shared (cpu_shared
+  // above bench-extract's threshold), "imprecise" where it missed its metrics.target_ci.
+  std::string note;
 };
 
 // Groups the ok rows, metric by metric; Error(kInput) for an unknown column (listing the

@@ -67,6 +67,11 @@ void fill_run_description(SummaryInput& in, const RankResult& lead);
 // samples add up and eval time is the slowest rank's, the memory peak is the highest of any rank.
 SummaryInput summary_input_from_ranks(const std::vector<RankResult>& ranks);
 
+// Beyond this share of a run's CPUs' time taken by other processes (the cpu_shared metric), the
+// people's table and bench-plot mark it `shared`: its figures are the machine's business as much
+// as its own.
+inline constexpr double kSharedCpuThreshold = 0.10;
+
 // Whether more of a metric is better: the one rule behind bench-compare's verdicts,
 // bench-extract's --best and --pareto and bench-plot's Pareto figure (docs/metrics.md). A
 // command's metric has the unit it declared (`unit`; "" when none): a rate (a unit per time:

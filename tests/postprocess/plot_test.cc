@@ -57,6 +57,37 @@ TEST(PlotPoints, MeanAndStdOverRepeatsOnlyOkRows) {
   EXPECT_THAT(e.hint(), HasSubstr("the columns are: tag, status, mb, ranks, tps, eval"));
 }
 
+TEST(PlotPoints, OneRunsIntervalAsItsErrorAndWhatItsMeasurementSays) {
+  // One run a point: its 95% interval's half-width is its error bar; a point whose CPUs others
+  // took (cpu_shared above 10%) or that missed its target says so above it.
+  CsvTable t = parse_csv(
+      "status,mb,train_tokens_per_second,train_tokens_per_second_ci_low,"
+      "train_tokens_per_second_ci_high,cpu_shared,target_met\n"
+      "ok,2,100,90,110,0.02,true\n"
+      "ok,4,200,150,250,0.35,false\n"
+      "ok,8,300,,,0.5,\n",
+      "r.csv");
+  PlotSpec spec;
+  spec.metrics = {"train_tokens_per_second"};
+  spec.x = "mb";
+  spec.output = "/o/f.png";
+  size_t left_out = 0;
+  std::vector<PlotPoint> p = plot_points(t, spec, &left_out);
+  ASSERT_EQ(p.size(), 3u);
+  EXPECT_DOUBLE_EQ(p[0].std, 10);
+  EXPECT_EQ(p[0].note, "");
+  EXPECT_DOUBLE_EQ(p[1].std, 50);
+  EXPECT_EQ(p[1].note, "imprecise, shared");
+  EXPECT_DOUBLE_EQ(p[2].std, 0);  // no interval: the spread of its one value
+  EXPECT_EQ(p[2].note, "shared");
+  std::string data;
+  std::string s = gnuplot_script(p, spec, "/o/d", &data);
+  // Above the bar and its error, the y axis making room; bar k of one series at cluster i.
+  EXPECT_THAT(s, HasSubstr("set label 'imprecise, shared' at 1.0, 250.0 rotate by 90"));
+  EXPECT_THAT(s, HasSubstr("set label 'shared' at 2.0, 300.0 rotate by 90"));
+  EXPECT_THAT(s, HasSubstr("set yrange [0:435.0]"));
+}
+
 TEST(GnuplotScript, BarsPerHueAndAnIdealLineForScaling) {
   PlotSpec spec;
   spec.metrics = {"tps"};
