@@ -407,17 +407,18 @@ CompareResult compare_tables(const std::vector<Row>& baseline, const std::vector
   // The family: the comparisons that have the samples for a verdict (one that cannot be judged,
   // a value a side, would only widen the others' intervals). Each interval is at Bonferroni's
   // level over it, and the verdict is read off the interval.
-  size_t family = 0;
-  for (const Comparison& c : result.rows) {
-    if (c.baseline.n >= o.min_samples && c.candidate.n >= o.min_samples) ++family;
-  }
+  auto judged = [&](const Comparison& c) {
+    return c.baseline.n >= o.min_samples && c.candidate.n >= o.min_samples;
+  };
+  const size_t family =
+      static_cast<size_t>(std::count_if(result.rows.begin(), result.rows.end(), judged));
   result.level = family_level(o.alpha, family);
   result.family = family;
   for (Comparison& c : result.rows) {
-    const bool judged = c.baseline.n >= o.min_samples && c.candidate.n >= o.min_samples;
-    c.level = judged ? result.level : 1 - o.alpha;
+    c.level = judged(c) ? result.level : 1 - o.alpha;
     c.change = relative_change(c.baseline, c.candidate, c.level);
-    c.adjusted_p = judged ? std::min(1.0, c.change.p * static_cast<double>(family)) : std::nan("");
+    c.adjusted_p =
+        judged(c) ? std::min(1.0, c.change.p * static_cast<double>(family)) : std::nan("");
     VerdictRule rule;
     rule.higher_is_better = metric_higher_is_better(c.metric, baseline, candidate);
     rule.margin = o.margin;

@@ -314,6 +314,14 @@ std::vector<PlotPoint> plot_points(const CsvTable& t, const PlotSpec& spec, size
   };
   const std::optional<size_t> shared = optional_column("cpu_shared");
   const std::optional<size_t> target_met = optional_column("target_met");
+  // Each metric's interval columns the table has (low, high), in the order to try.
+  std::vector<std::vector<std::pair<size_t, size_t>>> intervals(metrics.size());
+  for (size_t m = 0; m < metrics.size(); ++m) {
+    for (const auto& [low, high] : interval_columns(spec.metrics[m])) {
+      std::optional<size_t> l = optional_column(low.c_str()), h = optional_column(high.c_str());
+      if (l && h) intervals[m].emplace_back(*l, *h);
+    }
+  }
   // The swept columns the rows of a group must agree on (x and hue may differ by design), and
   // each group's first row.
   std::vector<size_t> must_agree;
@@ -363,12 +371,8 @@ std::vector<PlotPoint> plot_points(const CsvTable& t, const PlotSpec& spec, size
       Key key{m, row[x], hue ? row[*hue] : std::string()};
       if (groups.find(key) == groups.end()) order.push_back(key);
       groups[key].push_back(*v);
-      for (const auto& [low_name, high_name] : interval_columns(spec.metrics[m])) {
-        auto low_it = std::find(t.columns.begin(), t.columns.end(), low_name);
-        auto high_it = std::find(t.columns.begin(), t.columns.end(), high_name);
-        if (low_it == t.columns.end() || high_it == t.columns.end()) continue;
-        std::optional<double> low = number(row[static_cast<size_t>(low_it - t.columns.begin())]);
-        std::optional<double> high = number(row[static_cast<size_t>(high_it - t.columns.begin())]);
+      for (const auto& [low_column, high_column] : intervals[m]) {
+        std::optional<double> low = number(row[low_column]), high = number(row[high_column]);
         if (low && high && *high >= *low) {
           half_width[key] = (*high - *low) / 2;
           break;
@@ -666,10 +670,13 @@ std::string gnuplot_script(const std::vector<PlotPoint>& points, const PlotSpec&
   }
   // A point measured with its CPUs shared, or short of its target, says so above its bar or
   // point (PlotPoint::note), and the y axis makes room for the words above the highest.
+  auto top_of = [&](const PlotPoint& p) {  // the top of its error bar, in the axis' unit
+    return (p.mean + (std::isfinite(p.std) ? p.std : 0.0)) * factor_of(p.metric);
+  };
   double highest = 0;
   bool noted = false;
   for (const PlotPoint& p : points) {
-    highest = std::max(highest, (p.mean + (std::isfinite(p.std) ? p.std : 0.0)) * factor_of(p.metric));
+    highest = std::max(highest, top_of(p));
     noted = noted || !p.note.empty();
   }
   if (noted && highest > 0) s << "set yrange [0:" << format_float_repr(highest * 1.45) << "]\n";
@@ -677,11 +684,9 @@ std::string gnuplot_script(const std::vector<PlotPoint>& points, const PlotSpec&
     for (size_t k = 0; k < series.size(); ++k) {
       const PlotPoint* p = find(xs[i], series[k]);
       if (p == nullptr || p->note.empty()) continue;
-      const double f = factor_of(series[k].metric);
-      const double top = (p->mean + (std::isfinite(p->std) ? p->std : 0.0)) * f;
       s << "set label " << gp_string(p->note) << " at "
         << format_float_repr(kind->position(i, k, series.size(), xs[i])) << ", "
-        << format_float_repr(top) << " rotate by 90 left front font \",9\" offset 0,0.5 "
+        << format_float_repr(top_of(*p)) << " rotate by 90 left front font \",9\" offset 0,0.5 "
         << "noenhanced\n";
     }
   }

@@ -556,14 +556,10 @@ void mark_noise(std::map<std::string, Value>* row, double threshold) {
 }
 
 void mark_target(std::map<std::string, Value>* row) {
-  auto number = [&](const char* c) -> std::optional<double> {
-    auto it = row->find(c);
-    if (it == row->end() || !it->second.is_number()) return std::nullopt;
-    return it->second.as_float();
-  };
-  std::optional<double> target = number("metrics.target_ci");
+  std::optional<double> target = cell_number(*row, "metrics.target_ci");
   if (!target) return;
-  std::optional<double> low = number("step_time_ci_low_s"), high = number("step_time_ci_high_s");
+  std::optional<double> low = cell_number(*row, "step_time_ci_low_s");
+  std::optional<double> high = cell_number(*row, "step_time_ci_high_s");
   const bool met = low && high && *high + *low > 0 &&
                    (*high - *low) / (*high + *low) <= *target;  // half-width over the middle
   (*row)["target_met"] = Value::boolean(met);

@@ -13,6 +13,22 @@
 
 namespace sweepbench {
 
+std::optional<CpuJiffies> parse_cpu_line(const std::string& line) {
+  if (line.compare(0, 3, "cpu") != 0 || line.size() < 4) return std::nullopt;
+  CpuJiffies j;
+  std::istringstream fields(line.substr(3));
+  if (line[3] != ' ') {
+    if (line[3] < '0' || line[3] > '9' || !(fields >> j.id) || j.id >= 65536) return std::nullopt;
+  }
+  unsigned long long user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0,
+                     steal = 0;
+  if (!(fields >> user >> nice >> system >> idle >> iowait >> irq >> softirq)) return std::nullopt;
+  fields >> steal;  // older kernels lack it
+  j.busy = user + nice + system + irq + softirq + steal;
+  j.total = j.busy + idle + iowait;
+  return j;
+}
+
 CpuTimes read_cpu_times() {
   CpuTimes t;
   t.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
@@ -27,20 +43,11 @@ CpuTimes read_cpu_times() {
   if (!in || ticks <= 0) return t;
   std::string line;
   while (std::getline(in, line)) {
-    // "cpu3 user nice system idle iowait irq softirq steal guest guest_nice"; "cpu " is the sum.
-    if (line.size() < 4 || line.compare(0, 3, "cpu") != 0 || line[3] < '0' || line[3] > '9') {
-      continue;
-    }
-    std::istringstream fields(line.substr(3));
-    size_t id = 0;
-    unsigned long long user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0,
-                       steal = 0;
-    if (!(fields >> id >> user >> nice >> system >> idle >> iowait >> irq >> softirq)) continue;
-    fields >> steal;  // older kernels lack it
-    if (id >= 65536) continue;
+    std::optional<CpuJiffies> j = parse_cpu_line(line);
+    if (!j || j->id < 0) continue;
+    const size_t id = static_cast<size_t>(j->id);
     if (t.busy_s.size() <= id) t.busy_s.resize(id + 1, 0.0);
-    t.busy_s[id] = static_cast<double>(user + nice + system + irq + softirq + steal) /
-                   static_cast<double>(ticks);
+    t.busy_s[id] = static_cast<double>(j->busy) / static_cast<double>(ticks);
   }
   t.ok = !t.busy_s.empty();
   return t;

@@ -10,9 +10,21 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace sweepbench {
+
+// One "cpu" or "cpuN" line of /proc/stat: the CPU's id (-1 for "cpu", the sum over all), its busy
+// jiffies (user, nice, system, irq, softirq, steal) and its total (busy, idle, iowait). nullopt
+// for any other line. The sampler's CPU utilisation (core/sampler.h) reads the same.
+struct CpuJiffies {
+  int id = -1;
+  std::uint64_t busy = 0, total = 0;
+};
+std::optional<CpuJiffies> parse_cpu_line(const std::string& line);
 
 struct CpuTimes {
   std::vector<double> busy_s;  // per CPU id: user, nice, system, irq, softirq, steal; seconds

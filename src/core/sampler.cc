@@ -7,7 +7,11 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
+#include <string>
+
+#include "core/cpu_share.h"
 
 namespace sweepbench {
 namespace {
@@ -44,14 +48,11 @@ std::int64_t status_kb(const char* field) {
 // Busy and total jiffies of all CPUs, from the first line of /proc/stat.
 bool cpu_times(std::uint64_t* busy, std::uint64_t* total) {
   std::ifstream in("/proc/stat");
-  std::string cpu;
-  std::uint64_t user = 0, nice = 0, sys = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
-  if (!(in >> cpu >> user >> nice >> sys >> idle >> iowait >> irq >> softirq >> steal) ||
-      cpu != "cpu") {
-    return false;
-  }
-  *busy = user + nice + sys + irq + softirq + steal;
-  *total = *busy + idle + iowait;
+  std::string line;
+  std::optional<CpuJiffies> all;
+  if (!std::getline(in, line) || !(all = parse_cpu_line(line)) || all->id != -1) return false;
+  *busy = all->busy;
+  *total = all->total;
   return true;
 }
 

@@ -163,11 +163,10 @@ class Run {
     std::int64_t measured_steps = 0;
     // With metrics.target_ci the run goes on past train.steps until its step times are precise
     // enough (results/statistics.h) or metrics.max_seconds of measured steps are spent.
-    std::vector<double> own_times;  // this rank's measured step times
-    size_t look = 0;                // the measured steps at which to look next
+    size_t look = 0;  // the measured steps at which to look next
     for (std::int64_t step = 0;; ++step) {
       if (step >= plan_.settings.train.steps &&
-          !keep_measuring(own_times, measured_time, &look)) {
+          !keep_measuring(static_cast<size_t>(measured_steps), measured_time, &look)) {
         break;
       }
       const bool profiled = step >= plan_.profile_first && step <= plan_.profile_last;
@@ -211,7 +210,6 @@ class Run {
       if (profiled && step == plan_.profile_last) write_profile();
       result_.steps.push_back(r);
       if (r.measured) {
-        own_times.push_back(r.total_s);
         measured_time += r.total_s;
         measured_comm_bytes += timing.comm_bytes;
         ++measured_steps;
@@ -368,24 +366,35 @@ class Run {
     console_.line("#  %11s  %9s  %12s  %7s  %8s", "step", "loss", "tokens/s", "mfu", "eta");
   }
 
+  // The steps every statistic counts: past the warm-up, not profiled.
+  std::vector<StepRecord> measured_records() const {
+    std::vector<StepRecord> out;
+    for (const StepRecord& s : result_.steps) {
+      if (s.measured) out.push_back(s);
+    }
+    return out;
+  }
+
   // Past train.steps with metrics.target_ci: whether to run another step. Between looks yes; at a
   // look (the same step on every rank: they measure the same steps) the ranks decide together,
   // going on while any rank's steps fall short of the target and the slowest rank's measured time
   // is within the budget. The look after is half as many steps again, or sooner where the budget
   // would be spent before it.
-  bool keep_measuring(const std::vector<double>& times, double measured_time, size_t* look) {
+  // `measured`: the measured steps so far, `measured_time` their time on this rank.
+  bool keep_measuring(size_t measured, double measured_time, size_t* look) {
     const std::optional<double> target = plan_.settings.metrics.target_ci;
     if (!target) return false;
-    if (times.size() < *look) return true;
-    double state[2] = {precise_enough(times, *target) ? 0.0 : 1.0, measured_time};
+    if (measured < *look) return true;
+    const bool precise = precise_enough(column(measured_records(), &StepRecord::total_s), *target);
+    double state[2] = {precise ? 0.0 : 1.0, measured_time};
     mpi_.allreduce_max(state, 2);
     const double budget = plan_.settings.metrics.max_seconds;
     if (state[0] == 0 || state[1] >= budget) return false;
-    *look = next_look(times.size());
-    if (!times.empty() && state[1] > 0) {
-      const double per_step = state[1] / static_cast<double>(times.size());
+    *look = next_look(measured);
+    if (measured > 0 && state[1] > 0) {
+      const double per_step = state[1] / static_cast<double>(measured);
       const double left = std::ceil((budget - state[1]) / per_step);
-      *look = std::min(*look, times.size() + static_cast<size_t>(std::max(1.0, left)));
+      *look = std::min(*look, measured + static_cast<size_t>(std::max(1.0, left)));
     }
     return true;
   }
@@ -429,10 +438,7 @@ class Run {
     take_samples(*sampler_, r);
 
     // The summary: step times are the slowest rank's. Every rank recorded the same steps.
-    std::vector<StepRecord> measured;
-    for (const StepRecord& s : r.steps) {
-      if (s.measured) measured.push_back(s);
-    }
+    const std::vector<StepRecord> measured = measured_records();
     SummaryInput in;
     in.step_s = column(measured, &StepRecord::total_s);
     in.data_s = column(measured, &StepRecord::data_s);

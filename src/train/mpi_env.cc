@@ -41,11 +41,12 @@ std::string host() {
 
 // MPI counts are ints: larger buffers go in chunks.
 template <typename T>
-void allreduce_chunks(MPI_Comm comm, T* data, size_t count, MPI_Datatype type) {
+void allreduce_chunks(MPI_Comm comm, T* data, size_t count, MPI_Datatype type,
+                      MPI_Op op = MPI_SUM) {
   constexpr size_t kChunk = static_cast<size_t>(INT_MAX) / 2;
   for (size_t done = 0; done < count; done += kChunk) {
     int n = static_cast<int>(std::min(kChunk, count - done));
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data + done, n, type, MPI_SUM, comm));
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data + done, n, type, op, comm));
   }
 }
 
@@ -192,21 +193,15 @@ std::unique_ptr<Collectives> MpiEnv::split(int color, int key) {
 }
 
 void MpiEnv::allreduce_max(double* data, size_t count) {
-  constexpr size_t kChunk = static_cast<size_t>(INT_MAX) / 2;
-  for (size_t done = 0; done < count; done += kChunk) {
-    int n = static_cast<int>(std::min(kChunk, count - done));
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data + done, n, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
-  }
+  allreduce_chunks(MPI_COMM_WORLD, data, count, MPI_DOUBLE, MPI_MAX);
 }
 
 void MpiEnv::node_allreduce_max(double* data, size_t count) {
-  auto* local = static_cast<MPI_Comm*>(local_comm_);
-  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(count), MPI_DOUBLE, MPI_MAX, *local));
+  allreduce_chunks(*static_cast<MPI_Comm*>(local_comm_), data, count, MPI_DOUBLE, MPI_MAX);
 }
 
 void MpiEnv::node_allreduce_sum(double* data, size_t count) {
-  auto* local = static_cast<MPI_Comm*>(local_comm_);
-  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(count), MPI_DOUBLE, MPI_SUM, *local));
+  allreduce_chunks(*static_cast<MPI_Comm*>(local_comm_), data, count, MPI_DOUBLE);
 }
 
 void MpiEnv::barrier() { MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }

@@ -24,6 +24,21 @@ TEST(CpuShare, OthersAreTheBusyTimeOfTheRunsCpusLessItsOwn) {
   EXPECT_DOUBLE_EQ(others_seconds(start, end, {1, 1, 1}, 0.0), 1.7);
 }
 
+TEST(CpuShare, ReadsProcStatsCpuLines) {
+  std::optional<CpuJiffies> all = parse_cpu_line("cpu  10 1 5 100 2 3 4 6 0 0");
+  ASSERT_TRUE(all);
+  EXPECT_EQ(all->id, -1);
+  EXPECT_EQ(all->busy, 10u + 1 + 5 + 3 + 4 + 6);
+  EXPECT_EQ(all->total, all->busy + 100 + 2);
+  std::optional<CpuJiffies> one = parse_cpu_line("cpu12 1 0 1 7 0 0 0");  // no steal: old kernels
+  ASSERT_TRUE(one);
+  EXPECT_EQ(one->id, 12);
+  EXPECT_EQ(one->busy, 2u);
+  EXPECT_FALSE(parse_cpu_line("intr 1 2 3"));
+  EXPECT_FALSE(parse_cpu_line("cpufreq 1 2"));
+  EXPECT_FALSE(parse_cpu_line("cpu3 1 2"));
+}
+
 TEST(CpuShare, ReadsTheMachinesCpusAndThisProcesssTime) {
   const CpuTimes a = read_cpu_times();
   ASSERT_TRUE(a.ok);
