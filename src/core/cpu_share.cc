@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -75,6 +76,16 @@ double others_seconds(const CpuTimes& start, const CpuTimes& end, const std::vec
     if (cpus[i] != 0) busy += std::max(0.0, end.busy_s[i] - start.busy_s[i]);
   }
   return std::max(0.0, busy - own_s);
+}
+
+int threads_beside_others(int planned, double cpus, double others_cpus, int local_ranks) {
+  if (planned <= 1 || !(cpus > 0) || !(others_cpus >= 0) || local_ranks < 1) {
+    return std::max(1, planned);
+  }
+  const double share = (cpus - others_cpus) / local_ranks;
+  const double fits = std::floor(share + kThreadSlackCpus);
+  if (!(fits < planned)) return planned;
+  return std::max(1, static_cast<int>(fits));
 }
 
 }  // namespace sweepbench

@@ -42,4 +42,15 @@ std::vector<double> affinity_flags(size_t cpus);
 double others_seconds(const CpuTimes& start, const CpuTimes& end, const std::vector<double>& cpus,
                       double own_s);
 
+// The threads each of a node's `local_ranks` ranks runs when other processes already use
+// `others_cpus` CPUs' worth of the node's `cpus` (docs/metrics.md, "Threads beside a busy
+// neighbour"): the free CPUs shared by the ranks, rounded down after adding a quarter of a CPU
+// (so the ticks of a quiet machine's daemons cut nothing), at least 1 and at most `planned`.
+// libtorch's OpenMP threads wait for each other at every operation's end; one of them on a CPU
+// another process holds stalls them all, so fewer threads than CPUs beats one too many.
+int threads_beside_others(int planned, double cpus, double others_cpus, int local_ranks);
+
+// The others' use, in CPUs, that a rank's share may lose before it runs a thread fewer.
+inline constexpr double kThreadSlackCpus = 0.25;
+
 }  // namespace sweepbench

@@ -389,7 +389,8 @@ void launch_keys(Keys& key) {
       .hashed_unless_default()
       .only_for({"train"});
   key(&LaunchSettings::cpus_per_rank, "launch.cpus_per_rank", std::nullopt,
-      "CPU cores (and compute threads) per rank; null = the node's cores / ranks on it")
+      "CPU cores (and compute threads) per rank; null = the node's cores / ranks on it, fewer "
+      "threads where other processes use them as the run starts")
       .min(1)
       .max(std::int64_t{1} << 20);
   key(&LaunchSettings::device, "launch.device", Device::kAuto,

@@ -119,6 +119,7 @@ class InferRun {
   InferRun(const Args& args, MpiEnv& mpi) : args_(args), mpi_(mpi), console_(mpi.rank() == 0) {}
 
   int execute() {
+    since_start_.start();  // what other processes use of the CPUs, until the threads are chosen
     // 1. Everything that can be wrong with the inputs, before any work; nothing is written yet.
     {
       int local = 0;
@@ -141,6 +142,12 @@ class InferRun {
       }
       if (int code = agreement_.on_start(local, message)) return code;
     }
+    // Fewer threads where other processes already use the CPUs (train/bench_run.h).
+    const int threads = threads_beside_neighbours(
+        since_start_, mpi_, device_.threads,
+        plan_.point.settings.launch.cpus_per_rank.has_value(), result_, "bench-infer");
+    if (threads != device_.threads) device_.threads = set_compute_threads(threads);
+    plan_.gen.threads = device_.threads;
     fill();
     banner();
     sampler_ = std::make_unique<ResourceSampler>(plan_.sample_interval_ms, device_.pci_bus_id,
@@ -363,7 +370,7 @@ class InferRun {
   DeviceInfo device_;
   std::unique_ptr<TokenSource> data_;
   std::unique_ptr<ResourceSampler> sampler_;
-  CpuShareMeter cpu_share_;
+  CpuShareMeter cpu_share_, since_start_;
   std::unique_ptr<Generator> generator_;
   RankAgreement agreement_{mpi_, "bench-infer"};
   RankResult result_;

@@ -69,6 +69,7 @@ inline constexpr IntAttr kIntAttrs[] = {
     {"local_rank", &RankResult::local_rank, FieldScope::kFull},
     {"device_count", &RankResult::device_count, FieldScope::kFull},
     {"threads", &RankResult::threads, FieldScope::kFull},
+    {"threads_planned", &RankResult::threads_planned, FieldScope::kFull, true},
     {"parameter_count", &RankResult::parameter_count, FieldScope::kLead},
     {"zero_stage", &RankResult::zero_stage, FieldScope::kLead, true},
     {"trainable_parameters", &RankResult::trainable_parameters, FieldScope::kLead, true},
@@ -90,6 +91,7 @@ inline constexpr RealAttr kRealAttrs[] = {
     {"comm_bytes_per_step", &RankResult::comm_bytes_per_step, FieldScope::kEvery, true},
     {"cpu_others_s", &RankResult::cpu_others_s, FieldScope::kFull, true},
     {"cpu_shared", &RankResult::cpu_shared, FieldScope::kEvery, true},
+    {"cpus_busy_at_start", &RankResult::cpus_busy_at_start, FieldScope::kFull, true},
 };
 
 // The columns of the steps table, in the file's order (docs/results-format.md). Each is one field

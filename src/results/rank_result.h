@@ -148,6 +148,9 @@ struct RankResult {
   std::int64_t device_count = 0;
   std::string sweepbench_version, torch_version, cuda_version, nccl_version, mpi_version;
   std::int64_t threads = 0;
+  // The threads the run would have had on a quiet node (threads is fewer where other processes
+  // already used its CPUs as it started); 0 where not recorded (older files, bench-command).
+  std::int64_t threads_planned = 0;
   std::string omp_wait_policy;  // OMP_WAIT_POLICY as the run had it; "" where unset
   std::string container_runtime, container_image, container_digest;
   std::string container_env_kept;  // globs of the variables passed in (bench-train --env-keep)
@@ -181,6 +184,9 @@ struct RankResult {
   // CPU seconds other processes ran on the run's CPUs of this rank's node while it measured, and
   // their share of those CPUs' time (0 to 1); -1 where not measured (older files, other programs).
   double cpu_others_s = -1, cpu_shared = -1;
+  // The CPUs' worth other processes used on the run's CPUs of this rank's node as it started
+  // (before the model was built), from which the threads were chosen; -1 where not measured.
+  double cpus_busy_at_start = -1;
   std::vector<StepRecord> steps;
   EvalSummary eval;
   std::string memory_stage_source;  // cuda_allocator or rss

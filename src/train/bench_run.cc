@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <random>
 #include <sstream>
+#include <thread>
+#include <chrono>
 
 #include "core/clean_env.h"
 #include "core/error.h"
@@ -113,7 +115,7 @@ void reset_peak_before_model(const DeviceInfo& device) {
 
 void CpuShareMeter::start() { start_ = read_cpu_times(); }
 
-void CpuShareMeter::finish(MpiEnv& mpi, RankResult& r) {
+CpuShareMeter::Reading CpuShareMeter::read(MpiEnv& mpi) const {
   const CpuTimes end = read_cpu_times();
   // [0]: the CPU ids to cover; [1]: 1 where a rank could not read /proc/stat.
   double shape[2] = {static_cast<double>(std::max(start_.busy_s.size(), end.busy_s.size())),
@@ -123,14 +125,48 @@ void CpuShareMeter::finish(MpiEnv& mpi, RankResult& r) {
   double own = end.own_s - start_.own_s;
   if (!cpus.empty()) mpi.node_allreduce_max(cpus.data(), cpus.size());
   mpi.node_allreduce_sum(&own, 1);
-  const double count = std::count_if(cpus.begin(), cpus.end(), [](double f) { return f != 0; });
-  const double wall = end.wall_s - start_.wall_s;
-  if (shape[1] != 0 || !(count > 0) || !(wall > 0)) {
+  Reading reading;
+  reading.cpus = std::count_if(cpus.begin(), cpus.end(), [](double f) { return f != 0; });
+  reading.wall_s = end.wall_s - start_.wall_s;
+  if (shape[1] == 0 && reading.cpus > 0 && reading.wall_s > 0) {
+    reading.others_s = others_seconds(start_, end, cpus, own);
+  }
+  return reading;
+}
+
+void CpuShareMeter::finish(MpiEnv& mpi, RankResult& r) {
+  const Reading reading = read(mpi);
+  if (reading.others_s < 0) {
     r.cpu_others_s = r.cpu_shared = -1;
     return;
   }
-  r.cpu_others_s = others_seconds(start_, end, cpus, own);
-  r.cpu_shared = std::min(1.0, r.cpu_others_s / (count * wall));
+  r.cpu_others_s = reading.others_s;
+  r.cpu_shared = std::min(1.0, reading.others_s / (reading.cpus * reading.wall_s));
+}
+
+int threads_beside_neighbours(CpuShareMeter& since_start, MpiEnv& mpi, int planned, bool given,
+                              RankResult& r, const char* program) {
+  r.threads_planned = planned;
+  // /proc/stat counts in ticks of 10 ms: a tenth of a second reads a CPU to a tenth.
+  CpuShareMeter::Reading reading = since_start.read(mpi);
+  if (reading.wall_s < kThreadProbeSeconds) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(kThreadProbeSeconds - reading.wall_s));
+    reading = since_start.read(mpi);
+  }
+  if (reading.others_s < 0) return planned;
+  const double busy = reading.others_s / reading.wall_s;
+  r.cpus_busy_at_start = busy;
+  if (given) return planned;
+  const int threads = threads_beside_others(planned, reading.cpus, busy, mpi.local_size());
+  if (threads < planned && mpi.rank() == 0) {
+    std::fprintf(stderr,
+                 "%s: note: other processes used %.1f of the %.0f CPU(s) this run may use on %s as "
+                 "it started; each of its %d rank(s) there runs %d thread(s), not %d, so that a "
+                 "busy neighbour costs its share (launch.cpus_per_rank sets the threads)\n",
+                 program, busy, reading.cpus, mpi.hostname().c_str(), mpi.local_size(), threads,
+                 planned);
+  }
+  return threads;
 }
 
 void fill_identity(RankResult& r, MpiEnv& mpi, const DeviceInfo& device,

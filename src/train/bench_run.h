@@ -91,9 +91,26 @@ class CpuShareMeter {
   void start();
   void finish(MpiEnv& mpi, RankResult& r);
 
+  // The node's figures since start(), reduced over its ranks (every rank calls it): the CPUs
+  // covered, the wall seconds and the others' CPU seconds (-1 where a rank could not read).
+  struct Reading {
+    double cpus = 0, wall_s = 0, others_s = -1;
+  };
+  Reading read(MpiEnv& mpi) const;
+
  private:
   CpuTimes start_;
 };
+
+// Threads beside a busy neighbour (docs/metrics.md): `since_start` was started as the program
+// began; this waits until it has covered kThreadProbeSeconds, reads what other processes used
+// of the node's CPUs meanwhile into r.cpus_busy_at_start, and returns the threads each rank runs:
+// `planned` where the user gave them (`given`: launch.cpus_per_rank) or the CPUs are free,
+// else threads_beside_others(). r.threads_planned is `planned`. Every rank calls it; rank 0
+// prints a note when the threads were cut.
+int threads_beside_neighbours(CpuShareMeter& since_start, MpiEnv& mpi, int planned, bool given,
+                              RankResult& r, const char* program);
+inline constexpr double kThreadProbeSeconds = 0.1;
 
 // Identity, software, hardware and where the run happens: what both programs record the same
 // way. `benchmark` is the workload's name (train, infer).

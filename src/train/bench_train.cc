@@ -63,6 +63,7 @@ class Run {
   Run(const Args& args, MpiEnv& mpi) : args_(args), mpi_(mpi), console_(mpi.rank() == 0) {}
 
   int execute() {
+    since_start_.start();  // what other processes use of the CPUs, until the threads are chosen
     // 1. Everything that can be wrong with the inputs, before any work; nothing is written yet.
     {
       int local = 0;
@@ -89,6 +90,7 @@ class Run {
       }
       if (int code = agree_on_start(local, message)) return code;
     }
+    choose_threads();
     fill_identity();
     banner();
 
@@ -105,6 +107,16 @@ class Run {
   }
 
  private:
+  // Fewer threads where other processes already use the CPUs (bench_run.h).
+  void choose_threads() {
+    const int threads =
+        threads_beside_neighbours(since_start_, mpi_, device_.threads,
+                                  plan_.settings.launch.cpus_per_rank.has_value(), result_,
+                                  "bench-train");
+    if (threads != device_.threads) device_.threads = set_compute_threads(threads);
+    plan_.trainer.threads = device_.threads;
+  }
+
   int agree_on_start(int local, const std::string& message) {
     return agreement_.on_start(local, message);
   }
@@ -499,7 +511,7 @@ class Run {
   DeviceInfo device_;
   std::unique_ptr<TokenSource> data_;
   std::unique_ptr<ResourceSampler> sampler_;
-  CpuShareMeter cpu_share_;
+  CpuShareMeter cpu_share_, since_start_;
   std::unique_ptr<Trainer> trainer_;
   RankAgreement agreement_{mpi_, "bench-train"};
   RankResult result_;

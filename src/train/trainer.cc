@@ -530,11 +530,15 @@ std::vector<NamedArray> named_arrays(const torch::nn::Module& module) {
   return out;
 }
 
+int set_compute_threads(int threads) {
+  if (threads > 0) torch::set_num_threads(threads);
+  return torch::get_num_threads();
+}
+
 DeviceInfo select_device(const TrainerOptions& o) {
   DeviceInfo info;
   info.torch_version = TORCH_VERSION;
-  if (o.threads > 0) torch::set_num_threads(o.threads);
-  info.threads = torch::get_num_threads();
+  info.threads = set_compute_threads(o.threads);
   bool want_cuda = o.device == Device::kCuda || (o.device == Device::kAuto && cuda_available());
   if (o.device == Device::kCuda && !cuda_available()) {
     throw Error::input(Mark{}, "launch.device",

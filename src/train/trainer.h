@@ -155,6 +155,9 @@ class Trainer {
 // none visible, fp16 on a CPU).
 DeviceInfo select_device(const TrainerOptions& options);
 
+// Sets libtorch's intra-op threads to `threads` (> 0) and returns how many it now runs.
+int set_compute_threads(int threads);
+
 // Builds the model on the selected device, identical on every rank. Throws TrainerInitError when
 // that fails (out of memory, a libtorch error).
 std::unique_ptr<Trainer> make_trainer(const TrainerOptions& options, Collectives& comm);

@@ -24,6 +24,27 @@ TEST(CpuShare, OthersAreTheBusyTimeOfTheRunsCpusLessItsOwn) {
   EXPECT_DOUBLE_EQ(others_seconds(start, end, {1, 1, 1}, 0.0), 1.7);
 }
 
+TEST(CpuShare, ThreadsGiveWayToWhatOthersAlreadyUse) {
+  // A quiet node: a daemon's ticks cut nothing.
+  EXPECT_EQ(threads_beside_others(2, 2, 0.0, 1), 2);
+  EXPECT_EQ(threads_beside_others(2, 2, 0.2, 1), 2);
+  // A process spinning on one of two CPUs: one thread, on the free CPU.
+  EXPECT_EQ(threads_beside_others(2, 2, 1.0, 1), 1);
+  EXPECT_EQ(threads_beside_others(2, 2, 0.6, 1), 1);
+  // Both CPUs busy: still one thread, never none.
+  EXPECT_EQ(threads_beside_others(2, 2, 2.0, 1), 1);
+  // 16 CPUs, two ranks of 8 threads, one busy CPU: 7 each, not 8 on 15 free CPUs.
+  EXPECT_EQ(threads_beside_others(8, 16, 1.0, 2), 7);
+  EXPECT_EQ(threads_beside_others(8, 16, 0.6, 2), 7);
+  EXPECT_EQ(threads_beside_others(8, 16, 0.4, 2), 8);
+  // Ranks planned fewer threads than the free CPUs: nothing to cut.
+  EXPECT_EQ(threads_beside_others(2, 16, 3.0, 4), 2);
+  // Nothing measured, or one thread planned: the plan stands.
+  EXPECT_EQ(threads_beside_others(4, 0, 1.0, 1), 4);
+  EXPECT_EQ(threads_beside_others(4, 4, -1.0, 1), 4);
+  EXPECT_EQ(threads_beside_others(1, 2, 2.0, 1), 1);
+}
+
 TEST(CpuShare, ReadsProcStatsCpuLines) {
   std::optional<CpuJiffies> all = parse_cpu_line("cpu  10 1 5 100 2 3 4 6 0 0");
   ASSERT_TRUE(all);

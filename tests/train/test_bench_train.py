@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 import h5py
@@ -787,6 +788,43 @@ class Contention(BenchTrainCase):
                                  "table"], capture_output=True, text=True, check=True).stdout
         self.assertIn("shared", people.splitlines()[0] + people.splitlines()[1], people)
         self.assertIn("%.0f%%" % (attrs["cpu_shared"] * 100), people)
+
+    def test_a_busy_neighbour_at_the_start_cuts_the_threads_unless_given(self):
+        # Two CPUs, one held by a spinning process from before the run starts: bench-train sees
+        # about a CPU taken and runs one thread, not two; launch.cpus_per_rank keeps its threads.
+        if len(os.sched_getaffinity(0)) < 2:
+            self.skipTest("needs two CPUs; this machine gives the test %d"
+                          % len(os.sched_getaffinity(0)))
+        cpus = sorted(os.sched_getaffinity(0))[:2]
+        hog = self.hog(cpus[0])
+        attrs, notes = {}, {}
+        try:
+            time.sleep(0.3)  # the neighbour is running before the runs start
+            for name, extra in (("chosen", ""), ("given", "launch: {cpus_per_rank: 2}\n")):
+                out = os.path.join(self.tmp, name, "out")
+                r = subprocess.run(["taskset", "-c", "%d,%d" % tuple(cpus), BENCH_TRAIN,
+                                    "--config", self.config(steps=20, extra=extra, name=name),
+                                    "--out", out], capture_output=True, text=True, timeout=300,
+                                   env=ENV)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                notes[name] = r.stderr
+                with h5py.File(os.path.join(out, "rank-00000.h5"), "r") as f:
+                    attrs[name] = dict(f.attrs)
+        finally:
+            hog.kill()
+            hog.wait()
+        chosen, given = attrs["chosen"], attrs["given"]
+        # The neighbour had a whole CPU as the run started (less its share of the run's own).
+        self.assertGreater(chosen["cpus_busy_at_start"], 0.6, chosen)
+        self.assertLessEqual(chosen["cpus_busy_at_start"], 2.0)
+        self.assertEqual(chosen["threads_planned"], 2)
+        self.assertEqual(chosen["threads"], 1)
+        self.assertIn("runs 1 thread(s), not 2", notes["chosen"])
+        # Given threads stand; what the neighbour used is still recorded.
+        self.assertEqual(given["threads_planned"], 2)
+        self.assertEqual(given["threads"], 2)
+        self.assertGreater(given["cpus_busy_at_start"], 0.6, given)
+        self.assertNotIn("not 2", notes["given"])
 
     def test_the_wait_policy_the_run_had_is_recorded(self):
         config = self.config(steps=4)
