@@ -6,10 +6,13 @@ every point (`bench-sweep plan SWEEP --estimate --format csv`) against its measu
 tensors (`mem_alloc_peak_bytes` from bench-extract: the counted CPU allocator, or the CUDA
 allocator): the relative error of each point, the mean absolute error and the worst, by group.
 With --gpu-json, the GPU runs of bench/gpu/run.sh (bench/results/gpu_h200.json) against the
-points of bench/gpu/memory.yaml, which lists the same configurations in the same order.
+points of bench/gpu/memory.yaml, which lists the same configurations in the same order. With
+--figure resident, a CPU point's predicted resident set (mem_pred_resident_bytes) against its
+measured high-water mark (mem_peak_bytes), the figure memory_limit compares on CPUs (issue 52).
 
     bench/memory_accuracy.py runs/memory-grid [runs/other ...] [--bin build/release/bin]
     bench/memory_accuracy.py --gpu-json bench/results/gpu_h200.json [--out results.json]
+    bench/memory_accuracy.py runs/memory-zero --figure resident
 """
 import argparse
 import csv
@@ -22,7 +25,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GROUP_KEYS = ("model.arch", "train.dtype", "train.activation_checkpointing", "train.fused_loss", "train.peft",
-              "train.zero_stage", "launch.ranks")
+              "train.zero_stage", "launch.ranks", "launch.tensor_parallel", "benchmark", "infer.dtype")
 
 
 def run(cmd):
@@ -37,20 +40,26 @@ def predictions(bin_dir, sweep):
     return list(csv.DictReader(io.StringIO(text)))
 
 
-def tree_rows(bin_dir, tree):
+# What is predicted against what is measured: the counted allocations, or the resident set.
+FIGURES = {"allocated": ("mem_pred_peak_bytes", "mem_alloc_peak_bytes"),
+           "resident": ("mem_pred_resident_bytes", "mem_peak_bytes")}
+
+
+def tree_rows(bin_dir, tree, figure="allocated"):
+    predicted_column, measured_column = FIGURES[figure]
     manifest = json.load(open(os.path.join(tree, "manifest.json")))
     pred = {p["tag"]: p for p in predictions(bin_dir, manifest["sweep_file"])}
     text = run([os.path.join(bin_dir, "bench-extract"), "-i", tree, "--format", "csv"])
     rows = []
     for m in csv.DictReader(io.StringIO(text)):
-        if m.get("status") != "ok" or not m.get("mem_alloc_peak_bytes"):
+        if m.get("status") != "ok" or not m.get(measured_column):
             continue
         p = pred.get(m["tag"])
-        if p is None or not p.get("mem_pred_peak_bytes"):
+        if p is None or not p.get(predicted_column):
             continue
         row = {k: m.get(k, "") for k in GROUP_KEYS}
-        row.update(tag=m["tag"], device="cpu", measured=float(m["mem_alloc_peak_bytes"]),
-                   predicted=float(p["mem_pred_peak_bytes"]))
+        row.update(tag=m["tag"], device="cpu", measured=float(m[measured_column]),
+                   predicted=float(p[predicted_column]))
         rows.append(row)
     return rows
 
@@ -84,14 +93,15 @@ def main():
     p.add_argument("--gpu-json")
     p.add_argument("--out")
     p.add_argument("--by", default="train.dtype,train.activation_checkpointing,train.fused_loss")
+    p.add_argument("--figure", choices=sorted(FIGURES), default="allocated")
     a = p.parse_args()
     rows = []
     for t in a.trees:
-        rows += tree_rows(a.bin, t)
+        rows += tree_rows(a.bin, t, a.figure)
     if a.gpu_json:
         rows += gpu_rows(a.bin, a.gpu_json)
     if not rows:
-        sys.exit("no point with both a prediction and a measured mem_alloc_peak_bytes")
+        sys.exit(f"no point with both a prediction and a measured {FIGURES[a.figure][1]}")
     keys = [k for k in a.by.split(",") if k]
     groups = {}
     for r in rows:

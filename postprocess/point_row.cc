@@ -155,6 +155,7 @@ const std::vector<std::string>& memory_column_names() {
 
 const std::vector<std::string>& prediction_column_names() {
   static const std::vector<std::string> c = {"mem_pred_peak_bytes", "mem_pred_error",
+                                             "mem_pred_resident_bytes", "mem_pred_resident_error",
                                              "time_pred_step_s", "time_pred_error",
                                              "time_pred_device_hours",
                                              "time_pred_comm_bytes", "time_pred_comm_error"};
@@ -284,6 +285,10 @@ void prediction_columns(const Value& config, const RankResult& lead, bool infer,
   if (predict_point_memory(resolved, &m)) {
     (*row)["mem_pred_peak_bytes"] = number_or_null(m.peak);
     (*row)["mem_pred_error"] = error(m.peak, measured("mem_alloc_peak_bytes"));
+    if (m.resident > 0) {  // a CPU's: against the resident set's high-water mark
+      (*row)["mem_pred_resident_bytes"] = Value::real(m.resident);
+      (*row)["mem_pred_resident_error"] = error(m.resident, measured("mem_peak_bytes"));
+    }
   }
   TimePrediction t;
   if (predict_point_time(resolved, &t) && t.known) {

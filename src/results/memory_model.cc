@@ -382,6 +382,7 @@ bool predict_point_memory(const Value& resolved, MemoryPrediction* out) {
     in.lora_r = s.train.lora_r;
     in.lora_targets = s.train.lora_targets;
     *out = predict_training_memory(in);
+    if (!gpu) out->resident = resident_bytes_of(out->peak);
     return true;
   }
   if (kind == "infer") {
@@ -394,6 +395,7 @@ bool predict_point_memory(const Value& resolved, MemoryPrediction* out) {
     in.gpu = gpu;
     in.kv_cache = s.infer.kv_cache != KvCache::kNone;
     *out = predict_inference_memory(in);
+    if (!gpu) out->resident = resident_bytes_of(out->peak);
     return true;
   }
   return false;

@@ -45,7 +45,28 @@ struct MemoryPrediction {
   double init_peak = 0;  // building the model
   double step_peak = 0;  // a training step (or a generation)
   std::vector<MemoryTerm> terms;  // step_peak's parts, in order
+  // On a CPU, the resident set per rank (resident_bytes_of(peak)): what the kernel's OOM killer
+  // and the node's memory see; 0 on a GPU.
+  double resident = 0;
+
+  // The figure that decides whether the point fits, per rank, and its name (what memory_limit
+  // compares and says): the resident set on a CPU; on a GPU the allocated peak, since the
+  // caching allocator's reserved blocks, the CUDA context and the communicators' buffers are
+  // not predicted yet (docs/metrics.md, "Predicted memory").
+  double deciding_bytes() const { return resident > 0 ? resident : peak; }
+  const char* deciding_name() const { return resident > 0 ? "resident set" : "allocated peak"; }
 };
+
+// A CPU rank's resident set from its counted peak of libtorch's allocations (docs/metrics.md,
+// "The resident set"): libtorch's, its libraries' and MPI's own memory, about fixed, and the
+// allocator's slack on what the tensors took. A least-squares line over 65 one-rank CPU points
+// (bench/results/rss_vs_alloc.json), checked on multi-rank sweeps it was not fitted to
+// (docs/performance.md).
+inline constexpr double kResidentBaseBytes = 159.0e6;
+inline constexpr double kResidentPerCountedByte = 1.39;
+inline double resident_bytes_of(double counted_peak) {
+  return kResidentBaseBytes + kResidentPerCountedByte * counted_peak;
+}
 
 MemoryPrediction predict_training_memory(const TrainingMemoryInput& in);
 

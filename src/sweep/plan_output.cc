@@ -274,8 +274,9 @@ std::string gb(double bytes) {
 std::optional<std::string> over_memory_limit(const Value& resolved, const MemoryLimit& limit) {
   MemoryPrediction m;
   if (!predict_point_memory(resolved, &m)) return std::nullopt;
-  if (!limit.skips(m.peak)) return std::nullopt;
-  return "predicted " + gb(m.peak) + " a rank, over memory_limit (" + limit.text + ")";
+  if (!limit.skips(m.deciding_bytes())) return std::nullopt;
+  return "predicted " + std::string(m.deciding_name()) + " " + gb(m.deciding_bytes()) +
+         " a rank, over memory_limit (" + limit.text + ")";
 }
 
 void print_estimate(const Plan& plan, PlanFormat format, std::ostream& out,
@@ -295,13 +296,14 @@ void print_estimate(const Plan& plan, PlanFormat format, std::ostream& out,
   std::vector<std::string> header = columns.header;
   const bool people = format == PlanFormat::kTable;
   if (people) {
-    for (const char* c : {"device", "peak GiB", "init GiB", "step GiB", "parts of the step"})
+    for (const char* c :
+         {"device", "peak GiB", "resident GiB", "init GiB", "step GiB", "parts of the step"})
       header.push_back(c);
     for (const char* c : {"step s", "tokens/s", "device-h"}) header.push_back(c);
     if (priced) header.push_back("cost USD");
   } else {
-    for (const char* c : {"device", "mem_pred_peak_bytes", "mem_pred_init_bytes",
-                          "mem_pred_step_bytes"})
+    for (const char* c : {"device", "mem_pred_peak_bytes", "mem_pred_resident_bytes",
+                          "mem_pred_init_bytes", "mem_pred_step_bytes"})
       header.push_back(c);
     for (const std::string& t : estimate_terms()) header.push_back("mem_pred_" + t + "_bytes");
   }
@@ -320,7 +322,7 @@ void print_estimate(const Plan& plan, PlanFormat format, std::ostream& out,
     row->push_back(Value::string(e.gpu ? "gpu" : "cpu"));
     if (!e.known) {
       const size_t blanks =
-          (people ? 4 + 3 + (priced ? 1 : 0) : 3 + estimate_terms().size() + time_columns().size()) +
+          (people ? 5 + 3 + (priced ? 1 : 0) : 4 + estimate_terms().size() + time_columns().size()) +
           (limit ? 1 : 0);
       for (size_t i = 0; i < blanks; ++i) row->push_back(Value::null());
       return e;
@@ -332,7 +334,9 @@ void print_estimate(const Plan& plan, PlanFormat format, std::ostream& out,
         if (t.bytes <= 0) continue;
         parts += (parts.empty() ? "" : " + ") + t.name + " " + gib(t.bytes);
       }
-      for (double v : {m.peak, m.init_peak, m.step_peak}) row->push_back(Value::string(gib(v)));
+      row->push_back(Value::string(gib(m.peak)));
+      row->push_back(m.resident > 0 ? Value::string(gib(m.resident)) : Value::null());
+      for (double v : {m.init_peak, m.step_peak}) row->push_back(Value::string(gib(v)));
       row->push_back(Value::string(parts));
       const TimePrediction& t = e.time;
       if (t.known) {
@@ -346,11 +350,13 @@ void print_estimate(const Plan& plan, PlanFormat format, std::ostream& out,
         for (int i = 0; i < 3 + (priced ? 1 : 0); ++i) row->push_back(Value::null());
       }
     } else {
-      for (double v : {m.peak, m.init_peak, m.step_peak}) row->push_back(Value::real(v));
+      row->push_back(Value::real(m.peak));
+      row->push_back(m.resident > 0 ? Value::real(m.resident) : Value::null());
+      for (double v : {m.init_peak, m.step_peak}) row->push_back(Value::real(v));
       for (const std::string& t : estimate_terms()) row->push_back(Value::real(term_bytes(m, t)));
     }
     if (limit) {
-      const bool skipped = limit->skips(m.peak);
+      const bool skipped = limit->skips(m.deciding_bytes());
       row->push_back(people ? Value::string(skipped ? "skipped" : "fits")
                             : Value::boolean(skipped));
     }
@@ -374,11 +380,14 @@ void print_estimate(const Plan& plan, PlanFormat format, std::ostream& out,
           v.set("device", Value::string(e.gpu ? "gpu" : "cpu"));
           if (e.known && limit) {
             v.set("skipped_by_memory_limit",
-                  Value::boolean(limit->skips(e.memory.peak)));
+                  Value::boolean(limit->skips(e.memory.deciding_bytes())));
           }
           if (e.known) {
             Value m = Value::map();
             m.set("peak_bytes", Value::real(e.memory.peak));
+            m.set("resident_bytes",
+                  e.memory.resident > 0 ? Value::real(e.memory.resident) : Value::null());
+            m.set("deciding", Value::string(e.memory.deciding_name()));
             m.set("init_peak_bytes", Value::real(e.memory.init_peak));
             m.set("step_peak_bytes", Value::real(e.memory.step_peak));
             Value terms = Value::map();
@@ -448,7 +457,7 @@ void print_estimate(const Plan& plan, PlanFormat format, std::ostream& out,
           largest = e.memory.peak;
           largest_index = p.index;
         }
-        if (limit && limit->skips(e.memory.peak)) ++over;
+        if (limit && limit->skips(e.memory.deciding_bytes())) ++over;
       },
       true);
   table.finish();
@@ -460,7 +469,8 @@ void print_estimate(const Plan& plan, PlanFormat format, std::ostream& out,
   if (unknown > 0) out << "; " << plural(unknown, "point") << " without a prediction (commands)";
   if (limit) {
     out << "\n# memory_limit (" << limit->text << "): " << plural(over, "point")
-        << " predicted over it, which bench-sweep run and submit skip";
+        << " predicted over it, which bench-sweep run and submit skip (compared: the resident "
+           "set on CPUs, the allocated peak on GPUs)";
   }
   out << "\n# " << describe_sweep_time(time_total);
   if (time_total.calibrated > 0) out << " (marked *)";

@@ -73,6 +73,13 @@ class MemoryEstimate(unittest.TestCase):
         # The goals of issue 36 on a CPU: mean absolute error 5% at most, no point off by 10%.
         self.assertLess(error.abs().mean(), 0.05, report)
         self.assertLess(error.abs().max(), 0.10, report)
+        # The resident set (what memory_limit compares on a CPU) against its high-water mark:
+        # within 20% everywhere here (docs/performance.md measures 9.4% at worst).
+        resident = rows.mem_pred_resident_bytes / rows.mem_peak_bytes - 1
+        report = "\n".join(f"{t}: {e:+.3f}" for t, e in zip(rows.tag, resident))
+        self.assertLess(resident.abs().max(), 0.20, report)
+        self.assertTrue(((rows.mem_pred_resident_bytes - (159e6 + 1.39 * rows.mem_pred_peak_bytes))
+                         .abs() < 1).all())
         # The parts add up to the step, and the point's peak is the larger of step and init.
         train = rows[rows["mem_pred_model_states_bytes"] > 0]
         parts = train[["mem_pred_model_states_bytes", "mem_pred_buckets_bytes",
@@ -115,17 +122,18 @@ class MemoryEstimate(unittest.TestCase):
         self.assertIn("activations", first["terms"])
 
     def test_memory_limit_skips_what_would_not_fit(self):
-        # Two points; a limit between their predictions: the larger is recorded as skipped with
-        # its prediction as the reason and never runs, the smaller runs. Forced to run within
-        # that limit (bench-train --max-memory-mb, a budget on the same counted allocations), the
-        # larger one runs out of memory: it would not have fitted.
+        # Two points; a limit between their predicted resident sets (what the limit compares on
+        # a CPU): the larger is recorded as skipped with its prediction, and which figure it is,
+        # as the reason and never runs, the smaller runs. Forced to run, the larger one's
+        # resident set goes over the limit: it would not have fitted.
         base = SWEEP.split("include:")[0].replace("name: memory-estimate", "name: limit")
         sweep = os.path.join(self.tmp, "limit.yaml")
         with open(sweep, "w") as f:
-            f.write(base + "axes:\n  train.micro_batch: [1, 16]\n")
+            f.write(base + "axes:\n  train.micro_batch: [1, 64]\n")
         rows = pd.read_csv(io.StringIO(bench_sweep("plan", sweep, "--estimate", "--format", "csv",
                                                    check=0).stdout))
-        small, large = sorted(rows.mem_pred_peak_bytes)
+        small, large = sorted(rows.mem_pred_resident_bytes)
+        self.assertTrue((rows.mem_pred_resident_bytes > rows.mem_pred_peak_bytes).all())
         limit_mb = int(large / 1.25 / 2**20)
         self.assertGreater(limit_mb * 2**20, small * 1.2)
         with open(sweep, "a") as f:
@@ -145,8 +153,8 @@ class MemoryEstimate(unittest.TestCase):
         by_status = {s["status"]: (tag, s) for tag, s in statuses.items()}
         self.assertEqual(sorted(by_status), ["ok", "skipped"])
         tag, skipped = by_status["skipped"]
-        self.assertIn("micro_batch=16", tag)
-        self.assertRegex(skipped["reason"], r"predicted [0-9.]+ GB a rank, over memory_limit "
+        self.assertIn("micro_batch=64", tag)
+        self.assertRegex(skipped["reason"], r"predicted resident set [0-9.]+ GB a rank, over memory_limit "
                                             rf"\({limit_mb} MiB, margin 5%\)")
         self.assertFalse([f for f in os.listdir(os.path.join(out, tag)) if f.endswith(".h5")])
         # Run again: the skipped point is left as it was (no new attempt), the ok one kept.
@@ -160,9 +168,11 @@ class MemoryEstimate(unittest.TestCase):
         self.assertIn(f"#   skipped {tag}: predicted", dry)
         self.assertIn("# array 1/1: 1 point,", dry)
         forced = os.path.join(self.tmp, "forced")
-        r = run_tool(os.path.join(BIN, "bench-train"), "--config", os.path.join(out, tag, "config.yaml"),
-                     "--out", forced, "--max-memory-mb", str(limit_mb), check=20)
-        self.assertIn("# OOM", r.stdout)
+        run_tool(os.path.join(BIN, "bench-train"), "--config", os.path.join(out, tag, "config.yaml"),
+                 "--out", forced)
+        with open(os.path.join(forced, "summary.json")) as f:
+            resident = json.load(f)["metrics"]["mem_peak_bytes"]
+        self.assertGreater(resident, limit_mb * 2**20)
 
     def test_a_bad_memory_limit_names_the_key(self):
         sweep = os.path.join(self.tmp, "bad.yaml")
