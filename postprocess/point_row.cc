@@ -529,7 +529,7 @@ std::vector<std::string> extract_columns(const std::vector<std::string>& dirs) {
     }
   }
   if (pc.has("train") || pc.has("infer")) columns.push_back("noisy");
-  if (pc.has("train")) columns.push_back("target_met");
+  if (pc.has("train") || pc.has("infer")) columns.push_back("target_met");
   if (pc.has("train")) columns.push_back("profile_trace");
   // The sweep's performance references (sweep/references.h), as bench-sweep run checked them.
   if (!pc.referenced.empty()) columns.push_back("reference");
@@ -563,8 +563,10 @@ void mark_noise(std::map<std::string, Value>* row, double threshold) {
 void mark_target(std::map<std::string, Value>* row) {
   std::optional<double> target = cell_number(*row, "metrics.target_ci");
   if (!target) return;
-  std::optional<double> low = cell_number(*row, "step_time_ci_low_s");
-  std::optional<double> high = cell_number(*row, "step_time_ci_high_s");
+  // A training's mean step time, a generation's mean end-to-end time.
+  const bool infer = cell_number(*row, "e2e_ci_low_s").has_value();
+  std::optional<double> low = cell_number(*row, infer ? "e2e_ci_low_s" : "step_time_ci_low_s");
+  std::optional<double> high = cell_number(*row, infer ? "e2e_ci_high_s" : "step_time_ci_high_s");
   const bool met = low && high && *high + *low > 0 &&
                    (*high - *low) / (*high + *low) <= *target;  // half-width over the middle
   (*row)["target_met"] = Value::boolean(met);

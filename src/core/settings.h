@@ -455,21 +455,21 @@ void metrics_keys(Keys& key) {
       .hashed_unless_default()
       .only_for({"train"});
   key(&MetricsSettings::target_ci, "metrics.target_ci", std::nullopt,
-      "Measure until the 95% interval of the mean step time is within this fraction of it, "
-      "e.g. 0.02: train.steps is then the least, metrics.max_seconds the most (bench-train); "
-      "null = exactly train.steps")
+      "Measure until the 95% interval of the mean step time (bench-infer: generation time) is "
+      "within this fraction of it, e.g. 0.02: train.steps (infer.runs) is then the least, "
+      "metrics.max_seconds the most; null = exactly train.steps (infer.runs)")
       .min(0.0, true)
       .max(1.0)
       .hashed_unless_default()
       .tagged_unless_default()
-      .only_for({"train"});
+      .only_for({"train", "infer"});
   key(&MetricsSettings::max_seconds, "metrics.max_seconds", 60.0,
-      "With metrics.target_ci: the measured steps' time budget in seconds; a point that spends "
-      "it without reaching the target is marked")
+      "With metrics.target_ci: the measured steps' (timed runs') time budget in seconds; a point "
+      "that spends it without reaching the target is marked")
       .min(0.0, true)
       .hashed_unless_default()
       .tagged_unless_default()
-      .only_for({"train"});
+      .only_for({"train", "infer"});
 }
 
 // "N" or "FIRST-LAST" (0 <= FIRST <= LAST) as a range of steps; nullopt when it is neither.

@@ -24,6 +24,7 @@
 #include "infer/generator.h"
 #include "results/rank_file.h"
 #include "results/infer_metrics.h"
+#include "results/statistics.h"
 #include "train/bench_run.h"
 #include "train/data.h"
 #include "train/host_memory.h"
@@ -209,7 +210,13 @@ class InferRun {
     }
     status = agreement_.agree(from_outcome(loaded.outcome), loaded.reason);
     const std::int64_t total = plan_.warmup_runs + plan_.runs;
-    for (std::int64_t run = 0; status == RunStatus::kOk && run < total; ++run) {
+    // With metrics.target_ci the timed runs go on past infer.runs until the mean generation
+    // time is precise enough (results/statistics.h) or metrics.max_seconds of them are spent.
+    std::vector<double> timed;
+    double timed_s = 0;
+    size_t look = 0;
+    for (std::int64_t run = 0; status == RunStatus::kOk; ++run) {
+      if (run >= total && !keep_measuring(timed, timed_s, &look)) break;
       if (run == plan_.warmup_runs) cpu_share_.start();
       Generation g = generator_->generate(prompts.inputs);
       RunStatus local =
@@ -220,6 +227,10 @@ class InferRun {
       if (status >= RunStatus::kOom) break;  // the run did not finish on some rank
       const bool warmup = run < plan_.warmup_runs;
       n.runs.push_back({run, warmup, g.ttft_s, g.e2e_s, plan_.gen.output_tokens});
+      if (!warmup) {
+        timed.push_back(g.e2e_s);
+        timed_s += g.e2e_s;
+      }
       n.cuda_graph = g.cuda_graph;  // the same for every run of a generator
       if (plan_.gen.token_metrics) {
         n.token_times.push_back({run, 0, g.ttft_s});
@@ -228,7 +239,7 @@ class InferRun {
         }
       }
       n.generated_ids.insert(n.generated_ids.end(), g.tokens.begin(), g.tokens.end());
-      progress(run, total, warmup, g);
+      progress(run, std::max(total, run + 1), warmup, g);
       if (status != RunStatus::kOk) break;  // a signal: this run finished, stop here
     }
     cpu_share_.finish(mpi_, result_);  // every rank: it reduces over the node
@@ -292,6 +303,27 @@ class InferRun {
     console_.line("#  %9s  %6s  %11s  %11s  %9s  %12s", "run", "kind", "ttft_ms", "tpot_ms",
                   "e2e_s", "output_tok/s");
     console_.line("#  %9s  %6s  %11s  %11s  %9s  %12s", "", "", "ms", "ms", "s", "tokens/s");
+  }
+
+  // Whether to run again past infer.runs (metrics.target_ci): at the first look and then each
+  // time the timed runs have grown by half, every rank's interval of its mean generation time
+  // within the target, or the slowest rank's timed runs past metrics.max_seconds, stops all.
+  bool keep_measuring(const std::vector<double>& timed, double timed_s, size_t* look) {
+    const std::optional<double> target = plan_.point.settings.metrics.target_ci;
+    if (!target) return false;
+    if (timed.size() < *look) return true;
+    const bool precise = precise_enough_runs(timed, *target);
+    double state[2] = {precise ? 0.0 : 1.0, timed_s};
+    mpi_.allreduce_max(state, 2);
+    const double budget = plan_.point.settings.metrics.max_seconds;
+    if (state[0] == 0 || state[1] >= budget) return false;
+    *look = next_look_runs(timed.size());
+    if (!timed.empty() && state[1] > 0) {
+      const double per_run = state[1] / static_cast<double>(timed.size());
+      const double left = std::ceil((budget - state[1]) / per_run);
+      *look = std::min(*look, timed.size() + static_cast<size_t>(std::max(1.0, left)));
+    }
+    return true;
   }
 
   void progress(std::int64_t run, std::int64_t total, bool warmup, const Generation& g) {

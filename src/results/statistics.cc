@@ -149,6 +149,18 @@ bool precise_enough(const std::vector<double>& x, double target) {
 
 size_t next_look(size_t n) { return std::max({n + 1, n + n / 2, kFewestToStop}); }
 
+double relative_half_width_of_runs(const std::vector<double>& x) {
+  const Estimate e = repeats_estimate(x);
+  if (!e.has_interval() || !(e.mean > 0)) return std::numeric_limits<double>::quiet_NaN();
+  return (e.high - e.low) / 2 / e.mean;
+}
+
+bool precise_enough_runs(const std::vector<double>& x, double target) {
+  return x.size() >= kFewestRunsToStop && relative_half_width_of_runs(x) <= target;
+}
+
+size_t next_look_runs(size_t n) { return std::max({n + 1, n + n / 2, kFewestRunsToStop}); }
+
 Estimate repeats_estimate(const std::vector<double>& x, double level, int resamples,
                           std::uint64_t seed) {
   Estimate e;

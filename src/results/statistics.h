@@ -91,6 +91,15 @@ bool precise_enough(const std::vector<double>& x, double target);
 // one more, and not below kFewestToStop.
 size_t next_look(size_t n);
 
+// The same rule for independent runs (bench-infer's timed generations), whose interval is
+// repeats_estimate's: never before kFewestRunsToStop runs, then at each look (half as many runs
+// again) until relative_half_width_of_runs is within the target. On independent runs the final
+// interval holds the mean 94% of the time or more (tests/results/statistics_test.cc).
+inline constexpr size_t kFewestRunsToStop = 10;
+double relative_half_width_of_runs(const std::vector<double>& x);
+bool precise_enough_runs(const std::vector<double>& x, double target);
+size_t next_look_runs(size_t n);
+
 // Student's t quantile (Boost.Math), for p in (0, 1) and df > 0.
 double student_t_quantile(double p, double df);
 

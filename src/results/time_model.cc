@@ -8,11 +8,22 @@
 #include "core/hardware.h"
 #include "core/settings.h"
 #include "results/memory_model.h"
+#include "results/statistics.h"
 
 namespace sweepbench {
 namespace {
 
 double dbl(std::int64_t v) { return static_cast<double>(v); }
+
+// The steps (generations) a run takes at least: `planned`, or with metrics.target_ci the warm-up
+// and `fewest` measured ones where the budget allows (bench-train and bench-infer never stop
+// earlier; a noisy point goes on longer, up to max_seconds of measured time).
+double least_measured(const TimeInput& in, std::int64_t planned, size_t fewest, double step_s) {
+  if (!in.until_precise || !(step_s > 0)) return dbl(planned);
+  const double measured = std::min(dbl(static_cast<std::int64_t>(fewest)),
+                                   std::ceil(in.max_seconds / step_s));
+  return std::max(dbl(planned), dbl(in.warmup) + measured);
+}
 
 std::string fixed(double v, int digits) {
   char text[48];
@@ -228,7 +239,7 @@ TimePrediction predict_training(const TimeInput& in) {
       dbl(in.eval_steps) *
       (in.gpu ? launch_bound(eval_forward_s, l * gpu_decode_layer_s(in, k))
               : eval_forward_s + (l + 1) * k.cpu_layer_s);
-  p.run_s = dbl(in.steps) * p.step_s + eval_s;
+  p.run_s = least_measured(in, in.steps, kFewestToStop, p.step_s) * p.step_s + eval_s;
   finish(in, &p);
   return p;
 }
@@ -287,7 +298,7 @@ TimePrediction predict_inference(const TimeInput& in) {
   }
   p.step_s = p.compute_s + p.overhead_s;
   p.tokens_per_second = dbl(in.sequences) * dbl(in.output_tokens) * dbl(in.ranks) / p.step_s;
-  p.run_s = dbl(in.generations) * p.step_s;
+  p.run_s = least_measured(in, in.generations, kFewestRunsToStop, p.step_s) * p.step_s;
   finish(in, &p);
   return p;
 }
@@ -318,6 +329,8 @@ bool time_input_of(const Value& resolved, TimeInput* out) {
   in.dtype = dtype == DType::kFp32 ? "fp32" : (dtype == DType::kBf16 ? "bf16" : "fp16");
   in.gpu = s.launch.device == Device::kCuda ||
            (s.launch.device == Device::kAuto && s.launch.gpus_per_rank > 0);
+  in.until_precise = s.metrics.target_ci.has_value();
+  in.max_seconds = s.metrics.max_seconds;
   in.hardware_name = s.hardware.name.value_or("");
   in.peak_tflops = s.hardware.peak_tflops;
   in.assumed_mfu = s.hardware.assumed_mfu;
@@ -339,6 +352,7 @@ bool time_input_of(const Value& resolved, TimeInput* out) {
     in.seq_len = s.data.seq_len;
     in.grad_accum = s.train.grad_accum;
     in.steps = s.train.steps;
+    in.warmup = s.train.warmup_steps;
     in.eval_steps = s.eval.steps;
     in.eval_micro_batch = s.eval.micro_batch;
     in.activation_checkpointing = s.train.activation_checkpointing;
@@ -356,6 +370,7 @@ bool time_input_of(const Value& resolved, TimeInput* out) {
     in.input_tokens = s.infer.input_tokens;
     in.output_tokens = s.infer.output_tokens;
     in.generations = s.infer.warmup_runs + s.infer.runs;
+    in.warmup = s.infer.warmup_runs;
     in.kv_cache = s.infer.kv_cache != KvCache::kNone;
     // bench-infer replays each decode step as a CUDA graph where it can (docs/infer.md); a
     // command predicted as a generation (generate(), say) launches its kernels one by one.

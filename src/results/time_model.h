@@ -107,6 +107,12 @@ struct TimeInput {
   std::int64_t sequences = 1, input_tokens = 1, output_tokens = 1, generations = 1;
   bool kv_cache = true;
   bool decode_graph = false;  // each decode step one CUDA graph (bench-infer's eligible points)
+  // metrics.target_ci: steps (generations) is then the least; the run goes on to at least
+  // kFewestToStop measured steps (kFewestRunsToStop timed runs) unless max_seconds of them are
+  // spent first. `warmup` is the warm-up steps (runs) within steps (generations).
+  bool until_precise = false;
+  std::int64_t warmup = 0;
+  double max_seconds = 60;
 };
 
 struct TimePrediction {

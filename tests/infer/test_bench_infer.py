@@ -5,6 +5,8 @@ read back with h5py; bench-extract's rows and long tables read with pandas.
 Run by ctest (tests/CMakeLists.txt), one ctest per class:
     SWEEPBENCH_BIN_DIR=build/release/bin /usr/bin/python3 tests/infer/test_bench_infer.py Sweep
 """
+import csv
+import io
 import json
 import os
 import re
@@ -289,6 +291,46 @@ class TwoRanks(InferCase):
         slow = np.maximum(runs[0].e2e_s.values, runs[1].e2e_s.values)[1:]
         self.assertAlmostEqual(m["average_gen_time"], slow.mean(), places=12)
         self.assertAlmostEqual(m["output_tps"], 2 * 2 * 12 * 3 / slow.sum(), places=6)
+
+
+class UntilPrecise(InferCase):
+    """metrics.target_ci on a generation: infer.runs is the least, the timed runs go on until the
+    mean generation time's interval is within the target (never before 10 runs) or
+    metrics.max_seconds are spent, and the tables say which."""
+
+    def timed_runs(self, out):
+        with h5py.File(os.path.join(out, "rank-00000.h5"), "r") as f:
+            runs = pandas.DataFrame(f["infer/runs"][:])
+        return runs[runs.warmup == 0]
+
+    def extract(self, out, fmt):
+        return subprocess.run([os.path.join(BIN, "bench-extract"), "-i", out, "--format", fmt],
+                              capture_output=True, text=True, check=True, env=ENV).stdout
+
+    def test_a_reachable_target_stops_at_the_first_look_after_10_runs(self):
+        out = os.path.join(self.tmp, "out")
+        r = self.run_infer(self.config(runs=2, extra="launch: {ranks: 2}\n"), out,
+                           "--set", "metrics.target_ci=0.9", ranks=2)
+        self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
+        self.assertEqual(len(self.timed_runs(out)), 10)
+        row = next(csv.DictReader(io.StringIO(self.extract(out, "csv"))))
+        self.assertEqual(row["target_met"], "true")
+        half = (float(row["e2e_ci_high_s"]) - float(row["e2e_ci_low_s"])) / 2
+        self.assertLessEqual(half / float(row["e2e_mean_s"]), 0.9)
+
+    def test_an_unreachable_target_stops_at_the_budget_and_is_marked(self):
+        out = os.path.join(self.tmp, "out")
+        r = self.run_infer(self.config(runs=2), out, "--set", "metrics.target_ci=1.0e-9",
+                           "--set", "metrics.max_seconds=0.3")
+        self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
+        timed = self.timed_runs(out)
+        # At least infer.runs; past the budget by at most the run that crossed it.
+        self.assertGreaterEqual(len(timed), 2)
+        self.assertGreaterEqual(timed.e2e_s.sum(), 0.3)
+        self.assertLess(timed.e2e_s.sum() - timed.e2e_s.iloc[-1], 0.3)
+        row = next(csv.DictReader(io.StringIO(self.extract(out, "csv"))))
+        self.assertEqual(row["target_met"], "false")
+        self.assertIn("missed", self.extract(out, "table"))
 
 
 class Sweep(InferCase):

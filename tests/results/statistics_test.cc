@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <random>
 #include <vector>
 
@@ -118,6 +119,54 @@ TEST(MeasureUntilPrecise, TheStoppedIntervalStillHoldsTheMean) {
   EXPECT_GT(steps, 300);  // a 20% spread needs some 400 steps for a 2% interval
   EXPECT_GE(stopping_coverage(0.5, 0.2, 0.02, 1000, 12), 0.92);
   EXPECT_GE(stopping_coverage(0.0, 0.05, 0.02, 2000, 13), 0.935);
+}
+
+// The rule for independent runs, as bench-infer takes them: runs of mean 100 and spread `cv`
+// (normal, or log-normal: a long right tail, as generation times have) from `least` on, until
+// precise_enough_runs at a look or 2,000 runs; how often the final interval holds the mean.
+double runs_stopping_coverage(double cv, bool lognormal, double target, size_t least, int reps,
+                              std::uint64_t seed, double* mean_runs = nullptr) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> unit(0.0, 1.0);
+  const double sigma = std::sqrt(std::log(1 + cv * cv));
+  int covered = 0;
+  double runs = 0;
+  for (int r = 0; r < reps; ++r) {
+    std::vector<double> x;
+    size_t look = least;
+    while (x.size() < 2000) {
+      const double z = unit(rng);
+      x.push_back(lognormal ? 100 * std::exp(sigma * z - sigma * sigma / 2) : 100 * (1 + cv * z));
+      if (x.size() < look) continue;
+      if (precise_enough_runs(x, target)) break;
+      look = next_look_runs(x.size());
+    }
+    const Estimate e = repeats_estimate(x);
+    covered += e.low <= 100 && 100 <= e.high;
+    runs += static_cast<double>(x.size());
+  }
+  if (mean_runs) *mean_runs = runs / reps;
+  return static_cast<double>(covered) / reps;
+}
+
+TEST(MeasureUntilPrecise, IndependentRunsStopAtALookAndTheIntervalStillHolds) {
+  EXPECT_EQ(next_look_runs(0), kFewestRunsToStop);
+  EXPECT_EQ(next_look_runs(3), kFewestRunsToStop);
+  EXPECT_EQ(next_look_runs(10), 15u);
+  EXPECT_EQ(next_look_runs(15), 22u);
+  EXPECT_FALSE(precise_enough_runs(std::vector<double>(kFewestRunsToStop - 1, 1.0), 0.02));
+  EXPECT_TRUE(precise_enough_runs(std::vector<double>(kFewestRunsToStop, 1.0), 0.02));
+  // 400 stopped runs a case: a coverage of 95% reads within about 2 points.
+  double runs = 0;
+  const double normal = runs_stopping_coverage(0.2, false, 0.05, 3, 400, 21, &runs);
+  const double skewed = runs_stopping_coverage(0.2, true, 0.05, 3, 400, 22);
+  const double steady = runs_stopping_coverage(0.05, false, 0.02, 3, 400, 23);
+  std::fprintf(stderr, "coverage: normal 20%% %.3f (%.0f runs), log-normal 20%% %.3f, 5%% %.3f\n",
+               normal, runs, skewed, steady);
+  EXPECT_GE(normal, 0.91);
+  EXPECT_GT(runs, 40);  // a 20% spread needs some 60 runs for a 5% interval
+  EXPECT_GE(skewed, 0.91);
+  EXPECT_GE(steady, 0.91);
 }
 
 TEST(SeriesEstimate, SteadyStepsKeepEveryStepAndGiveTheirMeanAndCv) {

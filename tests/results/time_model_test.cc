@@ -11,6 +11,7 @@
 #include "core/model_shapes.h"
 #include "core/yaml_io.h"
 #include "results/memory_model.h"
+#include "results/statistics.h"
 
 namespace sweepbench {
 namespace {
@@ -216,6 +217,31 @@ TEST(TimeModel, LoraCountsTheFrozenMatmulsAndTheAdapters) {
   EXPECT_DOUBLE_EQ(p.flops, 8 * 1024 * lora_training_flops_per_token(gpt2(), 1024, adapters));
   // Only the adapters' gradients are reduced.
   EXPECT_DOUBLE_EQ(p.comm_bytes, 2 * 0.5 * 4 * static_cast<double>(adapters));
+}
+
+TEST(TimeModel, MeasuringUntilPreciseRunsAtLeastTheFewestTheRuleStopsAt) {
+  TimeInput in = h100_training();
+  in.steps = 20;
+  in.warmup = 5;
+  const TimePrediction fixed = predict_time(in);
+  in.until_precise = true;
+  in.max_seconds = 1e9;
+  const TimePrediction precise = predict_time(in);
+  // The warm-up and 100 measured steps, not train.steps' 20.
+  EXPECT_DOUBLE_EQ(precise.run_s - precise.startup_s,
+                   (fixed.run_s - fixed.startup_s) / 20 * (5 + kFewestToStop));
+  // A budget spent sooner ends the run sooner, but never before train.steps.
+  in.max_seconds = 29.5 * fixed.step_s;  // 30 measured steps spend it
+  EXPECT_NEAR(predict_time(in).run_s - fixed.startup_s, 35 * fixed.step_s, 1e-9);
+  in.max_seconds = fixed.step_s;
+  EXPECT_DOUBLE_EQ(predict_time(in).run_s, fixed.run_s);
+  // A generation's timed runs: at least kFewestRunsToStop.
+  Value c = resolved(
+      "benchmark: infer\nmodel: {preset: gpt2-tiny}\ninfer: {runs: 3, warmup_runs: 1, input_tokens: 16, output_tokens: 16}\n"
+      "metrics: {target_ci: 0.02}\n");
+  TimePrediction g;
+  ASSERT_TRUE(predict_point_time(c, &g));
+  EXPECT_NEAR(g.run_s - g.startup_s, (1 + kFewestRunsToStop) * g.step_s, 1e-12);
 }
 
 TEST(TimeModel, ACpuUsesTheReferenceRateOrTheGivenPeak) {
