@@ -2,6 +2,7 @@
 // of a comparison (a bench-compare CSV). Every text reaches the script through gp_string and
 // the data file through gp_data_text (plot_text.h).
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -297,7 +298,20 @@ TableFigure change_figure(const CsvTable& t, const PlotSpec& spec_in,
   std::ostringstream s;
   s << "# Written by bench-plot: " << one_line("the changes of " + join(metrics, ", "))
     << ". Edit and run: gnuplot THIS_FILE\n";
-  s << script_preamble(spec, "change of the candidate against the baseline (95% interval)");
+  // bench-compare's intervals are simultaneous over its comparisons: their level is its
+  // ci_level column (99.6% for 12 comparisons at 95%), not 95%.
+  std::string level = "interval";
+  if (std::optional<size_t> c = find_column(t, "ci_level")) {
+    for (const std::vector<std::string>& row : t.rows) {
+      std::optional<double> v = number(row[*c]);
+      if (!v || row[point] == "geomean") continue;
+      char text[48];
+      std::snprintf(text, sizeof(text), "%.3g%% intervals", *v * 100);
+      level = text;
+      break;
+    }
+  }
+  s << script_preamble(spec, "change of the candidate against the baseline (" + level + ")");
   s << "set ylabel " << gp_string("change (%)") << " noenhanced\n";
   s << "set xlabel " << gp_string(points.size() == 1 ? "point" : "points") << " noenhanced\n";
   // The points' names lean when they would not fit side by side (a plot about 580 pixels wide,

@@ -216,6 +216,9 @@ class Compare(unittest.TestCase):
                 self.assertAlmostEqual(a, b, places=9)
         self.assertIn("'#d62728'", text)  # worse's colour
         self.assertIn("title 'worse'", text)
+        # The title gives the intervals' level, simultaneous over the comparisons: ci_level's.
+        level = df[df["point"] != "geomean"]["ci_level"].iloc[0]
+        self.assertIn("against the baseline (%.3g%% intervals)" % (level * 100), text)
         self.assertNotIn("title 'better'", text)
         # Only the metrics asked for; an unknown one is an error that lists the table's.
         r = subprocess.run([BENCH_PLOT, "-i", table, "-o", figure, "--kind", "change", "--metric",
