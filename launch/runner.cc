@@ -70,15 +70,6 @@ std::string stderr_tail(const std::string& point_dir) {
   return "";
 }
 
-std::string last_nonempty_line(const std::string& text) {
-  std::string last;
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) {
-    if (!trim(line).empty()) last = trim(line);
-  }
-  return last;
-}
-
 std::string reason_of(const std::string& point_dir, const std::string& program,
                       const ProcessResult& r) {
   std::string err = stderr_tail(point_dir);
@@ -99,10 +90,9 @@ std::string reason_of(const std::string& point_dir, const std::string& program,
   } catch (const Error&) {
     // A summary that cannot be read says nothing; fall back to the log.
   }
-  std::string last;
+  const std::string last = last_said(err);
   std::istringstream lines(err);
   for (std::string line; std::getline(lines, line);) {
-    if (!trim(line).empty()) last = trim(line);
     // launch.setup ended the shell before the program started (with_setup_lines): the program
     // never ran, so the reason is that line's, not the program's.
     static const std::string kSetup = "sweepbench: launch.setup line ";
@@ -1013,7 +1003,7 @@ class SweepRun {
         r.reason = program + " exited 0 without results: no " + *missing;
         // What the launcher said, if anything (srun exits 0 when its tasks' launch failed:
         // "srun: error: task 0 launch failed: Unspecified error").
-        if (std::string said = last_nonempty_line(stderr_tail(point_dir(p))); !said.empty()) {
+        if (std::string said = last_said(stderr_tail(point_dir(p))); !said.empty()) {
           r.reason += "; stderr ends: " + first_line(said, 200);
         }
       }

@@ -154,11 +154,10 @@ const std::vector<std::string>& memory_column_names() {
 }
 
 const std::vector<std::string>& prediction_column_names() {
-  static const std::vector<std::string> c = {"mem_pred_peak_bytes", "mem_pred_error",
-                                             "mem_pred_resident_bytes", "mem_pred_resident_error",
-                                             "time_pred_step_s", "time_pred_error",
-                                             "time_pred_device_hours",
-                                             "time_pred_comm_bytes", "time_pred_comm_error"};
+  static const std::vector<std::string> c = {
+      "mem_pred_peak_bytes",     "mem_pred_error",       "mem_pred_resident_bytes",
+      "mem_pred_resident_error", "time_pred_step_s",     "time_pred_error",
+      "time_pred_device_hours",  "time_pred_comm_bytes", "time_pred_comm_error"};
   return c;
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <ctime>
+#include <sstream>
 
 namespace sweepbench {
 
@@ -366,6 +367,37 @@ bool is_identifier(std::string_view name) {
 std::string first_line(const std::string& text, size_t max) {
   std::string line = text.substr(0, text.find('\n'));
   return line.size() > max ? line.substr(0, max) + "..." : line;
+}
+
+std::string last_said(const std::string& text) {
+  auto is_rule = [](const std::string& t) {
+    return t.size() >= 10 && t.find_first_not_of('-') == std::string::npos;
+  };
+  std::string last, block_first;
+  bool in_block = false, block_paragraph = false, ends_with_rule = false;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    const std::string said = trim(line);
+    if (is_rule(said)) {
+      in_block = !in_block;
+      if (in_block) block_first.clear();
+      block_paragraph = in_block;
+      ends_with_rule = true;
+      continue;
+    }
+    if (std::any_of(said.begin(), said.end(), [](unsigned char c) { return std::isalnum(c); })) {
+      last = said;
+      ends_with_rule = false;
+    }
+    if (in_block && block_paragraph) {
+      if (said.empty() && !block_first.empty()) {
+        block_paragraph = false;
+      } else if (!said.empty()) {
+        block_first += (block_first.empty() ? "" : " ") + said;
+      }
+    }
+  }
+  return ends_with_rule && !block_first.empty() ? block_first : last;
 }
 
 std::string abbreviate_middle(const std::string& text, size_t max) {

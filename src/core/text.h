@@ -60,6 +60,11 @@ std::string trim(std::string_view s);
 bool is_identifier(std::string_view name);
 // The first line of `text`, cut to `max` characters ("..." added when cut).
 std::string first_line(const std::string& text, size_t max);
+// What a program's stderr said last: its last line with a letter or digit in it; but where the
+// text ends with a message between rules of dashes (mpirun's and Open MPI's), that message's first
+// paragraph ("There are not enough slots available in the system to satisfy the 3 slots that were
+// requested by the application:"), whose last line is advice.
+std::string last_said(const std::string& text);
 std::string to_lower(std::string_view s);  // ASCII letters only
 std::string to_upper(std::string_view s);  // ASCII letters only
 // `text` cut to at most `max` characters (UTF-8 aware), its middle replaced by '…' (for people:

@@ -22,8 +22,8 @@
 #include "core/settings.h"
 #include "core/text.h"
 #include "infer/generator.h"
-#include "results/rank_file.h"
 #include "results/infer_metrics.h"
+#include "results/rank_file.h"
 #include "results/statistics.h"
 #include "train/bench_run.h"
 #include "train/data.h"
@@ -145,8 +145,8 @@ class InferRun {
     }
     // Fewer threads where other processes already use the CPUs (train/bench_run.h).
     const int threads = threads_beside_neighbours(
-        since_start_, mpi_, device_.threads,
-        plan_.point.settings.launch.cpus_per_rank.has_value(), result_, "bench-infer");
+        since_start_, mpi_, device_.threads, plan_.point.settings.launch.cpus_per_rank.has_value(),
+        result_, "bench-infer");
     if (threads != device_.threads) device_.threads = set_compute_threads(threads);
     plan_.gen.threads = device_.threads;
     fill();

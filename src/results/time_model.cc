@@ -20,8 +20,8 @@ double dbl(std::int64_t v) { return static_cast<double>(v); }
 // earlier; a noisy point goes on longer, up to max_seconds of measured time).
 double least_measured(const TimeInput& in, std::int64_t planned, size_t fewest, double step_s) {
   if (!in.until_precise || !(step_s > 0)) return dbl(planned);
-  const double measured = std::min(dbl(static_cast<std::int64_t>(fewest)),
-                                   std::ceil(in.max_seconds / step_s));
+  const double measured =
+      std::min(dbl(static_cast<std::int64_t>(fewest)), std::ceil(in.max_seconds / step_s));
   return std::max(dbl(planned), dbl(in.warmup) + measured);
 }
 

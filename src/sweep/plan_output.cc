@@ -321,9 +321,9 @@ void print_estimate(const Plan& plan, PlanFormat format, std::ostream& out,
     const Estimate e = estimate_of(p, calibration);
     row->push_back(Value::string(e.gpu ? "gpu" : "cpu"));
     if (!e.known) {
-      const size_t blanks =
-          (people ? 5 + 3 + (priced ? 1 : 0) : 4 + estimate_terms().size() + time_columns().size()) +
-          (limit ? 1 : 0);
+      const size_t blanks = (people ? 5 + 3 + (priced ? 1 : 0)
+                                    : 4 + estimate_terms().size() + time_columns().size()) +
+                            (limit ? 1 : 0);
       for (size_t i = 0; i < blanks; ++i) row->push_back(Value::null());
       return e;
     }

@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <boost/program_options.hpp>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <random>
 #include <sstream>
 #include <thread>
-#include <chrono>
 
 #include "core/clean_env.h"
 #include "core/error.h"
@@ -150,7 +150,8 @@ int threads_beside_neighbours(CpuShareMeter& since_start, MpiEnv& mpi, int plann
   // /proc/stat counts in ticks of 10 ms: a tenth of a second reads a CPU to a tenth.
   CpuShareMeter::Reading reading = since_start.read(mpi);
   if (reading.wall_s < kThreadProbeSeconds) {
-    std::this_thread::sleep_for(std::chrono::duration<double>(kThreadProbeSeconds - reading.wall_s));
+    std::this_thread::sleep_for(
+        std::chrono::duration<double>(kThreadProbeSeconds - reading.wall_s));
     reading = since_start.read(mpi);
   }
   if (reading.others_s < 0) return planned;

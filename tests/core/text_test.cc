@@ -74,5 +74,24 @@ TEST(ParseInt64, RejectsJunkAndOverflow) {
   EXPECT_EQ(parse_int64("ff", 16), 255);
 }
 
+TEST(LastSaid, TheLastLineThatSaysSomethingOrMpirunsMessage) {
+  EXPECT_EQ(last_said("first\n  error: it broke  \n\n"), "error: it broke");
+  EXPECT_EQ(last_said("done\n====\n"), "done");  // no letter: decoration
+  EXPECT_EQ(last_said(""), "");
+  // Open MPI's message between rules of dashes: its first paragraph, not its last line.
+  const std::string rule(74, '-');
+  const std::string mpirun =
+      rule +
+      "\nThere are not enough slots available in the system to satisfy the 3\n"
+      "slots that were requested by the application:\n\n  bench-train\n\n"
+      "Either request fewer slots.\n" +
+      rule + "\n";
+  EXPECT_EQ(last_said(mpirun),
+            "There are not enough slots available in the system to satisfy the 3 slots that were "
+            "requested by the application:");
+  // A line after the message is what was said last.
+  EXPECT_EQ(last_said(mpirun + "bench-train: error: x\n"), "bench-train: error: x");
+}
+
 }  // namespace
 }  // namespace sweepbench

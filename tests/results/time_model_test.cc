@@ -2,10 +2,10 @@
 // by hand; tests/postprocess/test_time_estimate.py checks its calibration against real runs.
 #include "results/time_model.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <gtest/gtest.h>
 
 #include "core/config.h"
 #include "core/model_shapes.h"
@@ -237,7 +237,8 @@ TEST(TimeModel, MeasuringUntilPreciseRunsAtLeastTheFewestTheRuleStopsAt) {
   EXPECT_DOUBLE_EQ(predict_time(in).run_s, fixed.run_s);
   // A generation's timed runs: at least kFewestRunsToStop.
   Value c = resolved(
-      "benchmark: infer\nmodel: {preset: gpt2-tiny}\ninfer: {runs: 3, warmup_runs: 1, input_tokens: 16, output_tokens: 16}\n"
+      "benchmark: infer\nmodel: {preset: gpt2-tiny}\ninfer: {runs: 3, warmup_runs: 1, "
+      "input_tokens: 16, output_tokens: 16}\n"
       "metrics: {target_ci: 0.02}\n");
   TimePrediction g;
   ASSERT_TRUE(predict_point_time(c, &g));
