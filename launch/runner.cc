@@ -14,8 +14,8 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
-#include <set>
 #include <memory>
+#include <set>
 #include <sstream>
 
 #include "core/command_spec.h"
@@ -36,6 +36,7 @@
 #include "layout/point_status.h"
 #include "sweep/plan_output.h"
 #include "sweep/references.h"
+#include "sweep/repeats_until.h"
 
 namespace sweepbench {
 namespace {
@@ -433,6 +434,8 @@ class SweepRun {
         s = it->second.status;
         if (s == PointStatus::kSkipped && limit_skipped_.count(p->tag) > 0) {
           ++report_.skipped_by_memory_limit;
+        } else if (s == PointStatus::kSkipped && starts_with(it->second.reason, kPreciseReason)) {
+          ++report_.skipped_as_precise;
         }
         if (s == PointStatus::kOk && it->second.reference == "miss") {
           report_.missed_reference.push_back(p->tag);
@@ -568,6 +571,29 @@ class SweepRun {
     return std::nullopt;
   }
 
+  // A later repeat of a point whose earlier repeats give the sweep's repeats metric a mean
+  // precise enough (PlanInfo::repeats_until, sweep/repeats_until.h): why it is skipped; nothing
+  // otherwise.
+  std::optional<std::string> precise_before(const SweepPoint& p) const {
+    const std::optional<RepeatsRule>& rule = plan_.info().repeats_until;
+    if (!rule || p.repeat < rule->least) return std::nullopt;
+    const size_t first = p.index - static_cast<size_t>(p.repeat);
+    std::vector<double> values;
+    std::string metric = rule->metric;
+    for (size_t i = first; i < p.index && i < plan_.points().size(); ++i) {
+      try {
+        const std::string path = (fs::path(point_dir(plan_.points()[i])) / kSummaryFile).string();
+        std::optional<std::string> text = read_file_if_exists(path, kMaxSmallFile, Links::kRefuse);
+        if (!text) continue;
+        if (std::optional<double> v = repeat_value(parse_yaml(*text, path), rule->metric, &metric))
+          values.push_back(*v);
+      } catch (const Error&) {
+        // An unreadable summary gives no value: that repeat counts for nothing.
+      }
+    }
+    return precise_reason(*rule, values, metric);
+  }
+
   std::optional<std::string> over_limit(const SweepPoint& p,
                                         const std::optional<PointRecord>& record) const {
     return memory_limit_skip(p, record, plan_.info().memory_limit);
@@ -650,6 +676,8 @@ class SweepRun {
       fate = "would be skipped, " + *why;
     } else if (std::optional<std::string> prune = pruned(p)) {
       fate = "would be skipped, " + *prune;
+    } else if (std::optional<std::string> precise = precise_before(p)) {
+      fate = "would be skipped, " + *precise;
     }
     out_ << "# " << (i + 1) << "/" << n << " " << p.tag << " (index " << p.index << ")"
          << (fate.empty() ? "" : ": " + fate) << "\n";
@@ -915,12 +943,14 @@ class SweepRun {
     try {
       // Checked when the point is about to start, so that a larger point queued while a smaller
       // one ran out of memory beside it is still skipped.
-      if (std::optional<std::string> prune = pruned(p)) {
+      std::optional<std::string> skip = pruned(p);
+      if (!skip) skip = precise_before(p);
+      if (skip) {
         r.status = PointStatus::kSkipped;
-        r.reason = *prune;
+        r.reason = *skip;
         r.ended = r.started;
         finish(p, r);
-        row(p, "skipped", *prune);
+        row(p, "skipped", *skip);
         return {};
       }
       r.status = PointStatus::kRunning;
@@ -1263,7 +1293,8 @@ PointStatus status_from_exit(const Workload& workload, int exit_code, int term_s
 
 bool RunReport::all_ok() const {
   for (const auto& [status, count] : counts) {
-    const size_t asked = status == PointStatus::kSkipped ? skipped_by_memory_limit : 0;
+    const size_t asked =
+        status == PointStatus::kSkipped ? skipped_by_memory_limit + skipped_as_precise : 0;
     if (status != PointStatus::kOk && count > asked) return false;
   }
   return stop_signal == 0 && unusable.empty();

@@ -117,6 +117,9 @@ struct RunReport {
   std::vector<std::string> unusable;
   // Skipped by the sweep's memory_limit: asked for, so not a failure of the run (all_ok).
   size_t skipped_by_memory_limit = 0;
+  // Repeats skipped because the repeats before them were precise enough (the sweep's repeats
+  // until precise): asked for too.
+  size_t skipped_as_precise = 0;
   int stop_signal = 0;        // a signal stopped the sweep early
   // The selected ok points whose results missed a performance reference (tags), and how many
   // passed theirs.

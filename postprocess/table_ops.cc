@@ -107,6 +107,14 @@ void group_repeats(ExtractTable* t) {
   for (auto it = metrics.begin(); it != metrics.end();) {
     it = is_interval(*it) ? metrics.erase(it) : std::next(it);
   }
+  // Repeats the sweep skipped because those before them were precise enough (sweeps.md,
+  // "Repeats until precise") measured nothing and were asked not to run: no part of a group.
+  t->rows.erase(std::remove_if(t->rows.begin(), t->rows.end(),
+                               [](std::map<std::string, Value>& row) {
+                                 return cell_text(row["status"]) == "skipped" &&
+                                        starts_with(cell_text(row["reason"]), "precise: ");
+                               }),
+                t->rows.end());
   std::vector<std::vector<size_t>> groups;
   std::map<std::string, size_t> group_of;
   for (size_t i = 0; i < t->rows.size(); ++i) {

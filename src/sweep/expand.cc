@@ -355,6 +355,7 @@ Plan plan_sweep(const SweepSpec& spec, const PlanOptions& options) {
   info.references = spec.references;
   info.memory_limit = spec.memory_limit;
   info.repeats = spec.repeats;
+  info.repeats_until = spec.repeats_until;
   size_t repeats = static_cast<size_t>(std::max<std::int64_t>(spec.repeats, 1));
   for (const Scenario& sc : spec.scenarios) {
     plan.scenario_names_.push_back(sc.name);

@@ -51,7 +51,10 @@ struct PlanInfo {
   std::string sweep_name;
   std::string sweep_path;
   bool named_scenarios = false;
-  std::int64_t repeats = 1;
+  std::int64_t repeats = 1;  // with repeats_until: the most
+  // The sweep file's repeats until precise: run skips a point's later repeats once the earlier
+  // ones are precise enough.
+  std::optional<RepeatsRule> repeats_until;
   // Keys whose values differ across the whole sweep, in the order the file introduces them.
   // Keys derived from others (model dimensions from a swept preset) are left out unless the
   // file sets them itself.

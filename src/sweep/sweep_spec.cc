@@ -402,6 +402,70 @@ std::string quoted(const Value& v) {
   return v.is_string() ? "'" + v.as_string() + "'" : v.describe();
 }
 
+// repeats: {most: 20, least: 3, target_ci: 5% or 0.05, metric: seconds}; sets *most.
+RepeatsRule parse_repeats_until(const Value& v, const Mark& fallback, std::int64_t* most) {
+  RepeatsRule rule;
+  rule.mark = mark_or(v, fallback);
+  const std::string example = "e.g. repeats: {most: 20, least: 3, target_ci: 5%}";
+  check_name_keys(v, "repeats", {"most", "least", "target_ci", "metric"});
+  auto count = [&](const char* key, std::int64_t fallback_value) {
+    const Value* n = v.find(key);
+    if (n == nullptr || n->is_null()) return fallback_value;
+    if (!n->is_int() || n->as_int() < 2 || n->as_int() > 1'000'000) {
+      throw Error::input(mark_or(*n, rule.mark), std::string("repeats.") + key,
+                         "expected an integer from 2 to 1000000, got " + n->describe(), example);
+    }
+    return n->as_int();
+  };
+  const Value* most_value = v.find("most");
+  if (most_value == nullptr || most_value->is_null()) {
+    throw Error::input(rule.mark, "repeats", "needs most: the repeats a point runs at most",
+                       example);
+  }
+  *most = count("most", 2);
+  rule.least = count("least", std::min<std::int64_t>(3, *most));
+  if (rule.least > *most) {
+    throw Error::input(mark_or(*v.find("least"), rule.mark), "repeats.least",
+                       "least (" + std::to_string(rule.least) + ") is more than most (" +
+                           std::to_string(*most) + ")",
+                       example);
+  }
+  const Value* target = v.find("target_ci");
+  std::optional<double> fraction;
+  if (target != nullptr && target->is_number()) {
+    fraction = target->as_float();
+  } else if (target != nullptr && target->is_string()) {
+    const std::string t = trim(target->as_string());
+    if (ends_with(t, "%")) {
+      if (auto pct = parse_double(std::string_view(t).substr(0, t.size() - 1))) {
+        fraction = *pct / 100;
+      }
+    }
+  }
+  if (target == nullptr || target->is_null()) {
+    throw Error::input(rule.mark, "repeats",
+                       "needs target_ci: the half-width of the 95% interval, a fraction of the "
+                       "mean, at which to stop",
+                       example);
+  }
+  if (!fraction || !std::isfinite(*fraction) || *fraction <= 0 || *fraction >= 1) {
+    throw Error::input(mark_or(*target, rule.mark), "repeats.target_ci",
+                       quoted(*target) + " is not a target",
+                       "a fraction of the mean above 0 and below 1, as 0.05 or 5%");
+  }
+  rule.target = *fraction;
+  if (const Value* metric = v.find("metric"); metric != nullptr && !metric->is_null()) {
+    if (!metric->is_string() || !is_identifier(metric->as_string())) {
+      throw Error::input(mark_or(*metric, rule.mark), "repeats.metric",
+                         quoted(*metric) + " is not a metric's name",
+                         "a column of summary.json's metrics, e.g. train_tokens_per_second, or "
+                         "seconds (a command's)");
+    }
+    rule.metric = metric->as_string();
+  }
+  return rule;
+}
+
 // memory_limit: {bytes: 80e9 or "80 GB" / "74.5 GiB", margin: "10%"}.
 std::optional<MemoryLimit> parse_memory_limit(const Value& v, const Mark& fallback) {
   if (v.is_null()) return std::nullopt;
@@ -692,11 +756,17 @@ SweepSpec parse_sweep(const Value& root, const std::string& path, const SweepFil
   // repeats
   if (!get("repeats").is_null()) {
     const Value& r = get("repeats");
-    if (!r.is_int() || r.as_int() < 1) {
+    if (r.is_map()) {
+      spec.repeats_until = parse_repeats_until(r, file_mark, &spec.repeats);
+    } else if (!r.is_int() || r.as_int() < 1) {
       throw Error::input(mark_or(r, file_mark), "repeats",
-                         "expected an integer >= 1, got " + r.describe());
+                         "expected an integer >= 1, or a mapping {most, least, target_ci, "
+                         "metric}, got " +
+                             r.describe(),
+                         "e.g. repeats: 5, or repeats: {most: 20, least: 3, target_ci: 5%}");
+    } else {
+      spec.repeats = r.as_int();
     }
-    spec.repeats = r.as_int();
   }
 
   // defaults, base and the top-level sections

@@ -104,12 +104,24 @@ struct PerformanceReference {
   int conditions() const;
 };
 
+// The sweep file's `repeats` as a mapping (sweeps.md, "Repeats until precise"): each point runs
+// `most` repeats at most, and a repeat from the `least`-th on is skipped once the repeats before
+// it give `metric` a 95% interval within `target` of its mean (results/statistics.h's rule for
+// runs, looked at least, then at half as many again).
+struct RepeatsRule {
+  std::int64_t least = 3;
+  double target = 0;
+  std::string metric;  // "" = the workload's headline: seconds, train_tokens_per_second, output_tps
+  Mark mark;
+};
+
 struct SweepSpec {
   std::string name;
   std::string path;  // the sweep file as given
   std::vector<Scenario> scenarios;
   bool named_scenarios = false;  // false: one implicit scenario named "default"
-  std::int64_t repeats = 1;
+  std::int64_t repeats = 1;      // with repeats_until: the most
+  std::optional<RepeatsRule> repeats_until;
   TagSpec tag;
   std::vector<std::string> prune_after_oom;
   std::vector<PerformanceReference> references;

@@ -7,6 +7,7 @@ Run by ctest (tests/CMakeLists.txt), one ctest per class:
     SWEEPBENCH_BIN_DIR=build/release/bin /usr/bin/python3 tests/launch/test_bench_sweep_run.py LocalRun
 """
 import csv
+import io
 import json
 import os
 import shlex
@@ -551,6 +552,72 @@ prune_after_oom: [train.micro_batch]
             r = run("run", s, "--out", out, check=1)
             self.assertIn("kept: ", r.stdout)
             self.assertEqual(statuses(out)[by_mb[128]], "skipped")
+
+
+class RepeatsUntilPrecise(unittest.TestCase):
+    """repeats: {most, least, target_ci}: a point's later repeats are skipped once the ones before
+    give its headline (a command's seconds) a 95% interval within the target."""
+
+    def sweep(self, tmp, target, most=8):
+        s = os.path.join(tmp, "repeats.yaml")
+        with open(s, "w") as f:
+            f.write(f"""name: repeats
+base:
+  benchmark: command
+  command: {{argv: [sleep, "{{params.s}}"]}}
+axes:
+  params.s: ["0.02", "0.04"]
+repeats: {{most: {most}, least: 3, target_ci: {target}}}
+""")
+        return s
+
+    def test_steady_repeats_stop_at_the_least_and_the_rest_are_skipped_with_the_reason(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "out")
+            # Sleeps repeat within a few percent: three of them are precise within 50%.
+            r = run("run", self.sweep(tmp, "50%"), "--out", out, check=0)
+            self.assertIn("# summary: ok 6 skipped 10 (16 points)", r.stdout)
+            points = manifest_points(out)
+            st = statuses(out)
+            for p in points:
+                repeat = int(p["tag"].rsplit(".r", 1)[1])
+                self.assertEqual(st[p["tag"]], "ok" if repeat < 3 else "skipped", p["tag"])
+                if repeat >= 3:
+                    reason = read_json(os.path.join(out, p["tag"], "status.json"))["reason"]
+                    self.assertRegex(reason, r"^precise: seconds 0\.0[24]\d* within ±[0-9.]+% "
+                                             r"\(95%\) after 3 repeats \(repeats.target_ci 50%\)$")
+                    self.assertFalse(os.path.exists(os.path.join(out, p["tag"], "rank-00000.h5")))
+            # The groups of repeats are the ones that ran.
+            table = subprocess.run([os.path.join(BIN, "bench-extract"), "-i", out, "--group-repeats",
+                                    "--format", "csv"], capture_output=True, text=True, check=True,
+                                   env=ENV).stdout
+            rows = list(csv.DictReader(io.StringIO(table)))
+            self.assertEqual([(r["status"], r["repeats"]) for r in rows], [("ok", "3"), ("ok", "3")])
+            self.assertLess(float(rows[0]["seconds"]), float(rows[1]["seconds"]))
+            # A dry run says the same; running again skips them again.
+            r = run("run", self.sweep(tmp, "50%"), "--out", out, "--dry-run", check=0)
+            self.assertEqual(r.stdout.count(": would be skipped, precise: seconds"), 10, r.stdout)
+            run("run", self.sweep(tmp, "50%"), "--out", out, check=0)
+
+    def test_an_unreachable_target_runs_every_repeat(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "out")
+            r = run("run", self.sweep(tmp, "0.0000001", most=4), "--out", out, check=0)
+            self.assertIn("# summary: ok 8 (8 points)", r.stdout)
+
+    def test_a_bad_rule_names_the_key(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            s = os.path.join(tmp, "bad.yaml")
+            for text, message in (("{most: 5}", "repeats: needs target_ci"),
+                                  ("{least: 3, target_ci: 5%}", "repeats: needs most"),
+                                  ("{most: 5, least: 9, target_ci: 5%}", "repeats.least: least (9) is more than most (5)"),
+                                  ("{most: 5, target_ci: 150%}", "repeats.target_ci: '150%' is not a target"),
+                                  ("{most: 5, target_ci: 5%, until: 3}", "until")):
+                with open(s, "w") as f:
+                    f.write("base: {model: {preset: gpt2-tiny}}\nrepeats: " + text + "\n")
+                r = run("plan", s, check=2)
+                self.assertIn(message, r.stderr)
+                self.assertIn("bad.yaml:2", r.stderr)
 
 
 def command_sweep(tmp, name, script, values, extra=""):

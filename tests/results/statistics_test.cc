@@ -125,7 +125,8 @@ TEST(MeasureUntilPrecise, TheStoppedIntervalStillHoldsTheMean) {
 // (normal, or log-normal: a long right tail, as generation times have) from `least` on, until
 // precise_enough_runs at a look or 2,000 runs; how often the final interval holds the mean.
 double runs_stopping_coverage(double cv, bool lognormal, double target, size_t least, int reps,
-                              std::uint64_t seed, double* mean_runs = nullptr) {
+                              std::uint64_t seed, double* mean_runs = nullptr,
+                              size_t fewest = kFewestRunsToStop) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> unit(0.0, 1.0);
   const double sigma = std::sqrt(std::log(1 + cv * cv));
@@ -138,8 +139,8 @@ double runs_stopping_coverage(double cv, bool lognormal, double target, size_t l
       const double z = unit(rng);
       x.push_back(lognormal ? 100 * std::exp(sigma * z - sigma * sigma / 2) : 100 * (1 + cv * z));
       if (x.size() < look) continue;
-      if (precise_enough_runs(x, target)) break;
-      look = next_look_runs(x.size());
+      if (precise_enough_runs(x, target, fewest)) break;
+      look = next_look_runs(x.size(), fewest);
     }
     const Estimate e = repeats_estimate(x);
     covered += e.low <= 100 && 100 <= e.high;
@@ -167,6 +168,25 @@ TEST(MeasureUntilPrecise, IndependentRunsStopAtALookAndTheIntervalStillHolds) {
   EXPECT_GT(runs, 40);  // a 20% spread needs some 60 runs for a 5% interval
   EXPECT_GE(skewed, 0.91);
   EXPECT_GE(steady, 0.91);
+}
+
+TEST(MeasureUntilPrecise, RepeatsFromThreeStillHoldTheMean) {
+  // A sweep's repeats until precise with least: 3 (looks at 3, 4, 6, 9, 13, ...).
+  EXPECT_TRUE(is_look_of_runs(3, 3));
+  EXPECT_TRUE(is_look_of_runs(4, 3));
+  EXPECT_FALSE(is_look_of_runs(5, 3));
+  EXPECT_TRUE(is_look_of_runs(6, 3));
+  EXPECT_TRUE(is_look_of_runs(9, 3));
+  EXPECT_FALSE(is_look_of_runs(2, 3));
+  double runs = 0;
+  const double wide = runs_stopping_coverage(0.2, false, 0.05, 3, 400, 31, &runs, 3);
+  const double skewed = runs_stopping_coverage(0.2, true, 0.05, 3, 400, 32, nullptr, 3);
+  const double steady = runs_stopping_coverage(0.05, false, 0.05, 3, 400, 33, nullptr, 3);
+  std::fprintf(stderr, "repeats from 3: normal 20%% %.3f (%.0f runs), log-normal %.3f, 5%% %.3f\n",
+               wide, runs, skewed, steady);
+  EXPECT_GE(wide, 0.9);
+  EXPECT_GE(skewed, 0.9);
+  EXPECT_GE(steady, 0.9);
 }
 
 TEST(SeriesEstimate, SteadyStepsKeepEveryStepAndGiveTheirMeanAndCv) {

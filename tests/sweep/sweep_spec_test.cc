@@ -125,7 +125,9 @@ TEST(SweepFileErrors, ScenariosRepeatsNamesAndTags) {
   EXPECT_THAT(parse_error("scenarios:\n  - {name: ../x}\n"),
               HasSubstr("is not a usable scenario name"));
   EXPECT_EQ(parse_error("repeats: 0\n"),
-            "s.yaml:1:10: repeats: expected an integer >= 1, got the integer 0");
+            "s.yaml:1:10: repeats: expected an integer >= 1, or a mapping {most, least, target_ci, "
+            "metric}, got the integer 0 (e.g. repeats: 5, or repeats: {most: 20, least: 3, "
+            "target_ci: 5%})");
   EXPECT_THAT(parse_error("name: \"a b\"\n"), HasSubstr("'a b' is not a usable sweep name"));
   EXPECT_THAT(parse_error("tag: {style: hydra}\n"),
               HasSubstr("'hydra' is not one of readable, fairseq2"));
