@@ -161,13 +161,6 @@ bool precise_enough_runs(const std::vector<double>& x, double target, size_t few
 
 size_t next_look_runs(size_t n, size_t fewest) { return std::max({n + 1, n + n / 2, fewest}); }
 
-bool is_look_of_runs(size_t n, size_t fewest) {
-  for (size_t look = std::max<size_t>(fewest, 1); look <= n; look = next_look_runs(look, fewest)) {
-    if (look == n) return true;
-  }
-  return false;
-}
-
 Estimate repeats_estimate(const std::vector<double>& x, double level, int resamples,
                           std::uint64_t seed) {
   Estimate e;

@@ -96,14 +96,12 @@ size_t next_look(size_t n);
 // again) until relative_half_width_of_runs is within the target. On independent runs the final
 // interval holds the mean 94% of the time or more (tests/results/statistics_test.cc).
 // A sweep's repeats until precise (sweeps.md) take the same rule with the sweep's `least` as the
-// fewest.
+// fewest; from 3, the interval holds the mean 91 to 92.5% of the time.
 inline constexpr size_t kFewestRunsToStop = 10;
 double relative_half_width_of_runs(const std::vector<double>& x);
 bool precise_enough_runs(const std::vector<double>& x, double target,
                          size_t fewest = kFewestRunsToStop);
 size_t next_look_runs(size_t n, size_t fewest = kFewestRunsToStop);
-// Whether n is a look of that rule: fewest, then each next_look_runs of the one before.
-bool is_look_of_runs(size_t n, size_t fewest);
 
 // Student's t quantile (Boost.Math), for p in (0, 1) and df > 0.
 double student_t_quantile(double p, double df);

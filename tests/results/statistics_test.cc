@@ -68,32 +68,48 @@ TEST(SeriesEstimate, AWarmUpTransientIsCutAndTheIntervalStillHolds) {
   EXPECT_EQ(e.samples, 200 - e.cut);
 }
 
-// Measure until precise, as bench-train does: steps of an AR(1) series whose spread is `cv` of its
-// mean 100 are taken until precise_enough at a look (the first after 10 steps, then next_look)
-// holds, or 50,000 steps; how often the final 95% interval holds the mean.
+// Measure until precise, simulated: `draw` gives the next sample (of mean 100) to a series that
+// stops when `precise` holds at a look (the first at `first_look` samples, then `next`), or at
+// `most` samples; how often `estimate`'s final 95% interval holds the mean, over `reps` series.
+template <class Draw, class Precise, class Next, class EstimateOf>
+double stopped_coverage(int reps, size_t first_look, size_t most, Draw draw, Precise precise,
+                        Next next, EstimateOf estimate, double* mean_samples) {
+  int covered = 0;
+  double samples = 0;
+  for (int r = 0; r < reps; ++r) {
+    std::vector<double> x;
+    size_t look = first_look;
+    while (x.size() < most) {
+      x.push_back(draw(x.empty()));
+      if (x.size() < look) continue;
+      if (precise(x)) break;
+      look = next(x.size());
+    }
+    const Estimate e = estimate(x);
+    covered += e.low <= 100 && 100 <= e.high;
+    samples += static_cast<double>(x.size());
+  }
+  if (mean_samples) *mean_samples = samples / reps;
+  return static_cast<double>(covered) / reps;
+}
+
+// As bench-train does: steps of an AR(1) series whose spread is `cv` of its mean, looked at first
+// after 10 steps, at most 50,000.
 double stopping_coverage(double rho, double cv, double target, int reps, std::uint64_t seed,
                          double* mean_steps = nullptr) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> unit(0.0, 1.0);
-  int covered = 0;
-  double steps = 0;
-  for (int r = 0; r < reps; ++r) {
-    std::vector<double> x;
-    double v = unit(rng) / std::sqrt(1 - rho * rho);
-    size_t look = 0;
-    while (x.size() < 50000) {
-      v = rho * v + unit(rng);
-      x.push_back(100 * (1 + cv * std::sqrt(1 - rho * rho) * v));
-      if (x.size() < 10 || x.size() < look) continue;
-      if (precise_enough(x, target)) break;
-      look = next_look(x.size());
-    }
-    const Estimate e = series_estimate(x);
-    covered += e.low <= 100 && 100 <= e.high;
-    steps += static_cast<double>(x.size());
-  }
-  if (mean_steps) *mean_steps = steps / reps;
-  return static_cast<double>(covered) / reps;
+  double v = 0;
+  auto draw = [&](bool first) {
+    v = first ? unit(rng) / std::sqrt(1 - rho * rho) : v;
+    v = rho * v + unit(rng);
+    return 100 * (1 + cv * std::sqrt(1 - rho * rho) * v);
+  };
+  return stopped_coverage(
+      reps, 10, 50000, draw,
+      [&](const std::vector<double>& x) { return precise_enough(x, target); },
+      [](size_t n) { return next_look(n); },
+      [](const std::vector<double>& x) { return series_estimate(x); }, mean_steps);
 }
 
 TEST(MeasureUntilPrecise, StopsAtALookOnceTheIntervalIsWithinTheTarget) {
@@ -121,33 +137,24 @@ TEST(MeasureUntilPrecise, TheStoppedIntervalStillHoldsTheMean) {
   EXPECT_GE(stopping_coverage(0.0, 0.05, 0.02, 2000, 13), 0.935);
 }
 
-// The rule for independent runs, as bench-infer takes them: runs of mean 100 and spread `cv`
-// (normal, or log-normal: a long right tail, as generation times have) from `least` on, until
-// precise_enough_runs at a look or 2,000 runs; how often the final interval holds the mean.
+// The rule for independent runs, as bench-infer takes them: runs of spread `cv` (normal, or
+// log-normal: a long right tail, as generation times have) looked at first at `least`, at most
+// 2,000; `fewest` as precise_enough_runs takes it.
 double runs_stopping_coverage(double cv, bool lognormal, double target, size_t least, int reps,
                               std::uint64_t seed, double* mean_runs = nullptr,
                               size_t fewest = kFewestRunsToStop) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> unit(0.0, 1.0);
   const double sigma = std::sqrt(std::log(1 + cv * cv));
-  int covered = 0;
-  double runs = 0;
-  for (int r = 0; r < reps; ++r) {
-    std::vector<double> x;
-    size_t look = least;
-    while (x.size() < 2000) {
-      const double z = unit(rng);
-      x.push_back(lognormal ? 100 * std::exp(sigma * z - sigma * sigma / 2) : 100 * (1 + cv * z));
-      if (x.size() < look) continue;
-      if (precise_enough_runs(x, target, fewest)) break;
-      look = next_look_runs(x.size(), fewest);
-    }
-    const Estimate e = repeats_estimate(x);
-    covered += e.low <= 100 && 100 <= e.high;
-    runs += static_cast<double>(x.size());
-  }
-  if (mean_runs) *mean_runs = runs / reps;
-  return static_cast<double>(covered) / reps;
+  auto draw = [&](bool) {
+    const double z = unit(rng);
+    return lognormal ? 100 * std::exp(sigma * z - sigma * sigma / 2) : 100 * (1 + cv * z);
+  };
+  return stopped_coverage(
+      reps, least, 2000, draw,
+      [&](const std::vector<double>& x) { return precise_enough_runs(x, target, fewest); },
+      [&](size_t n) { return next_look_runs(n, fewest); },
+      [](const std::vector<double>& x) { return repeats_estimate(x); }, mean_runs);
 }
 
 TEST(MeasureUntilPrecise, IndependentRunsStopAtALookAndTheIntervalStillHolds) {
@@ -172,12 +179,9 @@ TEST(MeasureUntilPrecise, IndependentRunsStopAtALookAndTheIntervalStillHolds) {
 
 TEST(MeasureUntilPrecise, RepeatsFromThreeStillHoldTheMean) {
   // A sweep's repeats until precise with least: 3 (looks at 3, 4, 6, 9, 13, ...).
-  EXPECT_TRUE(is_look_of_runs(3, 3));
-  EXPECT_TRUE(is_look_of_runs(4, 3));
-  EXPECT_FALSE(is_look_of_runs(5, 3));
-  EXPECT_TRUE(is_look_of_runs(6, 3));
-  EXPECT_TRUE(is_look_of_runs(9, 3));
-  EXPECT_FALSE(is_look_of_runs(2, 3));
+  EXPECT_EQ(next_look_runs(3, 3), 4u);
+  EXPECT_EQ(next_look_runs(4, 3), 6u);
+  EXPECT_EQ(next_look_runs(6, 3), 9u);
   double runs = 0;
   const double wide = runs_stopping_coverage(0.2, false, 0.05, 3, 400, 31, &runs, 3);
   const double skewed = runs_stopping_coverage(0.2, true, 0.05, 3, 400, 32, nullptr, 3);
