@@ -574,24 +574,66 @@ class SweepRun {
   // A later repeat of a point whose earlier repeats give the sweep's repeats metric a mean
   // precise enough (PlanInfo::repeats_until, sweep/repeats_until.h): why it is skipped; nothing
   // otherwise.
-  std::optional<std::string> precise_before(const SweepPoint& p) const {
+  std::optional<std::string> precise_before(const SweepPoint& p) {
     const std::optional<RepeatsRule>& rule = plan_.info().repeats_until;
     if (!rule || p.repeat < rule->least) return std::nullopt;
     const size_t first = p.index - static_cast<size_t>(p.repeat);
     std::vector<double> values;
     std::string metric = rule->metric;
     for (size_t i = first; i < p.index && i < plan_.points().size(); ++i) {
+      const SweepPoint& before = plan_.points()[i];
+      // Ok by the runner's record of this config, not only by what summary.json says.
+      std::optional<PointRecord> record = read_point_record(point_dir(before));
+      if (!record || record->status != PointStatus::kOk ||
+          record->config_hash != before.config_hash) {
+        continue;
+      }
       try {
-        const std::string path = (fs::path(point_dir(plan_.points()[i])) / kSummaryFile).string();
+        const std::string path = (fs::path(point_dir(before)) / kSummaryFile).string();
         std::optional<std::string> text = read_file_if_exists(path, kMaxSmallFile, Links::kRefuse);
         if (!text) continue;
-        if (std::optional<double> v = repeat_value(parse_yaml(*text, path), rule->metric, &metric))
+        const Value summary = parse_yaml(*text, path);
+        bool lacks = false;
+        if (std::optional<double> v = repeat_value(summary, rule->metric, &metric, &lacks)) {
           values.push_back(*v);
+        } else if (lacks) {
+          warn_missing_repeats_metric(before, summary, metric);
+        }
       } catch (const Error&) {
         // An unreadable summary gives no value: that repeat counts for nothing.
       }
     }
     return precise_reason(*rule, values, metric);
+  }
+
+  // Once a sweep: an ok repeat has no value of the metric repeats until precise reads, so the
+  // point's repeats all run (a misspelt repeats.metric).
+  void warn_missing_repeats_metric(const SweepPoint& p, const Value& summary,
+                                   const std::string& metric) {
+    if (warned_repeats_metric_) return;
+    warned_repeats_metric_ = true;
+    std::vector<std::string> has;
+    if (const Value* metrics = summary.find("metrics"); metrics != nullptr && metrics->is_map()) {
+      for (const Value::Entry& e : metrics->entries()) has.push_back(e.key);
+    }
+    const std::optional<RepeatsRule>& rule = plan_.info().repeats_until;
+    say(rule->mark.str() + ": warning: repeats: " + p.tag + "'s summary.json has no number '" +
+        metric + "', so its repeats cannot stop early and all run (" +
+        (rule->metric.empty() ? std::string("the workload's headline") : "repeats.metric") +
+        "; its metrics: " + (has.empty() ? std::string("none") : join(has, ", ")) + ")\n");
+  }
+
+  // A repeat skipped as precise before, still precise for the same reason: kept as it is (no new
+  // attempt). True when kept.
+  bool kept_as_precise(const SweepPoint& p, const std::optional<PointRecord>& record) {
+    if (!record || record->status != PointStatus::kSkipped ||
+        record->config_hash != p.config_hash || !starts_with(record->reason, kPreciseReason)) {
+      return false;
+    }
+    std::optional<std::string> why = precise_before(p);
+    if (!why || *why != record->reason) return false;
+    row(p, "skipped", "kept: " + *why);
+    return true;
   }
 
   std::optional<std::string> over_limit(const SweepPoint& p,
@@ -881,6 +923,7 @@ class SweepRun {
           "): it runs again\n");
     }
     if (skipped_by_memory_limit(p, record)) return {};
+    if (kept_as_precise(p, record)) return {};
     ClaimState busy;
     std::optional<PointClaim> claim =
         PointClaim::acquire(point_dir(p), &busy, slurm_claim_liveness());
@@ -1193,6 +1236,7 @@ class SweepRun {
   const Plan& plan_;
   const RunOptions& o_;
   std::set<std::string> limit_skipped_;  // tags skipped by the sweep's memory_limit
+  bool warned_repeats_metric_ = false;   // warn_missing_repeats_metric said it
   const LaunchSite& site_;
   std::ostream& out_;
   ProcessRunner& processes_;

@@ -91,8 +91,11 @@ void group_repeats(ExtractTable* t) {
     }
     return false;
   };
-  std::set<std::string> not_key = {"tag",     "index", "repeat",     "status",   "reason",
-                                   "started", "noisy", "target_met", "reference"};
+  // Where a repeat ran (bench-sweep run --jobs gives each its CPUs and GPUs) is no part of
+  // what the repeats share either.
+  std::set<std::string> not_key = {"tag",     "index", "repeat",     "status",    "reason",
+                                   "started", "noisy", "target_met", "reference", "cpus",
+                                   "gpus",    "nodes", "beside"};
   // A performance reference's verdict is the group's, from the repeats' interval; its columns
   // are no part of what the repeats share (a failed repeat has none).
   std::vector<std::string> referenced;

@@ -373,18 +373,28 @@ std::string last_said(const std::string& text) {
   auto is_rule = [](const std::string& t) {
     return t.size() >= 10 && t.find_first_not_of('-') == std::string::npos;
   };
-  std::string last, block_first;
+  // Open MPI's notes after its messages say nothing of the failure: "[vm:123] 1 more process has
+  // sent help message ..." and "Set MCA parameter "orte_base_help_aggregate" to 0 ...".
+  auto is_aside = [](const std::string& t) {
+    return t.find("sent help message") != std::string::npos ||
+           t.find("\"orte_base_help_aggregate\"") != std::string::npos;
+  };
+  std::string last, block_first, before_block;
   bool in_block = false, block_paragraph = false, ends_with_rule = false;
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);) {
     const std::string said = trim(line);
     if (is_rule(said)) {
       in_block = !in_block;
-      if (in_block) block_first.clear();
+      if (in_block) {
+        block_first.clear();
+        before_block = last;
+      }
       block_paragraph = in_block;
       ends_with_rule = true;
       continue;
     }
+    if (is_aside(said)) continue;
     if (std::any_of(said.begin(), said.end(), [](unsigned char c) { return std::isalnum(c); })) {
       last = said;
       ends_with_rule = false;
@@ -397,7 +407,12 @@ std::string last_said(const std::string& text) {
       }
     }
   }
-  return ends_with_rule && !block_first.empty() ? block_first : last;
+  if (!ends_with_rule || block_first.empty()) return last;
+  // MPI_ABORT's notice says only that a rank aborted: what the program said before it is why.
+  if (starts_with(block_first, "MPI_ABORT was invoked") && !before_block.empty()) {
+    return before_block;
+  }
+  return block_first;
 }
 
 std::string abbreviate_middle(const std::string& text, size_t max) {

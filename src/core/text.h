@@ -63,7 +63,8 @@ std::string first_line(const std::string& text, size_t max);
 // What a program's stderr said last: its last line with a letter or digit in it; but where the
 // text ends with a message between rules of dashes (mpirun's and Open MPI's), that message's first
 // paragraph ("There are not enough slots available in the system to satisfy the 3 slots that were
-// requested by the application:"), whose last line is advice.
+// requested by the application:"), whose last line is advice; or for MPI_ABORT's notice, the
+// line said before it. Open MPI's "sent help message" asides are passed over.
 std::string last_said(const std::string& text);
 std::string to_lower(std::string_view s);  // ASCII letters only
 std::string to_upper(std::string_view s);  // ASCII letters only

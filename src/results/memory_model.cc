@@ -363,6 +363,12 @@ bool predict_point_memory(const Value& resolved, MemoryPrediction* out) {
   const bool gpu = point_runs_on_gpu(resolved);
   auto bytes_of = [](DType t) { return t == DType::kFp32 ? 4 : 2; };
   const std::string kind = predicted_benchmark(resolved);
+  // The resident set's line was fitted to bench-train's and bench-infer's own processes: a
+  // command predicted as one (command.predict_as) has a runtime of its own (Python, its
+  // libraries), so only its allocated peak is predicted.
+  const Value* benchmark = resolved.find("benchmark");
+  const bool own =
+      benchmark == nullptr || !benchmark->is_string() || benchmark->as_string() != "command";
   if (kind == "train") {
     TrainingMemoryInput in;
     in.shape = model_shape_of(resolved);
@@ -382,7 +388,7 @@ bool predict_point_memory(const Value& resolved, MemoryPrediction* out) {
     in.lora_r = s.train.lora_r;
     in.lora_targets = s.train.lora_targets;
     *out = predict_training_memory(in);
-    if (!gpu) out->resident = resident_bytes_of(out->peak);
+    if (!gpu && own) out->resident = resident_bytes_of(out->peak);
     return true;
   }
   if (kind == "infer") {
@@ -395,7 +401,7 @@ bool predict_point_memory(const Value& resolved, MemoryPrediction* out) {
     in.gpu = gpu;
     in.kv_cache = s.infer.kv_cache != KvCache::kNone;
     *out = predict_inference_memory(in);
-    if (!gpu) out->resident = resident_bytes_of(out->peak);
+    if (!gpu && own) out->resident = resident_bytes_of(out->peak);
     return true;
   }
   return false;

@@ -46,7 +46,7 @@ struct MemoryPrediction {
   double step_peak = 0;  // a training step (or a generation)
   std::vector<MemoryTerm> terms;  // step_peak's parts, in order
   // On a CPU, the resident set per rank (resident_bytes_of(peak)): what the kernel's OOM killer
-  // and the node's memory see; 0 on a GPU.
+  // and the node's memory see; 0 on a GPU and for a command predicted as a workload.
   double resident = 0;
 
   // The figure that decides whether the point fits, per rank, and its name (what memory_limit

@@ -9,7 +9,7 @@
 namespace sweepbench {
 
 std::optional<double> repeat_value(const Value& summary, const std::string& metric,
-                                   std::string* used) {
+                                   std::string* used, bool* lacks) {
   if (!summary.is_map()) return std::nullopt;
   const Value* status = summary.find("status");
   if (status == nullptr || !status->is_string() || status->as_string() != "ok") {
@@ -26,7 +26,11 @@ std::optional<double> repeat_value(const Value& summary, const std::string& metr
   const Value* metrics = summary.find("metrics");
   const Value* v = metrics != nullptr && metrics->is_map() ? metrics->find(name) : nullptr;
   if (v == nullptr && name == "seconds") v = summary.find("seconds");  // a command's, top level
-  if (v == nullptr || !v->is_number() || !std::isfinite(v->as_float())) return std::nullopt;
+  if (v == nullptr || !v->is_number()) {
+    if (lacks != nullptr) *lacks = true;
+    return std::nullopt;
+  }
+  if (!std::isfinite(v->as_float())) return std::nullopt;
   return v->as_float();
 }
 

@@ -20,9 +20,9 @@ inline constexpr const char* kPreciseReason = "precise: ";
 // An ok repeat's value of `metric` from its summary.json (parsed), or where `metric` is "" its
 // workload's headline: a training's train_tokens_per_second, a generation's output_tps, a
 // command's seconds. `used` is set to the metric read. Nothing for a repeat that is not ok or
-// lacks a finite value.
+// lacks a finite value; `lacks` (where given) is set when it is ok and lacks it.
 std::optional<double> repeat_value(const Value& summary, const std::string& metric,
-                                   std::string* used);
+                                   std::string* used, bool* lacks = nullptr);
 
 // Why a point's next repeat is skipped, given the ok values of the repeats before it in order:
 // at `least` values and then at each look (half as many again), over the first that many, the

@@ -147,19 +147,24 @@ void CpuShareMeter::finish(MpiEnv& mpi, RankResult& r) {
 int threads_beside_neighbours(CpuShareMeter& since_start, MpiEnv& mpi, int planned, bool given,
                               RankResult& r, const char* program) {
   r.threads_planned = planned;
-  // /proc/stat counts in ticks of 10 ms: a tenth of a second reads a CPU to a tenth.
-  CpuShareMeter::Reading reading = since_start.read(mpi);
-  if (reading.wall_s < kThreadProbeSeconds) {
-    std::this_thread::sleep_for(
-        std::chrono::duration<double>(kThreadProbeSeconds - reading.wall_s));
-    reading = since_start.read(mpi);
+  // /proc/stat counts in ticks of 10 ms: a tenth of a second reads a CPU to a tenth. Each rank
+  // waits on its own clock, then every rank reads once (read() and the reduction below are
+  // collectives over the node), so that all of a node's ranks see one figure and choose alike.
+  const double now =
+      std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  const double waited = now - since_start.started_s();
+  if (waited < kThreadProbeSeconds) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(kThreadProbeSeconds - waited));
   }
-  if (reading.others_s < 0) return planned;
-  const double busy = reading.others_s / reading.wall_s;
+  const CpuShareMeter::Reading reading = since_start.read(mpi);
+  double busy =
+      reading.others_s >= 0 && reading.wall_s > 0 ? reading.others_s / reading.wall_s : -1.0;
+  mpi.node_allreduce_max(&busy, 1);
+  if (busy < 0) return planned;
   r.cpus_busy_at_start = busy;
   if (given) return planned;
   const int threads = threads_beside_others(planned, reading.cpus, busy, mpi.local_size());
-  if (threads < planned && mpi.rank() == 0) {
+  if (threads < planned && mpi.local_rank() == 0) {  // a note from each node that cut
     std::fprintf(stderr,
                  "%s: note: other processes used %.1f of the %.0f CPU(s) this run may use on %s as "
                  "it started; each of its %d rank(s) there runs %d thread(s), not %d, so that a "

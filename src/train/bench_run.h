@@ -97,6 +97,7 @@ class CpuShareMeter {
     double cpus = 0, wall_s = 0, others_s = -1;
   };
   Reading read(MpiEnv& mpi) const;
+  double started_s() const { return start_.wall_s; }  // start()'s monotonic clock
 
  private:
   CpuTimes start_;
@@ -106,8 +107,9 @@ class CpuShareMeter {
 // began; this waits until it has covered kThreadProbeSeconds, reads what other processes used
 // of the node's CPUs meanwhile into r.cpus_busy_at_start, and returns the threads each rank runs:
 // `planned` where the user gave them (`given`: launch.cpus_per_rank) or the CPUs are free,
-// else threads_beside_others(). r.threads_planned is `planned`. Every rank calls it; rank 0
-// prints a note when the threads were cut.
+// else threads_beside_others(), the same on every rank of a node (the figure is the node's).
+// r.threads_planned is `planned`. Every rank calls it; each node's first rank prints a note
+// when the threads were cut.
 int threads_beside_neighbours(CpuShareMeter& since_start, MpiEnv& mpi, int planned, bool given,
                               RankResult& r, const char* program);
 inline constexpr double kThreadProbeSeconds = 0.1;

@@ -91,6 +91,18 @@ TEST(LastSaid, TheLastLineThatSaysSomethingOrMpirunsMessage) {
             "requested by the application:");
   // A line after the message is what was said last.
   EXPECT_EQ(last_said(mpirun + "bench-train: error: x\n"), "bench-train: error: x");
+  // Open MPI's asides after it say nothing.
+  EXPECT_EQ(last_said(mpirun + "[vm:01234] 1 more process has sent help message help-mpi-api.txt\n"
+                               "[vm:01234] Set MCA parameter \"orte_base_help_aggregate\" to 0 "
+                               "to see all help / error messages\n"
+                               "Set MCA parameter \"orte_base_help_aggregate\" to 0\n"),
+            last_said(mpirun));
+  // MPI_ABORT's notice: the program's own line before it.
+  EXPECT_EQ(last_said("bench-train: error: the data file is gone\n" + rule +
+                      "\nMPI_ABORT was invoked on rank 0 in communicator MPI_COMM_WORLD\n"
+                      "with errorcode 2.\n\nNOTE: invoking MPI_ABORT ...\n" +
+                      rule + "\n"),
+            "bench-train: error: the data file is gone");
 }
 
 }  // namespace

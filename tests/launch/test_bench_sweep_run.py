@@ -558,7 +558,7 @@ class RepeatsUntilPrecise(unittest.TestCase):
     """repeats: {most, least, target_ci}: a point's later repeats are skipped once the ones before
     give its headline (a command's seconds) a 95% interval within the target."""
 
-    def sweep(self, tmp, target, most=8):
+    def sweep(self, tmp, target, most=8, extra=""):
         s = os.path.join(tmp, "repeats.yaml")
         with open(s, "w") as f:
             f.write(f"""name: repeats
@@ -567,7 +567,7 @@ base:
   command: {{argv: [sleep, "{{params.s}}"]}}
 axes:
   params.s: ["0.02", "0.04"]
-repeats: {{most: {most}, least: 3, target_ci: {target}}}
+repeats: {{most: {most}, least: 3, target_ci: {target}{extra}}}
 """)
         return s
 
@@ -594,10 +594,36 @@ repeats: {{most: {most}, least: 3, target_ci: {target}}}
             rows = list(csv.DictReader(io.StringIO(table)))
             self.assertEqual([(r["status"], r["repeats"]) for r in rows], [("ok", "3"), ("ok", "3")])
             self.assertLess(float(rows[0]["seconds"]), float(rows[1]["seconds"]))
-            # A dry run says the same; running again skips them again.
+            # A dry run says the same; running again keeps them as they are (no new attempt).
             r = run("run", self.sweep(tmp, "50%"), "--out", out, "--dry-run", check=0)
             self.assertEqual(r.stdout.count(": would be skipped, precise: seconds"), 10, r.stdout)
-            run("run", self.sweep(tmp, "50%"), "--out", out, check=0)
+            r = run("run", self.sweep(tmp, "50%"), "--out", out, check=0)
+            self.assertEqual(r.stdout.count("kept: precise: seconds"), 10, r.stdout)
+            for p in points:
+                self.assertEqual(read_json(os.path.join(out, p["tag"], "status.json"))["attempt"], 1)
+
+    def test_repeats_side_by_side_are_grouped_and_still_stop(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "out")
+            r = run("run", self.sweep(tmp, "50%"), "--out", out, "--jobs", "2", check=0)
+            self.assertIn("skipped", r.stdout)
+            table = subprocess.run([os.path.join(BIN, "bench-extract"), "-i", out, "--group-repeats",
+                                    "--format", "csv"], capture_output=True, text=True, check=True,
+                                   env=ENV).stdout
+            rows = list(csv.DictReader(io.StringIO(table)))
+            # One group a point, whichever CPU each repeat ran on.
+            self.assertEqual(len(rows), 2, table)
+            self.assertTrue(all(3 <= int(r["repeats"]) <= 4 for r in rows), table)
+
+    def test_a_metric_the_repeats_lack_is_said_and_every_repeat_runs(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "out")
+            r = run("run", self.sweep(tmp, "50%", most=4, extra=", metric: secnds"), "--out", out,
+                    check=0)
+            self.assertIn("# summary: ok 8 (8 points)", r.stdout)
+            self.assertEqual(r.stdout.count("warning: repeats:"), 1, r.stdout)
+            self.assertRegex(r.stdout, r"repeats\.yaml:\d+:\d+: warning: repeats: .*has no number "
+                                       r"'secnds', so its repeats cannot stop early and all run")
 
     def test_an_unreachable_target_runs_every_repeat(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -236,6 +236,10 @@ class TwoRanks(BenchTrainCase):
             self.assertEqual((f.attrs["rank"], f.attrs["world_size"], f.attrs["status"]), (i, 2, "ok"))
             self.assertLess(f["steps"]["loss"][-3:].mean(), f["steps"]["loss"][:3].mean())
             self.assertGreater(f["steps"]["comm_s"][2:].min(), 0)  # the all-reduce ran
+        # The ranks of a node choose their threads from one figure, the node's (bench_run.h).
+        self.assertEqual(files[0].attrs["cpus_busy_at_start"], files[1].attrs["cpus_busy_at_start"])
+        self.assertGreaterEqual(files[0].attrs["cpus_busy_at_start"], 0)
+        self.assertEqual(files[0].attrs["threads"], files[1].attrs["threads"])
         digests = [f.attrs["parameter_sha256"] for f in files]
         self.assertEqual(len(digests[0]), 64)
         self.assertEqual(digests[0], digests[1], "ranks must end with bitwise identical parameters")
