@@ -17,6 +17,7 @@
 #include "results/statistics.h"
 #include "results/summary.h"
 #include "sweep/references.h"
+#include "sweep/repeats_until.h"
 
 namespace sweepbench {
 
@@ -115,7 +116,7 @@ void group_repeats(ExtractTable* t) {
   t->rows.erase(std::remove_if(t->rows.begin(), t->rows.end(),
                                [](std::map<std::string, Value>& row) {
                                  return cell_text(row["status"]) == "skipped" &&
-                                        starts_with(cell_text(row["reason"]), "precise: ");
+                                        starts_with(cell_text(row["reason"]), kPreciseReason);
                                }),
                 t->rows.end());
   std::vector<std::vector<size_t>> groups;
