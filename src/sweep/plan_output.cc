@@ -314,8 +314,8 @@ void print_estimate(const Plan& plan, PlanFormat format, std::ostream& out,
   }
   size_t over = 0;
   // The sweep's largest prediction, and whether any point has none.
-  double largest = -1;
-  size_t largest_index = 0, unknown = 0;
+  double largest = -1, largest_resident = 0;
+  size_t largest_index = 0, largest_resident_index = 0, unknown = 0;
   auto cells = [&](const SweepPoint& p, std::vector<Value>* row) {
     columns.row(p, row, people);
     const Estimate e = estimate_of(p, calibration);
@@ -457,6 +457,10 @@ void print_estimate(const Plan& plan, PlanFormat format, std::ostream& out,
           largest = e.memory.peak;
           largest_index = p.index;
         }
+        if (e.memory.resident > largest_resident) {
+          largest_resident = e.memory.resident;
+          largest_resident_index = p.index;
+        }
         if (limit && limit->skips(e.memory.deciding_bytes())) ++over;
       },
       true);
@@ -465,6 +469,10 @@ void print_estimate(const Plan& plan, PlanFormat format, std::ostream& out,
   if (largest >= 0) {
     out << "; the largest predicted peak " << gib(largest) << " GiB a rank (point "
         << largest_index << ")";
+  }
+  if (largest_resident > 0) {
+    out << "; the largest resident set (CPUs) " << gib(largest_resident) << " GiB (point "
+        << largest_resident_index << ")";
   }
   if (unknown > 0) out << "; " << plural(unknown, "point") << " without a prediction (commands)";
   if (limit) {

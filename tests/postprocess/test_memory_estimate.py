@@ -113,7 +113,8 @@ class MemoryEstimate(unittest.TestCase):
         self.assertIn("peak GiB", text)
         self.assertIn("model_states ", text)
         self.assertIn("kv_cache ", text)
-        self.assertRegex(text, r"# 12 points; the largest predicted peak [0-9.]+ GiB a rank \(point \d+\)")
+        self.assertRegex(text, r"# 12 points; the largest predicted peak [0-9.]+ GiB a rank \(point \d+\); "
+                               r"the largest resident set \(CPUs\) [0-9.]+ GiB \(point \d+\)")
         self.assertRegex(text, r"# predicted [0-9.e-]+ device-hours for 12 of 12 points; uncalibrated")
         doc = json.loads(self.estimate("--format", "json"))
         self.assertEqual(len(doc["points"]), 12)
