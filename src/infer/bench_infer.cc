@@ -307,22 +307,17 @@ class InferRun {
 
   // Whether to run again past infer.runs (metrics.target_ci): at the first look and then each
   // time the timed runs have grown by half, every rank's interval of its mean generation time
-  // within the target, or the slowest rank's timed runs past metrics.max_seconds, stops all.
+  // within the target stops all; so does, after any run, the slowest rank's timed runs past
+  // metrics.max_seconds (a generation is long: the ranks agree on it after every one).
   bool keep_measuring(const std::vector<double>& timed, double timed_s, size_t* look) {
     const std::optional<double> target = plan_.point.settings.metrics.target_ci;
     if (!target) return false;
-    if (timed.size() < *look) return true;
-    const bool precise = precise_enough_runs(timed, *target);
+    const bool at_look = timed.size() >= *look;  // the same on every rank: they run alike
+    const bool precise = at_look && precise_enough_runs(timed, *target);
     double state[2] = {precise ? 0.0 : 1.0, timed_s};
     mpi_.allreduce_max(state, 2);
-    const double budget = plan_.point.settings.metrics.max_seconds;
-    if (state[0] == 0 || state[1] >= budget) return false;
-    *look = next_look_runs(timed.size());
-    if (!timed.empty() && state[1] > 0) {
-      const double per_run = state[1] / static_cast<double>(timed.size());
-      const double left = std::ceil((budget - state[1]) / per_run);
-      *look = std::min(*look, timed.size() + static_cast<size_t>(std::max(1.0, left)));
-    }
+    if (state[0] == 0 || state[1] >= plan_.point.settings.metrics.max_seconds) return false;
+    if (at_look) *look = next_look_runs(timed.size());
     return true;
   }
 
