@@ -71,6 +71,20 @@ std::string stderr_tail(const std::string& point_dir) {
   return "";
 }
 
+// A point's summary.json, read without following links; nothing where it is missing or
+// cannot be read (its reasons, references and repeats then go without it).
+std::optional<Value> read_summary(const std::string& point_dir) {
+  try {
+    const std::string path = (fs::path(point_dir) / kSummaryFile).string();
+    if (auto text = read_file_if_exists(path, kMaxSmallFile, Links::kRefuse)) {
+      return parse_yaml(*text, path);
+    }
+  } catch (const Error&) {
+    // Not JSON (a half-written or hostile file): as good as missing.
+  }
+  return std::nullopt;
+}
+
 std::string reason_of(const std::string& point_dir, const std::string& program,
                       const ProcessResult& r) {
   std::string err = stderr_tail(point_dir);
@@ -79,17 +93,12 @@ std::string reason_of(const std::string& point_dir, const std::string& program,
     first =
         "srun: " + f->tasks + " on " + f->host + " ended first: " + first_line(f->what, 200) + "; ";
   }
-  try {
-    if (auto text = read_file_if_exists((fs::path(point_dir) / kSummaryFile).string(),
-                                        kMaxSmallFile, Links::kRefuse)) {
-      Value s = parse_yaml(*text, kSummaryFile);
-      if (const Value* why = s.find("reason");
-          why != nullptr && why->is_string() && !why->as_string().empty()) {
-        return first + (first.empty() ? "" : "rank 0: ") + first_line(why->as_string(), 300);
-      }
+  // A summary that cannot be read says nothing; the log is read then.
+  if (std::optional<Value> summary = read_summary(point_dir)) {
+    if (const Value* why = summary->find("reason");
+        why != nullptr && why->is_string() && !why->as_string().empty()) {
+      return first + (first.empty() ? "" : "rank 0: ") + first_line(why->as_string(), 300);
     }
-  } catch (const Error&) {
-    // A summary that cannot be read says nothing; fall back to the log.
   }
   const std::string last = last_said(err);
   std::istringstream lines(err);
@@ -588,19 +597,14 @@ class SweepRun {
           record->config_hash != before.config_hash) {
         continue;
       }
-      try {
-        const std::string path = (fs::path(point_dir(before)) / kSummaryFile).string();
-        std::optional<std::string> text = read_file_if_exists(path, kMaxSmallFile, Links::kRefuse);
-        if (!text) continue;
-        const Value summary = parse_yaml(*text, path);
-        bool lacks = false;
-        if (std::optional<double> v = repeat_value(summary, rule->metric, &metric, &lacks)) {
-          values.push_back(*v);
-        } else if (lacks) {
-          warn_missing_repeats_metric(before, summary, metric);
-        }
-      } catch (const Error&) {
-        // An unreadable summary gives no value: that repeat counts for nothing.
+      // An unreadable summary gives no value: that repeat counts for nothing.
+      const std::optional<Value> summary = read_summary(point_dir(before));
+      if (!summary) continue;
+      bool lacks = false;
+      if (std::optional<double> v = repeat_value(*summary, rule->metric, &metric, &lacks)) {
+        values.push_back(*v);
+      } else if (lacks) {
+        warn_missing_repeats_metric(before, *summary, metric);
       }
     }
     return precise_reason(*rule, values, metric);
@@ -1143,15 +1147,8 @@ class SweepRun {
     r.reference.clear();
     const std::vector<PerformanceReference>& all = plan_.info().references;
     if (all.empty() || r.status != PointStatus::kOk) return "";
-    Value summary = Value::map();
-    try {
-      const std::string path = (fs::path(point_dir(p)) / kSummaryFile).string();
-      if (auto text = read_file_if_exists(path, kMaxSmallFile, Links::kRefuse)) {
-        summary = parse_yaml(*text, path);
-      }
-    } catch (const Error&) {
-      // An ok point without a readable summary: its references miss for want of the metrics.
-    }
+    // An ok point without a readable summary: its references miss for want of the metrics.
+    const Value summary = read_summary(point_dir(p)).value_or(Value::map());
     PointFacts facts = facts_of(p.scenario, p.config, summary, r.host, r.partition);
     std::vector<const PerformanceReference*> apply = references_for(all, facts);
     if (apply.empty()) return "";

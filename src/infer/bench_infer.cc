@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <numeric>
 #include <optional>
 
 #include "core/config.h"
@@ -144,10 +145,9 @@ class InferRun {
       if (int code = agreement_.on_start(local, message)) return code;
     }
     // Fewer threads where other processes already use the CPUs (train/bench_run.h).
-    const int threads = threads_beside_neighbours(
-        since_start_, mpi_, device_.threads, plan_.point.settings.launch.cpus_per_rank.has_value(),
-        result_, "bench-infer");
-    if (threads != device_.threads) device_.threads = set_compute_threads(threads);
+    choose_threads_beside_neighbours(since_start_, mpi_,
+                                     plan_.point.settings.launch.cpus_per_rank.has_value(),
+                                     device_, result_, "bench-infer");
     plan_.gen.threads = device_.threads;
     fill();
     banner();
@@ -212,11 +212,9 @@ class InferRun {
     const std::int64_t total = plan_.warmup_runs + plan_.runs;
     // With metrics.target_ci the timed runs go on past infer.runs until the mean generation
     // time is precise enough (results/statistics.h) or metrics.max_seconds of them are spent.
-    std::vector<double> timed;
-    double timed_s = 0;
     size_t look = 0;
     for (std::int64_t run = 0; status == RunStatus::kOk; ++run) {
-      if (run >= total && !keep_measuring(timed, timed_s, &look)) break;
+      if (run >= total && !keep_measuring(&look)) break;
       if (run == plan_.warmup_runs) cpu_share_.start();
       Generation g = generator_->generate(prompts.inputs);
       RunStatus local =
@@ -227,10 +225,6 @@ class InferRun {
       if (status >= RunStatus::kOom) break;  // the run did not finish on some rank
       const bool warmup = run < plan_.warmup_runs;
       n.runs.push_back({run, warmup, g.ttft_s, g.e2e_s, plan_.gen.output_tokens});
-      if (!warmup) {
-        timed.push_back(g.e2e_s);
-        timed_s += g.e2e_s;
-      }
       n.cuda_graph = g.cuda_graph;  // the same for every run of a generator
       if (plan_.gen.token_metrics) {
         n.token_times.push_back({run, 0, g.ttft_s});
@@ -309,9 +303,14 @@ class InferRun {
   // time the timed runs have grown by half, every rank's interval of its mean generation time
   // within the target stops all; so does, after any run, the slowest rank's timed runs past
   // metrics.max_seconds (a generation is long: the ranks agree on it after every one).
-  bool keep_measuring(const std::vector<double>& timed, double timed_s, size_t* look) {
+  bool keep_measuring(size_t* look) {
     const std::optional<double> target = plan_.point.settings.metrics.target_ci;
     if (!target) return false;
+    std::vector<double> timed;  // the timed runs' generation times, as the summary takes them
+    for (const InferRunRecord& run : result_.infer.runs) {
+      if (!run.warmup) timed.push_back(run.e2e_s);
+    }
+    const double timed_s = std::accumulate(timed.begin(), timed.end(), 0.0);
     const bool at_look = timed.size() >= *look;  // the same on every rank: they run alike
     const bool precise = at_look && precise_enough_runs(timed, *target);
     double state[2] = {precise ? 0.0 : 1.0, timed_s};

@@ -137,10 +137,13 @@ Estimate series_estimate(const std::vector<double>& x, double level) {
   return e;
 }
 
-double relative_half_width(const std::vector<double>& x) {
-  const Estimate e = series_estimate(x);
+double half_width_over_mean(const Estimate& e) {
   if (!e.has_interval() || !(e.mean > 0)) return std::numeric_limits<double>::quiet_NaN();
   return (e.high - e.low) / 2 / e.mean;
+}
+
+double relative_half_width(const std::vector<double>& x) {
+  return half_width_over_mean(series_estimate(x));
 }
 
 bool precise_enough(const std::vector<double>& x, double target) {
@@ -150,9 +153,7 @@ bool precise_enough(const std::vector<double>& x, double target) {
 size_t next_look(size_t n) { return std::max({n + 1, n + n / 2, kFewestToStop}); }
 
 double relative_half_width_of_runs(const std::vector<double>& x) {
-  const Estimate e = repeats_estimate(x);
-  if (!e.has_interval() || !(e.mean > 0)) return std::numeric_limits<double>::quiet_NaN();
-  return (e.high - e.low) / 2 / e.mean;
+  return half_width_over_mean(repeats_estimate(x));
 }
 
 bool precise_enough_runs(const std::vector<double>& x, double target, size_t fewest) {

@@ -99,6 +99,8 @@ size_t next_look(size_t n);
 // fewest; from 3, the interval holds the mean 91 to 92.5% of the time.
 inline constexpr size_t kFewestRunsToStop = 10;
 double relative_half_width_of_runs(const std::vector<double>& x);
+// Half an estimate's interval over its mean; NaN without an interval or a positive mean.
+double half_width_over_mean(const Estimate& e);
 bool precise_enough_runs(const std::vector<double>& x, double target,
                          size_t fewest = kFewestRunsToStop);
 size_t next_look_runs(size_t n, size_t fewest = kFewestRunsToStop);

@@ -39,14 +39,15 @@ std::optional<std::string> precise_reason(const RepeatsRule& rule,
                                           const std::string& metric) {
   const size_t least = static_cast<size_t>(std::max<std::int64_t>(rule.least, 2));
   for (size_t look = least; look <= values.size(); look = next_look_runs(look, least)) {
-    const std::vector<double> seen(values.begin(), values.begin() + static_cast<long>(look));
-    if (!precise_enough_runs(seen, rule.target, least)) continue;
-    const Estimate e = repeats_estimate(seen);
+    // precise_enough_runs's test (look >= least here), on one estimate that the reason quotes.
+    const Estimate e =
+        repeats_estimate({values.begin(), values.begin() + static_cast<long>(look)});
+    const double half = half_width_over_mean(e);
+    if (!(half <= rule.target)) continue;
     char text[200];
     std::snprintf(text, sizeof(text),
                   "%s%s %.4g within ±%.2g%% (95%%) after %zu repeats (repeats.target_ci %g%%)",
-                  kPreciseReason, metric.c_str(), e.mean, relative_half_width_of_runs(seen) * 100,
-                  look, rule.target * 100);
+                  kPreciseReason, metric.c_str(), e.mean, half * 100, look, rule.target * 100);
     return std::string(text);
   }
   return std::nullopt;

@@ -144,8 +144,9 @@ void CpuShareMeter::finish(MpiEnv& mpi, RankResult& r) {
   r.cpu_shared = std::min(1.0, reading.others_s / (reading.cpus * reading.wall_s));
 }
 
-int threads_beside_neighbours(CpuShareMeter& since_start, MpiEnv& mpi, int planned, bool given,
-                              RankResult& r, const char* program) {
+void choose_threads_beside_neighbours(CpuShareMeter& since_start, MpiEnv& mpi, bool given,
+                                      DeviceInfo& device, RankResult& r, const char* program) {
+  const int planned = device.threads;
   r.threads_planned = planned;
   // /proc/stat counts in ticks of 10 ms: a tenth of a second reads a CPU to a tenth. Each rank
   // waits on its own clock, then every rank reads once (read() and the reduction below are
@@ -160,9 +161,9 @@ int threads_beside_neighbours(CpuShareMeter& since_start, MpiEnv& mpi, int plann
   double busy =
       reading.others_s >= 0 && reading.wall_s > 0 ? reading.others_s / reading.wall_s : -1.0;
   mpi.node_allreduce_max(&busy, 1);
-  if (busy < 0) return planned;
+  if (busy < 0) return;
   r.cpus_busy_at_start = busy;
-  if (given) return planned;
+  if (given) return;
   const int threads = threads_beside_others(planned, reading.cpus, busy, mpi.local_size());
   if (threads < planned && mpi.local_rank() == 0) {  // a note from each node that cut
     std::fprintf(stderr,
@@ -172,7 +173,7 @@ int threads_beside_neighbours(CpuShareMeter& since_start, MpiEnv& mpi, int plann
                  program, busy, reading.cpus, mpi.hostname().c_str(), mpi.local_size(), threads,
                  planned);
   }
-  return threads;
+  if (threads != planned) device.threads = set_compute_threads(threads);
 }
 
 void fill_identity(RankResult& r, MpiEnv& mpi, const DeviceInfo& device,

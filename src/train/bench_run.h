@@ -105,13 +105,13 @@ class CpuShareMeter {
 
 // Threads beside a busy neighbour (docs/metrics.md): `since_start` was started as the program
 // began; this waits until it has covered kThreadProbeSeconds, reads what other processes used
-// of the node's CPUs meanwhile into r.cpus_busy_at_start, and returns the threads each rank runs:
-// `planned` where the user gave them (`given`: launch.cpus_per_rank) or the CPUs are free,
-// else threads_beside_others(), the same on every rank of a node (the figure is the node's).
-// r.threads_planned is `planned`. Every rank calls it; each node's first rank prints a note
-// when the threads were cut.
-int threads_beside_neighbours(CpuShareMeter& since_start, MpiEnv& mpi, int planned, bool given,
-                              RankResult& r, const char* program);
+// of the node's CPUs meanwhile into r.cpus_busy_at_start, and sets libtorch's threads and
+// device.threads: the planned device.threads where the user gave them (`given`:
+// launch.cpus_per_rank) or the CPUs are free, else threads_beside_others(), the same on every
+// rank of a node (the figure is the node's). r.threads_planned is the planned count. Every rank
+// calls it; each node's first rank prints a note when the threads were cut.
+void choose_threads_beside_neighbours(CpuShareMeter& since_start, MpiEnv& mpi, bool given,
+                                      DeviceInfo& device, RankResult& r, const char* program);
 inline constexpr double kThreadProbeSeconds = 0.1;
 
 // Identity, software, hardware and where the run happens: what both programs record the same

@@ -109,10 +109,9 @@ class Run {
  private:
   // Fewer threads where other processes already use the CPUs (bench_run.h).
   void choose_threads() {
-    const int threads = threads_beside_neighbours(since_start_, mpi_, device_.threads,
-                                                  plan_.settings.launch.cpus_per_rank.has_value(),
-                                                  result_, "bench-train");
-    if (threads != device_.threads) device_.threads = set_compute_threads(threads);
+    choose_threads_beside_neighbours(since_start_, mpi_,
+                                     plan_.settings.launch.cpus_per_rank.has_value(), device_,
+                                     result_, "bench-train");
     plan_.trainer.threads = device_.threads;
   }
 
