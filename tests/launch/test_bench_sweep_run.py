@@ -638,7 +638,14 @@ repeats: {{most: {most}, least: 3, target_ci: {target}{extra}}}
                                   ("{least: 3, target_ci: 5%}", "repeats: needs most"),
                                   ("{most: 5, least: 9, target_ci: 5%}", "repeats.least: least (9) is more than most (5)"),
                                   ("{most: 5, target_ci: 150%}", "repeats.target_ci: '150%' is not a target"),
-                                  ("{most: 5, target_ci: 5%, until: 3}", "until")):
+                                  ("{most: 5, target_ci: 5%, until: 3}", "until"),
+                                  # A metric is a name, never text for a shell or a path.
+                                  ("{most: 5, target_ci: 5%, metric: '$(id)'}",
+                                   "repeats.metric: '$(id)' is not a metric's name"),
+                                  ("{most: 5, target_ci: 5%, metric: 'a;b`c`'}",
+                                   "is not a metric's name"),
+                                  ("{most: 5, target_ci: 5%, metric: '../x'}",
+                                   "is not a metric's name")):
                 with open(s, "w") as f:
                     f.write("base: {model: {preset: gpt2-tiny}}\nrepeats: " + text + "\n")
                 r = run("plan", s, check=2)
