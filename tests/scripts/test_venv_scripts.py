@@ -1,0 +1,74 @@
+"""The venv scripts (scripts/*-venv) on a disk too small for them and when pip stops half-way.
+
+CI's disk once held too little for the venvs: pip stopped with 'No space left on device' in three
+scripts at once, each leaving a half-made venv that took the space the next one needed. Now a
+script checks the disk before pip starts and removes a venv it made but did not finish.
+Real scripts, real pip; the small disk is a real 64 MiB tmpfs (mounting it needs root, as CI is).
+"""
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def script(name, env, timeout=300):
+    return subprocess.run([os.path.join(SOURCE, "scripts", name)], capture_output=True, text=True,
+                          env={**os.environ, **env}, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+class DiskCheck(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="venv-scripts-")
+        self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
+
+    def small_disk(self):
+        mount = os.path.join(self.tmp, "small")
+        os.mkdir(mount)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", mount], check=True)
+        self.addCleanup(subprocess.run, ["umount", "-l", mount])
+        return mount
+
+    def test_too_little_space_stops_before_pip_and_says_what_to_do(self):
+        small = self.small_disk()
+        for name, variable, size in (("peer-venv", "SWEEPBENCH_PEER_VENV", 6),
+                                     ("torch-venv", "SWEEPBENCH_VENV", 2),
+                                     ("vllm-venv", "SWEEPBENCH_VLLM_VENV", 7),
+                                     ("fairseq2-venv", "SWEEPBENCH_FAIRSEQ2_VENV", 8)):
+            venv = os.path.join(small, name)
+            r = script(name, {variable: venv}, timeout=60)
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.assertIn(f"{name}: 0 GB free on the disk of {venv}, and the venv takes {size} GB",
+                          r.stderr)
+            self.assertIn(f"make it on a larger disk with {variable}=DIR", r.stderr)
+            self.assertFalse(os.path.exists(venv), name)
+            self.assertEqual(r.stdout, "")
+
+    def test_a_venv_pip_could_not_finish_is_removed_and_a_directory_that_was_there_is_kept(self):
+        # pip with no index to reach (a closed port on loopback) stops as it would on a lost
+        # connection or a full disk: after the venv is made, before it is whole.
+        offline = {"PIP_INDEX_URL": "http://127.0.0.1:9/simple", "PIP_RETRIES": "0",
+                   "PIP_TIMEOUT": "2"}
+        venv = os.path.join(self.tmp, "new")
+        r = script("torch-venv", {"SWEEPBENCH_VENV": venv, **offline})
+        self.assertNotEqual(r.returncode, 0, r.stderr)
+        self.assertIn(f"venv: removed the unfinished {venv}", r.stderr)
+        self.assertFalse(os.path.exists(venv))
+        self.assertEqual(r.stdout, "")
+
+        kept = os.path.join(self.tmp, "kept")
+        os.mkdir(kept)
+        with open(os.path.join(kept, "mine.txt"), "w") as f:
+            f.write("the user's\n")
+        r = script("torch-venv", {"SWEEPBENCH_VENV": kept, **offline})
+        self.assertNotEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("removed", r.stderr)
+        with open(os.path.join(kept, "mine.txt")) as f:
+            self.assertEqual(f.read(), "the user's\n")
+        self.assertFalse(os.path.exists(os.path.join(kept, ".sweepbench-torch")))
+
+
+if __name__ == "__main__":
+    unittest.main()
