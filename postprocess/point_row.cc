@@ -574,8 +574,44 @@ void mark_target(std::map<std::string, Value>* row) {
 // One point's row, and what went wrong reading it.
 // `unread`: why the rank files were not read (their reader crashed or hung on them); the row is
 // then built from what else the directory says, and is incomplete.
+const std::vector<std::string>& environment_columns() {
+  static const std::vector<std::string> columns = {
+      "hosts",           "torch_version",      "cuda_version",      "nccl_version",
+      "mpi_version",     "sweepbench_version", "container_runtime", "container_image",
+      "container_digest"};
+  return columns;
+}
+
+namespace {
+
+void environment_cells(const std::vector<RankResult>& ranks, std::map<std::string, Value>* row) {
+  std::set<std::string> hosts;
+  for (const RankResult& r : ranks) {
+    if (!r.hostname.empty()) hosts.insert(r.hostname);
+  }
+  if (!hosts.empty()) {
+    (*row)["hosts"] =
+        Value::string(join(std::vector<std::string>(hosts.begin(), hosts.end()), ","));
+  }
+  const RankResult& lead = ranks.front();
+  for (const auto& [column, text] :
+       std::initializer_list<std::pair<const char*, const std::string*>>{
+           {"torch_version", &lead.torch_version},
+           {"cuda_version", &lead.cuda_version},
+           {"nccl_version", &lead.nccl_version},
+           {"mpi_version", &lead.mpi_version},
+           {"sweepbench_version", &lead.sweepbench_version},
+           {"container_runtime", &lead.container_runtime},
+           {"container_image", &lead.container_image},
+           {"container_digest", &lead.container_digest}}) {
+    if (!text->empty()) (*row)[column] = Value::string(*text);
+  }
+}
+
+}  // namespace
+
 ExtractedPoint extract_point(const std::string& d, Manifests& manifests, double price_per_hour,
-                             const std::string& unread, Series series) {
+                             const std::string& unread, Series series, bool environment) {
   ExtractedPoint out;
   std::map<std::string, Value>& row = out.row;
   std::vector<std::string>& warnings = out.warnings;
@@ -629,8 +665,9 @@ ExtractedPoint extract_point(const std::string& d, Manifests& manifests, double 
     }
     for (const fs::path& f : files) {
       // The sampler's times are read only for the system series.
-      RankRead read = read_rank_file(
-          f.string(), series == Series::kSystem ? RankReadScope::kAll : RankReadScope::kSummary);
+      RankRead read = read_rank_file(f.string(), series == Series::kSystem || environment
+                                                     ? RankReadScope::kAll
+                                                     : RankReadScope::kSummary);
       for (const std::string& p : read.problems) warnings.push_back(f.string() + ": " + p);
       std::string name = f.filename().string();
       if (!read.result) {
@@ -784,6 +821,7 @@ ExtractedPoint extract_point(const std::string& d, Manifests& manifests, double 
       }
       if (!ranks.front().start_time.empty())
         row["started"] = Value::string(ranks.front().start_time);
+      if (environment) environment_cells(ranks, &row);
       // Million tokens an hour: trained tokens, or generated ones for inference.
       double mt_per_hour = 0;
       const bool infer = ranks.front().benchmark == "infer";

@@ -61,7 +61,14 @@ std::vector<std::string> reference_columns(const std::string& metric);
 // One point's row, and what went wrong reading it. `unread`: why the rank files were not read
 // (their reader crashed or hung on them); the row is then built from what else the directory
 // says, and is incomplete.
+// `environment`: also the columns of environment_columns() (every rank file read whole).
 ExtractedPoint extract_point(const std::string& dir, Manifests& manifests, double price_per_hour,
-                             const std::string& unread = {}, Series series = Series::kNone);
+                             const std::string& unread = {}, Series series = Series::kNone,
+                             bool environment = false);
+
+// What a point ran on and with, beyond device and device_name, from its rank files (a read with
+// `environment`): the hosts of its ranks (sorted, comma-separated) and rank 0's software and
+// container (results-format.md's attributes of the same names).
+const std::vector<std::string>& environment_columns();
 
 }  // namespace sweepbench

@@ -38,6 +38,7 @@ ALLOWED = {
     "tool": {"core", "tool"},
     "plot": {"core", "metrics", "tool", "plot"},
     "extract": {"core", "layout", "sweep", "metrics", "results", "tool", "extract"},
+    "history": {"core", "layout", "sweep", "metrics", "results", "tool", "extract", "history"},
 }
 # The files of src/results/ that make up the metrics module (no HDF5).
 METRICS_FILES = ("summary.", "rank_result.", "infer_metrics.", "statistics.", "significance.",
@@ -49,14 +50,16 @@ SYSTEM = [
     (re.compile(r"^(hdf5\.h|H5[A-Za-z]*\.h)"), "HDF5", {"results"}),
     (re.compile(r"^(cuda|cublas|nccl)"), "CUDA", {"train", "infer"}),
     (re.compile(r"^nlohmann/"), "nlohmann_json", {"command"}),
+    (re.compile(r"^sqlite3\.h"), "SQLite", {"history"}),
 ]
 # Libraries a binary may not need (readelf -d), by binary.
 FORBIDDEN_LIBS = {
-    "bench-sweep": ["libtorch", "libc10", "libmpi", "libhdf5"],
-    "bench-extract": ["libtorch", "libc10", "libmpi"],
-    "bench-compare": ["libtorch", "libc10", "libmpi"],
-    "bench-plot": ["libtorch", "libc10", "libmpi", "libhdf5"],
-    "bench-command": ["libtorch", "libc10", "libmpi"],
+    "bench-sweep": ["libtorch", "libc10", "libmpi", "libhdf5", "libsqlite3"],
+    "bench-extract": ["libtorch", "libc10", "libmpi", "libsqlite3"],
+    "bench-compare": ["libtorch", "libc10", "libmpi", "libsqlite3"],
+    "bench-plot": ["libtorch", "libc10", "libmpi", "libhdf5", "libsqlite3"],
+    "bench-command": ["libtorch", "libc10", "libmpi", "libsqlite3"],
+    "bench-history": ["libtorch", "libc10", "libmpi"],
 }
 # Static libraries whose code a binary may not contain, by binary.
 FORBIDDEN_CODE = {
@@ -81,6 +84,8 @@ def module_of_file(rel):
             return "tool"
         if name.startswith(("plot.", "plot_", "bench_plot_main.")):
             return "plot"
+        if name.startswith(("history_", "bench_history_main.")):
+            return "history"
         return "extract"
     return None
 
@@ -96,6 +101,8 @@ def module_of_include(header):
     if folder == "postprocess":
         if name.startswith("tool_main."):
             return "tool"
+        if name.startswith("history_"):
+            return "history"
         return "plot" if name.startswith(("plot.", "plot_")) else "extract"
     return folder if folder in ALLOWED else None
 

@@ -1,0 +1,352 @@
+// bench-history's command line (docs/history.md): ingest results trees into the store, list its
+// runs, read a metric's series over time.
+#include "postprocess/history_cli.h"
+
+#include <boost/program_options.hpp>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "core/error.h"
+#include "core/exit_codes.h"
+#include "core/fs.h"
+#include "core/table.h"
+#include "core/text.h"
+#include "core/value.h"
+#include "postprocess/extract.h"
+#include "postprocess/history_ingest.h"
+#include "postprocess/history_store.h"
+#include "postprocess/tool_main.h"
+
+namespace sweepbench {
+
+namespace {
+
+namespace po = boost::program_options;
+namespace fs = std::filesystem;
+
+const char* const kUsage = R"(bench-history: every finished point remembered across runs.
+
+usage: bench-history ingest PATH... [--store URL] [--label NAME=VALUE]...
+       bench-history runs   [--store URL] [filters] [--format F] [-o OUT]
+       bench-history series METRIC [--store URL] [filters] [--format F] [-o OUT]
+
+ingest   records every finished attempt under PATH (results trees, points) in the store, once:
+         a second ingest of the same tree adds nothing
+runs     the stored runs, oldest first: when, what, how it ended, where
+series   one metric over time: each run's value and 95% interval, and its environment
+
+The store: --store, else $SWEEPBENCH_HISTORY, else ~/.local/share/sweepbench/history.sqlite.
+A URL sqlite:PATH or a path is an SQLite file; keep it on a local disk (docs/history.md).
+
+)";
+
+void add_store_option(po::options_description& desc) {
+  desc.add_options()("store", po::value<std::string>(),
+                     "The history store: a path or sqlite:PATH (default $SWEEPBENCH_HISTORY, "
+                     "else ~/.local/share/sweepbench/history.sqlite)");
+}
+
+void add_filter_options(po::options_description& desc) {
+  desc.add_options()("sweep", po::value<std::string>(), "Only this sweep's runs")(
+      "tag", po::value<std::string>(), "Only this point's runs (its directory name)")(
+      "config-hash", po::value<std::string>(),
+      "Only runs of this configuration (the config_hash, or its first 8 or more digits)")(
+      "key", po::value<std::vector<std::string>>()->composing(),
+      "Only runs whose config has KEY=VALUE (train.micro_batch=4; repeatable)")(
+      "status", po::value<std::string>(), "Only runs that ended so (ok, failed, oom, ...)")(
+      "since", po::value<std::string>(), "Only runs started on or after (YYYY-MM-DD or UTC time)")(
+      "until", po::value<std::string>(), "Only runs started on or before")(
+      "label", po::value<std::vector<std::string>>()->composing(),
+      "Only runs with this label NAME=VALUE (repeatable)")(
+      "env", po::value<std::vector<std::string>>()->composing(),
+      "Only runs whose environment has FIELD=VALUE (torch_version=2.15.0; repeatable)")(
+      "last", po::value<std::int64_t>(), "Only the newest N runs")(
+      "format", po::value<std::string>(),
+      "csv, json, jsonl, md or table (default: from -o, else table)")(
+      "output,o", po::value<std::string>(), "The output file; standard output if absent")(
+      "force,f", "Replace an existing output file");
+}
+
+std::pair<std::string, std::string> key_value(const std::string& text, const std::string& option) {
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    throw Error::input(Mark::in(option + " " + text), "", "is not NAME=VALUE",
+                       "write e.g. " + option + " " +
+                           (option == "--key" ? "train.micro_batch=4" : "torch_version=2.15.0"));
+  }
+  return {text.substr(0, eq), text.substr(eq + 1)};
+}
+
+HistoryStore open_store(const po::variables_map& vm) {
+  return HistoryStore::open(vm.count("store") ? vm["store"].as<std::string>()
+                                              : HistoryStore::default_url());
+}
+
+HistoryFilter filter_of(const po::variables_map& vm) {
+  HistoryFilter f;
+  auto text = [&](const char* name) {
+    return vm.count(name) ? vm[name].as<std::string>() : std::string();
+  };
+  f.sweep = text("sweep");
+  f.tag = text("tag");
+  f.status = text("status");
+  if (vm.count("since")) f.since = history_time_bound(text("since"), "--since", false);
+  if (vm.count("until")) f.until = history_time_bound(text("until"), "--until", true);
+  if (vm.count("label")) {
+    for (const std::string& l : vm["label"].as<std::vector<std::string>>()) {
+      add_label(l, &f.labels);
+    }
+  }
+  if (vm.count("env")) {
+    for (const std::string& e : vm["env"].as<std::vector<std::string>>()) {
+      f.environment.insert(key_value(e, "--env"));
+    }
+  }
+  if (vm.count("key")) {
+    for (const std::string& k : vm["key"].as<std::vector<std::string>>()) {
+      f.config.push_back(key_value(k, "--key"));
+    }
+  }
+  if (vm.count("config-hash")) {
+    const std::string given = vm["config-hash"].as<std::string>();
+    if (given.size() < 8 || given.size() > 64 ||
+        given.find_first_not_of("0123456789abcdef") != std::string::npos) {
+      throw Error::input(Mark::in("--config-hash " + given), "",
+                         "is not a config hash (8 to 64 lower-case hex digits)",
+                         "copy it from bench-history runs or a point's status.json");
+    }
+  }
+  if (vm.count("last")) {
+    f.limit = vm["last"].as<std::int64_t>();
+    if (f.limit < 1) throw Error::input(Mark::in("--last"), "", "must be 1 or more");
+  }
+  return f;
+}
+
+// --config-hash: a prefix of 8 or more hex digits is enough when one configuration has it.
+void resolve_config_hash(HistoryStore& store, const po::variables_map& vm, HistoryFilter* f) {
+  if (!vm.count("config-hash")) return;
+  const std::string given = vm["config-hash"].as<std::string>();  // checked by filter_of
+  if (given.size() == 64) {
+    f->config_hash = given;
+    return;
+  }
+  std::vector<SqlRow> rows = store.database().query(
+      "SELECT DISTINCT config_hash FROM runs WHERE substr(config_hash, 1, ?) = ?",
+      {static_cast<std::int64_t>(given.size()), given});
+  if (rows.size() > 1) {
+    throw Error::input(Mark::in("--config-hash " + given), "",
+                       "matches " + std::to_string(rows.size()) + " configurations",
+                       "give more of its digits");
+  }
+  f->config_hash = rows.empty() ? given : sql_text(rows.front()[0]);
+}
+
+// Writes the table to -o (whole or not at all) or to `out`.
+void print_rows(const po::variables_map& vm, const std::vector<std::string>& columns,
+                const std::vector<std::map<std::string, Value>>& rows, std::ostream& out) {
+  std::optional<std::string> output;
+  if (vm.count("output")) output = vm["output"].as<std::string>();
+  TableFormat format = vm.count("format")
+                           ? parse_table_format(vm["format"].as<std::string>(), extract_formats())
+                       : output ? table_format_of_path(*output, extract_formats())
+                                : TableFormat::kText;
+  ExtractTable table;
+  table.columns = columns;
+  table.rows = rows;
+  if (!output) {
+    print_table(table, format, out);
+    return;
+  }
+  refuse_output_among_results(*output);
+  if (!vm.count("force") && fs::exists(*output)) {
+    throw Error(ErrorKind::kConflict, Mark::in(*output), "", "the output file exists",
+                "add -f to replace it, or choose another -o");
+  }
+  AtomicFile file(*output);
+  print_table(table, format, file.stream());
+  file.commit();
+}
+
+std::string labels_text(const std::map<std::string, std::string>& labels) {
+  std::vector<std::string> parts;
+  for (const auto& [name, value] : labels) parts.push_back(name + "=" + value);
+  return join(parts, ",");
+}
+
+Value text_or_null(const std::string& s) { return s.empty() ? Value::null() : Value::string(s); }
+Value real_or_null(double v) { return std::isfinite(v) ? Value::real(v) : Value::null(); }
+
+int ingest_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  po::options_description desc("bench-history ingest PATH... options");
+  desc.add_options()("help,h", "Show this help")("input",
+                                                 po::value<std::vector<std::string>>()->composing(),
+                                                 "Results trees or point directories")(
+      "label", po::value<std::vector<std::string>>()->composing(),
+      "NAME=VALUE on every run stored (commit=abc123; repeatable)")(
+      "jobs,j", po::value<int>()->default_value(default_jobs()),
+      "Reader processes (default: the CPUs this process may use)");
+  add_store_option(desc);
+  po::positional_options_description positional;
+  positional.add("input", -1);
+  return run_tool(
+      "bench-history", args, desc, kUsage, out, err,
+      [&](const po::variables_map& vm) -> int {
+        if (!vm.count("input")) {
+          err << "bench-history: error: ingest needs a results directory\nusage: bench-history "
+                 "ingest PATH... (bench-history --help)\n";
+          return kExitUsage;
+        }
+        IngestOptions options;
+        if (vm.count("label")) {
+          for (const std::string& l : vm["label"].as<std::vector<std::string>>()) {
+            add_label(l, &options.labels);
+          }
+        }
+        options.jobs = vm["jobs"].as<int>();
+        if (options.jobs < 1) throw Error::input(Mark::in("--jobs"), "", "must be 1 or more");
+        HistoryStore store = open_store(vm);
+        IngestReport report = ingest_results(
+            store, vm["input"].as<std::vector<std::string>>(), options,
+            [&](const std::string& w) { err << "bench-history: warning: " << w << "\n"; });
+        err << "bench-history: " << report.added << " new run(s) stored in " << store.describe()
+            << "; " << report.known << " already there";
+        if (report.unfinished) {
+          err << "; " << report.unfinished
+              << " point(s) not finished yet (a later ingest takes them)";
+        }
+        err << "\n";
+        return kExitOk;
+      },
+      &positional);
+}
+
+int runs_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  po::options_description desc("bench-history runs options");
+  desc.add_options()("help,h", "Show this help");
+  add_store_option(desc);
+  add_filter_options(desc);
+  return run_tool(
+      "bench-history", args, desc, kUsage, out, err, [&](const po::variables_map& vm) -> int {
+        HistoryFilter f = filter_of(vm);
+        HistoryStore store = open_store(vm);
+        resolve_config_hash(store, vm, &f);
+        std::vector<std::map<std::string, Value>> rows;
+        for (const HistoryRun& r : store.runs(f)) {
+          auto& row = rows.emplace_back();
+          row["started"] = Value::string(r.started);
+          row["sweep"] = Value::string(r.sweep);
+          row["tag"] = Value::string(r.tag);
+          row["attempt"] = Value::integer(r.attempt);
+          row["status"] = Value::string(r.status);
+          row["reason"] = text_or_null(r.reason);
+          row["seconds"] = real_or_null(r.seconds);
+          row["host"] = text_or_null(r.environment.count("host") ? r.environment.at("host") : "");
+          row["environment_id"] = text_or_null(r.environment_id);
+          row["labels"] = text_or_null(labels_text(r.labels));
+          row["config_hash"] = Value::string(r.config_hash);
+          row["run_key"] = Value::string(r.run_key);
+        }
+        print_rows(vm,
+                   {"started", "sweep", "tag", "attempt", "status", "reason", "seconds", "host",
+                    "environment_id", "labels", "config_hash", "run_key"},
+                   rows, out);
+        return kExitOk;
+      });
+}
+
+int series_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  po::options_description desc("bench-history series METRIC options");
+  desc.add_options()("help,h", "Show this help")("metric", po::value<std::string>(),
+                                                 "The metric (a bench-extract column)");
+  add_store_option(desc);
+  add_filter_options(desc);
+  po::positional_options_description positional;
+  positional.add("metric", 1);
+  return run_tool(
+      "bench-history", args, desc, kUsage, out, err,
+      [&](const po::variables_map& vm) -> int {
+        if (!vm.count("metric")) {
+          err << "bench-history: error: series needs a metric\nusage: bench-history series "
+                 "METRIC (bench-history --help)\n";
+          return kExitUsage;
+        }
+        HistoryFilter f = filter_of(vm);
+        f.metric = vm["metric"].as<std::string>();
+        HistoryStore store = open_store(vm);
+        resolve_config_hash(store, vm, &f);
+        std::vector<std::map<std::string, Value>> rows;
+        std::vector<std::string> env_fields;  // those whose value changes along the series
+        std::vector<HistoryRun> runs = store.runs(f);
+        {
+          std::map<std::string, std::set<std::string>> values;
+          for (const HistoryRun& r : runs) {
+            for (const auto& [field, value] : r.environment) values[field].insert(value);
+          }
+          for (const auto& [field, set] : values) {
+            if (set.size() > 1 || runs.size() == 1) env_fields.push_back(field);
+          }
+        }
+        for (const HistoryRun& r : runs) {
+          if (r.metrics.empty()) continue;
+          const HistoryMetric& m = r.metrics.front();
+          auto& row = rows.emplace_back();
+          row["started"] = Value::string(r.started);
+          row["sweep"] = Value::string(r.sweep);
+          row["tag"] = Value::string(r.tag);
+          row["status"] = Value::string(r.status);
+          row[m.name] = real_or_null(m.value);
+          row[m.name + "_ci_low"] = real_or_null(m.ci_low);
+          row[m.name + "_ci_high"] = real_or_null(m.ci_high);
+          row["unit"] = text_or_null(m.unit);
+          row["environment_id"] = text_or_null(r.environment_id);
+          for (const std::string& field : env_fields) {
+            row[field] = text_or_null(r.environment.count(field) ? r.environment.at(field) : "");
+          }
+          row["labels"] = text_or_null(labels_text(r.labels));
+          row["config_hash"] = Value::string(r.config_hash);
+        }
+        if (rows.empty()) {
+          err << "bench-history: no stored run has " << f.metric
+              << (f.config_hash.empty() && f.sweep.empty() ? "" : " among those asked for")
+              << " (bench-history runs lists them)\n";
+        }
+        std::vector<std::string> columns = {"started",
+                                            "sweep",
+                                            "tag",
+                                            "status",
+                                            f.metric,
+                                            f.metric + "_ci_low",
+                                            f.metric + "_ci_high",
+                                            "unit",
+                                            "environment_id"};
+        columns.insert(columns.end(), env_fields.begin(), env_fields.end());
+        columns.insert(columns.end(), {"labels", "config_hash"});
+        print_rows(vm, columns, rows, out);
+        return rows.empty() ? kExitNotAllOk : kExitOk;
+      },
+      &positional);
+}
+
+}  // namespace
+
+int bench_history_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  const std::string command = args.empty() ? "" : args.front();
+  const std::vector<std::string> rest(args.begin() + (args.empty() ? 0 : 1), args.end());
+  if (command == "ingest") return ingest_main(rest, out, err);
+  if (command == "runs") return runs_main(rest, out, err);
+  if (command == "series") return series_main(rest, out, err);
+  if (command == "-h" || command == "--help") {
+    out << kUsage;
+    return kExitOk;
+  }
+  err << "bench-history: error: "
+      << (command.empty() ? "no command given" : "'" + command + "' is not a command")
+      << "; the commands are ingest, runs and series (bench-history --help)\n";
+  return kExitUsage;
+}
+
+}  // namespace sweepbench

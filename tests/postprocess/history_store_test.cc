@@ -1,0 +1,151 @@
+// The history store on a real SQLite file: its schema made once, each run stored once and read
+// back whole, the keys' stability, filters, and the store URLs and times it refuses.
+#include "postprocess/history_store.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/error.h"
+#include "postprocess/history_ingest.h"
+#include "support/temp_dir.h"
+
+namespace sweepbench {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+HistoryRun run(const std::string& tag, const std::string& started, double tps) {
+  HistoryRun r;
+  r.sweep = "s";
+  r.tag = tag;
+  r.config_hash = std::string(64, 'a');
+  r.benchmark = "train";
+  r.scenario = "default";
+  r.attempt = 1;
+  r.status = "ok";
+  r.started = started;
+  r.ended = started;
+  r.seconds = 2.5;
+  r.results_dir = "/r/" + tag;
+  r.environment = {{"host", "n1"}, {"torch_version", "2.15.0"}};
+  r.environment_id = history_environment_id(r.environment);
+  r.labels = {{"commit", "abc"}};
+  r.config_json = R"({"train.micro_batch": 4, "train.dtype": "bf16"})";
+  r.metrics = {{"train_tokens_per_second", tps, tps * 0.9, tps * 1.1, "tokens/s"},
+               {"step_time_median_s", 0.5, NAN, NAN, "s"}};
+  r.run_key = history_run_key(r.sweep, tag, 1, r.config_hash, "n1", 42, started);
+  return r;
+}
+
+TEST(HistoryStore, EachRunOnceAndReadBackWhole) {
+  testing::TempDir dir;
+  const std::string path = dir.file("h.sqlite");
+  {
+    HistoryStore store = HistoryStore::open(path);
+    EXPECT_EQ(store.schema_version(), kHistorySchemaVersion);
+    EXPECT_EQ(store.record(
+                  {run("b", "2026-11-02T00:00:00Z", 200), run("a", "2026-11-01T00:00:00Z", 100)}),
+              2u);
+    EXPECT_EQ(store.record({run("a", "2026-11-01T00:00:00Z", 999)}), 0u);  // same key: nothing
+  }
+  HistoryStore store = HistoryStore::open(path);  // opened again: the schema as it was
+  std::vector<HistoryRun> runs = store.runs({});
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].tag, "a");  // oldest first
+  EXPECT_EQ(runs[0].labels, (std::map<std::string, std::string>{{"commit", "abc"}}));
+  EXPECT_EQ(runs[0].environment.at("torch_version"), "2.15.0");
+  ASSERT_EQ(runs[0].metrics.size(), 2u);
+  const HistoryMetric& tps = runs[0].metrics[1];
+  EXPECT_EQ(tps.name, "train_tokens_per_second");
+  EXPECT_DOUBLE_EQ(tps.value, 100);  // the first one stored, not the 999 of the second
+  EXPECT_DOUBLE_EQ(tps.ci_low, 90);
+  EXPECT_EQ(tps.unit, "tokens/s");
+  EXPECT_TRUE(std::isnan(runs[0].metrics[0].ci_low));
+  EXPECT_DOUBLE_EQ(runs[0].seconds, 2.5);
+
+  HistoryFilter f;
+  f.metric = "train_tokens_per_second";
+  f.since = history_time_bound("2026-11-02", "--since", false);
+  runs = store.runs(f);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].tag, "b");
+  ASSERT_EQ(runs[0].metrics.size(), 1u);  // only the metric asked for
+  f = {};
+  f.config = {{"train.micro_batch", "4"}, {"train.dtype", "bf16"}};
+  EXPECT_EQ(store.runs(f).size(), 2u);
+  f.config = {{"train.micro_batch", "8"}};
+  EXPECT_TRUE(store.runs(f).empty());
+  f = {};
+  f.limit = 1;
+  runs = store.runs(f);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].tag, "b");  // the newest
+  f = {};
+  f.environment = {{"torch_version", "2.14.0"}};
+  EXPECT_TRUE(store.runs(f).empty());
+}
+
+TEST(HistoryStore, KeysAreStableAndSeparateTheirFields) {
+  // The key of an attempt must never change between versions: a store would take the same
+  // attempt twice. Fixed here: the first 32 hex digits of the SHA-256 of the fields, each
+  // followed by a NUL (Python's hashlib gives the same).
+  EXPECT_EQ(
+      history_run_key("quickstart", "mb=2.abc", 1, "cab2", "vm", 22963, "2026-11-29T15:55:45Z"),
+      "44abde3c01bbe63465471e066af9aad8");
+  EXPECT_EQ(history_run_key("s", "t", 1, "h", "host", 1, "2026-01-01T00:00:00Z").size(), 32u);
+  // Fields are separated: moving text from one to the next changes the key.
+  EXPECT_NE(history_run_key("ab", "c", 1, "h", "x", 1, "t"),
+            history_run_key("a", "bc", 1, "h", "x", 1, "t"));
+  EXPECT_NE(history_run_key("s", "t", 1, "h", "x", 1, "t"),
+            history_run_key("s", "t", 2, "h", "x", 1, "t"));
+  EXPECT_EQ(history_environment_id({}), "");
+  EXPECT_NE(history_environment_id({{"a", "bc"}}), history_environment_id({{"ab", "c"}}));
+}
+
+TEST(HistoryStore, RefusesWhatIsNoStoreAndNamesTheFix) {
+  testing::TempDir dir;
+  const std::string notes = dir.write("notes.txt", std::string(4096, 'x'));
+  try {
+    HistoryStore::open(notes);
+    FAIL() << "a text file opened as a store";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kIo);
+    EXPECT_THAT(e.hint(), HasSubstr("--store must name a history store"));
+  }
+  EXPECT_EQ(testing::read_text(notes), std::string(4096, 'x'));
+  try {
+    HistoryStore::open("redis://localhost/0");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInput);
+    EXPECT_THAT(e.message(), HasSubstr("'redis' is not a store"));
+    EXPECT_THAT(e.hint(), HasSubstr("sqlite"));
+  }
+  EXPECT_THROW(HistoryStore::open("sqlite://host/db"), Error);
+  // sqlite:///ABSOLUTE and sqlite:RELATIVE name files.
+  HistoryStore a = HistoryStore::open("sqlite://" + dir.file("a.sqlite"));
+  EXPECT_EQ(a.describe(), "sqlite:" + dir.file("a.sqlite"));
+  HistoryStore b = HistoryStore::open("sqlite:" + dir.file("b.sqlite"));
+  EXPECT_EQ(b.describe(), "sqlite:" + dir.file("b.sqlite"));
+}
+
+TEST(HistoryStore, TimesAndLabelsAreChecked) {
+  EXPECT_EQ(history_time_bound("2026-11-20", "--since", false), "2026-11-20T00:00:00Z");
+  EXPECT_EQ(history_time_bound("2026-11-20", "--until", true), "2026-11-20T23:59:59Z");
+  EXPECT_EQ(history_time_bound("2026-11-20T08:00:00Z", "--since", false), "2026-11-20T08:00:00Z");
+  for (const char* bad : {"yesterday", "2026-11-2", "2026-11-20 08:00", "2026-11-20T08:00:00"}) {
+    EXPECT_THROW(history_time_bound(bad, "--since", false), Error) << bad;
+  }
+  std::map<std::string, std::string> labels;
+  add_label("commit=abc=def", &labels);
+  EXPECT_EQ(labels.at("commit"), "abc=def");
+  for (const char* bad : {"commit", "=x", "a b=1", "x=line\nbreak"}) {
+    EXPECT_THROW(add_label(bad, &labels), Error) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace sweepbench

@@ -1,0 +1,251 @@
+"""bench-history end to end: real sweeps of real command points (bench-sweep run), ingested into a
+real SQLite store, read back with bench-history and with Python's sqlite3.
+
+Ingest: each finished attempt once (a second ingest, a copy of the tree, a rerun's earlier
+attempt), the series equal to bench-extract's figures. Killed: an ingest killed while it writes
+loses and duplicates nothing. BadInput: what the store and the options refuse, and hostile text
+stored as text.
+"""
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "support"))
+from e2e import BIN, bench_sweep, command_sweep  # noqa: E402
+
+BENCH_HISTORY = os.path.join(BIN, "bench-history")
+BENCH_EXTRACT = os.path.join(BIN, "bench-extract")
+
+
+def history(*args, check=0, env=None, timeout=300):
+    r = subprocess.run([BENCH_HISTORY, *args], capture_output=True, text=True, timeout=timeout,
+                       env=env, stdin=subprocess.DEVNULL)
+    if check is not None and r.returncode != check:
+        raise AssertionError(f"bench-history {' '.join(args)}: exit {r.returncode}, wanted "
+                             f"{check}\n{r.stdout}\n{r.stderr}")
+    return r
+
+
+def json_rows(text):
+    return json.loads(text) if text.strip() else []
+
+
+class HistoryCase(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="bench-history-")
+        self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
+        self.store = os.path.join(self.tmp, "history.sqlite")
+
+    def sweep(self, name, script, values, check=0, extra=()):
+        path = command_sweep(self.tmp, name, script, values)
+        out = os.path.join(self.tmp, name)
+        bench_sweep("run", path, "-o", out, *extra, check=check)
+        return path, out
+
+    def count(self, sql):
+        with sqlite3.connect(self.store) as db:
+            return db.execute(sql).fetchone()[0]
+
+
+class Ingest(HistoryCase):
+    def test_each_attempt_is_stored_once_and_reads_back_as_bench_extract_reads_it(self):
+        # A point fails once (its flag file), then a rerun with --retry-failed makes it ok: two
+        # attempts, the first kept in attempts/1/.
+        flag = os.path.join(self.tmp, "fail-once")
+        open(flag, "w").close()
+        script = (f'if [ "$0" = 2 ] && [ -e {flag} ]; then echo broken; exit 3; fi; '
+                  'echo "value $((10 * $0))"')
+        sweep, out = self.sweep("hist", script.replace("$0", "{params.i}"), [1, 2, 3], check=1)
+        r = history("ingest", out, "--store", self.store, "--label", "commit=aaa111")
+        self.assertIn("3 new run(s) stored", r.stderr)
+        self.assertEqual(self.count("SELECT count(*) FROM runs"), 3)
+        self.assertEqual(self.count("SELECT count(*) FROM runs WHERE status = 'failed'"), 1)
+
+        os.unlink(flag)
+        bench_sweep("run", sweep, "-o", out, "--retry-failed", check=0)
+        self.assertTrue(os.path.isdir(os.path.join(out, [t for t in os.listdir(out)
+                                                         if t.startswith("i=2")][0], "attempts", "1")))
+        r = history("ingest", out, "--store", self.store, "--label", "commit=bbb222")
+        self.assertIn("1 new run(s) stored", r.stderr)
+        self.assertIn("3 already there", r.stderr)
+        # Ingesting again, or a copy of the tree elsewhere, adds nothing: the key is the attempt's.
+        copy = os.path.join(self.tmp, "copy")
+        shutil.copytree(out, copy, symlinks=True)
+        for tree in (out, copy):
+            r = history("ingest", tree, "--store", self.store)
+            self.assertIn("0 new run(s) stored", r.stderr)
+        self.assertEqual(self.count("SELECT count(*) FROM runs"), 4)
+        self.assertEqual(self.count("SELECT count(*) FROM metrics WHERE name = 'value'"), 3)
+
+        runs = json_rows(history("runs", "--store", self.store, "--format", "json").stdout)
+        self.assertEqual([(r["status"], r["attempt"]) for r in runs if r["tag"].startswith("i=2")],
+                         [("failed", 1), ("ok", 2)])
+        self.assertEqual(sorted(r["labels"] for r in runs),
+                         ["commit=aaa111"] * 3 + ["commit=bbb222"])
+        # The series is what bench-extract reads from the tree, value for value.
+        extract = subprocess.run([BENCH_EXTRACT, "-i", out, "--format", "json"],
+                                 capture_output=True, text=True, check=True)
+        by_tag = {row["tag"]: row["value"] for row in json.loads(extract.stdout)}
+        series = json_rows(history("series", "value", "--store", self.store,
+                                   "--format", "json").stdout)
+        self.assertEqual(len(series), 3)
+        for row in series:
+            self.assertEqual(row["value"], by_tag[row["tag"]])
+            self.assertEqual(row["status"], "ok")
+        # Filters: a key of the config, a label, a time range, the newest run.
+        one = json_rows(history("series", "value", "--store", self.store, "--key", "params.i=3",
+                                "--format", "json").stdout)
+        self.assertEqual([r["value"] for r in one], [30])
+        labelled = json_rows(history("runs", "--store", self.store, "--label", "commit=bbb222",
+                                     "--format", "json").stdout)
+        self.assertEqual([r["tag"][:3] for r in labelled], ["i=2"])
+        self.assertEqual(json_rows(history("runs", "--store", self.store, "--until", "2000-01-01",
+                                           "--format", "json").stdout), [])
+        newest = json_rows(history("runs", "--store", self.store, "--last", "1",
+                                   "--format", "json").stdout)
+        self.assertEqual(newest[0]["attempt"], 2)
+        # The environment each run ran in, and one id for runs in the same one.
+        with sqlite3.connect(self.store) as db:
+            fields = dict(db.execute("SELECT field, value FROM run_environment LIMIT 20").fetchall())
+            ids = {row[0] for row in db.execute("SELECT environment_id FROM runs WHERE status = 'ok'")}
+        self.assertEqual(fields["host"], os.uname().nodename)
+        self.assertIn("sweepbench_version", fields)
+        self.assertEqual(len(ids), 1)
+
+    def test_an_unfinished_point_waits_for_a_later_ingest(self):
+        _, out = self.sweep("later", 'echo "value {params.i}"', [1, 2])
+        point = sorted(t for t in os.listdir(out) if t.startswith("i=2"))[0]
+        status = os.path.join(out, point, "status.json")
+        with open(status) as f:
+            finished = f.read()
+        record = json.loads(finished)
+        record["status"] = "running"
+        with open(status, "w") as f:
+            json.dump(record, f)
+        r = history("ingest", out, "--store", self.store)
+        self.assertIn("1 new run(s) stored", r.stderr)
+        self.assertIn("1 point(s) not finished yet", r.stderr)
+        with open(status, "w") as f:
+            f.write(finished)
+        r = history("ingest", out, "--store", self.store)
+        self.assertIn("1 new run(s) stored", r.stderr)
+        self.assertEqual(self.count("SELECT count(*) FROM runs"), 2)
+
+
+class Killed(HistoryCase):
+    def test_an_ingest_killed_while_it_writes_loses_and_duplicates_nothing(self):
+        # 2,000 finished attempts: one real point's directory, copied with a status.json each of
+        # its own (another start time), as a sweep of that size would leave them.
+        _, out = self.sweep("big", 'echo "value {params.i}"', [7, 8])
+        point = sorted(t for t in os.listdir(out) if t.startswith("i=7"))[0]
+        tree = os.path.join(self.tmp, "tree")
+        os.mkdir(tree)
+        n = 2000
+        for i in range(n):
+            dst = os.path.join(tree, f"p{i:05d}")
+            shutil.copytree(os.path.join(out, point), dst)
+            with open(os.path.join(dst, "status.json")) as f:
+                record = json.load(f)
+            record["started"] = f"2026-11-01T{i // 3600:02d}:{i // 60 % 60:02d}:{i % 60:02d}Z"
+            with open(os.path.join(dst, "status.json"), "w") as f:
+                json.dump(record, f)
+        kills = 0
+        for _ in range(3):
+            p = subprocess.Popen([BENCH_HISTORY, "ingest", tree, "--store", self.store, "-j", "1"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            # Kill it once it has stored some runs and not all.
+            deadline = time.time() + 120
+            while p.poll() is None and time.time() < deadline:
+                try:
+                    stored = self.count("SELECT count(*) FROM runs")
+                except sqlite3.OperationalError:  # the schema is being made
+                    stored = 0
+                if 0 < stored < n:
+                    p.send_signal(signal.SIGKILL)
+                    kills += 1
+                    break
+                time.sleep(0.05)
+            p.wait()
+        self.assertGreater(kills, 0, "no ingest was caught writing: the tree is too small")
+        r = history("ingest", tree, "--store", self.store)
+        self.assertIn(" already there", r.stderr)
+        self.assertEqual(self.count("SELECT count(*) FROM runs"), n)
+        # Every run whole: each with all of the point's metrics.
+        self.assertEqual(self.count("SELECT count(*) FROM metrics WHERE name = 'value'"), n)
+        per_run = self.count("SELECT count(*) FROM metrics") / n
+        self.assertEqual(self.count("SELECT count(*) FROM (SELECT run_key, count(*) AS c FROM "
+                                    f"metrics GROUP BY run_key) WHERE c != {per_run}"), 0)
+
+    def test_two_ingests_at_once_store_each_run_once(self):
+        _, a = self.sweep("left", 'echo "value {params.i}"', [1, 2, 3])
+        _, b = self.sweep("right", 'echo "value {params.i}"', [4, 5])
+        ps = [subprocess.Popen([BENCH_HISTORY, "ingest", a, b, "--store", self.store],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+              for _ in range(3)]
+        for p in ps:
+            _, err = p.communicate(timeout=300)
+            self.assertEqual(p.returncode, 0, err)
+        self.assertEqual(self.count("SELECT count(*) FROM runs"), 5)
+        self.assertEqual(self.count("SELECT count(*) FROM metrics WHERE name = 'value'"), 5)
+
+
+class BadInput(HistoryCase):
+    def test_what_is_refused_says_why_and_changes_nothing(self):
+        _, out = self.sweep("bad", 'echo "value {params.i}"', [1])
+        not_a_store = os.path.join(self.tmp, "notes.txt")
+        with open(not_a_store, "w") as f:
+            f.write("my notes, not a database\n" * 100)
+        r = history("ingest", out, "--store", not_a_store, check=4)
+        self.assertIn("notes.txt", r.stderr)
+        self.assertIn("--store must name a history store", r.stderr)
+        with open(not_a_store) as f:
+            self.assertEqual(f.read(), "my notes, not a database\n" * 100)
+        for args, code, message in (
+                (["ingest", out, "--store", "mysql://db/x"], 2,
+                 "'mysql' is not a store this bench-history knows"),
+                (["ingest", out, "--store", self.store, "--label", "no-equals"], 2, "has no '='"),
+                (["ingest", out, "--store", self.store, "--label", "a b=1"], 2, "is no label name"),
+                (["runs", "--store", self.store, "--since", "last week"], 2,
+                 "is not a date or a UTC time"),
+                (["runs", "--store", self.store, "--config-hash", "xyz"], 2, "is not a config hash"),
+                (["series", "--store", self.store], 2, "series needs a metric"),
+                (["frobnicate"], 2, "'frobnicate' is not a command")):
+            r = history(*args, check=code)
+            self.assertIn(message, r.stderr, args)
+        self.assertFalse(os.path.exists(self.store))
+
+        # A store from a newer bench-history is refused, not guessed at.
+        history("ingest", out, "--store", self.store)
+        with sqlite3.connect(self.store) as db:
+            db.execute("UPDATE history_schema SET version = 99")
+        r = history("runs", "--store", self.store, check=3)
+        self.assertIn("was made by a newer bench-history (schema 99", r.stderr)
+
+    def test_hostile_text_is_stored_and_read_back_as_text(self):
+        _, out = self.sweep("hostile", 'echo "value {params.i}"', [1])
+        evil = "x'); DROP TABLE runs; --"
+        history("ingest", out, "--store", self.store, "--label", f"note={evil}")
+        runs = json_rows(history("runs", "--store", self.store, "--label", f"note={evil}",
+                                 "--format", "json").stdout)
+        self.assertEqual([r["labels"] for r in runs], [f"note={evil}"])
+        self.assertEqual(self.count("SELECT count(*) FROM runs"), 1)
+        history("runs", "--store", self.store, "--sweep", evil)  # matches nothing, breaks nothing
+        self.assertEqual(self.count("SELECT count(*) FROM runs"), 1)
+        # The default store lives under XDG_DATA_HOME (or ~/.local/share), made when need be.
+        home = os.path.join(self.tmp, "data")
+        env = {**os.environ, "XDG_DATA_HOME": home}
+        env.pop("SWEEPBENCH_HISTORY", None)
+        history("ingest", out, env=env)
+        self.assertTrue(os.path.isfile(os.path.join(home, "sweepbench", "history.sqlite")))
+
+
+if __name__ == "__main__":
+    unittest.main()
