@@ -26,8 +26,9 @@
 #include "core/fs.h"
 #include "core/text.h"
 #include "core/yaml_io.h"
-#include "results/rank_file.h"
 #include "layout/point_record.h"
+#include "results/rank_file.h"
+#include "results/summary.h"
 
 namespace sb = sweepbench;
 namespace fs = std::filesystem;
@@ -129,12 +130,18 @@ void fill_point(const fs::path& dir, const std::string& hash, std::int64_t index
                 const Options& o) {
   if (fs::exists(dir / "status.json")) return;
   std::string config_yaml = sb::read_file_if_exists((dir / "config.yaml").string()).value_or("");
+  std::vector<sb::RankResult> ranks;
   for (std::int64_t rank = 0; rank < o.ranks; ++rank) {
+    ranks.push_back(make_rank(config_yaml, hash, dir.filename().string(), index, rank, o));
     fs::path file = dir / sb::rank_file_name(rank);
     if (fs::exists(file)) continue;  // from an interrupted generation
-    sb::write_rank_file(make_rank(config_yaml, hash, dir.filename().string(), index, rank, o),
-                        file.string());
+    sb::write_rank_file(ranks.back(), file.string());
   }
+  // Rank 0's summary.json, as bench-train writes it (the history store reads it).
+  sb::Value extra = sb::Value::map();
+  extra.set("measured_steps", sb::Value::integer(o.steps - o.warmup));
+  sb::write_summary_file(dir.string(), ranks.front(), "ok", "", extra,
+                         sb::summarize(sb::summary_input_from_ranks(ranks)));
   sb::PointRecord p;
   p.status = sb::PointStatus::kOk;
   p.config_hash = hash;

@@ -86,8 +86,6 @@ struct ExtractOptions {
   // A point is `noisy` when a coefficient of variation of its timings (step_time_cv; ttft_cv,
   // e2e_cv) is above this (docs/metrics.md, "Intervals and noise").
   double noise_threshold = 0.05;
-  // Also the environment's columns (point_row.h's environment_columns(), for bench-history).
-  bool environment = false;
 };
 
 // The columns a row's `noisy` reads, and the flag itself: true or false where the row has one of
@@ -128,9 +126,6 @@ void add_command_metrics(const std::map<std::string, Value>& row, std::vector<st
 // `columns` with every name of `metrics` it lacks, before its exit_code (or at its end).
 std::vector<std::string> with_command_metrics(std::vector<std::string> columns,
                                               const std::vector<std::string>& metrics);
-
-// The reader processes -j gives by default: the CPUs this process may use.
-int default_jobs();
 
 // Reads the points in order and hands each row to `sink`, in order. Warnings that concern no
 // point (a manifest that cannot be read) go to `warning` first. Error when a reader process dies.

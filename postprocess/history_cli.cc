@@ -186,9 +186,7 @@ int ingest_main(const std::vector<std::string>& args, std::ostream& out, std::os
                                                  po::value<std::vector<std::string>>()->composing(),
                                                  "Results trees or point directories")(
       "label", po::value<std::vector<std::string>>()->composing(),
-      "NAME=VALUE on every run stored (commit=abc123; repeatable)")(
-      "jobs,j", po::value<int>()->default_value(default_jobs()),
-      "Reader processes (default: the CPUs this process may use)");
+      "NAME=VALUE on every run stored (commit=abc123; repeatable)");
   add_store_option(desc);
   po::positional_options_description positional;
   positional.add("input", -1);
@@ -206,8 +204,6 @@ int ingest_main(const std::vector<std::string>& args, std::ostream& out, std::os
             add_label(l, &options.labels);
           }
         }
-        options.jobs = vm["jobs"].as<int>();
-        if (options.jobs < 1) throw Error::input(Mark::in("--jobs"), "", "must be 1 or more");
         HistoryStore store = open_store(vm);
         IngestReport report = ingest_results(
             store, vm["input"].as<std::vector<std::string>>(), options,

@@ -25,7 +25,8 @@ namespace fs = std::filesystem;
 
 // One finished attempt found in a tree, before its files are read.
 struct Attempt {
-  std::string dir;  // the point directory, or its attempts/N/
+  std::string dir;        // the point directory, or its attempts/N/
+  std::string point_dir;  // the point directory
   std::string tag, sweep, scenario;
   std::int64_t repeat = 0;
   PointRecord record;
@@ -36,15 +37,7 @@ bool finished(PointStatus s) {
   return s != PointStatus::kPending && s != PointStatus::kRunning && s != PointStatus::kIncomplete;
 }
 
-// Row cells that are neither metrics nor config: identity, descriptions, flags.
-const std::set<std::string>& not_metrics() {
-  static const std::set<std::string> names = {"index",     "repeat",     "world_size",
-                                              "exit_code", "seconds",    "in_sweep",
-                                              "noisy",     "target_met", "shared"};
-  return names;
-}
-
-bool is_interval_column(const std::string& name) {
+bool is_interval_name(const std::string& name) {
   for (const char* end : {"_ci_low", "_ci_high", "_ci_low_s", "_ci_high_s"}) {
     const std::string e(end);
     if (name.size() > e.size() && name.compare(name.size() - e.size(), e.size(), e) == 0) {
@@ -54,102 +47,115 @@ bool is_interval_column(const std::string& name) {
   return false;
 }
 
-std::string cell_text(const std::map<std::string, Value>& row, const std::string& column) {
-  auto it = row.find(column);
-  if (it == row.end() || it->second.is_null()) return "";
-  return it->second.is_string() ? it->second.as_string() : display_value(it->second);
-}
-
-// The units a point's summary.json gives its metrics (bench-train's and bench-infer's).
-std::map<std::string, std::string> summary_units(const std::string& dir,
-                                                 std::vector<std::string>* warnings) {
-  std::map<std::string, std::string> units;
-  const std::string path = (fs::path(dir) / kSummaryFile).string();
+// A small JSON or YAML file of the tree (summary.json, config.yaml), as untrusted input: a
+// regular file, no link, kilobytes (core/fs.h). nullopt when absent; a warning when unreadable.
+std::optional<Value> read_tree_file(const std::string& path, std::vector<std::string>* warnings,
+                                    std::string* text_out = nullptr) {
   try {
     std::optional<std::string> text = read_file_if_exists(path, kMaxSmallFile, Links::kRefuse);
-    if (!text) return units;
-    const Value summary = parse_own_yaml(*text, path);
-    if (const Value* u = summary.is_map() ? summary.find("units") : nullptr; u && u->is_map()) {
-      for (const auto& entry : u->entries()) {
-        if (entry.value.is_string()) units[entry.key] = entry.value.as_string();
-      }
-    }
+    if (!text) return std::nullopt;
+    Value v = parse_own_yaml(*text, path);
+    if (text_out) *text_out = std::move(*text);
+    return v;
   } catch (const Error& e) {
     warnings->push_back(path + ": " + e.detail());
+    return std::nullopt;
   }
-  return units;
 }
 
-HistoryRun run_from_row(const Attempt& a, const std::map<std::string, Value>& row,
-                        const std::map<std::string, std::string>& labels,
-                        std::vector<std::string>* warnings) {
+std::string text_at(const Value* map, const char* key) {
+  const Value* v = map && map->is_map() ? map->find(key) : nullptr;
+  return v && v->is_string() ? v->as_string() : "";
+}
+
+// An attempt as the store keeps it, from its status.json (the runner's record: status, times,
+// where), its summary.json (rank 0's metrics, units and environment) and the point's config.yaml
+// when it is the attempt's (the same config hash): no rank file is opened.
+HistoryRun run_from_files(const Attempt& a, const std::string& config_json,
+                          const std::map<std::string, std::string>& labels,
+                          std::vector<std::string>* warnings) {
   HistoryRun r;
   r.run_key = a.key;
   r.sweep = a.sweep;
   r.tag = a.tag;
   r.config_hash = a.record.config_hash;
-  r.benchmark = cell_text(row, "benchmark");
   r.scenario = a.scenario;
   r.repeat = a.repeat;
   r.attempt = a.record.attempt;
-  // The row's status is bench-extract's (status.json's, unless the files say the run did not
-  // finish): what a table of the same tree shows.
-  r.status = cell_text(row, "status");
-  if (r.status.empty()) r.status = to_string(a.record.status);
-  r.reason = row.count("reason") ? cell_text(row, "reason") : a.record.reason;
+  r.status = to_string(a.record.status);
+  r.reason = a.record.reason;
   r.started = a.record.started;
   r.ended = a.record.ended;
   r.seconds = a.record.seconds;
   r.results_dir = fs::absolute(a.dir).lexically_normal().string();
   r.labels = labels;
+  r.config_json = config_json;
 
-  // The environment: where the runner ran it, what it ran on, with what software.
+  const std::optional<Value> summary =
+      read_tree_file((fs::path(a.dir) / kSummaryFile).string(), warnings);
+  const Value* s = summary && summary->is_map() ? &*summary : nullptr;
+  r.benchmark = text_at(s, "benchmark");
+
   auto env = [&](const std::string& field, const std::string& value) {
     if (!value.empty()) r.environment[field] = value;
   };
   env("host", a.record.host);
   env("nodes", a.record.nodes);
   env("partition", a.record.partition);
-  env("device", cell_text(row, "device"));
-  env("device_name", cell_text(row, "device_name"));
-  for (const std::string& column : environment_columns()) env(column, cell_text(row, column));
+  env("device_name", text_at(s, "device_name"));
+  if (const Value* e = s ? s->find("environment") : nullptr; e && e->is_map()) {
+    for (const Value::Entry& entry : e->entries()) {
+      if (entry.value.is_string()) env(entry.key, entry.value.as_string());
+    }
+  }
   r.environment_id = history_environment_id(r.environment);
 
-  // Config: the dotted columns, one JSON object.
-  Value config = Value::map();
-  for (const auto& [column, value] : row) {
-    if (column.find('.') != std::string::npos) config.set(column, value);
-  }
-  r.config_json = emit_json(config, -1, true);
-
-  // Metrics: the numbers that are no identity, config or interval end; each with its interval.
-  std::map<std::string, std::string> units = summary_units(a.dir, warnings);
-  if (auto it = row.find("units"); it != row.end() && it->second.is_map()) {
-    for (const auto& entry : it->second.entries()) {
-      if (entry.value.is_string()) units[entry.key] = entry.value.as_string();
-    }
-  }
-  for (const auto& [column, value] : row) {
-    if (!value.is_number() || column.find('.') != std::string::npos ||
-        not_metrics().count(column) || is_interval_column(column)) {
-      continue;
-    }
-    HistoryMetric m;
-    m.name = column;
-    m.value = value.as_float();
-    if (!std::isfinite(m.value)) continue;
-    for (const auto& [low, high] : interval_columns(column)) {
-      auto l = row.find(low), h = row.find(high);
-      if (l != row.end() && h != row.end() && l->second.is_number() && h->second.is_number()) {
-        m.ci_low = l->second.as_float();
-        m.ci_high = h->second.as_float();
-        break;
+  const Value* metrics = s ? s->find("metrics") : nullptr;
+  const Value* units = s ? s->find("units") : nullptr;
+  if (metrics && metrics->is_map()) {
+    auto number = [&](const std::string& name) -> std::optional<double> {
+      const Value* v = metrics->find(name);
+      if (v && v->is_number() && std::isfinite(v->as_float())) return v->as_float();
+      return std::nullopt;
+    };
+    for (const Value::Entry& entry : metrics->entries()) {
+      std::optional<double> value = number(entry.key);
+      if (!value || is_interval_name(entry.key)) continue;
+      HistoryMetric m;
+      m.name = entry.key;
+      m.value = *value;
+      for (const auto& [low, high] : interval_columns(entry.key)) {
+        std::optional<double> l = number(low), h = number(high);
+        if (l && h) {
+          m.ci_low = *l;
+          m.ci_high = *h;
+          break;
+        }
       }
+      m.unit = text_at(units, entry.key.c_str());
+      r.metrics.push_back(std::move(m));
     }
-    if (auto u = units.find(column); u != units.end()) m.unit = u->second;
-    r.metrics.push_back(std::move(m));
   }
   return r;
+}
+
+// The point's config.yaml as one JSON object of bench-extract's config cells, when it is the
+// config `config_hash` names (its first line says which); "" otherwise.
+std::string config_json_of(const std::string& point_dir, const std::string& config_hash,
+                           std::vector<std::string>* warnings) {
+  std::string text;
+  std::optional<Value> config =
+      read_tree_file((fs::path(point_dir) / kConfigFile).string(), warnings, &text);
+  const std::string first_line = text.substr(0, text.find('\n'));
+  if (!config || config_hash.empty() ||
+      first_line.find("config_hash: " + config_hash) == std::string::npos) {
+    return "";
+  }
+  std::map<std::string, Value> cells;
+  config_cells(*config, &cells);
+  Value object = Value::map();
+  for (auto& [key, value] : cells) object.set(key, std::move(value));
+  return emit_json(object, -1, true);
 }
 
 // The earlier attempts of a point: attempts/N/ with a status.json, by N.
@@ -236,6 +242,7 @@ IngestReport ingest_results(HistoryStore& store, const std::vector<std::string>&
       }
       Attempt a = base;
       a.dir = dir;
+      a.point_dir = point;
       a.record = *record;
       a.key = history_run_key(a.sweep, a.tag, a.record.attempt, a.record.config_hash, a.record.host,
                               a.record.pid, a.record.started);
@@ -259,27 +266,26 @@ IngestReport ingest_results(HistoryStore& store, const std::vector<std::string>&
       fresh.push_back(&a);
     }
   }
-  std::vector<std::string> dirs;
-  for (const Attempt* a : fresh) dirs.push_back(a->dir);
-
-  ExtractOptions extract;
-  extract.jobs = std::max(1, options.jobs);
-  extract.point_timeout_s = options.point_timeout_s;
-  extract.environment = true;
+  std::vector<std::string> file_warnings;
+  // A configuration's cells are made once (repeats and attempts share them); one whose
+  // config.yaml is not the attempt's is looked for again at the next point.
+  std::map<std::string, std::string> configs;  // config hash -> JSON
   std::vector<HistoryRun> batch;
-  size_t next = 0;
-  std::vector<std::string> row_warnings;
-  extract_each(dirs, extract, warn, [&](ExtractedPoint&& point) {
-    for (const std::string& w : point.warnings) warn(w);
-    const Attempt& a = *fresh[next++];
-    batch.push_back(run_from_row(a, point.row, options.labels, &row_warnings));
+  for (const Attempt* a : fresh) {
+    auto at = configs.find(a->record.config_hash);
+    if (at == configs.end()) {
+      std::string json = config_json_of(a->point_dir, a->record.config_hash, &file_warnings);
+      if (!json.empty()) at = configs.emplace(a->record.config_hash, std::move(json)).first;
+    }
+    batch.push_back(run_from_files(*a, at == configs.end() ? std::string() : at->second,
+                                   options.labels, &file_warnings));
     if (batch.size() >= options.batch) {
       report.added += store.record(batch);
       batch.clear();
     }
-  });
+  }
   report.added += store.record(batch);
-  for (const std::string& w : row_warnings) warn(w);
+  for (const std::string& w : file_warnings) warn(w);
   return report;
 }
 

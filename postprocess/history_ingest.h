@@ -2,8 +2,10 @@
 //
 // Each point directory's status.json, and each earlier attempt's under attempts/N/, is one
 // finished attempt; its run key (history_store.h) is computed from that file alone, so the store
-// is asked first which attempts it has, and only the new ones are read (bench-extract's rows,
-// environment included, by its reader processes). What the runner writes is the spool: a
+// is asked first which attempts it has, and only the new ones are read: their summary.json
+// (rank 0's metrics, units and environment) and the point's config.yaml, never a rank file, so
+// an ingest reads kilobytes a point (bench-extract's rows cost HDF5 a millisecond a point). The
+// status is the runner's (status.json). What the runner writes is the spool: a
 // status.json is written whole under a temporary name and renamed once the point has ended, so
 // an attempt is either finished and complete on disk or not there yet; a point still pending or
 // running (no status.json, or one that says so) is left for a later ingest. The runs of a tree go
@@ -23,9 +25,7 @@ namespace sweepbench {
 
 struct IngestOptions {
   std::map<std::string, std::string> labels;  // --label NAME=VALUE, on every run stored
-  int jobs = 1;                               // reader processes
-  double point_timeout_s = 60;
-  size_t batch = 500;  // runs per transaction
+  size_t batch = 500;                         // runs per transaction
 };
 
 struct IngestReport {

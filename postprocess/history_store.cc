@@ -42,12 +42,15 @@ CREATE TABLE runs (
   seconds DOUBLE PRECISION,
   results_dir TEXT NOT NULL,
   environment_id TEXT NOT NULL,
-  config TEXT NOT NULL,
   ingested TEXT NOT NULL
 );
 CREATE INDEX runs_by_config ON runs (config_hash, started);
 CREATE INDEX runs_by_started ON runs (started);
 CREATE INDEX runs_by_sweep ON runs (sweep, started);
+CREATE TABLE configs (
+  config_hash TEXT PRIMARY KEY,
+  config TEXT NOT NULL
+);
 CREATE TABLE metrics (
   run_key TEXT NOT NULL REFERENCES runs (run_key) ON DELETE CASCADE,
   name TEXT NOT NULL,
@@ -57,21 +60,19 @@ CREATE TABLE metrics (
   unit TEXT NOT NULL,
   PRIMARY KEY (run_key, name)
 );
-CREATE INDEX metrics_by_name ON metrics (name, run_key);
 CREATE TABLE run_labels (
   run_key TEXT NOT NULL REFERENCES runs (run_key) ON DELETE CASCADE,
   name TEXT NOT NULL,
   value TEXT NOT NULL,
   PRIMARY KEY (run_key, name)
 );
-CREATE INDEX labels_by_name ON run_labels (name, value);
-CREATE TABLE run_environment (
-  run_key TEXT NOT NULL REFERENCES runs (run_key) ON DELETE CASCADE,
+CREATE TABLE environments (
+  environment_id TEXT NOT NULL,
   field TEXT NOT NULL,
   value TEXT NOT NULL,
-  PRIMARY KEY (run_key, field)
+  PRIMARY KEY (environment_id, field)
 );
-CREATE INDEX environment_by_field ON run_environment (field, value);
+CREATE INDEX environments_by_field ON environments (field, value);
 )sql"},
 };
 
@@ -198,29 +199,52 @@ size_t HistoryStore::record(const std::vector<HistoryRun>& runs) {
   for (const HistoryRun& r : runs) {
     const std::int64_t inserted = db_->exec(
         "INSERT INTO runs (run_key, sweep, tag, config_hash, benchmark, scenario, repeat_index, "
-        "attempt, status, reason, started, ended, seconds, results_dir, environment_id, config, "
-        "ingested) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "attempt, status, reason, started, ended, seconds, results_dir, environment_id, "
+        "ingested) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
         "ON CONFLICT (run_key) DO NOTHING",
         {r.run_key, r.sweep, r.tag, r.config_hash, r.benchmark, r.scenario, r.repeat, r.attempt,
          r.status, r.reason, r.started, r.ended, real_or_null(r.seconds), r.results_dir,
-         r.environment_id, r.config_json.empty() ? std::string("{}") : r.config_json,
-         r.ingested.empty() ? ingested : r.ingested});
+         r.environment_id, r.ingested.empty() ? ingested : r.ingested});
     if (inserted == 0) continue;
     ++added;
-    for (const HistoryMetric& m : r.metrics) {
+    // A configuration is stored once, with its first run that knows it.
+    if (!r.config_json.empty()) {
       db_->exec(
-          "INSERT INTO metrics (run_key, name, value, ci_low, ci_high, unit) "
-          "VALUES (?, ?, ?, ?, ?, ?)",
-          {r.run_key, m.name, real_or_null(m.value), real_or_null(m.ci_low),
-           real_or_null(m.ci_high), m.unit});
+          "INSERT INTO configs (config_hash, config) VALUES (?, ?) "
+          "ON CONFLICT (config_hash) DO NOTHING",
+          {r.config_hash, r.config_json});
+    }
+    // A run's metrics in statements of up to 64 rows: one statement per row was half of an
+    // ingest's time.
+    constexpr size_t kRowsPerInsert = 64;
+    for (size_t first = 0; first < r.metrics.size(); first += kRowsPerInsert) {
+      const size_t n = std::min(kRowsPerInsert, r.metrics.size() - first);
+      std::string& sql = metric_inserts_[n];
+      if (sql.empty()) {
+        sql = "INSERT INTO metrics (run_key, name, value, ci_low, ci_high, unit) VALUES ";
+        for (size_t i = 0; i < n; ++i) sql += i ? ", (?, ?, ?, ?, ?, ?)" : "(?, ?, ?, ?, ?, ?)";
+      }
+      std::vector<SqlValue> params;
+      params.reserve(6 * n);
+      for (size_t i = first; i < first + n; ++i) {
+        const HistoryMetric& m = r.metrics[i];
+        params.insert(params.end(), {r.run_key, m.name, real_or_null(m.value),
+                                     real_or_null(m.ci_low), real_or_null(m.ci_high), m.unit});
+      }
+      db_->exec(sql, params);
     }
     for (const auto& [name, value] : r.labels) {
       db_->exec("INSERT INTO run_labels (run_key, name, value) VALUES (?, ?, ?)",
                 {r.run_key, name, value});
     }
-    for (const auto& [field, value] : r.environment) {
-      db_->exec("INSERT INTO run_environment (run_key, field, value) VALUES (?, ?, ?)",
-                {r.run_key, field, value});
+    // An environment is stored once (its id is the hash of its fields).
+    if (!r.environment_id.empty() && environments_.insert(r.environment_id).second) {
+      for (const auto& [field, value] : r.environment) {
+        db_->exec(
+            "INSERT INTO environments (environment_id, field, value) VALUES (?, ?, ?) "
+            "ON CONFLICT (environment_id, field) DO NOTHING",
+            {r.environment_id, field, value});
+      }
     }
   }
   tx.commit();
@@ -238,7 +262,8 @@ std::vector<std::string> HistoryStore::known(const std::vector<std::string>& key
 std::vector<HistoryRun> HistoryStore::runs(const HistoryFilter& f) {
   std::string sql =
       "SELECT run_key, sweep, tag, config_hash, benchmark, scenario, repeat_index, attempt, "
-      "status, reason, started, ended, seconds, results_dir, environment_id, config, ingested "
+      "status, reason, started, ended, seconds, results_dir, environment_id, "
+      "(SELECT config FROM configs c WHERE c.config_hash = runs.config_hash), ingested "
       "FROM runs WHERE 1 = 1";
   std::vector<SqlValue> params;
   auto equal = [&](const char* column, const std::string& value) {
@@ -267,8 +292,8 @@ std::vector<HistoryRun> HistoryStore::runs(const HistoryFilter& f) {
   }
   for (const auto& [field, value] : f.environment) {
     sql +=
-        " AND EXISTS (SELECT 1 FROM run_environment e WHERE e.run_key = runs.run_key AND "
-        "e.field = ? AND e.value = ?)";
+        " AND environment_id IN (SELECT environment_id FROM environments WHERE field = ? AND "
+        "value = ?)";
     params.emplace_back(field);
     params.emplace_back(value);
   }
@@ -282,6 +307,7 @@ std::vector<HistoryRun> HistoryStore::runs(const HistoryFilter& f) {
   if (newest) params.emplace_back(f.limit);
 
   std::vector<HistoryRun> out;
+  std::map<std::string, bool> config_matches;  // by config hash
   for (const SqlRow& row : db_->query(sql, params)) {
     HistoryRun r;
     r.run_key = sql_text(row[0]);
@@ -302,15 +328,20 @@ std::vector<HistoryRun> HistoryStore::runs(const HistoryFilter& f) {
     r.config_json = sql_text(row[15]);
     r.ingested = sql_text(row[16]);
     if (!f.config.empty()) {
-      // Keys are compared as bench-extract's table shows their values (8, bf16, true).
-      const Value config = parse_own_yaml(r.config_json, "the store's config of " + r.tag);
-      bool all = config.is_map();
-      for (const auto& [key, value] : f.config) {
-        const Value* v = all ? config.find(key) : nullptr;
-        all = v != nullptr && display_value(*v) == value;
-        if (!all) break;
+      // Keys are compared as bench-extract's table shows their values (8, bf16, true); each
+      // configuration is looked at once.
+      auto [at, fresh] = config_matches.try_emplace(r.config_hash, false);
+      if (fresh && !r.config_json.empty()) {
+        const Value config = parse_own_yaml(r.config_json, "the store's config of " + r.tag);
+        bool all = config.is_map();
+        for (const auto& [key, value] : f.config) {
+          const Value* v = all ? config.find(key) : nullptr;
+          all = v != nullptr && display_value(*v) == value;
+          if (!all) break;
+        }
+        at->second = all;
       }
-      if (!all) continue;
+      if (!at->second) continue;
     }
     out.push_back(std::move(r));
   }
@@ -318,6 +349,7 @@ std::vector<HistoryRun> HistoryStore::runs(const HistoryFilter& f) {
   if (f.limit > 0 && !newest && out.size() > static_cast<size_t>(f.limit)) {
     out.erase(out.begin(), out.end() - f.limit);
   }
+  std::map<std::string, std::map<std::string, std::string>> environments;  // by id
   for (HistoryRun& r : out) {
     std::vector<SqlValue> key = {r.run_key};
     std::string metric_sql =
@@ -334,10 +366,15 @@ std::vector<HistoryRun> HistoryStore::runs(const HistoryFilter& f) {
          db_->query("SELECT name, value FROM run_labels WHERE run_key = ?", {r.run_key})) {
       r.labels[sql_text(l[0])] = sql_text(l[1]);
     }
-    for (const SqlRow& e :
-         db_->query("SELECT field, value FROM run_environment WHERE run_key = ?", {r.run_key})) {
-      r.environment[sql_text(e[0])] = sql_text(e[1]);
+    auto [env, fresh] = environments.try_emplace(r.environment_id);
+    if (fresh) {
+      for (const SqlRow& e :
+           db_->query("SELECT field, value FROM environments WHERE environment_id = ?",
+                      {r.environment_id})) {
+        env->second[sql_text(e[0])] = sql_text(e[1]);
+      }
     }
+    r.environment = env->second;
   }
   return out;
 }

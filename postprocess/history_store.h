@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -50,7 +51,9 @@ struct HistoryRun {
   std::map<std::string, std::string> environment;
   std::string environment_id;
   std::map<std::string, std::string> labels;  // --label NAME=VALUE
-  std::string config_json;                    // every config key, one JSON object
+  // Every config key, one JSON object (bench-extract's config columns); stored once per config
+  // hash; "" when the attempt's config is not known.
+  std::string config_json;
   std::vector<HistoryMetric> metrics;
   std::string ingested;  // when the store got it (ISO 8601 UTC)
 };
@@ -96,6 +99,8 @@ class HistoryStore {
   explicit HistoryStore(std::unique_ptr<Database> db) : db_(std::move(db)) {}
   void migrate();
   std::unique_ptr<Database> db_;
+  std::set<std::string> environments_;            // ids this process has stored
+  std::map<size_t, std::string> metric_inserts_;  // INSERT of N metric rows, by N
 };
 
 // "2026-11-20" -> "2026-11-20T00:00:00Z"; an ISO 8601 UTC time as it is; Error(kInput) naming

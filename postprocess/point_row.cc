@@ -574,44 +574,25 @@ void mark_target(std::map<std::string, Value>* row) {
 // One point's row, and what went wrong reading it.
 // `unread`: why the rank files were not read (their reader crashed or hung on them); the row is
 // then built from what else the directory says, and is incomplete.
-const std::vector<std::string>& environment_columns() {
-  static const std::vector<std::string> columns = {
-      "hosts",           "torch_version",      "cuda_version",      "nccl_version",
-      "mpi_version",     "sweepbench_version", "container_runtime", "container_image",
-      "container_digest"};
-  return columns;
-}
-
-namespace {
-
-void environment_cells(const std::vector<RankResult>& ranks, std::map<std::string, Value>* row) {
-  std::set<std::string> hosts;
-  for (const RankResult& r : ranks) {
-    if (!r.hostname.empty()) hosts.insert(r.hostname);
-  }
-  if (!hosts.empty()) {
-    (*row)["hosts"] =
-        Value::string(join(std::vector<std::string>(hosts.begin(), hosts.end()), ","));
-  }
-  const RankResult& lead = ranks.front();
-  for (const auto& [column, text] :
-       std::initializer_list<std::pair<const char*, const std::string*>>{
-           {"torch_version", &lead.torch_version},
-           {"cuda_version", &lead.cuda_version},
-           {"nccl_version", &lead.nccl_version},
-           {"mpi_version", &lead.mpi_version},
-           {"sweepbench_version", &lead.sweepbench_version},
-           {"container_runtime", &lead.container_runtime},
-           {"container_image", &lead.container_image},
-           {"container_digest", &lead.container_digest}}) {
-    if (!text->empty()) (*row)[column] = Value::string(*text);
+void config_cells(const Value& config, std::map<std::string, Value>* row) {
+  // A section only one workload reads (infer.*, train.*) stays empty for the others.
+  const Value* benchmark = config.find_path("benchmark");
+  for (const KeySpec& k : Schema::get().keys()) {
+    if (benchmark != nullptr && benchmark->is_string() && !k.applies_to(benchmark->as_string())) {
+      continue;
+    }
+    const Value* v = config.find_path(k.path);
+    if (v == nullptr) continue;
+    if (k.type == KeyType::kFreeMap) {
+      for (const Value::Entry& e : v->entries()) (*row)[k.path + "." + e.key] = e.value;
+    } else {
+      (*row)[k.path] = *v;
+    }
   }
 }
-
-}  // namespace
 
 ExtractedPoint extract_point(const std::string& d, Manifests& manifests, double price_per_hour,
-                             const std::string& unread, Series series, bool environment) {
+                             const std::string& unread, Series series) {
   ExtractedPoint out;
   std::map<std::string, Value>& row = out.row;
   std::vector<std::string>& warnings = out.warnings;
@@ -665,9 +646,8 @@ ExtractedPoint extract_point(const std::string& d, Manifests& manifests, double 
     }
     for (const fs::path& f : files) {
       // The sampler's times are read only for the system series.
-      RankRead read = read_rank_file(f.string(), series == Series::kSystem || environment
-                                                     ? RankReadScope::kAll
-                                                     : RankReadScope::kSummary);
+      RankRead read = read_rank_file(
+          f.string(), series == Series::kSystem ? RankReadScope::kAll : RankReadScope::kSummary);
       for (const std::string& p : read.problems) warnings.push_back(f.string() + ": " + p);
       std::string name = f.filename().string();
       if (!read.result) {
@@ -736,23 +716,7 @@ ExtractedPoint extract_point(const std::string& d, Manifests& manifests, double 
       } catch (const std::exception&) {
       }
     }
-    if (config) {
-      // A section only one workload reads (infer.*, train.*) stays empty for the others.
-      const Value* benchmark = config->find_path("benchmark");
-      for (const KeySpec& k : Schema::get().keys()) {
-        if (benchmark != nullptr && benchmark->is_string() &&
-            !k.applies_to(benchmark->as_string())) {
-          continue;
-        }
-        const Value* v = config->find_path(k.path);
-        if (v == nullptr) continue;
-        if (k.type == KeyType::kFreeMap) {
-          for (const Value::Entry& e : v->entries()) row[k.path + "." + e.key] = e.value;
-        } else {
-          row[k.path] = *v;
-        }
-      }
-    }
+    if (config) config_cells(*config, &row);
 
     // Status: decided as `bench-sweep status` decides it (layout/point_status.h), from
     // status.json, the claim, summary.json and the rank files, with what reading them found.
@@ -821,7 +785,6 @@ ExtractedPoint extract_point(const std::string& d, Manifests& manifests, double 
       }
       if (!ranks.front().start_time.empty())
         row["started"] = Value::string(ranks.front().start_time);
-      if (environment) environment_cells(ranks, &row);
       // Million tokens an hour: trained tokens, or generated ones for inference.
       double mt_per_hour = 0;
       const bool infer = ranks.front().benchmark == "infer";

@@ -58,17 +58,15 @@ inline constexpr const char* kStepBatchMeans = "step_time_batch_means_s";
 // <metric>_ref, _ref_low, _ref_high, _ref_pass. The row's `reference` is pass or miss.
 std::vector<std::string> reference_columns(const std::string& metric);
 
+// A point's config (its config.yaml) as the row's cells: every key of the schema the point's
+// benchmark reads, dotted ("train.micro_batch"), a free-form map's entries one cell each
+// ("params.i").
+void config_cells(const Value& config, std::map<std::string, Value>* row);
+
 // One point's row, and what went wrong reading it. `unread`: why the rank files were not read
 // (their reader crashed or hung on them); the row is then built from what else the directory
 // says, and is incomplete.
-// `environment`: also the columns of environment_columns() (every rank file read whole).
 ExtractedPoint extract_point(const std::string& dir, Manifests& manifests, double price_per_hour,
-                             const std::string& unread = {}, Series series = Series::kNone,
-                             bool environment = false);
-
-// What a point ran on and with, beyond device and device_name, from its rank files (a read with
-// `environment`): the hosts of its ranks (sorted, comma-separated) and rank 0's software and
-// container (results-format.md's attributes of the same names).
-const std::vector<std::string>& environment_columns();
+                             const std::string& unread = {}, Series series = Series::kNone);
 
 }  // namespace sweepbench

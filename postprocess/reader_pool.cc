@@ -231,8 +231,7 @@ void send_record(int fd, const std::string& body) {
 
 // A reader process: points first, first + jobs, ... to `fd`, then exits.
 [[noreturn]] void reader_process(const std::vector<std::string>& dirs, size_t first, size_t jobs,
-                                 Manifests& manifests, double price, Series series,
-                                 bool environment, int fd) {
+                                 Manifests& manifests, double price, Series series, int fd) {
 #ifdef SWEEPBENCH_ASAN
   // Under a fuzzer this process is a copy of it, whose death callback would record HDF5 crashing
   // on a damaged file here as a crash of the fuzzer: it is only this reader's end.
@@ -240,8 +239,7 @@ void send_record(int fd, const std::string& body) {
 #endif
   try {
     for (size_t i = first; i < dirs.size(); i += jobs) {
-      send_record(fd,
-                  encode_point(extract_point(dirs[i], manifests, price, {}, series, environment)));
+      send_record(fd, encode_point(extract_point(dirs[i], manifests, price, {}, series)));
     }
   } catch (const Error& e) {
     std::string body(1, kErrorRecord);
@@ -320,8 +318,7 @@ class ReaderPool {
     if (!lost.empty()) {
       stop(w);
       start_after(w, i);
-      return extract_point(dirs_[i], manifests_, o_.price_per_hour, lost, o_.series,
-                           o_.environment);
+      return extract_point(dirs_[i], manifests_, o_.price_per_hour, lost, o_.series);
     }
     if (body.size() > 1 && body[0] == kErrorRecord) {
       std::string message = body.substr(2);
@@ -366,8 +363,7 @@ class ReaderPool {
       for (int fd : fds_) {
         if (fd >= 0) ::close(fd);
       }
-      reader_process(dirs_, first, jobs_, manifests_, o_.price_per_hour, o_.series, o_.environment,
-                     pipe_fds[1]);
+      reader_process(dirs_, first, jobs_, manifests_, o_.price_per_hour, o_.series, pipe_fds[1]);
     }
     ::close(pipe_fds[1]);
     if (pid < 0) {

@@ -155,7 +155,7 @@ std::optional<PointRecord> read_point_record(const std::string& point_dir) {
   if (!text) return std::nullopt;
   Value v;
   try {
-    v = parse_yaml(*text, path);
+    v = parse_own_yaml(*text, path);
   } catch (const Error& e) {
     throw Error(ErrorKind::kIo, Mark::in(path), "", "cannot be read: " + e.message(),
                 "it is written atomically, so something else wrote it; move it away");

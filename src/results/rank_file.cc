@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <initializer_list>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -413,6 +415,24 @@ void write_summary_file(const std::string& out_dir, const RankResult& r, const s
   root.set("world_size", Value::integer(r.world_size));
   // Where it ran, for the sweep's performance references keyed by device (sweep/references.h).
   if (!r.device_name.empty()) root.set("device_name", Value::string(r.device_name));
+  // What it ran on and with, for the history store (docs/history.md): rank 0's, the fields
+  // known.
+  Value environment = Value::map();
+  for (const auto& [name, text] : std::initializer_list<std::pair<const char*, const std::string*>>{
+           {"hostname", &r.hostname},
+           {"device", &r.device_type},
+           {"device_name", &r.device_name},
+           {"torch_version", &r.torch_version},
+           {"cuda_version", &r.cuda_version},
+           {"nccl_version", &r.nccl_version},
+           {"mpi_version", &r.mpi_version},
+           {"sweepbench_version", &r.sweepbench_version},
+           {"container_runtime", &r.container_runtime},
+           {"container_image", &r.container_image},
+           {"container_digest", &r.container_digest}}) {
+    if (!text->empty()) environment.set(name, Value::string(*text));
+  }
+  root.set("environment", environment);
   for (const Value::Entry& e : extra.entries()) root.set(e.key, e.value);
   Value values = Value::map();
   Value units = Value::map();

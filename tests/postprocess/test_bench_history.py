@@ -114,7 +114,7 @@ class Ingest(HistoryCase):
         self.assertEqual(newest[0]["attempt"], 2)
         # The environment each run ran in, and one id for runs in the same one.
         with sqlite3.connect(self.store) as db:
-            fields = dict(db.execute("SELECT field, value FROM run_environment LIMIT 20").fetchall())
+            fields = dict(db.execute("SELECT field, value FROM environments LIMIT 20").fetchall())
             ids = {row[0] for row in db.execute("SELECT environment_id FROM runs WHERE status = 'ok'")}
         self.assertEqual(fields["host"], os.uname().nodename)
         self.assertIn("sweepbench_version", fields)
@@ -159,7 +159,7 @@ class Killed(HistoryCase):
                 json.dump(record, f)
         kills = 0
         for _ in range(3):
-            p = subprocess.Popen([BENCH_HISTORY, "ingest", tree, "--store", self.store, "-j", "1"],
+            p = subprocess.Popen([BENCH_HISTORY, "ingest", tree, "--store", self.store],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             # Kill it once it has stored some runs and not all.
             deadline = time.time() + 120
