@@ -423,6 +423,10 @@ int run_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
                                                    "Rerun points that failed or ran out of memory")(
       "jobs,j", po::value<std::string>()->default_value("1"),
       "Points at once, each on CPUs and GPUs of its own: a number, or auto (as many as fit)")(
+      "history", po::value<std::string>(),
+      "Then record the sweep's finished points in this history store (bench-history ingest; "
+      "docs/history.md)")("history-label", po::value<std::vector<std::string>>()->composing(),
+                          "NAME=VALUE on the runs recorded (repeatable)")(
       "orphan-wait", po::value<double>()->default_value(600),
       "Seconds to wait for the processes a killed runner left running a point (they stop after "
       "their step) before reporting it running (orphaned) and going on; 0: no wait");
@@ -434,6 +438,10 @@ int run_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     return kExitOk;
   }
   if (lacks_sweep_or_out("run", vm, err)) return kExitUsage;
+  const HistoryHook history =
+      history_hook_of(vm.count("history") ? vm["history"].as<std::string>() : "",
+                      vm.count("history-label") ? vm["history-label"].as<std::vector<std::string>>()
+                                                : std::vector<std::string>{});
   SweepSpec spec = load_sweep_file(vm["sweep"].as<std::string>());
   Plan plan = plan_sweep(spec, plan_options_of(vm));
   warn_unused_references(plan, err);
@@ -466,6 +474,11 @@ int run_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     write_plan_locked(plan, run.out_dir, out, in_slurm_array_task() ? &selected : nullptr);
   }
   RunReport report = run_sweep(plan, run, LaunchSite::detect(), out);
+  // An array task leaves the store alone: `submit --history` ingests once after the arrays.
+  if (history.wanted() && !run.dry_run && report.stop_signal == 0 && !in_slurm_array_task()) {
+    out.flush();
+    ingest_after_run(run.out_dir, history, err);
+  }
   if (report.stop_signal != 0) return kExitStopped;
   if (run.dry_run) return kExitOk;
   if (!report.unusable.empty()) return kExitIo;
@@ -487,7 +500,12 @@ int run_submit(const std::vector<std::string>& args, std::ostream& out, std::ost
       "points-per-job", po::value<std::string>()->default_value("1"),
       "Points each array task runs: a number, or auto (from their measured time and the time "
       "limit)")("jobs,j", po::value<std::string>()->default_value("1"),
-                "Points at once in each task (bench-sweep run --jobs): a number, or auto");
+                "Points at once in each task (bench-sweep run --jobs): a number, or auto")(
+      "history", po::value<std::string>(),
+      "Also submit a job after the arrays that records the sweep's finished points in this "
+      "history store (docs/history.md)")("history-label",
+                                         po::value<std::vector<std::string>>()->composing(),
+                                         "NAME=VALUE on the runs recorded (repeatable)");
   add_program_options(desc, "the jobs run");
   po::variables_map vm = parse_with_sweep(args, desc);
   if (vm.count("help")) {
@@ -510,6 +528,10 @@ int run_submit(const std::vector<std::string>& args, std::ostream& out, std::ost
   submit.retry_failed = vm.count("retry-failed") > 0;
   submit.dry_run = vm.count("dry-run") > 0;
   submit.max_parallel = vm["max-parallel"].as<long>();
+  submit.history =
+      history_hook_of(vm.count("history") ? vm["history"].as<std::string>() : "",
+                      vm.count("history-label") ? vm["history-label"].as<std::vector<std::string>>()
+                                                : std::vector<std::string>{});
   submit.jobs = parse_jobs(vm["jobs"].as<std::string>());
   if (std::string k = vm["points-per-job"].as<std::string>(); k == "auto") {
     submit.points_per_job = 0;

@@ -483,6 +483,33 @@ SubmitReport submit_sweep(const Plan& plan, const SubmitOptions& o, std::ostream
     report.submitted_points += job.points.size();
     out << "submitted job " << id << " (array of " << job.tasks() << ", script " << path << ")\n";
   }
+  if (o.history.wanted()) {
+    // One job after every array ingests the sweep: the tasks never touch the store.
+    std::vector<std::string> shared;
+    for (const std::string& option : arrays.front().options) {
+      for (const char* kept : {"--partition=", "--account=", "--qos="}) {
+        if (option.rfind(kept, 0) == 0) shared.push_back(option);
+      }
+    }
+    std::string path = o.dry_run ? (submit_dir / (stamp + "-history.sbatch")).string()
+                                 : unique_script_path(submit_dir, stamp + "-history");
+    std::string header = "# Written by `bench-sweep submit` at " + utc_now_iso8601() +
+                         ": records the finished points of sweep " + plan.info().sweep_name +
+                         " in the history store once its arrays have ended (docs/history.md).\n";
+    std::vector<std::string> ids = report.job_ids;
+    if (o.dry_run) ids = {"JOBID"};
+    std::string script =
+        history_job_script(history_ingest_argv(o.bench_sweep, root.string(), o.history), ids,
+                           shared, log_dir.string(), header);
+    if (o.dry_run) {
+      out << "# ---- " << path << " ----\n" << script << "# ---- end ----\n";
+    } else {
+      write_file_atomic(path, script);
+      std::string id = slurm_submit(path);
+      out << "submitted job " << id << " (after the arrays: records the sweep in "
+          << o.history.store << ", script " << path << ")\n";
+    }
+  }
   if (!o.dry_run) {
     out << "# " << plural(report.submitted_points, "point") << " in "
         << plural(report.job_ids.size(), "job array") << "; follow with `bench-sweep status --out "

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "launch/history_hook.h"
 #include "sweep/expand.h"
 
 namespace sweepbench {
@@ -34,6 +35,8 @@ struct SubmitOptions {
   // (bench-sweep run --jobs; kJobsAuto: as many as the job's nodes hold).
   long points_per_job = 1;
   int jobs = 1;
+  // --history: one more job, after the arrays (afterany), ingests the sweep into the store.
+  HistoryHook history;
 };
 
 // One array job: the #SBATCH options its points share, and its points in task order; task i

@@ -174,5 +174,34 @@ TEST(SlurmTime, ParsesEveryFormAndWritesDaysHoursMinutes) {
   EXPECT_EQ(slurm_time_text(86400 + 3600), "1-01:00:00");
 }
 
+// The job after the arrays that records the sweep in the history store: its whole text, every
+// value quoted once on the exec line, the log directory's % doubled.
+TEST(HistoryJob, ScriptIsExactAndQuotesHostileValuesOnce) {
+  HistoryHook hook = history_hook_of("/data/my store.sqlite", {"note=it's $(id)", "commit=abc"});
+  std::vector<std::string> argv = history_ingest_argv("", "/runs/x", hook);
+  EXPECT_THAT(argv,
+              ElementsAre("bench-history", "ingest", "/runs/x", "--store", "/data/my store.sqlite",
+                          "--label", "commit=abc", "--label", "note=it's $(id)"));
+  EXPECT_EQ(
+      history_job_script(argv, {"12", "13"}, {"--partition=gpu"}, "/runs/x%y/logs", "# header\n"),
+      "#!/bin/bash\n# header\n#SBATCH --partition=gpu\n#SBATCH --ntasks=1\n"
+      "#SBATCH --time=30:00\n#SBATCH --dependency=afterany:12:13\n"
+      "#SBATCH --output=/runs/x%%y/logs/%j-history.out\nset -eu\n"
+      "exec bench-history ingest /runs/x --store '/data/my store.sqlite' --label "
+      "'commit=abc' --label 'note=it'\\''s $(id)'\n");
+}
+
+TEST(HistoryJob, BadStoresAndLabelsAreRefusedBeforeAnythingIsSubmitted) {
+  EXPECT_THROW(history_hook_of("a\nb", {}), Error);
+  EXPECT_THROW(history_hook_of("s.sqlite", {"no-equals"}), Error);
+  EXPECT_THROW(history_hook_of("s.sqlite", {"a b=1"}), Error);
+  EXPECT_THROW(history_hook_of("s.sqlite", {"x=line\nbreak"}), Error);
+  EXPECT_THROW(history_hook_of("", {"commit=abc"}), Error);  // a label without a store
+  EXPECT_FALSE(history_hook_of("", {}).wanted());
+  // A relative path is made absolute: the history job runs in another directory.
+  EXPECT_EQ(history_hook_of("h.sqlite", {}).store.front(), '/');
+  EXPECT_EQ(history_hook_of("sqlite:h.sqlite", {}).store, "sqlite:h.sqlite");
+}
+
 }  // namespace
 }  // namespace sweepbench

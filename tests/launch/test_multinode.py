@@ -156,6 +156,64 @@ class TwoNodes(ClusterCase):
         self.cluster.wait_until_idle()
         self.assert_all_ok_on_both_nodes(out, 2)
 
+    def test_submit_history_stores_each_attempt_once_also_when_a_task_is_killed(self):
+        # Six command points as array tasks on both nodes, and a job after them that ingests the
+        # sweep (submit --history). Point i=3 sleeps until its task is cancelled: a killed task.
+        flag = os.path.join(self.tmp, "slow")
+        open(flag, "w").close()
+        path = command_sweep(self.tmp, "hist", f'if [ {{params.i}} = 3 ] && [ -e {flag} ]; then '
+                             'sleep 300; fi; echo "value {params.i}"', [1, 2, 3, 4, 5, 6])
+        out = os.path.join(self.tmp, "out")
+        store = os.path.join(self.tmp, "history.sqlite")
+        self.bench_sweep("submit", path, "--out", out, "--history", store,
+                         "--history-label", "commit=one")
+        array = read_json(os.path.join(out, "manifest.json"))["jobs"][0]["job_id"]
+        slow = [t for t in self.tags(out) if t.startswith("i=3")][0]
+
+        def others_done_and_slow_running():
+            done = 0
+            for tag in self.tags(out):
+                status = os.path.join(out, tag, "status.json")
+                if tag != slow and os.path.exists(status) and read_json(status)["status"] == "ok":
+                    done += 1
+            return done == 5 and os.path.exists(os.path.join(out, slow, ".claim"))
+        self.wait_for(others_done_and_slow_running, 240, "five points ok and i=3 running")
+        self.cluster.run("scancel", f"{array}_2")
+        self.cluster.wait_until_idle(240)
+        self.assertEqual(read_json(os.path.join(out, slow, "status.json"))["status"], "cancelled")
+
+        def stored(sql):
+            import sqlite3
+            with sqlite3.connect(store) as db:
+                return db.execute(sql).fetchall()
+        logs = ""
+        for log in glob.glob(os.path.join(out, "submit", "logs", "*-history.out")):
+            with open(log) as f:
+                logs += f.read()
+        self.assertEqual(stored("SELECT count(*) FROM runs"), [(6,)], logs)
+        self.assertEqual(stored("SELECT status, count(*) FROM runs GROUP BY status"),
+                         [("cancelled", 1), ("ok", 5)])
+        # The runs ran on both nodes, and say so.
+        hosts = {h for (h,) in stored("SELECT DISTINCT value FROM environments "
+                                      "WHERE field = 'hostname'")}
+        self.assertEqual(hosts, {"n1", "n2"})
+
+        # Submitted again: the cancelled point reruns (attempt 2) and the next job stores it.
+        os.unlink(flag)
+        self.bench_sweep("submit", path, "--out", out, "--history", store,
+                         "--history-label", "commit=two")
+        self.cluster.wait_until_idle(240)
+        self.assertEqual(stored("SELECT count(*) FROM runs"), [(7,)])
+        self.assertEqual(stored(f"SELECT attempt, status FROM runs WHERE tag = '{slow}' "
+                                "ORDER BY attempt"), [(1, "cancelled"), (2, "ok")])
+        self.assertEqual(stored("SELECT value FROM run_labels r JOIN runs USING (run_key) "
+                                f"WHERE tag = '{slow}' ORDER BY attempt"), [("one",), ("two",)])
+        # By hand once more: nothing twice.
+        r = subprocess.run([os.path.join(BIN, "bench-history"), "ingest", out, "--store", store],
+                           capture_output=True, text=True, check=True)
+        self.assertIn("0 new run(s) stored", r.stderr)
+        self.assertIn("7 already there", r.stderr)
+
     def test_sbatch_sweep_sh_runs_two_node_points(self):
         s = sweep_file(self.tmp, "batch")
         out = os.path.join(self.tmp, "out")
