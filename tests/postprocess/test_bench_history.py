@@ -120,6 +120,26 @@ class Ingest(HistoryCase):
         self.assertIn("sweepbench_version", fields)
         self.assertEqual(len(ids), 1)
 
+    def test_bench_sweep_run_history_stores_the_sweep_as_it_ends(self):
+        path = command_sweep(self.tmp, "hooked", 'echo "value {params.i}"', [1, 2])
+        out = os.path.join(self.tmp, "hooked")
+        r = bench_sweep("run", path, "-o", out, "--history", self.store, "--history-label",
+                        "commit=c0ffee", check=0)
+        self.assertIn("2 new run(s) stored", r.stderr)
+        self.assertEqual(self.count("SELECT count(*) FROM run_labels WHERE value = 'c0ffee'"), 2)
+        # Run again: every point is kept, nothing is stored twice.
+        r = bench_sweep("run", path, "-o", out, "--history", self.store, check=0)
+        self.assertIn("0 new run(s) stored", r.stderr)
+        # A store that cannot be written warns and names the command; the run's exit is its own.
+        not_a_store = os.path.join(self.tmp, "notes.txt")
+        with open(not_a_store, "w") as f:
+            f.write("notes\n" * 500)
+        r = bench_sweep("run", path, "-o", out, "--history", not_a_store, check=0)
+        self.assertIn("bench-sweep: warning: --history: bench-history ended with exit code 4", r.stderr)
+        self.assertIn(f"bench-history ingest {out} --store {not_a_store}", r.stderr)
+        r = bench_sweep("run", path, "-o", out, "--history-label", "commit=x", check=2)
+        self.assertIn("--history-label: error: labels runs in a history store", r.stderr)
+
     def test_an_unfinished_point_waits_for_a_later_ingest(self):
         _, out = self.sweep("later", 'echo "value {params.i}"', [1, 2])
         point = sorted(t for t in os.listdir(out) if t.startswith("i=2"))[0]
