@@ -559,6 +559,8 @@ threshold, 9 when one could not be judged.
 
 Options)";
 
+}  // namespace
+
 double parse_fraction(const std::string& text, const std::string& option) {
   std::string t = text;
   bool percent = !t.empty() && t.back() == '%';
@@ -570,8 +572,6 @@ double parse_fraction(const std::string& text, const std::string& option) {
   }
   return percent ? *v / 100 : *v;
 }
-
-}  // namespace
 
 int bench_compare_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description desc;

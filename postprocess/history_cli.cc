@@ -16,6 +16,7 @@
 #include "core/text.h"
 #include "core/value.h"
 #include "postprocess/extract.h"
+#include "postprocess/history_check.h"
 #include "postprocess/history_ingest.h"
 #include "postprocess/history_store.h"
 #include "postprocess/tool_main.h"
@@ -32,11 +33,15 @@ const char* const kUsage = R"(bench-history: every finished point remembered acr
 usage: bench-history ingest PATH... [--store URL] [--label NAME=VALUE]...
        bench-history runs   [--store URL] [filters] [--format F] [-o OUT]
        bench-history series METRIC [--store URL] [filters] [--format F] [-o OUT]
+       bench-history check  [--store URL] [filters] [--metric M]... [--fail-on M:PCT]...
 
 ingest   records every finished attempt under PATH (results trees, points) in the store, once:
          a second ingest of the same tree adds nothing
 runs     the stored runs, oldest first: when, what, how it ended, where
 series   one metric over time: each run's value and 95% interval, and its environment
+check    the changes in each configuration's metrics over time, false alarms held at --fdr,
+         each with its size, its interval, since when, and what changed in the environment;
+         --fail-on METRIC:PCT exits 8 when METRIC's latest change is worse beyond PCT
 
 The store: --store, else $SWEEPBENCH_HISTORY, else ~/.local/share/sweepbench/history.sqlite.
 A URL sqlite:PATH or a path is an SQLite file; keep it on a local disk (docs/history.md).
@@ -327,6 +332,102 @@ int series_main(const std::vector<std::string>& args, std::ostream& out, std::os
       &positional);
 }
 
+int check_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  po::options_description desc("bench-history check options");
+  desc.add_options()("help,h", "Show this help")(
+      "metric", po::value<std::vector<std::string>>()->composing(),
+      "Only these metrics (repeatable; default: those with intervals, and commands' declared "
+      "ones)")("fdr", po::value<double>()->default_value(0.05),
+               "The share of reported changes that may be noise (Benjamini-Hochberg)")(
+      "min-runs", po::value<int>()->default_value(3),
+      "Runs on each side of a change found within one environment")(
+      "fail-on", po::value<std::vector<std::string>>()->composing(),
+      "METRIC:PCT: exit 8 when METRIC's latest change is worse by more than PCT (repeatable)");
+  add_store_option(desc);
+  add_filter_options(desc);
+  return run_tool(
+      "bench-history", args, desc, kUsage, out, err, [&](const po::variables_map& vm) -> int {
+        HistoryFilter f = filter_of(vm);
+        CheckOptions o;
+        if (vm.count("metric")) o.metrics = vm["metric"].as<std::vector<std::string>>();
+        o.fdr = vm["fdr"].as<double>();
+        if (!(o.fdr > 0 && o.fdr < 1)) {
+          throw Error::input(Mark::in("--fdr"), "", "must be between 0 and 1", "0.05 is usual");
+        }
+        const int min_runs = vm["min-runs"].as<int>();
+        if (min_runs < 1 || min_runs > 1000) {
+          throw Error::input(Mark::in("--min-runs"), "", "must be from 1 to 1000");
+        }
+        o.min_runs = static_cast<size_t>(min_runs);
+        if (vm.count("fail-on")) {
+          for (const std::string& text : vm["fail-on"].as<std::vector<std::string>>()) {
+            const size_t colon = text.rfind(':');
+            if (colon == std::string::npos || colon == 0) {
+              throw Error::input(Mark::in("--fail-on " + text), "", "is not METRIC:PCT",
+                                 "write e.g. train_tokens_per_second:5%");
+            }
+            o.fail_on.push_back(
+                {text.substr(0, colon), parse_fraction(text.substr(colon + 1), "--fail-on")});
+          }
+        }
+        HistoryStore store = open_store(vm);
+        resolve_config_hash(store, vm, &f);
+        const std::vector<HistoryRun> runs = store.runs(f);
+        for (const FailOn& g : o.fail_on) {
+          const bool known = std::any_of(runs.begin(), runs.end(), [&](const HistoryRun& r) {
+            return std::any_of(r.metrics.begin(), r.metrics.end(),
+                               [&](const HistoryMetric& m) { return m.name == g.metric; });
+          });
+          if (!known) {
+            throw Error::input(Mark::in("--fail-on " + g.metric), "",
+                               "no stored run asked for has this metric",
+                               "name a metric of `bench-history series`, or widen "
+                               "the filters");
+          }
+          if (!o.metrics.empty() &&
+              std::find(o.metrics.begin(), o.metrics.end(), g.metric) == o.metrics.end()) {
+            o.metrics.push_back(g.metric);
+          }
+        }
+        CheckResult result = check_history(runs, o);
+        std::vector<std::map<std::string, Value>> rows;
+        for (const HistoryChange& c : result.changes) {
+          auto& row = rows.emplace_back();
+          row["metric"] = Value::string(c.metric);
+          row["verdict"] = Value::string(c.worse ? "worse" : "better");
+          row["change"] = Value::real(c.change);
+          row["change_low"] = Value::real(c.low);
+          row["change_high"] = Value::real(c.high);
+          row["since"] = Value::string(c.since);
+          row["before"] = Value::real(c.before);
+          row["after"] = Value::real(c.after);
+          row["unit"] = text_or_null(c.unit);
+          row["p"] = Value::real(c.p);
+          row["runs_before"] = Value::integer(static_cast<std::int64_t>(c.runs_before));
+          row["runs_after"] = Value::integer(static_cast<std::int64_t>(c.runs_after));
+          row["latest"] = Value::boolean(c.latest);
+          row["environment_change"] = text_or_null(c.environment);
+          row["labels_change"] = text_or_null(c.labels);
+          row["sweep"] = Value::string(c.sweep);
+          row["tag"] = Value::string(c.tag);
+          row["config_hash"] = Value::string(c.config_hash);
+          row["what"] = Value::string(c.what());
+        }
+        err << "bench-history check: " << result.series << " series of " << result.runs
+            << " ok run(s), " << result.tests << " test(s): " << result.changes.size()
+            << " change(s) at a false discovery rate of " << format_float_repr(o.fdr) << "\n";
+        for (const HistoryChange& c : result.changes) {
+          if (c.worse && c.latest) err << "bench-history check: worse: " << c.what() << "\n";
+        }
+        print_rows(vm,
+                   {"metric", "verdict", "change", "change_low", "change_high", "since", "before",
+                    "after", "unit", "p", "runs_before", "runs_after", "latest",
+                    "environment_change", "labels_change", "sweep", "tag", "config_hash", "what"},
+                   rows, out);
+        return check_exit_code(result, o.fail_on);
+      });
+}
+
 }  // namespace
 
 int bench_history_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -335,13 +436,14 @@ int bench_history_main(const std::vector<std::string>& args, std::ostream& out, 
   if (command == "ingest") return ingest_main(rest, out, err);
   if (command == "runs") return runs_main(rest, out, err);
   if (command == "series") return series_main(rest, out, err);
+  if (command == "check") return check_main(rest, out, err);
   if (command == "-h" || command == "--help") {
     out << kUsage;
     return kExitOk;
   }
   err << "bench-history: error: "
       << (command.empty() ? "no command given" : "'" + command + "' is not a command")
-      << "; the commands are ingest, runs and series (bench-history --help)\n";
+      << "; the commands are ingest, runs, series and check (bench-history --help)\n";
   return kExitUsage;
 }
 

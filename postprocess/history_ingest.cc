@@ -72,6 +72,7 @@ std::string text_at(const Value* map, const char* key) {
 // where), its summary.json (rank 0's metrics, units and environment) and the point's config.yaml
 // when it is the attempt's (the same config hash): no rank file is opened.
 HistoryRun run_from_files(const Attempt& a, const std::string& config_json,
+                          const std::string& series_key,
                           const std::map<std::string, std::string>& labels,
                           std::vector<std::string>* warnings) {
   HistoryRun r;
@@ -90,6 +91,7 @@ HistoryRun run_from_files(const Attempt& a, const std::string& config_json,
   r.results_dir = fs::absolute(a.dir).lexically_normal().string();
   r.labels = labels;
   r.config_json = config_json;
+  r.series_key = series_key;
 
   const std::optional<Value> summary =
       read_tree_file((fs::path(a.dir) / kSummaryFile).string(), warnings);
@@ -269,15 +271,23 @@ IngestReport ingest_results(HistoryStore& store, const std::vector<std::string>&
   std::vector<std::string> file_warnings;
   // A configuration's cells are made once (repeats and attempts share them); one whose
   // config.yaml is not the attempt's is looked for again at the next point.
-  std::map<std::string, std::string> configs;  // config hash -> JSON
+  struct Known {
+    std::string json, series_key;
+  };
+  std::map<std::string, Known> configs;  // by config hash
   std::vector<HistoryRun> batch;
   for (const Attempt* a : fresh) {
     auto at = configs.find(a->record.config_hash);
     if (at == configs.end()) {
       std::string json = config_json_of(a->point_dir, a->record.config_hash, &file_warnings);
-      if (!json.empty()) at = configs.emplace(a->record.config_hash, std::move(json)).first;
+      if (!json.empty()) {
+        std::string key = history_series_key(json);
+        at = configs.emplace(a->record.config_hash, Known{std::move(json), std::move(key)}).first;
+      }
     }
-    batch.push_back(run_from_files(*a, at == configs.end() ? std::string() : at->second,
+    const bool have_config = at != configs.end();
+    batch.push_back(run_from_files(*a, have_config ? at->second.json : std::string(),
+                                   have_config ? at->second.series_key : std::string(),
                                    options.labels, &file_warnings));
     if (batch.size() >= options.batch) {
       report.added += store.record(batch);

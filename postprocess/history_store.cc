@@ -31,6 +31,7 @@ CREATE TABLE runs (
   sweep TEXT NOT NULL,
   tag TEXT NOT NULL,
   config_hash TEXT NOT NULL,
+  series_key TEXT NOT NULL,
   benchmark TEXT NOT NULL,
   scenario TEXT NOT NULL,
   repeat_index BIGINT NOT NULL,
@@ -42,10 +43,13 @@ CREATE TABLE runs (
   seconds DOUBLE PRECISION,
   results_dir TEXT NOT NULL,
   environment_id TEXT NOT NULL,
-  ingested TEXT NOT NULL
+  ingested TEXT NOT NULL,
+  seq BIGINT NOT NULL
 );
 CREATE INDEX runs_by_config ON runs (config_hash, started);
-CREATE INDEX runs_by_started ON runs (started);
+CREATE INDEX runs_by_series ON runs (series_key, started);
+CREATE INDEX runs_by_started ON runs (started, seq);
+CREATE INDEX runs_by_seq ON runs (seq);
 CREATE INDEX runs_by_sweep ON runs (sweep, started);
 CREATE TABLE configs (
   config_hash TEXT PRIMARY KEY,
@@ -100,6 +104,18 @@ std::string history_run_key(const std::string& sweep, const std::string& tag, st
     text += '\0';
   }
   return sha256_hex(text).substr(0, 32);
+}
+
+std::string history_series_key(const std::string& config_json) {
+  const Value config = parse_own_yaml(config_json, "a config");
+  Value kept = Value::map();
+  if (config.is_map()) {
+    for (const Value::Entry& e : config.entries()) {
+      if (e.key.rfind("container.", 0) == 0 || e.key == "launch.setup") continue;
+      kept.set(e.key, e.value);
+    }
+  }
+  return sha256_hex(emit_json(kept, -1, true)).substr(0, 16);
 }
 
 std::string history_environment_id(const std::map<std::string, std::string>& environment) {
@@ -196,17 +212,22 @@ size_t HistoryStore::record(const std::vector<HistoryRun>& runs) {
   size_t added = 0;
   const std::string ingested = now_utc();
   Transaction tx(*db_);
+  // The order runs reached the store in: status.json's times are whole seconds, and runs of
+  // one second are ordered by it (each ingest, and each tree's walk, in the order they ran).
+  std::int64_t seq = sql_integer(db_->query("SELECT COALESCE(MAX(seq), 0) FROM runs").at(0).at(0));
   for (const HistoryRun& r : runs) {
     const std::int64_t inserted = db_->exec(
-        "INSERT INTO runs (run_key, sweep, tag, config_hash, benchmark, scenario, repeat_index, "
-        "attempt, status, reason, started, ended, seconds, results_dir, environment_id, "
-        "ingested) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-        "ON CONFLICT (run_key) DO NOTHING",
-        {r.run_key, r.sweep, r.tag, r.config_hash, r.benchmark, r.scenario, r.repeat, r.attempt,
-         r.status, r.reason, r.started, r.ended, real_or_null(r.seconds), r.results_dir,
-         r.environment_id, r.ingested.empty() ? ingested : r.ingested});
+        "INSERT INTO runs (run_key, sweep, tag, config_hash, series_key, benchmark, scenario, "
+        "repeat_index, attempt, status, reason, started, ended, seconds, results_dir, "
+        "environment_id, ingested, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+        "?) ON CONFLICT (run_key) DO NOTHING",
+        {r.run_key, r.sweep, r.tag, r.config_hash,
+         r.series_key.empty() ? r.config_hash : r.series_key, r.benchmark, r.scenario, r.repeat,
+         r.attempt, r.status, r.reason, r.started, r.ended, real_or_null(r.seconds), r.results_dir,
+         r.environment_id, r.ingested.empty() ? ingested : r.ingested, seq + 1});
     if (inserted == 0) continue;
     ++added;
+    ++seq;
     // A configuration is stored once, with its first run that knows it.
     if (!r.config_json.empty()) {
       db_->exec(
@@ -263,8 +284,8 @@ std::vector<HistoryRun> HistoryStore::runs(const HistoryFilter& f) {
   std::string sql =
       "SELECT run_key, sweep, tag, config_hash, benchmark, scenario, repeat_index, attempt, "
       "status, reason, started, ended, seconds, results_dir, environment_id, "
-      "(SELECT config FROM configs c WHERE c.config_hash = runs.config_hash), ingested "
-      "FROM runs WHERE 1 = 1";
+      "(SELECT config FROM configs c WHERE c.config_hash = runs.config_hash), ingested, "
+      "series_key FROM runs WHERE 1 = 1";
   std::vector<SqlValue> params;
   auto equal = [&](const char* column, const std::string& value) {
     if (value.empty()) return;
@@ -302,8 +323,7 @@ std::vector<HistoryRun> HistoryStore::runs(const HistoryFilter& f) {
     params.emplace_back(f.metric);
   }
   const bool newest = f.limit > 0 && f.config.empty();
-  sql += newest ? " ORDER BY started DESC, ended DESC, attempt DESC, run_key DESC LIMIT ?"
-                : " ORDER BY started, ended, attempt, run_key";
+  sql += newest ? " ORDER BY started DESC, seq DESC LIMIT ?" : " ORDER BY started, seq";
   if (newest) params.emplace_back(f.limit);
 
   std::vector<HistoryRun> out;
@@ -327,6 +347,7 @@ std::vector<HistoryRun> HistoryStore::runs(const HistoryFilter& f) {
     r.environment_id = sql_text(row[14]);
     r.config_json = sql_text(row[15]);
     r.ingested = sql_text(row[16]);
+    r.series_key = sql_text(row[17]);
     if (!f.config.empty()) {
       // Keys are compared as bench-extract's table shows their values (8, bf16, true); each
       // configuration is looked at once.

@@ -41,6 +41,11 @@ struct HistoryMetric {
 struct HistoryRun {
   std::string run_key;
   std::string sweep, tag, config_hash, benchmark, scenario;
+  // The series it belongs to: a hash of its config without the keys of where it ran
+  // (container.*, launch.setup), so that the same benchmark in another image or with other
+  // modules loaded continues its series, the change an environment change; the config hash
+  // where the config is not known.
+  std::string series_key;
   std::int64_t repeat = 0, attempt = 0;
   std::string status, reason;
   std::string started, ended;  // ISO 8601 UTC: text order is time order
@@ -62,6 +67,10 @@ struct HistoryRun {
 std::string history_run_key(const std::string& sweep, const std::string& tag, std::int64_t attempt,
                             const std::string& config_hash, const std::string& host,
                             std::int64_t pid, const std::string& started);
+
+// The series key of a config (bench-extract's config cells as one JSON object, see above): 16
+// hex digits.
+std::string history_series_key(const std::string& config_json);
 
 // The environment id of a set of fields: 16 hex digits, "" for none.
 std::string history_environment_id(const std::map<std::string, std::string>& environment);

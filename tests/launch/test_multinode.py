@@ -214,6 +214,32 @@ class TwoNodes(ClusterCase):
         self.assertIn("0 new run(s) stored", r.stderr)
         self.assertIn("7 already there", r.stderr)
 
+    def test_check_names_a_slower_node_as_the_environment_change(self):
+        # A point run five times on n1, then four times on n2, where it takes twice as long (a
+        # replaced node that is slower): the check finds the change and names the node.
+        path = command_sweep(self.tmp, "node", 'if [ "$(hostname)" = n2 ]; then d=0.1; else '
+                             'd=0.05; fi; s=$(date +%s%N); sleep $d; e=$(date +%s%N); '
+                             'echo "value $(( (e - s) / 1000000 ))"', [1, 2])
+        outs = []
+        for k, node in enumerate(["n1"] * 5 + ["n2"] * 4):
+            outs.append(os.path.join(self.tmp, f"run{k}"))
+            self.sbatch("-w", node, f"--output={self.tmp}/run{k}-%j.out", SWEEP_SH, path, outs[-1],
+                        "--only", "0")
+            self.cluster.wait_until_idle()
+        store = os.path.join(self.tmp, "history.sqlite")
+        history = os.path.join(BIN, "bench-history")
+        subprocess.run([history, "ingest", *outs, "--store", store], check=True,
+                       capture_output=True)
+        r = subprocess.run([history, "check", "--store", store, "--fail-on", "value:20%",
+                            "--format", "json"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 8, r.stdout + r.stderr)
+        (c,) = json.loads(r.stdout)
+        self.assertEqual((c["verdict"], c["latest"], c["runs_before"], c["runs_after"]),
+                         ("worse", True, 5, 4))
+        self.assertGreater(c["change_low"], 0.3)
+        self.assertIn("hostname n1 -> n2", c["environment_change"])
+        self.assertIn("when host n1 -> n2", c["what"])
+
     def test_sbatch_sweep_sh_runs_two_node_points(self):
         s = sweep_file(self.tmp, "batch")
         out = os.path.join(self.tmp, "out")

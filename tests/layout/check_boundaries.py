@@ -42,6 +42,7 @@ ALLOWED = {
 }
 # The files of src/results/ that make up the metrics module (no HDF5).
 METRICS_FILES = ("summary.", "rank_result.", "infer_metrics.", "statistics.", "significance.",
+                 "change_points.",
                  "pareto.", "memory_model.", "time_model.")
 # System headers by the dependency they bring, and the modules that may include them.
 SYSTEM = [

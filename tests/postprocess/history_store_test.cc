@@ -105,6 +105,17 @@ TEST(HistoryStore, KeysAreStableAndSeparateTheirFields) {
   EXPECT_NE(history_environment_id({{"a", "bc"}}), history_environment_id({{"ab", "c"}}));
 }
 
+TEST(HistoryStore, AnotherImageContinuesTheSeries) {
+  const std::string a = R"({"container.image": "/img/24.02.sif", "launch.setup": ["module load x"],
+                            "train.micro_batch": 4})";
+  const std::string b = R"({"container.image": "/img/24.10.sif", "launch.setup": [],
+                            "train.micro_batch": 4})";
+  const std::string c = R"({"container.image": "/img/24.02.sif", "train.micro_batch": 8})";
+  EXPECT_EQ(history_series_key(a), history_series_key(b));
+  EXPECT_NE(history_series_key(a), history_series_key(c));
+  EXPECT_EQ(history_series_key(a).size(), 16u);
+}
+
 TEST(HistoryStore, RefusesWhatIsNoStoreAndNamesTheFix) {
   testing::TempDir dir;
   const std::string notes = dir.write("notes.txt", std::string(4096, 'x'));

@@ -160,6 +160,58 @@ class Ingest(HistoryCase):
         self.assertEqual(self.count("SELECT count(*) FROM runs"), 2)
 
 
+class Check(HistoryCase):
+    def test_a_command_that_got_slower_is_named_with_its_size_and_the_change_beside_it(self):
+        # Point i=1 sleeps as long as a file says, i=2 always 50 ms; each prints the time it took
+        # (a real measured time, in ms). Eight sweeps at 50 ms labelled commit=a, then five at
+        # 100 ms labelled commit=b: i=1 got twice as slow at a known run (so much that a busy
+        # machine's outliers cannot hide it).
+        delay = os.path.join(self.tmp, "delay")
+        script = (f'if [ {{params.i}} = 1 ]; then d=$(cat {delay}); else d=0.05; fi; '
+                  's=$(date +%s%N); sleep $d; e=$(date +%s%N); echo "value $(( (e - s) / 1000000 ))"')
+        path = os.path.join(self.tmp, "slow.yaml")
+        with open(path, "w") as f:
+            f.write("name: slow\nbase:\n  benchmark: command\n  command:\n"
+                    f"    argv: [bash, -c, {json.dumps(script)}]\n"
+                    "    metrics:\n      - {name: value, unit: ms, regex: 'value ([0-9]+)'}\n"
+                    "axes:\n  params.i: [1, 2]\n")
+        for run, (seconds, commit) in enumerate([("0.05", "a")] * 8 + [("0.1", "b")] * 5):
+            with open(delay, "w") as f:
+                f.write(seconds)
+            bench_sweep("run", path, "-o", os.path.join(self.tmp, f"run{run}"), "--history",
+                        self.store, "--history-label", f"commit={commit}", check=0)
+        r = history("check", "--store", self.store, "--fail-on", "value:20%", "--format", "json",
+                    check=8)
+        changes = json_rows(r.stdout)
+        slow = [c for c in changes if c["tag"].startswith("i=1")]
+        self.assertEqual(len(slow), 1, r.stdout + r.stderr)
+        c = slow[0]
+        self.assertEqual((c["metric"], c["verdict"], c["latest"]), ("value", "worse", True))
+        self.assertEqual((c["runs_before"], c["runs_after"]), (8, 5))
+        self.assertGreater(c["change"], 0.6)  # 50 -> 100 ms, sleep's and date's own time aside
+        self.assertLess(c["change_low"], c["change"])
+        self.assertGreater(c["change_high"], c["change"])
+        self.assertGreater(c["change_low"], 0.3)
+        self.assertEqual(c["labels_change"], "commit a -> b")
+        self.assertIsNone(c["environment_change"])  # the same host, software and image
+        runs = json_rows(history("runs", "--store", self.store, "--format", "json").stdout)
+        first_slow = sorted(r["started"] for r in runs if r["labels"] == "commit=b")[0]
+        self.assertEqual(c["since"], first_slow)
+        self.assertIn("value +", c["what"])
+        self.assertIn("when the labels changed: commit a -> b", c["what"])
+        self.assertIn("bench-history check: worse: value +", r.stderr)
+        # i=2 did not change beyond noise.
+        self.assertFalse([c for c in changes if c["tag"].startswith("i=2") and abs(c["change"]) > 0.2],
+                         r.stdout)
+        # The gate is the size asked for: 150% is more than this change.
+        history("check", "--store", self.store, "--fail-on", "value:150%", check=0)
+        for args, message in ((["--fail-on", "valeu:5%"], "no stored run asked for has this metric"),
+                              (["--fail-on", "value"], "is not METRIC:PCT"),
+                              (["--fdr", "2"], "--fdr: error: must be between 0 and 1")):
+            r = history("check", "--store", self.store, *args, check=2)
+            self.assertIn(message, r.stderr)
+
+
 class Killed(HistoryCase):
     def test_an_ingest_killed_while_it_writes_loses_and_duplicates_nothing(self):
         # 2,000 finished attempts: one real point's directory, copied with a status.json each of

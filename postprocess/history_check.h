@@ -1,0 +1,52 @@
+// bench-history check: the changes in the store's series (docs/history.md, "Finding changes"). A
+// series is one configuration's metric over its ok runs in the order they started (the series
+// key: the config without container.* and launch.setup, so another image continues it);
+// results/change_points.h finds its cuts, Benjamini-Hochberg over every test of the check keeps
+// false alarms at --fdr, and each change found is attributed: the environment fields and labels
+// that changed between the runs on either side of it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "postprocess/compare.h"
+#include "postprocess/history_store.h"
+
+namespace sweepbench {
+
+struct CheckOptions {
+  // Empty: every metric with an interval in one of the series' runs (the headline ones), and a
+  // command's declared metrics.
+  std::vector<std::string> metrics;
+  double fdr = 0.05;
+  size_t min_runs = 3;  // runs on each side of a searched cut
+  std::vector<FailOn> fail_on;
+};
+
+struct HistoryChange {
+  std::string metric, unit, sweep, tag, config_hash;
+  std::string since;  // when the first run after the cut started
+  double before = 0, after = 0;
+  double change = 0, low = 0, high = 0, p = 1;
+  bool worse = false;   // in the metric's bad direction (results/summary.h)
+  bool latest = false;  // the series' last cut: its level now
+  size_t runs_before = 0, runs_after = 0;
+  std::string environment;  // "torch_version 2.14.0 -> 2.15.0; ..." or ""
+  std::string labels;       // "commit abc -> def" or ""
+  // For people: "train_tokens_per_second -7.2% [-8.9%, -5.4%] since 2026-11-20, when
+  // torch_version went from 2.14.0 to 2.15.0".
+  std::string what() const;
+};
+
+struct CheckResult {
+  std::vector<HistoryChange> changes;  // the discoveries, worst first
+  size_t series = 0, runs = 0, tests = 0;
+};
+
+// `runs`: the store's runs (HistoryStore::runs, every metric), any order.
+CheckResult check_history(const std::vector<HistoryRun>& runs, const CheckOptions& options);
+
+// 8 when a --fail-on metric's latest change is a discovery, worse beyond its threshold; else 0.
+int check_exit_code(const CheckResult& result, const std::vector<FailOn>& fail_on);
+
+}  // namespace sweepbench
