@@ -11,6 +11,7 @@ namespace sweepbench {
 
 // One per backend file.
 std::unique_ptr<Database> open_sqlite_database(const std::string& path);
+std::unique_ptr<Database> open_postgres_database(const std::string& url);
 
 namespace {
 
@@ -37,6 +38,11 @@ const std::vector<Backend>& backends() {
          }
          return open_sqlite_database(path);
        }},
+      // libpq's connection URI: postgresql://USER:PASSWORD@HOST:PORT/DATABASE?OPTIONS.
+      {"postgresql",
+       [](const std::string& url, const std::string&) { return open_postgres_database(url); }},
+      {"postgres",
+       [](const std::string& url, const std::string&) { return open_postgres_database(url); }},
   };
   return list;
 }

@@ -52,14 +52,15 @@ SYSTEM = [
     (re.compile(r"^(cuda|cublas|nccl)"), "CUDA", {"train", "infer"}),
     (re.compile(r"^nlohmann/"), "nlohmann_json", {"command"}),
     (re.compile(r"^sqlite3\.h"), "SQLite", {"history"}),
+    (re.compile(r"^libpq-fe\.h"), "libpq", {"history"}),
 ]
 # Libraries a binary may not need (readelf -d), by binary.
 FORBIDDEN_LIBS = {
-    "bench-sweep": ["libtorch", "libc10", "libmpi", "libhdf5", "libsqlite3"],
-    "bench-extract": ["libtorch", "libc10", "libmpi", "libsqlite3"],
-    "bench-compare": ["libtorch", "libc10", "libmpi", "libsqlite3"],
-    "bench-plot": ["libtorch", "libc10", "libmpi", "libhdf5", "libsqlite3"],
-    "bench-command": ["libtorch", "libc10", "libmpi", "libsqlite3"],
+    "bench-sweep": ["libtorch", "libc10", "libmpi", "libhdf5", "libsqlite3", "libpq"],
+    "bench-extract": ["libtorch", "libc10", "libmpi", "libsqlite3", "libpq"],
+    "bench-compare": ["libtorch", "libc10", "libmpi", "libsqlite3", "libpq"],
+    "bench-plot": ["libtorch", "libc10", "libmpi", "libhdf5", "libsqlite3", "libpq"],
+    "bench-command": ["libtorch", "libc10", "libmpi", "libsqlite3", "libpq"],
     "bench-history": ["libtorch", "libc10", "libmpi"],
 }
 # Static libraries whose code a binary may not contain, by binary.

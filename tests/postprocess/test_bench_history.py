@@ -20,6 +20,7 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "support"))
 from e2e import BIN, bench_sweep, command_sweep  # noqa: E402
+from postgres_server import LocalPostgres  # noqa: E402
 
 BENCH_HISTORY = os.path.join(BIN, "bench-history")
 BENCH_EXTRACT = os.path.join(BIN, "bench-extract")
@@ -210,6 +211,56 @@ class Check(HistoryCase):
                               (["--fdr", "2"], "--fdr: error: must be between 0 and 1")):
             r = history("check", "--store", self.store, *args, check=2)
             self.assertIn(message, r.stderr)
+
+
+class Postgres(HistoryCase):
+    """The same store on a real PostgreSQL server (Debian's, on loopback, started here)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = LocalPostgres().__enter__()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.__exit__(None, None, None)
+
+    def test_a_server_store_holds_what_the_sqlite_file_holds(self):
+        _, out = self.sweep("pg", 'echo "value {params.i}"; echo "x $(( {params.i} * 7 ))"',
+                            [1, 2, 3])
+        url = self.server.url
+        r = history("ingest", out, "--store", url, "--label", "note=it's $(id)")
+        self.assertIn("3 new run(s) stored in postgresql://postgres@127.0.0.1:", r.stderr)
+        r = history("ingest", out, "--store", url)
+        self.assertIn("0 new run(s) stored", r.stderr)
+        history("ingest", out, "--store", self.store, "--label", "note=it's $(id)")
+        for args in (["runs"], ["series", "value"], ["runs", "--key", "params.i=2"],
+                     ["series", "value", "--label", "note=it's $(id)", "--last", "2"]):
+            on_server = json_rows(history(*args, "--store", url, "--format", "json").stdout)
+            in_file = json_rows(history(*args, "--store", self.store, "--format", "json").stdout)
+            self.assertEqual(on_server, in_file, args)
+            self.assertTrue(on_server, args)
+        # Three ingests at once of new trees: each run once (the writers take turns).
+        trees = [self.sweep(f"pg{k}", 'echo "value {params.i}"', [1, 2])[1] for k in range(3)]
+        ps = [subprocess.Popen([BENCH_HISTORY, "ingest", *trees, "--store", url],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+              for _ in range(3)]
+        for p in ps:
+            _, err = p.communicate(timeout=300)
+            self.assertEqual(p.returncode, 0, err)
+        runs = json_rows(history("runs", "--store", url, "--format", "json").stdout)
+        self.assertEqual(len(runs), 3 + 6)
+        self.assertEqual(len({r["run_key"] for r in runs}), 9)
+
+    def test_a_server_that_cannot_be_reached_is_named_without_its_password(self):
+        _, out = self.sweep("pgbad", 'echo "value {params.i}"', [1, 2])
+        port = self.server.port + 1 if self.server.port < 65535 else 1
+        r = history("ingest", out, "--store", f"postgresql://me:s3cret@127.0.0.1:{port}/x",
+                    check=4)
+        self.assertIn("cannot connect to the history store", r.stderr)
+        self.assertIn("postgresql://me:***@127.0.0.1", r.stderr)
+        self.assertNotIn("s3cret", r.stderr)
+        r = history("runs", "--store", self.server.url.rsplit("/", 1)[0] + "/nosuchdb", check=4)
+        self.assertIn("nosuchdb", r.stderr)
 
 
 class Killed(HistoryCase):
