@@ -15,6 +15,7 @@
 #include "core/table.h"
 #include "core/text.h"
 #include "core/value.h"
+#include "core/yaml_io.h"
 #include "postprocess/extract.h"
 #include "postprocess/history_check.h"
 #include "postprocess/history_ingest.h"
@@ -34,6 +35,7 @@ usage: bench-history ingest PATH... [--store URL] [--label NAME=VALUE]...
        bench-history runs   [--store URL] [filters] [--format F] [-o OUT]
        bench-history series METRIC [--store URL] [filters] [--format F] [-o OUT]
        bench-history check  [--store URL] [filters] [--metric M]... [--fail-on M:PCT]...
+       bench-history export bmf [--store URL] [filters] [-o OUT]
 
 ingest   records every finished attempt under PATH (results trees, points) in the store, once:
          a second ingest of the same tree adds nothing
@@ -42,6 +44,7 @@ series   one metric over time: each run's value and 95% interval, and its enviro
 check    the changes in each configuration's metrics over time, false alarms held at --fdr,
          each with its size, its interval, since when, and what changed in the environment;
          --fail-on METRIC:PCT exits 8 when METRIC's latest change is worse beyond PCT
+export   bmf: the newest ok run of each point as Bencher's JSON (bencher run --adapter json)
 
 The store: --store, else $SWEEPBENCH_HISTORY, else ~/.local/share/sweepbench/history.sqlite.
 A URL sqlite:PATH or a path is an SQLite file; keep it on a local disk (docs/history.md).
@@ -332,6 +335,74 @@ int series_main(const std::vector<std::string>& args, std::ostream& out, std::os
       &positional);
 }
 
+// Bencher's Metric Format: the newest run of each point among those asked for, each metric a
+// measure with its interval where it has one, for `bencher run --adapter json`.
+int export_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  po::options_description desc("bench-history export bmf options");
+  desc.add_options()("help,h", "Show this help")("to", po::value<std::string>(),
+                                                 "What to write: bmf (Bencher Metric Format)");
+  add_store_option(desc);
+  add_filter_options(desc);
+  po::positional_options_description positional;
+  positional.add("to", 1);
+  return run_tool(
+      "bench-history", args, desc, kUsage, out, err,
+      [&](const po::variables_map& vm) -> int {
+        const std::string to = vm.count("to") ? vm["to"].as<std::string>() : "";
+        if (to != "bmf") {
+          throw Error::input(
+              Mark::in("bench-history export " + to), "",
+              to.empty() ? "needs what to write" : "'" + to + "' is not a format it writes",
+              "bench-history export bmf (Bencher's JSON)");
+        }
+        if (vm.count("format")) {
+          throw Error::input(Mark::in("--format"), "", "does not apply to export bmf",
+                             "leave it out: Bencher's format is JSON");
+        }
+        HistoryFilter f = filter_of(vm);
+        HistoryStore store = open_store(vm);
+        resolve_config_hash(store, vm, &f);
+        std::map<std::string, const HistoryRun*> newest;  // by sweep/tag
+        const std::vector<HistoryRun> runs = store.runs(f);
+        for (const HistoryRun& r : runs) {
+          if (r.status == "ok") newest[r.sweep + "/" + r.tag] = &r;  // oldest first: the last wins
+        }
+        Value report = Value::map();
+        for (const auto& [name, r] : newest) {
+          Value measures = Value::map();
+          for (const HistoryMetric& m : r->metrics) {
+            if (!std::isfinite(m.value)) continue;
+            Value measure = Value::map();
+            measure.set("value", Value::real(m.value));
+            if (std::isfinite(m.ci_low) && std::isfinite(m.ci_high)) {
+              measure.set("lower_value", Value::real(m.ci_low));
+              measure.set("upper_value", Value::real(m.ci_high));
+            }
+            measures.set(m.name, measure);
+          }
+          report.set(name, measures);
+        }
+        const std::string text = emit_json(report, 2) + "\n";
+        if (!vm.count("output")) {
+          out << text;
+        } else {
+          const std::string output = vm["output"].as<std::string>();
+          refuse_output_among_results(output);
+          if (!vm.count("force") && fs::exists(output)) {
+            throw Error(ErrorKind::kConflict, Mark::in(output), "", "the output file exists",
+                        "add -f to replace it, or choose another -o");
+          }
+          AtomicFile file(output);
+          file.stream() << text;
+          file.commit();
+        }
+        err << "bench-history export: " << newest.size()
+            << " point(s), the newest ok run of each\n";
+        return kExitOk;
+      },
+      &positional);
+}
+
 int check_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description desc("bench-history check options");
   desc.add_options()("help,h", "Show this help")(
@@ -437,13 +508,14 @@ int bench_history_main(const std::vector<std::string>& args, std::ostream& out, 
   if (command == "runs") return runs_main(rest, out, err);
   if (command == "series") return series_main(rest, out, err);
   if (command == "check") return check_main(rest, out, err);
+  if (command == "export") return export_main(rest, out, err);
   if (command == "-h" || command == "--help") {
     out << kUsage;
     return kExitOk;
   }
   err << "bench-history: error: "
       << (command.empty() ? "no command given" : "'" + command + "' is not a command")
-      << "; the commands are ingest, runs, series and check (bench-history --help)\n";
+      << "; the commands are ingest, runs, series, check and export (bench-history --help)\n";
   return kExitUsage;
 }
 

@@ -113,6 +113,13 @@ class Ingest(HistoryCase):
         newest = json_rows(history("runs", "--store", self.store, "--last", "1",
                                    "--format", "json").stdout)
         self.assertEqual(newest[0]["attempt"], 2)
+        # Bencher's format: the newest ok run of each point, its metrics as measures.
+        bmf = json.loads(history("export", "bmf", "--store", self.store).stdout)
+        self.assertEqual(sorted(bmf), sorted(f"hist/{t}" for t in by_tag))
+        for name, measures in bmf.items():
+            self.assertEqual(measures["value"], {"value": by_tag[name.split("/", 1)[1]]})
+        r = history("export", "html", "--store", self.store, check=2)
+        self.assertIn("'html' is not a format it writes", r.stderr)
         # The environment each run ran in, and one id for runs in the same one.
         with sqlite3.connect(self.store) as db:
             fields = dict(db.execute("SELECT field, value FROM environments LIMIT 20").fetchall())
