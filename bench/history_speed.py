@@ -18,7 +18,6 @@ import argparse
 import json
 import os
 import platform
-import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -29,18 +28,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from extract_speed import SCHEMA, sweep_text  # noqa: E402
-
-
-def timed(cmd):
-    t0 = time.monotonic()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.monotonic() - t0
-    err = proc.stderr.read().decode()
-    if os.waitstatus_to_exitcode(status) != 0:
-        sys.exit(f"{' '.join(cmd)} failed:\n{err}")
-    return wall, usage.ru_maxrss / 1024.0, err
+from extract_speed import SCHEMA, sweep_text, timed  # noqa: E402
 
 
 def main():
@@ -79,7 +67,7 @@ def main():
                 os.unlink(store)
             for name, cmd in (("first ingest (all new)", ["ingest", tree]),
                               ("second ingest (all known)", ["ingest", tree])):
-                wall, peak, err = timed([history, *cmd, "--store", store])
+                wall, peak = timed([history, *cmd, "--store", store], False)
                 cases[name].append(wall)
                 rss[name] = max(rss[name], peak)
             with sqlite3.connect(store) as db:
@@ -90,7 +78,7 @@ def main():
             for name, cmd in (("series of one configuration",
                                ["series", "train_tokens_per_second", "--config-hash", config]),
                               ("runs --last 100", ["runs", "--last", "100"])):
-                wall, peak, _ = timed([history, *cmd, "--store", store, "--format", "csv"])
+                wall, peak = timed([history, *cmd, "--store", store, "--format", "csv"], False)
                 cases[name].append(wall)
                 rss[name] = max(rss[name], peak)
         size = os.path.getsize(store)
