@@ -35,6 +35,7 @@ struct Shape {
   size_t at = 15;
   double drift = 0;                     // relative change over the whole series, evenly
   std::string new_environment_at_step;  // non-empty: the step is also an environment change
+  int hosts = 0;  // > 0: each run on the next of this many hosts in turn (another environment)
 };
 
 std::vector<SeriesPoint> make(const Shape& s, std::mt19937_64& rng) {
@@ -49,6 +50,7 @@ std::vector<SeriesPoint> make(const Shape& s, std::mt19937_64& rng) {
     p.ci_low = p.value * (1 - s.own);
     p.ci_high = p.value * (1 + s.own);
     p.environment = !s.new_environment_at_step.empty() && i >= s.at ? "new" : "old";
+    if (s.hosts > 0) p.environment = "host" + std::to_string(i % static_cast<size_t>(s.hosts));
     out.push_back(p);
   }
   return out;
@@ -133,6 +135,20 @@ int main(int argc, char** argv) {
     Shape s;
     s.drift = -0.10;
     rate("drift -10% evenly over 30 runs: any cut", s, any);
+  }
+  {
+    // Every run on another host (4 in turn): every cut an environment change, each tested.
+    Shape s;
+    s.n = 20;
+    s.own = 0.003;
+    s.hosts = 4;
+    rate("flat, 20 runs on 4 hosts in turn, own +-0.3%, scatter 3%: BH 5% discovery", s,
+         [&](const std::vector<ChangePoint>& c) {
+           std::vector<double> p;
+           for (const ChangePoint& x : c) p.push_back(x.p);
+           std::vector<bool> d = sweepbench::benjamini_hochberg(p, 0.05, c.size());
+           return std::find(d.begin(), d.end(), true) != d.end() ? 1 : 0;
+         });
   }
   for (double step : {0.0, -0.05}) {
     Shape s;

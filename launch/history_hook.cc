@@ -24,6 +24,20 @@ HistoryHook history_hook_of(const std::string& store, const std::vector<std::str
                        "give the store's path or URL on one line");
   }
   hook.store = store;
+  // What bench-history would refuse at the end of the run is refused before it starts.
+  const size_t scheme_end = store.find("://");
+  if (scheme_end != std::string::npos) {
+    const std::string scheme = store.substr(0, scheme_end);
+    if (scheme != "sqlite" && scheme != "postgresql" && scheme != "postgres") {
+      throw Error::input(Mark::in("--history"), "",
+                         "'" + scheme + "' is not a store bench-history knows",
+                         "give a path, sqlite:PATH or postgresql://USER@HOST:PORT/DATABASE");
+    }
+  } else if (store.find('=') != std::string::npos && store.find(' ') != std::string::npos) {
+    throw Error::input(Mark::in("--history"), "",
+                       "looks like a libpq key=value connection string, not a store URL",
+                       "write it as postgresql://USER@HOST:PORT/DATABASE");
+  }
   // A relative path is the caller's: an array's job runs elsewhere.
   if (!store.empty() && store.find("://") == std::string::npos && store.rfind("sqlite:", 0) != 0) {
     hook.store = fs::absolute(store).lexically_normal().string();
@@ -56,6 +70,25 @@ HistoryHook history_hook_of(const std::string& store, const std::vector<std::str
   return hook;
 }
 
+std::string redacted_store(const std::string& store) {
+  std::string shown = store;
+  // scheme://USER:PASSWORD@HOST
+  const size_t scheme = shown.find("://");
+  const size_t at = shown.find('@');
+  if (scheme != std::string::npos && at != std::string::npos && at > scheme) {
+    const size_t colon = shown.find(':', scheme + 3);
+    if (colon != std::string::npos && colon < at) shown.replace(colon + 1, at - colon - 1, "***");
+  }
+  // ?password=... or &password=...
+  for (size_t p = shown.find("password="); p != std::string::npos;
+       p = shown.find("password=", p + 1)) {
+    const size_t from = p + 9;
+    const size_t to = shown.find('&', from);
+    shown.replace(from, (to == std::string::npos ? shown.size() : to) - from, "***");
+  }
+  return shown;
+}
+
 std::vector<std::string> history_ingest_argv(const std::string& bench_sweep,
                                              const std::string& out_dir, const HistoryHook& hook) {
   std::string program = "bench-history";
@@ -78,6 +111,12 @@ void ingest_after_run(const std::string& out_dir, const HistoryHook& hook, std::
   fs::path self = fs::read_symlink("/proc/self/exe", ec);
   const std::vector<std::string> argv =
       history_ingest_argv(ec ? std::string() : self.string(), out_dir, hook);
+  // The command as people may see it: a password in the store's URL as ***.
+  std::vector<std::string> shown_argv = argv;
+  for (std::string& a : shown_argv) {
+    if (a == hook.store) a = redacted_store(a);
+  }
+  const std::string shown = shell_join(shown_argv);
   // Its messages go through files (run_process's contract), then to our stderr.
   const char* tmpdir = std::getenv("TMPDIR");
   std::string pattern = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/bench-history-XXXXXX";
@@ -85,7 +124,7 @@ void ingest_after_run(const std::string& out_dir, const HistoryHook& hook, std::
   if (fd < 0) {
     err << "bench-sweep: warning: --history: cannot make a temporary file; record the results "
            "later with `"
-        << shell_join(argv) << "`\n";
+        << shown << "`\n";
     return;
   }
   ::close(fd);
@@ -95,7 +134,7 @@ void ingest_after_run(const std::string& out_dir, const HistoryHook& hook, std::
   err << said;
   if (r.exit_code != 0) {
     err << "bench-sweep: warning: --history: bench-history ended with " << r.describe()
-        << "; the results are on disk: record them later with `" << shell_join(argv) << "`\n";
+        << "; the results are on disk: record them later with `" << shown << "`\n";
   }
 }
 

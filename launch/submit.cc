@@ -507,7 +507,7 @@ SubmitReport submit_sweep(const Plan& plan, const SubmitOptions& o, std::ostream
       write_file_atomic(path, script);
       std::string id = slurm_submit(path);
       out << "submitted job " << id << " (after the arrays: records the sweep in "
-          << o.history.store << ", script " << path << ")\n";
+          << redacted_store(o.history.store) << ", script " << path << ")\n";
     }
   }
   if (!o.dry_run) {

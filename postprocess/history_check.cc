@@ -105,7 +105,6 @@ CheckResult check_history(const std::vector<HistoryRun>& all, const CheckOptions
   struct Cut {
     const std::vector<Member>* members;
     ChangePoint point;
-    bool latest;
   };
   std::vector<Cut> cuts;
   for (const auto& [key, members] : series) {
@@ -129,13 +128,17 @@ CheckResult check_history(const std::vector<HistoryRun>& all, const CheckOptions
     co.min_runs = o.min_runs;
     ChangeSearch found = find_change_points(points, co);
     result.tests += found.tests;
-    for (size_t i = 0; i < found.cuts.size(); ++i) {
-      cuts.push_back({&members, found.cuts[i], i + 1 == found.cuts.size()});
-    }
+    for (const ChangePoint& c : found.cuts) cuts.push_back({&members, c});
   }
   std::vector<double> p;
   for (const Cut& c : cuts) p.push_back(c.point.p);
   const std::vector<bool> discovered = benjamini_hochberg(p, o.fdr, result.tests);
+  // A series' latest change is its last discovered one: a later cut that is no change (an
+  // environment change that changed nothing) does not hide a regression.
+  std::map<const std::vector<Member>*, size_t> last;  // series -> the index of its last discovery
+  for (size_t i = 0; i < cuts.size(); ++i) {
+    if (discovered[i]) last[cuts[i].members] = i;
+  }
   for (size_t i = 0; i < cuts.size(); ++i) {
     if (!discovered[i]) continue;
     const Cut& c = cuts[i];
@@ -155,7 +158,7 @@ CheckResult check_history(const std::vector<HistoryRun>& all, const CheckOptions
     h.high = c.point.high;
     h.p = c.point.p;
     h.worse = higher_is_better(h.metric, h.unit) ? h.change < 0 : h.change > 0;
-    h.latest = c.latest;
+    h.latest = last[c.members] == i;
     h.runs_before = c.point.runs_before;
     h.runs_after = c.point.runs_after;
     h.environment = differences(before.run->environment, after.run->environment);

@@ -88,9 +88,10 @@ std::pair<std::string, std::string> key_value(const std::string& text, const std
   return {text.substr(0, eq), text.substr(eq + 1)};
 }
 
-HistoryStore open_store(const po::variables_map& vm) {
-  return HistoryStore::open(vm.count("store") ? vm["store"].as<std::string>()
-                                              : HistoryStore::default_url());
+// `create`: ingest makes a store that is not there yet; the reading commands never do.
+HistoryStore open_store(const po::variables_map& vm, bool create = false) {
+  return HistoryStore::open(
+      vm.count("store") ? vm["store"].as<std::string>() : HistoryStore::default_url(), create);
 }
 
 HistoryFilter filter_of(const po::variables_map& vm) {
@@ -153,6 +154,29 @@ void resolve_config_hash(HistoryStore& store, const po::variables_map& vm, Histo
   f->config_hash = rows.empty() ? given : sql_text(rows.front()[0]);
 }
 
+// -o naming the store's own file would replace the store with a table, even with -f.
+void refuse_output_over_store(const po::variables_map& vm, const std::string& output) {
+  std::string store = vm.count("store") ? vm["store"].as<std::string>() : "";
+  if (store.empty()) {
+    try {
+      store = HistoryStore::default_url();
+    } catch (const Error&) {
+      return;
+    }
+  }
+  if (store.find("://") != std::string::npos && store.rfind("sqlite:///", 0) != 0) return;
+  if (store.rfind("sqlite:///", 0) == 0) {
+    store = store.substr(9);
+  } else if (store.rfind("sqlite:", 0) == 0) {
+    store = store.substr(7);
+  }
+  std::error_code ec;
+  if (fs::equivalent(store, output, ec)) {
+    throw Error(ErrorKind::kConflict, Mark::in(output), "", "is the history store itself",
+                "choose another -o");
+  }
+}
+
 // Writes the table to -o (whole or not at all) or to `out`.
 void print_rows(const po::variables_map& vm, const std::vector<std::string>& columns,
                 const std::vector<std::map<std::string, Value>>& rows, std::ostream& out) {
@@ -170,6 +194,7 @@ void print_rows(const po::variables_map& vm, const std::vector<std::string>& col
     return;
   }
   refuse_output_among_results(*output);
+  refuse_output_over_store(vm, *output);
   if (!vm.count("force") && fs::exists(*output)) {
     throw Error(ErrorKind::kConflict, Mark::in(*output), "", "the output file exists",
                 "add -f to replace it, or choose another -o");
@@ -212,7 +237,15 @@ int ingest_main(const std::vector<std::string>& args, std::ostream& out, std::os
             add_label(l, &options.labels);
           }
         }
-        HistoryStore store = open_store(vm);
+        // Every path first: a typo makes no store.
+        for (const std::string& path : vm["input"].as<std::vector<std::string>>()) {
+          std::error_code ec;
+          if (!fs::exists(path, ec)) {
+            throw Error(ErrorKind::kIo, Mark::in(path), "", "no such file or directory",
+                        "give results directories (bench-sweep run -o DIR)");
+          }
+        }
+        HistoryStore store = open_store(vm, true);
         IngestReport report = ingest_results(
             store, vm["input"].as<std::vector<std::string>>(), options,
             [&](const std::string& w) { err << "bench-history: warning: " << w << "\n"; });
@@ -283,14 +316,19 @@ int series_main(const std::vector<std::string>& args, std::ostream& out, std::os
         HistoryStore store = open_store(vm);
         resolve_config_hash(store, vm, &f);
         std::vector<std::map<std::string, Value>> rows;
-        std::vector<std::string> env_fields;  // those whose value changes along the series
+        // The environment fields whose value changes along the series (one that appears or
+        // goes away too), as env.FIELD columns: a field's name cannot take another column's.
+        std::vector<std::string> env_fields;
         std::vector<HistoryRun> runs = store.runs(f);
         {
           std::map<std::string, std::set<std::string>> values;
           for (const HistoryRun& r : runs) {
             for (const auto& [field, value] : r.environment) values[field].insert(value);
           }
-          for (const auto& [field, set] : values) {
+          for (auto& [field, set] : values) {
+            for (const HistoryRun& r : runs) {
+              if (!r.environment.count(field)) set.insert(std::string(1, '\0'));  // absent
+            }
             if (set.size() > 1 || runs.size() == 1) env_fields.push_back(field);
           }
         }
@@ -308,7 +346,8 @@ int series_main(const std::vector<std::string>& args, std::ostream& out, std::os
           row["unit"] = text_or_null(m.unit);
           row["environment_id"] = text_or_null(r.environment_id);
           for (const std::string& field : env_fields) {
-            row[field] = text_or_null(r.environment.count(field) ? r.environment.at(field) : "");
+            row["env." + field] =
+                text_or_null(r.environment.count(field) ? r.environment.at(field) : "");
           }
           row["labels"] = text_or_null(labels_text(r.labels));
           row["config_hash"] = Value::string(r.config_hash);
@@ -327,7 +366,7 @@ int series_main(const std::vector<std::string>& args, std::ostream& out, std::os
                                             f.metric + "_ci_high",
                                             "unit",
                                             "environment_id"};
-        columns.insert(columns.end(), env_fields.begin(), env_fields.end());
+        for (const std::string& field : env_fields) columns.push_back("env." + field);
         columns.insert(columns.end(), {"labels", "config_hash"});
         print_rows(vm, columns, rows, out);
         return rows.empty() ? kExitNotAllOk : kExitOk;
@@ -388,6 +427,7 @@ int export_main(const std::vector<std::string>& args, std::ostream& out, std::os
         } else {
           const std::string output = vm["output"].as<std::string>();
           refuse_output_among_results(output);
+          refuse_output_over_store(vm, output);
           if (!vm.count("force") && fs::exists(output)) {
             throw Error(ErrorKind::kConflict, Mark::in(output), "", "the output file exists",
                         "add -f to replace it, or choose another -o");

@@ -10,20 +10,22 @@
 namespace sweepbench {
 
 // One per backend file.
-std::unique_ptr<Database> open_sqlite_database(const std::string& path);
+std::unique_ptr<Database> open_sqlite_database(const std::string& path, bool create);
 std::unique_ptr<Database> open_postgres_database(const std::string& url);
 
 namespace {
 
 struct Backend {
   const char* scheme;
-  std::function<std::unique_ptr<Database>(const std::string& url, const std::string& rest)> open;
+  std::function<std::unique_ptr<Database>(const std::string& url, const std::string& rest,
+                                          bool create)>
+      open;
 };
 
 const std::vector<Backend>& backends() {
   static const std::vector<Backend> list = {
       {"sqlite",
-       [](const std::string& url, const std::string& rest) {
+       [](const std::string& url, const std::string& rest, bool create) {
          // sqlite:///abs/path and sqlite:path; sqlite://host/... names no file.
          std::string path = rest;
          if (path.rfind("///", 0) == 0) {
@@ -36,13 +38,13 @@ const std::vector<Backend>& backends() {
            throw Error::input(Mark::in(url), "", "names no file",
                               "write sqlite:PATH or the path itself");
          }
-         return open_sqlite_database(path);
+         return open_sqlite_database(path, create);
        }},
       // libpq's connection URI: postgresql://USER:PASSWORD@HOST:PORT/DATABASE?OPTIONS.
-      {"postgresql",
-       [](const std::string& url, const std::string&) { return open_postgres_database(url); }},
-      {"postgres",
-       [](const std::string& url, const std::string&) { return open_postgres_database(url); }},
+      {"postgresql", [](const std::string& url, const std::string&,
+                        bool) { return open_postgres_database(url); }},
+      {"postgres", [](const std::string& url, const std::string&,
+                      bool) { return open_postgres_database(url); }},
   };
   return list;
 }
@@ -55,7 +57,14 @@ std::vector<std::string> database_schemes() {
   return out;
 }
 
-std::unique_ptr<Database> open_database(const std::string& url) {
+std::unique_ptr<Database> open_database(const std::string& url, bool create) {
+  // libpq's key=value form ("host=db password=..."): never a file name.
+  if (url.find('=') != std::string::npos && url.find(' ') != std::string::npos &&
+      url.find("://") == std::string::npos) {
+    throw Error::input(Mark::in("--store"), "",
+                       "looks like a libpq key=value connection string, not a store URL",
+                       "write it as postgresql://USER@HOST:PORT/DATABASE");
+  }
   // SCHEME://... or sqlite:...; anything else is a path to an SQLite file.
   size_t colon = url.find(':');
   bool has_scheme = false;
@@ -66,10 +75,10 @@ std::unique_ptr<Database> open_database(const std::string& url) {
       has_scheme = std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '-' || c == '.';
     }
   }
-  if (!has_scheme) return open_sqlite_database(url);
+  if (!has_scheme) return open_sqlite_database(url, create);
   const std::string scheme = url.substr(0, colon);
   for (const Backend& b : backends()) {
-    if (scheme == b.scheme) return b.open(url, url.substr(colon + 1));
+    if (scheme == b.scheme) return b.open(url, url.substr(colon + 1), create);
   }
   throw Error::input(Mark::in("--store"), "",
                      "'" + scheme + "' is not a store this bench-history knows",

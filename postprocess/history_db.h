@@ -28,8 +28,9 @@ class Database {
                                     const std::vector<SqlValue>& params = {}) = 0;
   // Statements without parameters, several at once (a schema step). Only the store's own text.
   virtual void script(const std::string& sql) = 0;
-  // Whether the schema has a table of this name.
+  // Whether the schema has a table of this name, and whether it has any table at all.
   virtual bool has_table(const std::string& name) = 0;
+  virtual bool has_any_table() = 0;
   // A transaction that writes: begin() waits for other writers (up to the busy timeout).
   virtual void begin() = 0;
   virtual void commit() = 0;
@@ -38,10 +39,11 @@ class Database {
   virtual std::string describe() const = 0;
 };
 
-// Opens (creating where the backend does) the store at `url`: sqlite:PATH, sqlite:///PATH or a
-// plain path is an SQLite file. Error(kInput) naming the known schemes for another scheme;
-// Error(kIo) when it cannot be opened.
-std::unique_ptr<Database> open_database(const std::string& url);
+// Opens the store at `url`: sqlite:PATH, sqlite:///PATH or a plain path is an SQLite file (made
+// when `create`; otherwise one that is not there is an Error(kIo) saying how to make it),
+// postgresql://... a server. Error(kInput) naming the known schemes for another scheme, and for
+// libpq's key=value form; Error(kIo) when it cannot be opened.
+std::unique_ptr<Database> open_database(const std::string& url, bool create = true);
 
 // The schemes open_database knows, for --help and errors.
 std::vector<std::string> database_schemes();

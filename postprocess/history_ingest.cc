@@ -37,6 +37,14 @@ bool finished(PointStatus s) {
   return s != PointStatus::kPending && s != PointStatus::kRunning && s != PointStatus::kIncomplete;
 }
 
+bool is_utc_time(const std::string& t) {
+  try {
+    return history_time_bound(t, "started", false) == t;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
 bool is_interval_name(const std::string& name) {
   for (const char* end : {"_ci_low", "_ci_high", "_ci_low_s", "_ci_high_s"}) {
     const std::string e(end);
@@ -48,17 +56,23 @@ bool is_interval_name(const std::string& name) {
 }
 
 // A small JSON or YAML file of the tree (summary.json, config.yaml), as untrusted input: a
-// regular file, no link, kilobytes (core/fs.h). nullopt when absent; a warning when unreadable.
+// regular file, no link, kilobytes (core/fs.h). nullopt when absent. One that is there but cannot
+// be read (cut short, a link, a FIFO) sets *unreadable and says so in a warning: its attempt is
+// left out, not stored without what the file holds, and a later ingest takes it.
 std::optional<Value> read_tree_file(const std::string& path, std::vector<std::string>* warnings,
-                                    std::string* text_out = nullptr) {
+                                    bool* unreadable, std::string* text_out = nullptr) {
   try {
     std::optional<std::string> text = read_file_if_exists(path, kMaxSmallFile, Links::kRefuse);
     if (!text) return std::nullopt;
     Value v = parse_own_yaml(*text, path);
+    if (!v.is_map()) throw Error::input(Mark::in(path), "", "is not a mapping");
     if (text_out) *text_out = std::move(*text);
     return v;
   } catch (const Error& e) {
-    warnings->push_back(path + ": " + e.detail());
+    warnings->push_back(path + ": " + e.detail() +
+                        " (its attempt is left out: a later ingest takes it once the file is "
+                        "whole)");
+    *unreadable = true;
     return std::nullopt;
   }
 }
@@ -71,10 +85,10 @@ std::string text_at(const Value* map, const char* key) {
 // An attempt as the store keeps it, from its status.json (the runner's record: status, times,
 // where), its summary.json (rank 0's metrics, units and environment) and the point's config.yaml
 // when it is the attempt's (the same config hash): no rank file is opened.
-HistoryRun run_from_files(const Attempt& a, const std::string& config_json,
-                          const std::string& series_key,
-                          const std::map<std::string, std::string>& labels,
-                          std::vector<std::string>* warnings) {
+std::optional<HistoryRun> run_from_files(const Attempt& a, const std::string& config_json,
+                                         const std::string& series_key,
+                                         const std::map<std::string, std::string>& labels,
+                                         std::vector<std::string>* warnings) {
   HistoryRun r;
   r.run_key = a.key;
   r.sweep = a.sweep;
@@ -93,8 +107,10 @@ HistoryRun run_from_files(const Attempt& a, const std::string& config_json,
   r.config_json = config_json;
   r.series_key = series_key;
 
+  bool unreadable = false;
   const std::optional<Value> summary =
-      read_tree_file((fs::path(a.dir) / kSummaryFile).string(), warnings);
+      read_tree_file((fs::path(a.dir) / kSummaryFile).string(), warnings, &unreadable);
+  if (unreadable) return std::nullopt;
   const Value* s = summary && summary->is_map() ? &*summary : nullptr;
   r.benchmark = text_at(s, "benchmark");
 
@@ -142,17 +158,20 @@ HistoryRun run_from_files(const Attempt& a, const std::string& config_json,
 }
 
 // The point's config.yaml as one JSON object of bench-extract's config cells, when it is the
-// config `config_hash` names (its first line says which); "" otherwise.
+// config `config_hash` names (its first line says which, the hash whole); "" otherwise.
 std::string config_json_of(const std::string& point_dir, const std::string& config_hash,
-                           std::vector<std::string>* warnings) {
+                           std::vector<std::string>* warnings, bool* unreadable) {
   std::string text;
   std::optional<Value> config =
-      read_tree_file((fs::path(point_dir) / kConfigFile).string(), warnings, &text);
-  const std::string first_line = text.substr(0, text.find('\n'));
-  if (!config || config_hash.empty() ||
-      first_line.find("config_hash: " + config_hash) == std::string::npos) {
-    return "";
+      read_tree_file((fs::path(point_dir) / kConfigFile).string(), warnings, unreadable, &text);
+  std::string first_line = text.substr(0, text.find('\n'));
+  while (!first_line.empty() && (first_line.back() == ' ' || first_line.back() == '\r')) {
+    first_line.pop_back();
   }
+  const std::string said = "config_hash: " + config_hash;
+  const bool names_it = first_line.size() >= said.size() &&
+                        first_line.compare(first_line.size() - said.size(), said.size(), said) == 0;
+  if (!config || config_hash.empty() || !names_it) return "";
   std::map<std::string, Value> cells;
   config_cells(*config, &cells);
   Value object = Value::map();
@@ -215,6 +234,7 @@ IngestReport ingest_results(HistoryStore& store, const std::vector<std::string>&
   };
   PointSearch search = find_point_dirs(paths);
   for (const std::string& w : search.warnings) warn(w);
+  if (search.points.empty()) warn("no point directory under " + join(paths, ", "));
 
   // Every finished attempt and its key, from status.json alone.
   std::vector<Attempt> attempts;
@@ -236,17 +256,29 @@ IngestReport ingest_results(HistoryStore& store, const std::vector<std::string>&
         record = read_point_record(dir);
       } catch (const Error& e) {
         warn(dir + ": " + e.detail() + " (left out)");
+        ++report.left_out;
         continue;
       }
       if (!record || !finished(record->status)) {
         if (dir == point) ++report.unfinished;
         continue;
       }
+      // The key and the series' order rest on these: a status.json without them (edited by
+      // hand, from something else) is no attempt to keep.
+      if (!is_utc_time(record->started) || record->config_hash.empty()) {
+        warn(status_path(dir) + ": " +
+             (record->config_hash.empty()
+                  ? std::string("has no config_hash")
+                  : "started '" + record->started + "' is not a UTC time (YYYY-MM-DDTHH:MM:SSZ)") +
+             " (left out)");
+        ++report.left_out;
+        continue;
+      }
       Attempt a = base;
       a.dir = dir;
       a.point_dir = point;
       a.record = *record;
-      a.key = history_run_key(a.sweep, a.tag, a.record.attempt, a.record.config_hash, a.record.host,
+      a.key = history_run_key(a.tag, a.record.attempt, a.record.config_hash, a.record.host,
                               a.record.pid, a.record.started);
       attempts.push_back(std::move(a));
     }
@@ -279,16 +311,28 @@ IngestReport ingest_results(HistoryStore& store, const std::vector<std::string>&
   for (const Attempt* a : fresh) {
     auto at = configs.find(a->record.config_hash);
     if (at == configs.end()) {
-      std::string json = config_json_of(a->point_dir, a->record.config_hash, &file_warnings);
+      bool unreadable = false;
+      std::string json =
+          config_json_of(a->point_dir, a->record.config_hash, &file_warnings, &unreadable);
+      if (unreadable) {
+        ++report.left_out;
+        continue;
+      }
       if (!json.empty()) {
         std::string key = history_series_key(json);
         at = configs.emplace(a->record.config_hash, Known{std::move(json), std::move(key)}).first;
       }
     }
     const bool have_config = at != configs.end();
-    batch.push_back(run_from_files(*a, have_config ? at->second.json : std::string(),
-                                   have_config ? at->second.series_key : std::string(),
-                                   options.labels, &file_warnings));
+    // Without its config, an attempt is a series of its own point (its tag names its config).
+    std::optional<HistoryRun> run = run_from_files(
+        *a, have_config ? at->second.json : std::string(),
+        have_config ? at->second.series_key : "tag:" + a->tag, options.labels, &file_warnings);
+    if (!run) {
+      ++report.left_out;
+      continue;
+    }
+    batch.push_back(std::move(*run));
     if (batch.size() >= options.batch) {
       report.added += store.record(batch);
       batch.clear();

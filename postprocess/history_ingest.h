@@ -33,6 +33,9 @@ struct IngestReport {
   size_t added = 0;       // new to the store
   size_t known = 0;       // the store had them already
   size_t unfinished = 0;  // points still pending or running: a later ingest takes them
+  // Attempts whose status.json, summary.json or config.yaml is there but cannot be read (cut
+  // short, a link, a FIFO): not stored; a later ingest takes them once the files are whole.
+  size_t left_out = 0;
   std::vector<std::string> warnings;
 };
 

@@ -115,6 +115,14 @@ class PostgresDatabase final : public Database {
     check(r.get(), sql);
   }
 
+  bool has_any_table() override {
+    return !query(
+                "SELECT 1 FROM information_schema.tables WHERE table_schema = "
+                "current_schema() LIMIT 1",
+                {})
+                .empty();
+  }
+
   bool has_table(const std::string& name) override {
     return !query(
                 "SELECT 1 FROM information_schema.tables WHERE table_schema = "
@@ -133,13 +141,19 @@ class PostgresDatabase final : public Database {
   }
 
   std::string describe() const override {
-    // The URL without a password.
+    // The URL without a password (USER:PASSWORD@, password=).
     std::string shown = url_;
     const size_t scheme = shown.find("://");
     const size_t at = shown.find('@');
     if (scheme != std::string::npos && at != std::string::npos && at > scheme) {
       const size_t colon = shown.find(':', scheme + 3);
       if (colon != std::string::npos && colon < at) shown.replace(colon, at - colon, ":***");
+    }
+    for (size_t p = shown.find("password="); p != std::string::npos;
+         p = shown.find("password=", p + 1)) {
+      const size_t from = p + 9;
+      const size_t to = shown.find('&', from);
+      shown.replace(from, (to == std::string::npos ? shown.size() : to) - from, "***");
     }
     return shown;
   }

@@ -5,6 +5,7 @@
 // locking is not safe on NFS or Lustre either: docs/history.md says to keep the file on a local
 // disk (or use a server) and lets the results trees, not the store, live on the shared one.
 #include <sqlite3.h>
+#include <sys/stat.h>
 
 #include <cmath>
 #include <memory>
@@ -23,10 +24,15 @@ constexpr int kBusyTimeoutMs = 30000;
 
 class SqliteDatabase final : public Database {
  public:
-  explicit SqliteDatabase(std::string path) : path_(std::move(path)) {
-    const int rc =
-        sqlite3_open_v2(path_.c_str(), &db_,
-                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+  SqliteDatabase(std::string path, bool create) : path_(std::move(path)) {
+    struct stat st {};
+    if (!create && ::stat(path_.c_str(), &st) != 0) {
+      throw Error(ErrorKind::kIo, Mark::in(path_), "", "there is no history store here",
+                  "`bench-history ingest DIR --store " + path_ + "` makes one");
+    }
+    const int rc = sqlite3_open_v2(
+        path_.c_str(), &db_,
+        SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX, nullptr);
     if (rc != SQLITE_OK) {
       std::string why = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
       sqlite3_close(db_);
@@ -94,6 +100,10 @@ class SqliteDatabase final : public Database {
     std::string why = message ? message : "";
     sqlite3_free(message);
     if (rc != SQLITE_OK) fail(rc, sql, why);
+  }
+
+  bool has_any_table() override {
+    return !query("SELECT 1 FROM sqlite_master WHERE type = 'table' LIMIT 1", {}).empty();
   }
 
   bool has_table(const std::string& name) override {
@@ -179,8 +189,8 @@ class SqliteDatabase final : public Database {
 
 }  // namespace
 
-std::unique_ptr<Database> open_sqlite_database(const std::string& path) {
-  return std::make_unique<SqliteDatabase>(path);
+std::unique_ptr<Database> open_sqlite_database(const std::string& path, bool create) {
+  return std::make_unique<SqliteDatabase>(path, create);
 }
 
 }  // namespace sweepbench

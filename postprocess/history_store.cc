@@ -93,15 +93,14 @@ SqlValue real_or_null(double v) { return std::isnan(v) ? SqlValue{} : SqlValue{v
 
 }  // namespace
 
-std::string history_run_key(const std::string& sweep, const std::string& tag, std::int64_t attempt,
+std::string history_run_key(const std::string& tag, std::int64_t attempt,
                             const std::string& config_hash, const std::string& host,
                             std::int64_t pid, const std::string& started) {
-  // Fields joined by NUL, which none of them can hold.
+  // Each field with its length: no text in one field can pass for the next.
   std::string text;
   for (const std::string& part :
-       {sweep, tag, std::to_string(attempt), config_hash, host, std::to_string(pid), started}) {
-    text += part;
-    text += '\0';
+       {tag, std::to_string(attempt), config_hash, host, std::to_string(pid), started}) {
+    text += std::to_string(part.size()) + ":" + part + ";";
   }
   return sha256_hex(text).substr(0, 32);
 }
@@ -137,12 +136,20 @@ std::string history_time_bound(const std::string& text, const std::string& optio
   };
   const bool date = text.size() == 10 && digits(0, 4) && text[4] == '-' && digits(5, 2) &&
                     text[7] == '-' && digits(8, 2);
-  if (date) return text + (end ? "T23:59:59Z" : "T00:00:00Z");
+  auto number = [&](size_t from, size_t n) { return std::stoi(text.substr(from, n)); };
+  auto valid_date = [&] {
+    const int month = number(5, 2), day = number(8, 2);
+    return month >= 1 && month <= 12 && day >= 1 && day <= 31;
+  };
+  auto valid_time = [&] {
+    return number(11, 2) <= 23 && number(14, 2) <= 59 && number(17, 2) <= 60;
+  };
+  if (date && valid_date()) return text + (end ? "T23:59:59Z" : "T00:00:00Z");
   const bool time = text.size() == 20 && digits(0, 4) && text[4] == '-' && digits(5, 2) &&
                     text[7] == '-' && digits(8, 2) && text[10] == 'T' && digits(11, 2) &&
                     text[13] == ':' && digits(14, 2) && text[16] == ':' && digits(17, 2) &&
                     text[19] == 'Z';
-  if (time) return text;
+  if (time && valid_date() && valid_time()) return text;
   throw Error::input(Mark::in(option + " " + text), "", "is not a date or a UTC time",
                      "write YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ");
 }
@@ -167,9 +174,9 @@ std::string HistoryStore::default_url() {
   return (dir / "history.sqlite").string();
 }
 
-HistoryStore HistoryStore::open(const std::string& url) {
-  HistoryStore store(open_database(url));
-  store.migrate();
+HistoryStore HistoryStore::open(const std::string& url, bool create) {
+  HistoryStore store(open_database(url, create));
+  store.migrate(create);
   return store;
 }
 
@@ -178,7 +185,7 @@ std::int64_t HistoryStore::schema_version() {
   return rows.empty() ? 0 : sql_integer(rows.front().at(0));
 }
 
-void HistoryStore::migrate() {
+void HistoryStore::migrate(bool create) {
   // Readers take no write lock when the schema is current; a store that needs a step takes it,
   // and looks again, so two bench-history opening one new store at once make it once.
   auto current = [&]() -> std::int64_t {
@@ -192,12 +199,26 @@ void HistoryStore::migrate() {
                   "use that bench-history, or a newer one than this");
     }
   };
+  auto refuse_foreign = [&](std::int64_t v) {
+    if (v == 0 && db_->has_any_table()) {
+      throw Error(ErrorKind::kConflict, Mark::in(db_->describe()), "",
+                  "is not a history store: it holds tables of something else",
+                  "give --store a new file or an empty database");
+    }
+    if (v == 0 && !create) {
+      throw Error(ErrorKind::kIo, Mark::in(db_->describe()), "",
+                  "is an empty database, not a history store yet",
+                  "`bench-history ingest DIR --store ...` makes one");
+    }
+  };
   std::int64_t version = current();
   refuse_newer(version);
+  refuse_foreign(version);
   if (version == kHistorySchemaVersion) return;
   Transaction tx(*db_);
   version = current();
   refuse_newer(version);
+  refuse_foreign(version);
   if (version == 0) db_->script("CREATE TABLE history_schema (version BIGINT NOT NULL);");
   for (const SchemaStep& step : kSchemaSteps) {
     if (step.version > version) db_->script(step.sql);

@@ -3,7 +3,7 @@
 // across sweeps so that a metric's series over time can be read back and judged.
 //
 // One run is one attempt of one point, keyed by its run key: a hash of what the attempt's
-// status.json says of it (sweep, tag, attempt, config hash, host, runner pid, start), the same
+// status.json says of it (tag, attempt, config hash, host, runner pid, start), the same
 // however and however often it reaches the store, so a second ingest of the same tree (or of a
 // copy of it) adds nothing. A run and everything of it is written in one transaction: a writer
 // killed at any moment leaves it whole or absent.
@@ -63,8 +63,10 @@ struct HistoryRun {
   std::string ingested;  // when the store got it (ISO 8601 UTC)
 };
 
-// The run key of an attempt (see above): 32 hex digits.
-std::string history_run_key(const std::string& sweep, const std::string& tag, std::int64_t attempt,
+// The run key of an attempt (see above): 32 hex digits. Not the sweep's name: that is the
+// manifest's, and a point copied out of its tree (or a tree whose manifest is lost) is the same
+// attempt. The tag names the config, the rest the attempt.
+std::string history_run_key(const std::string& tag, std::int64_t attempt,
                             const std::string& config_hash, const std::string& host,
                             std::int64_t pid, const std::string& started);
 
@@ -86,8 +88,11 @@ struct HistoryFilter {
 
 class HistoryStore {
  public:
-  // Opens the store at `url` (history_db.h), making or migrating its schema.
-  static HistoryStore open(const std::string& url);
+  // Opens the store at `url` (history_db.h), migrating an older schema. `create`: a store that
+  // is not there yet (a new file, an empty database) is made; otherwise it is an error saying
+  // how to make one, so that reading never leaves a store behind. A database holding other
+  // tables is refused either way: it is not a history store.
+  static HistoryStore open(const std::string& url, bool create = false);
   // The store at --store, else $SWEEPBENCH_HISTORY, else ~/.local/share/sweepbench/history.sqlite
   // (its directory made when need be).
   static std::string default_url();
@@ -106,7 +111,7 @@ class HistoryStore {
 
  private:
   explicit HistoryStore(std::unique_ptr<Database> db) : db_(std::move(db)) {}
-  void migrate();
+  void migrate(bool create);
   std::unique_ptr<Database> db_;
   std::set<std::string> environments_;            // ids this process has stored
   std::map<size_t, std::string> metric_inserts_;  // INSERT of N metric rows, by N

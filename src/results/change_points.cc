@@ -82,6 +82,14 @@ Test test_cut(const Prefix& px, size_t a, size_t k, size_t b, double df) {
   return t;
 }
 
+// The two-sided 95% quantile of the test's distribution: Student's t on `df`, the normal's
+// beyond 1e6, so that the interval and the p-value agree.
+double quantile95(double df) {
+  if (!(df < 1e6)) return kZ95;
+  const boost::math::students_t_distribution<double> t(std::max(1.0, df));
+  return boost::math::quantile(boost::math::complement(t, 0.025));
+}
+
 // The best cut of [a, b) with `min_runs` on each side, recursively; Bonferroni over the
 // positions tried.
 void search(const Prefix& px, size_t a, size_t b, double df, const ChangeOptions& o,
@@ -111,10 +119,14 @@ void search(const Prefix& px, size_t a, size_t b, double df, const ChangeOptions
 double excess_variance(const std::vector<SeriesPoint>& series, size_t* differences) {
   std::vector<double> y, v;
   log_and_own(series, &y, &v);
-  std::vector<double> d;
+  std::vector<double> d, across;
   for (size_t i = 1; i < series.size(); ++i) {
-    if (series[i].environment == series[i - 1].environment) d.push_back(y[i] - y[i - 1]);
+    (series[i].environment == series[i - 1].environment ? d : across).push_back(y[i] - y[i - 1]);
   }
+  // Too few runs in one environment in a row (a series whose host changes every run): every
+  // difference counts, those across an environment change too. A change there makes the
+  // estimate larger, so tests only get more careful.
+  if (d.size() < 4) d.insert(d.end(), across.begin(), across.end());
   if (differences) *differences = d.size();
   if (d.size() < 2) return 0.0;
   // The mean square successive difference (von Neumann): a difference of two runs has twice a
@@ -144,10 +156,11 @@ ChangeSearch find_change_points(const std::vector<SeriesPoint>& series,
   // (von Neumann's estimator of the variance has that efficiency for normal data).
   const double df = tau2 > own_median ? std::max(1.0, 0.67 * static_cast<double>(differences))
                                       : std::numeric_limits<double>::infinity();
-  // A series of equal values without intervals has no variance: a floor keeps the weights
-  // finite (a difference is then as significant as it is).
+  // Without a variance (equal values and no intervals, or too few runs to tell) nothing can be
+  // judged: no test.
   std::vector<double> var(n);
-  for (size_t i = 0; i < n; ++i) var[i] = std::max(v[i] + tau2, 1e-18);
+  for (size_t i = 0; i < n; ++i) var[i] = v[i] + tau2;
+  if (!(*std::min_element(var.begin(), var.end()) > 0)) return result;
   Prefix px(y, var);
 
   std::vector<size_t> environment_cuts;
@@ -174,8 +187,8 @@ ChangeSearch find_change_points(const std::vector<SeriesPoint>& series,
     cp.before = std::exp(px.mean(a, k));
     cp.after = std::exp(px.mean(k, b));
     cp.change = std::expm1(t.d);
-    cp.low = std::expm1(t.d - kZ95 * t.se);
-    cp.high = std::expm1(t.d + kZ95 * t.se);
+    cp.low = std::expm1(t.d - quantile95(df) * t.se);
+    cp.high = std::expm1(t.d + quantile95(df) * t.se);
     cp.environment = std::binary_search(environment_cuts.begin(), environment_cuts.end(), k);
     cp.p = t.p;
     if (!cp.environment) {

@@ -6,17 +6,19 @@
 // The method, in the log of the value (a change is a ratio):
 // - A run's variance is its own interval's ((log high - log low) / (2 x 1.96))^2 plus the
 //   series' excess variance tau^2: how much more runs scatter than their own intervals say (a
-//   busy node, another day). tau^2 comes from the successive differences, robustly (their
-//   median absolute deviation), so a step in the series barely moves it. A run without an
-//   interval counts with the series' median one. Each run weighs 1 / its variance.
+//   busy node, another day). tau^2 comes from the mean square of successive differences within
+//   one environment (all of them when fewer than 4 are), so a step adds to one difference only.
+//   A run without an interval counts with the series' median one. Each run weighs
+//   1 / its variance; a series with no variance at all (equal values, no intervals) is not
+//   tested.
 // - The series is first cut where the environment changes (another environment id); those cuts
 //   are tested as they are, one test each. Within a stretch of one environment, the best cut is
 //   searched (every position with `min_runs` on each side) and its p-value multiplied by the
 //   positions tried (Bonferroni), then each side is searched again.
 // - A cut's test: the weighted means of the runs on each side since the previous cut and up to
 //   the next, the difference's t = d / sqrt(se_a^2 + se_b^2), two-sided, on the degrees of
-//   freedom of the excess variance where it is most of a run's variance (successive
-//   differences - 1), else as a normal z.
+//   freedom of the excess variance where it is most of a run's variance (0.67 x the successive
+//   differences), else as a normal z; the change's 95% interval on the same distribution.
 // - Over everything one check tests (all series, all cuts), false alarms are kept in check by
 //   Benjamini-Hochberg at `fdr` (bench-history check's --fdr): of the changes reported, that
 //   share at most is expected to be noise.
@@ -65,8 +67,8 @@ struct ChangeSearch {
 ChangeSearch find_change_points(const std::vector<SeriesPoint>& series,
                                 const ChangeOptions& options = {});
 
-// The series' excess variance in log units (see above), from its successive differences within
-// one environment (*differences: how many; fewer than 2 give 0).
+// The series' excess variance in log units (see above), from its successive differences
+// (*differences: how many were used; fewer than 2 give 0).
 double excess_variance(const std::vector<SeriesPoint>& series, size_t* differences = nullptr);
 
 // Benjamini-Hochberg over a family of `family` tests of which these p-values are the ones that

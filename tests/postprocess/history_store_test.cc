@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 
 #include "core/error.h"
 #include "postprocess/history_ingest.h"
@@ -36,7 +37,7 @@ HistoryRun run(const std::string& tag, const std::string& started, double tps) {
   r.config_json = R"({"train.micro_batch": 4, "train.dtype": "bf16"})";
   r.metrics = {{"train_tokens_per_second", tps, tps * 0.9, tps * 1.1, "tokens/s"},
                {"step_time_median_s", 0.5, NAN, NAN, "s"}};
-  r.run_key = history_run_key(r.sweep, tag, 1, r.config_hash, "n1", 42, started);
+  r.run_key = history_run_key(tag, 1, r.config_hash, "n1", 42, started);
   return r;
 }
 
@@ -44,7 +45,10 @@ TEST(HistoryStore, EachRunOnceAndReadBackWhole) {
   testing::TempDir dir;
   const std::string path = dir.file("h.sqlite");
   {
-    HistoryStore store = HistoryStore::open(path);
+    // Reading makes no store; ingesting does.
+    EXPECT_THROW(HistoryStore::open(path), Error);
+    EXPECT_FALSE(std::filesystem::exists(path));
+    HistoryStore store = HistoryStore::open(path, true);
     EXPECT_EQ(store.schema_version(), kHistorySchemaVersion);
     EXPECT_EQ(store.record(
                   {run("b", "2026-11-02T00:00:00Z", 200), run("a", "2026-11-01T00:00:00Z", 100)}),
@@ -90,17 +94,16 @@ TEST(HistoryStore, EachRunOnceAndReadBackWhole) {
 
 TEST(HistoryStore, KeysAreStableAndSeparateTheirFields) {
   // The key of an attempt must never change between versions: a store would take the same
-  // attempt twice. Fixed here: the first 32 hex digits of the SHA-256 of the fields, each
-  // followed by a NUL (Python's hashlib gives the same).
-  EXPECT_EQ(
-      history_run_key("quickstart", "mb=2.abc", 1, "cab2", "vm", 22963, "2026-11-29T15:55:45Z"),
-      "44abde3c01bbe63465471e066af9aad8");
-  EXPECT_EQ(history_run_key("s", "t", 1, "h", "host", 1, "2026-01-01T00:00:00Z").size(), 32u);
-  // Fields are separated: moving text from one to the next changes the key.
-  EXPECT_NE(history_run_key("ab", "c", 1, "h", "x", 1, "t"),
-            history_run_key("a", "bc", 1, "h", "x", 1, "t"));
-  EXPECT_NE(history_run_key("s", "t", 1, "h", "x", 1, "t"),
-            history_run_key("s", "t", 2, "h", "x", 1, "t"));
+  // attempt twice. Fixed here: the first 32 hex digits of the SHA-256 of the fields, each as
+  // LENGTH:TEXT; (Python's hashlib gives the same).
+  EXPECT_EQ(history_run_key("mb=2.abc", 1, "cab2", "vm", 22963, "2026-11-29T15:55:45Z"),
+            "cdc3fab92e8aa81efce26db5a856c94b");
+  EXPECT_EQ(history_run_key("t", 1, "h", "host", 1, "2026-01-01T00:00:00Z").size(), 32u);
+  // Fields are separated: moving text from one to the next changes the key, NUL or not.
+  EXPECT_NE(history_run_key("t", 1, "ab", "c", 1, "t"), history_run_key("t", 1, "a", "bc", 1, "t"));
+  EXPECT_NE(history_run_key("t", 1, std::string("a\0", 2), "b", 1, "t"),
+            history_run_key("t", 1, "a", std::string("\0b", 2), 1, "t"));
+  EXPECT_NE(history_run_key("t", 1, "h", "x", 1, "t"), history_run_key("t", 2, "h", "x", 1, "t"));
   EXPECT_EQ(history_environment_id({}), "");
   EXPECT_NE(history_environment_id({{"a", "bc"}}), history_environment_id({{"ab", "c"}}));
 }
@@ -137,9 +140,27 @@ TEST(HistoryStore, RefusesWhatIsNoStoreAndNamesTheFix) {
   }
   EXPECT_THROW(HistoryStore::open("sqlite://host/db"), Error);
   // sqlite:///ABSOLUTE and sqlite:RELATIVE name files.
-  HistoryStore a = HistoryStore::open("sqlite://" + dir.file("a.sqlite"));
+  HistoryStore a = HistoryStore::open("sqlite://" + dir.file("a.sqlite"), true);
   EXPECT_EQ(a.describe(), "sqlite:" + dir.file("a.sqlite"));
-  HistoryStore b = HistoryStore::open("sqlite:" + dir.file("b.sqlite"));
+  HistoryStore b = HistoryStore::open("sqlite:" + dir.file("b.sqlite"), true);
+  // Another program's database is not taken over, for reading or for writing.
+  {
+    std::unique_ptr<Database> other = open_database(dir.file("other.sqlite"));
+    other->script("CREATE TABLE places (name TEXT)");
+  }
+  for (bool create : {false, true}) {
+    try {
+      HistoryStore::open(dir.file("other.sqlite"), create);
+      FAIL() << "a foreign database opened as a store";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kConflict);
+      EXPECT_THAT(e.message(), HasSubstr("is not a history store"));
+    }
+  }
+  EXPECT_FALSE(open_database(dir.file("other.sqlite"))->has_table("runs"));
+  // libpq's key=value form is no file name.
+  EXPECT_THROW(HistoryStore::open("host=db password=s3cret", true), Error);
+  EXPECT_FALSE(std::filesystem::exists("host=db password=s3cret"));
   EXPECT_EQ(b.describe(), "sqlite:" + dir.file("b.sqlite"));
 }
 
@@ -147,7 +168,8 @@ TEST(HistoryStore, TimesAndLabelsAreChecked) {
   EXPECT_EQ(history_time_bound("2026-11-20", "--since", false), "2026-11-20T00:00:00Z");
   EXPECT_EQ(history_time_bound("2026-11-20", "--until", true), "2026-11-20T23:59:59Z");
   EXPECT_EQ(history_time_bound("2026-11-20T08:00:00Z", "--since", false), "2026-11-20T08:00:00Z");
-  for (const char* bad : {"yesterday", "2026-11-2", "2026-11-20 08:00", "2026-11-20T08:00:00"}) {
+  for (const char* bad : {"yesterday", "2026-11-2", "2026-11-20 08:00", "2026-11-20T08:00:00",
+                          "2026-13-45", "2026-11-20T25:99:99Z", "2026-00-10"}) {
     EXPECT_THROW(history_time_bound(bad, "--since", false), Error) << bad;
   }
   std::map<std::string, std::string> labels;

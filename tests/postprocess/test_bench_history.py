@@ -359,6 +359,49 @@ class BadInput(HistoryCase):
         r = history("runs", "--store", self.store, check=3)
         self.assertIn("was made by a newer bench-history (schema 99", r.stderr)
 
+    def test_what_a_reviewer_broke_stays_fixed(self):
+        _, out = self.sweep("fix", 'echo "value {params.i}"', [1, 2])
+        two = sorted(t for t in os.listdir(out) if t.startswith("i=2"))[0]
+        # A summary.json cut short: its attempt is left out, and stored once it is whole.
+        summary = os.path.join(out, two, "summary.json")
+        with open(summary) as f:
+            whole = f.read()
+        with open(summary, "w") as f:
+            f.write(whole[:50])
+        r = history("ingest", out, "--store", self.store)
+        self.assertIn("1 new run(s) stored", r.stderr)
+        self.assertIn("its attempt is left out", r.stderr)
+        with open(summary, "w") as f:
+            f.write(whole)
+        r = history("ingest", out, "--store", self.store)
+        self.assertIn("1 new run(s) stored", r.stderr)
+        self.assertEqual(self.count("SELECT count(*) FROM metrics WHERE name = 'value'"), 2)
+        # Without its manifest (or copied out of its tree) an attempt is still the same one.
+        os.rename(os.path.join(out, "manifest.json"), os.path.join(self.tmp, "manifest.bak"))
+        r = history("ingest", out, "--store", self.store)
+        self.assertIn("0 new run(s) stored", r.stderr)
+        # Reading makes no store; -o never replaces the store.
+        missing = os.path.join(self.tmp, "typo.sqlite")
+        r = history("runs", "--store", missing, check=4)
+        self.assertIn("there is no history store here", r.stderr)
+        self.assertFalse(os.path.exists(missing))
+        r = history("runs", "--store", self.store, "-o", self.store, "-f", "--format", "csv",
+                    check=3)
+        self.assertIn("is the history store itself", r.stderr)
+        self.assertEqual(self.count("SELECT count(*) FROM runs"), 2)
+        # bench-sweep --history: a store it cannot know is refused before any point runs, and a
+        # password never reaches the messages.
+        path = command_sweep(self.tmp, "early", 'echo "value {params.i}"', [1, 2])
+        r = bench_sweep("run", path, "-o", os.path.join(self.tmp, "early"), "--history",
+                        "bogus://x", check=2)
+        self.assertIn("'bogus' is not a store bench-history knows", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "early")))
+        r = bench_sweep("run", path, "-o", os.path.join(self.tmp, "pw"), "--history",
+                        "postgresql://me:s3cret@127.0.0.1:1/x?password=s3cret", check=0)
+        self.assertIn("--history: bench-history ended with exit code 4", r.stderr)
+        self.assertIn("postgresql://me:***@127.0.0.1:1/x?password=***", r.stderr)
+        self.assertNotIn("s3cret", r.stderr + r.stdout)
+
     def test_hostile_text_is_stored_and_read_back_as_text(self):
         _, out = self.sweep("hostile", 'echo "value {params.i}"', [1])
         evil = "x'); DROP TABLE runs; --"
