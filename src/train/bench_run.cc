@@ -162,6 +162,9 @@ void choose_threads_beside_neighbours(CpuShareMeter& since_start, MpiEnv& mpi, b
       reading.others_s >= 0 && reading.wall_s > 0 ? reading.others_s / reading.wall_s : -1.0;
   mpi.node_allreduce_max(&busy, 1);
   if (busy < 0) return;
+  // Ticks of 10 ms over a tenth of a second read a CPU to a tenth, either way: a reading can pass
+  // the CPUs there are (2.07 of 2 on a loaded CI machine), which no neighbour can take.
+  busy = std::min(busy, reading.cpus);
   r.cpus_busy_at_start = busy;
   if (given) return;
   const int threads = threads_beside_others(planned, reading.cpus, busy, mpi.local_size());
