@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/fs.h"
 #include "core/process.h"
+#include "core/redact.h"
 #include "core/text.h"
 #include "launch/shell.h"
 
@@ -70,25 +71,6 @@ HistoryHook history_hook_of(const std::string& store, const std::vector<std::str
   return hook;
 }
 
-std::string redacted_store(const std::string& store) {
-  std::string shown = store;
-  // scheme://USER:PASSWORD@HOST
-  const size_t scheme = shown.find("://");
-  const size_t at = shown.find('@');
-  if (scheme != std::string::npos && at != std::string::npos && at > scheme) {
-    const size_t colon = shown.find(':', scheme + 3);
-    if (colon != std::string::npos && colon < at) shown.replace(colon + 1, at - colon - 1, "***");
-  }
-  // ?password=... or &password=...
-  for (size_t p = shown.find("password="); p != std::string::npos;
-       p = shown.find("password=", p + 1)) {
-    const size_t from = p + 9;
-    const size_t to = shown.find('&', from);
-    shown.replace(from, (to == std::string::npos ? shown.size() : to) - from, "***");
-  }
-  return shown;
-}
-
 std::vector<std::string> history_ingest_argv(const std::string& bench_sweep,
                                              const std::string& out_dir, const HistoryHook& hook) {
   std::string program = "bench-history";
@@ -114,7 +96,7 @@ void ingest_after_run(const std::string& out_dir, const HistoryHook& hook, std::
   // The command as people may see it: a password in the store's URL as ***.
   std::vector<std::string> shown_argv = argv;
   for (std::string& a : shown_argv) {
-    if (a == hook.store) a = redacted_store(a);
+    if (a == hook.store) a = redacted_url(a);
   }
   const std::string shown = shell_join(shown_argv);
   // Its messages go through files (run_process's contract), then to our stderr.

@@ -21,9 +21,6 @@ struct HistoryHook {
 // a printable VALUE), as bench-history will; Error(kInput) naming the option otherwise.
 HistoryHook history_hook_of(const std::string& store, const std::vector<std::string>& labels);
 
-// The store as messages show it: a password in its URL (USER:PASSWORD@, password=) as ***.
-std::string redacted_store(const std::string& store);
-
 // `bench-history ingest DIR --store STORE --label ...`, bench-history found beside `bench_sweep`.
 std::vector<std::string> history_ingest_argv(const std::string& bench_sweep,
                                              const std::string& out_dir, const HistoryHook& hook);

@@ -11,6 +11,7 @@
 
 #include "core/config.h"
 #include "core/error.h"
+#include "core/redact.h"
 #include "core/fs.h"
 #include "core/settings.h"
 #include "core/table.h"
@@ -507,7 +508,7 @@ SubmitReport submit_sweep(const Plan& plan, const SubmitOptions& o, std::ostream
       write_file_atomic(path, script);
       std::string id = slurm_submit(path);
       out << "submitted job " << id << " (after the arrays: records the sweep in "
-          << redacted_store(o.history.store) << ", script " << path << ")\n";
+          << redacted_url(o.history.store) << ", script " << path << ")\n";
     }
   }
   if (!o.dry_run) {

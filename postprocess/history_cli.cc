@@ -5,6 +5,7 @@
 #include <boost/program_options.hpp>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -177,6 +178,26 @@ void refuse_output_over_store(const po::variables_map& vm, const std::string& ou
   }
 }
 
+// What `write` writes goes to -o (whole or not at all; never among results or over the store;
+// an existing file only with -f) or to `out`.
+void write_output(const po::variables_map& vm, std::ostream& out,
+                  const std::function<void(std::ostream&)>& write) {
+  if (!vm.count("output")) {
+    write(out);
+    return;
+  }
+  const std::string output = vm["output"].as<std::string>();
+  refuse_output_among_results(output);
+  refuse_output_over_store(vm, output);
+  if (!vm.count("force") && fs::exists(output)) {
+    throw Error(ErrorKind::kConflict, Mark::in(output), "", "the output file exists",
+                "add -f to replace it, or choose another -o");
+  }
+  AtomicFile file(output);
+  write(file.stream());
+  file.commit();
+}
+
 // Writes the table to -o (whole or not at all) or to `out`.
 void print_rows(const po::variables_map& vm, const std::vector<std::string>& columns,
                 const std::vector<std::map<std::string, Value>>& rows, std::ostream& out) {
@@ -189,19 +210,7 @@ void print_rows(const po::variables_map& vm, const std::vector<std::string>& col
   ExtractTable table;
   table.columns = columns;
   table.rows = rows;
-  if (!output) {
-    print_table(table, format, out);
-    return;
-  }
-  refuse_output_among_results(*output);
-  refuse_output_over_store(vm, *output);
-  if (!vm.count("force") && fs::exists(*output)) {
-    throw Error(ErrorKind::kConflict, Mark::in(*output), "", "the output file exists",
-                "add -f to replace it, or choose another -o");
-  }
-  AtomicFile file(*output);
-  print_table(table, format, file.stream());
-  file.commit();
+  write_output(vm, out, [&](std::ostream& to) { print_table(table, format, to); });
 }
 
 std::string labels_text(const std::map<std::string, std::string>& labels) {
@@ -421,21 +430,7 @@ int export_main(const std::vector<std::string>& args, std::ostream& out, std::os
           }
           report.set(name, measures);
         }
-        const std::string text = emit_json(report, 2) + "\n";
-        if (!vm.count("output")) {
-          out << text;
-        } else {
-          const std::string output = vm["output"].as<std::string>();
-          refuse_output_among_results(output);
-          refuse_output_over_store(vm, output);
-          if (!vm.count("force") && fs::exists(output)) {
-            throw Error(ErrorKind::kConflict, Mark::in(output), "", "the output file exists",
-                        "add -f to replace it, or choose another -o");
-          }
-          AtomicFile file(output);
-          file.stream() << text;
-          file.commit();
-        }
+        write_output(vm, out, [&](std::ostream& file) { file << emit_json(report, 2) << "\n"; });
         err << "bench-history export: " << newest.size()
             << " point(s), the newest ok run of each\n";
         return kExitOk;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/redact.h"
 #include "postprocess/history_db.h"
 
 namespace sweepbench {
@@ -140,23 +141,7 @@ class PostgresDatabase final : public Database {
     if (PQtransactionStatus(conn_) != PQTRANS_IDLE) PQclear(PQexec(conn_, "ROLLBACK"));
   }
 
-  std::string describe() const override {
-    // The URL without a password (USER:PASSWORD@, password=).
-    std::string shown = url_;
-    const size_t scheme = shown.find("://");
-    const size_t at = shown.find('@');
-    if (scheme != std::string::npos && at != std::string::npos && at > scheme) {
-      const size_t colon = shown.find(':', scheme + 3);
-      if (colon != std::string::npos && colon < at) shown.replace(colon, at - colon, ":***");
-    }
-    for (size_t p = shown.find("password="); p != std::string::npos;
-         p = shown.find("password=", p + 1)) {
-      const size_t from = p + 9;
-      const size_t to = shown.find('&', from);
-      shown.replace(from, (to == std::string::npos ? shown.size() : to) - from, "***");
-    }
-    return shown;
-  }
+  std::string describe() const override { return redacted_url(url_); }
 
  private:
   Result run(const std::string& sql, const std::vector<SqlValue>& params) {
