@@ -24,13 +24,13 @@ namespace sweepbench {
 namespace fs = std::filesystem;
 namespace po = boost::program_options;
 
-namespace {
-
 int default_jobs() {
   cpu_set_t set;
   if (::sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
   return 1;
 }
+
+namespace {
 
 // --columns NAME (or --best, --pareto): refused unless `known` has it, with the nearest name.
 void check_column_named(const std::string& c, const std::vector<std::string>& known,

@@ -75,6 +75,9 @@ PointSearch find_point_dirs(const std::vector<std::string>& paths, bool with_rem
 // command metric any point defines, exit_code, seconds, units, memory, cost.
 std::vector<std::string> extract_columns(const std::vector<std::string>& point_dirs);
 
+// The reader processes by default (--jobs): the CPUs this process may use.
+int default_jobs();
+
 struct ExtractOptions {
   // USD per device-hour; < 0: none. The default for points whose hardware.price_per_hour is
   // null; cost_usd_per_mtok = price x world_size / mt_per_hour.

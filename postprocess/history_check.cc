@@ -24,9 +24,10 @@ std::string percent(double fraction) {
   return buf;
 }
 
-// "FIELD A -> B; ..." for the fields whose values differ ("(none)" where one lacks it).
-std::string differences(const std::map<std::string, std::string>& a,
-                        const std::map<std::string, std::string>& b) {
+}  // namespace
+
+std::string field_differences(const std::map<std::string, std::string>& a,
+                              const std::map<std::string, std::string>& b) {
   std::set<std::string> fields;
   for (const auto& [k, v] : a) fields.insert(k);
   for (const auto& [k, v] : b) fields.insert(k);
@@ -39,6 +40,8 @@ std::string differences(const std::map<std::string, std::string>& a,
   }
   return join(parts, "; ");
 }
+
+namespace {
 
 // A command's declared metric names, from its config (command.metrics' names).
 std::set<std::string> declared_metrics(const std::string& config_json) {
@@ -105,6 +108,7 @@ CheckResult check_history(const std::vector<HistoryRun>& all, const CheckOptions
   struct Cut {
     const std::vector<Member>* members;
     ChangePoint point;
+    size_t series;
   };
   std::vector<Cut> cuts;
   for (const auto& [key, members] : series) {
@@ -115,8 +119,13 @@ CheckResult check_history(const std::vector<HistoryRun>& all, const CheckOptions
                                    [&](const FailOn& f) { return f.metric == key.second; });
     if (wanted.empty() && !headline && !gated && !declared[key.first].count(key.second)) continue;
     ++result.series;
+    HistorySeriesView& view = result.series_views.emplace_back();
+    view.metric = key.second;
+    view.unit = members.back().metric->unit;
     std::vector<SeriesPoint> points;
     for (const Member& m : members) {
+      view.runs.push_back(m.run);
+      view.values.push_back(m.metric);
       SeriesPoint p;
       p.value = m.metric->value;
       p.ci_low = m.metric->ci_low;
@@ -128,7 +137,9 @@ CheckResult check_history(const std::vector<HistoryRun>& all, const CheckOptions
     co.min_runs = o.min_runs;
     ChangeSearch found = find_change_points(points, co);
     result.tests += found.tests;
-    for (const ChangePoint& c : found.cuts) cuts.push_back({&members, c});
+    for (const ChangePoint& c : found.cuts) {
+      cuts.push_back({&members, c, result.series_views.size() - 1});
+    }
   }
   std::vector<double> p;
   for (const Cut& c : cuts) p.push_back(c.point.p);
@@ -161,8 +172,10 @@ CheckResult check_history(const std::vector<HistoryRun>& all, const CheckOptions
     h.latest = last[c.members] == i;
     h.runs_before = c.point.runs_before;
     h.runs_after = c.point.runs_after;
-    h.environment = differences(before.run->environment, after.run->environment);
-    h.labels = differences(before.run->labels, after.run->labels);
+    h.series = c.series;
+    h.at = c.point.at;
+    h.environment = field_differences(before.run->environment, after.run->environment);
+    h.labels = field_differences(before.run->labels, after.run->labels);
     result.changes.push_back(std::move(h));
   }
   // Worst first: regressions before improvements, the newest first.
@@ -171,6 +184,13 @@ CheckResult check_history(const std::vector<HistoryRun>& all, const CheckOptions
                      if (a.worse != b.worse) return a.worse;
                      return a.since > b.since;
                    });
+  for (size_t i = 0; i < result.changes.size(); ++i) {
+    result.series_views[result.changes[i].series].changes.push_back(i);
+  }
+  for (HistorySeriesView& v : result.series_views) {
+    std::sort(v.changes.begin(), v.changes.end(),
+              [&](size_t a, size_t b) { return result.changes[a].at < result.changes[b].at; });
+  }
   return result;
 }
 

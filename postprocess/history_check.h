@@ -6,6 +6,7 @@
 // that changed between the runs on either side of it.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,8 @@ struct HistoryChange {
   bool worse = false;   // in the metric's bad direction (results/summary.h)
   bool latest = false;  // the series' last cut: its level now
   size_t runs_before = 0, runs_after = 0;
+  // Where: the series (CheckResult::series_views) and its first run after the cut.
+  size_t series = 0, at = 0;
   std::string environment;  // "torch_version 2.14.0 -> 2.15.0; ..." or ""
   std::string labels;       // "commit abc -> def" or ""
   // For people: "train_tokens_per_second -7.2% [-8.9%, -5.4%] since 2026-11-20, when
@@ -38,12 +41,28 @@ struct HistoryChange {
   std::string what() const;
 };
 
+// One series as the check read it (for the report's figures): its ok runs in order, each with
+// its value of the metric. Pointers into the runs given to check_history.
+struct HistorySeriesView {
+  std::string metric, unit;
+  std::vector<const HistoryRun*> runs;
+  std::vector<const HistoryMetric*> values;
+  std::vector<size_t> changes;  // indices into CheckResult::changes, in time order
+};
+
 struct CheckResult {
   std::vector<HistoryChange> changes;  // the discoveries, worst first
+  std::vector<HistorySeriesView> series_views;  // every series checked
   size_t series = 0, runs = 0, tests = 0;
 };
 
-// `runs`: the store's runs (HistoryStore::runs, every metric), any order.
+// "FIELD A -> B; ..." for the fields whose values differ between two environments (or label
+// sets), "(none)" where one lacks a field; "" when they agree.
+std::string field_differences(const std::map<std::string, std::string>& a,
+                              const std::map<std::string, std::string>& b);
+
+// `runs`: the store's runs (HistoryStore::runs, every metric), any order; they must outlive the
+// result's series_views.
 CheckResult check_history(const std::vector<HistoryRun>& runs, const CheckOptions& options);
 
 // 8 when a --fail-on metric's latest change is a discovery, worse beyond its threshold; else 0.

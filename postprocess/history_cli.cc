@@ -20,6 +20,7 @@
 #include "postprocess/extract.h"
 #include "postprocess/history_check.h"
 #include "postprocess/history_ingest.h"
+#include "postprocess/history_report.h"
 #include "postprocess/history_store.h"
 #include "postprocess/tool_main.h"
 
@@ -37,6 +38,7 @@ usage: bench-history ingest PATH... [--store URL] [--label NAME=VALUE]...
        bench-history series METRIC [--store URL] [filters] [--format F] [-o OUT]
        bench-history check  [--store URL] [filters] [--metric M]... [--fail-on M:PCT]...
        bench-history export bmf [--store URL] [filters] [-o OUT]
+       bench-history report [--store URL] [filters] -o report.html
 
 ingest   records every finished attempt under PATH (results trees, points) in the store, once:
          a second ingest of the same tree adds nothing
@@ -46,6 +48,8 @@ check    the changes in each configuration's metrics over time, false alarms hel
          each with its size, its interval, since when, and what changed in the environment;
          --fail-on METRIC:PCT exits 8 when METRIC's latest change is worse beyond PCT
 export   bmf: the newest ok run of each point as Bencher's JSON (bencher run --adapter json)
+report   one HTML page, opened from the file system: check's changes, each series' history
+         drawn with its changes and environment changes, the runs that did not end ok
 
 The store: --store, else $SWEEPBENCH_HISTORY, else ~/.local/share/sweepbench/history.sqlite.
 A URL sqlite:PATH or a path is an SQLite file; keep it on a local disk (docs/history.md).
@@ -438,33 +442,101 @@ int export_main(const std::vector<std::string>& args, std::ostream& out, std::os
       &positional);
 }
 
+// What check and report judge series by.
+void add_check_options(po::options_description& desc) {
+  desc.add_options()("metric", po::value<std::vector<std::string>>()->composing(),
+                     "Only these metrics (repeatable; default: those with intervals, and "
+                     "commands' declared ones)")(
+      "fdr", po::value<double>()->default_value(0.05),
+      "The share of reported changes that may be noise (Benjamini-Hochberg)")(
+      "min-runs", po::value<int>()->default_value(3),
+      "Runs on each side of a change found within one environment");
+}
+
+CheckOptions check_options_of(const po::variables_map& vm) {
+  CheckOptions o;
+  if (vm.count("metric")) o.metrics = vm["metric"].as<std::vector<std::string>>();
+  o.fdr = vm["fdr"].as<double>();
+  if (!(o.fdr > 0 && o.fdr < 1)) {
+    throw Error::input(Mark::in("--fdr"), "", "must be between 0 and 1", "0.05 is usual");
+  }
+  const int min_runs = vm["min-runs"].as<int>();
+  if (min_runs < 1 || min_runs > 1000) {
+    throw Error::input(Mark::in("--min-runs"), "", "must be from 1 to 1000");
+  }
+  o.min_runs = static_cast<size_t>(min_runs);
+  return o;
+}
+
+// The filters given, as the report's header says them: "--sweep nightly --since 2026-11-01".
+std::string filters_said(const std::vector<std::string>& args) {
+  std::vector<std::string> said;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "-o" || a == "--output" || a == "--store" || a == "--title" || a == "--max-series") {
+      ++i;
+      continue;
+    }
+    if (starts_with(a, "--output=") || starts_with(a, "--store=") || a == "-f" || a == "--force" ||
+        starts_with(a, "--title=") || starts_with(a, "--max-series=")) {
+      continue;
+    }
+    said.push_back(a);
+  }
+  return join(said, " ");
+}
+
+int report_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  po::options_description desc("bench-history report options");
+  desc.add_options()("help,h", "Show this help")("title", po::value<std::string>(),
+                                                 "The page's title")(
+      "max-series", po::value<int>()->default_value(300),
+      "The most series drawn (those with changes first); every one is in the table");
+  add_check_options(desc);
+  add_store_option(desc);
+  add_filter_options(desc);
+  return run_tool(
+      "bench-history", args, desc, kUsage, out, err, [&](const po::variables_map& vm) -> int {
+        if (vm.count("format")) {
+          throw Error::input(Mark::in("--format"), "", "does not apply to report",
+                             "leave it out: the report is one HTML page");
+        }
+        HistoryFilter f = filter_of(vm);
+        const CheckOptions co = check_options_of(vm);
+        HistoryReportOptions o;
+        const int max_series = vm["max-series"].as<int>();
+        if (max_series < 0) throw Error::input(Mark::in("--max-series"), "", "must be 0 or more");
+        o.max_series = static_cast<size_t>(max_series);
+        if (vm.count("title")) o.title = vm["title"].as<std::string>();
+        o.filters = filters_said(args);
+        HistoryStore store = open_store(vm);
+        o.store = store.describe();
+        resolve_config_hash(store, vm, &f);
+        const std::vector<HistoryRun> runs = store.runs(f);
+        const CheckResult check = check_history(runs, co);
+        const HistoryReport report = history_report(runs, check, co, o);
+        write_output(vm, out, [&](std::ostream& file) { file << report.html; });
+        err << "bench-history report: " << plural(runs.size(), "run") << ", "
+            << plural(check.series, "series", "series") << " (" << report.series_drawn
+            << " drawn), " << plural(check.changes.size(), "change") << "; "
+            << report.html.size() / 1024 << " KiB"
+            << (vm.count("output") ? " written to " + vm["output"].as<std::string>() : "") << "\n";
+        return kExitOk;
+      });
+}
+
 int check_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description desc("bench-history check options");
   desc.add_options()("help,h", "Show this help")(
-      "metric", po::value<std::vector<std::string>>()->composing(),
-      "Only these metrics (repeatable; default: those with intervals, and commands' declared "
-      "ones)")("fdr", po::value<double>()->default_value(0.05),
-               "The share of reported changes that may be noise (Benjamini-Hochberg)")(
-      "min-runs", po::value<int>()->default_value(3),
-      "Runs on each side of a change found within one environment")(
       "fail-on", po::value<std::vector<std::string>>()->composing(),
       "METRIC:PCT: exit 8 when METRIC's latest change is worse by more than PCT (repeatable)");
+  add_check_options(desc);
   add_store_option(desc);
   add_filter_options(desc);
   return run_tool(
       "bench-history", args, desc, kUsage, out, err, [&](const po::variables_map& vm) -> int {
         HistoryFilter f = filter_of(vm);
-        CheckOptions o;
-        if (vm.count("metric")) o.metrics = vm["metric"].as<std::vector<std::string>>();
-        o.fdr = vm["fdr"].as<double>();
-        if (!(o.fdr > 0 && o.fdr < 1)) {
-          throw Error::input(Mark::in("--fdr"), "", "must be between 0 and 1", "0.05 is usual");
-        }
-        const int min_runs = vm["min-runs"].as<int>();
-        if (min_runs < 1 || min_runs > 1000) {
-          throw Error::input(Mark::in("--min-runs"), "", "must be from 1 to 1000");
-        }
-        o.min_runs = static_cast<size_t>(min_runs);
+        CheckOptions o = check_options_of(vm);
         if (vm.count("fail-on")) {
           for (const std::string& text : vm["fail-on"].as<std::vector<std::string>>()) {
             const size_t colon = text.rfind(':');
@@ -544,13 +616,15 @@ int bench_history_main(const std::vector<std::string>& args, std::ostream& out, 
   if (command == "series") return series_main(rest, out, err);
   if (command == "check") return check_main(rest, out, err);
   if (command == "export") return export_main(rest, out, err);
+  if (command == "report") return report_main(rest, out, err);
   if (command == "-h" || command == "--help") {
     out << kUsage;
     return kExitOk;
   }
   err << "bench-history: error: "
       << (command.empty() ? "no command given" : "'" + command + "' is not a command")
-      << "; the commands are ingest, runs, series, check and export (bench-history --help)\n";
+      << "; the commands are ingest, runs, series, check, export and report (bench-history "
+         "--help)\n";
   return kExitUsage;
 }
 

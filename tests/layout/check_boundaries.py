@@ -38,7 +38,9 @@ ALLOWED = {
     "tool": {"core", "tool"},
     "plot": {"core", "metrics", "tool", "plot"},
     "extract": {"core", "layout", "sweep", "metrics", "results", "tool", "extract"},
-    "history": {"core", "layout", "sweep", "metrics", "results", "tool", "extract", "history"},
+    "report": {"core", "layout", "sweep", "metrics", "results", "tool", "extract", "report"},
+    "history": {"core", "layout", "sweep", "metrics", "results", "tool", "extract", "report",
+                "history"},
 }
 # The files of src/results/ that make up the metrics module (no HDF5).
 METRICS_FILES = ("summary.", "rank_result.", "infer_metrics.", "statistics.", "significance.",
@@ -62,6 +64,7 @@ FORBIDDEN_LIBS = {
     "bench-plot": ["libtorch", "libc10", "libmpi", "libhdf5", "libsqlite3", "libpq"],
     "bench-command": ["libtorch", "libc10", "libmpi", "libsqlite3", "libpq"],
     "bench-history": ["libtorch", "libc10", "libmpi"],
+    "bench-report": ["libtorch", "libc10", "libmpi", "libsqlite3", "libpq"],
 }
 # Static libraries whose code a binary may not contain, by binary.
 FORBIDDEN_CODE = {
@@ -88,6 +91,8 @@ def module_of_file(rel):
             return "plot"
         if name.startswith(("history_", "bench_history_main.")):
             return "history"
+        if name.startswith(("report_", "bench_report_main.")):
+            return "report"
         return "extract"
     return None
 
@@ -105,6 +110,8 @@ def module_of_include(header):
             return "tool"
         if name.startswith("history_"):
             return "history"
+        if name.startswith("report_"):
+            return "report"
         return "plot" if name.startswith(("plot.", "plot_")) else "extract"
     return folder if folder in ALLOWED else None
 

@@ -1,0 +1,17 @@
+// bench-report: see postprocess/report_sweep.h.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "core/fs.h"
+#include "core/terminal.h"
+#include "postprocess/report_sweep.h"
+
+int main(int argc, char** argv) {
+  sweepbench::survive_closed_output();
+  std::vector<std::string> args(argv + 1, argv + argc);
+  // Messages are for people: what they quote of the results reaches the terminal escaped.
+  sweepbench::TerminalSafeStream err(std::cerr);
+  return sweepbench::close_standard_output("bench-report",
+                                           sweepbench::bench_report_main(args, std::cout, err));
+}
