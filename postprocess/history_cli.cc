@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 
@@ -478,6 +479,9 @@ int export_mlflow(const po::variables_map& vm, std::ostream& err) {
                          "write the runs with --offline FILE and send them later with --sync");
     }
   }
+  // The address checked before the store is opened: a typo costs nothing.
+  std::unique_ptr<MlflowHttp> api;
+  if (!offline) api = std::make_unique<MlflowHttp>(uri, uri_option);
   const std::string chosen_experiment =
       vm.count("experiment") ? vm["experiment"].as<std::string>() : "";
   if (vm.count("experiment") && chosen_experiment.empty()) {
@@ -522,10 +526,9 @@ int export_mlflow(const po::variables_map& vm, std::ostream& err) {
         << " --tracking-uri URL\n";
     return kExitOk;
   }
-  MlflowHttp api(uri, uri_option);
-  const MlflowSendReport report = send_to_mlflow(api, runs.experiment, runs.runs);
+  const MlflowSendReport report = send_to_mlflow(*api, runs.experiment, runs.runs);
   err << "bench-history export: " << report.sent << " new run(s) sent to MLflow experiment '"
-      << runs.experiment << "' (id " << report.experiment_id << ") at " << api.describe() << "; "
+      << runs.experiment << "' (id " << report.experiment_id << ") at " << api->describe() << "; "
       << report.known << " already there";
   if (report.parents) err << "; " << report.parents << " sweep parent run(s) made";
   if (report.redone) {

@@ -56,11 +56,7 @@ def comparable(runs):
 class Mlflow(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.server = LocalMlflow().__enter__()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.__exit__(None, None, None)
+        cls.server = cls.enterClassContext(LocalMlflow())
 
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="bench-history-mlflow-")
