@@ -20,24 +20,20 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "support"))
-from e2e import BIN, bench_sweep, command_sweep  # noqa: E402
+from e2e import bench_sweep, command_sweep  # noqa: E402
 from mlflow_server import LocalMlflow, free_port  # noqa: E402
+from test_bench_history import history as run_history  # noqa: E402
 
-BENCH_HISTORY = os.path.join(BIN, "bench-history")
 # A label value and a config value no quoting may change: quotes, backslash, SQL, shell, HTML,
 # a filter's quotes, and letters beyond ASCII.
 HOSTILE = "a'b\"c\\d; DROP TABLE runs; -- $(touch x) `id` </script> tags.\"k\" = 'v' é中"
 
 
 def history(*args, check=0, env=None):
+    """bench-history without the caller's MLFLOW_* variables, with `env`'s."""
     environment = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
     environment.update(env or {})
-    r = subprocess.run([BENCH_HISTORY, *args], capture_output=True, text=True, timeout=300,
-                       env=environment, stdin=subprocess.DEVNULL)
-    if check is not None and r.returncode != check:
-        raise AssertionError(f"bench-history {' '.join(args)}: exit {r.returncode}, wanted "
-                             f"{check}\n{r.stdout}\n{r.stderr}")
-    return r
+    return run_history(*args, check=check, env=environment)
 
 
 def comparable(runs):
