@@ -4,9 +4,11 @@
 
 #include <boost/program_options.hpp>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 
@@ -20,6 +22,8 @@
 #include "postprocess/extract.h"
 #include "postprocess/history_check.h"
 #include "postprocess/history_ingest.h"
+#include "postprocess/history_mlflow.h"
+#include "postprocess/history_mlflow_http.h"
 #include "postprocess/history_report.h"
 #include "postprocess/history_store.h"
 #include "postprocess/tool_main.h"
@@ -38,6 +42,9 @@ usage: bench-history ingest PATH... [--store URL] [--label NAME=VALUE]...
        bench-history series METRIC [--store URL] [filters] [--format F] [-o OUT]
        bench-history check  [--store URL] [filters] [--metric M]... [--fail-on M:PCT]...
        bench-history export bmf [--store URL] [filters] [-o OUT]
+       bench-history export mlflow [--tracking-uri URL] [--experiment NAME] [--store URL] [filters]
+       bench-history export mlflow --offline FILE [--experiment NAME] [--store URL] [filters]
+       bench-history export mlflow --sync FILE [--tracking-uri URL] [--experiment NAME]
        bench-history report [--store URL] [filters] -o report.html
 
 ingest   records every finished attempt under PATH (results trees, points) in the store, once:
@@ -48,6 +55,11 @@ check    the changes in each configuration's metrics over time, false alarms hel
          each with its size, its interval, since when, and what changed in the environment;
          --fail-on METRIC:PCT exits 8 when METRIC's latest change is worse beyond PCT
 export   bmf: the newest ok run of each point as Bencher's JSON (bencher run --adapter json)
+         mlflow: every run to an MLflow tracking server (--tracking-uri, else
+         $MLFLOW_TRACKING_URI): a parent run per sweep, a child per attempt (params the config,
+         metrics and intervals, tags the environment and labels), each sent once; --offline FILE
+         writes them for a node without the network, --sync FILE sends that file later;
+         credentials from $MLFLOW_TRACKING_TOKEN or $MLFLOW_TRACKING_USERNAME/_PASSWORD
 report   one HTML page, opened from the file system: check's changes, each series' history
          drawn with its changes and environment changes, the runs that did not end ok
 
@@ -182,24 +194,29 @@ void refuse_output_over_store(const po::variables_map& vm, const std::string& ou
   }
 }
 
-// What `write` writes goes to -o (whole or not at all; never among results or over the store;
-// an existing file only with -f) or to `out`.
+// What `write` writes goes to `output` whole or not at all: never among results or over the
+// store, an existing file only with -f.
+void write_output_file(const po::variables_map& vm, const std::string& output,
+                       const std::function<void(std::ostream&)>& write) {
+  refuse_output_among_results(output);
+  refuse_output_over_store(vm, output);
+  if (!vm.count("force") && fs::exists(output)) {
+    throw Error(ErrorKind::kConflict, Mark::in(output), "", "the output file exists",
+                "add -f to replace it, or choose another file");
+  }
+  AtomicFile file(output);
+  write(file.stream());
+  file.commit();
+}
+
+// What `write` writes goes to -o (write_output_file) or to `out`.
 void write_output(const po::variables_map& vm, std::ostream& out,
                   const std::function<void(std::ostream&)>& write) {
   if (!vm.count("output")) {
     write(out);
     return;
   }
-  const std::string output = vm["output"].as<std::string>();
-  refuse_output_among_results(output);
-  refuse_output_over_store(vm, output);
-  if (!vm.count("force") && fs::exists(output)) {
-    throw Error(ErrorKind::kConflict, Mark::in(output), "", "the output file exists",
-                "add -f to replace it, or choose another -o");
-  }
-  AtomicFile file(output);
-  write(file.stream());
-  file.commit();
+  write_output_file(vm, vm["output"].as<std::string>(), write);
 }
 
 // Writes the table to -o (whole or not at all) or to `out`.
@@ -389,10 +406,156 @@ int series_main(const std::vector<std::string>& args, std::ostream& out, std::os
 
 // Bencher's Metric Format: the newest run of each point among those asked for, each metric a
 // measure with its interval where it has one, for `bencher run --adapter json`.
+int export_bmf(const po::variables_map& vm, std::ostream& out, std::ostream& err) {
+  if (vm.count("format")) {
+    throw Error::input(Mark::in("--format"), "", "does not apply to export bmf",
+                       "leave it out: Bencher's format is JSON");
+  }
+  for (const char* option : {"tracking-uri", "experiment", "offline", "sync"}) {
+    if (vm.count(option)) {
+      throw Error::input(Mark::in(std::string("--") + option), "",
+                         "applies to export mlflow, not bmf");
+    }
+  }
+  HistoryFilter f = filter_of(vm);
+  HistoryStore store = open_store(vm);
+  resolve_config_hash(store, vm, &f);
+  std::map<std::string, const HistoryRun*> newest;  // by sweep/tag
+  const std::vector<HistoryRun> runs = store.runs(f);
+  for (const HistoryRun& r : runs) {
+    if (r.status == "ok") newest[r.sweep + "/" + r.tag] = &r;  // oldest first: the last wins
+  }
+  Value report = Value::map();
+  for (const auto& [name, r] : newest) {
+    Value measures = Value::map();
+    for (const HistoryMetric& m : r->metrics) {
+      if (!std::isfinite(m.value)) continue;
+      Value measure = Value::map();
+      measure.set("value", Value::real(m.value));
+      if (std::isfinite(m.ci_low) && std::isfinite(m.ci_high)) {
+        measure.set("lower_value", Value::real(m.ci_low));
+        measure.set("upper_value", Value::real(m.ci_high));
+      }
+      measures.set(m.name, measure);
+    }
+    report.set(name, measures);
+  }
+  write_output(vm, out, [&](std::ostream& file) { file << emit_json(report, 2) << "\n"; });
+  err << "bench-history export: " << newest.size() << " point(s), the newest ok run of each\n";
+  return kExitOk;
+}
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? v : fallback;
+}
+
+// MLflow (history_mlflow.h): every run asked for, each attempt an MLflow run under its sweep's
+// parent, sent through the REST API (each once), written to an --offline file, or sent from one
+// (--sync).
+int export_mlflow(const po::variables_map& vm, std::ostream& err) {
+  for (const char* option : {"format", "output"}) {
+    if (vm.count(option)) {
+      throw Error::input(Mark::in(std::string("--") + option), "",
+                         "does not apply to export mlflow",
+                         "it sends to --tracking-uri, or writes --offline FILE");
+    }
+  }
+  const bool offline = vm.count("offline"), sync = vm.count("sync");
+  if (offline && sync) {
+    throw Error::input(Mark::in("--offline"), "", "and --sync go one after the other",
+                       "write the file with --offline where the store is, then send it with "
+                       "--sync where the server can be reached");
+  }
+  if (offline && vm.count("tracking-uri")) {
+    throw Error::input(Mark::in("--tracking-uri"), "", "does not apply to --offline",
+                       "--offline writes a file and sends nothing; give --tracking-uri to --sync");
+  }
+  std::string uri, uri_option = "--tracking-uri";
+  if (!offline) {
+    uri = vm.count("tracking-uri") ? vm["tracking-uri"].as<std::string>()
+                                   : env_or("MLFLOW_TRACKING_URI", "");
+    if (!vm.count("tracking-uri")) uri_option = "$MLFLOW_TRACKING_URI";
+    if (uri.empty()) {
+      throw Error::input(Mark::in("bench-history export mlflow"), "",
+                         "needs the MLflow tracking server",
+                         "give --tracking-uri http://HOST:PORT (or set $MLFLOW_TRACKING_URI), or "
+                         "write the runs with --offline FILE and send them later with --sync");
+    }
+  }
+  // The address checked before the store is opened: a typo costs nothing.
+  std::unique_ptr<MlflowHttp> api;
+  if (!offline) api = std::make_unique<MlflowHttp>(uri, uri_option);
+  const std::string chosen_experiment =
+      vm.count("experiment") ? vm["experiment"].as<std::string>() : "";
+  if (vm.count("experiment") && chosen_experiment.empty()) {
+    throw Error::input(Mark::in("--experiment"), "", "is empty", "name the MLflow experiment");
+  }
+
+  MlflowOffline runs;
+  if (sync) {
+    for (const char* option : {"store", "sweep", "tag", "config-hash", "key", "status", "since",
+                               "until", "label", "env", "last", "force"}) {
+      if (vm.count(option)) {
+        throw Error::input(Mark::in(std::string("--") + option), "", "does not apply to --sync",
+                           "the file holds the runs chosen when --offline wrote it");
+      }
+    }
+    const std::string path = vm["sync"].as<std::string>();
+    const std::optional<std::string> text = read_file_if_exists(path, size_t{1} << 30);
+    if (!text) {
+      throw Error(ErrorKind::kIo, Mark::in(path), "", "no such file",
+                  "give the file bench-history export mlflow --offline wrote");
+    }
+    runs = parse_mlflow_offline(*text, path);
+  } else {
+    HistoryFilter f = filter_of(vm);
+    HistoryStore store = open_store(vm);
+    resolve_config_hash(store, vm, &f);
+    runs.runs = mlflow_runs(store.runs(f), [&](const std::string& w) {
+      err << "bench-history export: warning: " << w << "\n";
+    });
+  }
+  if (!chosen_experiment.empty() || runs.experiment.empty()) {
+    runs.experiment = !chosen_experiment.empty() ? chosen_experiment
+                                                 : env_or("MLFLOW_EXPERIMENT_NAME", "sweepbench");
+  }
+
+  if (offline) {
+    const std::string path = vm["offline"].as<std::string>();
+    write_output_file(vm, path, [&](std::ostream& file) { file << mlflow_offline_text(runs); });
+    err << "bench-history export: " << runs.runs.size() << " run(s) for MLflow experiment '"
+        << runs.experiment << "' written to " << path
+        << "; send them with bench-history export mlflow --sync " << path
+        << " --tracking-uri URL\n";
+    return kExitOk;
+  }
+  const MlflowSendReport report = send_to_mlflow(*api, runs.experiment, runs.runs);
+  err << "bench-history export: " << report.sent << " new run(s) sent to MLflow experiment '"
+      << runs.experiment << "' (id " << report.experiment_id << ") at " << api->describe() << "; "
+      << report.known << " already there";
+  if (report.parents) err << "; " << report.parents << " sweep parent run(s) made";
+  if (report.redone) {
+    err << "; " << report.redone
+        << " left unfinished by an export cut short were deleted and sent again";
+  }
+  err << "\n";
+  return kExitOk;
+}
+
 int export_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  po::options_description desc("bench-history export bmf options");
-  desc.add_options()("help,h", "Show this help")("to", po::value<std::string>(),
-                                                 "What to write: bmf (Bencher Metric Format)");
+  po::options_description desc("bench-history export bmf|mlflow options");
+  desc.add_options()("help,h", "Show this help")(
+      "to", po::value<std::string>(),
+      "What to write: bmf (Bencher Metric Format) or mlflow (MLflow runs)")(
+      "tracking-uri", po::value<std::string>(),
+      "mlflow: the tracking server, http(s)://HOST:PORT (default $MLFLOW_TRACKING_URI)")(
+      "experiment", po::value<std::string>(),
+      "mlflow: the experiment, made when not there (default $MLFLOW_EXPERIMENT_NAME, else "
+      "sweepbench; with --sync, the one --offline was given)")(
+      "offline", po::value<std::string>(),
+      "mlflow: write the runs to FILE instead of sending them (for --sync from another node)")(
+      "sync", po::value<std::string>(), "mlflow: send the runs of a FILE --offline wrote");
   add_store_option(desc);
   add_filter_options(desc);
   po::positional_options_description positional;
@@ -401,43 +564,12 @@ int export_main(const std::vector<std::string>& args, std::ostream& out, std::os
       "bench-history", args, desc, kUsage, out, err,
       [&](const po::variables_map& vm) -> int {
         const std::string to = vm.count("to") ? vm["to"].as<std::string>() : "";
-        if (to != "bmf") {
-          throw Error::input(
-              Mark::in("bench-history export " + to), "",
-              to.empty() ? "needs what to write" : "'" + to + "' is not a format it writes",
-              "bench-history export bmf (Bencher's JSON)");
-        }
-        if (vm.count("format")) {
-          throw Error::input(Mark::in("--format"), "", "does not apply to export bmf",
-                             "leave it out: Bencher's format is JSON");
-        }
-        HistoryFilter f = filter_of(vm);
-        HistoryStore store = open_store(vm);
-        resolve_config_hash(store, vm, &f);
-        std::map<std::string, const HistoryRun*> newest;  // by sweep/tag
-        const std::vector<HistoryRun> runs = store.runs(f);
-        for (const HistoryRun& r : runs) {
-          if (r.status == "ok") newest[r.sweep + "/" + r.tag] = &r;  // oldest first: the last wins
-        }
-        Value report = Value::map();
-        for (const auto& [name, r] : newest) {
-          Value measures = Value::map();
-          for (const HistoryMetric& m : r->metrics) {
-            if (!std::isfinite(m.value)) continue;
-            Value measure = Value::map();
-            measure.set("value", Value::real(m.value));
-            if (std::isfinite(m.ci_low) && std::isfinite(m.ci_high)) {
-              measure.set("lower_value", Value::real(m.ci_low));
-              measure.set("upper_value", Value::real(m.ci_high));
-            }
-            measures.set(m.name, measure);
-          }
-          report.set(name, measures);
-        }
-        write_output(vm, out, [&](std::ostream& file) { file << emit_json(report, 2) << "\n"; });
-        err << "bench-history export: " << newest.size()
-            << " point(s), the newest ok run of each\n";
-        return kExitOk;
+        if (to == "bmf") return export_bmf(vm, out, err);
+        if (to == "mlflow") return export_mlflow(vm, err);
+        throw Error::input(
+            Mark::in("bench-history export " + to), "",
+            to.empty() ? "needs what to write" : "'" + to + "' is not a format it writes",
+            "bench-history export bmf (Bencher's JSON) or export mlflow (MLflow runs)");
       },
       &positional);
 }

@@ -52,19 +52,20 @@ SYSTEM = [
     (re.compile(r"^(mpi\.h|mpi_)"), "MPI", {"train", "infer"}),
     (re.compile(r"^(hdf5\.h|H5[A-Za-z]*\.h)"), "HDF5", {"results"}),
     (re.compile(r"^(cuda|cublas|nccl)"), "CUDA", {"train", "infer"}),
-    (re.compile(r"^nlohmann/"), "nlohmann_json", {"command"}),
+    (re.compile(r"^nlohmann/"), "nlohmann_json", {"command", "history"}),
     (re.compile(r"^sqlite3\.h"), "SQLite", {"history"}),
     (re.compile(r"^libpq-fe\.h"), "libpq", {"history"}),
+    (re.compile(r"^curl/"), "libcurl", {"history"}),
 ]
 # Libraries a binary may not need (readelf -d), by binary.
 FORBIDDEN_LIBS = {
-    "bench-sweep": ["libtorch", "libc10", "libmpi", "libhdf5", "libsqlite3", "libpq"],
-    "bench-extract": ["libtorch", "libc10", "libmpi", "libsqlite3", "libpq"],
-    "bench-compare": ["libtorch", "libc10", "libmpi", "libsqlite3", "libpq"],
-    "bench-plot": ["libtorch", "libc10", "libmpi", "libhdf5", "libsqlite3", "libpq"],
-    "bench-command": ["libtorch", "libc10", "libmpi", "libsqlite3", "libpq"],
+    "bench-sweep": ["libtorch", "libc10", "libmpi", "libhdf5", "libsqlite3", "libpq", "libcurl"],
+    "bench-extract": ["libtorch", "libc10", "libmpi", "libsqlite3", "libpq", "libcurl"],
+    "bench-compare": ["libtorch", "libc10", "libmpi", "libsqlite3", "libpq", "libcurl"],
+    "bench-plot": ["libtorch", "libc10", "libmpi", "libhdf5", "libsqlite3", "libpq", "libcurl"],
+    "bench-command": ["libtorch", "libc10", "libmpi", "libsqlite3", "libpq", "libcurl"],
     "bench-history": ["libtorch", "libc10", "libmpi"],
-    "bench-report": ["libtorch", "libc10", "libmpi", "libsqlite3", "libpq"],
+    "bench-report": ["libtorch", "libc10", "libmpi", "libsqlite3", "libpq", "libcurl"],
 }
 # Static libraries whose code a binary may not contain, by binary.
 FORBIDDEN_CODE = {

@@ -36,7 +36,8 @@ class DiskCheck(unittest.TestCase):
         for name, variable, size in (("peer-venv", "SWEEPBENCH_PEER_VENV", 6),
                                      ("torch-venv", "SWEEPBENCH_VENV", 2),
                                      ("vllm-venv", "SWEEPBENCH_VLLM_VENV", 7),
-                                     ("fairseq2-venv", "SWEEPBENCH_FAIRSEQ2_VENV", 8)):
+                                     ("fairseq2-venv", "SWEEPBENCH_FAIRSEQ2_VENV", 8),
+                                     ("mlflow-venv", "SWEEPBENCH_MLFLOW_VENV", 1)):
             venv = os.path.join(small, name)
             r = script(name, {variable: venv}, timeout=60)
             self.assertEqual(r.returncode, 1, r.stderr)
