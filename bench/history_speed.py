@@ -31,6 +31,23 @@ sys.path.insert(0, HERE)
 from extract_speed import SCHEMA, sweep_text, timed  # noqa: E402
 
 
+def results_tree(bin_dir, root, points, ranks=1, steps=100):
+    """The results tree of POINTS points under ROOT, planned and filled once (kept between runs):
+    its path."""
+    tree = os.path.join(root, f"p{points}-r{ranks}-s{steps}-schema{SCHEMA}")
+    os.makedirs(root, exist_ok=True)
+    if not os.path.exists(os.path.join(tree, "manifest.json")):
+        sweep = os.path.join(root, f"history-speed-{points}.yaml")
+        with open(sweep, "w") as f:
+            f.write(sweep_text(points))
+        subprocess.run([os.path.join(bin_dir, "bench-sweep"), "plan", sweep, "--out", tree],
+                       check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([os.path.join(bin_dir, "make_results_tree"), "--out", tree,
+                    "--ranks", str(ranks), "--steps", str(steps),
+                    "--jobs", str(os.cpu_count())], check=True)
+    return tree
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--bin", default=os.path.join(ROOT, "build", "release", "bin"))
@@ -40,17 +57,7 @@ def main():
     p.add_argument("--steps", type=int, default=100)
     p.add_argument("--rounds", type=int, default=3)
     args = p.parse_args()
-    tree = os.path.join(args.tree, f"p{args.points}-r{args.ranks}-s{args.steps}-schema{SCHEMA}")
-    os.makedirs(args.tree, exist_ok=True)
-    if not os.path.exists(os.path.join(tree, "manifest.json")):
-        sweep = os.path.join(args.tree, f"history-speed-{args.points}.yaml")
-        with open(sweep, "w") as f:
-            f.write(sweep_text(args.points))
-        subprocess.run([os.path.join(args.bin, "bench-sweep"), "plan", sweep, "--out", tree],
-                       check=True, stdout=subprocess.DEVNULL)
-    subprocess.run([os.path.join(args.bin, "make_results_tree"), "--out", tree,
-                    "--ranks", str(args.ranks), "--steps", str(args.steps),
-                    "--jobs", str(os.cpu_count())], check=True)
+    tree = results_tree(args.bin, args.tree, args.points, args.ranks, args.steps)
     history = os.path.join(args.bin, "bench-history")
     # One untimed read of the tree: the page cache warm, as for bench/extract_speed.py.
     subprocess.run([os.path.join(args.bin, "bench-extract"), "-i", tree, "-o",

@@ -16,15 +16,11 @@
 
 namespace sweepbench {
 
-namespace {
-
-std::string percent(double fraction) {
+std::string signed_percent(double fraction) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%+.1f%%", fraction * 100);
   return buf;
 }
-
-}  // namespace
 
 std::string field_differences(const std::map<std::string, std::string>& a,
                               const std::map<std::string, std::string>& b) {
@@ -64,8 +60,8 @@ std::set<std::string> declared_metrics(const std::string& config_json) {
 }  // namespace
 
 std::string HistoryChange::what() const {
-  std::string s = metric + " " + percent(change) + " [" + percent(low) + ", " + percent(high) +
-                  "] since " + since.substr(0, 10);
+  std::string s = metric + " " + signed_percent(change) + " [" + signed_percent(low) + ", " +
+                  signed_percent(high) + "] since " + since.substr(0, 10);
   if (!environment.empty()) {
     s += ", when " + environment;
   } else if (!labels.empty()) {

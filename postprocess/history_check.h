@@ -56,6 +56,9 @@ struct CheckResult {
   size_t series = 0, runs = 0, tests = 0;
 };
 
+// A change as people read it: "+7.2%", "-12.0%".
+std::string signed_percent(double fraction);
+
 // "FIELD A -> B; ..." for the fields whose values differ between two environments (or label
 // sets), "(none)" where one lacks a field; "" when they agree.
 std::string field_differences(const std::map<std::string, std::string>& a,

@@ -13,12 +13,6 @@ namespace sweepbench {
 
 namespace {
 
-std::string percent(double fraction) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%+.1f%%", fraction * 100);
-  return buf;
-}
-
 // A run's start as a figure's tick shows it: "11-20 08:00" (the year is in the tips).
 std::string tick_time(const std::string& started) {
   std::string t = started.substr(0, 16);
@@ -72,7 +66,8 @@ Chart series_chart(const HistorySeriesView& v, const CheckResult& check) {
   size_t from = 0;
   for (size_t k = 0; k < v.changes.size(); ++k) {
     const HistoryChange& h = check.changes[v.changes[k]];
-    c.marks.push_back({h.at - 0.5, h.worse ? "worse" : "better", percent(h.change), h.what()});
+    c.marks.push_back(
+        {h.at - 0.5, h.worse ? "worse" : "better", signed_percent(h.change), h.what()});
     c.levels.push_back({from - 0.4, h.at - 0.6, h.before});
     from = h.at;
     if (k + 1 == v.changes.size()) {
@@ -139,8 +134,8 @@ HistoryReport history_report(const std::vector<HistoryRun>& runs, const CheckRes
       t.rows.push_back({
           {h.worse ? "worse" : "better", kNoValue, "", css},
           {h.metric, kNoValue, h.what(), ""},
-          {percent(h.change), h.change * 100, "", css},
-          {"[" + percent(h.low) + ", " + percent(h.high) + "]", h.low * 100, "", ""},
+          {signed_percent(h.change), h.change * 100, "", css},
+          {"[" + signed_percent(h.low) + ", " + signed_percent(h.high) + "]", h.low * 100, "", ""},
           {h.since, kNoValue, "", ""},
           {report_number(h.before), h.before, "", ""},
           {report_number(h.after), h.after, "", ""},
@@ -187,7 +182,8 @@ HistoryReport history_report(const std::vector<HistoryRun>& runs, const CheckRes
     std::string css;
     for (size_t c : v.changes) {
       if (!check.changes[c].latest) continue;
-      latest = percent(check.changes[c].change) + " since " + check.changes[c].since.substr(0, 10);
+      latest = signed_percent(check.changes[c].change) + " since " +
+               check.changes[c].since.substr(0, 10);
       latest_value = check.changes[c].change * 100;
       css = check.changes[c].worse ? "bad" : "good";
     }

@@ -27,7 +27,7 @@
 namespace sweepbench {
 
 // The schema version this bench-history writes; migrations lead every older one to it.
-inline constexpr std::int64_t kHistorySchemaVersion = 1;
+inline constexpr std::int64_t kHistorySchemaVersion = 2;
 
 struct HistoryMetric {
   std::string name;

@@ -180,5 +180,34 @@ TEST(HistoryStore, TimesAndLabelsAreChecked) {
   }
 }
 
+// A store of schema 1 (its three indexes without seq) is migrated by the next open, in one
+// step, its runs kept; a query for one configuration then reads that configuration's index.
+TEST(HistoryStore, ASchemaOneStoreIsMigrated) {
+  testing::TempDir dir;
+  const std::string path = dir.file("h.sqlite");
+  {
+    HistoryStore store = HistoryStore::open(path, true);
+    store.record({run("a", "2026-11-01T00:00:00Z", 100), run("b", "2026-11-02T00:00:00Z", 200)});
+    // Back to schema 1, as a bench-history of that schema left it.
+    store.database().script(
+        "DROP INDEX runs_by_config; DROP INDEX runs_by_series; DROP INDEX runs_by_sweep; "
+        "DROP INDEX runs_by_tag; CREATE INDEX runs_by_config ON runs (config_hash, started); "
+        "CREATE INDEX runs_by_series ON runs (series_key, started); "
+        "CREATE INDEX runs_by_sweep ON runs (sweep, started); "
+        "UPDATE history_schema SET version = 1;");
+    EXPECT_EQ(store.schema_version(), 1);
+  }
+  HistoryStore store = HistoryStore::open(path);
+  EXPECT_EQ(store.schema_version(), kHistorySchemaVersion);
+  EXPECT_EQ(store.runs({}).size(), 2u);
+  std::vector<SqlRow> plan = store.database().query(
+      "EXPLAIN QUERY PLAN SELECT run_key FROM runs WHERE config_hash = ? ORDER BY started, seq",
+      {std::string("x")});
+  std::string said;
+  for (const SqlRow& row : plan) said += sql_text(row.back()) + "\n";
+  EXPECT_NE(said.find("runs_by_config"), std::string::npos) << said;
+  EXPECT_EQ(said.find("TEMP B-TREE"), std::string::npos) << said;  // no sort: the index's order
+}
+
 }  // namespace
 }  // namespace sweepbench
