@@ -600,21 +600,20 @@ CheckOptions check_options_of(const po::variables_map& vm) {
   return o;
 }
 
-// The filters given, as the report's header says them: "--sweep nightly --since 2026-11-01".
-std::string filters_said(const std::vector<std::string>& args) {
+// The filters given, as the report's header says them: "--sweep nightly --since 2026-11-01",
+// from the parsed options (never the raw arguments: the store's URL may hold a password).
+std::string filters_said(const po::variables_map& vm) {
   std::vector<std::string> said;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "-o" || a == "--output" || a == "--store" || a == "--title" || a == "--max-series") {
-      ++i;
-      continue;
-    }
-    if (starts_with(a, "--output=") || starts_with(a, "--store=") || a == "-f" || a == "--force" ||
-        starts_with(a, "--title=") || starts_with(a, "--max-series=")) {
-      continue;
-    }
-    said.push_back(a);
+  for (const char* name : {"sweep", "tag", "config-hash", "status", "since", "until"}) {
+    if (vm.count(name)) said.push_back(std::string("--") + name + " " + vm[name].as<std::string>());
   }
+  for (const char* name : {"key", "label", "env", "metric"}) {
+    if (!vm.count(name)) continue;
+    for (const std::string& v : vm[name].as<std::vector<std::string>>()) {
+      said.push_back(std::string("--") + name + " " + v);
+    }
+  }
+  if (vm.count("last")) said.push_back("--last " + std::to_string(vm["last"].as<std::int64_t>()));
   return join(said, " ");
 }
 
@@ -640,7 +639,7 @@ int report_main(const std::vector<std::string>& args, std::ostream& out, std::os
         if (max_series < 0) throw Error::input(Mark::in("--max-series"), "", "must be 0 or more");
         o.max_series = static_cast<size_t>(max_series);
         if (vm.count("title")) o.title = vm["title"].as<std::string>();
-        o.filters = filters_said(args);
+        o.filters = filters_said(vm);
         HistoryStore store = open_store(vm);
         o.store = store.describe();
         resolve_config_hash(store, vm, &f);

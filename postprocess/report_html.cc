@@ -77,6 +77,17 @@ std::vector<double> nice_ticks(double lo, double hi, int count) {
   return ticks;
 }
 
+// A point is drawn when its values are finite and below 1e300: beyond, the axis' range itself
+// overflows (its tip still says what it is in the table).
+bool drawable(const ChartPoint& p) {
+  return std::isfinite(p.x) && std::isfinite(p.y) && std::fabs(p.x) < 1e300 &&
+         std::fabs(p.y) < 1e300;
+}
+bool drawable_bar(const ChartPoint& p) {
+  return std::isfinite(p.low) && std::isfinite(p.high) && std::fabs(p.low) < 1e300 &&
+         std::fabs(p.high) < 1e300;
+}
+
 struct Scale {
   double lo = 0, hi = 1, from = 0, to = 1;
   bool log2 = false;
@@ -95,13 +106,13 @@ std::string svg_chart(const Chart& c) {
   size_t drawn = 0;
   for (const ChartSeries& s : c.series) {
     for (const ChartPoint& p : s.points) {
-      if (!std::isfinite(p.x) || !std::isfinite(p.y) || (c.log2_x && p.x <= 0)) continue;
+      if (!drawable(p) || (c.log2_x && p.x <= 0)) continue;
       ++drawn;
       xlo = std::min(xlo, p.x);
       xhi = std::max(xhi, p.x);
       ylo = std::min(ylo, p.y);
       yhi = std::max(yhi, p.y);
-      if (std::isfinite(p.low) && std::isfinite(p.high)) {
+      if (drawable_bar(p)) {
         ylo = std::min(ylo, p.low);
         yhi = std::max(yhi, p.high);
       }
@@ -218,7 +229,7 @@ std::string svg_chart(const Chart& c) {
     const std::string colour = kPalette[i % kPaletteSize];
     std::vector<const ChartPoint*> points;
     for (const ChartPoint& p : s.points) {
-      if (std::isfinite(p.x) && std::isfinite(p.y) && !(sx.log2 && p.x <= 0)) {
+      if (drawable(p) && !(sx.log2 && p.x <= 0)) {
         points.push_back(&p);
       }
     }
@@ -233,7 +244,7 @@ std::string svg_chart(const Chart& c) {
     for (const ChartPoint* p : points) {
       const double x = sx(p->x);
       o += "<g class=\"pt\"><title>" + html_escape(p->tip) + "</title>";
-      if (std::isfinite(p->low) && std::isfinite(p->high)) {
+      if (drawable_bar(*p)) {
         o += "<line class=\"bar\" x1=\"" + num(x) + "\" x2=\"" + num(x) + "\" y1=\"" +
              num(sy(p->low)) + "\" y2=\"" + num(sy(p->high)) + "\"/>";
       }
@@ -306,7 +317,7 @@ const std::string& report_script() {
     var v = td.getAttribute('data-v');
     var text = td.textContent;
     var n = parseFloat(v !== null ? v : text);
-    return {empty: text === '' && v === null, n: isNaN(n) ? null : n, s: text};
+    return {empty: (text === '' || text === '-') && v === null, n: isNaN(n) ? null : n, s: text};
   }
   function sortBy(table, col, dir) {
     var body = table.tBodies[0];
@@ -353,7 +364,9 @@ const std::string& report_script() {
       count.textContent = shown + ' of ' + table.tBodies[0].rows.length + ' rows';
     });
   });
-  var m = /^#sort=([^:]+):([^:]+)(:desc)?$/.exec(decodeURIComponent(location.hash));
+  var hash = '';
+  try { hash = decodeURIComponent(location.hash); } catch (e) { hash = ''; }
+  var m = /^#sort=([^:]+):(.+?)(:desc)?$/.exec(hash);
   if (m) {
     var table = document.getElementById(m[1]);
     if (table) {

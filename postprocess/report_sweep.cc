@@ -178,7 +178,7 @@ Chart axis_chart(const std::vector<const Row*>& ok, const std::string& metric,
   for (const Row* r : ok) {
     const double y = number(*r, metric);
     if (!std::isfinite(y)) continue;
-    const std::string s = point_label(*r, others);
+    const std::string s = others.empty() ? "" : point_label(*r, others);
     const std::string x = text(*r, axis);
     if (!numeric && category.emplace(x, category.size()).second) c.x_categories.push_back(x);
     if (!groups.count(s)) series_order.push_back(s);
@@ -223,10 +223,11 @@ Chart pareto_chart(const std::vector<const Row*>& ok, const std::string& gain,
     const double g = number(*r, gain), k = number(*r, cost);
     if (!std::isfinite(g) || !std::isfinite(k)) continue;
     std::vector<Span> s;
-    for (const std::string& m : {gain, cost}) {
+    for (const auto& [m, unit] :
+         {std::pair{gain, gain_unit.name}, std::pair{cost, cost_unit.name}}) {
       double low = number(*r, m), high = low;
       interval_of(*r, m, &low, &high);
-      s.push_back(oriented_span(higher_is_better(m), number(*r, m), low, high));
+      s.push_back(oriented_span(higher_is_better(m, unit), number(*r, m), low, high));
     }
     rows.push_back(r);
     spans.push_back(std::move(s));
@@ -362,14 +363,26 @@ SweepReport sweep_report(const ExtractTable& table, const SweepReportOptions& o)
   for (const std::string& m : metrics) {
     if (!has_values(ok, m)) continue;
     const Unit u = unit_of(table.rows, m);
+    // The rows that have this metric, and the keys that vary among them: a mixed tree's
+    // training throughput is not drawn against the inference points' axes.
+    std::vector<const Row*> with;
+    for (const Row* r : ok) {
+      if (std::isfinite(number(*r, m))) with.push_back(r);
+    }
+    std::vector<std::string> own;
+    for (const std::string& k : keys) {
+      std::set<std::string> values;
+      for (const Row* r : with) values.insert(text(*r, k));
+      if (values.size() > 1) own.push_back(k);
+    }
     std::string charts;
-    for (const std::string& axis : keys) {
-      if (axis == "scenario" && keys.size() > 1) continue;
-      charts += svg_chart(axis_chart(ok, m, axis, keys, u));
+    for (const std::string& axis : own) {
+      if (axis == "scenario" && own.size() > 1) continue;
+      charts += svg_chart(axis_chart(with, m, axis, own, u));
       ++report.figures;
     }
-    if (keys.empty()) {
-      charts += svg_chart(axis_chart(ok, m, "tag", {}, u));
+    if (own.empty()) {
+      charts += svg_chart(axis_chart(with, m, "tag", {}, u));
       ++report.figures;
     }
     figures += "<h3>" + html_escape(m) + "</h3><div class=\"charts\">" + charts + "</div>\n";
