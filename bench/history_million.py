@@ -3,10 +3,11 @@
 
 Ingests a tree of POINTS points (bench/history_speed.py's results_tree: bench/make_results_tree)
 into a fresh SQLite store with bench-history, then copies those runs COPIES times in SQL, each
-copy a day later with its own run keys: POINTS x (COPIES + 1) runs, every configuration a series
-of COPIES + 1 runs. The copies keep three metrics each (training throughput with its interval,
-step time, loss) rather than every one, so that a million runs fit a few GB of disk; the first
-POINTS keep all of theirs. Then times, ROUNDS times each, as a user runs them:
+copy a day later with its own run keys: POINTS x (COPIES + 1) runs. The tree's points are 100
+configurations of POINTS / 100 repeats, so one configuration is (POINTS / 100) x (COPIES + 1)
+runs (10,000 by default). The copies keep three metrics each (training throughput with its
+interval, step time, loss) rather than every one, so that a million runs fit a few GB of disk;
+the first POINTS keep all of theirs. Then times, ROUNDS times each, as a user runs them:
   - `series train_tokens_per_second --config-hash H`: one configuration's runs among all;
   - `runs --last 100`;
   - `runs --sweep S --since D --until D2 --status ok --format csv`: one day's runs of a sweep;

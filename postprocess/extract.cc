@@ -87,11 +87,13 @@ Options:
 // -o must never replace a result: not a file named as a sweep directory's files are, and nothing
 // inside a point directory (one holding config.yaml, status.json or rank-00000.h5), whether or not
 // it is among the inputs. Symbolic links and ".." are resolved first.
-void refuse_output_among_results(const std::string& output) {
+void refuse_output_among_results(const std::string& output, bool to_standard_output) {
   // -o /dev/null -f, as root, would have replaced the system's /dev/null with a table.
   if (std::string why = output_target_problem(output); !why.empty()) {
     throw Error::input(Mark::in(output), "", why,
-                       "name a regular file, or leave out -o to write to standard output");
+                       to_standard_output
+                           ? "name a regular file, or leave out -o to write to standard output"
+                           : "name a regular file");
   }
   fs::path target = fs::weakly_canonical(fs::absolute(output));
   if (is_results_file_name(target.filename().string())) {

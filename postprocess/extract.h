@@ -152,7 +152,8 @@ void drop_constant_columns(ExtractTable* table, const std::vector<std::string>& 
 
 // Refuses (Error(kInput)) an -o that would replace a result: a file named as a sweep directory's
 // files are, or anything inside a point directory. bench-extract's and bench-compare's -o.
-void refuse_output_among_results(const std::string& output);
+// `to_standard_output`: whether the tool writes to standard output without -o (the hint says so).
+void refuse_output_among_results(const std::string& output, bool to_standard_output = true);
 
 // A row's cell as a finite number: a number, or text that reads as one (a CSV's cells); nullopt
 // otherwise. And whether the row's status is ok.

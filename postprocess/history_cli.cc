@@ -108,7 +108,8 @@ std::pair<std::string, std::string> key_value(const std::string& text, const std
 // `create`: ingest makes a store that is not there yet; the reading commands never do.
 HistoryStore open_store(const po::variables_map& vm, bool create = false) {
   return HistoryStore::open(
-      vm.count("store") ? vm["store"].as<std::string>() : HistoryStore::default_url(), create);
+      vm.count("store") ? vm["store"].as<std::string>() : HistoryStore::default_url(create),
+      create);
 }
 
 HistoryFilter filter_of(const po::variables_map& vm) {
@@ -196,14 +197,24 @@ void refuse_output_over_store(const po::variables_map& vm, const std::string& ou
 
 // What `write` writes goes to `output` whole or not at all: never among results or over the
 // store, an existing file only with -f.
-void write_output_file(const po::variables_map& vm, const std::string& output,
-                       const std::function<void(std::ostream&)>& write) {
+// Refuses an output that would replace a result, the store or (without -f) a file: checked
+// before the work (check_output) and again as it is written.
+void check_output_file(const po::variables_map& vm, const std::string& output) {
   refuse_output_among_results(output);
   refuse_output_over_store(vm, output);
   if (!vm.count("force") && fs::exists(output)) {
     throw Error(ErrorKind::kConflict, Mark::in(output), "", "the output file exists",
                 "add -f to replace it, or choose another file");
   }
+}
+
+void check_output(const po::variables_map& vm) {
+  if (vm.count("output")) check_output_file(vm, vm["output"].as<std::string>());
+}
+
+void write_output_file(const po::variables_map& vm, const std::string& output,
+                       const std::function<void(std::ostream&)>& write) {
+  check_output_file(vm, output);
   AtomicFile file(output);
   write(file.stream());
   file.commit();
@@ -574,6 +585,22 @@ int export_main(const std::vector<std::string>& args, std::ostream& out, std::os
       &positional);
 }
 
+// A metric named by --metric or --fail-on must be one some run asked for has: a typo is an
+// error naming the nearest, not a check of nothing.
+void require_metric(const std::vector<HistoryRun>& runs, const std::string& metric,
+                    const std::string& option) {
+  std::set<std::string> names;
+  for (const HistoryRun& r : runs) {
+    for (const HistoryMetric& m : r.metrics) names.insert(m.name);
+  }
+  if (names.count(metric)) return;
+  const std::optional<std::string> near =
+      closest_match(metric, std::vector<std::string>(names.begin(), names.end()));
+  throw Error::input(Mark::in(option), "", "no stored run asked for has this metric",
+                     near ? "did you mean " + *near + "?"
+                          : "name a metric of `bench-history series`, or widen the filters");
+}
+
 // What check and report judge series by.
 void add_check_options(po::options_description& desc) {
   desc.add_options()("metric", po::value<std::vector<std::string>>()->composing(),
@@ -632,6 +659,7 @@ int report_main(const std::vector<std::string>& args, std::ostream& out, std::os
           throw Error::input(Mark::in("--format"), "", "does not apply to report",
                              "leave it out: the report is one HTML page");
         }
+        check_output(vm);
         HistoryFilter f = filter_of(vm);
         const CheckOptions co = check_options_of(vm);
         HistoryReportOptions o;
@@ -644,6 +672,7 @@ int report_main(const std::vector<std::string>& args, std::ostream& out, std::os
         o.store = store.describe();
         resolve_config_hash(store, vm, &f);
         const std::vector<HistoryRun> runs = store.runs(f);
+        for (const std::string& m : co.metrics) require_metric(runs, m, "--metric " + m);
         const CheckResult check = check_history(runs, co);
         const HistoryReport report = history_report(runs, check, co, o);
         write_output(vm, out, [&](std::ostream& file) { file << report.html; });
@@ -682,17 +711,9 @@ int check_main(const std::vector<std::string>& args, std::ostream& out, std::ost
         HistoryStore store = open_store(vm);
         resolve_config_hash(store, vm, &f);
         const std::vector<HistoryRun> runs = store.runs(f);
+        for (const std::string& m : o.metrics) require_metric(runs, m, "--metric " + m);
         for (const FailOn& g : o.fail_on) {
-          const bool known = std::any_of(runs.begin(), runs.end(), [&](const HistoryRun& r) {
-            return std::any_of(r.metrics.begin(), r.metrics.end(),
-                               [&](const HistoryMetric& m) { return m.name == g.metric; });
-          });
-          if (!known) {
-            throw Error::input(Mark::in("--fail-on " + g.metric), "",
-                               "no stored run asked for has this metric",
-                               "name a metric of `bench-history series`, or widen "
-                               "the filters");
-          }
+          require_metric(runs, g.metric, "--fail-on " + g.metric);
           if (!o.metrics.empty() &&
               std::find(o.metrics.begin(), o.metrics.end(), g.metric) == o.metrics.end()) {
             o.metrics.push_back(g.metric);

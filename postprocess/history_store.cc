@@ -78,10 +78,9 @@ CREATE TABLE environments (
 );
 CREATE INDEX environments_by_field ON environments (field, value);
 )sql"},
-    // 2: the indexes a filter reads also give the runs' order (started, seq), so that a query
-    // for one configuration, series, sweep or point among a million runs reads its runs alone
-    // instead of walking runs_by_started past all of them (bench/history_million.py: check of
-    // one configuration 4.8 s -> see docs/performance.md).
+    // 2: the indexes a filter reads also give the runs' order (started, seq), so that the runs
+    // of one configuration, series, sweep or point come in order without a sort, and a point
+    // (--tag) has an index at all.
     {2, R"sql(
 DROP INDEX runs_by_config;
 DROP INDEX runs_by_series;
@@ -167,7 +166,7 @@ std::string history_time_bound(const std::string& text, const std::string& optio
                      "write YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ");
 }
 
-std::string HistoryStore::default_url() {
+std::string HistoryStore::default_url(bool make_directory) {
   if (const char* env = std::getenv("SWEEPBENCH_HISTORY"); env && *env) return env;
   const char* data = std::getenv("XDG_DATA_HOME");
   fs::path dir;
@@ -181,9 +180,11 @@ std::string HistoryStore::default_url() {
     }
     dir = fs::path(home) / ".local" / "share" / "sweepbench";
   }
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw io_error(dir.string(), "cannot make the history store's directory", ec.value());
+  if (make_directory) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) throw io_error(dir.string(), "cannot make the history store's directory", ec.value());
+  }
   return (dir / "history.sqlite").string();
 }
 

@@ -95,7 +95,8 @@ class HistoryStore {
   static HistoryStore open(const std::string& url, bool create = false);
   // The store at --store, else $SWEEPBENCH_HISTORY, else ~/.local/share/sweepbench/history.sqlite
   // (its directory made when need be).
-  static std::string default_url();
+  // `make_directory`: make its directory when it is not there (ingest); readers leave none behind.
+  static std::string default_url(bool make_directory = false);
 
   // Records runs in one transaction; returns how many were new (a run key the store has adds
   // nothing).

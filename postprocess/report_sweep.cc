@@ -501,7 +501,7 @@ int bench_report_main(const std::vector<std::string>& args, std::ostream& out, s
                          "name the page: bench-report -i runs/x -o report.html");
     }
     const std::string output = vm["output"].as<std::string>();
-    refuse_output_among_results(output);
+    refuse_output_among_results(output, false);
     if (!vm.count("force") && fs::exists(output)) {
       throw Error(ErrorKind::kConflict, Mark::in(output), "", "the output file exists",
                   "add -f to replace it, or choose another -o");

@@ -287,6 +287,24 @@ class Browser(ReportCase):
         self.assertIn("runs --sweep slow ·", text)  # the filters, from the parsed options
         self.screenshot(page, "history.png")
 
+        # Refused before any work: the page exists (-f replaces it), a metric no run has (the
+        # nearest named), a store that is not there (and nothing made for it).
+        for args, code, said in ((["--store", store], 3, "add -f"),
+                                 (["--store", store, "-f", "--metric", "valu"], 2,
+                                  "did you mean value?")):
+            r = subprocess.run([BENCH_HISTORY, "report", *args, "-o", page], capture_output=True,
+                               text=True, timeout=120)
+            self.assertEqual(r.returncode, code, r.stderr)
+            self.assertIn(said, r.stderr)
+        home = os.path.join(self.tmp, "home")
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("SWEEPBENCH_HISTORY", "XDG_DATA_HOME")}
+        r = subprocess.run([BENCH_HISTORY, "report", "-o", os.path.join(self.tmp, "none.html")],
+                           capture_output=True, text=True, timeout=120, env={**env, "HOME": home})
+        self.assertEqual(r.returncode, 4, r.stderr)
+        self.assertFalse(os.path.exists(home))
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "none.html")))
+
 
 if __name__ == "__main__":
     unittest.main()
