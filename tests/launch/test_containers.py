@@ -221,6 +221,46 @@ class Slurm(ContainerCase):
                 self.assertEqual(record["launcher"], "srun")
 
 
+class History(ContainerCase):
+    def test_a_slower_image_is_named_by_check_as_the_change(self):
+        # Issue 53's "before and after another image": eight sweeps in the image, then five in
+        # "the new image", another path to it (a link: what the runner records and the history
+        # compares is the image the sweep names) whose container environment makes the command
+        # sleep 90 ms instead of 30 (container.* is not part of the series: the same benchmark in
+        # another image continues its series). Each ingested; check must name the change, its
+        # size with its interval, and the image change as its cause.
+        new_image = os.path.join(self.tmp, "ngc-24.10")
+        os.symlink(self.image, new_image)
+        store = os.path.join(self.tmp, "history.sqlite")
+        script = ('s=$(date +%s%N); sleep $DELAY; e=$(date +%s%N); '
+                  'echo "value $(( (e - s) / 1000000 ))"')
+        for run, (img, delay) in enumerate([(self.image, "0.03")] * 8 + [(new_image, "0.09")] * 5):
+            path = os.path.join(self.tmp, "image.yaml")
+            with open(path, "w") as f:
+                f.write("name: image\nbase:\n  benchmark: command\n"
+                        "  metrics: {sample_interval_ms: 0, system: false}\n"
+                        f"  container: {{runtime: charliecloud, image: {json.dumps(img)}, "
+                        f"env: {{DELAY: \"{delay}\"}}}}\n"
+                        f"  command:\n    argv: [sh, -c, {json.dumps(script)}]\n"
+                        "    metrics: [{name: value, unit: ms, regex: 'value ([0-9]+)'}]\n"
+                        "axes:\n  params.i: [1]\n")
+            bench_sweep("run", path, "--out", os.path.join(self.tmp, f"run{run}"), "--history",
+                        store, check=0)
+        r = subprocess.run([os.path.join(BIN, "bench-history"), "check", "--store", store,
+                            "--format", "json", "--fail-on", "value:50%"],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 8, r.stdout + r.stderr)  # a regression beyond 50%
+        latest = [c for c in json.loads(r.stdout) if c["latest"]]
+        self.assertEqual(len(latest), 1, r.stdout)
+        c = latest[0]
+        self.assertEqual((c["verdict"], c["runs_before"], c["runs_after"]), ("worse", 8, 5))
+        self.assertGreater(c["change_low"], 0.5)  # 30 -> 90 ms, the shell's own time aside
+        self.assertLess(c["change_low"], c["change"])
+        self.assertGreater(c["change_high"], c["change"])
+        self.assertIn(f"container_image {self.image} -> {new_image}", c["environment_change"])
+        self.assertIn(f"when container_image {self.image} -> {new_image}", r.stderr)
+
+
 class Podman(ContainerCase):
     """The Charliecloud image, imported into Podman: the same sweep locally (exec and
     mpirun, a container per rank) and through srun on two nodes."""
