@@ -37,7 +37,7 @@ namespace fs = std::filesystem;
 
 const char* const kUsage = R"(bench-history: every finished point remembered across runs.
 
-usage: bench-history ingest PATH... [--store URL] [--label NAME=VALUE]...
+usage: bench-history ingest PATH... [--store URL] [--label NAME=VALUE]... [--batch N]
        bench-history runs   [--store URL] [filters] [--format F] [-o OUT]
        bench-history series METRIC [--store URL] [filters] [--format F] [-o OUT]
        bench-history check  [--store URL] [filters] [--metric M]... [--fail-on M:PCT]...
@@ -260,7 +260,9 @@ int ingest_main(const std::vector<std::string>& args, std::ostream& out, std::os
                                                  po::value<std::vector<std::string>>()->composing(),
                                                  "Results trees or point directories")(
       "label", po::value<std::vector<std::string>>()->composing(),
-      "NAME=VALUE on every run stored (commit=abc123; repeatable)");
+      "NAME=VALUE on every run stored (commit=abc123; repeatable)")(
+      "batch", po::value<int>()->default_value(static_cast<int>(IngestOptions{}.batch)),
+      "Runs per transaction: an ingest stopped at any moment keeps the transactions it ended");
   add_store_option(desc);
   po::positional_options_description positional;
   positional.add("input", -1);
@@ -273,6 +275,12 @@ int ingest_main(const std::vector<std::string>& args, std::ostream& out, std::os
           return kExitUsage;
         }
         IngestOptions options;
+        const int batch = vm["batch"].as<int>();
+        if (batch < 1 || batch > 1000000) {
+          throw Error::input(Mark::in("--batch"), "", "must be from 1 to 1000000",
+                             "leave it out: 2000 is the fastest here");
+        }
+        options.batch = static_cast<size_t>(batch);
         if (vm.count("label")) {
           for (const std::string& l : vm["label"].as<std::vector<std::string>>()) {
             add_label(l, &options.labels);

@@ -25,7 +25,7 @@ namespace sweepbench {
 
 struct IngestOptions {
   std::map<std::string, std::string> labels;  // --label NAME=VALUE, on every run stored
-  size_t batch = 500;                         // runs per transaction
+  size_t batch = 2000;                        // runs per transaction
 };
 
 struct IngestReport {

@@ -242,7 +242,7 @@ void HistoryStore::migrate(bool create) {
   tx.commit();
 }
 
-size_t HistoryStore::record(const std::vector<HistoryRun>& runs) {
+size_t HistoryStore::record(const std::vector<HistoryRun>& runs) try {
   if (runs.empty()) return 0;
   size_t added = 0;
   const std::string ingested = now_utc();
@@ -263,8 +263,8 @@ size_t HistoryStore::record(const std::vector<HistoryRun>& runs) {
     if (inserted == 0) continue;
     ++added;
     ++seq;
-    // A configuration is stored once, with its first run that knows it.
-    if (!r.config_json.empty()) {
+    // A configuration is stored once, with its first run that knows it (asked once a process).
+    if (!r.config_json.empty() && configs_.insert(r.config_hash).second) {
       db_->exec(
           "INSERT INTO configs (config_hash, config) VALUES (?, ?) "
           "ON CONFLICT (config_hash) DO NOTHING",
@@ -305,6 +305,11 @@ size_t HistoryStore::record(const std::vector<HistoryRun>& runs) {
   }
   tx.commit();
   return added;
+} catch (...) {
+  // Rolled back: what this transaction stored of configurations and environments is not there.
+  configs_.clear();
+  environments_.clear();
+  throw;
 }
 
 std::vector<std::string> HistoryStore::known(const std::vector<std::string>& keys) {

@@ -289,7 +289,9 @@ class Killed(HistoryCase):
                 json.dump(record, f)
         kills = 0
         for _ in range(3):
-            p = subprocess.Popen([BENCH_HISTORY, "ingest", tree, "--store", self.store],
+            # 100 runs a transaction (2,000 by default): a kill between two of them.
+            p = subprocess.Popen([BENCH_HISTORY, "ingest", tree, "--store", self.store,
+                                  "--batch", "100"],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             # Kill it once it has stored some runs and not all.
             deadline = time.time() + 120
