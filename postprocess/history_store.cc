@@ -263,8 +263,8 @@ size_t HistoryStore::record(const std::vector<HistoryRun>& runs) try {
     if (inserted == 0) continue;
     ++added;
     ++seq;
-    // A configuration is stored once, with its first run that knows it (asked once a process).
-    if (!r.config_json.empty() && configs_.insert(r.config_hash).second) {
+    // A configuration is stored once, with its first run that knows it.
+    if (!r.config_json.empty()) {
       db_->exec(
           "INSERT INTO configs (config_hash, config) VALUES (?, ?) "
           "ON CONFLICT (config_hash) DO NOTHING",
@@ -306,8 +306,7 @@ size_t HistoryStore::record(const std::vector<HistoryRun>& runs) try {
   tx.commit();
   return added;
 } catch (...) {
-  // Rolled back: what this transaction stored of configurations and environments is not there.
-  configs_.clear();
+  // Rolled back: the environments this transaction stored are not there.
   environments_.clear();
   throw;
 }

@@ -115,7 +115,6 @@ class HistoryStore {
   void migrate(bool create);
   std::unique_ptr<Database> db_;
   std::set<std::string> environments_;            // ids this process has stored
-  std::set<std::string> configs_;                 // config hashes this process has stored
   std::map<size_t, std::string> metric_inserts_;  // INSERT of N metric rows, by N
 };
 

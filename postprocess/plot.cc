@@ -146,39 +146,6 @@ bool numeric_order(const std::vector<std::string>& values) {
 
 namespace {
 
-// How a metric's values are read: its kind of unit (core/units.h), by bench-extract's naming
-// (docs/metrics.md), else the unit a command gave it (the CSV's units column).
-UnitKind unit_kind(const std::string& metric, std::string* plain) {
-  auto ends = [&](const char* suffix) { return ends_with(metric, suffix); };
-  static const std::set<std::string> seconds = {
-      "average_ttft", "average_gen_time", "average_latency_per_token", "train_runtime", "seconds"};
-  if ((ends("_s") && !ends("_per_s")) || metric.find("_seconds") != std::string::npos ||
-      seconds.count(metric)) {
-    return UnitKind::kSeconds;
-  }
-  if (metric.find("bytes") != std::string::npos && !ends("_per_s") && !ends("_per_second")) {
-    return UnitKind::kBytes;
-  }
-  if (metric == "mfu" || metric == "mbu" || ends("_mfu")) return UnitKind::kRatio;
-  if (ends("_per_second")) {
-    std::string what = metric.substr(0, metric.size() - 11);
-    size_t cut = what.rfind('_');
-    *plain = (cut == std::string::npos ? what : what.substr(cut + 1)) + "/s";
-  } else if (ends("tps")) {
-    *plain = "tokens/s";
-  } else if (metric == "mt_per_hour") {
-    *plain = "million tokens/h";
-  } else if (metric.find("tflops") != std::string::npos) {
-    *plain = "TFLOP/s";
-  } else if (ends("_mb")) {
-    *plain = "MB";
-  } else if (metric.find("percent") != std::string::npos) {
-    *plain = "%";
-  } else if (ends("_gbs")) {
-    *plain = "GB/s";
-  }
-  return UnitKind::kPlain;
-}
 
 }  // namespace
 
@@ -246,7 +213,7 @@ void describe_figure(const CsvTable& t, PlotSpec* spec) {
         // A row without units to read says nothing.
       }
     }
-    UnitKind kind = given ? *given : unit_kind(m, &plain);
+    UnitKind kind = given ? *given : metric_unit_kind(m, &plain);
     kinds.push_back(kind);
     plains.push_back(plain);
     if (std::optional<size_t> i = index_of(m)) {

@@ -6,11 +6,13 @@
 #include <map>
 #include <set>
 
+#include "core/config.h"
 #include "core/error.h"
 #include "core/exit_codes.h"
 #include "core/fs.h"
 #include "core/table.h"
 #include "core/text.h"
+#include "core/units.h"
 #include "postprocess/people_table.h"
 #include "postprocess/point_row.h"
 #include "postprocess/report_html.h"
@@ -41,14 +43,9 @@ std::string text(const Row& row, const std::string& column) {
   return v ? cell_text(*v, TableFormat::kText, true) : "";
 }
 
-std::string short_key(const std::string& key) {
-  const size_t dot = key.rfind('.');
-  return dot == std::string::npos ? key : key.substr(dot + 1);
-}
-
-// A metric's unit as a figure's axis shows it, and the factor from the row's value to it: times
-// in s, ms or µs and sizes in KiB, MiB or GiB as the largest value needs; a command's declared
-// unit as it is.
+// A metric's unit as a figure's axis shows it, and the factor from the row's value to it: a
+// command's declared unit as it is, else as bench-plot reads the metric's name (core/units.h:
+// times in s, ms or µs and sizes in KiB, MiB or GiB as the largest value needs).
 struct Unit {
   std::string name;
   double factor = 1;
@@ -56,30 +53,17 @@ struct Unit {
 
 Unit unit_of(const std::vector<Row>& rows, const std::string& metric) {
   double largest = 0;
-  std::string declared;
   for (const Row& r : rows) {
     const double v = number(r, metric);
     if (std::isfinite(v)) largest = std::max(largest, std::fabs(v));
     const Value* units = cell(r, "units");
     const Value* u = units && units->is_map() ? units->find(metric) : nullptr;
-    if (u && u->is_string() && declared.empty()) declared = u->as_string();
+    if (u && u->is_string() && !u->as_string().empty()) return {u->as_string(), 1};
   }
-  if (!declared.empty()) return {declared, 1};
-  if (ends_with(metric, "_bytes")) {
-    if (largest >= 1 << 30) return {"GiB", 1.0 / (1 << 30)};
-    if (largest >= 1 << 20) return {"MiB", 1.0 / (1 << 20)};
-    return {"KiB", 1.0 / 1024};
-  }
-  if (ends_with(metric, "_s") || metric == "seconds") {
-    if (largest >= 1 || largest == 0) return {"s", 1};
-    if (largest >= 1e-3) return {"ms", 1e3};
-    return {"µs", 1e6};
-  }
-  if (metric.find("tokens_per_second") != std::string::npos || ends_with(metric, "_tps") ||
-      metric == "output_tps") {
-    return {"tokens/s", 1};
-  }
-  return {"", 1};
+  std::string plain;
+  const UnitKind kind = metric_unit_kind(metric, &plain);
+  auto [name, factor] = scaled_unit(kind, largest, plain);
+  return {name, factor};
 }
 
 std::string axis_label(const std::string& metric, const Unit& u) {
@@ -99,7 +83,7 @@ bool interval_of(const Row& row, const std::string& metric, double* low, double*
 }
 
 bool is_config_key(const std::string& column) {
-  return column.find('.') != std::string::npos || column == "scenario";
+  return column == "scenario" || is_config_column(column);
 }
 
 // The keys that vary over the rows, the sweeps' axes first; a key that varies exactly as one

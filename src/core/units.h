@@ -19,4 +19,9 @@ enum class UnitKind {
 // `max`: they then read between 1 and 1000 (1024 for bytes). kPlain gives (`plain`, 1).
 std::pair<std::string, double> scaled_unit(UnitKind kind, double max, const std::string& plain = "");
 
+// How a metric's values are read, by bench-extract's naming (docs/metrics.md): times, bytes,
+// ratios, or plain with the unit its name says in *plain (tokens/s, TFLOP/s, GB/s; "" when it
+// says none). bench-plot's axes and bench-report's figures.
+UnitKind metric_unit_kind(const std::string& metric, std::string* plain);
+
 }  // namespace sweepbench
