@@ -148,10 +148,9 @@ std::string refusal(const MlflowResponse& r) {
   return text;
 }
 
-// The answer of a request that must succeed; Error(kIo) naming it and MLflow's error otherwise.
-Value expect_ok(MlflowApi& api, const std::string& method, const std::string& endpoint,
-                const Value& body) {
-  MlflowResponse r = api.call(method, endpoint, body);
+// The body of an answer that must be a success; Error(kIo) naming the request and MLflow's
+// error otherwise.
+const Value& check_ok(MlflowApi& api, const std::string& endpoint, const MlflowResponse& r) {
   if (r.http_status == 200 && r.body.is_map()) return r.body;
   std::string hint = "see the server's log";
   if (r.http_status == 401 || r.http_status == 403) {
@@ -163,6 +162,13 @@ Value expect_ok(MlflowApi& api, const std::string& method, const std::string& en
   }
   throw Error(ErrorKind::kIo, Mark::in(api.describe()), "",
               "MLflow refused " + endpoint + ": " + refusal(r), hint);
+}
+
+// The answer of a request that must succeed (check_ok).
+Value expect_ok(MlflowApi& api, const std::string& method, const std::string& endpoint,
+                const Value& body) {
+  const MlflowResponse r = api.call(method, endpoint, body);
+  return check_ok(api, endpoint, r);
 }
 
 struct Existing {
@@ -224,7 +230,7 @@ std::string experiment_id_of(MlflowApi& api, const std::string& name) {
     // Another export made it at the same moment: read it again.
     r = api.call("GET", "experiments/get-by-name", query);
   }
-  if (r.http_status != 200) expect_ok(api, "GET", "experiments/get-by-name", query);  // throws
+  if (r.http_status != 200) check_ok(api, "experiments/get-by-name", r);  // throws
   const Value* experiment = r.body.find("experiment");
   if (experiment == nullptr) {
     throw Error(ErrorKind::kIo, Mark::in(api.describe()), "",

@@ -2,6 +2,7 @@
 
 #include <curl/curl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <mutex>
@@ -93,6 +94,13 @@ MlflowHttp::MlflowHttp(const std::string& tracking_uri, const std::string& optio
   state_->headers = curl_slist_append(state_->headers, "Content-Type: application/json");
   state_->headers = curl_slist_append(state_->headers, "Accept: application/json");
   if (const std::string token = env("MLFLOW_TRACKING_TOKEN"); !token.empty()) {
+    // libcurl sends a header as it is given: a line break in the token would add headers.
+    if (std::any_of(token.begin(), token.end(),
+                    [](char ch) { return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f; })) {
+      throw Error::input(Mark::in("$MLFLOW_TRACKING_TOKEN"), "",
+                         "holds a control character (a line break?)",
+                         "set it to the token alone, on one line");
+    }
     state_->headers =
         curl_slist_append(state_->headers, ("Authorization: Bearer " + token).c_str());
   } else if (!env("MLFLOW_TRACKING_USERNAME").empty()) {

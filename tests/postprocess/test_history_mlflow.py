@@ -240,6 +240,11 @@ class Mlflow(unittest.TestCase):
             self.assertIn("--tracking-uri http://127.0.0.1:5000", r.stderr)
         r = self.export(check=2)
         self.assertIn("needs the MLflow tracking server", r.stderr)
+        # A token with a line break would add headers to every request: refused, not shown.
+        r = self.export("--tracking-uri", self.server.url, check=2,
+                        env={"MLFLOW_TRACKING_TOKEN": "t0ken\r\nX-Injected: 1"})
+        self.assertIn("$MLFLOW_TRACKING_TOKEN: error: holds a control character", r.stderr)
+        self.assertNotIn("t0ken", r.stderr)
         # Not MLflow's API there (a path under the server that is not it).
         r = self.export("--tracking-uri", self.server.url + "/not-mlflow", check=4)
         self.assertIn("MLflow refused experiments/get-by-name: 404", r.stderr)

@@ -54,7 +54,17 @@ class LocalMlflow:
         self.url = f"http://127.0.0.1:{self.port}"
 
     def __enter__(self):
+        self.process = None
         self.dir = tempfile.mkdtemp(prefix="sweepbench-mlflow-")
+        try:
+            return self._start()
+        except BaseException:
+            # Whatever stopped the start (a half-started server's bad answer, Ctrl-C), the
+            # server and its directory go: unittest never calls __exit__ when __enter__ raises.
+            self.__exit__(None, None, None)
+            raise
+
+    def _start(self):
         self.log_path = os.path.join(self.dir, "server.log")
         env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
         with open(self.log_path, "w") as log:
@@ -74,9 +84,7 @@ class LocalMlflow:
             except OSError:
                 pass
             if self.process.poll() is not None or time.monotonic() > deadline:
-                log = self.log()
-                self.__exit__(None, None, None)
-                raise RuntimeError(f"mlflow server did not start:\n{log}")
+                raise RuntimeError(f"mlflow server did not start:\n{self.log()}")
             time.sleep(0.5)
 
     def log(self):
@@ -84,8 +92,12 @@ class LocalMlflow:
             return f.read()[-4000:]
 
     def __exit__(self, *exc):
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
+        if self.process is not None:
+            # The whole group, also when the main process has ended: its workers hold the port.
+            try:
+                os.killpg(self.process.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
             try:
                 self.process.wait(timeout=30)
             except subprocess.TimeoutExpired:
