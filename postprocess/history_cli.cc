@@ -529,6 +529,7 @@ int export_mlflow(const po::variables_map& vm, std::ostream& err) {
     runs = parse_mlflow_offline(*text, path);
   } else {
     HistoryFilter f = filter_of(vm);
+    if (offline) check_output_file(vm, vm["offline"].as<std::string>());  // before the work
     HistoryStore store = open_store(vm);
     resolve_config_hash(store, vm, &f);
     runs.runs = mlflow_runs(store.runs(f), [&](const std::string& w) {
