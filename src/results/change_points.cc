@@ -123,10 +123,13 @@ double excess_variance(const std::vector<SeriesPoint>& series, size_t* differenc
   for (size_t i = 1; i < series.size(); ++i) {
     (series[i].environment == series[i - 1].environment ? d : across).push_back(y[i] - y[i - 1]);
   }
-  // Too few runs in one environment in a row (a series whose host changes every run): every
-  // difference counts, those across an environment change too. A change there makes the
-  // estimate larger, so tests only get more careful.
-  if (d.size() < 4) d.insert(d.end(), across.begin(), across.end());
+  // Too few runs in one environment in a row (a series whose host changes every run), or runs
+  // that repeat one value exactly within each environment (a whole-millisecond figure on a quiet
+  // machine: 31, 31, 31, then 91, 91): every difference counts, those across an environment
+  // change too. A change there makes the estimate larger, so tests only get more careful; without
+  // it the scatter would be zero and a step as plain as 31 to 91 could not be judged at all.
+  const bool repeats = std::all_of(d.begin(), d.end(), [](double x) { return x == 0; });
+  if (d.size() < 4 || repeats) d.insert(d.end(), across.begin(), across.end());
   if (differences) *differences = d.size();
   if (d.size() < 2) return 0.0;
   // The mean square successive difference (von Neumann): a difference of two runs has twice a

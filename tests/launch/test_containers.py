@@ -253,7 +253,11 @@ class History(ContainerCase):
         latest = [c for c in json.loads(r.stdout) if c["latest"]]
         self.assertEqual(len(latest), 1, r.stdout)
         c = latest[0]
-        self.assertEqual((c["verdict"], c["runs_before"], c["runs_after"]), ("worse", 8, 5))
+        # Whole milliseconds repeat exactly on a quiet machine (31 eight times, then 91: the
+        # step must still be judged) and shift by one on a busy one (a level change among the
+        # old image's runs may be found too, so the change may start later than run 1).
+        self.assertEqual((c["verdict"], c["runs_after"]), ("worse", 5), r.stdout)
+        self.assertIn(c["runs_before"], range(3, 9), r.stdout)
         self.assertGreater(c["change_low"], 0.5)  # 30 -> 90 ms, the shell's own time aside
         self.assertLess(c["change_low"], c["change"])
         self.assertGreater(c["change_high"], c["change"])
