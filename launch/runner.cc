@@ -30,6 +30,7 @@
 #include "launch/packing.h"
 #include "launch/shell.h"
 #include "launch/slurm.h"
+#include "launch/status.h"
 #include "layout/claim.h"
 #include "layout/manifest.h"
 #include "layout/paths.h"
@@ -667,7 +668,7 @@ class SweepRun {
       row(p, "running", "elsewhere: " + busy.describe(point_dir(p)));
       return true;
     }
-    archive_previous_attempt(point_dir(p));
+    archive_settled_attempt(point_dir(p));
     PointRecord r;
     r.status = PointStatus::kSkipped;
     r.reason = *why;
@@ -984,7 +985,7 @@ class SweepRun {
       }
       r.beside.emplace();
     }
-    archive_previous_attempt(point_dir(p));
+    archive_settled_attempt(point_dir(p));
     // Past here the previous attempt has moved aside: a failure to start (a log that cannot be
     // created, no process to be had) is this attempt's end, recorded as such.
     try {

@@ -87,6 +87,30 @@ StatusReport sweep_status(const std::string& out_dir) {
   return report;
 }
 
+int archive_settled_attempt(const std::string& point_dir) {
+  std::optional<PointRecord> record = read_point_record(point_dir);
+  if (record && record->status == PointStatus::kRunning) {
+    PointEvidence e;
+    e.point_dir = point_dir;
+    e.record = record;
+    // The claim is this runner's now: the previous holder is gone.
+    e.ranks = inspect_rank_files(point_dir);
+    std::optional<SlurmJobStates> slurm;
+    if (!record->slurm_job_id.empty()) {
+      slurm = query_slurm_jobs({slurm_base_job_id(record->slurm_job_id)});
+    }
+    PointView view = decide_point_status(e, slurm);
+    if (view.status == PointStatus::kRunning) {  // its job lives on: a runner of this allocation
+      view.status = PointStatus::kIncomplete;
+      view.note = "its runner (" + record->host + ":" + std::to_string(record->pid) + ") is gone";
+    }
+    record->status = view.status;
+    record->reason = view.note + "; settled when the next attempt began";
+    write_point_record(point_dir, *record);
+  }
+  return archive_previous_attempt(point_dir);
+}
+
 size_t StatusReport::missed_reference() const {
   return static_cast<size_t>(std::count_if(points.begin(), points.end(),
                                            [](const PointView& p) { return p.reference == "miss"; }));

@@ -31,4 +31,11 @@ StatusReport sweep_status(const std::string& out_dir);
 void print_status(const StatusReport& report, const std::string& out_dir, bool json,
                   std::ostream& out);
 
+// Moves a point's previous attempt to DIR/<tag>/attempts/N/ (archive_previous_attempt) once its
+// claim is this runner's. A previous record still saying `running` (its runner was killed before
+// it could write how the point ended: SLURM's SIGKILL after scancel on a loaded node) is first
+// settled to what `bench-sweep status` decides, SLURM asked about its job, so that the attempt
+// kept says `cancelled`, `timeout` or `incomplete`, never a `running` nothing runs. Returns N.
+int archive_settled_attempt(const std::string& point_dir);
+
 }  // namespace sweepbench

@@ -11,8 +11,8 @@
 
 #include "core/config.h"
 #include "core/error.h"
-#include "core/redact.h"
 #include "core/fs.h"
+#include "core/redact.h"
 #include "core/settings.h"
 #include "core/table.h"
 #include "core/text.h"
@@ -20,6 +20,7 @@
 #include "launch/runner.h"
 #include "launch/shell.h"
 #include "launch/slurm.h"
+#include "launch/status.h"
 #include "layout/claim.h"
 #include "layout/manifest.h"
 #include "layout/paths.h"
@@ -364,7 +365,7 @@ SubmitReport submit_sweep(const Plan& plan, const SubmitOptions& o, std::ostream
         out << "#   left " << p->tag << ": " << busy.describe(dir) << "\n";
         continue;
       }
-      archive_previous_attempt(dir);
+      archive_settled_attempt(dir);
       PointRecord r;
       r.status = PointStatus::kSkipped;
       r.reason = *why;

@@ -289,7 +289,11 @@ class Resume(unittest.TestCase):
             self.assertEqual(set(statuses(out).values()), {"ok"})
             st = read_json(os.path.join(out, tag, "status.json"))
             self.assertEqual(st["attempt"], 2)
-            self.assertTrue(os.path.isdir(os.path.join(out, tag, "attempts", "1")))
+            # The attempt kept says how it ended, not the `running` its killed runner left.
+            old = read_json(os.path.join(out, tag, "attempts", "1", "status.json"))
+            self.assertEqual(old["status"], "incomplete", old)
+            self.assertRegex(old["reason"], r"^its runner \(\S+:\d+\) is gone; .*; settled "
+                             r"when the next attempt began$")
 
     def test_ctrl_c_stops_after_the_current_step_and_records_cancelled(self):
         with tempfile.TemporaryDirectory() as tmp:
