@@ -7,6 +7,8 @@
 #include <deque>
 #include <exception>
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -279,6 +281,31 @@ class BatchWriter {
   std::thread thread_;  // last: started once the rest is made
 };
 
+// Threads to read a tree's files with: one for a few hundred points, else one a core (up to 8).
+size_t reader_threads(size_t items) {
+  return items < 256 ? 1 : std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
+}
+
+// part(r, from, to) for `parts` contiguous parts of [0, n), part 0 on this thread and the rest on
+// threads of their own; the first failure is thrown once all have ended.
+void in_parts(size_t n, size_t parts, const std::function<void(size_t, size_t, size_t)>& part) {
+  std::exception_ptr failed;
+  std::mutex failed_mutex;
+  auto run = [&](size_t r) {
+    try {
+      part(r, n * r / parts, n * (r + 1) / parts);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(failed_mutex);
+      if (!failed) failed = std::current_exception();
+    }
+  };
+  std::vector<std::thread> helpers;
+  for (size_t r = 1; r < parts; ++r) helpers.emplace_back(run, r);
+  run(0);
+  for (std::thread& t : helpers) t.join();
+  if (failed) std::rethrow_exception(failed);
+}
+
 }  // namespace
 
 void add_label(const std::string& text, std::map<std::string, std::string>* labels) {
@@ -316,18 +343,30 @@ IngestReport ingest_results(HistoryStore& store, const std::vector<std::string>&
   for (const std::string& w : search.warnings) warn(w);
   if (search.points.empty()) warn("no point directory under " + join(paths, ", "));
 
-  // Every finished attempt and its key, from status.json alone.
-  std::vector<Attempt> attempts;
+  // Every finished attempt and its key, from status.json alone: each point's manifest entry here,
+  // its status files on reader threads, taken in order.
   std::vector<std::string> manifest_warnings;
   Manifests manifests(&manifest_warnings);
-  for (const std::string& point : search.points) {
+  std::vector<Attempt> bases(search.points.size());
+  for (size_t i = 0; i < search.points.size(); ++i) {
+    const std::string& point = search.points[i];
     std::string sweep;
     const ManifestPoint* entry = manifests.entry(fs::path(point), &sweep);
-    Attempt base;
+    Attempt& base = bases[i];
     base.tag = fs::path(point).filename().string();
     base.sweep = sweep;
     base.scenario = entry && entry->scenario ? *entry->scenario : "default";
     base.repeat = entry && entry->repeat ? *entry->repeat : 0;
+    base.point_dir = point;
+  }
+  struct Walked {
+    std::vector<Attempt> attempts;
+    std::vector<std::string> warnings;
+    size_t left_out = 0, unfinished = 0;
+  };
+  std::vector<Walked> walked(bases.size());
+  auto walk = [&](const Attempt& base, Walked* out) {
+    const std::string& point = base.point_dir;
     std::vector<std::string> dirs = earlier_attempt_dirs(point);
     dirs.push_back(point);
     for (const std::string& dir : dirs) {
@@ -335,33 +374,43 @@ IngestReport ingest_results(HistoryStore& store, const std::vector<std::string>&
       try {
         record = read_point_record(dir);
       } catch (const Error& e) {
-        warn(dir + ": " + e.detail() + " (left out)");
-        ++report.left_out;
+        out->warnings.push_back(dir + ": " + e.detail() + " (left out)");
+        ++out->left_out;
         continue;
       }
       if (!record || !finished(record->status)) {
-        if (dir == point) ++report.unfinished;
+        if (dir == point) ++out->unfinished;
         continue;
       }
       // The key and the series' order rest on these: a status.json without them (edited by
       // hand, from something else) is no attempt to keep.
       if (!is_utc_time(record->started) || record->config_hash.empty()) {
-        warn(status_path(dir) + ": " +
-             (record->config_hash.empty()
-                  ? std::string("has no config_hash")
-                  : "started '" + record->started + "' is not a UTC time (YYYY-MM-DDTHH:MM:SSZ)") +
-             " (left out)");
-        ++report.left_out;
+        out->warnings.push_back(
+            status_path(dir) + ": " +
+            (record->config_hash.empty()
+                 ? std::string("has no config_hash")
+                 : "started '" + record->started + "' is not a UTC time (YYYY-MM-DDTHH:MM:SSZ)") +
+            " (left out)");
+        ++out->left_out;
         continue;
       }
       Attempt a = base;
       a.dir = dir;
-      a.point_dir = point;
       a.record = *record;
       a.key = history_run_key(a.tag, a.record.attempt, a.record.config_hash, a.record.host,
                               a.record.pid, a.record.started);
-      attempts.push_back(std::move(a));
+      out->attempts.push_back(std::move(a));
     }
+  };
+  in_parts(bases.size(), reader_threads(bases.size()), [&](size_t, size_t from, size_t to) {
+    for (size_t i = from; i < to; ++i) walk(bases[i], &walked[i]);
+  });
+  std::vector<Attempt> attempts;
+  for (Walked& w : walked) {
+    for (const std::string& text : w.warnings) warn(text);
+    report.left_out += w.left_out;
+    report.unfinished += w.unfinished;
+    for (Attempt& a : w.attempts) attempts.push_back(std::move(a));
   }
   for (const std::string& w : manifest_warnings) warn(w);
   report.attempts = attempts.size();
@@ -380,46 +429,63 @@ IngestReport ingest_results(HistoryStore& store, const std::vector<std::string>&
       fresh.push_back(&a);
     }
   }
-  std::vector<std::string> file_warnings;
-  // A configuration's cells are made once (repeats and attempts share them); one whose
-  // config.yaml is not the attempt's is looked for again at the next point.
+  // The fresh attempts' files are read and parsed a batch at a time, the batch shared among
+  // `readers` threads in contiguous parts (repeats of one configuration stay together), while the
+  // writer records the batch before. Each reader keeps its own configurations' cells, made once
+  // per configuration; one whose config.yaml is not the attempt's is looked for again at the next
+  // point. What a batch gives is taken in order, so the store's order and the warnings' are those
+  // of one thread.
   struct Known {
     std::string json, series_key;
   };
-  std::map<std::string, Known> configs;  // by config hash
-  std::vector<HistoryRun> batch;
-  BatchWriter writer(store);
-  for (const Attempt* a : fresh) {
-    auto at = configs.find(a->record.config_hash);
-    if (at == configs.end()) {
+  struct Reader {
+    std::map<std::string, Known> configs;  // by config hash
+  };
+  struct Made {
+    std::optional<HistoryRun> run;
+    std::vector<std::string> warnings;
+  };
+  auto make = [&options](Reader& reader, const Attempt& a, Made* out) {
+    auto at = reader.configs.find(a.record.config_hash);
+    if (at == reader.configs.end()) {
       bool unreadable = false;
       std::string json =
-          config_json_of(a->point_dir, a->record.config_hash, &file_warnings, &unreadable);
-      if (unreadable) {
-        ++report.left_out;
-        continue;
-      }
+          config_json_of(a.point_dir, a.record.config_hash, &out->warnings, &unreadable);
+      if (unreadable) return;
       if (!json.empty()) {
         std::string key = history_series_key(json);
-        at = configs.emplace(a->record.config_hash, Known{std::move(json), std::move(key)}).first;
+        at = reader.configs.emplace(a.record.config_hash, Known{std::move(json), std::move(key)})
+                 .first;
       }
     }
-    const bool have_config = at != configs.end();
+    const bool have_config = at != reader.configs.end();
     // Without its config, an attempt is a series of its own point (its tag names its config).
-    std::optional<HistoryRun> run = run_from_files(
-        *a, have_config ? at->second.json : std::string(),
-        have_config ? at->second.series_key : "tag:" + a->tag, options.labels, &file_warnings);
-    if (!run) {
-      ++report.left_out;
-      continue;
+    out->run = run_from_files(a, have_config ? at->second.json : std::string(),
+                              have_config ? at->second.series_key : "tag:" + a.tag, options.labels,
+                              &out->warnings);
+  };
+  const size_t readers = reader_threads(fresh.size());
+  std::vector<Reader> reader_state(readers);
+  std::vector<std::string> file_warnings;
+  BatchWriter writer(store);
+  for (size_t first = 0; first < fresh.size(); first += options.batch) {
+    const size_t n = std::min(options.batch, fresh.size() - first);
+    std::vector<Made> made(n);
+    in_parts(n, readers, [&](size_t r, size_t from, size_t to) {
+      for (size_t i = from; i < to; ++i) make(reader_state[r], *fresh[first + i], &made[i]);
+    });
+    std::vector<HistoryRun> batch;
+    batch.reserve(n);
+    for (Made& m : made) {
+      for (std::string& w : m.warnings) file_warnings.push_back(std::move(w));
+      if (m.run) {
+        batch.push_back(std::move(*m.run));
+      } else {
+        ++report.left_out;
+      }
     }
-    batch.push_back(std::move(*run));
-    if (batch.size() >= options.batch) {
-      writer.push(std::move(batch));
-      batch = {};
-    }
+    writer.push(std::move(batch));
   }
-  writer.push(std::move(batch));
   report.added += writer.finish();
   for (const std::string& w : file_warnings) warn(w);
   return report;

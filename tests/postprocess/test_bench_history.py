@@ -315,6 +315,12 @@ class Killed(HistoryCase):
         per_run = self.count("SELECT count(*) FROM metrics") / n
         self.assertEqual(self.count("SELECT count(*) FROM (SELECT run_key, count(*) AS c FROM "
                                     f"metrics GROUP BY run_key) WHERE c != {per_run}"), 0)
+        # Read on several threads, stored in the walk's order: each ingest goes on where the one
+        # killed before it stopped.
+        with sqlite3.connect(self.store) as db:
+            stored = [os.path.basename(row[0]) for row in
+                      db.execute("SELECT results_dir FROM runs ORDER BY seq")]
+        self.assertEqual(stored, [f"p{i:05d}" for i in range(n)])
 
     def test_two_ingests_at_once_store_each_run_once(self):
         _, a = self.sweep("left", 'echo "value {params.i}"', [1, 2, 3])
