@@ -63,10 +63,11 @@ def main():
                     else f"seq + {k * (base_seq + 1)}" if c == "seq" else c for c in cols)
                 db.execute(f"INSERT INTO runs ({', '.join(cols)}) SELECT {select} FROM runs "
                            "WHERE run_key NOT LIKE '%-%'")
-                db.execute("INSERT INTO metrics SELECT run_key || ?, name, value * (1 + 0.01 * "
+                # A copy's metrics are keyed by its seq (schema 3).
+                db.execute("INSERT INTO metrics SELECT run_seq + ?, name, value * (1 + 0.01 * "
                            "((abs(random()) % 200) - 100) / 100.0), ci_low, ci_high, unit FROM "
-                           "metrics WHERE run_key NOT LIKE '%-%' AND name IN (?, ?, ?)",
-                           (f"-{k}", *KEPT))
+                           "metrics WHERE run_seq <= ? AND name IN (?, ?, ?)",
+                           (k * (base_seq + 1), base_seq, *KEPT))
                 db.execute("INSERT INTO run_labels SELECT run_key || ?, name, value FROM "
                            "run_labels WHERE run_key NOT LIKE '%-%'", (f"-{k}",))
             db.commit()

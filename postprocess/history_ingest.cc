@@ -207,11 +207,10 @@ std::vector<std::string> earlier_attempt_dirs(const std::string& point_dir) {
   return out;
 }
 
-// The store's writer on a thread of its own: it records one batch while the ingest reads and
-// parses the next (on two cores the two take about as long: SQLite's inserts two fifths of an
-// ingest, the files' reading and parsing a third). Batches are recorded in order, each in its
-// own transaction, so a writer killed at any moment leaves whole runs as before. The thread is
-// the only user of the store's connection while it runs.
+// The store's writer on a thread of its own: it records one batch while the ingest's readers
+// read and parse the next (on two cores the writer is the longer of the two). Batches are recorded
+// in order, each in its own transaction, so a writer killed at any moment leaves whole runs as
+// before. The thread is the only user of the store's connection while it runs.
 class BatchWriter {
  public:
   explicit BatchWriter(HistoryStore& store) : store_(store), thread_([this] { loop(); }) {}

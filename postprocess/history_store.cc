@@ -90,6 +90,30 @@ CREATE INDEX runs_by_series ON runs (series_key, started, seq);
 CREATE INDEX runs_by_sweep ON runs (sweep, started, seq);
 CREATE INDEX runs_by_tag ON runs (tag, started, seq);
 )sql"},
+    // 3: a run's metrics are keyed by its seq (an integer, the order runs reached the store)
+    // instead of its 32-character run key: each new run's rows go at the end of the metrics'
+    // key instead of at 28 random places, and the key is not repeated in every row: the first
+    // ingest of 10,000 points 25% faster, the store 40% smaller (docs/performance.md). seq is
+    // unique: writers take the store's write lock (SQLite's BEGIN IMMEDIATE, PostgreSQL's
+    // advisory lock) before they read its largest value.
+    {3, R"sql(
+DROP INDEX runs_by_seq;
+CREATE UNIQUE INDEX runs_by_seq ON runs (seq);
+CREATE TABLE metrics_by_seq (
+  run_seq BIGINT NOT NULL REFERENCES runs (seq) ON DELETE CASCADE,
+  name TEXT NOT NULL,
+  value DOUBLE PRECISION,
+  ci_low DOUBLE PRECISION,
+  ci_high DOUBLE PRECISION,
+  unit TEXT NOT NULL,
+  PRIMARY KEY (run_seq, name)
+);
+INSERT INTO metrics_by_seq (run_seq, name, value, ci_low, ci_high, unit)
+  SELECT r.seq, m.name, m.value, m.ci_low, m.ci_high, m.unit
+  FROM metrics m JOIN runs r ON r.run_key = m.run_key;
+DROP TABLE metrics;
+ALTER TABLE metrics_by_seq RENAME TO metrics;
+)sql"},
 };
 
 std::string now_utc() {
@@ -277,15 +301,15 @@ size_t HistoryStore::record(const std::vector<HistoryRun>& runs) try {
       const size_t n = std::min(kRowsPerInsert, r.metrics.size() - first);
       std::string& sql = metric_inserts_[n];
       if (sql.empty()) {
-        sql = "INSERT INTO metrics (run_key, name, value, ci_low, ci_high, unit) VALUES ";
+        sql = "INSERT INTO metrics (run_seq, name, value, ci_low, ci_high, unit) VALUES ";
         for (size_t i = 0; i < n; ++i) sql += i ? ", (?, ?, ?, ?, ?, ?)" : "(?, ?, ?, ?, ?, ?)";
       }
       std::vector<SqlValue> params;
       params.reserve(6 * n);
       for (size_t i = first; i < first + n; ++i) {
         const HistoryMetric& m = r.metrics[i];
-        params.insert(params.end(), {r.run_key, m.name, real_or_null(m.value),
-                                     real_or_null(m.ci_low), real_or_null(m.ci_high), m.unit});
+        params.insert(params.end(), {seq, m.name, real_or_null(m.value), real_or_null(m.ci_low),
+                                     real_or_null(m.ci_high), m.unit});
       }
       db_->exec(sql, params);
     }
@@ -324,7 +348,7 @@ std::vector<HistoryRun> HistoryStore::runs(const HistoryFilter& f) {
       "SELECT run_key, sweep, tag, config_hash, benchmark, scenario, repeat_index, attempt, "
       "status, reason, started, ended, seconds, results_dir, environment_id, "
       "(SELECT config FROM configs c WHERE c.config_hash = runs.config_hash), ingested, "
-      "series_key FROM runs WHERE 1 = 1";
+      "series_key, seq FROM runs WHERE 1 = 1";
   std::vector<SqlValue> params;
   auto equal = [&](const char* column, const std::string& value) {
     if (value.empty()) return;
@@ -358,7 +382,7 @@ std::vector<HistoryRun> HistoryStore::runs(const HistoryFilter& f) {
     params.emplace_back(value);
   }
   if (!f.metric.empty()) {
-    sql += " AND EXISTS (SELECT 1 FROM metrics m WHERE m.run_key = runs.run_key AND m.name = ?)";
+    sql += " AND EXISTS (SELECT 1 FROM metrics m WHERE m.run_seq = runs.seq AND m.name = ?)";
     params.emplace_back(f.metric);
   }
   const bool newest = f.limit > 0 && f.config.empty();
@@ -387,6 +411,7 @@ std::vector<HistoryRun> HistoryStore::runs(const HistoryFilter& f) {
     r.config_json = sql_text(row[15]);
     r.ingested = sql_text(row[16]);
     r.series_key = sql_text(row[17]);
+    r.seq = sql_integer(row[18]);
     if (!f.config.empty()) {
       // Keys are compared as bench-extract's table shows their values (8, bf16, true); each
       // configuration is looked at once.
@@ -411,9 +436,9 @@ std::vector<HistoryRun> HistoryStore::runs(const HistoryFilter& f) {
   }
   std::map<std::string, std::map<std::string, std::string>> environments;  // by id
   for (HistoryRun& r : out) {
-    std::vector<SqlValue> key = {r.run_key};
+    std::vector<SqlValue> key = {r.seq};
     std::string metric_sql =
-        "SELECT name, value, ci_low, ci_high, unit FROM metrics WHERE run_key = ?";
+        "SELECT name, value, ci_low, ci_high, unit FROM metrics WHERE run_seq = ?";
     if (!f.metric.empty()) {
       metric_sql += " AND name = ?";
       key.emplace_back(f.metric);

@@ -27,7 +27,7 @@
 namespace sweepbench {
 
 // The schema version this bench-history writes; migrations lead every older one to it.
-inline constexpr std::int64_t kHistorySchemaVersion = 2;
+inline constexpr std::int64_t kHistorySchemaVersion = 3;
 
 struct HistoryMetric {
   std::string name;
@@ -61,6 +61,9 @@ struct HistoryRun {
   std::string config_json;
   std::vector<HistoryMetric> metrics;
   std::string ingested;  // when the store got it (ISO 8601 UTC)
+  // The order runs reached the store in (1, 2, ...), unique in it: its metrics' key. 0 for a run
+  // not read from a store.
+  std::int64_t seq = 0;
 };
 
 // The run key of an attempt (see above): 32 hex digits. Not the sweep's name: that is the

@@ -180,6 +180,60 @@ TEST(HistoryStore, TimesAndLabelsAreChecked) {
   }
 }
 
+// Back to schema 2, as a bench-history of that schema left a store: metrics keyed by run key,
+// runs_by_seq not unique.
+void back_to_schema_two(HistoryStore& store) {
+  store.database().script(
+      "CREATE TABLE metrics_by_key (run_key TEXT NOT NULL REFERENCES runs (run_key) ON DELETE "
+      "CASCADE, name TEXT NOT NULL, value DOUBLE PRECISION, ci_low DOUBLE PRECISION, ci_high "
+      "DOUBLE PRECISION, unit TEXT NOT NULL, PRIMARY KEY (run_key, name)); "
+      "INSERT INTO metrics_by_key SELECT r.run_key, m.name, m.value, m.ci_low, m.ci_high, m.unit "
+      "FROM metrics m JOIN runs r ON r.seq = m.run_seq; DROP TABLE metrics; "
+      "ALTER TABLE metrics_by_key RENAME TO metrics; DROP INDEX runs_by_seq; "
+      "CREATE INDEX runs_by_seq ON runs (seq); UPDATE history_schema SET version = 2;");
+}
+
+// A store of schema 2 is migrated by the next open: its metrics, keyed by run key there, come
+// back with the same values and intervals, keyed by seq; the runs are stored on after them.
+TEST(HistoryStore, ASchemaTwoStoreIsMigratedWithItsMetrics) {
+  testing::TempDir dir;
+  const std::string path = dir.file("h.sqlite");
+  std::vector<HistoryRun> before;
+  {
+    HistoryStore store = HistoryStore::open(path, true);
+    store.record({run("a", "2026-11-01T00:00:00Z", 100), run("b", "2026-11-02T00:00:00Z", 200)});
+    before = store.runs({});
+    back_to_schema_two(store);
+    EXPECT_EQ(store.schema_version(), 2);
+    EXPECT_EQ(sql_text(store.database().query("PRAGMA table_info(metrics)").at(0).at(1)),
+              "run_key");
+  }
+  HistoryStore store = HistoryStore::open(path);
+  EXPECT_EQ(store.schema_version(), kHistorySchemaVersion);
+  std::vector<HistoryRun> after = store.runs({});
+  ASSERT_EQ(after.size(), 2u);
+  for (size_t i = 0; i < after.size(); ++i) {
+    EXPECT_EQ(after[i].run_key, before[i].run_key);
+    ASSERT_EQ(after[i].metrics.size(), before[i].metrics.size());
+    ASSERT_FALSE(after[i].metrics.empty());
+    for (size_t m = 0; m < after[i].metrics.size(); ++m) {
+      EXPECT_EQ(after[i].metrics[m].name, before[i].metrics[m].name);
+      EXPECT_EQ(after[i].metrics[m].value, before[i].metrics[m].value);
+      for (auto [x, y] : {std::pair{after[i].metrics[m].ci_low, before[i].metrics[m].ci_low},
+                          std::pair{after[i].metrics[m].ci_high, before[i].metrics[m].ci_high}}) {
+        EXPECT_TRUE(std::isnan(y) ? std::isnan(x) : x == y) << x << " " << y;
+      }
+    }
+  }
+  EXPECT_EQ(store.record({run("c", "2026-11-03T00:00:00Z", 300)}), 1u);
+  after = store.runs({});
+  ASSERT_EQ(after.size(), 3u);
+  EXPECT_EQ(after[2].seq, 3);
+  EXPECT_EQ(after[2].metrics.size(), before[0].metrics.size());
+  // seq is the metrics' key: a second run with the same seq is refused.
+  EXPECT_THROW(store.database().exec("UPDATE runs SET seq = 1 WHERE seq = 2"), Error);
+}
+
 // A store of schema 1 (its three indexes without seq) is migrated by the next open, in one
 // step, its runs kept; a query for one configuration then reads that configuration's index.
 TEST(HistoryStore, ASchemaOneStoreIsMigrated) {
@@ -189,6 +243,7 @@ TEST(HistoryStore, ASchemaOneStoreIsMigrated) {
     HistoryStore store = HistoryStore::open(path, true);
     store.record({run("a", "2026-11-01T00:00:00Z", 100), run("b", "2026-11-02T00:00:00Z", 200)});
     // Back to schema 1, as a bench-history of that schema left it.
+    back_to_schema_two(store);
     store.database().script(
         "DROP INDEX runs_by_config; DROP INDEX runs_by_series; DROP INDEX runs_by_sweep; "
         "DROP INDEX runs_by_tag; CREATE INDEX runs_by_config ON runs (config_hash, started); "
@@ -200,6 +255,7 @@ TEST(HistoryStore, ASchemaOneStoreIsMigrated) {
   HistoryStore store = HistoryStore::open(path);
   EXPECT_EQ(store.schema_version(), kHistorySchemaVersion);
   EXPECT_EQ(store.runs({}).size(), 2u);
+  EXPECT_FALSE(store.runs({}).at(0).metrics.empty());
   std::vector<SqlRow> plan = store.database().query(
       "EXPLAIN QUERY PLAN SELECT run_key FROM runs WHERE config_hash = ? ORDER BY started, seq",
       {std::string("x")});

@@ -313,8 +313,8 @@ class Killed(HistoryCase):
         # Every run whole: each with all of the point's metrics.
         self.assertEqual(self.count("SELECT count(*) FROM metrics WHERE name = 'value'"), n)
         per_run = self.count("SELECT count(*) FROM metrics") / n
-        self.assertEqual(self.count("SELECT count(*) FROM (SELECT run_key, count(*) AS c FROM "
-                                    f"metrics GROUP BY run_key) WHERE c != {per_run}"), 0)
+        self.assertEqual(self.count("SELECT count(*) FROM (SELECT run_seq, count(*) AS c FROM "
+                                    f"metrics GROUP BY run_seq) WHERE c != {per_run}"), 0)
         # Read on several threads, stored in the walk's order: each ingest goes on where the one
         # killed before it stopped.
         with sqlite3.connect(self.store) as db:
