@@ -258,6 +258,32 @@ class Postgres(HistoryCase):
         self.assertEqual(len(runs), 3 + 6)
         self.assertEqual(len({r["run_key"] for r in runs}), 9)
 
+    def test_a_schema_two_store_on_the_server_is_migrated_with_its_metrics(self):
+        # A store as a bench-history of schema 2 left it: metrics keyed by run key.
+        _, out = self.sweep("pgold", 'echo "value {params.i}"', [1, 2, 3])
+        url = self.server.create_database("old")
+        history("ingest", out, "--store", url)
+        before = json_rows(history("series", "value", "--store", url, "--format", "json").stdout)
+        stored = self.server.sql("old", "SELECT count(*) FROM metrics").strip()
+        self.assertGreaterEqual(int(stored), 3)
+        self.server.sql("old", (
+            "BEGIN; CREATE TABLE metrics_by_key (run_key TEXT NOT NULL REFERENCES runs (run_key) "
+            "ON DELETE CASCADE, name TEXT NOT NULL, value DOUBLE PRECISION, ci_low DOUBLE "
+            "PRECISION, ci_high DOUBLE PRECISION, unit TEXT NOT NULL, PRIMARY KEY (run_key, "
+            "name)); INSERT INTO metrics_by_key SELECT r.run_key, m.name, m.value, m.ci_low, "
+            "m.ci_high, m.unit FROM metrics m JOIN runs r ON r.seq = m.run_seq; DROP TABLE "
+            "metrics; ALTER TABLE metrics_by_key RENAME TO metrics; DROP INDEX runs_by_seq; "
+            "CREATE INDEX runs_by_seq ON runs (seq); UPDATE history_schema SET version = 2; "
+            "COMMIT;"))
+        self.assertEqual(self.server.sql("old", "SELECT count(*) FROM metrics WHERE run_key "
+                                                "IS NOT NULL").strip(), stored)
+        after = json_rows(history("series", "value", "--store", url, "--format", "json").stdout)
+        self.assertEqual(after, before)
+        self.assertEqual([r["value"] for r in after], [1, 2, 3])
+        self.assertEqual(self.server.sql("old", "SELECT count(*) FROM metrics").strip(), stored)
+        self.assertEqual(self.server.sql("old", "SELECT version FROM history_schema").strip(),
+                         "3")
+
     def test_a_server_that_cannot_be_reached_is_named_without_its_password(self):
         _, out = self.sweep("pgbad", 'echo "value {params.i}"', [1, 2])
         port = self.server.port + 1 if self.server.port < 65535 else 1

@@ -58,6 +58,18 @@ class LocalPostgres:
             raise RuntimeError(f"PostgreSQL did not start: {e.stderr}\n{log}") from e
         return self
 
+    def create_database(self, name):
+        """Another database on the server: its URL."""
+        self._run(os.path.join(self.bin, "createdb"), "-h", "127.0.0.1", "-p", str(self.port),
+                  "-U", "postgres", name)
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{name}"
+
+    def sql(self, database, text):
+        """Runs SQL in `database` with psql, stopping at the first error: its output."""
+        return self._run(os.path.join(self.bin, "psql"), "-h", "127.0.0.1", "-p", str(self.port),
+                         "-U", "postgres", "-d", database, "-v", "ON_ERROR_STOP=1", "-qAt",
+                         "-c", text).stdout
+
     def log(self):
         try:
             with open(os.path.join(self.dir, "server.log")) as f:
