@@ -3,8 +3,8 @@
 // throughputs, goodput under an SLA and errors by kind. Pure: the timings come from the load
 // generator (not written yet: issue 54), or from a test.
 //
-// Definitions, as vLLM's `vllm bench serve` has them (vllm/benchmarks/serve.py,
-// calculate_metrics; vllm/benchmarks/lib/endpoint_request_func.py) unless a line says "vLLM:":
+// Definitions, as vLLM's `vllm bench serve` has them (its documented metrics) unless a line
+// says "vLLM:":
 //
 //   token chunk   a streamed chunk that carried at least one output token. A chunk with none
 //                 (the chat answer's first, role-only delta; the usage chunk) times nothing.
