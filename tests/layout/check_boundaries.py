@@ -34,6 +34,8 @@ ALLOWED = {
     "train": {"core", "layout", "metrics", "results", "train"},
     "infer": {"core", "layout", "metrics", "results", "train", "infer"},
     "command": {"core", "layout", "metrics", "results", "command"},
+    # The serve workload's pieces (issue 54): percentiles and means from metrics, no HTTP yet.
+    "serve": {"core", "metrics", "serve"},
     "launch": {"core", "layout", "sweep", "launch"},
     "tool": {"core", "tool"},
     "plot": {"core", "metrics", "tool", "plot"},
