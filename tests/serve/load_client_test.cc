@@ -203,6 +203,7 @@ TEST(LoadClient, EachFaultIsItsErrorKindWithAUsefulMessage) {
   };
   std::vector<LoadRequest> requests;
   for (const Fault& f : faults) requests.push_back({f.prompt, 4});
+  requests.push_back({"max_tokens 0: no token chunk, only the usage", 0});
   requests.push_back({"a good one among them", 4});
   LoadOptions options;
   options.request_timeout_s = 1.0;
@@ -213,6 +214,9 @@ TEST(LoadClient, EachFaultIsItsErrorKindWithAUsefulMessage) {
     EXPECT_NE(r.message.find(faults[i].message_part), std::string::npos)
         << faults[i].prompt << ": " << r.message;
   }
+  const RequestRecord& empty = result.requests[faults.size()];
+  EXPECT_EQ(empty.timing.error, RequestError::kNoOutput) << empty.message;
+  EXPECT_EQ(empty.timing.output_tokens, 0);
   EXPECT_EQ(result.requests[0].http_status, 500);
   EXPECT_EQ(result.requests.back().timing.error, RequestError::kNone)
       << result.requests.back().message;
@@ -224,6 +228,24 @@ TEST(LoadClient, EachFaultIsItsErrorKindWithAUsefulMessage) {
   EXPECT_EQ(m.errors[static_cast<size_t>(RequestError::kHttpStatus)], 1u);
   EXPECT_EQ(m.errors[static_cast<size_t>(RequestError::kServer)], 1u);
   EXPECT_EQ(m.errors[static_cast<size_t>(RequestError::kTimeout)], 1u);
+  EXPECT_EQ(m.errors[static_cast<size_t>(RequestError::kNoOutput)], 1u);
+}
+
+TEST(LoadClient, UsageCountsTheTokensWhenAChunkCarriesSeveral) {
+  // Each chunk stands for 3 tokens (as a server that batches its detokenised output): the chunks
+  // time the answer, the usage chunk counts it.
+  StandIn server({"--chunks", "5", "--tokens-per-chunk", "3", "--delay", "0.01"});
+  LoadTarget target{server.url(), "/v1/completions", "tiny", Value()};
+  LoadResult result = run_at_concurrency(target, plain_requests(4, 5), 2);
+  for (const RequestRecord& r : result.requests) {
+    ASSERT_EQ(r.timing.error, RequestError::kNone) << r.message;
+    EXPECT_EQ(r.timing.chunks.size(), 5u);
+    EXPECT_EQ(r.timing.output_tokens, 15);
+    RequestMetrics m = request_metrics(r.timing);
+    EXPECT_EQ(m.output_tokens, 15);
+    EXPECT_NEAR(m.tpot_s, (m.e2e_s - m.ttft_s) / 14, 1e-12);
+    EXPECT_EQ(m.itl_s.size(), 4u);
+  }
 }
 
 TEST(LoadClient, NoServerIsAConnectError) {

@@ -7,7 +7,7 @@ a server that costs next to nothing. It generates no text of its own beyond "tok
 
 Binds 127.0.0.1 on a free port (port 0) and prints the port as its first stdout line. Serves
 POST /v1/completions and /v1/chat/completions with Server-Sent Events: --chunks chunks of one
-token each, --first-delay seconds before the first and --delay seconds between the others (a
+token each (--tokens-per-chunk in the usage), --first-delay seconds before the first and --delay seconds between the others (a
 request's own "standin_delay" field overrides --delay), then a usage chunk and data: [DONE].
 GET /stats gives {"requests": n, "max_concurrent": n, "in_flight": n}.
 
@@ -127,8 +127,9 @@ class Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
                 return  # no terminating chunk: the body is cut
         self.event({"object": kind, "choices": [],
-                    "usage": {"prompt_tokens": len(prompt.split()), "completion_tokens": chunks,
-                              "total_tokens": len(prompt.split()) + chunks}})
+                    "usage": {"prompt_tokens": len(prompt.split()),
+                              "completion_tokens": chunks * OPTIONS.tokens_per_chunk,
+                              "total_tokens": len(prompt.split()) + chunks * OPTIONS.tokens_per_chunk}})
         self.write_chunk(b"data: [DONE]\n\n")
         self.end_body()
 
@@ -140,6 +141,8 @@ def main():
     global OPTIONS
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--chunks", type=int, default=8, help="token chunks per answer")
+    parser.add_argument("--tokens-per-chunk", type=int, default=1,
+                        help="the tokens each chunk stands for in the usage chunk")
     parser.add_argument("--delay", type=float, default=0.0, help="seconds between chunks")
     parser.add_argument("--first-delay", type=float, default=0.0,
                         help="seconds before the first token chunk")
