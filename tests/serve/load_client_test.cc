@@ -13,6 +13,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -85,9 +87,11 @@ std::vector<LoadRequest> plain_requests(size_t n, std::int64_t max_tokens) {
 
 // Delays: the stand-in sleeps 50 ms before the first token and 20 ms between tokens. Python's
 // time.sleep never returns early, so no gap the server makes is shorter; the client can see one
-// shorter only when it read the chunk before late. The upper tolerance is for a shared 2-core
-// machine (a CI build beside it): the median ITL within 15 ms above the delay, well under a
-// second delay, which would show a chunk held back (Nagle's algorithm, buffering).
+// shorter only when it read the chunk before that one late. The upper tolerance is for a shared
+// 2-core machine (a CI build beside it): the median ITL within 15 ms above the delay, well under a
+// second delay, which would show a chunk held back (Nagle's algorithm with delayed ACKs holds a
+// small write 40 ms, buffering longer). The median TTFT gets 30 ms: Python's thread that answers
+// must first be scheduled and read the request, on cores a build may be using.
 constexpr double kFirst = 0.05, kDelay = 0.02;
 
 TEST(LoadClient, FixedConcurrencyTimesEveryTokenAndHoldsTheConcurrency) {
@@ -113,7 +117,7 @@ TEST(LoadClient, FixedConcurrencyTimesEveryTokenAndHoldsTheConcurrency) {
   EXPECT_EQ(m.succeeded, 20u);
   EXPECT_EQ(m.output_tokens, 120);
   EXPECT_GE(m.ttft_s.p50, kFirst);
-  EXPECT_LT(m.ttft_s.p50, kFirst + 0.015);
+  EXPECT_LT(m.ttft_s.p50, kFirst + 0.03);
   EXPECT_EQ(m.itl_s.count, 100u);
   EXPECT_GT(m.itl_s.p50, kDelay - 0.002);
   EXPECT_LT(m.itl_s.p50, kDelay + 0.015);
