@@ -57,7 +57,7 @@ SYSTEM = [
     (re.compile(r"^nlohmann/"), "nlohmann_json", {"command", "history"}),
     (re.compile(r"^sqlite3\.h"), "SQLite", {"history"}),
     (re.compile(r"^libpq-fe\.h"), "libpq", {"history"}),
-    (re.compile(r"^curl/"), "libcurl", {"history"}),
+    (re.compile(r"^curl/"), "libcurl", {"history", "serve"}),
 ]
 # Libraries a binary may not need (readelf -d), by binary.
 FORBIDDEN_LIBS = {

@@ -1,0 +1,75 @@
+// The load client of a serve point: OpenAI-compatible streaming requests (/v1/completions,
+// /v1/chat/completions) sent at a fixed concurrency or at a schedule's send times, each answer
+// read by its own SseParser and timed into a RequestTiming for point_metrics()
+// (request_metrics.h, docs/serving.md "The load client").
+//
+// HTTP is libcurl's multi interface: one thread, one event loop, every transfer in flight at
+// once (chunked HTTP/1.1 streaming, connections reused between requests). libcurl is in Debian
+// and already a dependency of the project (bench-history's MLflow export).
+//
+// Left out: prompts themselves (the caller gives their text), tokenisation (output tokens are the
+// server's usage, else one per chunk that carried text), TLS options beyond libcurl's defaults,
+// authentication headers, retries (a failed request is a result, not retried).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/value.h"
+#include "serve/request_metrics.h"
+
+namespace sweepbench::serve {
+
+struct LoadTarget {
+  std::string base_url;                      // http://host:port (no trailing path)
+  std::string endpoint = "/v1/completions";  // or /v1/chat/completions (a chat of one user turn)
+  std::string model;
+  // Fields added to every request's JSON body (temperature, ignore_eos, ...); a map or null.
+  Value extra_body;
+};
+
+struct LoadRequest {
+  std::string prompt;  // any text: it is escaped as a JSON string
+  std::int64_t max_tokens = 16;
+};
+
+struct LoadOptions {
+  double request_timeout_s = 600;  // from the request's send to the end of its answer
+  double connect_timeout_s = 10;
+};
+
+// What the client saw of one request beyond its timing.
+struct RequestRecord {
+  RequestTiming timing;   // times in seconds from the load's start (steady_clock)
+  std::string message;    // why it failed ("" when it did not)
+  long http_status = 0;   // the answer's status; 0 when none came
+  std::string text;       // the streamed output text, concatenated
+  double finished_s = 0;  // when the transfer ended (done, failed or timed out)
+};
+
+struct LoadResult {
+  std::vector<RequestRecord> requests;  // in the order of the requests given
+  double duration_s = 0;                // the load's start to its last request's end
+  int max_in_flight = 0;                // the most requests in flight at once (client side)
+};
+
+// A closed loop: `concurrency` requests in flight, each end starts the next, in order.
+// Throws std::invalid_argument for concurrency < 1 or a target whose URL or endpoint is empty;
+// a request that fails is recorded, never thrown.
+LoadResult run_at_concurrency(const LoadTarget& target, const std::vector<LoadRequest>& requests,
+                              int concurrency, const LoadOptions& options = {});
+
+// An open loop: request i is sent at send_times_s[i] seconds after the load's start (arrivals.h's
+// send_times), whatever is in flight. Needs as many send times as requests, increasing.
+LoadResult run_at_times(const LoadTarget& target, const std::vector<LoadRequest>& requests,
+                        const std::vector<double>& send_times_s, const LoadOptions& options = {});
+
+// The JSON body of one request (for its tests and for logs): model, prompt (or messages), the
+// request's max_tokens, stream with usage, then target.extra_body's fields.
+std::string request_body(const LoadTarget& target, const LoadRequest& request);
+
+// The timings alone, for point_metrics().
+std::vector<RequestTiming> timings_of(const LoadResult& result);
+
+}  // namespace sweepbench::serve

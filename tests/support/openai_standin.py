@@ -1,0 +1,163 @@
+#!/usr/bin/python3
+"""A stand-in OpenAI-compatible streaming server, for the load client's tests.
+
+It stands in for the real servers (vLLM and others) that later tests use: it exists for the
+error paths a real server will not take on demand, and to measure the client's own speed against
+a server that costs next to nothing. It generates no text of its own beyond "tok0 tok1 ...".
+
+Binds 127.0.0.1 on a free port (port 0) and prints the port as its first stdout line. Serves
+POST /v1/completions and /v1/chat/completions with Server-Sent Events: --chunks chunks of one
+token each (--tokens-per-chunk in the usage), --first-delay seconds before the first and --delay seconds between the others (a
+request's own "standin_delay" field overrides --delay), then a usage chunk and data: [DONE].
+GET /stats gives {"requests": n, "max_concurrent": n, "in_flight": n}.
+
+The prompt (a chat's last message) chooses a fault when it starts with one of:
+  fault:http-500      HTTP 500 with a JSON error body
+  fault:malformed     a data: line whose payload is no JSON
+  fault:server-error  an error object in the stream (after one chunk)
+  fault:close         the connection closed mid-stream (after one chunk, no end of the body)
+  fault:hang          the answer's headers, then nothing for --hang seconds
+  echo:               the first chunk's text is the whole prompt
+--fault MODE applies one of them to every request. Python's standard library only.
+"""
+
+import argparse
+import json
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+OPTIONS = None
+LOCK = threading.Lock()
+STATS = {"requests": 0, "in_flight": 0, "max_concurrent": 0}
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive and chunked bodies, as real servers
+    disable_nagle_algorithm = True  # each chunk leaves when written
+
+    def log_message(self, *args):
+        pass
+
+    def send_json(self, status, obj):
+        body = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        if self.path == "/stats":
+            with LOCK:
+                self.send_json(200, dict(STATS))
+        else:
+            self.send_json(404, {"error": {"message": "no such path", "type": "not_found"}})
+
+    def write_chunk(self, data):
+        # One HTTP chunk per SSE event, in one write.
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+
+    def event(self, obj):
+        self.write_chunk(b"data: " + json.dumps(obj).encode() + b"\n\n")
+
+    def do_POST(self):
+        chat = self.path == "/v1/chat/completions"
+        if self.path not in ("/v1/completions", "/v1/chat/completions"):
+            length = int(self.headers.get("Content-Length", 0))
+            self.rfile.read(length)
+            self.send_json(404, {"error": {"message": "no such path", "type": "not_found"}})
+            return
+        length = int(self.headers.get("Content-Length", 0))
+        request = json.loads(self.rfile.read(length))
+        prompt = request["messages"][-1]["content"] if chat else request["prompt"]
+        fault = OPTIONS.fault or ""
+        for mode in ("http-500", "malformed", "server-error", "close", "hang"):
+            if prompt.startswith("fault:" + mode):
+                fault = mode
+        delay = float(request.get("standin_delay", OPTIONS.delay))
+        chunks = min(int(request.get("max_tokens", OPTIONS.chunks)), OPTIONS.chunks)
+        with LOCK:
+            STATS["requests"] += 1
+            STATS["in_flight"] += 1
+            STATS["max_concurrent"] = max(STATS["max_concurrent"], STATS["in_flight"])
+        try:
+            self.answer(chat, prompt, fault, delay, chunks, request)
+        finally:
+            with LOCK:
+                STATS["in_flight"] -= 1
+
+    def answer(self, chat, prompt, fault, delay, chunks, request):
+        if fault == "http-500":
+            self.send_json(500, {"error": {"message": "the stand-in failed on purpose",
+                                           "type": "InternalServerError", "code": 500}})
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        if fault == "hang":
+            time.sleep(OPTIONS.hang)
+            self.close_connection = True
+            return
+        kind = "chat.completion.chunk" if chat else "text_completion"
+        if chat:  # a chat answer's first delta carries the role and no token
+            self.event({"object": kind, "choices": [{"index": 0, "delta": {"role": "assistant"},
+                                                     "finish_reason": None}]})
+        time.sleep(OPTIONS.first_delay)
+        for i in range(chunks):
+            if i > 0:
+                time.sleep(delay)
+            text = prompt if (i == 0 and prompt.startswith("echo:")) else "tok%d " % i
+            choice = {"index": 0, "finish_reason": "length" if i == chunks - 1 else None}
+            if chat:
+                choice["delta"] = {"content": text}
+            else:
+                choice["text"] = text
+            self.event({"object": kind, "model": request.get("model", ""), "choices": [choice]})
+            if i == 0 and fault == "malformed":
+                self.write_chunk(b"data: {this is not json\n\n")
+                return self.end_body()
+            if i == 0 and fault == "server-error":
+                self.event({"error": {"message": "the stand-in's error mid-stream",
+                                      "type": "BadRequestError", "code": 400}})
+                return self.end_body()
+            if i == 0 and fault == "close":
+                self.close_connection = True
+                return  # no terminating chunk: the body is cut
+        self.event({"object": kind, "choices": [],
+                    "usage": {"prompt_tokens": len(prompt.split()),
+                              "completion_tokens": chunks * OPTIONS.tokens_per_chunk,
+                              "total_tokens": len(prompt.split()) + chunks * OPTIONS.tokens_per_chunk}})
+        self.write_chunk(b"data: [DONE]\n\n")
+        self.end_body()
+
+    def end_body(self):
+        self.wfile.write(b"0\r\n\r\n")
+
+
+def main():
+    global OPTIONS
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--chunks", type=int, default=8, help="token chunks per answer")
+    parser.add_argument("--tokens-per-chunk", type=int, default=1,
+                        help="the tokens each chunk stands for in the usage chunk")
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds between chunks")
+    parser.add_argument("--first-delay", type=float, default=0.0,
+                        help="seconds before the first token chunk")
+    parser.add_argument("--hang", type=float, default=30.0, help="fault:hang's silence")
+    parser.add_argument("--fault", default="", help="a fault for every request")
+    OPTIONS = parser.parse_args()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    server.request_queue_size = 1024
+    print(server.server_address[1], flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    sys.exit(main())
