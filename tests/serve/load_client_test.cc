@@ -117,10 +117,13 @@ TEST(LoadClient, FixedConcurrencyTimesEveryTokenAndHoldsTheConcurrency) {
   EXPECT_EQ(m.succeeded, 20u);
   EXPECT_EQ(m.output_tokens, 120);
   EXPECT_GE(m.ttft_s.p50, kFirst);
-  EXPECT_LT(m.ttft_s.p50, kFirst + 0.03);
+  // The upper bounds catch a client that holds tokens back; they leave room for a CI machine
+  // whose two cores run other tests beside this one (a 30 ms bound failed nowhere here, but
+  // one late turn of the stand-in's thread must not fail CI).
+  EXPECT_LT(m.ttft_s.p50, kFirst + 0.2);
   EXPECT_EQ(m.itl_s.count, 100u);
   EXPECT_GT(m.itl_s.p50, kDelay - 0.002);
-  EXPECT_LT(m.itl_s.p50, kDelay + 0.015);
+  EXPECT_LT(m.itl_s.p50, kDelay + 0.05);
   // 20 requests, 4 at a time: 5 rounds of about 50 + 5 x 20 = 150 ms.
   EXPECT_GE(result.duration_s, 5 * (kFirst + 5 * kDelay));
   EXPECT_LT(result.duration_s, 5 * (kFirst + 5 * kDelay) + 1.0);
@@ -145,14 +148,18 @@ TEST(LoadClient, PoissonScheduleSendsAtItsTimes) {
   std::vector<double> times = send_times(PoissonRate{50.0}, {0, 30}, 7);
   ASSERT_EQ(times.size(), 30u);
   LoadResult result = run_at_times(target, plain_requests(30, 3), times);
+  std::vector<double> late;
   for (size_t i = 0; i < times.size(); ++i) {
     const RequestRecord& r = result.requests[i];
     ASSERT_EQ(r.timing.error, RequestError::kNone) << r.message;
     EXPECT_EQ(r.timing.chunks.size(), 3u);
     // Sent at its time: never early, late by at most the loop's turn on a busy machine.
     EXPECT_GE(r.timing.send_s, times[i]);
-    EXPECT_LT(r.timing.send_s, times[i] + 0.02) << i;
+    EXPECT_LT(r.timing.send_s, times[i] + 0.25) << i;
+    late.push_back(r.timing.send_s - times[i]);
   }
+  std::sort(late.begin(), late.end());
+  EXPECT_LT(late[late.size() / 2], 0.02);  // typically under a millisecond
   EXPECT_GE(result.duration_s, times.back());
   PointMetrics m = point_metrics(timings_of(result), result.duration_s);
   EXPECT_EQ(m.succeeded, 30u);
