@@ -12,8 +12,8 @@
 namespace sweepbench {
 namespace {
 
-// bench-train (docs/train.md), bench-infer (docs/infer.md) and bench-command (a user's program,
-// docs/commands.md): one launch per point, every rank writing rank-NNNNN.h5; the same command
+// bench-train (docs/train.md), bench-infer (docs/infer.md), bench-command (a user's program,
+// docs/commands.md) and bench-serve (an inference server, docs/serving.md): one launch per point, every rank writing rank-NNNNN.h5; the same command
 // line, exit codes and result files.
 class RankFilesWorkload : public Workload {
  public:
@@ -69,6 +69,13 @@ const Registry<Workload>& workloads() {
           {"command",
            [] {
              return std::make_unique<RankFilesWorkload>("command", "bench-command",
+                                                        std::vector<std::string>{"PATH"});
+           }},
+          // An inference server under load (docs/serving.md): the server looks itself up on
+          // PATH, as a command does.
+          {"serve",
+           [] {
+             return std::make_unique<RankFilesWorkload>("serve", "bench-serve",
                                                         std::vector<std::string>{"PATH"});
            }},
       });

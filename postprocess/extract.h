@@ -44,7 +44,9 @@ struct ExtractedPoint {
 // over time, PACE's system monitor).
 // lists: one row per value of a command point's list metrics (`reduce: all`, vLLM's latencies):
 // the metric's name and unit, the value's place in its list (item) and the value.
-enum class Series { kNone, kTokens, kSystem, kLists };
+// levels: one row per load level of a serve point (docs/serving.md): the level, whether the SLA
+// search added it, and its figures (results/serve_columns.h).
+enum class Series { kNone, kTokens, kSystem, kLists, kLevels };
 Series parse_series(const std::string& name);  // Error(kInput) for another name
 // The columns of a series table, in order.
 std::vector<std::string> series_columns(Series series, const std::vector<std::string>& point_dirs);

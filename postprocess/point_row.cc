@@ -33,6 +33,7 @@
 #include "results/infer_metrics.h"
 #include "results/memory_model.h"
 #include "results/rank_reader.h"
+#include "results/serve_columns.h"
 #include "sweep/references.h"
 #include "results/statistics.h"
 #include "results/summary.h"
@@ -341,6 +342,24 @@ std::vector<std::map<std::string, Value>> series_rows(Series series,
     }
     return rows;
   }
+  if (series == Series::kLevels) {
+    // Each load level of a serve point: the level, whether the SLA search added it, and its
+    // figures (results/serve_columns.h), as bench-serve measured them.
+    const RankResult& lead = ranks.front();
+    if (lead.benchmark != "serve") return rows;
+    const ServeResult& s = lead.serve;
+    for (size_t i = 0; i < s.levels.size(); ++i) {
+      std::map<std::string, Value> r = base();
+      r["level_index"] = Value::integer(static_cast<std::int64_t>(i));
+      r["level"] = number_or_null(s.levels[i]);
+      r["searched"] = Value::boolean(i < s.searched.size() && s.searched[i] != 0);
+      for (size_t m = 0; m < s.metric_names.size() && m < s.level_values.size(); ++m) {
+        if (i < s.level_values[m].size()) r[s.metric_names[m]] = number_or_null(s.level_values[m][i]);
+      }
+      rows.push_back(std::move(r));
+    }
+    return rows;
+  }
   if (series == Series::kLists) {
     // Each value of a command's list metrics (reduce: all; vLLM's latencies), rank 0's as the
     // row's are: one row per value, with the metric's name and the value's place in its list.
@@ -393,10 +412,11 @@ Series parse_series(const std::string& name) {
   if (name == "tokens") return Series::kTokens;
   if (name == "system") return Series::kSystem;
   if (name == "lists") return Series::kLists;
+  if (name == "levels") return Series::kLevels;
   throw Error::input(Mark::in("--series " + name), "", "is not a series",
                      "use --series tokens (per-token latency of bench-infer points), --series "
-                     "system (CPU and RAM over time) or --series lists (each value of commands' "
-                     "list metrics)");
+                     "system (CPU and RAM over time), --series lists (each value of commands' "
+                     "list metrics) or --series levels (each load level of serve points)");
 }
 
 namespace {
@@ -444,7 +464,11 @@ PointColumns point_columns(const std::vector<std::string>& dirs) {
     if (const Value* params = config->find("params"); params != nullptr) {
       for (const Value::Entry& e : params->entries()) c.params.insert(e.key);
     }
-    if (text_field(*config, "benchmark") != "command") continue;
+    if (benchmark == "serve") {
+      for (const ServeColumn& m : serve_level_columns()) add_metric(m.name);
+      for (const ServeColumn& m : serve_point_columns()) add_metric(m.name);
+    }
+    if (benchmark != "command") continue;
     if (const Value* as = config->find_path("command.predict_as");
         as != nullptr && as->is_string() && (as->as_string() == "train" || as->as_string() == "infer")) {
       c.predicted_commands = true;
@@ -489,6 +513,9 @@ std::vector<std::string> series_columns(Series series, const std::vector<std::st
                    {"rank", "time_s", "cpu_percent", "ram_used_mb", "rss_bytes", "device_bytes"});
   } else if (series == Series::kLists) {
     columns.insert(columns.end(), {"metric", "unit", "item", "value"});
+  } else if (series == Series::kLevels) {
+    columns.insert(columns.end(), {"level_index", "level", "searched"});
+    for (const ServeColumn& c : serve_level_columns()) columns.push_back(c.name);
   } else {
     columns.insert(columns.end(), {"position", "runs", "token_seconds_mean", "token_seconds_p50",
                                    "token_seconds_p90", "token_seconds_min", "token_seconds_max"});
@@ -516,12 +543,14 @@ std::vector<std::string> extract_columns(const std::vector<std::string>& dirs) {
   // A command's metric of a name bench-train or bench-infer has (tokens_per_second, say) shares
   // its column: one table compares the programs.
   for (const std::string& m : pc.metrics) add(m);
-  if (pc.has("command")) columns.insert(columns.end(), {"exit_code", "seconds", "units"});
+  if (pc.has("command") || pc.has("serve")) {
+    columns.insert(columns.end(), {"exit_code", "seconds", "units"});
+  }
   if (pc.has("train") || pc.has("infer")) {
     for (const std::string& m : memory_column_names()) columns.push_back(m);
     columns.push_back("cost_usd_per_mtok");
     for (const std::string& c : prediction_column_names()) columns.push_back(c);
-  } else if (pc.has("command")) {
+  } else if (pc.has("command") || pc.has("serve")) {
     columns.insert(columns.end(), {"cpu_percent_mean", "ram_peak_mb"});  // sampled as ours
     if (pc.predicted_commands) {
       for (const std::string& c : prediction_column_names()) columns.push_back(c);
@@ -788,7 +817,8 @@ ExtractedPoint extract_point(const std::string& d, Manifests& manifests, double 
       // Million tokens an hour: trained tokens, or generated ones for inference.
       double mt_per_hour = 0;
       const bool infer = ranks.front().benchmark == "infer";
-      if (ranks.front().benchmark == "command") {
+      if (ranks.front().benchmark == "command" || ranks.front().benchmark == "serve") {
+        // A serve point's figures are its server's command's (bench-serve writes them so).
         command_columns(ranks.front().command, &row);
         memory_columns(ranks, &row);  // the sampler's CPU and RAM (no stages, no GPU)
         // A command that declares what it runs (command.predict_as) is predicted as that point.

@@ -628,6 +628,43 @@ CommandSpec command_spec_of(const Value& resolved) {
   return spec;
 }
 
+CommandSpec server_command_of(const Value& resolved) {
+  CommandSpec spec;
+  if (config_at(resolved, "benchmark").as_string() != "serve") return spec;
+  // The command section's placeholders, and where the server listens.
+  std::vector<std::string> runtime = command_runtime_placeholders();
+  runtime.insert(runtime.end(), {"port", "host"});
+  const Value& argv = config_at(resolved, "serve.argv");
+  if (argv.items().empty()) {
+    throw Error::input(argv.mark(), "serve.argv", "is empty, but benchmark is serve",
+                       "give the server's command, e.g. [vllm, serve, MODEL, --port, '{port}']");
+  }
+  std::vector<std::pair<std::string, Mark>> texts;
+  for (const Value& a : argv.items()) {
+    texts.emplace_back(a.as_string(), mark_of(a, argv.mark()));
+    spec.argv.push_back(a.as_string());
+  }
+  check_placeholders(texts, "serve.argv", runtime);
+  require_set_entries(texts, "serve.argv", resolved);
+  if (spec.argv.front().empty()) {
+    throw Error::input(argv.mark(), "serve.argv", "its first item (the program) is empty");
+  }
+  for (const Value::Entry& e : config_at(resolved, "serve.env").entries()) {
+    check_placeholders(e.value.as_string(), mark_of(e.value, e.key_mark), "serve.env." + e.key,
+                       runtime);
+    require_set_entries({{e.value.as_string(), mark_of(e.value, e.key_mark)}},
+                        "serve.env." + e.key, resolved);
+    spec.env[e.key] = e.value.as_string();
+  }
+  const Value& workdir = config_at(resolved, "serve.workdir");
+  if (!workdir.is_null()) {
+    check_placeholders(workdir.as_string(), workdir.mark(), "serve.workdir", runtime);
+    require_set_entries({{workdir.as_string(), workdir.mark()}}, "serve.workdir", resolved);
+    spec.workdir = workdir.as_string();
+  }
+  return spec;
+}
+
 std::string glob_escape(const std::string& text) {
   std::string out;
   for (char c : text) {
@@ -645,6 +682,8 @@ std::string expand_command_text(const std::string& text, const Value& resolved,
         if (name == "rank") return std::to_string(values.rank);
         if (name == "local_rank") return std::to_string(values.local_rank);
         if (name == "world_size") return std::to_string(values.world_size);
+        if (name == "port" && values.port > 0) return std::to_string(values.port);
+        if (name == "host" && !values.host.empty()) return values.host;
         const Value* v = placeholder_config_value(resolved, name);
         if (v == nullptr) {
           // command_spec_of checked every name; only a caller's own text can get here.

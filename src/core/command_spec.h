@@ -76,6 +76,9 @@ struct CommandSpec {
 struct RuntimeValues {
   std::string out;
   std::int64_t rank = 0, local_rank = 0, world_size = 1;
+  // A serve point's server (server_command_of): where it listens.
+  std::int64_t port = 0;
+  std::string host;
 };
 
 // `text` with every placeholder replaced by its value (config keys from `resolved`), each value
@@ -102,6 +105,11 @@ ExpandedCommand expand_command(const CommandSpec& spec, const Value& resolved,
 // naming file:line and the key: an empty argv, a bad metric record or regex, two metrics of one
 // name, an unknown placeholder (all unknown names, sorted), a required metric nobody defines.
 CommandSpec command_spec_of(const Value& resolved);
+
+// A serve point's server as a command (docs/serving.md): serve.argv, serve.env and serve.workdir,
+// whose placeholders may also be {port} and {host}; checked as command_spec_of checks the command
+// section (an empty argv of a serve point, unknown placeholders). Empty for other benchmarks.
+CommandSpec server_command_of(const Value& resolved);
 
 // The metrics command.parser adds (empty for none).
 std::vector<MetricSpec> parser_metrics(const std::string& parser);

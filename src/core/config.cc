@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "core/command_spec.h"
+#include "core/serve_spec.h"
 #include "core/digest.h"
 #include "core/model_shapes.h"
 #include "core/schema.h"
@@ -441,6 +442,7 @@ void check_rules(const Value& full) {
   }
   if (at("benchmark").as_string() == "infer") check_infer_rules(full);
   command_spec_of(full);  // the command section and launch.setup's placeholders
+  serve_spec_of(full);    // a serve point's server, load plan and SLA
   const Value& runtime = at("container.runtime");
   const Value& image = at("container.image");
   if (runtime.as_string() != "none" && image.is_null()) {

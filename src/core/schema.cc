@@ -284,8 +284,9 @@ std::vector<KeySpec> build_table() {
          {
              K("benchmark", T::kEnum, S("train"),
                "What runs at each point: a registered workload (docs/workloads.md); train is "
-               "bench-train, infer is bench-infer, command the program of the command section")
-                 .choices({"train", "infer", "command"})
+               "bench-train, infer is bench-infer, command the program of the command section, "
+               "serve an inference server under load (bench-serve)")
+                 .choices({"train", "infer", "command", "serve"})
                  .hashed_unless_default()
                  .into(&Settings::benchmark),
              K("params", T::kFreeMap, M(),
@@ -437,6 +438,163 @@ std::vector<KeySpec> build_table() {
               .tagged_unless_default(),
       });
 
+  // ---- serve (benchmark: serve; docs/serving.md) ----
+  append(
+      keys,
+      {
+          K("serve.argv", T::kStringList, L(),
+            "The server's command, one list item per argv element (no shell); {port}, {host}, "
+            "{out} and the point's values as {placeholders}")
+              .only_for({"serve"})
+              .tagged_unless_default(),
+          K("serve.env", T::kStringMap, M(),
+            "Environment variables for the server; values may hold {placeholders}")
+              .only_for({"serve"})
+              .tagged_unless_default(),
+          K("serve.workdir", T::kString, N(),
+            "The server's working directory; null = the directory bench-sweep run was started in")
+              .only_for({"serve"})
+              .tagged_unless_default(),
+          K("serve.host", T::kString, S("127.0.0.1"),
+            "Where the client reaches the server (and {host} in serve.argv)")
+              .only_for({"serve"})
+              .tagged_unless_default()
+              .unhashed(),
+          K("serve.port", T::kInt, N(),
+            "The server's port ({port}); null = a free port chosen for each point")
+              .min(1)
+              .max(65535)
+              .nullable()
+              .only_for({"serve"})
+              .tagged_unless_default()
+              .unhashed(),
+          K("serve.ready.path", T::kString, S("/health"),
+            "The server is ready when GET of this path answers 200; null = no HTTP check")
+              .nullable()
+              .only_for({"serve"})
+              .tagged_unless_default()
+              .unhashed(),
+          K("serve.ready.log", T::kString, N(),
+            "Or ready when a line of its output matches this regular expression (RE2)")
+              .only_for({"serve"})
+              .tagged_unless_default()
+              .unhashed(),
+          K("serve.ready.timeout_s", T::kFloat, Value::real(600),
+            "Seconds the server has to become ready; past them the point fails")
+              .min(0, true)
+              .only_for({"serve"})
+              .tagged_unless_default()
+              .unhashed(),
+          K("serve.stop_grace_s", T::kFloat, Value::real(30),
+            "Seconds between SIGTERM to the server and SIGKILL to its whole process tree")
+              .min(0)
+              .only_for({"serve"})
+              .tagged_unless_default()
+              .unhashed(),
+          K("serve.api", T::kEnum, S("completions"),
+            "completions (/v1/completions) or chat (/v1/chat/completions), streamed")
+              .choices({"completions", "chat"})
+              .only_for({"serve"})
+              .tagged_unless_default(),
+          K("serve.model", T::kString, N(),
+            "The model name the requests give; null = the first of the server's GET /v1/models")
+              .only_for({"serve"})
+              .tagged_unless_default(),
+          K("serve.body", T::kFreeMap, M(),
+            "Fields added to every request's JSON body (temperature, ignore_eos, ...)")
+              .only_for({"serve"})
+              .tagged_unless_default(),
+          K("serve.load.mode", T::kEnum, S("poisson"),
+            "How requests arrive: poisson (at each level's rate), gamma (bursty, "
+            "serve.load.burstiness), concurrency (each level a number of requests in flight) or "
+            "ramp (the rate goes from the first level to the second)")
+              .choices({"poisson", "gamma", "concurrency", "ramp"})
+              .only_for({"serve"})
+              .tagged_unless_default(),
+          K("serve.load.levels", T::kNumberList, L(),
+            "The load levels, measured in turn on one server: request rates per second, or "
+            "concurrencies; one number or a list (an axis of numbers gives a level per point)")
+              .min(0, true)
+              .only_for({"serve"})
+              .tagged_unless_default(),
+          K("serve.load.burstiness", T::kFloat, Value::real(1),
+            "gamma: the shape of the gaps between requests (1 = Poisson, below 1 burstier)")
+              .min(0, true)
+              .only_for({"serve"})
+              .tagged_unless_default(),
+          K("serve.load.requests", T::kInt, I(200), "Requests per level")
+              .min(1)
+              .max(10000000)
+              .only_for({"serve"})
+              .tagged_unless_default(),
+          K("serve.load.duration_s", T::kFloat, Value::real(0),
+            "Longest a level sends requests for (0 = until serve.load.requests are sent)")
+              .min(0)
+              .only_for({"serve"})
+              .tagged_unless_default(),
+          K("serve.load.warmup_requests", T::kInt, I(4),
+            "Requests sent one at a time before the first level, left out of every figure")
+              .min(0)
+              .max(100000)
+              .only_for({"serve"})
+              .tagged_unless_default(),
+          K("serve.load.timeout_s", T::kFloat, Value::real(600),
+            "A request's longest time, from its send to its answer's end; past it, an error")
+              .min(0, true)
+              .only_for({"serve"})
+              .tagged_unless_default(),
+          K("serve.load.seed", T::kInt, I(0), "Seeds the arrival times and the prompts")
+              .min(0)
+              .only_for({"serve"})
+              .tagged_unless_default(),
+          K("serve.prompts.input_tokens", T::kInt, I(128),
+            "Synthetic prompts: about this many tokens each (one common word a token)")
+              .min(1)
+              .max(1 << 24)
+              .only_for({"serve"})
+              .tagged_unless_default(),
+          K("serve.prompts.output_tokens", T::kInt, I(128),
+            "Tokens each request asks for (max_tokens)")
+              .min(1)
+              .max(1 << 24)
+              .only_for({"serve"})
+              .tagged_unless_default(),
+          K("serve.prompts.dataset", T::kString, N(),
+            "A ShareGPT-style JSON file of conversations whose first turns are the prompts; null "
+            "= synthetic prompts")
+              .only_for({"serve"})
+              .tagged_unless_default(),
+          K("serve.sla.ttft_ms", T::kFloat, N(),
+            "A good request's longest time to first token; null = no bound")
+              .min(0, true)
+              .only_for({"serve"})
+              .tagged_unless_default(),
+          K("serve.sla.tpot_ms", T::kFloat, N(),
+            "A good request's longest time per output token after the first; null = no bound")
+              .min(0, true)
+              .only_for({"serve"})
+              .tagged_unless_default(),
+          K("serve.sla.e2e_ms", T::kFloat, N(),
+            "A good request's longest end-to-end latency; null = no bound")
+              .min(0, true)
+              .only_for({"serve"})
+              .tagged_unless_default(),
+          K("serve.sla.attainment", T::kFloat, Value::real(0.99),
+            "A level meets the SLA when at least this share of its requests are good (0.99: "
+            "the bounds hold at p99)")
+              .min(0, true)
+              .max(1)
+              .only_for({"serve"})
+              .tagged_unless_default(),
+          K("serve.sla.search", T::kInt, I(0),
+            "Levels added between the highest that met the SLA and the lowest that did not, "
+            "each halving the gap, to narrow the SLA's answer")
+              .min(0)
+              .max(20)
+              .only_for({"serve"})
+              .tagged_unless_default(),
+      });
+
   // ---- launch ----
   append_section(keys, &Settings::launch, [](auto& key) { launch_keys(key); });
 
@@ -533,6 +691,9 @@ std::string KeySpec::type_text() const {
       break;
     case KeyType::kStringList:
       t = "list of strings";
+      break;
+    case KeyType::kNumberList:
+      t = "number or list of numbers";
       break;
     case KeyType::kStringMap:
       t = "mapping of names to strings";
@@ -751,6 +912,32 @@ Value Schema::coerce(const KeySpec& spec, const Value& value) const {
         refuse_nul(item, spec.path);
       }
       return value;
+    }
+    case KeyType::kNumberList: {
+      // One number is a list of one: an axis of numbers gives each point one level.
+      Value list = value.is_list() ? value : Value::list(mark);
+      if (!value.is_list()) list.items().push_back(value);
+      if (list.items().empty()) throw fail("must hold at least one number");
+      Value out = Value::list(mark);
+      for (const Value& item : list.items()) {
+        const Mark& at = item.mark().known() ? item.mark() : mark;
+        if (!item.is_number() || !std::isfinite(item.as_float())) {
+          throw Error::input(at, spec.path,
+                             "expected a number or a list of numbers, but an item is " +
+                                 item.describe());
+        }
+        double v = item.as_float();
+        bool low = spec.min && (spec.min_exclusive ? v <= *spec.min : v < *spec.min);
+        bool high = spec.max && (spec.max_exclusive ? v >= *spec.max : v > *spec.max);
+        if (low || high) {
+          throw Error::input(at, spec.path,
+                             "each item must be " + range_text(spec) + ", got " +
+                                 item.describe().substr(4));
+        }
+        out.items().push_back(item.is_int() ? Value::integer(item.as_int(), at)
+                                            : Value::real(v, at));
+      }
+      return out;
     }
     case KeyType::kRecordList:
       if (!value.is_list()) throw expected();

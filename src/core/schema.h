@@ -29,6 +29,7 @@ enum class KeyType {
   kString,
   kEnum,        // a string from `choices`
   kStringList,  // a list of strings
+  kNumberList,  // a list of numbers; one number is read as a list of it (serve.load.levels)
   kStringMap,   // a mapping of names to strings (scalars are written as text)
   kFreeMap,     // a mapping of free names to scalars or lists of scalars, kept as typed (params)
   kRecordList,  // a list of mappings, each checked by the code that reads it (command.metrics)

@@ -272,6 +272,56 @@ class Writer {
   std::vector<hid_t> groups_;
 };
 
+// The serve group: the load as measured (docs/results-format.md, "/serve"). Each level's metric
+// is a dataset of one value per level under /serve/levels, so that a reader gets a table.
+void write_serve(Writer& w, const ServeResult& s) {
+  hid_t serve = w.group("serve");
+  w.attr(serve, "mode", s.mode);
+  w.attr(serve, "api", s.api);
+  w.attr(serve, "base_url", s.base_url);
+  w.attr(serve, "model", s.model);
+  w.attr(serve, "ready_s", s.ready_s);
+  w.attr(serve, "server_stop", s.server_stop);
+  hid_t levels = w.group("serve/levels");
+  w.dataset(levels, "level", s.levels);
+  w.dataset(levels, "searched", s.searched);
+  w.dataset(levels, "metric_names", s.metric_names);
+  w.dataset(levels, "metric_units", s.metric_units);
+  for (size_t m = 0; m < s.metric_names.size() && m < s.level_values.size(); ++m) {
+    w.dataset(levels, s.metric_names[m].c_str(), s.level_values[m]);
+  }
+  hid_t requests = w.group("serve/requests");
+  std::vector<std::int64_t> level, prompt_tokens, output_tokens, http_status;
+  std::vector<double> send, ttft, e2e, tpot;
+  std::vector<std::string> error, message;
+  for (const ServeRequest& q : s.requests) {
+    level.push_back(q.level);
+    send.push_back(q.send_s);
+    ttft.push_back(q.ttft_s);
+    e2e.push_back(q.e2e_s);
+    tpot.push_back(q.tpot_s);
+    prompt_tokens.push_back(q.prompt_tokens);
+    output_tokens.push_back(q.output_tokens);
+    http_status.push_back(q.http_status);
+    error.push_back(q.error);
+    message.push_back(q.message);
+  }
+  w.dataset(requests, "level", level);
+  w.dataset(requests, "send_s", send);
+  w.dataset(requests, "ttft_s", ttft);
+  w.dataset(requests, "e2e_s", e2e);
+  w.dataset(requests, "tpot_s", tpot);
+  w.dataset(requests, "prompt_tokens", prompt_tokens);
+  w.dataset(requests, "output_tokens", output_tokens);
+  w.dataset(requests, "http_status", http_status);
+  w.dataset(requests, "error", error);
+  w.dataset(requests, "message", message);
+  hid_t chunks = w.group("serve/chunks");
+  w.dataset(chunks, "request", s.chunk_request);
+  w.dataset(chunks, "time_s", s.chunk_time_s);
+  w.dataset(chunks, "tokens", s.chunk_tokens);
+}
+
 void write_result(Writer& w, const RankResult& r) {
   hid_t root = w.root();
   w.attr(root, "schema_version", kResultsSchemaVersion);
@@ -336,7 +386,7 @@ void write_result(Writer& w, const RankResult& r) {
     }
   }
 
-  if (r.benchmark == "command") {
+  if (r.benchmark == "command" || r.benchmark == "serve") {
     const CommandResult& c = r.command;
     hid_t command = w.group("command");
     w.dataset(command, "argv", c.argv);
@@ -381,6 +431,7 @@ void write_result(Writer& w, const RankResult& r) {
     w.dataset(command, "values", values);
     w.dataset(command, "values_metric", value_metric);
   }
+  if (r.benchmark == "serve") write_serve(w, r.serve);
 
   hid_t samples = w.group("samples");
   w.attr(samples, "device_source", r.samples.device_source);

@@ -398,6 +398,44 @@ void read_infer(Reader& in, hid_t g, bool lead, InferResult& n) {
 }
 
 // bench-command's group: what ran and the metrics it read (every value only in the full scope).
+// The serve group's levels (its requests and chunks are written for people and h5py; bench-extract
+// reads only the levels' table).
+void read_serve(Reader& in, hid_t g, ServeResult& s) {
+  const std::string p = "serve/";
+  take(in.text(g, p, "mode"), &s.mode);
+  take(in.text(g, p, "api"), &s.api);
+  take(in.text(g, p, "model"), &s.model);
+  take(in.real(g, p, "ready_s"), &s.ready_s);
+  take(in.text(g, p, "server_stop"), &s.server_stop);
+  Id levels = in.group(g, "levels");
+  if (!levels.ok()) return;
+  const std::string lp = "serve/levels/";
+  auto level = in.numbers<double>(levels.get(), lp, "level", H5T_NATIVE_DOUBLE);
+  auto searched = in.numbers<std::uint8_t>(levels.get(), lp, "searched", H5T_NATIVE_UINT8);
+  auto names = in.strings(levels.get(), lp, "metric_names");
+  auto units = in.strings(levels.get(), lp, "metric_units");
+  if (!(level && searched && names && units)) return;
+  if (names->size() != units->size() || searched->size() != level->size()) {
+    in.problem("serve/levels", "its columns have different lengths");
+    return;
+  }
+  std::vector<std::vector<double>> values;
+  for (const std::string& name : *names) {
+    auto v = in.numbers<double>(levels.get(), lp, name.c_str(), H5T_NATIVE_DOUBLE);
+    if (!v) return;
+    if (v->size() != level->size()) {
+      in.problem("serve/levels/" + name, "its length is not the number of levels");
+      return;
+    }
+    values.push_back(std::move(*v));
+  }
+  s.levels = std::move(*level);
+  s.searched = std::move(*searched);
+  s.metric_names = std::move(*names);
+  s.metric_units = std::move(*units);
+  s.level_values = std::move(values);
+}
+
 void read_command(Reader& in, hid_t g, bool all, CommandResult& c) {
   const std::string p = "command/";
   take(in.integer(g, p, "exit_code"), &c.exit_code);
@@ -710,8 +748,11 @@ RankRead read_rank_file(const std::string& path, RankReadScope scope) {
   if (r.benchmark == "infer") {
     if (Id g = in.group(f, "infer"); g.ok()) read_infer(in, g.get(), lead, r.infer);
   }
-  if (r.benchmark == "command") {
+  if (r.benchmark == "command" || r.benchmark == "serve") {
     if (Id g = in.group(f, "command"); g.ok()) read_command(in, g.get(), all, r.command);
+  }
+  if (r.benchmark == "serve") {
+    if (Id g = in.group(f, "serve"); g.ok()) read_serve(in, g.get(), r.serve);
   }
   if (lead && !all) {
     // Where and when, for tables' and figures' titles (bench-extract's device_name and

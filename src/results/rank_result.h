@@ -135,6 +135,32 @@ struct CommandResult {
   std::vector<CommandMetric> metrics;
 };
 
+// One request of a serve point's load (the group /serve): times in seconds from its level's
+// start; NaN where the request had none (a TTFT of a request that failed before any token).
+struct ServeRequest {
+  std::int64_t level = 0;  // the index of its level; -1: a warm-up request
+  double send_s = 0, ttft_s = 0, e2e_s = 0, tpot_s = 0;
+  std::int64_t prompt_tokens = -1, output_tokens = 0, http_status = 0;
+  std::string error;  // "" or the kind: connect, http-status, timeout, stream, server, no-output
+  std::string message;
+};
+
+// What bench-serve adds to a rank's results (docs/serving.md): the load plan as measured, each
+// level's metrics (one column per metric, one row per level), every request and its token chunks.
+struct ServeResult {
+  std::string mode, api, base_url, model;
+  double ready_s = 0;       // from the server's start until it was ready
+  std::string server_stop;  // how it ended: "exited on SIGTERM", "killed after 30 s", ...
+  std::vector<double> levels;            // in the order measured
+  std::vector<std::uint8_t> searched;    // 1: added by the SLA search
+  std::vector<std::string> metric_names, metric_units;
+  std::vector<std::vector<double>> level_values;  // [metric][level]
+  std::vector<ServeRequest> requests;
+  std::vector<std::int64_t> chunk_request;  // each token chunk's request (an index of requests)
+  std::vector<double> chunk_time_s;         // its arrival, from its level's start
+  std::vector<std::int64_t> chunk_tokens;
+};
+
 struct RankResult {
   // Identity of the point and the process.
   std::string benchmark = "train";  // the workload that wrote the file: train, infer or command
@@ -193,7 +219,8 @@ struct RankResult {
   std::vector<StageMemory> memory_stages;
   SampleSeries samples;
   InferResult infer;      // benchmark infer only
-  CommandResult command;  // benchmark command only
+  CommandResult command;  // benchmark command only; serve: the server as a command
+  ServeResult serve;      // benchmark serve only
 };
 
 }  // namespace sweepbench

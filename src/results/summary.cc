@@ -269,8 +269,12 @@ bool higher_is_better(const std::string& m, const std::string& unit) {
     const std::string s(suffix);
     return m.size() >= s.size() && m.compare(m.size() - s.size(), s.size(), s) == 0;
   };
+  // A serve point's share of good requests, its goodput and the highest load that met its SLA
+  // (results/serve_columns.h) are better higher whatever their units.
   return ends("_per_second") || ends("tps") || ends("mfu") || ends("mbu") ||
-         ends("tflops_per_device") || ends("_per_hour") || ends("_per_device");
+         ends("tflops_per_device") || ends("_per_hour") || ends("_per_device") ||
+         ends("attainment") || ends("goodput") || ends("sla_max_level") ||
+         ends("sla_max_level_above");
 }
 
 }  // namespace sweepbench

@@ -227,6 +227,19 @@ LoadResult run_load(const LoadTarget& target, const std::vector<LoadRequest>& re
   };
 
   while (next < requests.size() || !in_flight.empty()) {
+    if (options.stop && options.stop()) {
+      // Stopped: what is in flight ends here, failed; nothing more is sent.
+      for (auto& t : in_flight) {
+        curl_multi_remove_handle(multi.get(), t->easy);
+        t->record->finished_s = seconds_since(start);
+        RequestTiming& timing = t->record->timing;
+        timing.end_s = timing.chunks.empty() ? timing.send_s : timing.chunks.back().time_s;
+        fail(*t->record, RequestError::kConnect, "stopped: bench-serve was asked to stop");
+      }
+      in_flight.clear();
+      result.stopped = true;
+      break;
+    }
     while (next < requests.size() && due(next, seconds_since(start), in_flight.size())) {
       start_request(next++);
     }
@@ -254,6 +267,8 @@ LoadResult run_load(const LoadTarget& target, const std::vector<LoadRequest>& re
       curl_multi_poll(multi.get(), nullptr, 0, timeout_ms, nullptr);
     }
   }
+  result.sent = next;
+  result.requests.resize(next);
   for (const RequestRecord& r : result.requests)
     result.duration_s = std::max(result.duration_s, r.finished_s);
   return result;
@@ -313,6 +328,41 @@ LoadResult run_at_times(const LoadTarget& target, const std::vector<LoadRequest>
       target, requests, options,
       [&send_times_s](size_t i, double now, size_t) { return now >= send_times_s[i]; },
       [&send_times_s](size_t i, double now) { return send_times_s[i] - now; });
+}
+
+namespace {
+size_t keep_body(char* data, size_t size, size_t count, void* user) {
+  auto* body = static_cast<std::string*>(user);
+  size_t bytes = size * count;
+  body->append(data, std::min(bytes, (size_t{1} << 20) - std::min(body->size(), size_t{1} << 20)));
+  return bytes;
+}
+}  // namespace
+
+HttpAnswer http_get(const std::string& url, double timeout_s) {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+  HttpAnswer answer;
+  CURL* c = curl_easy_init();
+  if (c == nullptr) {
+    answer.error = "libcurl: cannot make an easy handle";
+    return answer;
+  }
+  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, keep_body);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &answer.body);
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(std::ceil(timeout_s * 1000)));
+  curl_easy_setopt(c, CURLOPT_USERAGENT, "sweepbench-serve");
+  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+  CURLcode code = curl_easy_perform(c);
+  if (code == CURLE_OK) {
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &answer.status);
+  } else {
+    answer.error = curl_easy_strerror(code);
+  }
+  curl_easy_cleanup(c);
+  return answer;
 }
 
 std::vector<RequestTiming> timings_of(const LoadResult& result) {

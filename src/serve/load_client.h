@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,9 @@ struct LoadRequest {
 struct LoadOptions {
   double request_timeout_s = 600;  // from the request's send to the end of its answer
   double connect_timeout_s = 10;
+  // Asked at least every 100 ms: true ends the load at once (bench-serve's stop signals). What is
+  // in flight then is recorded as failed (kConnect, "stopped"), and nothing more is sent.
+  std::function<bool()> stop;
 };
 
 // What the client saw of one request beyond its timing.
@@ -52,7 +56,18 @@ struct LoadResult {
   std::vector<RequestRecord> requests;  // in the order of the requests given
   double duration_s = 0;                // the load's start to its last request's end
   int max_in_flight = 0;                // the most requests in flight at once (client side)
+  size_t sent = 0;                      // requests sent: the first `sent` (fewer when stopped)
+  bool stopped = false;                 // LoadOptions::stop ended it
 };
+
+// One GET, for a server's health endpoint and model list: its status (0 when no answer came) and
+// body (at most 1 MiB kept), or why there was none.
+struct HttpAnswer {
+  long status = 0;
+  std::string body;
+  std::string error;
+};
+HttpAnswer http_get(const std::string& url, double timeout_s);
 
 // A closed loop: `concurrency` requests in flight, each end starts the next, in order.
 // Throws std::invalid_argument for concurrency < 1 or a target whose URL or endpoint is empty;

@@ -211,7 +211,8 @@ void add_match(ExcludeRule& rule, const std::string& path, const Value& value, c
     return schema.coerce(*found.spec, with_mark);
   };
   bool list_typed =
-      found.kind == Schema::Lookup::Kind::kKey && found.spec->type == KeyType::kStringList;
+      found.kind == Schema::Lookup::Kind::kKey && (found.spec->type == KeyType::kStringList ||
+                                                   found.spec->type == KeyType::kNumberList);
   bool any_of =
       value.is_list() && (!list_typed || (!value.items().empty() &&
                                           std::all_of(value.items().begin(), value.items().end(),

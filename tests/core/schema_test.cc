@@ -49,7 +49,8 @@ TEST(Schema, HasEveryKeyLaterIssuesDependOn) {
   }
   EXPECT_EQ(Schema::get().sections(),
             (std::vector<std::string>{"model", "data", "train", "lora", "eval", "infer", "command",
-                                      "launch", "metrics", "container", "slurm", "hardware"}));
+                                      "serve", "launch", "metrics", "container", "slurm",
+                                      "hardware"}));
   const KeySpec* source = Schema::get().find("data.source");
   EXPECT_EQ(source->choices, (std::vector<std::string>{"synthetic", "tokens", "text"}));
   EXPECT_EQ(Schema::get().find("train.dtype")->choices,
@@ -71,7 +72,8 @@ TEST(Schema, OnlySchedulingKeysAreLeftOutOfTheHash) {
   }
   EXPECT_EQ(unhashed,
             (std::vector<std::string>{
-                "command.predict_as", "launch.exclusive", "slurm.time", "slurm.account",
+                "command.predict_as", "serve.host", "serve.port", "serve.ready.path",
+                "serve.ready.log", "serve.ready.timeout_s", "serve.stop_grace_s", "launch.exclusive", "slurm.time", "slurm.account",
                 "slurm.qos", "slurm.max_requeue", "slurm.signal_seconds", "slurm.job_name",
                 "slurm.mail_type", "slurm.mail_user", "hardware.peak_tflops",
                 "hardware.peak_bandwidth_gbs", "hardware.price_per_hour", "hardware.assumed_mfu",

@@ -116,6 +116,11 @@ Value other_value(const KeySpec& key) {
       v.items().push_back(Value::string("x"));
       return v;
     }
+    case KeyType::kNumberList: {
+      Value v = Value::list();
+      v.items().push_back(Value::integer(3));
+      return v;
+    }
     case KeyType::kStringMap: {
       Value v = Value::map();
       v.set("X", Value::string("y"));

@@ -309,7 +309,12 @@ std::vector<WorkloadGolden> workload_goldens() {
           {"command",
            {"/opt/sb/bench-command", "--config", "/r/t/config.yaml", "--out", "/r/t"},
            inner({"PATH"}, "bench-command"),
-           {"command.argv=[python3, train.py, --lr, '{params.lr}']", "params.lr=0.1"}}};
+           {"command.argv=[python3, train.py, --lr, '{params.lr}']", "params.lr=0.1"}},
+          // The server and its load are bench-serve's to run, as a command is bench-command's.
+          {"serve",
+           {"/opt/sb/bench-serve", "--config", "/r/t/config.yaml", "--out", "/r/t"},
+           inner({"PATH"}, "bench-serve"),
+           {"serve.argv=[vllm, serve, m, --port, '{port}']", "serve.load.levels=[1, 2]"}}};
 }
 
 bool ends_with(const Argv& argv, const Argv& tail) {

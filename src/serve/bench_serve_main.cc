@@ -1,0 +1,8 @@
+// bench-serve: see src/serve/bench_serve.h.
+#include "core/fs.h"
+#include "serve/bench_serve.h"
+
+int main(int argc, char** argv) {
+  sweepbench::survive_closed_output();
+  return sweepbench::bench_serve_main(argc, argv);
+}

@@ -1,0 +1,207 @@
+#include "serve/server.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "core/error.h"
+#include "core/process.h"
+#include "core/terminal.h"
+#include "core/text.h"
+
+namespace sweepbench::serve {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int open_log(const std::string& path) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    throw Error(ErrorKind::kIo, Mark::in(path), "",
+                std::string("cannot create the server's log: ") + std::strerror(errno));
+  }
+  return fd;
+}
+
+std::string describe_status(int status) {
+  if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return "was killed by " + signal_name(WTERMSIG(status));
+  return "ended";
+}
+
+// The last `lines` non-empty lines of a file, read from its last 64 KiB.
+std::vector<std::string> tail_lines(const std::string& path, size_t lines) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {};
+  in.seekg(0, std::ios::end);
+  std::streamoff size = in.tellg();
+  std::streamoff from = size > 65536 ? size - 65536 : 0;
+  in.seekg(from);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::string> all;
+  std::istringstream s(text);
+  for (std::string line; std::getline(s, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") != std::string::npos) all.push_back(line);
+  }
+  if (all.size() > lines) all.erase(all.begin(), all.end() - static_cast<std::ptrdiff_t>(lines));
+  return all;
+}
+
+}  // namespace
+
+Server::Server(const ServerLaunch& launch)
+    : stdout_log_(launch.stdout_log), stderr_log_(launch.stderr_log) {
+  int out = open_log(launch.stdout_log);
+  int err = -1;
+  try {
+    err = open_log(launch.stderr_log);
+  } catch (...) {
+    ::close(out);
+    throw;
+  }
+  SpawnSpec spec;
+  spec.argv = launch.argv;
+  spec.env = launch.env;
+  spec.workdir = launch.workdir;
+  spec.stdout_fd = out;
+  spec.stderr_fd = err;
+  spec.own_group = true;
+  spec.parent_death_signal = SIGKILL;
+  Spawned s;
+  try {
+    s = spawn_process(spec);
+  } catch (...) {
+    ::close(out);
+    ::close(err);
+    throw;
+  }
+  if (!s.error.empty()) {
+    // As a shell would: exit 127, the reason in the server's stderr log.
+    std::string line = "bench-serve: " + launch.argv.front() + ": " + s.error + "\n";
+    ssize_t ignored = ::write(err, line.data(), line.size());
+    (void)ignored;
+  }
+  ::close(out);
+  ::close(err);
+  pid_ = s.pid;
+}
+
+Server::~Server() {
+  if (!reaped_ && pid_ > 0) stop(0);
+}
+
+bool Server::running() {
+  if (reaped_) return false;
+  int status = 0;
+  pid_t got = ::waitpid(pid_, &status, WNOHANG);
+  if (got == pid_) {
+    reaped_ = true;
+    exit_text_ = describe_status(status);
+    return false;
+  }
+  return got == 0;
+}
+
+std::string Server::stop(double grace_s, const std::function<bool()>& hurry) {
+  std::string how;
+  const Clock::time_point t0 = Clock::now();
+  auto elapsed = [&] {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%.1f s",
+                  std::chrono::duration<double>(Clock::now() - t0).count());
+    return std::string(text);
+  };
+  if (!running()) {
+    how = "had " + exit_text_ + " before it was stopped";
+    ::kill(-pid_, SIGKILL);  // what is left of its group
+  } else {
+    ::kill(-pid_, SIGTERM);
+    bool ended = false;
+    while (std::chrono::duration<double>(Clock::now() - t0).count() < grace_s) {
+      if (!running()) {
+        ended = true;
+        break;
+      }
+      if (hurry && hurry()) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (ended) {
+      how = exit_text_ + " after SIGTERM, in " + elapsed();
+      ::kill(-pid_, SIGKILL);  // its group's stragglers
+    } else {
+      ::kill(-pid_, SIGKILL);
+      int status = 0;
+      while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+      }
+      reaped_ = true;
+      exit_text_ = describe_status(status);
+      how = "was killed with SIGKILL after " + elapsed() +
+            (grace_s > 0 ? " (its grace period: " + format_float_repr(grace_s) + " s)" : "");
+    }
+  }
+  // What it started outside its group is bench-serve's descendant now: ended too.
+  std::vector<std::string> left = end_leftover_processes(std::min(grace_s, 3.0));
+  if (!left.empty()) {
+    how += "; ended " + plural(left.size(), "process", "processes") + " it left: " +
+           join(left, ", ");
+  }
+  return how;
+}
+
+std::string Server::last_words(size_t lines) const {
+  std::vector<std::string> words = tail_lines(stderr_log_, lines);
+  if (words.empty()) words = tail_lines(stdout_log_, lines);
+  std::string text = join(words, " | ");
+  if (text.size() > 600) text = "..." + text.substr(text.size() - 597);
+  return terminal_safe(text, false);
+}
+
+int free_port(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  if (int rc = ::getaddrinfo(host.c_str(), "0", &hints, &found); rc != 0) {
+    throw Error(ErrorKind::kIo, Mark::in("serve.host"), "serve.host",
+                "cannot resolve '" + host + "': " + ::gai_strerror(rc));
+  }
+  std::string why = "no address";
+  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0) {
+      sockaddr_storage bound{};
+      socklen_t len = sizeof(bound);
+      if (::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len) == 0) {
+        int port = bound.ss_family == AF_INET6
+                       ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
+                       : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+        ::close(fd);
+        ::freeaddrinfo(found);
+        return port;
+      }
+    }
+    why = std::strerror(errno);
+    ::close(fd);
+  }
+  ::freeaddrinfo(found);
+  throw Error(ErrorKind::kIo, Mark::in("serve.host"), "serve.host",
+              "cannot bind a port on '" + host + "': " + why);
+}
+
+}  // namespace sweepbench::serve
