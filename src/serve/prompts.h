@@ -4,11 +4,14 @@
 // Synthetic text: the client has no tokenizer, so the text is made of words that common BPE
 // vocabularies (GPT-2's, Llama's, and the larger ones built like them) hold as one token each
 // with their leading space: " the", " of", " time", ... (a fixed list of 200 of the commonest
-// short English words). Space-separated, lowercase, no punctuation, one word is one token, so a
-// prompt of n words is n tokens, plus the server's own additions (a BOS token; a chat
-// template's tokens on the chat endpoint), which the usage's prompt_tokens shows. The words are
-// drawn at random, so prompts differ from their first word on and prefix caching cannot answer
-// one request from another's blocks (except an explicit shared prefix, below).
+// short English words). Space-separated, lowercase, no punctuation, one word is one token (the
+// first, without a space before it, mostly too; Llama 2's tokenizer adds that space itself), so
+// a prompt of n words is n tokens, plus the server's own additions (a BOS token; a chat
+// template's tokens on the chat endpoint), which the usage's prompt_tokens shows. The list was
+// chosen by word frequency, not run through each tokenizer here: a server's prompt_tokens against
+// expected_prompt_tokens shows any drift. The words are drawn at random, so prompts differ from
+// their first word on and prefix caching cannot answer one request from another's blocks
+// (except an explicit shared prefix, below).
 //
 // Token ids: /v1/completions accepts "prompt": [ids] and vLLM honours it, so the lengths are
 // exact; the ids are drawn uniformly from [low, high) the caller gives (1000 to vocab_size -

@@ -128,7 +128,7 @@ LevelOutcome measure(double level, double capacity) {
 }
 
 // Runs the search to its end from the plan's levels; the levels it added, in order.
-std::vector<double> search(std::vector<double> plan, double capacity, SearchOptions options,
+std::vector<double> search(const std::vector<double>& plan, double capacity, SearchOptions options,
                            std::vector<LevelOutcome>* measured_out = nullptr) {
   std::vector<LevelOutcome> measured;
   for (double level : plan) measured.push_back(measure(level, capacity));
