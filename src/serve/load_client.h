@@ -35,7 +35,7 @@ struct LoadRequest {
   // Or the prompt as token ids, sent as "prompt": [ids] (/v1/completions only: a chat message
   // is text). The server then sees exactly these tokens, whatever its tokenizer would make of a
   // text; `prompt` must be empty.
-  std::vector<std::int64_t> prompt_token_ids{};  // {}: brace-initialised requests of text alone
+  std::vector<std::int64_t> prompt_token_ids{};  // {}: {text, max_tokens} stays warning-free
 };
 
 struct LoadOptions {

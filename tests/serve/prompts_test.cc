@@ -378,5 +378,29 @@ TEST(ShareGpt, ReadsAByteOrderMarkAndCompactJson) {
   EXPECT_EQ(prompts[0].text, "q [x] {y}");
 }
 
+TEST(ShareGpt, ItemsMayCrossTheReadersBlocks) {
+  // The file is read 1 MiB at a time: a 1.5 MB prompt crosses a block, and the items after it
+  // start at odd offsets.
+  TempDir dir;
+  std::string big(1500000, 'b');
+  std::vector<std::string> items = {item("big", {{"human", big}, {"gpt", "a long answer"}})};
+  for (int i = 0; i < 2000; ++i) {
+    items.push_back(item(std::to_string(i), {{"human", "question " + std::to_string(i)},
+                                             {"gpt", "answer with \\\\ and \\\" and ]}"}}));
+  }
+  std::string path = dir.write("sg.json", list_of(items));
+  std::vector<Prompt> prompts = sharegpt_prompts(path, 2001, 3, unfiltered());
+  std::set<std::string> texts;
+  for (const Prompt& p : prompts) {
+    texts.insert(p.text);
+    if (p.text == big) {
+      EXPECT_EQ(p.expected_prompt_tokens, 375000);
+    }
+  }
+  EXPECT_EQ(texts.size(), 2001u);
+  EXPECT_EQ(texts.count(big), 1u);
+  EXPECT_EQ(texts.count("question 1999"), 1u);
+}
+
 }  // namespace
 }  // namespace sweepbench::serve
