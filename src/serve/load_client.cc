@@ -180,6 +180,12 @@ LoadResult run_load(const LoadTarget& target, const std::vector<LoadRequest>& re
   static std::once_flag once;
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
 
+  // Every body is written before the load starts: a request request_body() refuses stops the
+  // load before anything is sent, and no JSON is written between sends.
+  std::vector<std::string> bodies;
+  bodies.reserve(requests.size());
+  for (const LoadRequest& request : requests) bodies.push_back(request_body(target, request));
+
   LoadResult result;
   result.requests.resize(requests.size());
   std::unique_ptr<CURLM, MultiDeleter> multi(curl_multi_init());
@@ -197,7 +203,7 @@ LoadResult run_load(const LoadTarget& target, const std::vector<LoadRequest>& re
     t->index = i;
     t->record = &result.requests[i];
     t->start = start;
-    t->body = request_body(target, requests[i]);
+    t->body = std::move(bodies[i]);
     t->easy = curl_easy_init();
     if (t->easy == nullptr) throw std::runtime_error("libcurl: cannot make an easy handle");
     t->headers = curl_slist_append(t->headers, "Content-Type: application/json");
@@ -279,7 +285,18 @@ LoadResult run_load(const LoadTarget& target, const std::vector<LoadRequest>& re
 std::string request_body(const LoadTarget& target, const LoadRequest& request) {
   Value body = Value::map();
   body.set("model", Value::string(target.model));
-  if (is_chat(target)) {
+  if (!request.prompt_token_ids.empty()) {
+    if (is_chat(target)) {
+      throw std::invalid_argument("a prompt of token ids cannot go to the chat endpoint '" +
+                                  target.endpoint + "' (its messages are text)");
+    }
+    if (!request.prompt.empty())
+      throw std::invalid_argument("a request has both a prompt text and token ids");
+    Value ids = Value::list();
+    ids.items().reserve(request.prompt_token_ids.size());
+    for (std::int64_t id : request.prompt_token_ids) ids.items().push_back(Value::integer(id));
+    body.set("prompt", std::move(ids));
+  } else if (is_chat(target)) {
     Value message = Value::map();
     message.set("role", Value::string("user"));
     message.set("content", Value::string(request.prompt));

@@ -33,6 +33,10 @@ struct LoadTarget {
 struct LoadRequest {
   std::string prompt;  // any text: it is escaped as a JSON string
   std::int64_t max_tokens = 16;
+  // Or the prompt as token ids, sent as "prompt": [ids] (/v1/completions only: a chat message
+  // is text). The server then sees exactly these tokens, whatever its tokenizer would make of a
+  // text; `prompt` must be empty.
+  std::vector<std::int64_t> prompt_token_ids{};  // {}: {text, max_tokens} stays warning-free
 };
 
 struct LoadOptions {
@@ -70,8 +74,9 @@ struct HttpAnswer {
 HttpAnswer http_get(const std::string& url, double timeout_s);
 
 // A closed loop: `concurrency` requests in flight, each end starts the next, in order.
-// Throws std::invalid_argument for concurrency < 1 or a target whose URL or endpoint is empty;
-// a request that fails is recorded, never thrown.
+// Throws std::invalid_argument for concurrency < 1, a target whose URL or endpoint is empty, or
+// a request request_body() refuses, before anything is sent; a request that fails is recorded,
+// never thrown.
 LoadResult run_at_concurrency(const LoadTarget& target, const std::vector<LoadRequest>& requests,
                               int concurrency, const LoadOptions& options = {});
 
@@ -80,8 +85,10 @@ LoadResult run_at_concurrency(const LoadTarget& target, const std::vector<LoadRe
 LoadResult run_at_times(const LoadTarget& target, const std::vector<LoadRequest>& requests,
                         const std::vector<double>& send_times_s, const LoadOptions& options = {});
 
-// The JSON body of one request (for its tests and for logs): model, prompt (or messages), the
-// request's max_tokens, stream with usage, then target.extra_body's fields.
+// The JSON body of one request (for its tests and for logs): model, prompt (the text, or the
+// token ids as a list of integers) or messages, the request's max_tokens, stream with usage,
+// then target.extra_body's fields. Throws std::invalid_argument for token ids to a chat
+// endpoint, or both token ids and text.
 std::string request_body(const LoadTarget& target, const LoadRequest& request);
 
 // The timings alone, for point_metrics().

@@ -81,11 +81,8 @@ long escape_at(std::string_view s, size_t i) {
   return unit;
 }
 
-// JSON spells a character beyond U+FFFF as a UTF-16 surrogate pair of escapes (Python's
-// json.dumps does so for every emoji); YAML, whose reader we use, has no such thing. Each pair is
-// replaced by the character's UTF-8 bytes; anything else, a lone surrogate too, is left for the
-// reader to judge. Escapes are found only inside strings, and `\\u` (an escaped backslash) is
-// not one.
+}  // namespace
+
 std::string join_surrogate_pairs(std::string_view s) {
   std::string out;
   out.reserve(s.size());
@@ -125,8 +122,6 @@ std::string join_surrogate_pairs(std::string_view s) {
   }
   return out;
 }
-
-}  // namespace
 
 const char* to_string(StreamError::Kind kind) {
   switch (kind) {

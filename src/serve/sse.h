@@ -125,4 +125,11 @@ class SseParser {
 // `why` when it is no JSON object or has the wrong shape (`bad_json`: whether it did not parse).
 std::optional<SseEvent> read_chunk(std::string_view payload, std::string& why, bool& bad_json);
 
+// JSON spells a character beyond U+FFFF as a UTF-16 surrogate pair of escapes (Python's
+// json.dumps does so for every emoji); YAML, whose reader we use (core/yaml_io.h), has no such
+// thing. Each pair is replaced by the character's UTF-8 bytes; anything else, a lone surrogate
+// too, is left for the reader to judge. Escapes are found only inside strings, and `\\u` (an
+// escaped backslash) is not one. Used on every JSON text the serve library reads.
+std::string join_surrogate_pairs(std::string_view json);
+
 }  // namespace sweepbench::serve
