@@ -917,7 +917,6 @@ Value Schema::coerce(const KeySpec& spec, const Value& value) const {
       // One number is a list of one: an axis of numbers gives each point one level.
       Value list = value.is_list() ? value : Value::list(mark);
       if (!value.is_list()) list.items().push_back(value);
-      if (list.items().empty()) throw fail("must hold at least one number");
       Value out = Value::list(mark);
       for (const Value& item : list.items()) {
         const Mark& at = item.mark().known() ? item.mark() : mark;

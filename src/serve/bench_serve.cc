@@ -126,8 +126,14 @@ std::string seconds_text(double s) {
   return text;
 }
 
+// A level as people write it: 4, 2.5 (not 4.0).
+std::string number_text(double v) {
+  if (std::floor(v) == v && std::fabs(v) < 1e15) return std::to_string(static_cast<long long>(v));
+  return format_float_repr(v);
+}
+
 std::string level_text(double level, const std::string& mode) {
-  return format_float_repr(level) + (mode == "concurrency" ? " in flight" : " req/s");
+  return number_text(level) + (mode == "concurrency" ? " in flight" : " req/s");
 }
 
 // ---- readiness ----
@@ -377,23 +383,23 @@ void print_levels(const std::vector<LevelRun>& runs, const ServeSpec& spec) {
       return std::string(t);
     };
     std::printf("  %-8s %9s %8zu %6zu %9.2f %11.1f %9.2f %6.1f%% %10s %10s %10s %10s %10s\n",
-                (std::to_string(i) + (r.searched ? "*" : "")).c_str(),
-                format_float_repr(r.level).c_str(), m.requests, m.failed, m.request_throughput,
-                m.output_tokens_per_s, m.goodput, r.attainment * 100, ms(m.ttft_s.p50).c_str(),
-                ms(m.ttft_s.p99).c_str(), ms(m.tpot_s.p50).c_str(), ms(m.itl_s.p99).c_str(),
-                ms(m.e2e_s.p99).c_str());
+                (std::to_string(i) + (r.searched ? "*" : "")).c_str(), number_text(r.level).c_str(),
+                m.requests, m.failed, m.request_throughput, m.output_tokens_per_s, m.goodput,
+                r.attainment * 100, ms(m.ttft_s.p50).c_str(), ms(m.ttft_s.p99).c_str(),
+                ms(m.tpot_s.p50).c_str(), ms(m.itl_s.p99).c_str(), ms(m.e2e_s.p99).c_str());
   }
 }
 
 std::string sla_text(const ServeSpec& spec) {
   std::vector<std::string> bounds;
   auto add = [&](const char* name, double s) {
-    if (std::isfinite(s)) bounds.push_back(std::string(name) + " <= " + format_float_repr(s * 1000) + " ms");
+    if (std::isfinite(s))
+      bounds.push_back(std::string(name) + " <= " + number_text(s * 1000) + " ms");
   };
   add("TTFT", spec.sla_ttft_s);
   add("TPOT", spec.sla_tpot_s);
   add("E2E", spec.sla_e2e_s);
-  return join(bounds, ", ") + " for " + format_float_repr(spec.attainment * 100) + "% of requests";
+  return join(bounds, ", ") + " for " + number_text(spec.attainment * 100) + "% of requests";
 }
 
 // The SLA's answer in words: the highest level that met it and the bracket.
@@ -411,7 +417,7 @@ std::string answer_text(const SlaAnswer& a, const ServeSpec& spec) {
   }
   if (!a.monotone) {
     std::vector<std::string> above;
-    for (double l : a.meeting_above_failure) above.push_back(format_float_repr(l));
+    for (double l : a.meeting_above_failure) above.push_back(number_text(l));
     text += "; levels above a failing one met it too (" + join(above, ", ") +
             "): noise near the bound, or a server that does better under more load";
   }

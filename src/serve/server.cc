@@ -140,7 +140,9 @@ std::string Server::stop(double grace_s, const std::function<bool()>& hurry) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     if (ended) {
-      how = exit_text_ + " after SIGTERM, in " + elapsed();
+      how = (exit_text_ == "was killed by SIGTERM" ? "ended on SIGTERM"
+                                                   : exit_text_ + " on SIGTERM") +
+            " in " + elapsed();
       ::kill(-pid_, SIGKILL);  // its group's stragglers
     } else {
       ::kill(-pid_, SIGKILL);

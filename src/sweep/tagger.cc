@@ -368,9 +368,24 @@ std::map<std::string, std::string> fairseq2_v08_tag_dict(std::int64_t world_size
     if (!k.tagged_unless_default) continue;
     const Value* v = config.find_path(k.path);
     if (v == nullptr || !(*v == k.default_value)) continue;
-    const std::string section = k.section();
-    if (Value* s = section.empty() ? &kept : kept.find(section); s != nullptr && s->is_map()) {
-      s->erase(k.name());
+    // The key's maps from the top (serve, serve.ready, ...): the leaf goes, then each map it
+    // leaves empty, so that a section added whole after this style leaves no trace either.
+    std::vector<Value*> maps = {&kept};
+    std::vector<std::string> parts;
+    for (size_t start = 0, dot;; start = dot + 1) {
+      dot = k.path.find('.', start);
+      parts.push_back(k.path.substr(start, dot == std::string::npos ? dot : dot - start));
+      if (dot == std::string::npos) break;
+    }
+    for (size_t i = 0; i + 1 < parts.size(); ++i) {
+      Value* next = maps.back()->find(parts[i]);
+      if (next == nullptr || !next->is_map()) break;
+      maps.push_back(next);
+    }
+    if (maps.size() != parts.size()) continue;
+    maps.back()->erase(parts.back());
+    for (size_t i = maps.size() - 1; i > 0 && maps[i]->entries().empty(); --i) {
+      maps[i - 1]->erase(parts[i - 1]);
     }
   }
   collect_fairseq2(kept, nullptr, tags, "");

@@ -34,8 +34,9 @@ ALLOWED = {
     "train": {"core", "layout", "metrics", "results", "train"},
     "infer": {"core", "layout", "metrics", "results", "train", "infer"},
     "command": {"core", "layout", "metrics", "results", "command"},
-    # The serve workload's pieces (issue 54): percentiles and means from metrics, no HTTP yet.
-    "serve": {"core", "metrics", "serve"},
+    # The serve workload (issue 54): percentiles and means from metrics; bench-serve writes its
+    # results as every workload does (layout's names, results' rank file).
+    "serve": {"core", "layout", "metrics", "results", "serve"},
     "launch": {"core", "layout", "sweep", "launch"},
     "tool": {"core", "tool"},
     "plot": {"core", "metrics", "tool", "plot"},
@@ -46,7 +47,7 @@ ALLOWED = {
 }
 # The files of src/results/ that make up the metrics module (no HDF5).
 METRICS_FILES = ("summary.", "rank_result.", "infer_metrics.", "statistics.", "significance.",
-                 "change_points.",
+                 "change_points.", "serve_columns.",
                  "pareto.", "memory_model.", "time_model.")
 # System headers by the dependency they bring, and the modules that may include them.
 SYSTEM = [
@@ -66,6 +67,7 @@ FORBIDDEN_LIBS = {
     "bench-compare": ["libtorch", "libc10", "libmpi", "libsqlite3", "libpq", "libcurl"],
     "bench-plot": ["libtorch", "libc10", "libmpi", "libhdf5", "libsqlite3", "libpq", "libcurl"],
     "bench-command": ["libtorch", "libc10", "libmpi", "libsqlite3", "libpq", "libcurl"],
+    "bench-serve": ["libtorch", "libc10", "libmpi", "libsqlite3", "libpq"],
     "bench-history": ["libtorch", "libc10", "libmpi"],
     "bench-report": ["libtorch", "libc10", "libmpi", "libsqlite3", "libpq", "libcurl"],
 }

@@ -79,6 +79,11 @@ def plan(bench_sweep, tmp, name, text, check=0):
             values = p["config"].get(section, {})
             if key in values and values[key] == default:
                 del values[key]
+        # The serve section came whole after the style (issue 54): at its defaults, it is not
+        # part of the names at all.
+        serve = p["config"].get("serve")
+        if serve is not None and p["config"].get("benchmark") != "serve":
+            del p["config"]["serve"]
     return planned
 
 

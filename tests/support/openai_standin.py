@@ -9,7 +9,17 @@ Binds 127.0.0.1 on a free port (port 0) and prints the port as its first stdout 
 POST /v1/completions and /v1/chat/completions with Server-Sent Events: --chunks chunks of one
 token each (--tokens-per-chunk in the usage), --first-delay seconds before the first and --delay seconds between the others (a
 request's own "standin_delay" field overrides --delay), then a usage chunk and data: [DONE].
-GET /stats gives {"requests": n, "max_concurrent": n, "in_flight": n}.
+GET /stats gives {"requests": n, "max_concurrent": n, "in_flight": n}; GET /health answers 200
+(503 with --never-ready); GET /v1/models lists --model.
+
+As a serve point's server (bench-serve starts it, docs/serving.md) it also stands in for a real
+server's life: --port (0: a free one), --start-delay (seconds before it listens, as a model
+loads), --exit-after N (exits with code 3 and an error on stderr once N requests have started:
+a crash in the middle of the load), --ignore-term (SIGTERM does nothing: the grace period then
+ends in SIGKILL), --serial (one answer at a time, so that latency grows with the load, as a real server's does
+past its capacity), and --workers N (that many child processes, half of them in a session of
+their own, as an engine's workers: what must not outlive the point). It writes "stand-in: ready
+on port N" to stderr when it listens.
 
 The prompt (a chat's last message) chooses a fault when it starts with one of:
   fault:http-500      HTTP 500 with a JSON error body
@@ -23,6 +33,9 @@ The prompt (a chat's last message) chooses a fault when it starts with one of:
 
 import argparse
 import json
+import os
+import signal
+import subprocess
 import sys
 import threading
 import time
@@ -30,6 +43,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 OPTIONS = None
 LOCK = threading.Lock()
+SERIAL = threading.Condition()
+SERIAL_STATE = {"next": 0, "serving": 0}
 STATS = {"requests": 0, "in_flight": 0, "max_concurrent": 0}
 
 
@@ -52,6 +67,16 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == "/stats":
             with LOCK:
                 self.send_json(200, dict(STATS))
+        elif self.path == "/health":
+            if OPTIONS.never_ready:
+                self.send_json(503, {"error": {"message": "never ready, on purpose"}})
+            else:
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+        elif self.path == "/v1/models":
+            self.send_json(200, {"object": "list",
+                                 "data": [{"id": OPTIONS.model, "object": "model"}]})
         else:
             self.send_json(404, {"error": {"message": "no such path", "type": "not_found"}})
 
@@ -82,8 +107,25 @@ class Handler(BaseHTTPRequestHandler):
             STATS["requests"] += 1
             STATS["in_flight"] += 1
             STATS["max_concurrent"] = max(STATS["max_concurrent"], STATS["in_flight"])
+            if OPTIONS.exit_after and STATS["requests"] > OPTIONS.exit_after:
+                sys.stderr.write("RuntimeError: the stand-in crashed on purpose after %d "
+                                 "requests\n" % OPTIONS.exit_after)
+                sys.stderr.flush()
+                os._exit(3)
         try:
-            self.answer(chat, prompt, fault, delay, chunks, request)
+            if OPTIONS.serial:
+                with SERIAL:  # one answer at a time, first come first served
+                    ticket = SERIAL_STATE["next"]
+                    SERIAL_STATE["next"] += 1
+                    SERIAL.wait_for(lambda: SERIAL_STATE["serving"] == ticket)
+                try:
+                    self.answer(chat, prompt, fault, delay, chunks, request)
+                finally:
+                    with SERIAL:
+                        SERIAL_STATE["serving"] += 1
+                        SERIAL.notify_all()
+            else:
+                self.answer(chat, prompt, fault, delay, chunks, request)
         finally:
             with LOCK:
                 STATS["in_flight"] -= 1
@@ -148,11 +190,31 @@ def main():
                         help="seconds before the first token chunk")
     parser.add_argument("--hang", type=float, default=30.0, help="fault:hang's silence")
     parser.add_argument("--fault", default="", help="a fault for every request")
+    parser.add_argument("--port", type=int, default=0, help="0: a free port")
+    parser.add_argument("--model", default="standin", help="the name GET /v1/models gives")
+    parser.add_argument("--start-delay", type=float, default=0.0,
+                        help="seconds before it listens")
+    parser.add_argument("--never-ready", action="store_true", help="GET /health answers 503")
+    parser.add_argument("--exit-after", type=int, default=0,
+                        help="exit (code 3) when request N+1 comes")
+    parser.add_argument("--ignore-term", action="store_true", help="ignore SIGTERM")
+    parser.add_argument("--serial", action="store_true",
+                        help="answer one request at a time, in the order they came: TTFT grows with load")
+    parser.add_argument("--workers", type=int, default=0,
+                        help="child processes that sleep, half of them setsid'd")
     OPTIONS = parser.parse_args()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    if OPTIONS.ignore_term:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    for i in range(OPTIONS.workers):
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)",
+                          "standin-worker"], start_new_session=(i % 2 == 1))
+    time.sleep(OPTIONS.start_delay)
+    server = ThreadingHTTPServer(("127.0.0.1", OPTIONS.port), Handler)
     server.daemon_threads = True
     server.request_queue_size = 1024
     print(server.server_address[1], flush=True)
+    sys.stderr.write("stand-in: ready on port %d\n" % server.server_address[1])
+    sys.stderr.flush()
     try:
         server.serve_forever()
     except KeyboardInterrupt:

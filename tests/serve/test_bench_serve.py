@@ -1,0 +1,374 @@
+#!/usr/bin/python3
+"""Serve points end to end: `bench-sweep run` of sweeps whose points start a server, load it level
+by level with bench-serve's client, and stop it; read back with h5py and bench-extract.
+
+The server is the stand-in OpenAI-compatible server (tests/support/openai_standin.py), named as
+one: it is here for what a real server will not do on demand (never become ready, crash in the
+middle of the load, ignore SIGTERM, leave workers in sessions of their own, answer one request at
+a time so that latency grows with load). vLLM's own `vllm serve` is test_real_serve.py's.
+
+Run by ctest (tests/CMakeLists.txt), one ctest per class:
+    SWEEPBENCH_BIN_DIR=build/release/bin /usr/bin/python3 tests/serve/test_bench_serve.py Local
+"""
+import csv
+import glob
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import h5py
+import yaml
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "support"))
+from e2e import BENCH_SWEEP, BIN, ENV, SOURCE, bench_sweep, read_json, run_tool  # noqa: E402
+
+STANDIN = os.path.join(SOURCE, "tests", "support", "openai_standin.py")
+EXTRACT = os.path.join(BIN, "bench-extract")
+
+
+def serve_sweep(tmp, name, standin_args, serve="", axes="", extra=""):
+    """Writes TMP/NAME.yaml: serve points whose server is the stand-in with `standin_args`;
+    `serve`: more lines of the serve section (indented four spaces); `axes`: the axes section's
+    lines (indented two)."""
+    argv = ["/usr/bin/python3", STANDIN, "--port", "{port}", *standin_args]
+    path = os.path.join(tmp, name + ".yaml")
+    with open(path, "w") as f:
+        f.write(f"name: {name}\nbase:\n  benchmark: serve\n  serve:\n"
+                f"    argv: {json.dumps(argv)}\n"
+                + ("" if "prompts:" in serve else "    prompts: {input_tokens: 16, output_tokens: 8}\n")
+                + f"{serve}"
+                "  metrics: {sample_interval_ms: 0, system: false}\n"
+                f"{extra}"
+                + (f"axes:\n{axes}" if axes else ""))
+    return path
+
+
+def points(out):
+    return read_json(os.path.join(out, "manifest.json"))["points"]
+
+
+def point_dirs(out):
+    return [os.path.join(out, p["tag"]) for p in points(out)]
+
+
+def standin_processes():
+    """The stand-in servers and their workers still running, as "PID ARGS"."""
+    r = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True, check=True)
+    return [line.strip() for line in r.stdout.splitlines()
+            if ("openai_standin.py" in line or "standin-worker" in line)
+            and "ps -eo" not in line]
+
+
+def wait_for_no_standin(test, seconds=15):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if not standin_processes():
+            return
+        time.sleep(0.2)
+    test.fail("stand-in processes outlived their point: %s" % standin_processes())
+
+
+def extract_rows(*args):
+    r = run_tool(EXTRACT, *args, "--format", "csv")
+    return list(csv.DictReader(io.StringIO(r.stdout)))
+
+
+class Local(unittest.TestCase):
+    """Two points across request rates and one at concurrencies with the SLA search, on the
+    stand-in: each level's figures in the rank file, summary.json and bench-extract's table."""
+
+    def test_levels_percentiles_goodput_and_the_sla_answer(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            # Serial answers of 10 chunks, 20 ms apart: ~0.2 s a request, one at a time in the
+            # order they came, so at concurrency k a request waits for the k - 1 before it:
+            # TTFT ~0.02 s at 1, ~0.22 at 2, ~0.42 at 3, ~0.62 at 4.
+            path = serve_sweep(
+                tmp, "sla", ["--serial", "--chunks", "10", "--delay", "0.02", "--first-delay",
+                             "0.02", "--workers", "2"],
+                serve="    load: {mode: concurrency, levels: [1, 2, 4], requests: 12,"
+                      " warmup_requests: 1}\n"
+                      "    prompts: {input_tokens: 16, output_tokens: 10}\n"
+                      "    sla: {ttft_ms: 320, search: 2}\n")
+            out = os.path.join(tmp, "out")
+            r = bench_sweep("run", path, "-o", out, check=0, timeout=300)
+            wait_for_no_standin(self)
+            [d] = point_dirs(out)
+            summary = read_json(os.path.join(d, "summary.json"))
+            self.assertEqual(summary["status"], "ok", r.stdout + r.stderr)
+            levels = [lv["level"] for lv in summary["levels"]]
+            # The plan's three, then the search between 2 (met) and 4 (not): 3, which did not.
+            self.assertEqual(levels, [1, 2, 4, 3], summary["levels"])
+            self.assertEqual([lv["searched"] for lv in summary["levels"]],
+                             [False, False, False, True])
+            self.assertEqual(summary["sla"]["max_level"], 2)
+            self.assertEqual(summary["sla"]["max_level_above"], 3)
+            m = summary["metrics"]
+            self.assertEqual(m["sla_max_level"], 2)
+            self.assertEqual(m["concurrency"], 2)  # the headline: the SLA's answer
+            self.assertIsNone(m["request_rate"])
+            self.assertEqual(m["requests"], 12)
+            self.assertEqual(m["failed"], 0)
+            self.assertEqual(m["levels"], 4)
+            self.assertEqual(summary["units"]["ttft_p99_ms"], "ms")
+            self.assertEqual(summary["units"]["sla_max_level"], "requests")
+            # TTFT grows with the load as the serial server makes it.
+            by_level = {lv["level"]: lv for lv in summary["levels"]}
+            self.assertLess(by_level[1]["ttft_p50_ms"], 150)
+            self.assertGreater(by_level[4]["ttft_p50_ms"], 500)
+            self.assertLess(by_level[4]["sla_attainment"], 0.99)
+            # Each request and each chunk in the rank file.
+            with h5py.File(os.path.join(d, "rank-00000.h5"), "r") as f:
+                self.assertEqual(f.attrs["benchmark"], "serve")
+                req = f["serve/requests"]
+                level = req["level"][:]
+                self.assertEqual(int((level == -1).sum()), 1)  # the warm-up request
+                self.assertEqual(len(level), 1 + 4 * 12)
+                self.assertTrue(all(e == b"" or e == "" for e in req["error"][:]))
+                self.assertEqual(list(req["output_tokens"][:]), [10] * len(level))
+                self.assertEqual(len(f["serve/chunks/request"]), 10 * len(level))
+                self.assertEqual(list(f["serve/levels/level"][:]), [1, 2, 4, 3])
+                names = [n.decode() if isinstance(n, bytes) else n
+                         for n in f["serve/levels/metric_names"][:]]
+                self.assertIn("ttft_p99_ms", names)
+                self.assertEqual(f["command"].attrs["stderr_log"], "logs/server.stderr.txt")
+            with open(os.path.join(d, "logs", "server.stderr.txt")) as f:
+                self.assertIn("stand-in: ready on port", f.read())
+            with open(os.path.join(d, "logs", "stdout.txt")) as f:
+                log = f.read()
+            self.assertIn("# SLA (TTFT <= 320 ms for 99% of requests): 2 in flight, below 3 in "
+                          "flight (which did not meet it)", log)
+            # The server was stopped, and its worker in a session of its own ended too.
+            self.assertIn("ended on SIGTERM", summary["server"]["stop"])
+            self.assertIn("ended 1 process it left", summary["server"]["stop"])
+
+            rows = extract_rows("-i", out)
+            self.assertEqual(len(rows), 1)
+            self.assertEqual(float(rows[0]["sla_max_level"]), 2)
+            self.assertEqual(float(rows[0]["concurrency"]), 2)
+            self.assertEqual(rows[0]["status"], "ok")
+            levels_rows = extract_rows("-i", out, "--series", "levels")
+            self.assertEqual([float(x["level"]) for x in levels_rows], [1, 2, 4, 3])
+            self.assertEqual([x["searched"] for x in levels_rows],
+                             ["false", "false", "false", "true"])
+            self.assertTrue(all(float(x["requests"]) == 12 for x in levels_rows))
+
+    def test_a_sweep_across_request_rates(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = serve_sweep(
+                tmp, "rates", ["--chunks", "8", "--delay", "0.005", "--first-delay", "0.01"],
+                serve="    load: {mode: poisson, requests: 30, warmup_requests: 2}\n"
+                      "    sla: {ttft_ms: 2000, tpot_ms: 200}\n",
+                axes="  serve.load.levels: [4, 16]\n")
+            out = os.path.join(tmp, "out")
+            r = bench_sweep("run", path, "-o", out, check=0, timeout=300)
+            wait_for_no_standin(self)
+            tags = [p["tag"] for p in points(out)]
+            self.assertEqual(len(tags), 2, r.stdout)
+            rows = extract_rows("-i", out)
+            self.assertEqual(sorted(float(x["request_rate"]) for x in rows), [4, 16])
+            for row in rows:
+                self.assertEqual(row["status"], "ok")
+                self.assertEqual(float(row["requests"]), 30)
+                self.assertEqual(float(row["failed"]), 0)
+                self.assertEqual(float(row["sla_attainment"]), 1)
+                self.assertEqual(float(row["goodput"]), float(row["request_throughput"]))
+                # Poisson arrivals at the rate: the achieved throughput is near it (30 requests
+                # give a mean gap within about 40% of 1 / rate).
+                self.assertGreater(float(row["request_throughput"]),
+                                   0.55 * float(row["request_rate"]))
+                # 8 chunks of one token: TPOT is the gap between them.
+                self.assertGreater(float(row["tpot_p50_ms"]), 4)
+                self.assertLess(float(row["ttft_p50_ms"]), 500)
+                units = yaml.safe_load(row["units"])
+                self.assertEqual(units["output_tokens_per_second"], "tokens/s")
+
+
+class Failures(unittest.TestCase):
+    """A server that never becomes ready, dies in the middle of the load, is not there at all,
+    starts slowly, or ignores SIGTERM; and configs refused before anything starts."""
+
+    def run_one(self, tmp, name, standin_args, serve="", check=1):
+        path = serve_sweep(tmp, name, standin_args, serve=serve)
+        out = os.path.join(tmp, name)
+        r = bench_sweep("run", path, "-o", out, check=check, timeout=300)
+        wait_for_no_standin(self)
+        [d] = point_dirs(out)
+        return read_json(os.path.join(d, "summary.json")), d, r
+
+    def test_never_ready(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            summary, d, _ = self.run_one(
+                tmp, "never", ["--never-ready"],
+                serve="    ready: {timeout_s: 2}\n    load: {levels: 4, requests: 5}\n")
+            self.assertEqual(summary["status"], "failed")
+            self.assertIn("the server was not ready after 2.0 s (serve.ready.timeout_s; GET "
+                          "/health: HTTP status 503)", summary["reason"])
+            self.assertIn("stand-in: ready on port", summary["reason"])  # its last words
+            self.assertEqual(summary["levels"], [])
+
+    def test_a_crash_in_the_middle_of_the_load(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            summary, d, _ = self.run_one(
+                tmp, "crash", ["--exit-after", "8", "--chunks", "4", "--delay", "0.01"],
+                serve="    load: {mode: concurrency, levels: [1, 2], requests: 10,"
+                      " warmup_requests: 2}\n")
+            self.assertEqual(summary["status"], "failed")
+            self.assertIn("the server exited with code 3 during level 0 (1 in flight)",
+                          summary["reason"])
+            self.assertIn("RuntimeError: the stand-in crashed on purpose after 8 requests",
+                          summary["reason"])
+            # What it measured before is kept: level 0's requests, the failed ones counted.
+            [level] = summary["levels"]
+            self.assertEqual(level["requests"], 10)
+            self.assertEqual(level["succeeded"], 6)
+            self.assertEqual(level["errors_connect"], 4)
+
+    def test_a_server_that_is_not_there(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "missing.yaml")
+            with open(path, "w") as f:
+                f.write("name: missing\nbase:\n  benchmark: serve\n  serve:\n"
+                        "    argv: [/nonexistent/vllm, serve]\n    load: {levels: 1}\n"
+                        "  metrics: {sample_interval_ms: 0, system: false}\n")
+            out = os.path.join(tmp, "out")
+            bench_sweep("run", path, "-o", out, check=1)
+            [d] = point_dirs(out)
+            summary = read_json(os.path.join(d, "summary.json"))
+            self.assertEqual(summary["status"], "failed")
+            self.assertIn("the server exited with code 127 before it was ready",
+                          summary["reason"])
+            self.assertIn("/nonexistent/vllm: cannot start it: No such file or directory",
+                          summary["reason"])
+
+    def test_a_slow_start_and_a_server_that_ignores_sigterm(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            summary, d, _ = self.run_one(
+                tmp, "slow", ["--start-delay", "2", "--ignore-term", "--chunks", "2"],
+                serve="    stop_grace_s: 1\n    ready: {log: 'ready on port [0-9]+'}\n"
+                      "    load: {levels: 20, requests: 5, warmup_requests: 0}\n", check=0)
+            self.assertEqual(summary["status"], "ok", summary["reason"])
+            self.assertGreaterEqual(summary["server"]["ready_s"], 2)
+            self.assertIn("was killed with SIGKILL after", summary["server"]["stop"])
+            self.assertIn("(its grace period: 1.0 s)", summary["server"]["stop"])
+
+    def test_configs_refused_before_anything_starts(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            cases = [
+                ("    load: {mode: concurrency, levels: [1, 2.5]}\n",
+                 "serve.load.levels: a concurrency must be a whole number of requests, got "
+                 "the float 2.5"),
+                ("    load: {mode: ramp, levels: [1, 2, 3], duration_s: 10}\n",
+                 "a ramp goes from one rate to another, so it needs two levels, got 3"),
+                ("    load: {levels: [1]}\n    sla: {search: 2}\n",
+                 "serve.sla.search: is 2, but no SLA bound is set"),
+                ("    load: {levels: []}\n", "serve.load.levels: is empty, but benchmark is serve"),
+                ("    load: {levels: [1, -2]}\n", "serve.load.levels: each item must be > 0"),
+                ("    load: {levels: 1}\n    ready: {path: null}\n",
+                 "nothing would say the server is ready"),
+                ("    load: {levels: 1}\n    ready: {log: '(?=x)'}\n", "serve.ready.log"),
+                ("    load: {levels: 1}\n    body: {model: other}\n",
+                 "serve.body.model: is set by bench-serve for every request"),
+            ]
+            for i, (serve, message) in enumerate(cases):
+                path = serve_sweep(tmp, "bad%d" % i, [], serve=serve)
+                r = bench_sweep("plan", path, check=2)
+                self.assertIn(message, r.stderr, serve)
+                self.assertIn("bad%d.yaml:" % i, r.stderr)
+            path = serve_sweep(tmp, "ranks", [], serve="    load: {levels: 1}\n",
+                               extra="  launch: {ranks: 2}\n")
+            r = bench_sweep("plan", path, check=2)
+            self.assertIn("launch.ranks: is 2, but a serve point is one server and one load "
+                          "client", r.stderr)
+
+
+class Stops(unittest.TestCase):
+    """Ctrl-C (once and twice) and SIGKILL of bench-sweep run, and SIGUSR1 (the time limit's
+    warning) to bench-serve, in the middle of a load: no server process, nor any of its workers,
+    is left."""
+
+    def start(self, tmp, name):
+        path = serve_sweep(
+            tmp, name, ["--chunks", "50", "--delay", "0.05", "--workers", "2"],
+            serve="    load: {mode: concurrency, levels: [2, 4], requests: 200,"
+                  " warmup_requests: 1}\n")
+        out = os.path.join(tmp, "out")
+        proc = subprocess.Popen([BENCH_SWEEP, "run", path, "-o", out], env=ENV,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        # Wait for the load to be under way: level 0 begun.
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            logs = glob.glob(os.path.join(out, "*", "logs", "stdout.txt"))
+            if logs:
+                with open(logs[0]) as f:
+                    if "# level 0" in f.read():
+                        break
+            time.sleep(0.1)
+        else:
+            proc.kill()
+            self.fail("the load did not start")
+        time.sleep(1)
+        return proc, out
+
+    def test_ctrl_c_once_stops_the_server_and_keeps_the_level(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            proc, out = self.start(tmp, "once")
+            proc.send_signal(signal.SIGINT)
+            output, _ = proc.communicate(timeout=120)
+            wait_for_no_standin(self)
+            [d] = point_dirs(out)
+            summary = read_json(os.path.join(d, "summary.json"))
+            self.assertEqual(summary["status"], "cancelled", output)
+            self.assertIn("stopped by SIGUSR2 after 1 level", summary["reason"])
+            self.assertEqual(len(summary["levels"]), 1)
+            self.assertIn("ended on SIGTERM", summary["server"]["stop"])
+
+    def test_ctrl_c_twice(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            proc, out = self.start(tmp, "twice")
+            proc.send_signal(signal.SIGINT)
+            time.sleep(1.2)
+            proc.send_signal(signal.SIGINT)
+            proc.communicate(timeout=120)
+            wait_for_no_standin(self)
+
+    def test_sigkill_of_the_runner(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            proc, out = self.start(tmp, "kill")
+            proc.send_signal(signal.SIGKILL)
+            proc.communicate(timeout=60)
+            wait_for_no_standin(self, seconds=60)
+            [d] = point_dirs(out)
+            # bench-serve, left without its runner, stopped the load and the server itself.
+            deadline = time.time() + 30
+            while time.time() < deadline and not os.path.exists(os.path.join(d, "summary.json")):
+                time.sleep(0.2)
+            summary = read_json(os.path.join(d, "summary.json"))
+            self.assertEqual(summary["status"], "cancelled")
+
+    def test_the_time_limits_warning(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            proc, out = self.start(tmp, "limit")
+            # What SLURM sends before a time limit (slurm.signal_seconds): bench-serve's own
+            # process, as the batch step's srun passes it on.
+            [d] = point_dirs(out)
+            r = subprocess.run(["pgrep", "-f", "bench-serve --config"], capture_output=True,
+                               text=True)
+            pids = [int(p) for p in r.stdout.split()]
+            self.assertEqual(len(pids), 1, r.stdout)
+            os.kill(pids[0], signal.SIGUSR1)
+            proc.communicate(timeout=120)
+            wait_for_no_standin(self)
+            summary = read_json(os.path.join(d, "summary.json"))
+            self.assertEqual(summary["status"], "timeout")
+            self.assertIn("stopped by SIGUSR1 after 1 level", summary["reason"])
+
+
+if __name__ == "__main__":
+    unittest.main()
