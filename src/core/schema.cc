@@ -455,6 +455,11 @@ std::vector<KeySpec> build_table() {
             "The server's working directory; null = the directory bench-sweep run was started in")
               .only_for({"serve"})
               .tagged_unless_default(),
+          K("serve.url", T::kString, N(),
+            "A server already running (http://host:port), loaded as it is: serve.argv empty, "
+            "nothing started or stopped; null = the point starts its own")
+              .only_for({"serve"})
+              .tagged_unless_default(),
           K("serve.host", T::kString, S("127.0.0.1"),
             "Where the client reaches the server (and {host} in serve.argv)")
               .only_for({"serve"})
@@ -557,6 +562,18 @@ std::vector<KeySpec> build_table() {
             "Tokens each request asks for (max_tokens)")
               .min(1)
               .max(1 << 24)
+              .only_for({"serve"})
+              .tagged_unless_default(),
+          K("serve.prompts.range_ratio", T::kFloat, Value::real(0),
+            "Synthetic lengths uniform in [n (1 - r), n (1 + r)] for input and output tokens")
+              .min(0)
+              .max(1, true)
+              .only_for({"serve"})
+              .tagged_unless_default(),
+          K("serve.prompts.token_ids", T::kNumberList, L(),
+            "[low, high]: synthetic prompts as token ids drawn from [low, high) (exact lengths; "
+            "completions only); empty = text of common words")
+              .min(0)
               .only_for({"serve"})
               .tagged_unless_default(),
           K("serve.prompts.dataset", T::kString, N(),

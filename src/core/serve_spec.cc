@@ -32,8 +32,25 @@ double seconds_of_ms(const Value& v) {
 ServeSpec serve_spec_of(const Value& resolved) {
   ServeSpec s;
   if (config_at(resolved, "benchmark").as_string() != "serve") return s;
-  s.server = server_command_of(resolved);
   auto at = [&](const char* key) -> const Value& { return config_at(resolved, key); };
+  s.url = optional_text(at("serve.url"));
+  if (s.url) {
+    // A server someone else runs: the point only loads it.
+    if (!at("serve.argv").items().empty()) {
+      throw Error::input(at("serve.url").mark(), "serve.url",
+                         "is set, and so is serve.argv: a point either starts its server or "
+                         "loads one already running",
+                         "leave serve.argv empty to load " + *s.url + ", or serve.url null");
+    }
+    const std::string& u = *s.url;
+    if ((u.rfind("http://", 0) != 0 && u.rfind("https://", 0) != 0) ||
+        u.find_first_of(" \t\r\n") != std::string::npos) {
+      throw Error::input(at("serve.url").mark(), "serve.url", "'" + u + "' is no http(s) URL",
+                         "write it as http://HOST:PORT");
+    }
+  } else {
+    s.server = server_command_of(resolved);
+  }
 
   const Value& ranks = at("launch.ranks");
   if (ranks.as_int() != 1) {
@@ -123,6 +140,24 @@ ServeSpec serve_spec_of(const Value& resolved) {
   s.input_tokens = at("serve.prompts.input_tokens").as_int();
   s.output_tokens = at("serve.prompts.output_tokens").as_int();
   s.dataset = optional_text(at("serve.prompts.dataset"));
+  s.range_ratio = at("serve.prompts.range_ratio").as_float();
+  const Value& ids = at("serve.prompts.token_ids");
+  if (!ids.items().empty()) {
+    const Value& low = ids.items().front();
+    const Value& high = ids.items().back();
+    if (ids.items().size() != 2 || !low.is_int() || !high.is_int() ||
+        low.as_int() >= high.as_int()) {
+      throw Error::input(ids.mark(), "serve.prompts.token_ids",
+                         "must be two whole numbers [low, high] with low < high",
+                         "e.g. [1000, 30000]: ids well inside the model's vocabulary");
+    }
+    if (s.api == "chat") {
+      throw Error::input(ids.mark(), "serve.prompts.token_ids",
+                         "prompts as token ids go to /v1/completions, and serve.api is chat",
+                         "set serve.api completions, or leave serve.prompts.token_ids empty");
+    }
+    s.token_ids = std::make_pair(low.as_int(), high.as_int());
+  }
 
   s.sla_ttft_s = seconds_of_ms(at("serve.sla.ttft_ms"));
   s.sla_tpot_s = seconds_of_ms(at("serve.sla.tpot_ms"));

@@ -19,6 +19,7 @@ namespace sweepbench {
 
 struct ServeSpec {
   CommandSpec server;  // serve.argv, serve.env, serve.workdir (server_command_of)
+  std::optional<std::string> url;  // a server already running: nothing started or stopped
   std::string host = "127.0.0.1";
   std::optional<std::int64_t> port;  // none: a free port for each point
   std::optional<std::string> ready_path = std::string("/health");
@@ -40,6 +41,8 @@ struct ServeSpec {
   std::uint64_t seed = 0;
 
   std::int64_t input_tokens = 128, output_tokens = 128;
+  double range_ratio = 0;
+  std::optional<std::pair<std::int64_t, std::int64_t>> token_ids;  // [low, high)
   std::optional<std::string> dataset;
 
   // Seconds; infinity: no bound.

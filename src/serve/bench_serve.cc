@@ -178,9 +178,9 @@ struct Outcome {
 
 // Waits until the server is ready; false (with `outcome` set) when it exited, was never ready in
 // time, or a stop came.
-bool wait_until_ready(Server& server, const ServeSpec& spec, const std::string& base_url,
-                      const std::string& stdout_log, const std::string& stderr_log,
-                      double* ready_s, Outcome& outcome) {
+bool wait_until_ready(Server* server, const ServeSpec& spec, const std::string& base_url,
+                      const std::string& stdout_log, const std::string& stderr_log, double* ready_s,
+                      Outcome& outcome) {
   using Clock = std::chrono::steady_clock;
   const Clock::time_point t0 = Clock::now();
   std::optional<UserRegex> log_ready;
@@ -190,9 +190,9 @@ bool wait_until_ready(Server& server, const ServeSpec& spec, const std::string& 
   while (true) {
     const double waited = std::chrono::duration<double>(Clock::now() - t0).count();
     if (stopping()) return false;
-    if (!server.running()) {
-      outcome.fail("the server " + server.exit_text() + " before it was ready (after " +
-                   seconds_text(waited) + "): " + server.last_words());
+    if (server != nullptr && !server->running()) {
+      outcome.fail("the server " + server->exit_text() + " before it was ready (after " +
+                   seconds_text(waited) + "): " + server->last_words());
       return false;
     }
     bool ready = false;
@@ -217,8 +217,8 @@ bool wait_until_ready(Server& server, const ServeSpec& spec, const std::string& 
       std::string how = spec.ready_path ? "GET " + *spec.ready_path + ": " + last_answer
                                         : "no line matched serve.ready.log";
       outcome.fail("the server was not ready after " + seconds_text(spec.ready_timeout_s) +
-                   " (serve.ready.timeout_s; " + terminal_safe(how, false) + "): " +
-                   server.last_words());
+                   " (serve.ready.timeout_s; " + terminal_safe(how, false) + ")" +
+                   (server != nullptr ? ": " + server->last_words() : ""));
       return false;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -263,8 +263,10 @@ std::vector<LoadRequest> requests_for(const ServeSpec& spec, size_t count, std::
     o.output_tokens = spec.output_tokens;
     return load_requests_of(sharegpt_prompts(*spec.dataset, count, seed, o));
   }
-  return load_requests_of(
-      synthetic_prompts(count, spec.input_tokens, spec.output_tokens, seed));
+  SyntheticOptions o;
+  o.range_ratio = spec.range_ratio;
+  if (spec.token_ids) o.token_ids = TokenIdRange{spec.token_ids->first, spec.token_ids->second};
+  return load_requests_of(synthetic_prompts(count, spec.input_tokens, spec.output_tokens, seed, o));
 }
 
 LevelRun run_level(const ServeSpec& spec, const LoadTarget& target, double level, size_t index) {
@@ -434,7 +436,7 @@ std::string run_id_of(const std::string& config_hash, const std::string& out) {
 int run(const std::string& config_path, const std::string& out_arg) {
   Value resolved = load_point_config(config_path, {});
   ServeSpec spec = serve_spec_of(resolved);
-  if (spec.server.argv.empty()) {
+  if (spec.server.argv.empty() && !spec.url) {
     throw Error::input(Mark::in(config_path), "benchmark",
                        "is '" + config_at(resolved, "benchmark").as_string() +
                            "', and bench-serve runs points whose benchmark is serve",
@@ -463,14 +465,21 @@ int run(const std::string& config_path, const std::string& out_arg) {
   RuntimeValues values;
   values.out = out;
   values.host = spec.host;
-  values.port = spec.port ? *spec.port : free_port(spec.host);
-  ExpandedCommand cmd = expand_command(spec.server, resolved, values);
-  const std::string base_url = "http://" + url_host(spec.host) + ":" + std::to_string(values.port);
+  ExpandedCommand cmd;
+  std::string base_url;
+  if (spec.url) {
+    base_url = *spec.url;
+    while (!base_url.empty() && base_url.back() == '/') base_url.pop_back();
+  } else {
+    values.port = spec.port ? *spec.port : free_port(spec.host);
+    cmd = expand_command(spec.server, resolved, values);
+    base_url = "http://" + url_host(spec.host) + ":" + std::to_string(values.port);
+    r.command.stdout_log = std::string(kLogsDir) + "/server.stdout.txt";
+    r.command.stderr_log = std::string(kLogsDir) + "/server.stderr.txt";
+  }
   make_directories((fs::path(out) / kLogsDir).string());
   r.command.argv = cmd.argv;
   r.command.workdir = cmd.workdir;
-  r.command.stdout_log = std::string(kLogsDir) + "/server.stdout.txt";
-  r.command.stderr_log = std::string(kLogsDir) + "/server.stderr.txt";
   r.serve.mode = spec.mode;
   r.serve.api = spec.api;
   r.serve.base_url = base_url;
@@ -484,22 +493,30 @@ int run(const std::string& config_path, const std::string& out_arg) {
   sampler.start();
   const auto t0 = std::chrono::steady_clock::now();
 
+  // The server, unless the point loads one already running (serve.url).
+  std::optional<Server> server;
   ServerLaunch launch;
-  launch.argv = cmd.argv;
-  launch.env = cmd.env;
-  launch.workdir = cmd.workdir;
-  launch.stdout_log = (fs::path(out) / r.command.stdout_log).string();
-  launch.stderr_log = (fs::path(out) / r.command.stderr_log).string();
-  std::printf("# bench-serve: %s\n", terminal_safe(join(cmd.argv, " "), false).c_str());
-  std::fflush(stdout);
-  Server server(launch);
-  g_server_group = server.pid();
-  if (g_stops.load() >= 2) ::kill(-server.pid(), SIGKILL);
+  if (!spec.url) {
+    launch.argv = cmd.argv;
+    launch.env = cmd.env;
+    launch.workdir = cmd.workdir;
+    launch.stdout_log = (fs::path(out) / r.command.stdout_log).string();
+    launch.stderr_log = (fs::path(out) / r.command.stderr_log).string();
+    std::printf("# bench-serve: %s\n", terminal_safe(join(cmd.argv, " "), false).c_str());
+    std::fflush(stdout);
+    server.emplace(launch);
+    g_server_group = server->pid();
+    if (g_stops.load() >= 2) ::kill(-server->pid(), SIGKILL);
+  } else {
+    std::printf("# bench-serve: the server at %s (serve.url)\n",
+                terminal_safe(base_url, false).c_str());
+  }
+  Server* running = server ? &*server : nullptr;
 
   Outcome outcome;
   std::vector<LevelRun> runs;
   double ready_s = 0;
-  bool ready = wait_until_ready(server, spec, base_url, launch.stdout_log, launch.stderr_log,
+  bool ready = wait_until_ready(running, spec, base_url, launch.stdout_log, launch.stderr_log,
                                 &ready_s, outcome);
   LoadTarget target;
   target.base_url = base_url;
@@ -522,8 +539,8 @@ int run(const std::string& config_path, const std::string& out_arg) {
     r.serve.model = target.model;
   }
   auto server_died = [&](const std::string& when) {
-    if (server.running()) return false;
-    outcome.fail("the server " + server.exit_text() + " " + when + ": " + server.last_words());
+    if (running == nullptr || running->running()) return false;
+    outcome.fail("the server " + running->exit_text() + " " + when + ": " + running->last_words());
     return true;
   };
   if (ready && spec.warmup_requests > 0 && !stopping()) {
@@ -575,7 +592,9 @@ int run(const std::string& config_path, const std::string& out_arg) {
   }
 
   // ---- stop the server, then the verdict ----
-  r.serve.server_stop = server.stop(hurrying() ? 0 : spec.stop_grace_s, hurrying);
+  r.serve.server_stop = running != nullptr
+                            ? running->stop(hurrying() ? 0 : spec.stop_grace_s, hurrying)
+                            : "not ours to stop (serve.url)";
   g_server_group = 0;
   sampler.stop();
   take_samples(sampler, r);
@@ -583,10 +602,13 @@ int run(const std::string& config_path, const std::string& out_arg) {
   r.command.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   r.command.exit_code = -1;
-  if (const std::string& e = server.exit_text(); e.rfind("exited with code ", 0) == 0) {
+  if (const std::string e = running != nullptr ? running->exit_text() : "";
+      e.rfind("exited with code ", 0) == 0) {
     r.command.exit_code = std::stoll(e.substr(17));
   }
-  std::printf("# the server %s\n", terminal_safe(r.serve.server_stop, false).c_str());
+  if (running != nullptr) {
+    std::printf("# the server %s\n", terminal_safe(r.serve.server_stop, false).c_str());
+  }
 
   if (const int sig = g_stop_signal.load(); sig != 0 && outcome.status == "ok") {
     outcome.status = status_of_stop(sig);

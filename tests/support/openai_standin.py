@@ -97,6 +97,8 @@ class Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length", 0))
         request = json.loads(self.rfile.read(length))
         prompt = request["messages"][-1]["content"] if chat else request["prompt"]
+        if isinstance(prompt, list):  # token ids: one word each
+            prompt = " ".join(str(t) for t in prompt)
         fault = OPTIONS.fault or ""
         for mode in ("http-500", "malformed", "server-error", "close", "hang"):
             if prompt.startswith("fault:" + mode):
