@@ -473,6 +473,20 @@ std::vector<KeySpec> build_table() {
               .only_for({"serve"})
               .tagged_unless_default()
               .unhashed(),
+          K("serve.slurm_step", T::kEnum, S("auto"),
+            "auto: inside a SLURM allocation the server runs as a step of its own (srun "
+            "--overlap), on serve.node; never: as bench-serve's child")
+              .choices({"auto", "never"})
+              .only_for({"serve"})
+              .unhashed()
+              .tagged_unless_default(),
+          K("serve.node", T::kInt, N(),
+            "Inside an allocation, the node the server's step runs on: its place in the "
+            "allocation's node list (0 = the first); null = the client's node")
+              .min(0)
+              .max(100000)
+              .only_for({"serve"})
+              .tagged_unless_default(),
           K("serve.ready.path", T::kString, S("/health"),
             "The server is ready when GET of this path answers 200; null = no HTTP check")
               .nullable()

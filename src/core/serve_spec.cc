@@ -66,6 +66,8 @@ ServeSpec serve_spec_of(const Value& resolved) {
                        "give the address the client reaches the server at, e.g. 127.0.0.1");
   }
   if (!at("serve.port").is_null()) s.port = at("serve.port").as_int();
+  s.slurm_step = at("serve.slurm_step").as_string();
+  if (!at("serve.node").is_null()) s.node = at("serve.node").as_int();
   s.ready_path = optional_text(at("serve.ready.path"));
   s.ready_log = optional_text(at("serve.ready.log"));
   if (s.ready_path && (s.ready_path->empty() || s.ready_path->front() != '/')) {

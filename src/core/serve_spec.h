@@ -21,6 +21,8 @@ struct ServeSpec {
   CommandSpec server;  // serve.argv, serve.env, serve.workdir (server_command_of)
   std::optional<std::string> url;  // a server already running: nothing started or stopped
   std::string host = "127.0.0.1";
+  std::string slurm_step = "auto";   // auto: a step of its own inside an allocation; never
+  std::optional<std::int64_t> node;  // the allocation's node the server's step runs on
   std::optional<std::int64_t> port;  // none: a free port for each point
   std::optional<std::string> ready_path = std::string("/health");
   std::optional<std::string> ready_log;

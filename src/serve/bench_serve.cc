@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -426,6 +427,77 @@ std::string answer_text(const SlaAnswer& a, const ServeSpec& spec) {
   return text;
 }
 
+// ---- inside a SLURM allocation ----
+
+// Where the server's step runs: the srun words before its argv, the node, and the address the
+// client reaches it at. Empty `prefix`: the server is bench-serve's own child.
+struct StepPlacement {
+  std::vector<std::string> prefix;
+  std::string node, address, step_name;
+};
+
+std::string env_text(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? v : "";
+}
+
+// A node's NodeAddr, from scontrol; "" when SLURM does not say.
+std::string node_address(const std::string& node) {
+  Captured c = capture_process({"scontrol", "show", "node", node}, 30);
+  if (!c.ok()) return "";
+  std::istringstream words(c.out);
+  for (std::string w; words >> w;) {
+    if (w.rfind("NodeAddr=", 0) == 0) return w.substr(9);
+  }
+  return "";
+}
+
+// Throws Error(kInput) for a serve.node past the allocation's nodes.
+StepPlacement step_placement(const ServeSpec& spec, const std::string& run_id) {
+  StepPlacement p;
+  if (spec.url || spec.slurm_step != "auto" || env_text("SLURM_JOB_ID").empty()) return p;
+  const std::string here = env_text("SLURMD_NODENAME");
+  p.node = here;
+  if (spec.node) {
+    Captured c =
+        capture_process({"scontrol", "show", "hostnames", env_text("SLURM_JOB_NODELIST")}, 30);
+    std::vector<std::string> nodes;
+    std::istringstream lines(c.out);
+    for (std::string line; std::getline(lines, line);) {
+      if (!line.empty()) nodes.push_back(line);
+    }
+    if (!c.ok() || *spec.node >= static_cast<std::int64_t>(nodes.size())) {
+      throw Error::input(Mark::in("serve.node"), "serve.node",
+                         "is " + std::to_string(*spec.node) + ", but the allocation has " +
+                             plural(nodes.size(), "node") + " (" + join(nodes, ", ") + ")",
+                         "give a place in the allocation's node list, from 0");
+    }
+    p.node = nodes[static_cast<size_t>(*spec.node)];
+  }
+  if (p.node != here) p.address = node_address(p.node);
+  p.step_name = "sweepbench-serve-" + run_id.substr(0, 12);
+  // --overlap: the server shares the CPUs the client's own step holds on that node.
+  p.prefix = {"srun",
+              "--overlap",
+              "--ntasks=1",
+              "--nodes=1",
+              "--job-name=" + p.step_name,
+              "--kill-on-bad-exit=1"};
+  if (!p.node.empty()) p.prefix.push_back("--nodelist=" + p.node);
+  return p;
+}
+
+// Cancels the server's step through SLURM (the step named `name` of this job).
+void cancel_step(const std::string& name) {
+  const std::string job = env_text("SLURM_JOB_ID");
+  Captured steps =
+      capture_process({"squeue", "--steps", "--noheader", "--jobs=" + job, "--format=%i %j"}, 30);
+  std::istringstream lines(steps.out);
+  for (std::string id, step_name; lines >> id >> step_name;) {
+    if (step_name == name) capture_process({"scancel", "--signal=KILL", id}, 30);
+  }
+}
+
 // The same in every rank of one launch; drawn when there is no launcher (one rank).
 std::string run_id_of(const std::string& config_hash, const std::string& out) {
   std::string launch = launch_id();
@@ -462,6 +534,7 @@ int run(const std::string& config_path, const std::string& out_arg) {
   r.sweepbench_version = SWEEPBENCH_VERSION;
   set_run_environment(r, detect_environment());
 
+  const StepPlacement placement = step_placement(spec, r.run_id);
   RuntimeValues values;
   values.out = out;
   values.host = spec.host;
@@ -472,8 +545,10 @@ int run(const std::string& config_path, const std::string& out_arg) {
     while (!base_url.empty() && base_url.back() == '/') base_url.pop_back();
   } else {
     values.port = spec.port ? *spec.port : free_port(spec.host);
+    // On another node of the allocation, the server is reached at that node's address.
+    if (!placement.address.empty()) values.host = placement.address;
     cmd = expand_command(spec.server, resolved, values);
-    base_url = "http://" + url_host(spec.host) + ":" + std::to_string(values.port);
+    base_url = "http://" + url_host(values.host) + ":" + std::to_string(values.port);
     r.command.stdout_log = std::string(kLogsDir) + "/server.stdout.txt";
     r.command.stderr_log = std::string(kLogsDir) + "/server.stderr.txt";
   }
@@ -497,12 +572,17 @@ int run(const std::string& config_path, const std::string& out_arg) {
   std::optional<Server> server;
   ServerLaunch launch;
   if (!spec.url) {
-    launch.argv = cmd.argv;
+    launch.argv = placement.prefix;
+    launch.argv.insert(launch.argv.end(), cmd.argv.begin(), cmd.argv.end());
+    if (!placement.step_name.empty()) {
+      const std::string name = placement.step_name;
+      launch.before_kill = [name] { cancel_step(name); };
+    }
     launch.env = cmd.env;
     launch.workdir = cmd.workdir;
     launch.stdout_log = (fs::path(out) / r.command.stdout_log).string();
     launch.stderr_log = (fs::path(out) / r.command.stderr_log).string();
-    std::printf("# bench-serve: %s\n", terminal_safe(join(cmd.argv, " "), false).c_str());
+    std::printf("# bench-serve: %s\n", terminal_safe(join(launch.argv, " "), false).c_str());
     std::fflush(stdout);
     server.emplace(launch);
     g_server_group = server->pid();
@@ -540,7 +620,12 @@ int run(const std::string& config_path, const std::string& out_arg) {
   }
   auto server_died = [&](const std::string& when) {
     if (running == nullptr || running->running()) return false;
-    outcome.fail("the server " + running->exit_text() + " " + when + ": " + running->last_words());
+    // A stop reaches a server run as a SLURM step too (SLURM signals every step before a time
+    // limit): its end is then the stop's, not a failure of its own.
+    if (!stopping()) {
+      outcome.fail("the server " + running->exit_text() + " " + when + ": " +
+                   running->last_words());
+    }
     return true;
   };
   if (ready && spec.warmup_requests > 0 && !stopping()) {
@@ -687,6 +772,10 @@ int run(const std::string& config_path, const std::string& out_arg) {
     return a;
   }());
   server_info.set("url", Value::string(base_url));
+  if (!placement.step_name.empty()) {
+    server_info.set("slurm_step", Value::string(placement.step_name));
+    server_info.set("node", Value::string(placement.node));
+  }
   server_info.set("model", Value::string(target.model));
   server_info.set("ready_s", Value::real(ready_s));
   server_info.set("stop", Value::string(r.serve.server_stop));

@@ -64,7 +64,9 @@ std::vector<std::string> tail_lines(const std::string& path, size_t lines) {
 }  // namespace
 
 Server::Server(const ServerLaunch& launch)
-    : stdout_log_(launch.stdout_log), stderr_log_(launch.stderr_log) {
+    : stdout_log_(launch.stdout_log),
+      stderr_log_(launch.stderr_log),
+      before_kill_(launch.before_kill) {
   int out = open_log(launch.stdout_log);
   int err = -1;
   try {
@@ -145,6 +147,7 @@ std::string Server::stop(double grace_s, const std::function<bool()>& hurry) {
             " in " + elapsed();
       ::kill(-pid_, SIGKILL);  // its group's stragglers
     } else {
+      if (before_kill_) before_kill_();
       ::kill(-pid_, SIGKILL);
       int status = 0;
       while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {

@@ -19,6 +19,10 @@ struct ServerLaunch {
   std::map<std::string, std::string> env;
   std::string workdir;
   std::string stdout_log, stderr_log;  // created (never replaced)
+  // Called when the grace period has passed and the server is still there, before SIGKILL to its
+  // group: a server run as a SLURM step is cancelled through SLURM there (SIGKILL to srun would
+  // leave its tasks running on their node).
+  std::function<void()> before_kill;
 };
 
 class Server {
@@ -49,6 +53,7 @@ class Server {
   bool reaped_ = false;
   std::string exit_text_;
   std::string stdout_log_, stderr_log_;
+  std::function<void()> before_kill_;
 };
 
 // A TCP port free on `host` now (bound to port 0 and released): the server binds it next. Throws

@@ -5,7 +5,9 @@ TwoNodes: two slurmd on this host, each a node with its own address and host nam
 (tests/support/slurm_cluster.py): points with launch.nodes 2 run through `bench-sweep run` inside
 an allocation (salloc), through `bench-sweep submit` arrays and through `sbatch slurm/sweep.sh`,
 their ranks spread over both nodes (the rank files record n1 and n2); sweeps/gpt2-scaling.yaml,
-shrunk to a tiny model, runs up to 16 ranks over both nodes and bench-plot draws its figure.
+shrunk to a tiny model, runs up to 16 ranks over both nodes and bench-plot draws its figure. A
+serve point's server runs as a step of its own on the other node, and one at its time limit
+leaves no server process.
 
 Accounting: slurmdbd on a MariaDB server of the cluster's own, and a MinJobAge of 2 s, so that
 squeue forgets finished jobs and `bench-sweep status` must read sacct: an array cancelled before
@@ -284,6 +286,70 @@ class TwoNodes(ClusterCase):
         with open(figure, "rb") as f:
             self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
 
+
+    def serve_sweep(self, name, serve, standin=(), slurm="{exclusive: false}"):
+        """A serve point whose server is the stand-in (tests/support/openai_standin.py),
+        listening on {host}: the address of the node its step runs on."""
+        argv = ["/usr/bin/python3", os.path.join(SOURCE, "tests", "support", "openai_standin.py"),
+                "--host", "{host}", "--port", "{port}", "--workers", "2", *standin]
+        path = os.path.join(self.tmp, name + ".yaml")
+        with open(path, "w") as f:
+            f.write(f"name: {name}\nbase:\n  benchmark: serve\n  serve:\n"
+                    f"    argv: {json.dumps(argv)}\n{serve}"
+                    "  metrics: {sample_interval_ms: 0, system: false}\n"
+                    f"  launch: {{cpus_per_rank: 1}}\n  slurm: {slurm}\n")
+        return path
+
+    def standins(self):
+        r = subprocess.run(["ps", "-eo", "args="], capture_output=True, text=True, check=True)
+        return [a for a in r.stdout.splitlines()
+                if "openai_standin.py" in a or "standin-worker" in a]
+
+    def test_a_serve_points_server_runs_as_a_step_on_the_other_node(self):
+        # bench-serve (the client) is the point's step on n1; its server a step of its own
+        # (srun --overlap) on the allocation's second node, reached at that node's address.
+        s = self.serve_sweep("serve", "    node: 1\n    load: {levels: [5, 10], requests: 20}\n"
+                             "    prompts: {input_tokens: 8, output_tokens: 4}\n")
+        out = os.path.join(self.tmp, "out")
+        r = self.cluster.run("salloc", "-N", "2", BENCH_SWEEP, "run", s, "--out", out,
+                             env=self.env, cwd=self.tmp, check=False, timeout=300)
+        [tag] = self.tags(out)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr + point_logs(out, tag))
+        summary = read_json(os.path.join(out, tag, "summary.json"))
+        self.assertEqual(summary["status"], "ok", summary["reason"])
+        self.assertEqual(summary["server"]["node"], "n2")
+        self.assertTrue(summary["server"]["slurm_step"].startswith("sweepbench-serve-"))
+        self.assertEqual(summary["server"]["url"].split(":")[1], "//127.0.0.3")  # n2's address
+        with open(os.path.join(out, tag, "logs", "server.stderr.txt")) as f:
+            self.assertIn("(node n2)", f.read())
+        with h5py.File(os.path.join(out, tag, "rank-00000.h5"), "r") as f:
+            self.assertEqual(f.attrs["hostname"], "n1")  # the client's node
+        self.assertEqual([lv["requests"] for lv in summary["levels"]], [20, 20])
+        self.assertEqual(summary["metrics"]["failed"], 0)
+        deadline = time.time() + 20
+        while self.standins() and time.time() < deadline:
+            time.sleep(0.2)
+        self.assertEqual(self.standins(), [])
+
+    def test_a_serve_point_at_its_time_limit_leaves_no_server(self):
+        # A one-minute job warned 50 s before its end (SIGUSR1 to every step): bench-serve stops
+        # the load and the server's step and records timeout; nothing of the server is left.
+        s = self.serve_sweep("limit", "    load: {mode: concurrency, levels: [2], requests: 100000}\n"
+                             "    prompts: {input_tokens: 8, output_tokens: 50}\n",
+                             standin=["--chunks", "50", "--delay", "0.05"],
+                             slurm="{exclusive: false, time: 1, signal_seconds: 50, max_requeue: 0}")
+        out = os.path.join(self.tmp, "out")
+        self.bench_sweep("submit", s, "--out", out)
+        self.cluster.wait_until_idle(200)
+        [tag] = self.tags(out)
+        record = read_json(os.path.join(out, tag, "status.json"))
+        self.assertEqual(record["status"], "timeout", f"{record}\n{point_logs(out, tag)}")
+        summary = read_json(os.path.join(out, tag, "summary.json"))
+        self.assertEqual(summary["status"], "timeout", summary)
+        self.assertIn("stopped by SIGUSR1", summary["reason"])
+        self.assertEqual(len(summary["levels"]), 1)
+        self.assertGreater(summary["levels"][0]["succeeded"], 0)
+        self.assertEqual(self.standins(), [])
 
 class Accounting(ClusterCase):
     CLUSTER = dict(nodes=1, cpus=4, accounting=True, min_job_age=2)

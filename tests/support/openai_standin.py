@@ -193,6 +193,7 @@ def main():
     parser.add_argument("--hang", type=float, default=30.0, help="fault:hang's silence")
     parser.add_argument("--fault", default="", help="a fault for every request")
     parser.add_argument("--port", type=int, default=0, help="0: a free port")
+    parser.add_argument("--host", default="127.0.0.1", help="the address it listens on")
     parser.add_argument("--model", default="standin", help="the name GET /v1/models gives")
     parser.add_argument("--start-delay", type=float, default=0.0,
                         help="seconds before it listens")
@@ -211,11 +212,12 @@ def main():
         subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)",
                           "standin-worker"], start_new_session=(i % 2 == 1))
     time.sleep(OPTIONS.start_delay)
-    server = ThreadingHTTPServer(("127.0.0.1", OPTIONS.port), Handler)
+    server = ThreadingHTTPServer((OPTIONS.host, OPTIONS.port), Handler)
     server.daemon_threads = True
     server.request_queue_size = 1024
     print(server.server_address[1], flush=True)
-    sys.stderr.write("stand-in: ready on port %d\n" % server.server_address[1])
+    sys.stderr.write("stand-in: ready on port %d (node %s)\n"
+                     % (server.server_address[1], os.environ.get("SLURMD_NODENAME", "-")))
     sys.stderr.flush()
     try:
         server.serve_forever()
