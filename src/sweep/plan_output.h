@@ -37,6 +37,7 @@ struct SweepTimeTotal {
   size_t calibrated = 0;     // of those, scaled by a measured point of their model
   size_t unknown = 0;        // bench-train or bench-infer without a rate: `missing` says why
   size_t without_model = 0;  // commands
+  size_t serves = 0;         // serve points: a server's speed is what they measure
   size_t measured = 0;       // measured points read from `calibrate`
   size_t assumed_gpu = 0;    // on GPUs without hardware.name: predicted as an H100
   size_t not_run = 0;        // left out by the caller's `runs`, for this reason:

@@ -8,6 +8,7 @@
 
 #include "core/config.h"
 #include "core/error.h"
+#include "core/text.h"
 #include "core/yaml_io.h"
 #include "layout/paths.h"
 #include "results/memory_model.h"
@@ -102,6 +103,10 @@ SweepTimeTotal predict_sweep_time(const Plan& plan, const LoadedCalibration& loa
           return;
         }
         TimePrediction t;
+        if (p.settings.benchmark == "serve") {
+          ++total.serves;
+          return;
+        }
         if (!predict_point_time(p.config, &t)) {
           ++total.without_model;
           return;
@@ -182,6 +187,9 @@ std::string describe_sweep_time(const SweepTimeTotal& t) {
     out += "; " + std::to_string(t.not_run) + " not to run (" + t.not_run_why + ")";
   }
   if (t.unknown > 0) out += "; " + std::to_string(t.unknown) + " without a rate (" + t.missing + ")";
+  if (t.serves > 0) {
+    out += "; " + plural(t.serves, "serve point") + " (a server's time is what it measures)";
+  }
   if (t.without_model > 0)
     out += "; " + std::to_string(t.without_model) +
            " commands (no model to predict: command.predict_as declares one)";
