@@ -291,7 +291,8 @@ class TwoNodes(ClusterCase):
         """A serve point whose server is the stand-in (tests/support/openai_standin.py),
         listening on {host}: the address of the node its step runs on."""
         argv = ["/usr/bin/python3", os.path.join(SOURCE, "tests", "support", "openai_standin.py"),
-                "--host", "{host}", "--port", "{port}", "--workers", "2", *standin]
+                "--host", "{host}", "--port", "{port}", "--workers", "2",
+                "--model", self.marker(), *standin]
         path = os.path.join(self.tmp, name + ".yaml")
         with open(path, "w") as f:
             f.write(f"name: {name}\nbase:\n  benchmark: serve\n  serve:\n"
@@ -300,10 +301,15 @@ class TwoNodes(ClusterCase):
                     f"  launch: {{cpus_per_rank: 1}}\n  slurm: {slurm}\n")
         return path
 
+    def marker(self):
+        """The stand-in's model name, unique to this test: its processes and workers carry it."""
+        return "standin-" + os.path.basename(self.tmp)
+
     def standins(self):
         r = subprocess.run(["ps", "-eo", "args="], capture_output=True, text=True, check=True)
         return [a for a in r.stdout.splitlines()
-                if "openai_standin.py" in a or "standin-worker" in a]
+                if ("openai_standin.py" in a or "standin-worker" in a)
+                and self.marker() in a.split()]
 
     def test_a_serve_points_server_runs_as_a_step_on_the_other_node(self):
         # bench-serve (the client) is the point's step on n1; its server a step of its own

@@ -37,7 +37,9 @@ def serve_sweep(tmp, name, standin_args, serve="", axes="", extra=""):
     """Writes TMP/NAME.yaml: serve points whose server is the stand-in with `standin_args`;
     `serve`: more lines of the serve section (indented four spaces); `axes`: the axes section's
     lines (indented two)."""
-    argv = ["/usr/bin/python3", STANDIN, "--port", "{port}", *standin_args]
+    # The model's name marks this test's stand-ins and their workers (standin_processes).
+    argv = ["/usr/bin/python3", STANDIN, "--port", "{port}", "--model", marker(tmp),
+            *standin_args]
     path = os.path.join(tmp, name + ".yaml")
     with open(path, "w") as f:
         f.write(f"name: {name}\nbase:\n  benchmark: serve\n  serve:\n"
@@ -58,21 +60,27 @@ def point_dirs(out):
     return [os.path.join(out, p["tag"]) for p in points(out)]
 
 
-def standin_processes():
-    """The stand-in servers and their workers still running, as "PID ARGS"."""
+def marker(tmp):
+    """The name of a test's stand-ins' model: unique to its temporary directory."""
+    return "standin-" + os.path.basename(tmp)
+
+
+def standin_processes(tmp):
+    """This test's stand-in servers and their workers still running, as "PID ARGS" (other tests
+    may run theirs at the same time)."""
     r = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True, check=True)
     return [line.strip() for line in r.stdout.splitlines()
             if ("openai_standin.py" in line or "standin-worker" in line)
-            and "ps -eo" not in line]
+            and marker(tmp) in line.split()]
 
 
-def wait_for_no_standin(test, seconds=15):
+def wait_for_no_standin(test, tmp, seconds=15):
     deadline = time.time() + seconds
     while time.time() < deadline:
-        if not standin_processes():
+        if not standin_processes(tmp):
             return
         time.sleep(0.2)
-    test.fail("stand-in processes outlived their point: %s" % standin_processes())
+    test.fail("stand-in processes outlived their point: %s" % standin_processes(tmp))
 
 
 def extract_rows(*args):
@@ -98,7 +106,7 @@ class Local(unittest.TestCase):
                       "    sla: {ttft_ms: 320, search: 2}\n")
             out = os.path.join(tmp, "out")
             r = bench_sweep("run", path, "-o", out, check=0, timeout=300)
-            wait_for_no_standin(self)
+            wait_for_no_standin(self, tmp)
             [d] = point_dirs(out)
             summary = read_json(os.path.join(d, "summary.json"))
             self.assertEqual(summary["status"], "ok", r.stdout + r.stderr)
@@ -168,7 +176,7 @@ class Local(unittest.TestCase):
                 axes="  serve.load.levels: [4, 16]\n")
             out = os.path.join(tmp, "out")
             r = bench_sweep("run", path, "-o", out, check=0, timeout=300)
-            wait_for_no_standin(self)
+            wait_for_no_standin(self, tmp)
             tags = [p["tag"] for p in points(out)]
             self.assertEqual(len(tags), 2, r.stdout)
             rows = extract_rows("-i", out)
@@ -198,7 +206,7 @@ class Failures(unittest.TestCase):
         path = serve_sweep(tmp, name, standin_args, serve=serve)
         out = os.path.join(tmp, name)
         r = bench_sweep("run", path, "-o", out, check=check, timeout=300)
-        wait_for_no_standin(self)
+        wait_for_no_standin(self, tmp)
         [d] = point_dirs(out)
         return read_json(os.path.join(d, "summary.json")), d, r
 
@@ -321,7 +329,7 @@ class Stops(unittest.TestCase):
             proc, out = self.start(tmp, "once")
             proc.send_signal(signal.SIGINT)
             output, _ = proc.communicate(timeout=120)
-            wait_for_no_standin(self)
+            wait_for_no_standin(self, tmp)
             [d] = point_dirs(out)
             summary = read_json(os.path.join(d, "summary.json"))
             self.assertEqual(summary["status"], "cancelled", output)
@@ -336,14 +344,14 @@ class Stops(unittest.TestCase):
             time.sleep(1.2)
             proc.send_signal(signal.SIGINT)
             proc.communicate(timeout=120)
-            wait_for_no_standin(self)
+            wait_for_no_standin(self, tmp)
 
     def test_sigkill_of_the_runner(self):
         with tempfile.TemporaryDirectory() as tmp:
             proc, out = self.start(tmp, "kill")
             proc.send_signal(signal.SIGKILL)
             proc.communicate(timeout=60)
-            wait_for_no_standin(self, seconds=60)
+            wait_for_no_standin(self, tmp, seconds=60)
             [d] = point_dirs(out)
             # bench-serve, left without its runner, stopped the load and the server itself.
             deadline = time.time() + 30
@@ -358,13 +366,13 @@ class Stops(unittest.TestCase):
             # What SLURM sends before a time limit (slurm.signal_seconds): bench-serve's own
             # process, as the batch step's srun passes it on.
             [d] = point_dirs(out)
-            r = subprocess.run(["pgrep", "-f", "bench-serve --config"], capture_output=True,
+            r = subprocess.run(["pgrep", "-f", "bench-serve --config " + out], capture_output=True,
                                text=True)
             pids = [int(p) for p in r.stdout.split()]
             self.assertEqual(len(pids), 1, r.stdout)
             os.kill(pids[0], signal.SIGUSR1)
             proc.communicate(timeout=120)
-            wait_for_no_standin(self)
+            wait_for_no_standin(self, tmp)
             summary = read_json(os.path.join(d, "summary.json"))
             self.assertEqual(summary["status"], "timeout")
             self.assertIn("stopped by SIGUSR1 after 1 level", summary["reason"])

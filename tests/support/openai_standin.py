@@ -209,8 +209,9 @@ def main():
     if OPTIONS.ignore_term:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     for i in range(OPTIONS.workers):
+        # Named by the model too, so that a test finds its own among others'.
         subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)",
-                          "standin-worker"], start_new_session=(i % 2 == 1))
+                          "standin-worker", OPTIONS.model], start_new_session=(i % 2 == 1))
     time.sleep(OPTIONS.start_delay)
     server = ThreadingHTTPServer((OPTIONS.host, OPTIONS.port), Handler)
     server.daemon_threads = True
