@@ -530,6 +530,45 @@ std::vector<MetricSpec> parser_metrics(const std::string& parser) {
   return {};
 }
 
+namespace {
+
+// SECTION.argv, SECTION.env and SECTION.workdir (the command section's, or a serve point's
+// server's) into `spec`, their placeholders checked against `runtime` and the config.
+void read_program(const Value& resolved, const std::string& section,
+                  const std::vector<std::string>& runtime, const std::string& argv_hint,
+                  CommandSpec& spec) {
+  const std::string argv_key = section + ".argv";
+  const Value& argv = config_at(resolved, argv_key);
+  if (argv.items().empty()) {
+    throw Error::input(argv.mark(), argv_key, "is empty, but benchmark is " + section, argv_hint);
+  }
+  std::vector<std::pair<std::string, Mark>> texts;
+  for (const Value& a : argv.items()) {
+    texts.emplace_back(a.as_string(), mark_of(a, argv.mark()));
+    spec.argv.push_back(a.as_string());
+  }
+  check_placeholders(texts, argv_key, runtime);
+  require_set_entries(texts, argv_key, resolved);
+  if (spec.argv.front().empty()) {
+    throw Error::input(argv.mark(), argv_key, "its first item (the program) is empty");
+  }
+  for (const Value::Entry& e : config_at(resolved, section + ".env").entries()) {
+    const std::string key = section + ".env." + e.key;
+    check_placeholders(e.value.as_string(), mark_of(e.value, e.key_mark), key, runtime);
+    require_set_entries({{e.value.as_string(), mark_of(e.value, e.key_mark)}}, key, resolved);
+    spec.env[e.key] = e.value.as_string();
+  }
+  const std::string workdir_key = section + ".workdir";
+  const Value& workdir = config_at(resolved, workdir_key);
+  if (!workdir.is_null()) {
+    check_placeholders(workdir.as_string(), workdir.mark(), workdir_key, runtime);
+    require_set_entries({{workdir.as_string(), workdir.mark()}}, workdir_key, resolved);
+    spec.workdir = workdir.as_string();
+  }
+}
+
+}  // namespace
+
 CommandSpec command_spec_of(const Value& resolved) {
   CommandSpec spec;
   const std::vector<std::string>& runtime = command_runtime_placeholders();
@@ -542,35 +581,10 @@ CommandSpec command_spec_of(const Value& resolved) {
   require_set_entries(lines, "launch.setup", resolved);
   if (config_at(resolved, "benchmark").as_string() != "command") return spec;
 
-  const Value& argv = config_at(resolved, "command.argv");
-  if (argv.items().empty()) {
-    throw Error::input(argv.mark(), "command.argv", "is empty, but benchmark is command",
-                       "give the program and its arguments, e.g. [python3, train.py, --lr, "
-                       "'{params.lr}']");
-  }
-  std::vector<std::pair<std::string, Mark>> texts;
-  for (const Value& a : argv.items()) {
-    texts.emplace_back(a.as_string(), mark_of(a, argv.mark()));
-    spec.argv.push_back(a.as_string());
-  }
-  check_placeholders(texts, "command.argv", runtime);
-  require_set_entries(texts, "command.argv", resolved);
-  if (spec.argv.front().empty()) {
-    throw Error::input(argv.mark(), "command.argv", "its first item (the program) is empty");
-  }
-  for (const Value::Entry& e : config_at(resolved, "command.env").entries()) {
-    check_placeholders(e.value.as_string(), mark_of(e.value, e.key_mark), "command.env." + e.key,
-                       runtime);
-    require_set_entries({{e.value.as_string(), mark_of(e.value, e.key_mark)}},
-                        "command.env." + e.key, resolved);
-    spec.env[e.key] = e.value.as_string();
-  }
-  const Value& workdir = config_at(resolved, "command.workdir");
-  if (!workdir.is_null()) {
-    check_placeholders(workdir.as_string(), workdir.mark(), "command.workdir", runtime);
-    require_set_entries({{workdir.as_string(), workdir.mark()}}, "command.workdir", resolved);
-    spec.workdir = workdir.as_string();
-  }
+  read_program(resolved, "command", runtime,
+               "give the program and its arguments, e.g. [python3, train.py, --lr, "
+               "'{params.lr}']",
+               spec);
   spec.parser = config_at(resolved, "command.parser").as_string();
   spec.metrics = parser_metrics(spec.parser);
   const Value& metrics = config_at(resolved, "command.metrics");
@@ -634,34 +648,8 @@ CommandSpec server_command_of(const Value& resolved) {
   // The command section's placeholders, and where the server listens.
   std::vector<std::string> runtime = command_runtime_placeholders();
   runtime.insert(runtime.end(), {"port", "host"});
-  const Value& argv = config_at(resolved, "serve.argv");
-  if (argv.items().empty()) {
-    throw Error::input(argv.mark(), "serve.argv", "is empty, but benchmark is serve",
-                       "give the server's command, e.g. [vllm, serve, MODEL, --port, '{port}']");
-  }
-  std::vector<std::pair<std::string, Mark>> texts;
-  for (const Value& a : argv.items()) {
-    texts.emplace_back(a.as_string(), mark_of(a, argv.mark()));
-    spec.argv.push_back(a.as_string());
-  }
-  check_placeholders(texts, "serve.argv", runtime);
-  require_set_entries(texts, "serve.argv", resolved);
-  if (spec.argv.front().empty()) {
-    throw Error::input(argv.mark(), "serve.argv", "its first item (the program) is empty");
-  }
-  for (const Value::Entry& e : config_at(resolved, "serve.env").entries()) {
-    check_placeholders(e.value.as_string(), mark_of(e.value, e.key_mark), "serve.env." + e.key,
-                       runtime);
-    require_set_entries({{e.value.as_string(), mark_of(e.value, e.key_mark)}},
-                        "serve.env." + e.key, resolved);
-    spec.env[e.key] = e.value.as_string();
-  }
-  const Value& workdir = config_at(resolved, "serve.workdir");
-  if (!workdir.is_null()) {
-    check_placeholders(workdir.as_string(), workdir.mark(), "serve.workdir", runtime);
-    require_set_entries({{workdir.as_string(), workdir.mark()}}, "serve.workdir", resolved);
-    spec.workdir = workdir.as_string();
-  }
+  read_program(resolved, "serve", runtime,
+               "give the server's command, e.g. [vllm, serve, MODEL, --port, '{port}']", spec);
   return spec;
 }
 
