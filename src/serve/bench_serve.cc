@@ -680,6 +680,18 @@ int run(const std::string& config_path, const std::string& out_arg) {
   r.serve.server_stop = running != nullptr
                             ? running->stop(hurrying() ? 0 : spec.stop_grace_s, hurrying)
                             : "not ours to stop (serve.url)";
+  if (running != nullptr && placement.prefix.empty()) {
+    // The port free for the next point: a server that left a listener somewhere says so here.
+    bool free = false;
+    for (int i = 0; i < 50 && !(free = port_free(values.host, static_cast<int>(values.port)));
+         ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    if (!free) {
+      r.serve.server_stop +=
+          "; its port " + std::to_string(values.port) + " was still in use 5 s after";
+    }
+  }
   g_server_group = 0;
   sampler.stop();
   take_samples(sampler, r);

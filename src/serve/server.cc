@@ -175,38 +175,64 @@ std::string Server::last_words(size_t lines) const {
   return terminal_safe(text, false);
 }
 
-int free_port(const std::string& host) {
+namespace {
+
+// Binds a TCP socket on host:port (port 0: any); the socket, or -1 with `why` set.
+int bind_socket(const std::string& host, int port, bool reuse, int* bound_port, std::string* why) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_NUMERICSERV;
   addrinfo* found = nullptr;
-  if (int rc = ::getaddrinfo(host.c_str(), "0", &hints, &found); rc != 0) {
-    throw Error(ErrorKind::kIo, Mark::in("serve.host"), "serve.host",
-                "cannot resolve '" + host + "': " + ::gai_strerror(rc));
+  const std::string service = std::to_string(port);
+  if (int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &found); rc != 0) {
+    *why = "cannot resolve '" + host + "': " + ::gai_strerror(rc);
+    return -1;
   }
-  std::string why = "no address";
+  *why = "no address";
   for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
     int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
     if (fd < 0) continue;
-    if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0) {
-      sockaddr_storage bound{};
-      socklen_t len = sizeof(bound);
-      if (::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len) == 0) {
-        int port = bound.ss_family == AF_INET6
-                       ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
-                       : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-        ::close(fd);
-        ::freeaddrinfo(found);
-        return port;
-      }
+    int one = 1;
+    if (reuse) ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    sockaddr_storage bound{};
+    socklen_t len = sizeof(bound);
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 &&
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len) == 0) {
+      *bound_port = bound.ss_family == AF_INET6
+                        ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
+                        : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+      ::freeaddrinfo(found);
+      return fd;
     }
-    why = std::strerror(errno);
+    *why = std::strerror(errno);
     ::close(fd);
   }
   ::freeaddrinfo(found);
-  throw Error(ErrorKind::kIo, Mark::in("serve.host"), "serve.host",
-              "cannot bind a port on '" + host + "': " + why);
+  return -1;
+}
+
+}  // namespace
+
+bool port_free(const std::string& host, int port) {
+  int bound = 0;
+  std::string why;
+  int fd = bind_socket(host, port, true, &bound, &why);
+  if (fd < 0) return false;
+  ::close(fd);
+  return true;
+}
+
+int free_port(const std::string& host) {
+  int port = 0;
+  std::string why;
+  int fd = bind_socket(host, 0, false, &port, &why);
+  if (fd < 0) {
+    throw Error(ErrorKind::kIo, Mark::in("serve.host"), "serve.host",
+                "cannot bind a port on '" + host + "': " + why);
+  }
+  ::close(fd);
+  return port;
 }
 
 }  // namespace sweepbench::serve

@@ -56,6 +56,10 @@ class Server {
   std::function<void()> before_kill_;
 };
 
+// Whether nothing listens on `host`:`port` now (a bind with SO_REUSEADDR succeeds: connections
+// of the server's that wait in TIME_WAIT do not keep the next server from listening there).
+bool port_free(const std::string& host, int port);
+
 // A TCP port free on `host` now (bound to port 0 and released): the server binds it next. Throws
 // Error(kIo) when no socket can be bound there.
 int free_port(const std::string& host);

@@ -155,6 +155,7 @@ class Local(unittest.TestCase):
             # The server was stopped, and its worker in a session of its own ended too.
             self.assertIn("ended on SIGTERM", summary["server"]["stop"])
             self.assertIn("ended 1 process it left", summary["server"]["stop"])
+            self.assertNotIn("still in use", summary["server"]["stop"])
 
             rows = extract_rows("-i", out)
             self.assertEqual(len(rows), 1)
