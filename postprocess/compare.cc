@@ -27,12 +27,20 @@ namespace {
 
 // What is compared when --metric names nothing: the headline of each workload (docs/extract.md),
 // those both sides have.
+// A serve point's (results/serve_columns.h) are its headline level's, or a level's in a table of
+// levels: medians, as inference's, which a few repeats can judge (a p99 of 200 requests is
+// about their third largest), and goodput for the tail the SLA bounds. Its `seconds` (the
+// server's start and every level) is none.
 const std::vector<std::string> kDefaultMetrics = {"train_tokens_per_second",
                                                   "step_time_median_s",
                                                   "mem_peak_bytes",
                                                   "output_tps",
                                                   "ttft_p50_s",
                                                   "tpot_p50_s",
+                                                  "output_tokens_per_second",
+                                                  "ttft_p50_ms",
+                                                  "tpot_p50_ms",
+                                                  "goodput",
                                                   "seconds"};
 
 std::string text_in(const Row& row, const std::string& column) {
@@ -352,6 +360,13 @@ CompareResult compare_tables(const std::vector<Row>& baseline, const std::vector
     for (const std::string& k : varying_config_keys(baseline)) keys.insert(k);
     for (const std::string& k : varying_config_keys(candidate)) keys.insert(k);
     result.match.assign(keys.begin(), keys.end());
+    // A table of serve points' load levels (bench-extract --series levels): each level is
+    // compared with the same level of the other side, never pooled with the point's others.
+    auto levels = [](const std::vector<Row>& rows) {
+      return std::any_of(rows.begin(), rows.end(),
+                         [](const Row& r) { return r.count("level_index") != 0; });
+    };
+    if (levels(baseline) || levels(candidate)) result.match.push_back("level");
   }
   const std::vector<std::string> naming = naming_keys(result.match, baseline, candidate);
   // Each side's ok rows by point, in the baseline's order.
@@ -376,8 +391,9 @@ CompareResult compare_tables(const std::vector<Row>& baseline, const std::vector
   if (metrics.empty()) {
     for (const std::string& m : kDefaultMetrics) {
       auto has = [&](const std::vector<Row>& rows) {
-        return std::any_of(rows.begin(), rows.end(),
-                           [&](const Row& r) { return cell_number(r, m); });
+        return std::any_of(rows.begin(), rows.end(), [&](const Row& r) {
+          return cell_number(r, m) && (m != "seconds" || text_in(r, "benchmark") != "serve");
+        });
       };
       if (has(baseline) && has(candidate)) metrics.push_back(m);
     }

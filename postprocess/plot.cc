@@ -194,26 +194,28 @@ void describe_figure(const CsvTable& t, PlotSpec* spec) {
   std::vector<UnitKind> kinds;
   std::vector<std::string> plains;
   double max = 0;
-  for (const std::string& m : spec->metrics) {
-    // A command's own unit first (the units column: a map in YAML flow text), else what
-    // bench-extract's names say.
-    std::string plain;
-    std::optional<UnitKind> given;
-    for (size_t r = 0; units_column && r < ok.size() && !given; ++r) {
+  // A column's kind of unit: a command's or serve point's own first (the units column: a map in
+  // YAML flow text), else what bench-extract's names say.
+  auto unit_kind_of = [&](const std::string& m, std::string* plain) {
+    for (size_t r = 0; units_column && r < ok.size(); ++r) {
       try {
         Value units = parse_yaml((*ok[r])[*units_column], "units");
         if (const Value* u = units.is_map() ? units.find(m) : nullptr; u && u->is_string()) {
-          plain = u->as_string();
-          spec->declared_units[m] = plain;
-          given = plain == "s"       ? UnitKind::kSeconds
-                  : plain == "bytes" ? UnitKind::kBytes
+          *plain = u->as_string();
+          spec->declared_units[m] = *plain;
+          return *plain == "s"       ? UnitKind::kSeconds
+                 : *plain == "bytes" ? UnitKind::kBytes
                                      : UnitKind::kPlain;
         }
       } catch (const Error&) {
         // A row without units to read says nothing.
       }
     }
-    UnitKind kind = given ? *given : metric_unit_kind(m, &plain);
+    return metric_unit_kind(m, plain);
+  };
+  for (const std::string& m : spec->metrics) {
+    std::string plain;
+    UnitKind kind = unit_kind_of(m, &plain);
     kinds.push_back(kind);
     plains.push_back(plain);
     if (std::optional<size_t> i = index_of(m)) {
@@ -228,6 +230,16 @@ void describe_figure(const CsvTable& t, PlotSpec* spec) {
     // Kinds that differ share no scale: each keeps its base unit (s, B, a ratio).
     spec->units[spec->metrics[i]] =
         one_kind ? scaled_unit(kinds[i], max, plains[i]) : scaled_unit(kinds[i], 1, plains[i]);
+  }
+
+  // An x that is a measurement (a serve level's tokens/s per user, its request rate) names its
+  // unit where its values need no scaling to read it; the values are drawn as the table has them.
+  if (!spec->x.empty() && !is_config_column(spec->x) && index_of(spec->x)) {
+    std::string plain;
+    const UnitKind kind = unit_kind_of(spec->x, &plain);
+    if (std::pair<std::string, double> unit = scaled_unit(kind, 1, plain); unit.second == 1) {
+      spec->x_unit = unit.first;
+    }
   }
 
   // Where and when: the devices (two named, then a count) and the dates of the ok rows.
@@ -465,9 +477,14 @@ class LineKind : public PlotKind {
   static constexpr size_t kLabelledXs = 16;
   void draw(std::ostream& s, const PlotContext& c) const override {
     axes(s);
-    // A tic at every x while they can be read (batch sizes, world sizes); past that gnuplot's
-    // own (bench-infer's token positions: 128 of them).
-    if (c.xs.size() <= kLabelledXs) {
+    // A tic at every x while they can be read (batch sizes, world sizes); past that, or where x
+    // is a measurement (a serve level's tokens/s per user: 38.61, 41.2, ... would overlap),
+    // gnuplot's own (bench-infer's token positions: 128 of them).
+    const bool whole = std::all_of(c.xs.begin(), c.xs.end(), [](const std::string& x) {
+      const double v = *number(x);
+      return v == std::round(v);
+    });
+    if (c.xs.size() <= kLabelledXs && whole) {
       std::string tics;
       // The numbers as we print them, not as the table spelled them (" 1" and "1e0" are numbers).
       for (size_t i = 0; i < c.xs.size(); ++i) {
@@ -616,7 +633,8 @@ std::string gnuplot_script(const std::vector<PlotPoint>& points, const PlotSpec&
     ylabels.push_back(m + (unit ? " (" + it->second.first + ")" : ""));
   }
   s << "set ylabel " << gp_string(join(ylabels, ", ")) << " noenhanced\n";
-  s << "set xlabel " << gp_string(spec.x) << " noenhanced\n";
+  s << "set xlabel " << gp_string(spec.x + (spec.x_unit.empty() ? "" : " (" + spec.x_unit + ")"))
+    << " noenhanced\n";
   // The legend stays outside the plot: at the right while its labels are short, else below the
   // x label in two columns, with the bottom margin made room for it.
   size_t widest = 0;

@@ -33,6 +33,8 @@ struct PlotSpec {
   // with the name it gives the metric's direction (results/summary.h's higher_is_better).
   std::map<std::string, std::string> declared_units;
   std::string where;
+  // The unit of an x that is a measurement, as its values are (no scaling); "" where none.
+  std::string x_unit;
 };
 
 // Fills spec->varying, hue_labels, units and where from the table's ok rows (docs/extract.md,

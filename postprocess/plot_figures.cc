@@ -102,6 +102,10 @@ TableFigure pareto_figure(const CsvTable& t, const PlotSpec& spec_in,
     if (std::optional<size_t> i = find_column(t, c)) label_columns.push_back(*i);
   }
   std::optional<size_t> tag = find_column(t, "tag");
+  // A table of serve points' load levels (bench-extract --series levels): each point of the
+  // figure is one level of a configuration, and says which.
+  std::optional<size_t> level;
+  if (find_column(t, "level_index")) level = find_column(t, "level");
 
   struct Dot {
     double x, x_low, x_high, y, y_low, y_high;
@@ -122,6 +126,7 @@ TableFigure pareto_figure(const CsvTable& t, const PlotSpec& spec_in,
     Dot d{*xv, xl, xh, *yv, yl, yh, hue ? row[*hue] : std::string(), ""};
     std::vector<std::string> parts;
     for (size_t c : label_columns) parts.push_back(short_key(t.columns[c]) + "=" + row[c]);
+    if (level) parts.push_back("level=" + row[*level]);
     d.label = parts.empty() ? (tag ? row[*tag] : std::string()) : join(parts, ", ");
     spans.push_back({oriented_span(y_up, *yv, yl, yh), oriented_span(x_up, *xv, xl, xh)});
     groups.push_back(d.group);
