@@ -63,8 +63,8 @@ std::vector<PlotPoint> plot_points(const CsvTable& table, const PlotSpec& spec, 
 std::string gnuplot_script(const std::vector<PlotPoint>& points, const PlotSpec& spec,
                            const std::string& data_path, std::string* data);
 
-// The registered plot kinds (--kind): bar, line, scaling, and the two drawn from the whole
-// table, pareto and change.
+// The registered plot kinds (--kind): bar, line, scaling, and those drawn from the whole table,
+// pareto, curve and change.
 std::vector<std::string> plot_kind_names();
 
 // The script's first lines: terminal, output, the data file's format, and the title (the
@@ -84,6 +84,13 @@ struct TableFigure {
 // hollow. Error(kInput) for a missing column, more than one --metric, or no row with both.
 TableFigure pareto_figure(const CsvTable& table, const PlotSpec& spec,
                           const std::string& data_path);
+
+// --kind curve: the metric (y) against --x, another metric, one line per --hue value
+// (InferenceMAX's throughput against interactivity). A point is the ok rows that agree on every key
+// that varies and, in a table of serve levels (bench-extract --series levels), on the level: their
+// means, with their standard deviations as error bars both ways, joined in the order of the level
+// (else of x) and labelled with the keys that vary within the line. Error(kInput) as pareto_figure.
+TableFigure curve_figure(const CsvTable& table, const PlotSpec& spec, const std::string& data_path);
 
 // --kind change: bench-compare's CSV (--format csv): each point's change of each metric in % with
 // its 95% interval, coloured by verdict (better, worse, ~, inconclusive) around a line at 0, and
