@@ -406,6 +406,27 @@ CompareResult compare_tables(const std::vector<Row>& baseline, const std::vector
   }
   for (const std::string& name : order) {
     if (cand.count(name) == 0) continue;
+    // A serve point's row holds its headline level's figures (the SLA's answer, else its
+    // highest level): sides whose headline loads differ compare different loads.
+    for (const char* load : {"request_rate", "concurrency"}) {
+      std::set<std::string> sides[2];
+      for (const Row* r : base[name]) sides[0].insert(text_in(*r, load));
+      for (const Row* r : cand[name]) sides[1].insert(text_in(*r, load));
+      if (sides[0] == sides[1] ||
+          (sides[0] == std::set<std::string>{""} && sides[1] == std::set<std::string>{""})) {
+        continue;
+      }
+      auto listed = [](const std::set<std::string>& v) {
+        std::vector<std::string> out;
+        for (const std::string& x : v) out.push_back(x.empty() ? "none" : x);
+        return join(out, ", ");
+      };
+      result.warnings.push_back(
+          name + ": the headline " + load + " differs (" + listed(sides[0]) + " against " +
+          listed(sides[1]) +
+          "): its figures are of different loads; compare level by level (bench-extract "
+          "--series levels -o levels.csv, then bench-compare on the tables)");
+    }
     for (const std::string& m : metrics) {
       Comparison c;
       c.point = name;
@@ -693,6 +714,7 @@ int bench_compare_main(const std::vector<std::string>& args, std::ostream& out, 
         for (const std::string& u : result.unmatched) {
           err << "bench-compare: warning: only in the " << u << "\n";
         }
+        for (const std::string& w : result.warnings) err << "bench-compare: warning: " << w << "\n";
         const bool people = format == TableFormat::kText || format == TableFormat::kMarkdown;
         ExtractTable table = comparison_table(result, people);
         std::string match =

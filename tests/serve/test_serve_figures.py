@@ -235,9 +235,20 @@ class Figures(unittest.TestCase):
         said, svg, script, data = self.plot("changes", "-i", cmp_csv, "--kind", "change")
         self.assertTrue("tpot_p50_ms" in svg, "no tpot_p50_ms in the legend")
         # The points' own rows: their headline levels, the server's start time not a metric.
-        table = run_tool(COMPARE, self.out, "--side", "params.delay", "--format", "csv").stdout
-        self.assertNotIn("seconds", {x["metric"] for x in rows_of(table)})
-        self.assertIn("output_tokens_per_second", {x["metric"] for x in rows_of(table)})
+        r = run_tool(COMPARE, self.out, "--side", "params.delay", "--format", "csv")
+        self.assertNotIn("seconds", {x["metric"] for x in rows_of(r.stdout)})
+        self.assertIn("output_tokens_per_second", {x["metric"] for x in rows_of(r.stdout)})
+        # Where the SLA's answers differ, the rows are of different loads, and it says so.
+        headline = {}
+        for x in read_rows(self.points_csv):
+            if x["status"] == "ok":
+                headline.setdefault(x["params.delay"], set()).add(x["request_rate"])
+        said = "the headline request_rate differs"
+        if headline["0.002"] != headline["0.01"]:
+            self.assertIn(said, r.stderr)
+            self.assertIn("compare level by level", r.stderr)
+        else:
+            self.assertNotIn(said, r.stderr)
 
 
 if __name__ == "__main__":
