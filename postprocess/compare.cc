@@ -26,11 +26,10 @@ namespace po = boost::program_options;
 namespace {
 
 // What is compared when --metric names nothing: the headline of each workload (docs/extract.md),
-// those both sides have.
-// A serve point's (results/serve_columns.h) are its headline level's, or a level's in a table of
-// levels: medians, as inference's, which a few repeats can judge (a p99 of 200 requests is
-// about their third largest), and goodput for the tail the SLA bounds. Its `seconds` (the
-// server's start and every level) is none.
+// those both sides have. A serve point's (results/serve_columns.h; its headline level's, or a
+// level's in a table of levels) are medians, as inference's, which a few repeats can judge (a
+// p99 of 200 requests is about their third largest), and goodput for the tail the SLA bounds;
+// its `seconds` (the server's start and every level) is none.
 const std::vector<std::string> kDefaultMetrics = {"train_tokens_per_second",
                                                   "step_time_median_s",
                                                   "mem_peak_bytes",

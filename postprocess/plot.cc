@@ -704,8 +704,9 @@ in both beyond the intervals; per --hue value) filled, joined and labelled with 
 configuration. curve: --metric (y) against --x, another metric (default
 tokens_per_second_per_user), one line per --hue value through the means of the rows that share
 their configuration (and serve level: bench-extract --series levels), the repeats' standard
-deviations as error bars both ways: throughput against interactivity. change: bench-compare's CSV (--format csv), each point's change in % with its
-interval, coloured by verdict, the geomean last; --metric optional (default: every metric).
+deviations as error bars both ways: throughput against interactivity. change: bench-compare's
+CSV (--format csv), each point's change in % with its interval, coloured by verdict, the geomean
+last; --metric optional (default: every metric).
 --script also writes the gnuplot script and its data file (out.gp.dat) so the figure can
 be restyled. The figure is replaced only when gnuplot succeeds.
 Examples:

@@ -5,7 +5,8 @@
 // (metric, hue) pair, so two metrics (training and evaluation samples/s, say) stand side by side.
 // Three kinds: bar (clustered bars per x, one colour per series), line (one line per series over
 // a numeric x) and scaling (the metric against world size on a log2 axis, with the ideal line from
-// the smallest world size). gnuplot runs as a child process on a script we write, drawing into a
+// the smallest world size); pareto, curve and change are drawn from the whole table
+// (plot_figures.cc). gnuplot runs as a child process on a script we write, drawing into a
 // temporary file renamed over the figure when done; --script keeps the script and its data so a
 // figure can be restyled. Leaves out: facets, a second y axis.
 #pragma once

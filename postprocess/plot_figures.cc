@@ -1,6 +1,6 @@
-// bench-plot's figures of a whole table: the Pareto front (a bench-extract CSV) and the changes
-// of a comparison (a bench-compare CSV). Every text reaches the script through gp_string and
-// the data file through gp_data_text (plot_text.h).
+// bench-plot's figures of a whole table: the Pareto front and the curve of one metric against
+// another (a bench-extract CSV), and the changes of a comparison (a bench-compare CSV). Every text
+// reaches the script through gp_string and the data file through gp_data_text (plot_text.h).
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
