@@ -2,6 +2,7 @@
 // another (a bench-extract CSV), and the changes of a comparison (a bench-compare CSV). Every text
 // reaches the script through gp_string and the data file through gp_data_text (plot_text.h).
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <map>
@@ -468,6 +469,33 @@ TableFigure change_figure(const CsvTable& t, const PlotSpec& spec_in,
   s << "set xrange [-0.8:" << format_float_repr(static_cast<double>(slots) - 0.2) << "]\n";
   s << "set grid ytics\nset key outside right top noenhanced\nset offsets 0, 0, graph 0.1, "
        "graph 0.1\n";
+  // An interval far wider than every change (three noisy repeats of a serve level's latency give
+  // +300000%) would flatten the others into the line at 0: the axis then stops at four times the
+  // largest change (at least 10%), and its ends cut such intervals.
+  double largest = 0;
+  std::vector<double> values;  // in %: each change and interval end drawn
+  for (const std::vector<std::string>& row : t.rows) {
+    if (std::find(metrics.begin(), metrics.end(), row[metric]) == metrics.end()) continue;
+    std::optional<double> c = number(row[change]);
+    if (!c) continue;
+    largest = std::max(largest, std::fabs(*c) * 100);
+    values.push_back(*c * 100);
+    for (std::optional<size_t> end : {low, high}) {
+      if (std::optional<double> v = end ? number(row[*end]) : std::nullopt)
+        values.push_back(*v * 100);
+    }
+  }
+  const double bound = std::max(4 * largest, 10.0);
+  if (std::any_of(values.begin(), values.end(), [&](double v) { return std::fabs(v) > bound; })) {
+    double lo = 0, hi = 0;
+    for (double v : values) {
+      lo = std::min(lo, std::max(v, -bound));
+      hi = std::max(hi, std::min(v, bound));
+    }
+    s << "set yrange [" << format_float_repr(lo) << ":" << format_float_repr(hi) << "]\n";
+    s << "set label " << gp_string("intervals cut at the axis") << " at graph 0.01, graph 0.97 "
+      << "left font ',8' noenhanced\n";
+  }
   // The line of no change.
   s << "set arrow from graph 0, first 0 to graph 1, first 0 nohead dt 2 lc rgb 'gray30'\n";
   const std::string file = gp_string(data_path);

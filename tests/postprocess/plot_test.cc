@@ -432,6 +432,24 @@ TEST(ChangeFigure, VerdictsColourThePointsAndTextIsQuoted) {
                 change_figure(parse_csv("point,metric,change\n", "e.csv"), spec, "/o/d");
               }).what(),
               HasSubstr("nothing to plot"));
+  EXPECT_THAT(f.script, ::testing::Not(HasSubstr("set yrange")));
+}
+
+TEST(ChangeFigure, AnIntervalFarWiderThanTheChangesIsCutAtTheAxis) {
+  // Three noisy repeats of a serve level's p99: +3000% at most, while the changes are 20% and 5%;
+  // the axis stops at four times the largest change (80%), and -100% is no lower than -80%.
+  CsvTable t = parse_csv(
+      "point,metric,change,change_ci_low,change_ci_high,verdict\n"
+      "level=5,ttft_p99_ms,0.2,-1.0,30.0,inconclusive\n"
+      "level=10,ttft_p99_ms,0.05,0.01,0.09,worse\n",
+      "c.csv");
+  PlotSpec spec;
+  spec.kind = "change";
+  spec.output = "/o/c.svg";
+  TableFigure f = change_figure(t, spec, "/o/d");
+  EXPECT_THAT(f.script, HasSubstr("set yrange [-80.0:80.0]\n"));
+  EXPECT_THAT(f.script, HasSubstr("set label 'intervals cut at the axis'"));
+  EXPECT_THAT(f.data, HasSubstr("\t20.0\t-100.0\t3000.0\n"));  // the data keep them whole
 }
 
 }  // namespace
