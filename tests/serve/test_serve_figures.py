@@ -228,10 +228,15 @@ class Figures(unittest.TestCase):
         metrics = {x["metric"] for x in rows}
         self.assertEqual(metrics, {"output_tokens_per_second", "ttft_p50_ms", "tpot_p50_ms",
                                    "goodput"})
-        for x in rows:
-            if x["metric"] == "tpot_p50_ms" and x["point"] != "geomean":
-                self.assertEqual(x["verdict"], "worse", x)  # 10 ms between tokens, not 2
-                self.assertEqual((x["baseline_n"], x["candidate_n"]), ("3", "3"))
+        # One metric (3 comparisons: 98.3% intervals, not 12's 99.6%): 10 ms between tokens
+        # against 2 is worse at every level, whatever a busy machine adds to a repeat.
+        tpot = rows_of(run_tool(COMPARE, self.levels_csv, "--side", "params.delay", "--metric",
+                                "tpot_p50_ms", "--format", "csv").stdout)
+        tpot = [x for x in tpot if x["point"] != "geomean"]
+        self.assertEqual(len(tpot), 3)
+        for x in tpot:
+            self.assertEqual(x["verdict"], "worse", x)
+            self.assertEqual((x["baseline_n"], x["candidate_n"]), ("3", "3"))
         said, svg, script, data = self.plot("changes", "-i", cmp_csv, "--kind", "change")
         self.assertTrue("tpot_p50_ms" in svg, "no tpot_p50_ms in the legend")
         # The points' own rows: their headline levels, the server's start time not a metric.
