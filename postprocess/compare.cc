@@ -26,13 +26,20 @@ namespace po = boost::program_options;
 namespace {
 
 // What is compared when --metric names nothing: the headline of each workload (docs/extract.md),
-// those both sides have.
+// those both sides have. A serve point's (results/serve_columns.h; its headline level's, or a
+// level's in a table of levels) are medians, as inference's, which a few repeats can judge (a
+// p99 of 200 requests is about their third largest), and goodput for the tail the SLA bounds;
+// its `seconds` (the server's start and every level) is none.
 const std::vector<std::string> kDefaultMetrics = {"train_tokens_per_second",
                                                   "step_time_median_s",
                                                   "mem_peak_bytes",
                                                   "output_tps",
                                                   "ttft_p50_s",
                                                   "tpot_p50_s",
+                                                  "output_tokens_per_second",
+                                                  "ttft_p50_ms",
+                                                  "tpot_p50_ms",
+                                                  "goodput",
                                                   "seconds"};
 
 std::string text_in(const Row& row, const std::string& column) {
@@ -352,6 +359,13 @@ CompareResult compare_tables(const std::vector<Row>& baseline, const std::vector
     for (const std::string& k : varying_config_keys(baseline)) keys.insert(k);
     for (const std::string& k : varying_config_keys(candidate)) keys.insert(k);
     result.match.assign(keys.begin(), keys.end());
+    // A table of serve points' load levels (bench-extract --series levels): each level is
+    // compared with the same level of the other side, never pooled with the point's others.
+    auto levels = [](const std::vector<Row>& rows) {
+      return std::any_of(rows.begin(), rows.end(),
+                         [](const Row& r) { return r.count("level_index") != 0; });
+    };
+    if (levels(baseline) || levels(candidate)) result.match.push_back("level");
   }
   const std::vector<std::string> naming = naming_keys(result.match, baseline, candidate);
   // Each side's ok rows by point, in the baseline's order.
@@ -376,8 +390,9 @@ CompareResult compare_tables(const std::vector<Row>& baseline, const std::vector
   if (metrics.empty()) {
     for (const std::string& m : kDefaultMetrics) {
       auto has = [&](const std::vector<Row>& rows) {
-        return std::any_of(rows.begin(), rows.end(),
-                           [&](const Row& r) { return cell_number(r, m); });
+        return std::any_of(rows.begin(), rows.end(), [&](const Row& r) {
+          return cell_number(r, m) && (m != "seconds" || text_in(r, "benchmark") != "serve");
+        });
       };
       if (has(baseline) && has(candidate)) metrics.push_back(m);
     }
@@ -390,6 +405,27 @@ CompareResult compare_tables(const std::vector<Row>& baseline, const std::vector
   }
   for (const std::string& name : order) {
     if (cand.count(name) == 0) continue;
+    // A serve point's row holds its headline level's figures (the SLA's answer, else its
+    // highest level): sides whose headline loads differ compare different loads.
+    for (const char* load : {"request_rate", "concurrency"}) {
+      std::set<std::string> sides[2];
+      for (const Row* r : base[name]) sides[0].insert(text_in(*r, load));
+      for (const Row* r : cand[name]) sides[1].insert(text_in(*r, load));
+      if (sides[0] == sides[1] ||
+          (sides[0] == std::set<std::string>{""} && sides[1] == std::set<std::string>{""})) {
+        continue;
+      }
+      auto listed = [](const std::set<std::string>& v) {
+        std::vector<std::string> out;
+        for (const std::string& x : v) out.push_back(x.empty() ? "none" : x);
+        return join(out, ", ");
+      };
+      result.warnings.push_back(
+          name + ": the headline " + load + " differs (" + listed(sides[0]) + " against " +
+          listed(sides[1]) +
+          "): its figures are of different loads; compare level by level (bench-extract "
+          "--series levels -o levels.csv, then bench-compare on the tables)");
+    }
     for (const std::string& m : metrics) {
       Comparison c;
       c.point = name;
@@ -677,6 +713,7 @@ int bench_compare_main(const std::vector<std::string>& args, std::ostream& out, 
         for (const std::string& u : result.unmatched) {
           err << "bench-compare: warning: only in the " << u << "\n";
         }
+        for (const std::string& w : result.warnings) err << "bench-compare: warning: " << w << "\n";
         const bool people = format == TableFormat::kText || format == TableFormat::kMarkdown;
         ExtractTable table = comparison_table(result, people);
         std::string match =

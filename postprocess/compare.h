@@ -62,6 +62,8 @@ struct CompareResult {
   double level = 0.95;  // the intervals': 1 - alpha / family (Bonferroni)
   std::vector<std::string>
       unmatched;  // points of one side only, "baseline: ..." or "candidate: ..."
+  // Comparisons that may mislead: serve points whose headline levels differ between the sides.
+  std::vector<std::string> warnings;
 };
 
 // One set of results split into the two sides by a config key (--side KEY[=BASELINE,CANDIDATE]):

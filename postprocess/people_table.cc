@@ -46,6 +46,17 @@ constexpr Headline kInference[] = {
     {"mbu", "MBU", "", Scale::kRatio},
     {"mem_peak_bytes", "peak mem", "", Scale::kBytes},
 };
+// A serve point's headline level (its SLA's answer, else its highest; docs/serving.md): the load,
+// what the server gave, the tails a user sees and the SLA's answer.
+constexpr Headline kServe[] = {
+    {"request_rate", "rate", "req/s", Scale::kPlain},
+    {"concurrency", "concurrency", "", Scale::kPlain},
+    {"output_tokens_per_second", "output tok/s", "", Scale::kPlain},
+    {"ttft_p99_ms", "TTFT p99", "ms", Scale::kPlain},
+    {"tpot_p99_ms", "TPOT p99", "ms", Scale::kPlain},
+    {"goodput", "goodput", "req/s", Scale::kPlain},
+    {"sla_max_level", "SLA max", "", Scale::kPlain},
+};
 
 // Cells past this width are cut in the middle: a tag or an argv stays recognisable.
 constexpr size_t kMaxValueWidth = 40;
@@ -133,6 +144,9 @@ std::vector<MetricColumn> metric_columns_for(const ExtractTable& t) {
   }
   if (kinds.count("infer")) {
     for (const Headline& h : kInference) add({h.metric, h.header, h.scale, h.unit});
+  }
+  if (kinds.count("serve")) {
+    for (const Headline& h : kServe) add({h.metric, h.header, h.scale, h.unit});
   }
   if (kinds.count("command")) {
     // A command's metrics, in the order its rows give their units (the order it defines them).

@@ -194,26 +194,28 @@ void describe_figure(const CsvTable& t, PlotSpec* spec) {
   std::vector<UnitKind> kinds;
   std::vector<std::string> plains;
   double max = 0;
-  for (const std::string& m : spec->metrics) {
-    // A command's own unit first (the units column: a map in YAML flow text), else what
-    // bench-extract's names say.
-    std::string plain;
-    std::optional<UnitKind> given;
-    for (size_t r = 0; units_column && r < ok.size() && !given; ++r) {
+  // A column's kind of unit: a command's or serve point's own first (the units column: a map in
+  // YAML flow text), else what bench-extract's names say.
+  auto unit_kind_of = [&](const std::string& m, std::string* plain) {
+    for (size_t r = 0; units_column && r < ok.size(); ++r) {
       try {
         Value units = parse_yaml((*ok[r])[*units_column], "units");
         if (const Value* u = units.is_map() ? units.find(m) : nullptr; u && u->is_string()) {
-          plain = u->as_string();
-          spec->declared_units[m] = plain;
-          given = plain == "s"       ? UnitKind::kSeconds
-                  : plain == "bytes" ? UnitKind::kBytes
+          *plain = u->as_string();
+          spec->declared_units[m] = *plain;
+          return *plain == "s"       ? UnitKind::kSeconds
+                 : *plain == "bytes" ? UnitKind::kBytes
                                      : UnitKind::kPlain;
         }
       } catch (const Error&) {
         // A row without units to read says nothing.
       }
     }
-    UnitKind kind = given ? *given : metric_unit_kind(m, &plain);
+    return metric_unit_kind(m, plain);
+  };
+  for (const std::string& m : spec->metrics) {
+    std::string plain;
+    UnitKind kind = unit_kind_of(m, &plain);
     kinds.push_back(kind);
     plains.push_back(plain);
     if (std::optional<size_t> i = index_of(m)) {
@@ -228,6 +230,16 @@ void describe_figure(const CsvTable& t, PlotSpec* spec) {
     // Kinds that differ share no scale: each keeps its base unit (s, B, a ratio).
     spec->units[spec->metrics[i]] =
         one_kind ? scaled_unit(kinds[i], max, plains[i]) : scaled_unit(kinds[i], 1, plains[i]);
+  }
+
+  // An x that is a measurement (a serve level's tokens/s per user, its request rate) names its
+  // unit where its values need no scaling to read it; the values are drawn as the table has them.
+  if (!spec->x.empty() && !is_config_column(spec->x) && index_of(spec->x)) {
+    std::string plain;
+    const UnitKind kind = unit_kind_of(spec->x, &plain);
+    if (std::pair<std::string, double> unit = scaled_unit(kind, 1, plain); unit.second == 1) {
+      spec->x_unit = unit.first;
+    }
   }
 
   // Where and when: the devices (two named, then a count) and the dates of the ok rows.
@@ -422,18 +434,23 @@ class PlotKind {
   virtual void draw(std::ostream& s, const PlotContext& c) const = 0;
 };
 
-// A kind drawn from the whole table: its default x; plot.h's figure functions draw it.
+// A kind drawn from the whole table: its default x and the plot.h function that draws it.
 class TableKind : public PlotKind {
  public:
-  explicit TableKind(std::string x) : x_(std::move(x)) {}
+  using Figure = TableFigure (*)(const CsvTable&, const PlotSpec&, const std::string&);
+  TableKind(std::string x, Figure draw_figure) : x_(std::move(x)), figure_(draw_figure) {}
   std::string default_x() const override { return x_; }
   bool whole_table() const override { return true; }
+  TableFigure figure(const CsvTable& t, const PlotSpec& spec, const std::string& data) const {
+    return figure_(t, spec, data);
+  }
   void draw(std::ostream&, const PlotContext&) const override {
     throw std::logic_error("a whole-table figure has no per-x drawing");
   }
 
  private:
   std::string x_;
+  Figure figure_;
 };
 
 // Clustered bars per x, one colour per series.
@@ -465,9 +482,14 @@ class LineKind : public PlotKind {
   static constexpr size_t kLabelledXs = 16;
   void draw(std::ostream& s, const PlotContext& c) const override {
     axes(s);
-    // A tic at every x while they can be read (batch sizes, world sizes); past that gnuplot's
-    // own (bench-infer's token positions: 128 of them).
-    if (c.xs.size() <= kLabelledXs) {
+    // A tic at every x while they can be read (batch sizes, world sizes); past that, or where x
+    // is a measurement (a serve level's tokens/s per user: 38.61, 41.2, ... would overlap),
+    // gnuplot's own (bench-infer's token positions: 128 of them).
+    const bool whole = std::all_of(c.xs.begin(), c.xs.end(), [](const std::string& x) {
+      const double v = *number(x);
+      return v == std::round(v);
+    });
+    if (c.xs.size() <= kLabelledXs && whole) {
       std::string tics;
       // The numbers as we print them, not as the table spelled them (" 1" and "1e0" are numbers).
       for (size_t i = 0; i < c.xs.size(); ++i) {
@@ -521,16 +543,18 @@ class ScalingKind : public LineKind {
 };
 
 const Registry<PlotKind>& plot_kinds() {
-  static const Registry<PlotKind> r("--kind", "plot kind",
-                                    {
-                                        {"bar", [] { return std::make_unique<BarKind>(); }},
-                                        {"line", [] { return std::make_unique<LineKind>(); }},
-                                        {"scaling", [] { return std::make_unique<ScalingKind>(); }},
-                                        {"pareto",
-                                         [] { return std::make_unique<TableKind>("mem_peak_bytes"); }},
-                                        {"change",
-                                         [] { return std::make_unique<TableKind>("point"); }},
-                                    });
+  static const Registry<PlotKind> r(
+      "--kind", "plot kind",
+      {
+          {"bar", [] { return std::make_unique<BarKind>(); }},
+          {"line", [] { return std::make_unique<LineKind>(); }},
+          {"scaling", [] { return std::make_unique<ScalingKind>(); }},
+          {"pareto", [] { return std::make_unique<TableKind>("mem_peak_bytes", pareto_figure); }},
+          // InferenceMAX's throughput against interactivity.
+          {"curve",
+           [] { return std::make_unique<TableKind>("tokens_per_second_per_user", curve_figure); }},
+          {"change", [] { return std::make_unique<TableKind>("point", change_figure); }},
+      });
   return r;
 }
 
@@ -616,7 +640,8 @@ std::string gnuplot_script(const std::vector<PlotPoint>& points, const PlotSpec&
     ylabels.push_back(m + (unit ? " (" + it->second.first + ")" : ""));
   }
   s << "set ylabel " << gp_string(join(ylabels, ", ")) << " noenhanced\n";
-  s << "set xlabel " << gp_string(spec.x) << " noenhanced\n";
+  s << "set xlabel " << gp_string(spec.x + (spec.x_unit.empty() ? "" : " (" + spec.x_unit + ")"))
+    << " noenhanced\n";
   // The legend stays outside the plot: at the right while its labels are short, else below the
   // x label in two columns, with the bottom margin made room for it.
   size_t widest = 0;
@@ -665,7 +690,7 @@ namespace {
 
 const char* const kUsage = R"(bench-plot: a bench-extract CSV to a figure (gnuplot).
 Usage: bench-plot -i results.csv -o fig.png|svg|pdf --metric COL[,COL...] [--x COL] [--hue COL]
-                  [--kind bar|line|scaling|pareto|change] [--title T] [--script out.gp]
+                  [--kind bar|line|scaling|pareto|curve|change] [--title T] [--script out.gp]
 Plots the mean of each --metric over the rows with status ok that share --x (and --hue), with the
 standard deviation over repeats as error bars (one row: its 95% interval, where it has one), and
 "shared" or "imprecise" above a point whose CPUs other processes took or that missed its
@@ -676,8 +701,12 @@ the ideal line from the smallest world size (level for per-device metrics, propo
 totals). pareto: every ok row as a point of --metric (y) against --x, another metric (default
 mem_peak_bytes), with both 95% intervals as error bars; the rows on the Pareto front (none better
 in both beyond the intervals; per --hue value) filled, joined and labelled with their
-configuration. change: bench-compare's CSV (--format csv), each point's change in % with its
-interval, coloured by verdict, the geomean last; --metric optional (default: every metric).
+configuration. curve: --metric (y) against --x, another metric (default
+tokens_per_second_per_user), one line per --hue value through the means of the rows that share
+their configuration (and serve level: bench-extract --series levels), the repeats' standard
+deviations as error bars both ways: throughput against interactivity. change: bench-compare's
+CSV (--format csv), each point's change in % with its interval, coloured by verdict, the geomean
+last; --metric optional (default: every metric).
 --script also writes the gnuplot script and its data file (out.gp.dat) so the figure can
 be restyled. The figure is replaced only when gnuplot succeeds.
 Examples:
@@ -685,6 +714,7 @@ Examples:
   bench-plot -i runs/gpus.csv -o gpus.png --metric train_samples_per_second,eval_samples_per_second --x device
   bench-plot -i scaling.csv -o scaling.svg --kind scaling --metric tokens_per_second_per_device
   bench-plot -i tune.csv -o front.svg --kind pareto --metric train_tokens_per_second --x mem_peak_bytes
+  bench-plot -i levels.csv -o curve.svg --kind curve --metric output_tokens_per_second --hue params.tp
   bench-compare runs/old runs/new --format csv -o cmp.csv && bench-plot -i cmp.csv -o cmp.svg --kind change
 Docs: docs/extract.md, docs/compare.md. Exit codes: 0, 2 bad input (unknown column, nothing to plot, no gnuplot),
 4 file-system error or gnuplot failed.
@@ -700,10 +730,12 @@ int bench_plot_main(const std::vector<std::string>& args, std::ostream& out, std
       "output,o", po::value<std::string>(), "The figure: .png, .svg or .pdf")(
       "metric", po::value<std::vector<std::string>>()->composing(),
       "The column to plot; repeat it (or give A,B) for metrics side by side")(
-      "x", po::value<std::string>(), "The x column (default: tag; world_size for scaling; mem_peak_bytes for pareto)")(
+      "x", po::value<std::string>(),
+      "The x column (default: tag; world_size for scaling; mem_peak_bytes for pareto)")(
       "hue", po::value<std::string>(), "One series per value of this column")(
-      "kind", po::value<std::string>()->default_value("bar"), "bar, line, scaling, pareto or change")(
-      "title", po::value<std::string>(), "The title (default: the metrics)")(
+      "kind", po::value<std::string>()->default_value("bar"),
+      "bar, line, scaling, pareto, curve or change")("title", po::value<std::string>(),
+                                                     "The title (default: the metrics)")(
       "script", po::value<std::string>(), "Also write the gnuplot script here (and its data)");
   return run_tool(
       "bench-plot", args, desc, kUsage, out, err, [&](const po::variables_map& vm) -> int {
@@ -751,8 +783,7 @@ int bench_plot_main(const std::vector<std::string>& args, std::ostream& out, std
         std::function<TableFigure(const PlotSpec&)> make;
         if (kind->whole_table()) {
           make = [&](const PlotSpec& s) {
-            TableFigure f = spec.kind == "pareto" ? pareto_figure(table, s, data_path)
-                                                  : change_figure(table, s, data_path);
+            TableFigure f = static_cast<const TableKind&>(*kind).figure(table, s, data_path);
             said = f.said;
             return f;
           };

@@ -5,7 +5,8 @@
 // (metric, hue) pair, so two metrics (training and evaluation samples/s, say) stand side by side.
 // Three kinds: bar (clustered bars per x, one colour per series), line (one line per series over
 // a numeric x) and scaling (the metric against world size on a log2 axis, with the ideal line from
-// the smallest world size). gnuplot runs as a child process on a script we write, drawing into a
+// the smallest world size); pareto, curve and change are drawn from the whole table
+// (plot_figures.cc). gnuplot runs as a child process on a script we write, drawing into a
 // temporary file renamed over the figure when done; --script keeps the script and its data so a
 // figure can be restyled. Leaves out: facets, a second y axis.
 #pragma once
@@ -33,6 +34,8 @@ struct PlotSpec {
   // with the name it gives the metric's direction (results/summary.h's higher_is_better).
   std::map<std::string, std::string> declared_units;
   std::string where;
+  // The unit of an x that is a measurement, as its values are (no scaling); "" where none.
+  std::string x_unit;
 };
 
 // Fills spec->varying, hue_labels, units and where from the table's ok rows (docs/extract.md,
@@ -61,8 +64,8 @@ std::vector<PlotPoint> plot_points(const CsvTable& table, const PlotSpec& spec, 
 std::string gnuplot_script(const std::vector<PlotPoint>& points, const PlotSpec& spec,
                            const std::string& data_path, std::string* data);
 
-// The registered plot kinds (--kind): bar, line, scaling, and the two drawn from the whole
-// table, pareto and change.
+// The registered plot kinds (--kind): bar, line, scaling, and those drawn from the whole table,
+// pareto, curve and change.
 std::vector<std::string> plot_kind_names();
 
 // The script's first lines: terminal, output, the data file's format, and the title (the
@@ -82,6 +85,13 @@ struct TableFigure {
 // hollow. Error(kInput) for a missing column, more than one --metric, or no row with both.
 TableFigure pareto_figure(const CsvTable& table, const PlotSpec& spec,
                           const std::string& data_path);
+
+// --kind curve: the metric (y) against --x, another metric, one line per --hue value
+// (InferenceMAX's throughput against interactivity). A point is the ok rows that agree on every key
+// that varies and, in a table of serve levels (bench-extract --series levels), on the level: their
+// means, with their standard deviations as error bars both ways, joined in the order of the level
+// (else of x) and labelled with the keys that vary within the line. Error(kInput) as pareto_figure.
+TableFigure curve_figure(const CsvTable& table, const PlotSpec& spec, const std::string& data_path);
 
 // --kind change: bench-compare's CSV (--format csv): each point's change of each metric in % with
 // its 95% interval, coloured by verdict (better, worse, ~, inconclusive) around a line at 0, and

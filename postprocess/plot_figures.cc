@@ -1,7 +1,9 @@
-// bench-plot's figures of a whole table: the Pareto front (a bench-extract CSV) and the changes
-// of a comparison (a bench-compare CSV). Every text reaches the script through gp_string and
-// the data file through gp_data_text (plot_text.h).
+// bench-plot's figures of a whole table: the Pareto front and the curve of one metric against
+// another (a bench-extract CSV), and the changes of a comparison (a bench-compare CSV). Every text
+// reaches the script through gp_string and the data file through gp_data_text (plot_text.h).
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -102,6 +104,10 @@ TableFigure pareto_figure(const CsvTable& t, const PlotSpec& spec_in,
     if (std::optional<size_t> i = find_column(t, c)) label_columns.push_back(*i);
   }
   std::optional<size_t> tag = find_column(t, "tag");
+  // A table of serve points' load levels (bench-extract --series levels): each point of the
+  // figure is one level of a configuration, and says which.
+  std::optional<size_t> level;
+  if (find_column(t, "level_index")) level = find_column(t, "level");
 
   struct Dot {
     double x, x_low, x_high, y, y_low, y_high;
@@ -122,6 +128,7 @@ TableFigure pareto_figure(const CsvTable& t, const PlotSpec& spec_in,
     Dot d{*xv, xl, xh, *yv, yl, yh, hue ? row[*hue] : std::string(), ""};
     std::vector<std::string> parts;
     for (size_t c : label_columns) parts.push_back(short_key(t.columns[c]) + "=" + row[c]);
+    if (level) parts.push_back("level=" + row[*level]);
     d.label = parts.empty() ? (tag ? row[*tag] : std::string()) : join(parts, ", ");
     spans.push_back({oriented_span(y_up, *yv, yl, yh), oriented_span(x_up, *xv, xl, xh)});
     groups.push_back(d.group);
@@ -209,6 +216,139 @@ TableFigure pareto_figure(const CsvTable& t, const PlotSpec& spec_in,
   out.said = plural(dots.size(), "point") + ", " + std::to_string(on_front) +
              " on the front of " + y_name + " against " + x_name +
              (spec.hue.empty() ? "" : " (per " + spec.hue + ")") +
+             (left_out ? ", " + plural(left_out, "row") + " left out (not ok or no value)" : "");
+  return out;
+}
+
+TableFigure curve_figure(const CsvTable& t, const PlotSpec& spec_in, const std::string& data_path) {
+  if (spec_in.metrics.size() != 1) {
+    throw Error::input(Mark::in("--metric " + join(spec_in.metrics, ",")), "",
+                       "a curve has one metric on each axis",
+                       "give one --metric (y) and --x (the other metric)");
+  }
+  const std::string y_name = spec_in.metrics.front(), x_name = spec_in.x;
+  const size_t y = column_index(t, y_name, "--metric"), x = column_index(t, x_name, "--x");
+  std::optional<size_t> hue;
+  if (!spec_in.hue.empty()) hue = column_index(t, spec_in.hue, "--hue");
+  // Units for both axes, each scaled for its own values.
+  PlotSpec spec = spec_in;
+  describe_figure(t, &spec);
+  PlotSpec x_units = spec_in;
+  x_units.metrics = {x_name};
+  describe_figure(t, &x_units);
+  spec.units[x_name] = x_units.units[x_name];
+
+  // A point of the curve is the rows that agree on every key that varies (their repeats) and,
+  // in a table of serve levels (bench-extract --series levels), on the level; a line joins a
+  // hue's points in the order of the level, else of x.
+  std::optional<size_t> status = find_column(t, "status"), level;
+  if (find_column(t, "level_index")) level = find_column(t, "level");
+  std::vector<size_t> keys;
+  for (const std::string& c : spec.varying) {
+    if (std::optional<size_t> i = find_column(t, c)) keys.push_back(*i);
+  }
+  if (level) keys.push_back(*level);
+  struct Dot {
+    std::string group, label;
+    std::vector<double> xs, ys;
+    std::optional<double> order;  // the level
+  };
+  std::vector<Dot> dots;
+  std::map<std::string, size_t> dot_of;
+  std::vector<std::string> group_order;
+  size_t left_out = 0;
+  for (const std::vector<std::string>& row : t.rows) {
+    std::optional<double> xv = number(row[x]), yv = number(row[y]);
+    if ((status && row[*status] != "ok") || !xv || !yv) {
+      ++left_out;
+      continue;
+    }
+    std::string key, group = hue ? row[*hue] : std::string();
+    for (size_t c : keys) key += row[c] + '\x1f';
+    auto [it, fresh] = dot_of.emplace(group + '\x1e' + key, dots.size());
+    if (fresh) {
+      std::vector<std::string> parts;
+      for (size_t c : keys) {
+        if (!hue || c != *hue) parts.push_back(short_key(t.columns[c]) + "=" + row[c]);
+      }
+      dots.push_back(
+          {group, join(parts, ", "), {}, {}, level ? number(row[*level]) : std::nullopt});
+      if (std::find(group_order.begin(), group_order.end(), group) == group_order.end()) {
+        group_order.push_back(group);
+      }
+    }
+    dots[it->second].xs.push_back(*xv);
+    dots[it->second].ys.push_back(*yv);
+  }
+  if (dots.empty()) {
+    throw Error::input(
+        Mark::in("--metric " + y_name), "",
+        "nothing to plot: no row with status ok has numbers in both " + y_name + " and " + x_name,
+        "check the CSV's status column and the two metrics (bench-extract)");
+  }
+
+  // One block of the data file per hue (gnuplot's `index`): each point's means, with the
+  // standard deviation of its rows (repeats) as error bars in both directions.
+  const double fx = factor_of(spec, x_name), fy = factor_of(spec, y_name);
+  auto spread = [](const std::vector<double>& v) { return v.size() > 1 ? stddev(v) : 0.0; };
+  std::ostringstream data;
+  data << "# x\tx_low\tx_high\ty\ty_low\ty_high\tlabel\n";
+  size_t fewest = SIZE_MAX, most = 0;
+  for (size_t g = 0; g < group_order.size(); ++g) {
+    std::vector<const Dot*> members;
+    for (const Dot& d : dots) {
+      if (d.group == group_order[g]) members.push_back(&d);
+    }
+    std::stable_sort(members.begin(), members.end(), [&](const Dot* a, const Dot* b) {
+      if (a->order && b->order) return *a->order < *b->order;
+      return mean(a->xs) < mean(b->xs);
+    });
+    if (g > 0) data << "\n\n";
+    for (const Dot* d : members) {
+      const double mx = mean(d->xs), my = mean(d->ys), sx = spread(d->xs), sy = spread(d->ys);
+      fewest = std::min(fewest, d->xs.size());
+      most = std::max(most, d->xs.size());
+      data << format_float_repr(mx * fx) << "\t" << format_float_repr((mx - sx) * fx) << "\t"
+           << format_float_repr((mx + sx) * fx) << "\t" << format_float_repr(my * fy) << "\t"
+           << format_float_repr((my - sy) * fy) << "\t" << format_float_repr((my + sy) * fy) << "\t"
+           << gp_data_text(d->label) << "\n";
+    }
+  }
+
+  std::ostringstream s;
+  s << "# Written by bench-plot: "
+    << one_line("the curve of " + y_name + " against " + x_name +
+                (spec.hue.empty() ? "" : " by " + spec.hue))
+    << ". Edit and run: gnuplot THIS_FILE\n";
+  s << script_preamble(spec, y_name + " against " + x_name);
+  s << "set xlabel " << gp_string(axis_label(spec, x_name)) << " noenhanced\n";
+  s << "set ylabel " << gp_string(axis_label(spec, y_name)) << " noenhanced\n";
+  s << "set key outside right top noenhanced\nset grid\nset yrange [0:*]\nset xrange [0:*]\n"
+       "set offsets graph 0.02, graph 0.15, graph 0.08, 0\n";
+  const std::string file = gp_string(data_path);
+  std::vector<std::string> clauses;
+  for (size_t g = 0; g < group_order.size(); ++g) {
+    const std::string& h = group_order[g];
+    const std::string name = spec.hue.empty()                ? y_name
+                             : spec.hue_labels.count(h) != 0 ? spec.hue_labels.at(h)
+                                                             : spec.hue + "=" + h;
+    const std::string at = file + " index " + std::to_string(g);
+    clauses.push_back(at + " using 1:4 with lines lw 2 lc " + colour(g) + " notitle");
+    clauses.push_back(at + " using 1:4:2:3:5:6 with xyerrorbars pt 7 ps 1.1 lc " + colour(g) +
+                      " title " + gp_string(name));
+    clauses.push_back(at + " using 1:4:7 with labels offset char 0.8,0.6 left font ',8' tc " +
+                      colour(g) + " noenhanced notitle");
+  }
+  s << "plot " << join(clauses, ", \\\n    ") << "\n";
+
+  TableFigure out;
+  out.script = s.str();
+  out.data = data.str();
+  out.said = plural(dots.size(), "point") + " of " + y_name + " against " + x_name +
+             (spec.hue.empty() ? "" : ", one line per " + spec.hue) + ", each the mean of " +
+             (fewest == most ? std::to_string(fewest)
+                             : std::to_string(fewest) + " to " + std::to_string(most)) +
+             (most == 1 ? " row" : " rows") +
              (left_out ? ", " + plural(left_out, "row") + " left out (not ok or no value)" : "");
   return out;
 }
@@ -329,6 +469,33 @@ TableFigure change_figure(const CsvTable& t, const PlotSpec& spec_in,
   s << "set xrange [-0.8:" << format_float_repr(static_cast<double>(slots) - 0.2) << "]\n";
   s << "set grid ytics\nset key outside right top noenhanced\nset offsets 0, 0, graph 0.1, "
        "graph 0.1\n";
+  // An interval far wider than every change (three noisy repeats of a serve level's latency give
+  // +300000%) would flatten the others into the line at 0: the axis then stops at four times the
+  // largest change (at least 10%), and its ends cut such intervals.
+  double largest = 0;
+  std::vector<double> values;  // in %: each change and interval end drawn
+  for (const std::vector<std::string>& row : t.rows) {
+    if (std::find(metrics.begin(), metrics.end(), row[metric]) == metrics.end()) continue;
+    std::optional<double> c = number(row[change]);
+    if (!c) continue;
+    largest = std::max(largest, std::fabs(*c) * 100);
+    values.push_back(*c * 100);
+    for (std::optional<size_t> end : {low, high}) {
+      if (std::optional<double> v = end ? number(row[*end]) : std::nullopt)
+        values.push_back(*v * 100);
+    }
+  }
+  const double bound = std::max(4 * largest, 10.0);
+  if (std::any_of(values.begin(), values.end(), [&](double v) { return std::fabs(v) > bound; })) {
+    double lo = 0, hi = 0;
+    for (double v : values) {
+      lo = std::min(lo, std::max(v, -bound));
+      hi = std::max(hi, std::min(v, bound));
+    }
+    s << "set yrange [" << format_float_repr(lo) << ":" << format_float_repr(hi) << "]\n";
+    s << "set label " << gp_string("intervals cut at the axis") << " at graph 0.01, graph 0.97 "
+      << "left font ',8' noenhanced\n";
+  }
   // The line of no change.
   s << "set arrow from graph 0, first 0 to graph 1, first 0 nohead dt 2 lc rgb 'gray30'\n";
   const std::string file = gp_string(data_path);

@@ -348,6 +348,14 @@ std::vector<std::map<std::string, Value>> series_rows(Series series,
     const RankResult& lead = ranks.front();
     if (lead.benchmark != "serve") return rows;
     const ServeResult& s = lead.serve;
+    // Each figure's unit, as the point's row has them (bench-plot labels its axes and reads a
+    // metric's direction from them): the level's by the load mode, the others' from the file.
+    Value units = Value::map();
+    units.set("level", Value::string(serve_level_unit(s.mode)));
+    for (size_t m = 0; m < s.metric_names.size() && m < s.metric_units.size(); ++m) {
+      if (!s.metric_units[m].empty())
+        units.set(s.metric_names[m], Value::string(s.metric_units[m]));
+    }
     for (size_t i = 0; i < s.levels.size(); ++i) {
       std::map<std::string, Value> r = base();
       r["level_index"] = Value::integer(static_cast<std::int64_t>(i));
@@ -356,6 +364,7 @@ std::vector<std::map<std::string, Value>> series_rows(Series series,
       for (size_t m = 0; m < s.metric_names.size() && m < s.level_values.size(); ++m) {
         if (i < s.level_values[m].size()) r[s.metric_names[m]] = number_or_null(s.level_values[m][i]);
       }
+      r["units"] = units;
       rows.push_back(std::move(r));
     }
     return rows;
@@ -516,6 +525,7 @@ std::vector<std::string> series_columns(Series series, const std::vector<std::st
   } else if (series == Series::kLevels) {
     columns.insert(columns.end(), {"level_index", "level", "searched"});
     for (const ServeColumn& c : serve_level_columns()) columns.push_back(c.name);
+    columns.push_back("units");
   } else {
     columns.insert(columns.end(), {"position", "runs", "token_seconds_mean", "token_seconds_p50",
                                    "token_seconds_p90", "token_seconds_min", "token_seconds_max"});

@@ -206,7 +206,7 @@ TEST(PlotPoints, TwoMetricsSideBySide) {
 
 TEST(PlotKinds, AreRegisteredByName) {
   EXPECT_EQ(plot_kind_names(),
-            (std::vector<std::string>{"bar", "line", "scaling", "pareto", "change"}));
+            (std::vector<std::string>{"bar", "line", "scaling", "pareto", "curve", "change"}));
 }
 
 }  // namespace
@@ -344,6 +344,73 @@ TEST(ParetoFigure, TheFrontNeedsBetterBeyondTheIntervalsAndLabelsTheConfiguratio
               HasSubstr("a pareto figure has one metric on each axis"));
 }
 
+// A serve sweep's levels table (bench-extract --series levels): two configurations, two levels,
+// two repeats of the first configuration; one level of the second that failed.
+CsvTable serve_levels() {
+  return parse_csv(
+      "tag,status,repeat,params.tp,level_index,level,tpu,tps,units\n"
+      "a.r0,ok,0,1,0,4,300.5,40,\"{tpu: tokens/s, tps: tokens/s, level: req/s}\"\n"
+      "a.r0,ok,0,1,1,2,320.5,20,\"{tpu: tokens/s, tps: tokens/s, level: req/s}\"\n"
+      "a.r1,ok,1,1,0,4,310.5,44,\"{tpu: tokens/s, tps: tokens/s, level: req/s}\"\n"
+      "a.r1,ok,1,1,1,2,330.5,22,\"{tpu: tokens/s, tps: tokens/s, level: req/s}\"\n"
+      "b.r0,ok,0,2,0,2,500.5,30,\"{tpu: tokens/s, tps: tokens/s, level: req/s}\"\n"
+      "b.r0,ok,0,2,1,4,,,\"{tpu: tokens/s, tps: tokens/s, level: req/s}\"\n",
+      "levels.csv");
+}
+
+TEST(CurveFigure, OneLinePerHueThroughEachLevelsMeanInTheOrderOfTheLevel) {
+  CsvTable t = serve_levels();
+  PlotSpec spec;
+  spec.kind = "curve";
+  spec.metrics = {"tps"};
+  spec.x = "tpu";
+  spec.hue = "params.tp";
+  spec.output = "/o/f.svg";
+  TableFigure f = curve_figure(t, spec, "/o/d");
+  EXPECT_EQ(f.said,
+            "3 points of tps against tpu, one line per params.tp, each the mean of 1 to 2 "
+            "rows, 1 row left out (not ok or no value)");
+  // tp=1: level 2 (the mean of 320.5 and 330.5, 20 and 22) before level 4, measured first.
+  EXPECT_EQ(f.data,
+            "# x\tx_low\tx_high\ty\ty_low\ty_high\tlabel\n"
+            "325.5\t318.4289321881345\t332.5710678118655\t21.0\t19.585786437626904\t"
+            "22.414213562373096\t\"level=2\"\n"
+            "305.5\t298.4289321881345\t312.5710678118655\t42.0\t39.17157287525381\t"
+            "44.82842712474619\t\"level=4\"\n"
+            "\n\n"
+            "500.5\t500.5\t500.5\t30.0\t30.0\t30.0\t\"level=2\"\n");
+  EXPECT_THAT(f.script, HasSubstr("set xlabel 'tpu (tokens/s)'"));
+  EXPECT_THAT(f.script, HasSubstr("index 1 using 1:4:2:3:5:6 with xyerrorbars pt 7 ps 1.1 lc rgb "
+                                  "'#d62728' title 'tp=2'"));
+  spec.metrics = {"tps", "tpu"};
+  EXPECT_THAT(testing::error_of([&] { curve_figure(t, spec, "/o/d"); }).what(),
+              HasSubstr("a curve has one metric on each axis"));
+}
+
+TEST(GnuplotScript, AMeasuredXHasItsUnitAndGnuplotsTics) {
+  CsvTable t = serve_levels();
+  PlotSpec spec;
+  spec.kind = "line";
+  spec.metrics = {"tps"};
+  spec.x = "tpu";
+  spec.hue = "params.tp";
+  spec.output = "/o/f.svg";
+  describe_figure(t, &spec);
+  EXPECT_EQ(spec.x_unit, "tokens/s");
+  size_t left_out = 0;
+  std::string data;
+  std::string s = gnuplot_script(plot_points(t, spec, &left_out), spec, "/o/d", &data);
+  EXPECT_THAT(s, HasSubstr("set xlabel 'tpu (tokens/s)'"));
+  EXPECT_THAT(s, ::testing::Not(HasSubstr("set xtics (")));
+  // A level is whole, and has its tics; a config key has no unit.
+  spec.x = "level";
+  spec.x_unit.clear();
+  describe_figure(t, &spec);
+  s = gnuplot_script(plot_points(t, spec, &left_out), spec, "/o/d", &data);
+  EXPECT_THAT(s, HasSubstr("set xlabel 'level (req/s)'"));
+  EXPECT_THAT(s, HasSubstr("set xtics (2.0, 4.0)"));
+}
+
 TEST(ChangeFigure, VerdictsColourThePointsAndTextIsQuoted) {
   CsvTable t = parse_csv(
       "point,metric,change,change_ci_low,change_ci_high,verdict\n"
@@ -365,6 +432,24 @@ TEST(ChangeFigure, VerdictsColourThePointsAndTextIsQuoted) {
                 change_figure(parse_csv("point,metric,change\n", "e.csv"), spec, "/o/d");
               }).what(),
               HasSubstr("nothing to plot"));
+  EXPECT_THAT(f.script, ::testing::Not(HasSubstr("set yrange")));
+}
+
+TEST(ChangeFigure, AnIntervalFarWiderThanTheChangesIsCutAtTheAxis) {
+  // Three noisy repeats of a serve level's p99: +3000% at most, while the changes are 20% and 5%;
+  // the axis stops at four times the largest change (80%), and -100% is no lower than -80%.
+  CsvTable t = parse_csv(
+      "point,metric,change,change_ci_low,change_ci_high,verdict\n"
+      "level=5,ttft_p99_ms,0.2,-1.0,30.0,inconclusive\n"
+      "level=10,ttft_p99_ms,0.05,0.01,0.09,worse\n",
+      "c.csv");
+  PlotSpec spec;
+  spec.kind = "change";
+  spec.output = "/o/c.svg";
+  TableFigure f = change_figure(t, spec, "/o/d");
+  EXPECT_THAT(f.script, HasSubstr("set yrange [-80.0:80.0]\n"));
+  EXPECT_THAT(f.script, HasSubstr("set label 'intervals cut at the axis'"));
+  EXPECT_THAT(f.data, HasSubstr("\t20.0\t-100.0\t3000.0\n"));  // the data keep them whole
 }
 
 }  // namespace
