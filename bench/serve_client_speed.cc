@@ -1,0 +1,314 @@
+// How fast the serve load client itself is (issue 54: "the client is never the bottleneck"):
+// run_at_concurrency against fast-openai-standin (tests/support/fast_openai_standin.cc, a stand-in
+// server on loopback that costs next to nothing), the table in docs/performance.md ("Serving: the
+// load client's own speed").
+//
+//   build/notrain/bin/serve_client_speed [--standin PATH] [--repeats 3] [--json FILE]
+//                                        [--part throughput|streams|ttft]
+//
+// Three parts, each repeated, the median reported with every repeat beside it:
+// - throughput: short answers (4 one-token chunks, no delay) at concurrency 64, 128 and 256,
+//   20,000 requests each; requests/s is the successful requests over the load's duration, and
+//   the client's CPU per request (getrusage) says what a core of its own would give;
+// - streams: 1,000 requests at concurrency 1,000, each answer 2 s to its first token and 0.5 s
+//   between its 4 tokens (3.5 s held open): all must succeed, with 1,000 in flight at once on
+//   both sides (the client's max_in_flight, the stand-in's /stats max_concurrent);
+// - TTFT overhead: the stand-in waits 50 ms before the first token; TTFT - 50 ms, its median and
+//   p99 over the requests, at concurrency 1 (100 requests) and 100 (2,000 requests). It holds
+//   everything between the client's send time and the token chunk's parse: the client's request,
+//   loopback both ways, the stand-in's parse and its timer's lateness, and the client's read; so
+//   it bounds our own share from above.
+//
+// The stand-in runs as a child process; on 2 cores each side has about one. Nothing else should
+// run meanwhile (a build beside it halves the figures).
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/process.h"
+#include "core/value.h"
+#include "core/yaml_io.h"
+#include "serve/load_client.h"
+#include "serve/request_metrics.h"
+
+namespace {
+
+using namespace sweepbench;
+using namespace sweepbench::serve;
+
+// fast-openai-standin as a child: its port from its first line, killed at the end.
+class StandIn {
+ public:
+  StandIn(const std::string& path, std::vector<std::string> options) {
+    int fds[2];
+    if (pipe(fds) != 0) throw std::runtime_error("pipe");
+    SpawnSpec spec;
+    spec.argv = {path};
+    spec.argv.insert(spec.argv.end(), options.begin(), options.end());
+    spec.stdout_fd = fds[1];
+    spec.parent_death_signal = SIGKILL;
+    pid_ = spawn_process(spec).pid;
+    close(fds[1]);
+    std::string line;
+    char c = 0;
+    while (read(fds[0], &c, 1) == 1 && c != '\n') line += c;
+    close(fds[0]);
+    port_ = std::atoi(line.c_str());
+    if (port_ <= 0) throw std::runtime_error(path + " gave no port: '" + line + "'");
+  }
+  ~StandIn() {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  StandIn(const StandIn&) = delete;
+  StandIn& operator=(const StandIn&) = delete;
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+  // GET /stats over a plain socket (the client under test speaks only streams).
+  Value stats() const {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(port_));
+    std::string text;
+    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+      std::string req = "GET /stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+      if (write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
+        char buf[512];
+        ssize_t n = 0;
+        while (text.find('}') == std::string::npos && (n = read(fd, buf, sizeof buf)) > 0)
+          text.append(buf, static_cast<size_t>(n));
+      }
+    }
+    close(fd);
+    size_t body = text.find("\r\n\r\n");
+    return parse_own_yaml(body == std::string::npos ? "{}" : text.substr(body + 4), "stats");
+  }
+
+ private:
+  int pid_ = -1;
+  int port_ = 0;
+};
+
+double cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+
+std::vector<LoadRequest> requests_of(size_t n, std::int64_t max_tokens) {
+  std::vector<LoadRequest> out;
+  out.reserve(n);
+  for (size_t i = 0; i < n; ++i) out.push_back({"prompt number " + std::to_string(i), max_tokens});
+  return out;
+}
+
+double median(std::vector<double> v) { return percentiles_of(std::move(v)).p50; }
+
+std::string repeats_text(const std::vector<double>& v, double scale, int decimals) {
+  std::string out;
+  for (double x : v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, x * scale);
+    out += (out.empty() ? "" : ", ") + std::string(buf);
+  }
+  return out;
+}
+
+Value reals(const std::vector<double>& v) {
+  Value list = Value::list();
+  for (double x : v) list.items().push_back(Value::real(x));
+  return list;
+}
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown";
+}
+
+std::string self_dir() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  std::string path(buf, n > 0 ? static_cast<size_t>(n) : 0);
+  return path.substr(0, path.rfind('/'));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string standin = self_dir() + "/fast-openai-standin";
+  std::string json;
+  int repeats = 3;
+  std::string part;  // "": all three
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--standin" && i + 1 < argc)
+      standin = argv[++i];
+    else if (a == "--json" && i + 1 < argc)
+      json = argv[++i];
+    else if (a == "--repeats" && i + 1 < argc)
+      repeats = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--part" && i + 1 < argc)
+      part = argv[++i];
+    else {
+      std::fprintf(stderr,
+                   "usage: serve_client_speed [--standin PATH] [--repeats N] [--json FILE]"
+                   " [--part throughput|streams|ttft]\n");
+      return 2;
+    }
+  }
+  // 1,000 streams need 1,000 sockets on each side; the stand-in inherits the limit.
+  rlimit files{};
+  getrlimit(RLIMIT_NOFILE, &files);
+  files.rlim_cur = files.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &files);
+
+  Value out = Value::map();
+  char date[32];
+  std::time_t t = std::time(nullptr);
+  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&t));
+  out.set("date", Value::string(date));
+  out.set("cpus", Value::integer(std::thread::hardware_concurrency()));
+  out.set("cpu_model", Value::string(cpu_model()));
+  out.set("repeats", Value::integer(repeats));
+  std::printf("# serve_client_speed: %s, %u CPUs (%s), %d repeats, medians (repeats)\n", date,
+              std::thread::hardware_concurrency(), cpu_model().c_str(), repeats);
+  bool ok = true;
+
+  // Throughput: short answers, no delay; the client's CPU per request beside the rate.
+  if (part.empty() || part == "throughput") {
+    std::printf("#\n# throughput: 4 chunks, no delay, 20000 requests\n");
+    std::printf("# %11s  %10s  %16s  %s\n", "concurrency", "req/s", "client CPU us/req",
+                "req/s of each repeat");
+    Value throughput = Value::list();
+    {
+      StandIn server(standin, {"--chunks", "4"});
+      LoadTarget target{server.url(), "/v1/completions", "tiny", Value()};
+      std::vector<LoadRequest> requests = requests_of(20000, 4);
+      for (int concurrency : {64, 128, 256}) {
+        std::vector<double> rates, cpu;
+        size_t failed = 0;
+        for (int r = 0; r < repeats; ++r) {
+          double c0 = cpu_seconds();
+          LoadResult result = run_at_concurrency(target, requests, concurrency);
+          double used = cpu_seconds() - c0;
+          PointMetrics m = point_metrics(timings_of(result), result.duration_s);
+          failed += m.failed;
+          rates.push_back(m.request_throughput);
+          cpu.push_back(used / static_cast<double>(requests.size()));
+        }
+        ok = ok && failed == 0;
+        std::printf("  %11d  %10.0f  %16.1f  %s%s\n", concurrency, median(rates), median(cpu) * 1e6,
+                    repeats_text(rates, 1, 0).c_str(), failed ? "  FAILED requests" : "");
+        Value row = Value::map();
+        row.set("concurrency", Value::integer(concurrency));
+        row.set("requests_per_s", reals(rates));
+        row.set("client_cpu_s_per_request", reals(cpu));
+        row.set("failed", Value::integer(static_cast<std::int64_t>(failed)));
+        throughput.items().push_back(std::move(row));
+      }
+    }
+    out.set("throughput", std::move(throughput));
+  }
+
+  // 1,000 streams held open at once.
+  if (part.empty() || part == "streams") {
+    std::printf(
+        "#\n# streams: 1000 at concurrency 1000, 2 s to the first token, 0.5 s between 4\n");
+    std::printf("# %6s  %9s  %13s  %14s  %10s\n", "repeat", "succeeded", "max_in_flight",
+                "max_concurrent", "duration s");
+    Value streams = Value::list();
+    for (int r = 0; r < repeats; ++r) {
+      StandIn server(standin, {"--chunks", "4", "--first-delay", "2", "--delay", "0.5"});
+      LoadTarget target{server.url(), "/v1/completions", "tiny", Value()};
+      LoadResult result = run_at_concurrency(target, requests_of(1000, 4), 1000);
+      PointMetrics m = point_metrics(timings_of(result), result.duration_s);
+      std::int64_t server_max = int_field(server.stats(), "max_concurrent", -1);
+      bool good = m.succeeded == 1000 && result.max_in_flight == 1000 && server_max == 1000;
+      ok = ok && good;
+      std::printf("  %6d  %9zu  %13d  %14lld  %10.2f  %s\n", r + 1, m.succeeded,
+                  result.max_in_flight, static_cast<long long>(server_max), result.duration_s,
+                  good ? "OK" : "FAILED");
+      for (const RequestRecord& rec : result.requests) {
+        if (!rec.message.empty()) {
+          std::printf("    first failure: %s\n", rec.message.c_str());
+          break;
+        }
+      }
+      Value row = Value::map();
+      row.set("succeeded", Value::integer(static_cast<std::int64_t>(m.succeeded)));
+      row.set("max_in_flight", Value::integer(result.max_in_flight));
+      row.set("server_max_concurrent", Value::integer(server_max));
+      row.set("duration_s", Value::real(result.duration_s));
+      row.set("ttft_overhead_p50_s", Value::real(m.ttft_s.p50 - 2.0));
+      row.set("ttft_overhead_p99_s", Value::real(m.ttft_s.p99 - 2.0));
+      streams.items().push_back(std::move(row));
+    }
+    out.set("streams", std::move(streams));
+  }
+
+  // TTFT overhead over a known first delay.
+  constexpr double kFirst = 0.05;
+  if (part.empty() || part == "ttft") {
+    std::printf("#\n# TTFT overhead: TTFT - 50 ms first delay, 2 chunks\n");
+    std::printf("# %11s  %8s  %10s  %10s  %s\n", "concurrency", "requests", "median ms", "p99 ms",
+                "medians of each repeat, ms");
+    Value overhead = Value::list();
+    {
+      StandIn server(standin, {"--chunks", "2", "--first-delay", "0.05"});
+      LoadTarget target{server.url(), "/v1/completions", "tiny", Value()};
+      for (int concurrency : {1, 100}) {
+        size_t n = concurrency == 1 ? 100 : 2000;
+        std::vector<double> p50, p99;
+        size_t failed = 0;
+        for (int r = 0; r < repeats; ++r) {
+          LoadResult result = run_at_concurrency(target, requests_of(n, 2), concurrency);
+          PointMetrics m = point_metrics(timings_of(result), result.duration_s);
+          failed += m.failed;
+          p50.push_back(m.ttft_s.p50 - kFirst);
+          p99.push_back(m.ttft_s.p99 - kFirst);
+        }
+        ok = ok && failed == 0;
+        std::printf("  %11d  %8zu  %10.3f  %10.3f  %s%s\n", concurrency, n, median(p50) * 1e3,
+                    median(p99) * 1e3, repeats_text(p50, 1e3, 3).c_str(),
+                    failed ? "  FAILED requests" : "");
+        Value row = Value::map();
+        row.set("concurrency", Value::integer(concurrency));
+        row.set("requests", Value::integer(static_cast<std::int64_t>(n)));
+        row.set("overhead_p50_s", reals(p50));
+        row.set("overhead_p99_s", reals(p99));
+        row.set("failed", Value::integer(static_cast<std::int64_t>(failed)));
+        overhead.items().push_back(std::move(row));
+      }
+    }
+    out.set("ttft_overhead", std::move(overhead));
+  }
+
+  std::printf("# %s\n", ok ? "OK" : "FAILED");
+  if (!json.empty()) {
+    std::ofstream f(json + ".partial");
+    f << emit_json(out) << "\n";
+    f.close();
+    std::rename((json + ".partial").c_str(), json.c_str());
+  }
+  return ok ? 0 : 1;
+}
