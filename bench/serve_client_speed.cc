@@ -9,12 +9,14 @@
 // Three parts, each repeated, the median reported with every repeat beside it:
 // - throughput: short answers (4 one-token chunks, no delay) at concurrency 64, 128 and 256,
 //   20,000 requests each; requests/s is the successful requests over the load's duration, and
-//   the client's CPU per request (getrusage) says what a core of its own would give;
+//   the client's CPU per request (getrusage) says what a core of its own would give, the
+//   stand-in's (/proc) whether it was the one that held the rate;
 // - streams: 1,000 requests at concurrency 1,000, each answer 2 s to its first token and 0.5 s
 //   between its 4 tokens (3.5 s held open): all must succeed, with 1,000 in flight at once on
 //   both sides (the client's max_in_flight, the stand-in's /stats max_concurrent);
 // - TTFT overhead: the stand-in waits 50 ms before the first token; TTFT - 50 ms, its median and
-//   p99 over the requests, at concurrency 1 (100 requests) and 100 (2,000 requests). It holds
+//   p99 over the requests, at concurrency 1 (200 requests) and 100 (2,000 requests), and the p99
+//   of the warm requests (after the first `concurrency`, which also connect). It holds
 //   everything between the client's send time and the token chunk's parse: the client's request,
 //   loopback both ways, the stand-in's parse and its timer's lateness, and the client's read; so
 //   it bounds our own share from above.
@@ -34,6 +36,8 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <iterator>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -77,6 +81,19 @@ class StandIn {
   StandIn(const StandIn&) = delete;
   StandIn& operator=(const StandIn&) = delete;
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+  // Its CPU time so far, user and system (/proc/PID/stat's utime and stime, in clock ticks).
+  double cpu_seconds() const {
+    std::ifstream in("/proc/" + std::to_string(pid_) + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    size_t p = stat.rfind(')');  // the command name may hold spaces
+    std::istringstream fields(p == std::string::npos ? "" : stat.substr(p + 2));
+    std::string field;
+    double ticks = 0;
+    for (int i = 3; i <= 15 && fields >> field; ++i)
+      if (i >= 14) ticks += std::atof(field.c_str());
+    return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+  }
 
   // GET /stats over a plain socket (the client under test speaks only streams).
   Value stats() const {
@@ -197,32 +214,35 @@ int main(int argc, char** argv) {
   // Throughput: short answers, no delay; the client's CPU per request beside the rate.
   if (part.empty() || part == "throughput") {
     std::printf("#\n# throughput: 4 chunks, no delay, 20000 requests\n");
-    std::printf("# %11s  %10s  %16s  %s\n", "concurrency", "req/s", "client CPU us/req",
-                "req/s of each repeat");
+    std::printf("# %11s  %10s  %17s  %18s  %s\n", "concurrency", "req/s", "client CPU us/req",
+                "stand-in CPU us/req", "req/s of each repeat");
     Value throughput = Value::list();
     {
       StandIn server(standin, {"--chunks", "4"});
       LoadTarget target{server.url(), "/v1/completions", "tiny", Value()};
       std::vector<LoadRequest> requests = requests_of(20000, 4);
       for (int concurrency : {64, 128, 256}) {
-        std::vector<double> rates, cpu;
+        std::vector<double> rates, cpu, server_cpu;
         size_t failed = 0;
         for (int r = 0; r < repeats; ++r) {
-          double c0 = cpu_seconds();
+          double c0 = cpu_seconds(), s0 = server.cpu_seconds();
           LoadResult result = run_at_concurrency(target, requests, concurrency);
           double used = cpu_seconds() - c0;
+          server_cpu.push_back((server.cpu_seconds() - s0) / static_cast<double>(requests.size()));
           PointMetrics m = point_metrics(timings_of(result), result.duration_s);
           failed += m.failed;
           rates.push_back(m.request_throughput);
           cpu.push_back(used / static_cast<double>(requests.size()));
         }
         ok = ok && failed == 0;
-        std::printf("  %11d  %10.0f  %16.1f  %s%s\n", concurrency, median(rates), median(cpu) * 1e6,
-                    repeats_text(rates, 1, 0).c_str(), failed ? "  FAILED requests" : "");
+        std::printf("  %11d  %10.0f  %17.1f  %18.1f  %s%s\n", concurrency, median(rates),
+                    median(cpu) * 1e6, median(server_cpu) * 1e6, repeats_text(rates, 1, 0).c_str(),
+                    failed ? "  FAILED requests" : "");
         Value row = Value::map();
         row.set("concurrency", Value::integer(concurrency));
         row.set("requests_per_s", reals(rates));
         row.set("client_cpu_s_per_request", reals(cpu));
+        row.set("standin_cpu_s_per_request", reals(server_cpu));
         row.set("failed", Value::integer(static_cast<std::int64_t>(failed)));
         throughput.items().push_back(std::move(row));
       }
@@ -270,15 +290,15 @@ int main(int argc, char** argv) {
   constexpr double kFirst = 0.05;
   if (part.empty() || part == "ttft") {
     std::printf("#\n# TTFT overhead: TTFT - 50 ms first delay, 2 chunks\n");
-    std::printf("# %11s  %8s  %10s  %10s  %s\n", "concurrency", "requests", "median ms", "p99 ms",
-                "medians of each repeat, ms");
+    std::printf("# %11s  %8s  %10s  %10s  %15s  %s\n", "concurrency", "requests", "median ms",
+                "p99 ms", "p99 warm ms", "medians of each repeat, ms");
     Value overhead = Value::list();
     {
       StandIn server(standin, {"--chunks", "2", "--first-delay", "0.05"});
       LoadTarget target{server.url(), "/v1/completions", "tiny", Value()};
       for (int concurrency : {1, 100}) {
-        size_t n = concurrency == 1 ? 100 : 2000;
-        std::vector<double> p50, p99;
+        size_t n = concurrency == 1 ? 200 : 2000;
+        std::vector<double> p50, p99, p99_warm;
         size_t failed = 0;
         for (int r = 0; r < repeats; ++r) {
           LoadResult result = run_at_concurrency(target, requests_of(n, 2), concurrency);
@@ -286,16 +306,22 @@ int main(int argc, char** argv) {
           failed += m.failed;
           p50.push_back(m.ttft_s.p50 - kFirst);
           p99.push_back(m.ttft_s.p99 - kFirst);
+          // Warm: the requests after the first `concurrency`, which made the connections.
+          std::vector<double> warm;
+          for (size_t i = static_cast<size_t>(concurrency); i < n; ++i)
+            warm.push_back(request_metrics(result.requests[i].timing).ttft_s - kFirst);
+          p99_warm.push_back(percentiles_of(std::move(warm)).p99);
         }
         ok = ok && failed == 0;
-        std::printf("  %11d  %8zu  %10.3f  %10.3f  %s%s\n", concurrency, n, median(p50) * 1e3,
-                    median(p99) * 1e3, repeats_text(p50, 1e3, 3).c_str(),
-                    failed ? "  FAILED requests" : "");
+        std::printf("  %11d  %8zu  %10.3f  %10.3f  %15.3f  %s%s\n", concurrency, n,
+                    median(p50) * 1e3, median(p99) * 1e3, median(p99_warm) * 1e3,
+                    repeats_text(p50, 1e3, 3).c_str(), failed ? "  FAILED requests" : "");
         Value row = Value::map();
         row.set("concurrency", Value::integer(concurrency));
         row.set("requests", Value::integer(static_cast<std::int64_t>(n)));
         row.set("overhead_p50_s", reals(p50));
         row.set("overhead_p99_s", reals(p99));
+        row.set("overhead_p99_warm_s", reals(p99_warm));
         row.set("failed", Value::integer(static_cast<std::int64_t>(failed)));
         overhead.items().push_back(std::move(row));
       }
