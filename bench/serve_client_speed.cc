@@ -15,8 +15,9 @@
 //   between its 4 tokens (3.5 s held open): all must succeed, with 1,000 in flight at once on
 //   both sides (the client's max_in_flight, the stand-in's /stats max_concurrent);
 // - TTFT overhead: the stand-in waits 50 ms before the first token; TTFT - 50 ms, its median and
-//   p99 over the requests, at concurrency 1 (200 requests) and 100 (2,000 requests), and the p99
-//   of the warm requests (after the first `concurrency`, which also connect). It holds
+//   p99 over the requests, at concurrency 1 (200 requests) and 100 (2,000 requests) and at a
+//   Poisson 2,000/s (4,000 requests, about 100 in flight, run_at_times), and the p99 of the warm
+//   requests (after those that also opened connections). It holds
 //   everything between the client's send time and the token chunk's parse: the client's request,
 //   loopback both ways, the stand-in's parse and its timer's lateness, and the client's read; so
 //   it bounds our own share from above.
@@ -41,11 +42,13 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <variant>
 #include <vector>
 
 #include "core/process.h"
 #include "core/value.h"
 #include "core/yaml_io.h"
+#include "serve/arrivals.h"
 #include "serve/load_client.h"
 #include "serve/request_metrics.h"
 
@@ -290,35 +293,53 @@ int main(int argc, char** argv) {
   constexpr double kFirst = 0.05;
   if (part.empty() || part == "ttft") {
     std::printf("#\n# TTFT overhead: TTFT - 50 ms first delay, 2 chunks\n");
-    std::printf("# %11s  %8s  %10s  %10s  %15s  %s\n", "concurrency", "requests", "median ms",
-                "p99 ms", "p99 warm ms", "medians of each repeat, ms");
+    std::printf("# %-21s  %8s  %9s  %7s  %11s  %s\n", "plan", "requests", "median ms", "p99 ms",
+                "p99 warm ms", "medians of each repeat, ms");
+    // A closed loop with a constant delay keeps its requests in waves: all `concurrency` of them
+    // are answered within the same millisecond, every time, and read one after another. The
+    // Poisson plan holds about as many in flight (2,000/s x 50 ms) without the waves.
+    struct Plan {
+      LoadPlan plan;
+      size_t requests, warm_from;  // warm: from the request after those that opened connections
+    };
+    const std::vector<Plan> plans = {{FixedConcurrency{1}, 200, 1},
+                                     {FixedConcurrency{100}, 2000, 100},
+                                     {ArrivalSchedule{PoissonRate{2000}}, 4000, 200}};
     Value overhead = Value::list();
     {
       StandIn server(standin, {"--chunks", "2", "--first-delay", "0.05"});
       LoadTarget target{server.url(), "/v1/completions", "tiny", Value()};
-      for (int concurrency : {1, 100}) {
-        size_t n = concurrency == 1 ? 200 : 2000;
+      for (const Plan& plan : plans) {
+        size_t n = plan.requests;
         std::vector<double> p50, p99, p99_warm;
         size_t failed = 0;
         for (int r = 0; r < repeats; ++r) {
-          LoadResult result = run_at_concurrency(target, requests_of(n, 2), concurrency);
+          LoadResult result;
+          if (const auto* fixed = std::get_if<FixedConcurrency>(&plan.plan)) {
+            result = run_at_concurrency(target, requests_of(n, 2), fixed->concurrency);
+          } else {
+            std::vector<double> times = send_times(std::get<ArrivalSchedule>(plan.plan), {0, n},
+                                                   static_cast<std::uint64_t>(r + 1));
+            result = run_at_times(target, requests_of(n, 2), times);
+          }
           PointMetrics m = point_metrics(timings_of(result), result.duration_s);
           failed += m.failed;
           p50.push_back(m.ttft_s.p50 - kFirst);
           p99.push_back(m.ttft_s.p99 - kFirst);
-          // Warm: the requests after the first `concurrency`, which made the connections.
           std::vector<double> warm;
-          for (size_t i = static_cast<size_t>(concurrency); i < n; ++i)
+          for (size_t i = plan.warm_from; i < n; ++i)
             warm.push_back(request_metrics(result.requests[i].timing).ttft_s - kFirst);
           p99_warm.push_back(percentiles_of(std::move(warm)).p99);
         }
         ok = ok && failed == 0;
-        std::printf("  %11d  %8zu  %10.3f  %10.3f  %15.3f  %s%s\n", concurrency, n,
+        std::string name = describe(plan.plan);
+        std::printf("  %-21s  %8zu  %9.3f  %7.3f  %11.3f  %s%s\n", name.c_str(), n,
                     median(p50) * 1e3, median(p99) * 1e3, median(p99_warm) * 1e3,
                     repeats_text(p50, 1e3, 3).c_str(), failed ? "  FAILED requests" : "");
         Value row = Value::map();
-        row.set("concurrency", Value::integer(concurrency));
+        row.set("plan", Value::string(name));
         row.set("requests", Value::integer(static_cast<std::int64_t>(n)));
+        row.set("warm_from", Value::integer(static_cast<std::int64_t>(plan.warm_from)));
         row.set("overhead_p50_s", reals(p50));
         row.set("overhead_p99_s", reals(p99));
         row.set("overhead_p99_warm_s", reals(p99_warm));
