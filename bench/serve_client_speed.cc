@@ -20,7 +20,7 @@
 //   requests (after those that also opened connections). It holds
 //   everything between the client's send time and the token chunk's parse: the client's request,
 //   loopback both ways, the stand-in's parse and its timer's lateness, and the client's read; so
-//   it bounds our own share from above.
+//   it bounds our own share from above. The stand-in's mean lateness (its /stats) is beside it.
 //
 // The stand-in runs as a child process; on 2 cores each side has about one. Nothing else should
 // run meanwhile (a build beside it halves the figures).
@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -41,6 +42,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <variant>
 #include <vector>
@@ -132,11 +134,52 @@ double cpu_seconds() {
          static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
 }
 
+// Every CPU's busy time so far (/proc/stat's first line: user, nice, system, irq, softirq and
+// steal, the time the hypervisor gave to others).
+double machine_busy_s() {
+  std::ifstream in("/proc/stat");
+  std::string cpu;
+  double user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
+  in >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal;
+  return (user + nice + system + irq + softirq + steal) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// What the rest of the machine used while a repeat ran, in cores: all CPUs' busy time less ours
+// and the stand-in's. Another build or server beside the benchmark shows here (a share of a core
+// already halves the client's figures on 2 cores), so that a busy run is not taken for a slow one.
+double max_other_cores = 0;
+class OtherLoad {
+ public:
+  explicit OtherLoad(const StandIn& server)
+      : server_(server),
+        busy0_(machine_busy_s()),
+        own0_(cpu_seconds() + server.cpu_seconds()),
+        wall0_(std::chrono::steady_clock::now()) {}
+  double cores() const {
+    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0_).count();
+    double other = (machine_busy_s() - busy0_) - (cpu_seconds() + server_.cpu_seconds() - own0_);
+    double c = std::max(0.0, other / wall);
+    max_other_cores = std::max(max_other_cores, c);
+    return c;
+  }
+
+ private:
+  const StandIn& server_;
+  double busy0_, own0_;
+  std::chrono::steady_clock::time_point wall0_;
+};
+
 std::vector<LoadRequest> requests_of(size_t n, std::int64_t max_tokens) {
   std::vector<LoadRequest> out;
   out.reserve(n);
   for (size_t i = 0; i < n; ++i) out.push_back({"prompt number " + std::to_string(i), max_tokens});
   return out;
+}
+
+// A number of the stand-in's /stats; 0 when it is missing.
+double number_field(const Value& map, std::string_view key) {
+  const Value* v = map.is_map() ? map.find(key) : nullptr;
+  return v != nullptr && v->is_number() ? v->as_float() : 0;
 }
 
 double median(std::vector<double> v) { return percentiles_of(std::move(v)).p50; }
@@ -217,20 +260,22 @@ int main(int argc, char** argv) {
   // Throughput: short answers, no delay; the client's CPU per request beside the rate.
   if (part.empty() || part == "throughput") {
     std::printf("#\n# throughput: 4 chunks, no delay, 20000 requests\n");
-    std::printf("# %11s  %10s  %17s  %18s  %s\n", "concurrency", "req/s", "client CPU us/req",
-                "stand-in CPU us/req", "req/s of each repeat");
+    std::printf("# %11s  %10s  %17s  %18s  %12s  %s\n", "concurrency", "req/s", "client CPU us/req",
+                "stand-in CPU us/req", "others' cores", "req/s of each repeat");
     Value throughput = Value::list();
     {
       StandIn server(standin, {"--chunks", "4"});
       LoadTarget target{server.url(), "/v1/completions", "tiny", Value()};
       std::vector<LoadRequest> requests = requests_of(20000, 4);
       for (int concurrency : {64, 128, 256}) {
-        std::vector<double> rates, cpu, server_cpu;
+        std::vector<double> rates, cpu, server_cpu, others;
         size_t failed = 0;
         for (int r = 0; r < repeats; ++r) {
+          OtherLoad other(server);
           double c0 = cpu_seconds(), s0 = server.cpu_seconds();
           LoadResult result = run_at_concurrency(target, requests, concurrency);
           double used = cpu_seconds() - c0;
+          others.push_back(other.cores());
           server_cpu.push_back((server.cpu_seconds() - s0) / static_cast<double>(requests.size()));
           PointMetrics m = point_metrics(timings_of(result), result.duration_s);
           failed += m.failed;
@@ -238,14 +283,16 @@ int main(int argc, char** argv) {
           cpu.push_back(used / static_cast<double>(requests.size()));
         }
         ok = ok && failed == 0;
-        std::printf("  %11d  %10.0f  %17.1f  %18.1f  %s%s\n", concurrency, median(rates),
-                    median(cpu) * 1e6, median(server_cpu) * 1e6, repeats_text(rates, 1, 0).c_str(),
-                    failed ? "  FAILED requests" : "");
+        std::printf("  %11d  %10.0f  %17.1f  %18.1f  %12.2f  %s%s\n", concurrency, median(rates),
+                    median(cpu) * 1e6, median(server_cpu) * 1e6,
+                    *std::max_element(others.begin(), others.end()),
+                    repeats_text(rates, 1, 0).c_str(), failed ? "  FAILED requests" : "");
         Value row = Value::map();
         row.set("concurrency", Value::integer(concurrency));
         row.set("requests_per_s", reals(rates));
         row.set("client_cpu_s_per_request", reals(cpu));
         row.set("standin_cpu_s_per_request", reals(server_cpu));
+        row.set("other_load_cores", reals(others));
         row.set("failed", Value::integer(static_cast<std::int64_t>(failed)));
         throughput.items().push_back(std::move(row));
       }
@@ -257,20 +304,22 @@ int main(int argc, char** argv) {
   if (part.empty() || part == "streams") {
     std::printf(
         "#\n# streams: 1000 at concurrency 1000, 2 s to the first token, 0.5 s between 4\n");
-    std::printf("# %6s  %9s  %13s  %14s  %10s\n", "repeat", "succeeded", "max_in_flight",
-                "max_concurrent", "duration s");
+    std::printf("# %6s  %9s  %13s  %14s  %10s  %12s\n", "repeat", "succeeded", "max_in_flight",
+                "max_concurrent", "duration s", "others' cores");
     Value streams = Value::list();
     for (int r = 0; r < repeats; ++r) {
       StandIn server(standin, {"--chunks", "4", "--first-delay", "2", "--delay", "0.5"});
       LoadTarget target{server.url(), "/v1/completions", "tiny", Value()};
+      OtherLoad other(server);
       LoadResult result = run_at_concurrency(target, requests_of(1000, 4), 1000);
+      double others = other.cores();
       PointMetrics m = point_metrics(timings_of(result), result.duration_s);
       std::int64_t server_max = int_field(server.stats(), "max_concurrent", -1);
       bool good = m.succeeded == 1000 && result.max_in_flight == 1000 && server_max == 1000;
       ok = ok && good;
-      std::printf("  %6d  %9zu  %13d  %14lld  %10.2f  %s\n", r + 1, m.succeeded,
+      std::printf("  %6d  %9zu  %13d  %14lld  %10.2f  %12.2f  %s\n", r + 1, m.succeeded,
                   result.max_in_flight, static_cast<long long>(server_max), result.duration_s,
-                  good ? "OK" : "FAILED");
+                  others, good ? "OK" : "FAILED");
       for (const RequestRecord& rec : result.requests) {
         if (!rec.message.empty()) {
           std::printf("    first failure: %s\n", rec.message.c_str());
@@ -282,6 +331,7 @@ int main(int argc, char** argv) {
       row.set("max_in_flight", Value::integer(result.max_in_flight));
       row.set("server_max_concurrent", Value::integer(server_max));
       row.set("duration_s", Value::real(result.duration_s));
+      row.set("other_load_cores", Value::real(others));
       row.set("ttft_overhead_p50_s", Value::real(m.ttft_s.p50 - 2.0));
       row.set("ttft_overhead_p99_s", Value::real(m.ttft_s.p99 - 2.0));
       streams.items().push_back(std::move(row));
@@ -293,8 +343,9 @@ int main(int argc, char** argv) {
   constexpr double kFirst = 0.05;
   if (part.empty() || part == "ttft") {
     std::printf("#\n# TTFT overhead: TTFT - 50 ms first delay, 2 chunks\n");
-    std::printf("# %-21s  %8s  %9s  %7s  %11s  %s\n", "plan", "requests", "median ms", "p99 ms",
-                "p99 warm ms", "medians of each repeat, ms");
+    std::printf("# %-21s  %8s  %9s  %7s  %11s  %7s  %15s  %12s  %s\n", "plan", "requests",
+                "median ms", "p99 ms", "p99 warm ms", "mean ms", "stand-in late ms",
+                "others' cores", "medians of each repeat, ms");
     // A closed loop with a constant delay keeps its requests in waves: all `concurrency` of them
     // are answered within the same millisecond, every time, and read one after another. The
     // Poisson plan holds about as many in flight (2,000/s x 50 ms) without the waves.
@@ -311,9 +362,11 @@ int main(int argc, char** argv) {
       LoadTarget target{server.url(), "/v1/completions", "tiny", Value()};
       for (const Plan& plan : plans) {
         size_t n = plan.requests;
-        std::vector<double> p50, p99, p99_warm;
+        std::vector<double> p50, p99, p99_warm, mean, late, others;
         size_t failed = 0;
         for (int r = 0; r < repeats; ++r) {
+          Value before = server.stats();
+          OtherLoad other(server);
           LoadResult result;
           if (const auto* fixed = std::get_if<FixedConcurrency>(&plan.plan)) {
             result = run_at_concurrency(target, requests_of(n, 2), fixed->concurrency);
@@ -322,8 +375,15 @@ int main(int argc, char** argv) {
                                                    static_cast<std::uint64_t>(r + 1));
             result = run_at_times(target, requests_of(n, 2), times);
           }
+          others.push_back(other.cores());
+          Value after = server.stats();
+          // With no delay after the first token, each request waits on one timer: its first.
+          late.push_back(
+              (number_field(after, "timers_late_s") - number_field(before, "timers_late_s")) /
+              static_cast<double>(int_field(after, "timers", 0) - int_field(before, "timers", 0)));
           PointMetrics m = point_metrics(timings_of(result), result.duration_s);
           failed += m.failed;
+          mean.push_back(m.ttft_s.mean - kFirst);
           p50.push_back(m.ttft_s.p50 - kFirst);
           p99.push_back(m.ttft_s.p99 - kFirst);
           std::vector<double> warm;
@@ -333,8 +393,10 @@ int main(int argc, char** argv) {
         }
         ok = ok && failed == 0;
         std::string name = describe(plan.plan);
-        std::printf("  %-21s  %8zu  %9.3f  %7.3f  %11.3f  %s%s\n", name.c_str(), n,
-                    median(p50) * 1e3, median(p99) * 1e3, median(p99_warm) * 1e3,
+        std::printf("  %-21s  %8zu  %9.3f  %7.3f  %11.3f  %7.3f  %15.3f  %12.2f  %s%s\n",
+                    name.c_str(), n, median(p50) * 1e3, median(p99) * 1e3, median(p99_warm) * 1e3,
+                    median(mean) * 1e3, median(late) * 1e3,
+                    *std::max_element(others.begin(), others.end()),
                     repeats_text(p50, 1e3, 3).c_str(), failed ? "  FAILED requests" : "");
         Value row = Value::map();
         row.set("plan", Value::string(name));
@@ -343,6 +405,9 @@ int main(int argc, char** argv) {
         row.set("overhead_p50_s", reals(p50));
         row.set("overhead_p99_s", reals(p99));
         row.set("overhead_p99_warm_s", reals(p99_warm));
+        row.set("overhead_mean_s", reals(mean));
+        row.set("standin_late_mean_s", reals(late));
+        row.set("other_load_cores", reals(others));
         row.set("failed", Value::integer(static_cast<std::int64_t>(failed)));
         overhead.items().push_back(std::move(row));
       }
@@ -350,6 +415,11 @@ int main(int argc, char** argv) {
     out.set("ttft_overhead", std::move(overhead));
   }
 
+  out.set("max_other_load_cores", Value::real(max_other_cores));
+  // A fifth of a core used by others already shows in the rates and the p99s.
+  if (max_other_cores > 0.2)
+    std::printf("# the machine was busy (others used up to %.2f cores in a repeat): rerun\n",
+                max_other_cores);
   std::printf("# %s\n", ok ? "OK" : "FAILED");
   if (!json.empty()) {
     std::ofstream f(json + ".partial");

@@ -9,7 +9,8 @@
 // min(max_tokens, --chunks) chunks of one token each ("tok0 ", "tok1 ", ...), --first-delay seconds
 // after the request before the first and --delay seconds between the others (0: at once, in one
 // write), then a usage chunk and data: [DONE]. GET /stats gives {"requests": n,
-// "max_concurrent": n, "in_flight": n}.
+// "max_concurrent": n, "in_flight": n} and, beyond the Python stand-in's, "timers" (delays waited
+// so far) and "timers_late_s" (their lateness summed: the stand-in's own share of a measured TTFT).
 //
 // One thread, one epoll loop, non-blocking sockets with TCP_NODELAY; delays are a timer heap
 // waited on with epoll_pwait2 (nanoseconds, where epoll_wait would round to milliseconds).
@@ -72,7 +73,8 @@ struct Timer {
 Options options;
 int epfd = -1;
 unsigned long next_serial = 1;
-long requests_total = 0, in_flight = 0, max_concurrent = 0;
+long requests_total = 0, in_flight = 0, max_concurrent = 0, timers_fired = 0;
+double timers_late_s = 0;  // summed over the timers fired: how late this server itself was
 std::unordered_map<int, std::unique_ptr<Conn>> conns;
 std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers;
 
@@ -189,7 +191,9 @@ bool serve_requests(Conn& c) {
       answer_json(c, "200 OK",
                   "{\"requests\": " + std::to_string(requests_total) +
                       ", \"max_concurrent\": " + std::to_string(max_concurrent) +
-                      ", \"in_flight\": " + std::to_string(in_flight) + "}");
+                      ", \"in_flight\": " + std::to_string(in_flight) +
+                      ", \"timers\": " + std::to_string(timers_fired) +
+                      ", \"timers_late_s\": " + std::to_string(timers_late_s) + "}");
     } else if (target.rfind("POST /v1/completions ", 0) == 0 ||
                target.rfind("POST /v1/chat/completions ", 0) == 0) {
       c.chat = target.find("/chat/") != std::string_view::npos;
@@ -355,6 +359,8 @@ int main(int argc, char** argv) {
       timers.pop();
       auto it = conns.find(due.fd);
       if (it == conns.end() || it->second->serial != due.serial) continue;  // closed since
+      ++timers_fired;
+      timers_late_s += now_s() - due.at;  // each one's own: the writes before it count
       if (!stream_on(*it->second)) close_conn(*it->second);
     }
   }
