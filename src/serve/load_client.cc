@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -211,6 +212,23 @@ int on_timer(CURLM*, long timeout_ms, void* user) {
   return 0;
 }
 
+// Waits up to `wait_s` for the set's events: to the nanosecond with epoll_pwait2 (Linux 5.11),
+// else (older kernels, valgrind) with epoll_wait's milliseconds, rounded up so that a send time
+// is never missed by waking early and spinning.
+int wait_for_events(int epfd, std::vector<epoll_event>& events, double wait_s) {
+  static std::atomic<bool> has_pwait2{true};
+  if (has_pwait2.load(std::memory_order_relaxed)) {
+    timespec ts{};
+    ts.tv_sec = static_cast<time_t>(wait_s);
+    ts.tv_nsec = static_cast<long>((wait_s - static_cast<double>(ts.tv_sec)) * 1e9);
+    int n = epoll_pwait2(epfd, events.data(), static_cast<int>(events.size()), &ts, nullptr);
+    if (n >= 0 || errno != ENOSYS) return n;
+    has_pwait2.store(false, std::memory_order_relaxed);
+  }
+  return epoll_wait(epfd, events.data(), static_cast<int>(events.size()),
+                    static_cast<int>(std::ceil(wait_s * 1000)));
+}
+
 // Easy handles kept between requests: a new one costs a few kilobytes of allocations and every
 // option set again. The options all requests share are set when a handle is made.
 class EasyPool {
@@ -346,10 +364,7 @@ LoadResult run_load(const LoadTarget& target, const std::vector<LoadRequest>& re
           wait,
           std::max(0.0, std::chrono::duration<double>(*watch.curl_due - Clock::now()).count()));
     }
-    timespec ts{};
-    ts.tv_sec = static_cast<time_t>(wait);
-    ts.tv_nsec = static_cast<long>((wait - static_cast<double>(ts.tv_sec)) * 1e9);
-    int n = epoll_pwait2(watch.epfd, events.data(), static_cast<int>(events.size()), &ts, nullptr);
+    int n = wait_for_events(watch.epfd, events, wait);
     for (int k = 0; k < n; ++k) {
       const epoll_event& e = events[static_cast<size_t>(k)];
       int mask = ((e.events & EPOLLIN) != 0 ? CURL_CSELECT_IN : 0) |

@@ -296,7 +296,7 @@ TEST(LoadClient, AWrongPathIsAnHttpStatus) {
 // (support/fast_openai_standin.cc, the stand-in bench/serve_client_speed measures the client
 // with): every answer whole, completions and chat, and the stand-in agrees on what it served.
 TEST(LoadClient, ManyRequestsAgainstTheFastStandInAllComeBackWhole) {
-  // 10 ms before the first token, so that the stand-in holds all 32 at once (with none it ends
+  // 10 ms before the first token, so that the stand-in holds many at once (with none it ends
   // each answer as it reads the request: one at a time).
   StandIn server({"--chunks", "3", "--first-delay", "0.01"},
                  {SWEEPBENCH_BIN_DIR "/fast-openai-standin"});
@@ -314,7 +314,10 @@ TEST(LoadClient, ManyRequestsAgainstTheFastStandInAllComeBackWhole) {
   }
   Value stats = server.stats();
   EXPECT_EQ(int_field(stats, "requests", -1), 4000);
-  EXPECT_EQ(int_field(stats, "max_concurrent", -1), 32);
+  // Overlapping, never more than the plan; all 32 at once only if no refill was late by 10 ms,
+  // which a loaded CI machine (or valgrind) does not promise.
+  EXPECT_GT(int_field(stats, "max_concurrent", -1), 1);
+  EXPECT_LE(int_field(stats, "max_concurrent", -1), 32);
   EXPECT_EQ(int_field(stats, "in_flight", -1), 0);
 }
 

@@ -13,7 +13,8 @@
 // so far) and "timers_late_s" (their lateness summed: the stand-in's own share of a measured TTFT).
 //
 // One thread, one epoll loop, non-blocking sockets with TCP_NODELAY; delays are a timer heap
-// waited on with epoll_pwait2 (nanoseconds, where epoll_wait would round to milliseconds).
+// waited on with epoll_pwait2 (nanoseconds, where epoll_wait would round to milliseconds; it is
+// the fallback before Linux 5.11).
 // Left out: faults, echo:, standin_delay, --tokens-per-chunk, TLS, requests that are not
 // Content-Length bodies (no chunked uploads), answers larger than a socket's buffer only queue.
 #include <arpa/inet.h>
@@ -341,6 +342,12 @@ int main(int argc, char** argv) {
       wait_p = &wait;
     }
     int n = epoll_pwait2(epfd, events.data(), static_cast<int>(events.size()), wait_p, nullptr);
+    if (n < 0 && errno == ENOSYS) {  // before Linux 5.11: milliseconds, rounded up
+      int ms = wait_p == nullptr
+                   ? -1
+                   : static_cast<int>(wait.tv_sec * 1000 + (wait.tv_nsec + 999999) / 1000000);
+      n = epoll_wait(epfd, events.data(), static_cast<int>(events.size()), ms);
+    }
     for (int i = 0; i < n; ++i) {
       int fd = events[static_cast<size_t>(i)].data.fd;
       if (fd == listener) {
