@@ -1,11 +1,21 @@
 // The load client over libcurl's multi interface (load_client.h).
+//
+// Its own speed (bench/serve_client_speed.cc, docs/performance.md): libcurl's socket interface
+// (curl_multi_socket_action) over our own epoll set, so that a wake-up costs the sockets that
+// woke, not every transfer in flight as curl_multi_perform and curl_multi_poll do; easy handles
+// kept and reused between requests, with the options every request shares set once.
 #include "serve/load_client.h"
 
 #include <curl/curl.h>
+#include <sys/epoll.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <ctime>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -25,11 +35,11 @@ using Clock = std::chrono::steady_clock;
 // The first bytes of a non-200 answer kept for its message: enough for a JSON error object.
 constexpr size_t kErrorBodyBytes = 512;
 
-// One request in flight: its easy handle, its parser and what it recorded.
+// One request in flight: its easy handle (owned by the load's pool), its parser and what it
+// recorded.
 struct Transfer {
   size_t index = 0;
   CURL* easy = nullptr;
-  curl_slist* headers = nullptr;
   std::string body;
   SseParser parser;
   std::vector<SseEvent> events;
@@ -39,11 +49,6 @@ struct Transfer {
   bool aborted = false;    // we ended the transfer (a stream or server error)
   bool saw_status = false;
   std::optional<StreamError> stream_error;
-
-  ~Transfer() {
-    if (easy != nullptr) curl_easy_cleanup(easy);
-    if (headers != nullptr) curl_slist_free_all(headers);
-  }
 };
 
 double seconds_since(Clock::time_point start) {
@@ -172,6 +177,106 @@ struct MultiDeleter {
   void operator()(CURLM* m) const { curl_multi_cleanup(m); }
 };
 
+// The sockets libcurl asks us to watch (CURLMOPT_SOCKETFUNCTION) and when it next wants to be
+// called without any (CURLMOPT_TIMERFUNCTION).
+struct Watch {
+  int epfd = -1;
+  std::optional<Clock::time_point> curl_due;  // none: libcurl has no timer set
+
+  ~Watch() {
+    if (epfd >= 0) close(epfd);
+  }
+};
+
+int on_socket(CURL*, curl_socket_t s, int what, void* user, void*) {
+  Watch& w = *static_cast<Watch*>(user);
+  if (what == CURL_POLL_REMOVE) {
+    epoll_ctl(w.epfd, EPOLL_CTL_DEL, s, nullptr);  // ENOENT or EBADF: already gone
+    return 0;
+  }
+  epoll_event ev{};
+  ev.events =
+      ((what & CURL_POLL_IN) != 0 ? EPOLLIN : 0u) | ((what & CURL_POLL_OUT) != 0 ? EPOLLOUT : 0u);
+  ev.data.fd = s;
+  if (epoll_ctl(w.epfd, EPOLL_CTL_MOD, s, &ev) != 0 && errno == ENOENT)
+    epoll_ctl(w.epfd, EPOLL_CTL_ADD, s, &ev);
+  return 0;
+}
+
+int on_timer(CURLM*, long timeout_ms, void* user) {
+  Watch& w = *static_cast<Watch*>(user);
+  if (timeout_ms < 0)
+    w.curl_due.reset();
+  else
+    w.curl_due = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  return 0;
+}
+
+// Waits up to `wait_s` for the set's events: to the nanosecond with epoll_pwait2 (Linux 5.11),
+// else (older kernels, valgrind) with epoll_wait's milliseconds, rounded up so that a send time
+// is never missed by waking early and spinning.
+int wait_for_events(int epfd, std::vector<epoll_event>& events, double wait_s) {
+  static std::atomic<bool> has_pwait2{true};
+  if (has_pwait2.load(std::memory_order_relaxed)) {
+    timespec ts{};
+    ts.tv_sec = static_cast<time_t>(wait_s);
+    ts.tv_nsec = static_cast<long>((wait_s - static_cast<double>(ts.tv_sec)) * 1e9);
+    int n = epoll_pwait2(epfd, events.data(), static_cast<int>(events.size()), &ts, nullptr);
+    if (n >= 0 || errno != ENOSYS) return n;
+    has_pwait2.store(false, std::memory_order_relaxed);
+  }
+  return epoll_wait(epfd, events.data(), static_cast<int>(events.size()),
+                    static_cast<int>(std::ceil(wait_s * 1000)));
+}
+
+// Easy handles kept between requests: a new one costs a few kilobytes of allocations and every
+// option set again. The options all requests share are set when a handle is made.
+class EasyPool {
+ public:
+  EasyPool(const std::string& url, const LoadOptions& options) : url_(url), options_(options) {
+    headers_ = curl_slist_append(headers_, "Content-Type: application/json");
+    headers_ = curl_slist_append(headers_, "Accept: text/event-stream");
+    // No "Expect: 100-continue" wait before a long prompt's body.
+    headers_ = curl_slist_append(headers_, "Expect:");
+  }
+  ~EasyPool() {
+    for (CURL* c : made_) curl_easy_cleanup(c);  // in flight too, should the load have thrown
+    curl_slist_free_all(headers_);
+  }
+  EasyPool(const EasyPool&) = delete;
+  EasyPool& operator=(const EasyPool&) = delete;
+
+  CURL* take() {
+    if (!free_.empty()) {
+      CURL* c = free_.back();
+      free_.pop_back();
+      return c;
+    }
+    CURL* c = curl_easy_init();
+    if (c == nullptr) throw std::runtime_error("libcurl: cannot make an easy handle");
+    made_.push_back(c);
+    curl_easy_setopt(c, CURLOPT_URL, url_.c_str());
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers_);
+    curl_easy_setopt(c, CURLOPT_POST, 1L);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS,
+                     static_cast<long>(std::ceil(options_.request_timeout_s * 1000)));
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
+                     static_cast<long>(std::ceil(options_.connect_timeout_s * 1000)));
+    curl_easy_setopt(c, CURLOPT_USERAGENT, "sweepbench-serve");
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    return c;
+  }
+  void give_back(CURL* c) { free_.push_back(c); }
+
+ private:
+  std::string url_;
+  LoadOptions options_;
+  curl_slist* headers_ = nullptr;
+  std::vector<CURL*> made_, free_;
+};
+
 // The loop both plans share: `due(i, now)` says whether request i may start now (i is the next
 // not started), `wait_s(i, now)` how long until it may when it may not yet.
 template <typename Due, typename Wait>
@@ -188,15 +293,27 @@ LoadResult run_load(const LoadTarget& target, const std::vector<LoadRequest>& re
 
   LoadResult result;
   result.requests.resize(requests.size());
-  std::unique_ptr<CURLM, MultiDeleter> multi(curl_multi_init());
-  if (!multi) throw std::runtime_error("libcurl: cannot make a multi handle");
   std::string url = target.base_url;
   while (!url.empty() && url.back() == '/') url.pop_back();
   url += target.endpoint;
+  // Declared before the multi handle so that they outlive it: its cleanup may still call
+  // on_socket, and it detaches any easy handle left in it (a load that threw) before the pool
+  // cleans them up.
+  EasyPool pool(url, options);
+  Watch watch;
+  watch.epfd = epoll_create1(EPOLL_CLOEXEC);
+  if (watch.epfd < 0) throw std::runtime_error("cannot make an epoll set");
+  std::unique_ptr<CURLM, MultiDeleter> multi(curl_multi_init());
+  if (!multi) throw std::runtime_error("libcurl: cannot make a multi handle");
+  curl_multi_setopt(multi.get(), CURLMOPT_SOCKETFUNCTION, on_socket);
+  curl_multi_setopt(multi.get(), CURLMOPT_SOCKETDATA, &watch);
+  curl_multi_setopt(multi.get(), CURLMOPT_TIMERFUNCTION, on_timer);
+  curl_multi_setopt(multi.get(), CURLMOPT_TIMERDATA, &watch);
 
   std::vector<std::unique_ptr<Transfer>> in_flight;
   const Clock::time_point start = Clock::now();
   size_t next = 0;
+  int running = 0;
 
   auto start_request = [&](size_t i) {
     auto t = std::make_unique<Transfer>();
@@ -204,39 +321,47 @@ LoadResult run_load(const LoadTarget& target, const std::vector<LoadRequest>& re
     t->record = &result.requests[i];
     t->start = start;
     t->body = std::move(bodies[i]);
-    t->easy = curl_easy_init();
-    if (t->easy == nullptr) throw std::runtime_error("libcurl: cannot make an easy handle");
-    t->headers = curl_slist_append(t->headers, "Content-Type: application/json");
-    t->headers = curl_slist_append(t->headers, "Accept: text/event-stream");
-    // No "Expect: 100-continue" wait before a long prompt's body.
-    t->headers = curl_slist_append(t->headers, "Expect:");
+    t->easy = pool.take();
     CURL* c = t->easy;
-    curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, t->headers);
-    curl_easy_setopt(c, CURLOPT_POST, 1L);
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, t->body.c_str());
     curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(t->body.size()));
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, t.get());
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS,
-                     static_cast<long>(std::ceil(options.request_timeout_s * 1000)));
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
-                     static_cast<long>(std::ceil(options.connect_timeout_s * 1000)));
-    curl_easy_setopt(c, CURLOPT_USERAGENT, "sweepbench-serve");
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(c, CURLOPT_PRIVATE, t.get());
     t->record->timing.send_s = seconds_since(start);
     curl_multi_add_handle(multi.get(), c);
+    // Sent now (on a kept connection; a new one starts connecting), not on the loop's next turn
+    // after every other request started in this one: when many start at once (a closed loop's
+    // slots, sends due together), each request's TTFT would hold the sends of those before it.
+    curl_multi_socket_action(multi.get(), CURL_SOCKET_TIMEOUT, 0, &running);
     in_flight.push_back(std::move(t));
     result.max_in_flight = std::max(result.max_in_flight, static_cast<int>(in_flight.size()));
   };
 
+  auto take_done = [&] {
+    int queued = 0;
+    while (CURLMsg* msg = curl_multi_info_read(multi.get(), &queued)) {
+      if (msg->msg != CURLMSG_DONE) continue;
+      Transfer* t = nullptr;
+      CURL* easy = msg->easy_handle;
+      curl_easy_getinfo(easy, CURLINFO_PRIVATE, &t);
+      CURLcode code = msg->data.result;
+      curl_multi_remove_handle(multi.get(), easy);
+      finish(*t, code);
+      pool.give_back(easy);
+      auto it = std::find_if(in_flight.begin(), in_flight.end(),
+                             [t](const auto& p) { return p.get() == t; });
+      std::swap(*it, in_flight.back());  // order in flight does not matter
+      in_flight.pop_back();
+    }
+  };
+
+  std::vector<epoll_event> events(256);
   while (next < requests.size() || !in_flight.empty()) {
     if (options.stop && options.stop()) {
       // Stopped: what is in flight ends here, failed; nothing more is sent.
       for (auto& t : in_flight) {
         curl_multi_remove_handle(multi.get(), t->easy);
+        pool.give_back(t->easy);
         t->record->finished_s = seconds_since(start);
         RequestTiming& timing = t->record->timing;
         timing.end_s = timing.chunks.empty() ? timing.send_s : timing.chunks.back().time_s;
@@ -249,29 +374,30 @@ LoadResult run_load(const LoadTarget& target, const std::vector<LoadRequest>& re
     while (next < requests.size() && due(next, seconds_since(start), in_flight.size())) {
       start_request(next++);
     }
-    int running = 0;
-    curl_multi_perform(multi.get(), &running);
-    int queued = 0;
-    while (CURLMsg* msg = curl_multi_info_read(multi.get(), &queued)) {
-      if (msg->msg != CURLMSG_DONE) continue;
-      Transfer* t = nullptr;
-      curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &t);
-      CURLcode code = msg->data.result;
-      curl_multi_remove_handle(multi.get(), msg->easy_handle);
-      finish(*t, code);
-      in_flight.erase(std::find_if(in_flight.begin(), in_flight.end(),
-                                   [t](const auto& p) { return p.get() == t; }));
+    // Wait for the sockets, curl's own timer, or the next send time, whichever comes first;
+    // 100 ms at most: what a wake-up missed by mistake could cost.
+    double wait = 0.1;
+    if (next < requests.size() && !due(next, seconds_since(start), in_flight.size()))
+      wait = std::min(wait, std::max(0.0, wait_s(next, seconds_since(start))));
+    if (watch.curl_due) {
+      wait = std::min(
+          wait,
+          std::max(0.0, std::chrono::duration<double>(*watch.curl_due - Clock::now()).count()));
     }
-    if (next < requests.size() && due(next, seconds_since(start), in_flight.size())) continue;
-    // Wait for the sockets, curl's own timers, or the next send time, whichever comes first.
-    int timeout_ms = 100;
-    if (next < requests.size()) {
-      double w = wait_s(next, seconds_since(start));
-      timeout_ms = std::clamp(static_cast<int>(std::ceil(w * 1000)), 0, 100);
+    int n = wait_for_events(watch.epfd, events, wait);
+    for (int k = 0; k < n; ++k) {
+      const epoll_event& e = events[static_cast<size_t>(k)];
+      int mask = ((e.events & EPOLLIN) != 0 ? CURL_CSELECT_IN : 0) |
+                 ((e.events & EPOLLOUT) != 0 ? CURL_CSELECT_OUT : 0) |
+                 ((e.events & (EPOLLERR | EPOLLHUP)) != 0 ? CURL_CSELECT_ERR : 0);
+      curl_multi_socket_action(multi.get(), e.data.fd, mask, &running);
     }
-    if (!in_flight.empty() || timeout_ms > 0) {
-      curl_multi_poll(multi.get(), nullptr, 0, timeout_ms, nullptr);
+    if (watch.curl_due && *watch.curl_due <= Clock::now()) {
+      // Not cleared first: libcurl calls on_timer only when its next expiry changes, and one
+      // still pending keeps this due, so that it is called again (within a millisecond).
+      curl_multi_socket_action(multi.get(), CURL_SOCKET_TIMEOUT, 0, &running);
     }
+    take_done();
   }
   result.sent = next;
   result.requests.resize(next);

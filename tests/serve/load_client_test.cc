@@ -1,7 +1,8 @@
 // The load client against the stand-in OpenAI-compatible server (tests/support/openai_standin.py,
 // a real HTTP server on loopback that streams as real servers do, standing in for them for the
 // fault paths and known delays; later tests use a real vLLM server): every request's timings,
-// token counts, the concurrency held, each fault classified, prompts escaped.
+// token counts, the concurrency held, each fault classified, prompts escaped; and many requests
+// against the fast C++ stand-in (tests/support/fast_openai_standin.cc).
 #include "serve/load_client.h"
 
 #include <gtest/gtest.h>
@@ -32,11 +33,14 @@ namespace {
 // line, killed at the end.
 class StandIn {
  public:
-  explicit StandIn(std::vector<std::string> options) {
+  // `program`: the Python stand-in unless given (fast-openai-standin, for the many-request test).
+  explicit StandIn(std::vector<std::string> options,
+                   std::vector<std::string> program = {"/usr/bin/python3", SWEEPBENCH_SOURCE_DIR
+                                                       "/tests/support/openai_standin.py"}) {
     int fds[2];
     if (pipe(fds) != 0) throw std::runtime_error("pipe");
     SpawnSpec spec;
-    spec.argv = {"/usr/bin/python3", SWEEPBENCH_SOURCE_DIR "/tests/support/openai_standin.py"};
+    spec.argv = std::move(program);
     spec.argv.insert(spec.argv.end(), options.begin(), options.end());
     spec.stdout_fd = fds[1];
     spec.parent_death_signal = SIGKILL;
@@ -286,6 +290,35 @@ TEST(LoadClient, AWrongPathIsAnHttpStatus) {
   EXPECT_EQ(result.requests[0].timing.error, RequestError::kHttpStatus);
   EXPECT_EQ(result.requests[0].http_status, 404);
   EXPECT_NE(result.requests[0].message.find("no such path"), std::string::npos);
+}
+
+// Many short requests on kept connections and reused easy handles, against fast-openai-standin
+// (support/fast_openai_standin.cc, the stand-in bench/serve_client_speed measures the client
+// with): every answer whole, completions and chat, and the stand-in agrees on what it served.
+TEST(LoadClient, ManyRequestsAgainstTheFastStandInAllComeBackWhole) {
+  // 10 ms before the first token, so that the stand-in holds many at once (with none it ends
+  // each answer as it reads the request: one at a time).
+  StandIn server({"--chunks", "3", "--first-delay", "0.01"},
+                 {SWEEPBENCH_BIN_DIR "/fast-openai-standin"});
+  for (const char* endpoint : {"/v1/completions", "/v1/chat/completions"}) {
+    LoadTarget target{server.url(), endpoint, "tiny", Value()};
+    LoadResult result = run_at_concurrency(target, plain_requests(2000, 3), 32);
+    EXPECT_EQ(result.max_in_flight, 32);
+    for (const RequestRecord& r : result.requests) {
+      ASSERT_EQ(r.timing.error, RequestError::kNone) << endpoint << ": " << r.message;
+      EXPECT_EQ(r.text, "tok0 tok1 tok2 ");
+      EXPECT_EQ(r.timing.chunks.size(), 3u);
+      EXPECT_EQ(r.timing.output_tokens, 3);
+      EXPECT_EQ(r.timing.prompt_tokens, 3);
+    }
+  }
+  Value stats = server.stats();
+  EXPECT_EQ(int_field(stats, "requests", -1), 4000);
+  // Overlapping, never more than the plan; all 32 at once only if no refill was late by 10 ms,
+  // which a loaded CI machine (or valgrind) does not promise.
+  EXPECT_GT(int_field(stats, "max_concurrent", -1), 1);
+  EXPECT_LE(int_field(stats, "max_concurrent", -1), 32);
+  EXPECT_EQ(int_field(stats, "in_flight", -1), 0);
 }
 
 TEST(LoadClient, RejectsABadPlan) {
