@@ -72,7 +72,7 @@ TEST(Schema, OnlySchedulingKeysAreLeftOutOfTheHash) {
   }
   EXPECT_EQ(unhashed,
             (std::vector<std::string>{
-                "command.predict_as", "serve.host", "serve.port", "serve.ready.path",
+                "command.predict_as", "serve.host", "serve.port", "serve.slurm_step", "serve.ready.path",
                 "serve.ready.log", "serve.ready.timeout_s", "serve.stop_grace_s", "launch.exclusive", "slurm.time", "slurm.account",
                 "slurm.qos", "slurm.max_requeue", "slurm.signal_seconds", "slurm.job_name",
                 "slurm.mail_type", "slurm.mail_user", "hardware.peak_tflops",
