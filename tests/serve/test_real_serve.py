@@ -50,16 +50,16 @@ SERVE_FLAGS = ["--dtype", "float32", "--enforce-eager", "--max-model-len", "512"
 # 40 req/s here with 32-token prompts), so that neither client's figures are of a saturated queue.
 RATE, REQUESTS, INPUT_LEN, OUTPUT_LEN = 4, 48, 64, 32
 ROUNDS = int(os.environ.get("SWEEPBENCH_SERVE_ROUNDS", "3"))
-# (name, our summary.json level key, vLLM's --save-result key): the figures both define alike
-# (docs/serving.md, "Load metrics"; the test checks the one difference that could matter here,
-# chunks without text, does not arise).
+# (name, our summary.json level key, vLLM's --save-result key, absolute floor of the tolerance):
+# the figures both define alike (docs/serving.md, "Load metrics" and "Against vLLM";
+# check_like_with_like checks what could make them differ here).
 COMPARED = [
-    ("request throughput (req/s)", "request_throughput", "request_throughput"),
-    ("output tokens/s", "output_tokens_per_second", "output_throughput"),
-    ("mean TTFT (ms)", "ttft_mean_ms", "mean_ttft_ms"),
-    ("median TTFT (ms)", "ttft_p50_ms", "median_ttft_ms"),
-    ("median TPOT (ms)", "tpot_p50_ms", "median_tpot_ms"),
-    ("median ITL (ms)", "itl_p50_ms", "median_itl_ms"),
+    ("request throughput (req/s)", "request_throughput", "request_throughput", 0),
+    ("output tokens/s", "output_tokens_per_second", "output_throughput", 0),
+    ("mean TTFT (ms)", "ttft_mean_ms", "mean_ttft_ms", 1),
+    ("median TTFT (ms)", "ttft_p50_ms", "median_ttft_ms", 1),
+    ("median TPOT (ms)", "tpot_p50_ms", "median_tpot_ms", 1),
+    ("median ITL (ms)", "itl_p50_ms", "median_itl_ms", 1),
 ]
 # The part of the tolerance that is not the rounds' spread: a share of the larger median.
 FLOOR = 0.10
@@ -125,14 +125,18 @@ def wait_for_health(url, proc, seconds=300):
     raise AssertionError(f"vllm serve was not ready after {seconds} s")
 
 
-def tolerance(ours, theirs):
+def tolerance(ours, theirs, floor_ms=0):
     """How far apart the two sides' medians may be and still count as equal within noise: the
     larger of the two sides' ranges over their rounds (max - min: what the same client gave on
     the same server at the same load, so a difference no bigger than that is no difference we
     can see), plus FLOOR of the larger median (with three rounds a side a range underestimates
-    the spread; and the two clients' arrival draws differ: ours are not rescaled to N / rate)."""
+    the spread, and the two clients' arrival draws differ: vLLM rescales its gaps to N / rate,
+    ours are not), and never less than `floor_ms` for a latency: when tokens come in bursts the
+    median ITL is the few microseconds each client takes to parse the next chunk of a burst, a
+    property of the client and not of the server, and below a millisecond neither client on a
+    busy 2-core machine resolves the server (issue 54 allows a client 1 ms of TTFT)."""
     spread = max(max(ours) - min(ours), max(theirs) - min(theirs))
-    return spread + FLOOR * max(statistics.median(ours), statistics.median(theirs))
+    return max(spread + FLOOR * max(statistics.median(ours), statistics.median(theirs)), floor_ms)
 
 
 def our_round(tmp, url, model, seed):
@@ -285,11 +289,11 @@ class VllmServe(unittest.TestCase):
         wait_for_none(self, mark)
 
         rows = []
-        for name, our_key, their_key in COMPARED:
+        for name, our_key, their_key, floor_ms in COMPARED:
             a = [lv[our_key] for lv in ours]
             b = [res[their_key] for res in theirs]
             diff = statistics.median(a) - statistics.median(b)
-            rows.append((name, a, b, diff, tolerance(a, b)))
+            rows.append((name, a, b, diff, tolerance(a, b, floor_ms)))
         print(f"\n# our client against vllm bench serve: {ROUNDS} rounds a side, alternating;"
               f" Poisson {RATE} req/s, {REQUESTS} requests, {INPUT_LEN} prompt tokens,"
               f" {OUTPUT_LEN} output tokens; {platform.machine()}, {os.cpu_count()} cores")
