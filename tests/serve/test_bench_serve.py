@@ -164,8 +164,9 @@ class Local(unittest.TestCase):
             path = serve_sweep(
                 tmp, "rates", ["--chunks", "8", "--delay", "0.005", "--first-delay", "0.01"],
                 serve="    load: {mode: poisson, requests: 30, warmup_requests: 2}\n"
-                      "    sla: {ttft_ms: 2000, tpot_ms: 200}\n",
-                axes="  serve.load.levels: [4, 16]\n")
+                      "    sla: {ttft_ms: 2000, tpot_ms: 200}\n"
+                      "    body: {ignore_eos: true, temperature: 0}\n",
+                axes="  serve.load.levels: [4, 16]\n", extra="  params: {server: standin}\n")
             out = os.path.join(tmp, "out")
             r = bench_sweep("run", path, "-o", out, check=0, timeout=300)
             wait_for_no_standin(self)
@@ -188,6 +189,17 @@ class Local(unittest.TestCase):
                 self.assertLess(float(row["ttft_p50_ms"]), 500)
                 units = yaml.safe_load(row["units"])
                 self.assertEqual(units["output_tokens_per_second"], "tokens/s")
+                # serve.body's fields a column each, as params' (once every free map got
+                # params' names: serve.body.server, empty, and no serve.body.ignore_eos).
+                self.assertEqual(row["serve.body.ignore_eos"], "true")
+                self.assertEqual(float(row["serve.body.temperature"]), 0)
+                self.assertEqual(row["params.server"], "standin")
+                self.assertNotIn("serve.body.server", row)
+            levels = extract_rows("-i", out, "--series", "levels")
+            self.assertEqual(len(levels), 2)
+            for row in levels:
+                self.assertEqual(row["serve.body.ignore_eos"], "true")
+                self.assertEqual(row["params.server"], "standin")
 
 
 class Failures(unittest.TestCase):
