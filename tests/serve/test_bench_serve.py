@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 import unittest
+import uuid
 
 import h5py
 import yaml
@@ -58,12 +59,32 @@ def point_dirs(out):
     return [os.path.join(out, p["tag"]) for p in points(out)]
 
 
+# Every process these tests start carries this mark in its environment (ENV is what bench-sweep
+# and so bench-serve and its server are given), so that the stand-ins of another checkout's tests
+# running on the same machine at the same time are not taken for ours.
+MARK = "SWEEPBENCH_STANDIN_MARK=" + uuid.uuid4().hex
+ENV[MARK.split("=")[0]] = MARK.split("=")[1]
+
+
 def standin_processes():
-    """The stand-in servers and their workers still running, as "PID ARGS"."""
+    """This run's stand-in servers and their workers still running, as "PID ARGS"."""
     r = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True, check=True)
-    return [line.strip() for line in r.stdout.splitlines()
-            if ("openai_standin.py" in line or "standin-worker" in line)
-            and "ps -eo" not in line]
+    found = []
+    for line in r.stdout.splitlines():
+        if not ("openai_standin.py" in line or "standin-worker" in line) or "ps -eo" in line:
+            continue
+        if is_ours(line.split()[0]):
+            found.append(line.strip())
+    return found
+
+
+def is_ours(pid):
+    """Whether the process `pid` was started by this run's tests (MARK)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return MARK.encode() in f.read().split(b"\0")
+    except OSError:  # gone
+        return False
 
 
 def wait_for_no_standin(test, seconds=15):
@@ -372,7 +393,7 @@ class Stops(unittest.TestCase):
             [d] = point_dirs(out)
             r = subprocess.run(["pgrep", "-f", "bench-serve --config"], capture_output=True,
                                text=True)
-            pids = [int(p) for p in r.stdout.split()]
+            pids = [int(p) for p in r.stdout.split() if is_ours(p)]
             self.assertEqual(len(pids), 1, r.stdout)
             os.kill(pids[0], signal.SIGUSR1)
             proc.communicate(timeout=120)
