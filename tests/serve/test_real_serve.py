@@ -47,7 +47,8 @@ SERVE_FLAGS = ["--dtype", "float32", "--enforce-eager", "--max-model-len", "512"
 
 # The comparison's load: Poisson arrivals at RATE, REQUESTS a round, prompts of INPUT_LEN random
 # token ids, OUTPUT_LEN tokens each (ignore_eos). Well below what the server can take (about
-# 40 req/s here with 32-token prompts), so that neither client's figures are of a saturated queue.
+# 40 req/s here with 32-token prompts), so that neither client's figures are of a saturated
+# queue.
 RATE, REQUESTS, INPUT_LEN, OUTPUT_LEN = 4, 48, 64, 32
 ROUNDS = int(os.environ.get("SWEEPBENCH_SERVE_ROUNDS", "3"))
 # (name, our summary.json level key, vLLM's --save-result key, absolute floor of the tolerance):
