@@ -223,6 +223,41 @@ class Local(unittest.TestCase):
                 self.assertEqual(row["params.server"], "standin")
 
 
+    def test_the_sla_search_between_rates_prints_its_levels_short(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            # The serial stand-in takes ~0.2 s a request (5 a second): 1.5 req/s meets a TTFT of
+            # 1 s, 16 req/s does not; the search measures the geometric midpoint sqrt(24).
+            path = serve_sweep(
+                tmp, "search", ["--serial", "--chunks", "10", "--delay", "0.02", "--first-delay",
+                                "0.02", "--workers", "2"],
+                serve="    load: {mode: poisson, levels: [1.5, 16], requests: 12,"
+                      " warmup_requests: 1}\n"
+                      "    prompts: {input_tokens: 16, output_tokens: 10}\n"
+                      "    sla: {ttft_ms: 1000, search: 1}\n")
+            out = os.path.join(tmp, "out")
+            r = bench_sweep("run", path, "-o", out, check=0, timeout=300)
+            wait_for_no_standin(self)
+            [d] = point_dirs(out)
+            summary = read_json(os.path.join(d, "summary.json"))
+            self.assertEqual(summary["status"], "ok", r.stdout + r.stderr)
+            levels = [lv["level"] for lv in summary["levels"]]
+            self.assertEqual(levels[:2], [1.5, 16])
+            self.assertAlmostEqual(levels[2], 24 ** 0.5, places=12)  # exact in the results
+            with open(os.path.join(d, "logs", "stdout.txt")) as f:
+                log = f.read()
+            # For people: 4.899, not 4.898979485566356, so that the table keeps its columns.
+            self.assertIn("# level 2: 4.899 req/s (SLA search)", log)
+            self.assertNotIn("4.89897", log)
+            self.assertNotIn("4.89897", summary["sla"]["answer"])
+            rows = [line for line in log.splitlines() if line.startswith("  ")]
+            self.assertEqual(len(rows), 3, log)
+            self.assertEqual(len({len(line.split()) for line in rows}), 1, rows)
+            [header] = [line for line in log.splitlines()
+                        if line.startswith("# level ") and ":" not in line]
+            self.assertEqual(rows[2].index("4.899") + len("4.899"),
+                             header.index("req/s") + len("req/s"), log)
+
+
 class Failures(unittest.TestCase):
     """A server that never becomes ready, dies in the middle of the load, is not there at all,
     starts slowly, or ignores SIGTERM; and configs refused before anything starts."""
