@@ -203,15 +203,17 @@ class VllmServe(unittest.TestCase):
                 f"params.vllm={self.venv}/bin/vllm", "--set", f"params.model={self.model}",
                 "--only", "0"]
         seen = set()
-        with subprocess.Popen(argv, env=env, cwd=self.tmp.name, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True) as run:
+        log = os.path.join(self.tmp.name, "sweep.log")
+        with open(log, "w") as f, subprocess.Popen(argv, env=env, cwd=self.tmp.name, stdout=f,
+                                                   stderr=subprocess.STDOUT) as run:
             deadline = time.time() + 900
             while run.poll() is None and time.time() < deadline:
                 seen.update(p.split(" ", 1)[1] for p in marked_processes(mark))
                 time.sleep(0.5)
             if run.poll() is None:
                 run.kill()
-            output = run.stdout.read()
+        with open(log, errors="replace") as f:
+            output = f.read()
         self.assertEqual(run.returncode, 0, output)
         # The server and the processes it started: its engine core, by multiprocessing's spawn.
         self.assertTrue(any(" serve " in p for p in seen), seen)
