@@ -15,11 +15,13 @@
 #include <cstring>
 #include <filesystem>
 #include <iomanip>
+#include <map>
 #include <optional>
 #include <set>
 #include <sstream>
 
 #include "core/command_spec.h"
+#include "core/config.h"
 #include "core/error.h"
 #include "core/fs.h"
 #include "core/schema.h"
@@ -29,17 +31,16 @@
 #include "layout/paths.h"
 #include "layout/point_record.h"
 #include "layout/point_status.h"
-#include "core/config.h"
 #include "results/infer_metrics.h"
 #include "results/memory_model.h"
 #include "results/rank_reader.h"
 #include "results/serve_columns.h"
-#include "sweep/references.h"
 #include "results/statistics.h"
 #include "results/summary.h"
 #include "results/time_model.h"
 #include "sweep/expand.h"
 #include "sweep/plan_output.h"
+#include "sweep/references.h"
 
 namespace sweepbench {
 
@@ -318,8 +319,14 @@ std::vector<std::map<std::string, Value>> series_rows(Series series,
     for (const char* c : {"started", "device_name"}) {
       if (auto it = point.find(c); it != point.end()) r[c] = it->second;
     }
-    for (const auto& [column, value] : point) {
-      if (column.rfind("params.", 0) == 0) r[column] = value;  // the program's own options
+    // The entries of free maps (params: the program's own options; serve.body), a column each.
+    for (const KeySpec& k : Schema::get().keys()) {
+      if (k.type != KeyType::kFreeMap) continue;
+      const std::string prefix = k.path + ".";
+      for (auto it = point.lower_bound(prefix);
+           it != point.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
+        r[it->first] = it->second;
+      }
     }
     return r;
   };
@@ -430,10 +437,11 @@ Series parse_series(const std::string& name) {
 
 namespace {
 
-// Columns that only some points have: the entries of their params and their commands' metrics,
-// read from each point's config.yaml (unreadable ones add nothing; the row says why).
+// Columns that only some points have: the entries of their free maps (params, serve.body) and
+// their commands' metrics, read from each point's config.yaml (unreadable ones add nothing; the
+// row says why).
 struct PointColumns {
-  std::set<std::string> params;
+  std::map<std::string, std::set<std::string>> free_entries;  // by the free map's key path
   std::vector<std::string> metrics;  // in the order first seen
   std::set<std::string> benchmarks;  // the workloads present (empty: no config could be read)
   std::vector<std::string> referenced;  // metrics a performance reference was checked on
@@ -470,8 +478,11 @@ PointColumns point_columns(const std::vector<std::string>& dirs) {
     if (!config || !config->is_map()) continue;
     std::string benchmark = text_field(*config, "benchmark");
     c.benchmarks.insert(benchmark.empty() ? "train" : benchmark);
-    if (const Value* params = config->find("params"); params != nullptr) {
-      for (const Value::Entry& e : params->entries()) c.params.insert(e.key);
+    for (const KeySpec& k : Schema::get().keys()) {
+      if (k.type != KeyType::kFreeMap) continue;
+      if (const Value* map = config->find_path(k.path); map != nullptr && map->is_map()) {
+        for (const Value::Entry& e : map->entries()) c.free_entries[k.path].insert(e.key);
+      }
     }
     if (benchmark == "serve") {
       for (const ServeColumn& m : serve_level_columns()) add_metric(m.name);
@@ -495,8 +506,8 @@ PointColumns point_columns(const std::vector<std::string>& dirs) {
   return c;
 }
 
-// Identity, then every config key that a workload present reads (params as one column per
-// entry).
+// Identity, then every config key that a workload present reads (a free map, params or
+// serve.body, as one column per entry the points have).
 std::vector<std::string> config_columns(const PointColumns& pc) {
   std::vector<std::string> columns = identity_columns();
   for (const KeySpec& k : Schema::get().keys()) {
@@ -504,7 +515,9 @@ std::vector<std::string> config_columns(const PointColumns& pc) {
                             [&](const std::string& b) { return k.applies_to(b); });
     if (!pc.benchmarks.empty() && !read) continue;
     if (k.type == KeyType::kFreeMap) {
-      for (const std::string& name : pc.params) columns.push_back(k.path + "." + name);
+      if (auto it = pc.free_entries.find(k.path); it != pc.free_entries.end()) {
+        for (const std::string& name : it->second) columns.push_back(k.path + "." + name);
+      }
     } else {
       columns.push_back(k.path);
     }

@@ -127,10 +127,16 @@ std::string seconds_text(double s) {
   return text;
 }
 
-// A level as people write it: 4, 2.5 (not 4.0).
+// A level as people write it: 4, 2.5 (not 4.0); a level of the SLA search, a geometric midpoint
+// such as 38.05462768008707, to 4 significant digits (38.05), which keeps the table's columns
+// and the SLA's answer readable. The exact levels are in summary.json and the rank file.
 std::string number_text(double v) {
   if (std::floor(v) == v && std::fabs(v) < 1e15) return std::to_string(static_cast<long long>(v));
-  return format_float_repr(v);
+  std::string exact = format_float_repr(v);
+  if (exact.size() <= 6) return exact;
+  char text[32];
+  std::snprintf(text, sizeof(text), std::fabs(v) >= 1000 ? "%.0f" : "%.4g", v);
+  return text;
 }
 
 std::string level_text(double level, const std::string& mode) {

@@ -173,8 +173,9 @@ class Local(unittest.TestCase):
             path = serve_sweep(
                 tmp, "rates", ["--chunks", "8", "--delay", "0.005", "--first-delay", "0.01"],
                 serve="    load: {mode: poisson, requests: 30, warmup_requests: 2}\n"
-                      "    sla: {ttft_ms: 2000, tpot_ms: 200}\n",
-                axes="  serve.load.levels: [4, 16]\n")
+                      "    sla: {ttft_ms: 2000, tpot_ms: 200}\n"
+                      "    body: {ignore_eos: true, temperature: 0}\n",
+                axes="  serve.load.levels: [4, 16]\n", extra="  params: {server: standin}\n")
             out = os.path.join(tmp, "out")
             r = bench_sweep("run", path, "-o", out, check=0, timeout=300)
             wait_for_no_standin(self, tmp)
@@ -197,6 +198,52 @@ class Local(unittest.TestCase):
                 self.assertLess(float(row["ttft_p50_ms"]), 500)
                 units = yaml.safe_load(row["units"])
                 self.assertEqual(units["output_tokens_per_second"], "tokens/s")
+                # serve.body's fields a column each, as params' (once every free map got
+                # params' names: serve.body.server, empty, and no serve.body.ignore_eos).
+                self.assertEqual(row["serve.body.ignore_eos"], "true")
+                self.assertEqual(float(row["serve.body.temperature"]), 0)
+                self.assertEqual(row["params.server"], "standin")
+                self.assertNotIn("serve.body.server", row)
+            levels = extract_rows("-i", out, "--series", "levels")
+            self.assertEqual(len(levels), 2)
+            for row in levels:
+                self.assertEqual(row["serve.body.ignore_eos"], "true")
+                self.assertEqual(row["params.server"], "standin")
+
+
+    def test_the_sla_search_between_rates_prints_its_levels_short(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            # The serial stand-in takes ~0.2 s a request (5 a second): 1.5 req/s meets a TTFT of
+            # 1 s, 16 req/s does not; the search measures the geometric midpoint sqrt(24).
+            path = serve_sweep(
+                tmp, "search", ["--serial", "--chunks", "10", "--delay", "0.02", "--first-delay",
+                                "0.02", "--workers", "2"],
+                serve="    load: {mode: poisson, levels: [1.5, 16], requests: 12,"
+                      " warmup_requests: 1}\n"
+                      "    prompts: {input_tokens: 16, output_tokens: 10}\n"
+                      "    sla: {ttft_ms: 1000, search: 1}\n")
+            out = os.path.join(tmp, "out")
+            r = bench_sweep("run", path, "-o", out, check=0, timeout=300)
+            wait_for_no_standin(self)
+            [d] = point_dirs(out)
+            summary = read_json(os.path.join(d, "summary.json"))
+            self.assertEqual(summary["status"], "ok", r.stdout + r.stderr)
+            levels = [lv["level"] for lv in summary["levels"]]
+            self.assertEqual(levels[:2], [1.5, 16])
+            self.assertAlmostEqual(levels[2], 24 ** 0.5, places=12)  # exact in the results
+            with open(os.path.join(d, "logs", "stdout.txt")) as f:
+                log = f.read()
+            # For people: 4.899, not 4.898979485566356, so that the table keeps its columns.
+            self.assertIn("# level 2: 4.899 req/s (SLA search)", log)
+            self.assertNotIn("4.89897", log)
+            self.assertNotIn("4.89897", summary["sla"]["answer"])
+            rows = [line for line in log.splitlines() if line.startswith("  ")]
+            self.assertEqual(len(rows), 3, log)
+            self.assertEqual(len({len(line.split()) for line in rows}), 1, rows)
+            [header] = [line for line in log.splitlines()
+                        if line.startswith("# level ") and ":" not in line]
+            self.assertEqual(rows[2].index("4.899") + len("4.899"),
+                             header.index("req/s") + len("req/s"), log)
 
 
 class Failures(unittest.TestCase):
