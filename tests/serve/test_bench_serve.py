@@ -224,7 +224,7 @@ class Local(unittest.TestCase):
                       "    sla: {ttft_ms: 1000, search: 1}\n")
             out = os.path.join(tmp, "out")
             r = bench_sweep("run", path, "-o", out, check=0, timeout=300)
-            wait_for_no_standin(self)
+            wait_for_no_standin(self, tmp)
             [d] = point_dirs(out)
             summary = read_json(os.path.join(d, "summary.json"))
             self.assertEqual(summary["status"], "ok", r.stdout + r.stderr)
