@@ -47,28 +47,48 @@ std::optional<size_t> find_column(const CsvTable& t, const std::string& name) {
   return static_cast<size_t>(it - t.columns.begin());
 }
 
+// A figure of one metric against another (pareto, curve): the columns, and each axis's units
+// scaled for its own values (spec: y's, with x's added; x_units: x's alone).
+struct MetricAxes {
+  std::string y_name, x_name;
+  size_t y = 0, x = 0;
+  std::optional<size_t> hue;
+  PlotSpec spec, x_units;
+};
+
+MetricAxes metric_axes(const CsvTable& t, const PlotSpec& spec_in, const std::string& what) {
+  if (spec_in.metrics.size() != 1) {
+    throw Error::input(Mark::in("--metric " + join(spec_in.metrics, ",")), "",
+                       what + " has one metric on each axis",
+                       "give one --metric (y) and --x (the other metric)");
+  }
+  MetricAxes a;
+  a.y_name = spec_in.metrics.front();
+  a.x_name = spec_in.x;
+  a.y = column_index(t, a.y_name, "--metric");
+  a.x = column_index(t, a.x_name, "--x");
+  if (!spec_in.hue.empty()) a.hue = column_index(t, spec_in.hue, "--hue");
+  a.spec = spec_in;
+  a.spec.metrics = {a.y_name};
+  describe_figure(t, &a.spec);
+  a.x_units = spec_in;
+  a.x_units.metrics = {a.x_name};
+  describe_figure(t, &a.x_units);
+  a.spec.units[a.x_name] = a.x_units.units[a.x_name];
+  a.spec.metrics = spec_in.metrics;
+  return a;
+}
+
 }  // namespace
 
 TableFigure pareto_figure(const CsvTable& t, const PlotSpec& spec_in,
                           const std::string& data_path) {
-  if (spec_in.metrics.size() != 1) {
-    throw Error::input(Mark::in("--metric " + join(spec_in.metrics, ",")), "",
-                       "a pareto figure has one metric on each axis",
-                       "give one --metric (y) and --x (the other metric)");
-  }
-  const std::string y_name = spec_in.metrics.front(), x_name = spec_in.x;
-  const size_t y = column_index(t, y_name, "--metric"), x = column_index(t, x_name, "--x");
-  std::optional<size_t> hue;
-  if (!spec_in.hue.empty()) hue = column_index(t, spec_in.hue, "--hue");
-  PlotSpec spec = spec_in;
-  // Units for both axes, each scaled for its own values.
-  spec.metrics = {y_name};
-  describe_figure(t, &spec);
-  PlotSpec x_units = spec_in;
-  x_units.metrics = {x_name};
-  describe_figure(t, &x_units);
-  spec.units[x_name] = x_units.units[x_name];
-  spec.metrics = spec_in.metrics;
+  const MetricAxes axes = metric_axes(t, spec_in, "a pareto figure");
+  const std::string &y_name = axes.y_name, &x_name = axes.x_name;
+  const size_t y = axes.y, x = axes.x;
+  const std::optional<size_t> hue = axes.hue;
+  const PlotSpec& spec = axes.spec;
+  const PlotSpec& x_units = axes.x_units;
   // Each axis's direction, as bench-extract --pareto reads it (results/summary.h).
   auto unit_of = [](const PlotSpec& s, const std::string& m) {
     auto it = s.declared_units.find(m);
@@ -221,22 +241,12 @@ TableFigure pareto_figure(const CsvTable& t, const PlotSpec& spec_in,
 }
 
 TableFigure curve_figure(const CsvTable& t, const PlotSpec& spec_in, const std::string& data_path) {
-  if (spec_in.metrics.size() != 1) {
-    throw Error::input(Mark::in("--metric " + join(spec_in.metrics, ",")), "",
-                       "a curve has one metric on each axis",
-                       "give one --metric (y) and --x (the other metric)");
-  }
-  const std::string y_name = spec_in.metrics.front(), x_name = spec_in.x;
-  const size_t y = column_index(t, y_name, "--metric"), x = column_index(t, x_name, "--x");
-  std::optional<size_t> hue;
-  if (!spec_in.hue.empty()) hue = column_index(t, spec_in.hue, "--hue");
-  // Units for both axes, each scaled for its own values.
-  PlotSpec spec = spec_in;
-  describe_figure(t, &spec);
-  PlotSpec x_units = spec_in;
-  x_units.metrics = {x_name};
-  describe_figure(t, &x_units);
-  spec.units[x_name] = x_units.units[x_name];
+  MetricAxes axes = metric_axes(t, spec_in, "a curve");
+  const std::string &y_name = axes.y_name, &x_name = axes.x_name;
+  const size_t y = axes.y, x = axes.x;
+  const std::optional<size_t> hue = axes.hue;
+  PlotSpec& spec = axes.spec;
+  const PlotSpec& x_units = axes.x_units;
 
   // A point of the curve is the rows that agree on every key that varies (their repeats) and,
   // in a table of serve levels (bench-extract --series levels), on the level; a line joins a
