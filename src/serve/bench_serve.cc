@@ -683,6 +683,10 @@ int run(const std::string& config_path, const std::string& out_arg) {
   }
 
   // ---- stop the server, then the verdict ----
+  // A server that ended on its own before it was stopped failed, whatever the levels say: the
+  // answers may have come from another process on its port (one that took the port between
+  // free_port and the server's bind, while ours died of "Address already in use").
+  server_died("before it was stopped");
   r.serve.server_stop = running != nullptr
                             ? running->stop(hurrying() ? 0 : spec.stop_grace_s, hurrying)
                             : "not ours to stop (serve.url)";

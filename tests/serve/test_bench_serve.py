@@ -253,10 +253,14 @@ class Failures(unittest.TestCase):
     def run_one(self, tmp, name, standin_args, serve="", check=1):
         path = serve_sweep(tmp, name, standin_args, serve=serve)
         out = os.path.join(tmp, name)
-        r = bench_sweep("run", path, "-o", out, check=check, timeout=300)
+        r = bench_sweep("run", path, "-o", out, timeout=300)
         wait_for_no_standin(self, tmp)
         [d] = point_dirs(out)
-        return read_json(os.path.join(d, "summary.json")), d, r
+        summary = read_json(os.path.join(d, "summary.json"))
+        # Everything the point said, should it end otherwise than the test expects.
+        self.assertEqual(r.returncode, check, f"{r.stdout}\n{r.stderr}\n"
+                         f"{json.dumps({k: summary.get(k) for k in ('status', 'reason', 'server', 'levels')}, indent=1)}")
+        return summary, d, r
 
     def test_never_ready(self):
         with tempfile.TemporaryDirectory() as tmp:
