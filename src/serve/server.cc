@@ -10,12 +10,14 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "core/error.h"
 #include "core/process.h"
@@ -223,7 +225,36 @@ bool port_free(const std::string& host, int port) {
   return true;
 }
 
+std::pair<int, int> ephemeral_port_range() {
+  std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range");
+  int low = 0, high = 0;
+  if (in >> low >> high && low > 0 && high >= low) return {low, high};
+  return {32768, 60999};  // Linux's default
+}
+
 int free_port(const std::string& host) {
+  // Below the ephemeral range: a port there is taken only by a program that names it. Every
+  // bind to port 0 (another test's or server's listener, a vLLM engine's own sockets) draws from
+  // the ephemeral range, and one that drew ours between this check and the server's bind left
+  // the server without its port and the load answered by someone else.
+  const int low = ephemeral_port_range().first;
+  const int first = 10000;
+  if (low - first >= 1000) {
+    std::random_device seed;
+    std::mt19937 draw(seed());
+    std::uniform_int_distribution<int> pick(first, low - 1);
+    for (int i = 0; i < 200; ++i) {
+      const int port = pick(draw);
+      int bound = 0;
+      std::string why;
+      // No SO_REUSEADDR: a port with a connection in TIME_WAIT is left too.
+      int fd = bind_socket(host, port, false, &bound, &why);
+      if (fd >= 0) {
+        ::close(fd);
+        return port;
+      }
+    }
+  }
   int port = 0;
   std::string why;
   int fd = bind_socket(host, 0, false, &port, &why);

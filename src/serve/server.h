@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace sweepbench::serve {
@@ -60,8 +61,13 @@ class Server {
 // of the server's that wait in TIME_WAIT do not keep the next server from listening there).
 bool port_free(const std::string& host, int port);
 
-// A TCP port free on `host` now (bound to port 0 and released): the server binds it next. Throws
-// Error(kIo) when no socket can be bound there.
+// A TCP port free on `host` now, drawn at random from 10000 up to the system's ephemeral range
+// (/proc/sys/net/ipv4/ip_local_port_range), which binds to port 0 draw from, so that none of them
+// takes it before the server binds it; port 0's choice where that range starts below 11000.
+// Throws Error(kIo) when no socket can be bound there.
 int free_port(const std::string& host);
+
+// /proc/sys/net/ipv4/ip_local_port_range, or Linux's default (32768, 60999).
+std::pair<int, int> ephemeral_port_range();
 
 }  // namespace sweepbench::serve
