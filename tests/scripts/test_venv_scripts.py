@@ -2,7 +2,8 @@
 
 CI's disk once held too little for the venvs: pip stopped with 'No space left on device' in three
 scripts at once, each leaving a half-made venv that took the space the next one needed. Now a
-script checks the disk before pip starts and removes a venv it made but did not finish.
+script checks the disk before pip starts and removes a venv it made but did not finish; and once
+its last test has run, a venv is removed when the disk is short (tests/support/release-venv).
 Real scripts, real pip; the small disk is a real 64 MiB tmpfs (mounting it needs root, as CI is).
 """
 import os
@@ -69,6 +70,45 @@ class DiskCheck(unittest.TestCase):
         with open(os.path.join(kept, "mine.txt")) as f:
             self.assertEqual(f.read(), "the user's\n")
         self.assertFalse(os.path.exists(os.path.join(kept, ".sweepbench-torch")))
+
+    def test_a_venv_is_released_after_its_tests_only_when_the_disk_is_short(self):
+        # tests/support/release-venv, the venv fixtures' cleanup: on the 64 MiB disk (0 GB free)
+        # a venv our script finished goes; with room (a threshold of 0 GB) it stays; a venv of
+        # the user's own (no stamp of ours) stays whatever the disk.
+        small = self.small_disk()
+
+        def venv(name, stamp=True):
+            d = os.path.join(small, name)
+            os.makedirs(os.path.join(d, "bin"))
+            with open(os.path.join(d, "pyvenv.cfg"), "w") as f:
+                f.write("home = /usr/bin\n")
+            if stamp:
+                with open(os.path.join(d, ".sweepbench-pins"), "w") as f:
+                    f.write("torch==2.15.0\n")
+            return d
+
+        def release(d, **env):
+            return subprocess.run(
+                [os.path.join(SOURCE, "tests", "support", "release-venv"), "SOME_VENV",
+                 "build/none"], capture_output=True, text=True, timeout=60,
+                env={**os.environ, "SOME_VENV": d, **env})
+
+        ours, users = venv("ours"), venv("users", stamp=False)
+        r = release(ours, SWEEPBENCH_KEEP_FREE_GB="0")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(f"0 GB free (>= 0): {ours} kept for the next run", r.stdout)
+        self.assertTrue(os.path.isdir(ours))
+        r = release(users)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(f"{users} is not a venv our scripts made: left as it is", r.stdout)
+        self.assertTrue(os.path.isdir(users))
+        r = release(ours)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(f"0 GB free (< 40): removed {ours}", r.stdout)
+        self.assertFalse(os.path.exists(ours))
+        r = release(users, SWEEPBENCH_KEEP_FREE_GB="forty")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("SWEEPBENCH_KEEP_FREE_GB must be a whole number of GB", r.stderr)
 
 
 if __name__ == "__main__":
