@@ -264,19 +264,35 @@ struct LevelRun {
   double attainment = std::numeric_limits<double>::quiet_NaN();
 };
 
-std::vector<LoadRequest> requests_for(const ServeSpec& spec, size_t count, std::uint64_t seed) {
-  if (spec.dataset) {
-    ShareGptOptions o;
-    o.output_tokens = spec.output_tokens;
-    return load_requests_of(sharegpt_prompts(*spec.dataset, count, seed, o));
+// Where the requests' prompts come from: the ShareGPT file of serve.prompts.dataset, read once
+// (it may be hundreds of MB) and drawn from for the warm-up and each level, or synthetic ones.
+class PromptSource {
+ public:
+  explicit PromptSource(const ServeSpec& spec) : spec_(spec) {
+    if (spec.dataset) {
+      ShareGptOptions o;
+      o.output_tokens = spec.output_tokens;
+      dataset_.emplace(*spec.dataset, o);
+    }
   }
-  SyntheticOptions o;
-  o.range_ratio = spec.range_ratio;
-  if (spec.token_ids) o.token_ids = TokenIdRange{spec.token_ids->first, spec.token_ids->second};
-  return load_requests_of(synthetic_prompts(count, spec.input_tokens, spec.output_tokens, seed, o));
-}
 
-LevelRun run_level(const ServeSpec& spec, const LoadTarget& target, double level, size_t index) {
+  std::vector<LoadRequest> requests(size_t count, std::uint64_t seed) const {
+    if (dataset_) return load_requests_of(dataset_->prompts(count, seed));
+    SyntheticOptions o;
+    o.range_ratio = spec_.range_ratio;
+    if (spec_.token_ids)
+      o.token_ids = TokenIdRange{spec_.token_ids->first, spec_.token_ids->second};
+    return load_requests_of(
+        synthetic_prompts(count, spec_.input_tokens, spec_.output_tokens, seed, o));
+  }
+
+ private:
+  const ServeSpec& spec_;
+  std::optional<ShareGptFile> dataset_;
+};
+
+LevelRun run_level(const ServeSpec& spec, const PromptSource& prompts, const LoadTarget& target,
+                   double level, size_t index) {
   LevelRun run;
   run.level = level;
   LoadOptions options;
@@ -285,8 +301,7 @@ LevelRun run_level(const ServeSpec& spec, const LoadTarget& target, double level
   // Each level its own draws, reproducible from the seed and the level's place.
   const std::uint64_t seed = spec.seed * 1000003ULL + index + 1;
   if (spec.closed_loop()) {
-    std::vector<LoadRequest> requests =
-        requests_for(spec, static_cast<size_t>(spec.requests), seed);
+    std::vector<LoadRequest> requests = prompts.requests(static_cast<size_t>(spec.requests), seed);
     run.result = run_at_concurrency(target, requests, static_cast<int>(level), options);
   } else {
     ArrivalSchedule schedule = PoissonRate{level};
@@ -296,7 +311,7 @@ LevelRun run_level(const ServeSpec& spec, const LoadTarget& target, double level
     limits.duration_s = spec.duration_s;
     limits.max_requests = static_cast<size_t>(spec.requests);
     std::vector<double> times = send_times(schedule, limits, seed);
-    std::vector<LoadRequest> requests = requests_for(spec, times.size(), seed);
+    std::vector<LoadRequest> requests = prompts.requests(times.size(), seed);
     run.result = run_at_times(target, requests, times, options);
   }
   Sla sla{spec.sla_ttft_s, spec.sla_tpot_s, spec.sla_e2e_s};
@@ -528,7 +543,7 @@ int run(const std::string& config_path, const std::string& out_arg) {
                 "results are never overwritten; choose another --out");
   }
   // A dataset that cannot give prompts fails here, before any server starts.
-  if (spec.dataset) requests_for(spec, 1, spec.seed);
+  const PromptSource prompts(spec);
 
   RankResult r;
   r.benchmark = "serve";
@@ -639,7 +654,7 @@ int run(const std::string& config_path, const std::string& out_arg) {
     options.request_timeout_s = spec.timeout_s;
     options.stop = stopping;
     std::vector<LoadRequest> warm =
-        requests_for(spec, static_cast<size_t>(spec.warmup_requests), spec.seed * 1000003ULL);
+        prompts.requests(static_cast<size_t>(spec.warmup_requests), spec.seed * 1000003ULL);
     LoadResult w = run_at_concurrency(target, warm, 1, options);
     keep_requests(w, -1, r.serve);
     size_t ok = 0;
@@ -659,7 +674,7 @@ int run(const std::string& config_path, const std::string& out_arg) {
       std::printf("# level %zu: %s%s\n", runs.size(), level_text(level, spec.mode).c_str(),
                   searched ? " (SLA search)" : "");
       std::fflush(stdout);
-      LevelRun run = run_level(spec, target, level, runs.size());
+      LevelRun run = run_level(spec, prompts, target, level, runs.size());
       run.searched = searched;
       keep_requests(run.result, static_cast<std::int64_t>(runs.size()), r.serve);
       runs.push_back(std::move(run));

@@ -87,12 +87,7 @@ void append_tokens(std::mt19937_64& rng, std::int64_t tokens,
   }
 }
 
-// What a ShareGPT conversation gives, before the shuffle.
-struct Conversation {
-  std::string prompt;
-  std::int64_t prompt_tokens = 0;
-  std::int64_t output_tokens = 0;
-};
+using Conversation = ShareGptFile::Conversation;
 
 const Value* string_field(const Value& map, const char* key) {
   const Value* v = map.is_map() ? map.find(key) : nullptr;
@@ -335,15 +330,15 @@ std::vector<Prompt> synthetic_prompts(size_t count, std::int64_t input_tokens,
   return prompts;
 }
 
-std::vector<Prompt> sharegpt_prompts(const std::string& path, size_t count, std::uint64_t seed,
-                                     const ShareGptOptions& options) {
+ShareGptFile::ShareGptFile(const std::string& path, const ShareGptOptions& options)
+    : options_(options) {
   Mark file = Mark::in(path);
   int fd = open_regular_file(path);
   if (fd < 0) {
     throw Error::input(file, "dataset", "does not exist",
                        "give the path of a ShareGPT JSON file (a list of conversations)");
   }
-  std::vector<Conversation> usable;
+  std::vector<Conversation>& usable = conversations_;
   size_t items = 0;
   ListSplitter splitter(path, [&](const std::string& text, int line, size_t index) {
     ++items;
@@ -380,24 +375,33 @@ std::vector<Prompt> sharegpt_prompts(const std::string& path, size_t count, std:
                            "length filter)",
                        "check the file's format, or lower the filter's bounds");
   }
+}
 
+std::vector<Prompt> ShareGptFile::prompts(size_t count, std::uint64_t seed) const {
   // Fisher and Yates with our own draws, so that a seed shuffles the same everywhere.
+  std::vector<size_t> order(conversations_.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::mt19937_64 rng(seed);
-  for (size_t i = usable.size() - 1; i > 0; --i) {
+  for (size_t i = order.size() - 1; i > 0; --i) {
     auto j = static_cast<size_t>(draw_between(rng, 0, static_cast<std::int64_t>(i)));
-    std::swap(usable[i], usable[j]);
+    std::swap(order[i], order[j]);
   }
   std::vector<Prompt> prompts;
   prompts.reserve(count);
   for (size_t i = 0; i < count; ++i) {
-    const Conversation& c = usable[i % usable.size()];
+    const Conversation& c = conversations_[order[i % order.size()]];
     Prompt p;
     p.text = c.prompt;
-    p.max_tokens = options.output_tokens >= 0 ? options.output_tokens : c.output_tokens;
+    p.max_tokens = options_.output_tokens >= 0 ? options_.output_tokens : c.output_tokens;
     p.expected_prompt_tokens = c.prompt_tokens;
     prompts.push_back(std::move(p));
   }
   return prompts;
+}
+
+std::vector<Prompt> sharegpt_prompts(const std::string& path, size_t count, std::uint64_t seed,
+                                     const ShareGptOptions& options) {
+  return ShareGptFile(path, options).prompts(count, seed);
 }
 
 }  // namespace sweepbench::serve

@@ -93,12 +93,37 @@ struct ShareGptOptions {
   std::int64_t max_total_tokens = 2048;
 };
 
-// `count` prompts from the ShareGPT file at `path`: its usable conversations shuffled by `seed`
-// and taken in that order, cycling when there are fewer than count (a prompt then repeats, and
-// prefix caching answers its repeats). A conversation is usable when it has at least 2 turns,
-// a human turn with a gpt turn after it, and lengths the filter keeps. Throws sweepbench's
-// Error naming the file when it does not exist or cannot be read, is not a JSON list, has an
-// item that is not a JSON object (with the item's line), or holds no usable conversation.
+// A ShareGPT file's usable conversations, read once: a serve point draws each level's prompts
+// from it without reading the file again (ShareGPT itself is hundreds of MB). A conversation is
+// usable when it has at least 2 turns, a human turn with a gpt turn after it, and lengths the
+// filter keeps. The constructor throws sweepbench's Error naming the file when it does not exist
+// or cannot be read, is not a JSON list, has an item that is not a JSON object (with the item's
+// line), or holds no usable conversation.
+class ShareGptFile {
+ public:
+  explicit ShareGptFile(const std::string& path, const ShareGptOptions& options = {});
+
+  // `count` prompts: the usable conversations shuffled by `seed` and taken in that order,
+  // cycling when there are fewer than count (a prompt then repeats, and prefix caching answers
+  // its repeats).
+  std::vector<Prompt> prompts(size_t count, std::uint64_t seed) const;
+
+  size_t usable() const { return conversations_.size(); }
+
+  // What a conversation gives: its first human turn and the lengths of that turn and the
+  // first gpt turn after it.
+  struct Conversation {
+    std::string prompt;
+    std::int64_t prompt_tokens = 0;
+    std::int64_t output_tokens = 0;
+  };
+
+ private:
+  ShareGptOptions options_;
+  std::vector<Conversation> conversations_;
+};
+
+// ShareGptFile(path, options).prompts(count, seed).
 std::vector<Prompt> sharegpt_prompts(const std::string& path, size_t count, std::uint64_t seed,
                                      const ShareGptOptions& options = {});
 

@@ -6,10 +6,12 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -311,6 +313,31 @@ TEST(ShareGpt, ShufflesBySeedAndCyclesWhenShort) {
   EXPECT_EQ(first_ten.size(), 10u);  // each conversation once before any repeats
   EXPECT_TRUE(differs);
   EXPECT_FALSE(in_file_order);
+}
+
+TEST(ShareGpt, AFileReadOnceGivesEachSeedsPromptsWithoutReadingItAgain) {
+  // What a serve point does: the file read before the server starts, then the warm-up's and
+  // each level's prompts drawn from what was read (here with the file gone in between).
+  TempDir dir;
+  std::vector<std::string> items;
+  for (int i = 0; i < 6; ++i) {
+    items.push_back(
+        item(std::to_string(i), {{"human", "prompt " + std::to_string(i)}, {"gpt", "answer"}}));
+  }
+  std::string path = dir.write("sg.json", list_of(items));
+  std::vector<Prompt> seed2 = sharegpt_prompts(path, 9, 2, unfiltered());
+  std::vector<Prompt> seed3 = sharegpt_prompts(path, 4, 3, unfiltered());
+  ShareGptFile file(path, unfiltered());
+  ASSERT_EQ(std::remove(path.c_str()), 0);
+  EXPECT_EQ(file.usable(), 6u);
+  for (const auto& [seed, expected] : {std::pair{2, seed2}, std::pair{3, seed3}}) {
+    std::vector<Prompt> got = file.prompts(expected.size(), seed);
+    ASSERT_EQ(got.size(), expected.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].text, expected[i].text) << "seed " << seed << ", prompt " << i;
+      EXPECT_EQ(got[i].max_tokens, expected[i].max_tokens);
+    }
+  }
 }
 
 TEST(ShareGpt, FiltersByEstimatedLengthsAsVllmDoes) {
