@@ -656,11 +656,13 @@ std::string schema_markdown() {
       table.emplace(std::vector<std::string>{"key", "type", "default", "hashed", "description"},
                     TableFormat::kMarkdown, out);
     }
-    std::string hashed = !k.only_for_benchmarks.empty()
-                             ? "for " + join(k.only_for_benchmarks, ", ") + " only"
-                         : k.hashed_unless_default ? "unless default"
-                         : k.hashed                ? "yes"
-                                                   : "no";
+    // As canonical_config_text decides: an unhashed key never enters config_hash, whatever
+    // the benchmark (serve.host); one of a section some workloads read, only for those.
+    std::string hashed = k.hashed_unless_default ? "unless default" : k.hashed ? "yes" : "no";
+    if (hashed != "no" && !k.only_for_benchmarks.empty()) {
+      std::string only = "for " + join(k.only_for_benchmarks, ", ") + " only";
+      hashed = hashed == "yes" ? only : only + ", " + hashed;
+    }
     table->row({Value::string("`" + k.path + "`"), Value::string(k.type_text()),
                 Value::string("`" + default_text(k) + "`"), Value::string(hashed),
                 Value::string(k.description)});
