@@ -245,6 +245,38 @@ class Local(unittest.TestCase):
             self.assertEqual(rows[2].index("4.899") + len("4.899"),
                              header.index("req/s") + len("req/s"), log)
 
+    def test_hostile_values_reach_the_server_and_its_requests_verbatim(self):
+        # A value from the sweep (an axis, a path, a model name) goes into the server's argv and
+        # environment and into every request's JSON as it is: no shell ever sees it, and the
+        # JSON holds it escaped.
+        hostile = "a'b \"c\" `touch BT` $(touch DS) ; touch SC | x & y\nz\\ $HOME * \t{}:,"
+        with tempfile.TemporaryDirectory() as tmp:
+            record = os.path.join(tmp, "record.jsonl")
+            path = serve_sweep(
+                tmp, "hostile", ["--chunks", "2", "--record", record, "--label={params.evil}"],
+                serve=f"    env: {{HOSTILE: '{{params.evil}}'}}\n"
+                      f"    model: {json.dumps(hostile)}\n"
+                      f"    body: {{user: {json.dumps(hostile)}}}\n"
+                      "    load: {levels: 20, requests: 3, warmup_requests: 1}\n",
+                extra=f"  params: {{evil: {json.dumps(hostile)}}}\n")
+            out = os.path.join(tmp, "out")
+            r = bench_sweep("run", path, "-o", out, check=0, timeout=300, cwd=tmp)
+            wait_for_no_standin(self, tmp)
+            [d] = point_dirs(out)
+            summary = read_json(os.path.join(d, "summary.json"))
+            self.assertEqual(summary["status"], "ok", r.stdout + r.stderr)
+            with open(record) as f:
+                started, *requests = [json.loads(line) for line in f]
+            self.assertIn("--label=" + hostile, started["argv"])
+            self.assertEqual(started["env"]["HOSTILE"], hostile)
+            self.assertEqual(len(requests), 4)  # the warm-up and the level's three
+            for req in requests:
+                self.assertEqual(req["body"]["model"], hostile)
+                self.assertEqual(req["body"]["user"], hostile)
+            for planted in ("BT", "DS", "SC"):
+                for where in (tmp, d):
+                    self.assertFalse(os.path.exists(os.path.join(where, planted)), planted)
+
 
 class Failures(unittest.TestCase):
     """A server that never becomes ready, dies in the middle of the load, is not there at all,

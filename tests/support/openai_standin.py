@@ -28,7 +28,9 @@ The prompt (a chat's last message) chooses a fault when it starts with one of:
   fault:close         the connection closed mid-stream (after one chunk, no end of the body)
   fault:hang          the answer's headers, then nothing for --hang seconds
   echo:               the first chunk's text is the whole prompt
---fault MODE applies one of them to every request. Python's standard library only.
+--fault MODE applies one of them to every request. --record FILE writes what it was given (argv,
+environment, each request's body) to FILE, for tests of what reaches a server. Python's standard
+library only.
 """
 
 import argparse
@@ -96,6 +98,9 @@ class Handler(BaseHTTPRequestHandler):
             return
         length = int(self.headers.get("Content-Length", 0))
         request = json.loads(self.rfile.read(length))
+        if OPTIONS.record:
+            with LOCK, open(OPTIONS.record, "a") as f:
+                f.write(json.dumps({"path": self.path, "body": request}) + "\n")
         prompt = request["messages"][-1]["content"] if chat else request["prompt"]
         if isinstance(prompt, list):  # token ids: one word each
             prompt = " ".join(str(t) for t in prompt)
@@ -205,7 +210,16 @@ def main():
                         help="answer one request at a time, in the order they came: TTFT grows with load")
     parser.add_argument("--workers", type=int, default=0,
                         help="child processes that sleep, half of them setsid'd")
+    parser.add_argument("--record", default="",
+                        help="a file to write what it was given: its argv, environment and "
+                             "working directory first, then each request's path and body, a JSON "
+                             "object a line")
+    parser.add_argument("--label", default="", help="any text, kept in --record's first line")
     OPTIONS = parser.parse_args()
+    if OPTIONS.record:
+        with open(OPTIONS.record, "w") as f:
+            f.write(json.dumps({"argv": sys.argv, "env": dict(os.environ),
+                                "cwd": os.getcwd()}) + "\n")
     if OPTIONS.ignore_term:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     for i in range(OPTIONS.workers):
