@@ -6,6 +6,9 @@ VllmServe.test_the_shipped_sweep: sweeps/vllm-serve.yaml as documented (one of i
 server started, loaded at each rate, stopped with nothing of it left (its engine-core process
 too), and the percentiles, goodput and the SLA's answer in the results.
 
+VllmServe.test_the_shipped_sweep_inside_a_slurm_allocation: the same point inside `salloc` on the
+loopback SLURM cluster (tests/support/slurm_cluster.py), the server a step of its own.
+
 VllmServe.test_our_client_agrees_with_vllm_bench_serve: one `vllm serve`, loaded in alternating
 rounds by our client (a serve point with serve.url) and by `vllm bench serve`, at the same rate,
 request count, prompt and output lengths; each figure's median over our rounds against the median
@@ -36,6 +39,7 @@ import numpy
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "support"))
 from e2e import BIN, ENV, SOURCE, bench_sweep, read_json, run_tool  # noqa: E402
+from slurm_cluster import LocalSlurm  # noqa: E402
 
 SWEEP = os.path.join(SOURCE, "sweeps", "vllm-serve.yaml")
 EXTRACT = os.path.join(BIN, "bench-extract")
@@ -259,6 +263,39 @@ class VllmServe(unittest.TestCase):
         levels = json.loads(run_tool(EXTRACT, "-i", out, "--series", "levels", "--format",
                                      "json").stdout)
         self.assertEqual([x["level"] for x in levels], [lv["level"] for lv in summary["levels"]])
+
+    def test_the_shipped_sweep_inside_a_slurm_allocation(self):
+        # The same point inside `salloc` on the loopback cluster (one node): bench-serve is the
+        # point's step, `vllm serve` a step of its own (srun --overlap), cancelled when stopped;
+        # two rates, no search, so that it costs a server's start and little more.
+        mark = uuid.uuid4().hex
+        out = os.path.join(self.tmp.name, "slurm")
+        with LocalSlurm(nodes=1) as cluster:
+            env = dict(cluster.env, SWEEPBENCH_BIN_DIR=BIN, SWEEPBENCH_TEST_MARK=mark)
+            r = cluster.run("salloc", "-N", "1", "--exclusive", os.path.join(BIN, "bench-sweep"),
+                            "run", SWEEP, "--out", out, "--only", "0",
+                            "--set", f"params.vllm={self.venv}/bin/vllm",
+                            "--set", f"params.model={self.model}",
+                            "--set", "serve.load.levels=[8, 16]", "--set", "serve.sla.search=0",
+                            env=env, cwd=self.tmp.name, check=False, timeout=900)
+            point = read_json(os.path.join(out, "manifest.json"))["points"][0]
+            d = os.path.join(out, point["tag"])
+            summary = read_json(os.path.join(d, "summary.json"))
+            self.assertEqual(r.returncode, 0, f"{r.stdout}\n{r.stderr}\n{summary.get('reason')}")
+            self.assertEqual(summary["status"], "ok", summary.get("reason"))
+            self.assertTrue(summary["server"]["slurm_step"].startswith("sweepbench-serve-"),
+                            summary["server"])
+            self.assertEqual([lv["level"] for lv in summary["levels"]], [8, 16])
+            for lv in summary["levels"]:
+                self.assertEqual((lv["requests"], lv["failed"]), (32, 0), lv)
+                self.assertGreater(lv["ttft_p99_ms"], 0)
+            self.assertIn("sla_max_level", summary["metrics"])
+            with open(os.path.join(d, "logs", "server.stderr.txt"), errors="replace") as f:
+                self.assertIn("Application startup complete", f.read())
+            wait_for_none(self, mark)
+            # Nothing of the point's left in SLURM either: its steps ended with it.
+            steps = cluster.run("squeue", "-h", "-s", "-o", "%i %j").stdout
+            self.assertNotIn("sweepbench-serve", steps)
 
     def test_our_client_agrees_with_vllm_bench_serve(self):
         mark = uuid.uuid4().hex
