@@ -639,8 +639,15 @@ int run(const std::string& config_path, const std::string& out_arg) {
     }
     r.serve.model = target.model;
   }
-  auto server_died = [&](const std::string& when) {
-    if (running == nullptr || running->running()) return false;
+  // After load whose connections failed, the server gets a moment to be seen ended (it closes
+  // its sockets before it can be reaped; as a SLURM step, srun ends after its task).
+  auto connections_failed = [](const LoadResult& load) {
+    return std::any_of(load.requests.begin(), load.requests.end(), [](const RequestRecord& q) {
+      return q.timing.error == RequestError::kConnect;
+    });
+  };
+  auto server_died = [&](const std::string& when, bool settle = false) {
+    if (running == nullptr || running->running_after(settle ? 2.0 : 0.0)) return false;
     // A stop reaches a server run as a SLURM step too (SLURM signals every step before a time
     // limit): its end is then the stop's, not a failure of its own.
     if (!stopping()) {
@@ -663,7 +670,8 @@ int run(const std::string& config_path, const std::string& out_arg) {
       if (q.timing.error == RequestError::kNone && !q.timing.chunks.empty()) ++ok;
       if (first_error.empty() && !q.message.empty()) first_error = q.message;
     }
-    if (!server_died("during the warm-up requests") && ok == 0 && !w.stopped) {
+    if (!server_died("during the warm-up requests", connections_failed(w)) && ok == 0 &&
+        !w.stopped) {
       outcome.fail("every warm-up request failed: " + terminal_safe(first_error, false));
     }
   }
@@ -677,9 +685,11 @@ int run(const std::string& config_path, const std::string& out_arg) {
       LevelRun run = run_level(spec, prompts, target, level, runs.size());
       run.searched = searched;
       keep_requests(run.result, static_cast<std::int64_t>(runs.size()), r.serve);
+      const bool settle = connections_failed(run.result);
       runs.push_back(std::move(run));
       return !server_died("during level " + std::to_string(runs.size() - 1) + " (" +
-                          level_text(level, spec.mode) + ")") &&
+                              level_text(level, spec.mode) + ")",
+                          settle) &&
              !stopping();
     };
     bool going = true;

@@ -120,6 +120,16 @@ bool Server::running() {
   return got == 0;
 }
 
+bool Server::running_after(double seconds) {
+  const Clock::time_point deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  while (running()) {
+    if (Clock::now() >= deadline) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return false;
+}
+
 std::string Server::stop(double grace_s, const std::function<bool()>& hurry) {
   std::string how;
   const Clock::time_point t0 = Clock::now();

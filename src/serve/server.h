@@ -38,6 +38,10 @@ class Server {
   int pid() const { return pid_; }
   // Whether it still runs; once it has exited, exit_text() says how.
   bool running();
+  // Whether it still runs after up to `seconds` of waiting for an end already under way: a
+  // process that exits closes its sockets before its parent can reap it, so the clients' failed
+  // connections come first and a look at once can still find it running.
+  bool running_after(double seconds);
   std::string exit_text() const { return exit_text_; }
 
   // Stops it as above and returns how it ended ("exited on SIGTERM after 0.4 s", "killed with
