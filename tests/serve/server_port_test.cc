@@ -1,5 +1,6 @@
 // serve/server.h's ports: free_port draws below the ephemeral range, where no bind to port 0
-// lands, and port_free tells a port with a listener from one without.
+// lands, and port_free tells a port with a listener from one without; and running_after, which
+// waits for a server's end already under way.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -10,6 +11,7 @@
 #include <utility>
 
 #include "serve/server.h"
+#include "support/temp_dir.h"
 
 namespace sweepbench::serve {
 namespace {
@@ -67,6 +69,27 @@ TEST(PortFree, TellsAListenedPortFromAFreeOne) {
   EXPECT_FALSE(port_free("127.0.0.1", port));
   ::close(fd);
   EXPECT_TRUE(port_free("127.0.0.1", port));
+}
+
+TEST(Server, RunningAfterWaitsForAnEndUnderWayAndNoLongerThanAsked) {
+  sweepbench::testing::TempDir dir;
+  ServerLaunch dying;
+  dying.argv = {"sh", "-c", "sleep 0.3; exit 3"};
+  dying.stdout_log = dir.file("dying.out");
+  dying.stderr_log = dir.file("dying.err");
+  Server a(dying);
+  EXPECT_TRUE(a.running());
+  EXPECT_FALSE(a.running_after(10));  // ends within the wait, and the wait ends with it
+  EXPECT_EQ(a.exit_text(), "exited with code 3");
+
+  ServerLaunch alive = dying;
+  alive.argv = {"sleep", "30"};
+  alive.stdout_log = dir.file("alive.out");
+  alive.stderr_log = dir.file("alive.err");
+  Server b(alive);
+  EXPECT_TRUE(b.running_after(0.2));
+  EXPECT_TRUE(b.running_after(0));
+  b.stop(0);
 }
 
 }  // namespace
