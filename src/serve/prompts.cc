@@ -10,6 +10,7 @@
 #include <cstring>
 #include <functional>
 #include <iterator>
+#include <numeric>
 #include <optional>
 #include <random>
 #include <set>
@@ -338,7 +339,6 @@ ShareGptFile::ShareGptFile(const std::string& path, const ShareGptOptions& optio
     throw Error::input(file, "dataset", "does not exist",
                        "give the path of a ShareGPT JSON file (a list of conversations)");
   }
-  std::vector<Conversation>& usable = conversations_;
   size_t items = 0;
   ListSplitter splitter(path, [&](const std::string& text, int line, size_t index) {
     ++items;
@@ -351,7 +351,7 @@ ShareGptFile::ShareGptFile(const std::string& path, const ShareGptOptions& optio
                          "item " + std::to_string(index) + " is not JSON: " + e.message());
     }
     std::optional<Conversation> c = conversation_of(item);
-    if (c && kept_by_filter(*c, options)) usable.push_back(std::move(*c));
+    if (c && kept_by_filter(*c, options)) conversations_.push_back(std::move(*c));
   });
   try {
     std::vector<char> block(size_t{1} << 20);
@@ -368,7 +368,7 @@ ShareGptFile::ShareGptFile(const std::string& path, const ShareGptOptions& optio
     throw;
   }
   ::close(fd);
-  if (usable.empty()) {
+  if (conversations_.empty()) {
     throw Error::input(file, "dataset",
                        "has no usable conversation among its " + std::to_string(items) +
                            " items (one with a human turn and a gpt turn after it, within the "
@@ -380,7 +380,7 @@ ShareGptFile::ShareGptFile(const std::string& path, const ShareGptOptions& optio
 std::vector<Prompt> ShareGptFile::prompts(size_t count, std::uint64_t seed) const {
   // Fisher and Yates with our own draws, so that a seed shuffles the same everywhere.
   std::vector<size_t> order(conversations_.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::iota(order.begin(), order.end(), size_t{0});
   std::mt19937_64 rng(seed);
   for (size_t i = order.size() - 1; i > 0; --i) {
     auto j = static_cast<size_t>(draw_between(rng, 0, static_cast<std::int64_t>(i)));
