@@ -12,7 +12,10 @@ loopback SLURM cluster (tests/support/slurm_cluster.py), the server a step of it
 VllmServe.test_our_client_agrees_with_vllm_bench_serve: one `vllm serve`, loaded in alternating
 rounds by our client (a serve point with serve.url) and by `vllm bench serve`, at the same rate,
 request count, prompt and output lengths; each figure's median over our rounds against the median
-over vLLM's, within a tolerance taken from the rounds' own spread (COMPARED, tolerance()).
+over vLLM's, within a tolerance taken from the rounds' own spread (COMPARED, tolerance()). Each
+client's own share of TTFT (vLLM's Python client adds about 2 ms more than ours) is measured in the
+same run against fast-openai-standin, whose first token comes a known time after the request, and
+taken off that client's TTFT before the two are compared (client_overhead()).
 docs/performance.md ("Serving: our client against vllm bench serve") has the figures of a run.
 
 Run by ctest (tests/CMakeLists.txt), one ctest per class:
@@ -55,17 +58,25 @@ SERVE_FLAGS = ["--dtype", "float32", "--enforce-eager", "--max-model-len", "512"
 # queue.
 RATE, REQUESTS, INPUT_LEN, OUTPUT_LEN = 4, 48, 64, 32
 ROUNDS = int(os.environ.get("SWEEPBENCH_SERVE_ROUNDS", "3"))
-# (name, our summary.json level key, vLLM's --save-result key, absolute floor of the tolerance):
-# the figures both define alike (docs/serving.md, "Load metrics" and "Against vLLM";
-# check_like_with_like checks what could make them differ here).
+# (name, our summary.json level key, vLLM's --save-result key, absolute floor of the tolerance,
+# whether each client's own share is taken off first): the figures both define alike
+# (docs/serving.md, "Load metrics" and "Against vLLM"; check_like_with_like checks what could make
+# them differ here).
 COMPARED = [
-    ("request throughput (req/s)", "request_throughput", "request_throughput", 0),
-    ("output tokens/s", "output_tokens_per_second", "output_throughput", 0),
-    ("mean TTFT (ms)", "ttft_mean_ms", "mean_ttft_ms", 1),
-    ("median TTFT (ms)", "ttft_p50_ms", "median_ttft_ms", 1),
-    ("median TPOT (ms)", "tpot_p50_ms", "median_tpot_ms", 1),
-    ("median ITL (ms)", "itl_p50_ms", "median_itl_ms", 1),
+    ("request throughput (req/s)", "request_throughput", "request_throughput", 0, False),
+    ("output tokens/s", "output_tokens_per_second", "output_throughput", 0, False),
+    ("mean TTFT (ms)", "ttft_mean_ms", "mean_ttft_ms", 1, True),
+    ("median TTFT (ms)", "ttft_p50_ms", "median_ttft_ms", 1, True),
+    ("median TPOT (ms)", "tpot_p50_ms", "median_tpot_ms", 1, False),
+    ("median ITL (ms)", "itl_p50_ms", "median_itl_ms", 1, False),
 ]
+# What a client adds to TTFT itself: both clients load fast-openai-standin (tests/support/
+# fast_openai_standin.cc: one epoll thread, next to no cost of its own) with the same load, and it
+# sends each request's first token exactly STANDIN_FIRST_MS after the request came and the others
+# STANDIN_GAP_MS apart (about what the tiny Llama takes here); a client's TTFT there less
+# STANDIN_FIRST_MS is its own share (and the stand-in's timer lateness, the same for both).
+STANDIN = os.path.join(BIN, "fast-openai-standin")
+STANDIN_FIRST_MS, STANDIN_GAP_MS = 10, 5
 # The part of the tolerance that is not the rounds' spread: a share of the larger median.
 FLOOR = 0.10
 
@@ -144,33 +155,42 @@ def tolerance(ours, theirs, floor_ms=0):
     return max(spread + FLOOR * max(statistics.median(ours), statistics.median(theirs)), floor_ms)
 
 
-def our_round(tmp, url, model, seed):
-    """One round of our client: a serve point loading the server at `url` (serve.url); the
-    level's figures from summary.json."""
-    path = os.path.join(tmp, f"ours-{seed}.yaml")
+def client_overhead(rounds, key):
+    """A client's own share of the figure `key` (a TTFT, ms) from its rounds against the stand-in:
+    the median over rounds of the figure less STANDIN_FIRST_MS, and the rounds' range (how well it
+    is known)."""
+    over = [r[key] - STANDIN_FIRST_MS for r in rounds]
+    return statistics.median(over), max(over) - min(over)
+
+
+def our_round(tmp, url, model, seed, label="ours", ready="/health"):
+    """One round of our client: a serve point loading the server at `url` (serve.url), which is
+    ready when GET `ready` answers 200; the level's figures from summary.json."""
+    path = os.path.join(tmp, f"{label}-{seed}.yaml")
     with open(path, "w") as f:
         f.write("name: ours\nbase:\n  benchmark: serve\n  serve:\n"
                 f"    url: {url}\n    model: {model}\n    body: {{ignore_eos: true}}\n"
+                f"    ready: {{path: {ready}}}\n"
                 f"    load: {{mode: poisson, levels: [{RATE}], requests: {REQUESTS},"
                 f" warmup_requests: 1, seed: {seed}}}\n"
                 f"    prompts: {{input_tokens: {INPUT_LEN}, output_tokens: {OUTPUT_LEN},"
                 " token_ids: [1000, 9000]}\n"
                 "  metrics: {sample_interval_ms: 0, system: false}\n")
-    out = os.path.join(tmp, f"ours-{seed}")
+    out = os.path.join(tmp, f"{label}-{seed}")
     r = bench_sweep("run", path, "--out", out, check=0, timeout=600)
     [point] = read_json(os.path.join(out, "manifest.json"))["points"]
     d = os.path.join(out, point["tag"])
     summary = read_json(os.path.join(d, "summary.json"))
     if summary["status"] != "ok":
-        raise AssertionError(f"our round {seed}: {summary['status']}: {summary.get('reason')}\n"
+        raise AssertionError(f"{label} round {seed}: {summary['status']}: {summary.get('reason')}\n"
                              f"{r.stdout}")
     [level] = summary["levels"]
     return level, d
 
 
-def vllm_round(tmp, venv, url, model, seed):
-    """One round of `vllm bench serve` against the same server: its --save-result JSON."""
-    name = f"vllm-{seed}.json"
+def vllm_round(tmp, venv, url, model, seed, label="vllm"):
+    """One round of `vllm bench serve` against the server at `url`: its --save-result JSON."""
+    name = f"{label}-{seed}.json"
     argv = [os.path.join(venv, "bin", "vllm"), "bench", "serve", "--backend", "vllm",
             "--base-url", url, "--model", model, "--dataset-name", "random",
             "--random-input-len", str(INPUT_LEN), "--random-output-len", str(OUTPUT_LEN),
@@ -307,18 +327,35 @@ class VllmServe(unittest.TestCase):
              "--port", str(port), *SERVE_FLAGS],
             env=dict(ENV, SWEEPBENCH_TEST_MARK=mark, **VLLM_ENV), stdout=log,
             stderr=subprocess.STDOUT, start_new_session=True)
+        standin = subprocess.Popen(
+            [STANDIN, "--first-delay", str(STANDIN_FIRST_MS / 1000), "--delay",
+             str(STANDIN_GAP_MS / 1000), "--chunks", str(OUTPUT_LEN)], stdout=subprocess.PIPE,
+            text=True)
         try:
+            standin_url = f"http://127.0.0.1:{int(standin.stdout.readline())}"
             wait_for_health(url, server)
-            ours, theirs = [], []
+            ours, theirs, ours_alone, theirs_alone = [], [], [], []
             # Alternating rounds, ours first: a drift of the machine (another job starting on
             # the shared cores) falls on both sides alike. Each round its own seed, the same on
-            # both sides: its own arrival times and prompts.
+            # both sides: its own arrival times and prompts. Then the same load on the stand-in,
+            # alternating too, for each client's own share of TTFT.
             for seed in range(1, ROUNDS + 1):
                 level, d = our_round(self.tmp.name, url, self.model, seed)
                 ours.append(level)
                 theirs.append(vllm_round(self.tmp.name, self.venv, url, self.model, seed))
                 self.check_like_with_like(level, d, theirs[-1])
+                # The stand-in has no /health; /stats answers 200.
+                ours_alone.append(our_round(self.tmp.name, standin_url, self.model, seed,
+                                            "ours-standin", "/stats")[0])
+                theirs_alone.append(vllm_round(self.tmp.name, self.venv, standin_url,
+                                               self.model, seed, "vllm-standin"))
+                self.assertEqual((ours_alone[-1]["requests"], ours_alone[-1]["failed"]),
+                                 (REQUESTS, 0))
+                self.assertEqual(theirs_alone[-1]["completed"], REQUESTS)
         finally:
+            standin.kill()
+            standin.wait()
+            standin.stdout.close()
             os.killpg(server.pid, signal.SIGTERM)
             try:
                 server.wait(timeout=60)
@@ -328,26 +365,42 @@ class VllmServe(unittest.TestCase):
             log.close()
         wait_for_none(self, mark)
 
+        # Each figure: the two sides' rounds, less each client's own share where it is taken
+        # off; the tolerance of the rounds' spread, plus how well the two shares are known.
         rows = []
-        for name, our_key, their_key, floor_ms in COMPARED:
+        for name, our_key, their_key, floor_ms, own_share in COMPARED:
             a = [lv[our_key] for lv in ours]
             b = [res[their_key] for res in theirs]
-            diff = statistics.median(a) - statistics.median(b)
-            rows.append((name, a, b, diff, tolerance(a, b, floor_ms)))
+            a_own = b_own = (0.0, 0.0)
+            if own_share:
+                a_own = client_overhead(ours_alone, our_key)
+                b_own = client_overhead(theirs_alone, their_key)
+            a_net = [x - a_own[0] for x in a]
+            b_net = [x - b_own[0] for x in b]
+            diff = statistics.median(a_net) - statistics.median(b_net)
+            tol = tolerance(a_net, b_net, floor_ms) + max(a_own[1], b_own[1])
+            rows.append((name, a, b, a_own[0] if own_share else None,
+                         b_own[0] if own_share else None, diff, tol))
         print(f"\n# our client against vllm bench serve: {ROUNDS} rounds a side, alternating;"
               f" Poisson {RATE} req/s, {REQUESTS} requests, {INPUT_LEN} prompt tokens,"
-              f" {OUTPUT_LEN} output tokens; {platform.machine()}, {os.cpu_count()} cores")
-        print("# %-28s %-26s %-26s %9s %9s" % ("figure", "ours (rounds)", "vllm (rounds)",
-                                                "diff", "tolerance"))
-        for name, a, b, diff, tol in rows:
-            print("  %-28s %-26s %-26s %+9.3f %9.3f  %s" % (
-                name, " ".join("%.3f" % x for x in a), " ".join("%.3f" % x for x in b), diff,
-                tol, "ok" if abs(diff) <= tol else "DIFFERS"))
+              f" {OUTPUT_LEN} output tokens; {platform.machine()}, {os.cpu_count()} cores;"
+              f" own: the client's own share, the same figure against a stand-in whose first"
+              f" token comes at {STANDIN_FIRST_MS} ms, less {STANDIN_FIRST_MS} ms (median of"
+              f" rounds); diff: of the medians, each side less its own share")
+        print("# %-28s %-26s %-26s %7s %7s %9s %9s" % (
+            "figure", "ours (rounds)", "vllm (rounds)", "own", "own", "diff", "tolerance"))
+        for name, a, b, a_own, b_own, diff, tol in rows:
+            print("  %-28s %-26s %-26s %7s %7s %+9.3f %9.3f  %s" % (
+                name, " ".join("%.3f" % x for x in a), " ".join("%.3f" % x for x in b),
+                "" if a_own is None else "%.3f" % a_own, "" if b_own is None else "%.3f" % b_own,
+                diff, tol, "ok" if abs(diff) <= tol else "DIFFERS"))
         with open(os.path.join(os.environ.get("SWEEPBENCH_SERVE_TABLE", self.tmp.name),
                                "serve-comparison.json"), "w") as f:
-            json.dump({"ours": ours, "vllm": theirs}, f, default=str)
-        for name, a, b, diff, tol in rows:
-            self.assertLessEqual(abs(diff), tol, f"{name}: ours {a}, vLLM's {b}")
+            json.dump({"ours": ours, "vllm": theirs, "ours_standin": ours_alone,
+                       "vllm_standin": theirs_alone}, f, default=str)
+        for name, a, b, a_own, b_own, diff, tol in rows:
+            self.assertLessEqual(abs(diff), tol, f"{name}: ours {a} (own share {a_own}), vLLM's"
+                                 f" {b} (own share {b_own})")
 
     def check_like_with_like(self, level, d, theirs):
         """The two rounds measured the same thing: every request succeeded and got its tokens,
