@@ -270,19 +270,22 @@ bool row_ok(const Row& row) {
 
 RowCondition parse_condition(const std::string& text) {
   // The first operator from the left (a value may hold one: reason=a<=b); at one place the
-  // two-character operator wins (<= over <).
+  // two-character operator wins (<= over <), and == is = (as pandas and SQL users write it).
+  // Spaces around the operator are not part of the column or the value: `train.micro_batch < 4`.
   const size_t at = text.find_first_of("<>=!");
   if (at != std::string::npos && at > 0) {
     std::string op = text.substr(at, 1);
-    if (at + 1 < text.size() && text[at + 1] == '=' && op != "=") op += "=";
+    if (at + 1 < text.size() && text[at + 1] == '=') op += "=";
     if (op != "!") {
-      RowCondition c{text.substr(0, at), op, text.substr(at + op.size())};
+      RowCondition c{trim(text.substr(0, at)), op == "==" ? "=" : op,
+                     trim(text.substr(at + op.size()))};
       // Only = and != may have an empty value (reason= : the reason is empty).
-      if (!c.value.empty() || c.op == "=" || c.op == "!=") return c;
+      if (!c.column.empty() && (!c.value.empty() || c.op == "=" || c.op == "!=")) return c;
     }
   }
   throw Error::input(Mark::in("--where " + text), "", "is not COLUMN OP VALUE",
-                     "write e.g. mem_peak_bytes<80e9 or device=cuda (OP: < <= > >= = !=)");
+                     "write e.g. mem_peak_bytes<80e9, 'train.micro_batch >= 2' or device=cuda"
+                     " (OP: < <= > >= = == !=)");
 }
 
 bool holds(const Row& row, const RowCondition& c) {

@@ -55,6 +55,17 @@ TEST(Where, ComparesNumbersAsNumbersAndWordsAsWords) {
   EXPECT_TRUE(holds(empty, parse_condition("reason=")));
   EXPECT_FALSE(holds(empty, parse_condition("reason!=")));
   EXPECT_FALSE(holds(empty, parse_condition("status=")));
+  // Spaces around the operator, as pandas and SQL users write it, and == for =.
+  RowCondition spaced = parse_condition("train.micro_batch < 4");
+  EXPECT_EQ(spaced.column, "train.micro_batch");
+  EXPECT_EQ(spaced.op, "<");
+  EXPECT_EQ(spaced.value, "4");
+  EXPECT_TRUE(holds(point(0, "ok", 1, 1, 2), spaced));
+  EXPECT_TRUE(holds(point(0, "ok", 1, 1, 2), parse_condition("status == ok")));
+  EXPECT_EQ(parse_condition("status==ok").op, "=");
+  EXPECT_EQ(parse_condition("status==ok").value, "ok");
+  EXPECT_FALSE(holds(point(0, "ok", 1, 1, 2), parse_condition("train.micro_batch != 2")));
+  EXPECT_THROW(parse_condition(" < 4"), Error);
   EXPECT_THROW(parse_condition("x<"), Error);
   EXPECT_THROW(parse_condition("mem_peak_bytes"), Error);
   EXPECT_THROW(parse_condition("<5"), Error);

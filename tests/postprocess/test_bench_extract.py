@@ -296,6 +296,12 @@ class Extract(unittest.TestCase):
         for _, row in per.iterrows():
             same = ok[ok["launch.ranks"] == row["launch.ranks"]]
             self.assertEqual(row["train_tokens_per_second"], same["train_tokens_per_second"].max())
+        # Spaces around the operator, as pandas and SQL users write it, and == for =.
+        spaced = pd.read_csv(io.StringIO(extract(
+            "-i", grid, "--where", "launch.ranks == 2", "--where",
+            f"mem_peak_bytes < {limit:.0f}").stdout))
+        self.assertEqual(sorted(spaced["tag"]),
+                         sorted(ok[ok["launch.ranks"] == 2]["tag"]))
         # Less is better for memory and times.
         least = pd.read_csv(io.StringIO(extract("-i", grid, "--best", "mem_peak_bytes").stdout))
         self.assertEqual(least["mem_peak_bytes"][0], ok["mem_peak_bytes"].min())
