@@ -479,21 +479,68 @@ CompareResult compare_tables(const std::vector<Row>& baseline, const std::vector
   return result;
 }
 
-int fail_on_exit_code(const CompareResult& result, const std::vector<FailOn>& fail_on) {
+int fail_on_exit_code(const CompareResult& result, const std::vector<FailOn>& fail_on,
+                      std::vector<std::string>* reasons) {
   bool regression = false, unknown = false;
+  auto say = [&](std::string line) {
+    if (reasons) reasons->push_back(std::move(line));
+  };
+  auto pct = [](double fraction) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%+.1f%%", fraction * 100);
+    return std::string(b);
+  };
   for (const FailOn& f : fail_on) {
-    bool seen = false;
+    char gate_text[64];
+    std::snprintf(gate_text, sizeof gate_text, "%.4g%%", f.threshold * 100);
+    const std::string gate = "--fail-on " + f.metric + ":" + gate_text;
+    size_t seen = 0, bad = 0, unjudged = 0;
     for (const Comparison& c : result.rows) {
       if (c.metric != f.metric || c.point == "geomean") continue;
-      seen = true;
+      ++seen;
       const double worse = c.higher_is_better ? -c.change.ratio : c.change.ratio;
-      if (c.verdict == Verdict::kWorse && worse > f.threshold) regression = true;
-      if (c.verdict == Verdict::kInconclusive) unknown = true;
+      const std::string at = c.point.empty() ? "the point" : "point " + c.point;
+      char level[16];
+      std::snprintf(level, sizeof level, "%.3g%%", c.level * 100);
+      const std::string figure = pct(c.change.ratio) + " [" + pct(c.change.low) + ", " +
+                                 pct(c.change.high) + "] (" + level +
+                                 " interval; n=" + std::to_string(c.baseline.n) + " and " +
+                                 std::to_string(c.candidate.n) + ")";
+      if (c.verdict == Verdict::kWorse && worse > f.threshold) {
+        regression = true;
+        ++bad;
+        say("FAIL: " + gate + ": " + at + " got worse by " + figure + ", beyond " + gate_text);
+      } else if (c.verdict == Verdict::kInconclusive) {
+        unknown = true;
+        ++unjudged;
+        const std::string n =
+            "n=" + std::to_string(c.baseline.n) + " and " + std::to_string(c.candidate.n);
+        std::string why;
+        if (std::isnan(c.change.ratio) || std::isnan(c.change.low) || std::isnan(c.change.high)) {
+          why = "no interval (" + n + ")";
+        } else if (c.change.low <= 0 && c.change.high >= 0) {
+          why = figure + ": the interval holds both no change and a change beyond the margin";
+        } else {
+          why = "too few samples for a verdict (" + n + ")";
+        }
+        say("INCONCLUSIVE: " + gate + ": " + at + " could not be judged: " + why);
+      }
     }
-    if (!seen) unknown = true;  // nothing to judge it by
+    if (!seen) {
+      unknown = true;  // nothing to judge it by
+      say("INCONCLUSIVE: " + gate + ": no point has " + f.metric + " on both sides");
+    } else if (!bad && !unjudged) {
+      say("ok: " + gate + ": " + std::to_string(seen) + " point" + (seen == 1 ? "" : "s") +
+          ", none significantly worse beyond " + gate_text);
+    }
   }
   // A point one side lacks (failed, or not run) is one the gate could not judge.
-  if (!fail_on.empty() && !result.unmatched.empty()) unknown = true;
+  if (!fail_on.empty() && !result.unmatched.empty()) {
+    unknown = true;
+    for (const std::string& u : result.unmatched) {
+      say("INCONCLUSIVE: --fail-on: a point only in the " + u + " could not be judged");
+    }
+  }
   if (regression) return kExitRegression;
   if (unknown) return kExitInconclusive;
   return kExitOk;
@@ -622,7 +669,7 @@ int bench_compare_main(const std::vector<std::string>& args, std::ostream& out, 
       "KEY[=BASELINE,CANDIDATE]: compare the points of one set of results by this key's values")(
       "margin", po::value<std::string>()->default_value("2%"),
       "A change whose interval lies within this of none is ~ (the same)")(
-      "alpha", po::value<double>()->default_value(0.05),
+      "alpha", po::value<double>()->default_value(0.05, "0.05"),
       "The chance of calling any equal pair different, over all the comparisons judged")(
       "fail-on", po::value<std::vector<std::string>>()->composing(),
       "METRIC:PCT: exit 8 when METRIC got significantly worse by more than PCT, 9 when it could "
@@ -730,7 +777,17 @@ int bench_compare_main(const std::vector<std::string>& args, std::ostream& out, 
           }
           print_table(table, format, out, false);
         }
-        return fail_on_exit_code(result, o.fail_on);
+        // Each gate's verdict on stderr, a line each, so that a CI log shows why it failed.
+        std::vector<std::string> reasons;
+        const int code = fail_on_exit_code(result, o.fail_on, &reasons);
+        for (const std::string& r : reasons) err << "bench-compare: " << r << "\n";
+        if (code != kExitOk) {
+          err << "bench-compare: exit " << code
+              << (code == kExitRegression ? " (a --fail-on metric got worse)"
+                                          : " (a --fail-on metric could not be judged)")
+              << "\n";
+        }
+        return code;
       },
       &positional);
 }

@@ -82,8 +82,11 @@ CompareResult compare_tables(const std::vector<Row>& baseline, const std::vector
 
 // The exit code --fail-on asks for (docs/exit-codes.md): kExitRegression when a listed metric got
 // significantly worse beyond its threshold, else kExitInconclusive when one could not be judged,
-// else 0.
-int fail_on_exit_code(const CompareResult& result, const std::vector<FailOn>& fail_on);
+// else 0. With `reasons`, why, a line each: "FAIL: ..." for a point and metric worse beyond the
+// threshold (its change, interval and samples), "INCONCLUSIVE: ..." for one that could not be
+// judged (and why), "ok: ..." for a gate every point passed.
+int fail_on_exit_code(const CompareResult& result, const std::vector<FailOn>& fail_on,
+                      std::vector<std::string>* reasons = nullptr);
 
 // "5%" or "0.05" as 0.05; Error(kInput) naming `option` for anything else (negative, not a
 // number). --margin and --fail-on's PCT, bench-history check's too.

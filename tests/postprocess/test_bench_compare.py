@@ -125,9 +125,19 @@ class Compare(unittest.TestCase):
         geomean = df[df["point"] == "geomean"]["change"].iloc[0]
         changes = list(points["change"])
         self.assertAlmostEqual(geomean, ((1 + changes[0]) * (1 + changes[1])) ** 0.5 - 1)
-        # The gate: worse by more than 5% is exit 8; by more than 50% it passes.
-        compare(self.trees["base"], self.trees["slower"], "--fail-on", "seconds:5%", check=8)
-        compare(self.trees["base"], self.trees["slower"], "--fail-on", "seconds:50%", check=0)
+        # The gate: worse by more than 5% is exit 8; by more than 50% it passes. Either way
+        # stderr says why, a line a point, so that a CI log shows more than the exit code.
+        r = compare(self.trees["base"], self.trees["slower"], "--fail-on", "seconds:5%", check=8)
+        fails = [x for x in r.stderr.splitlines() if x.startswith("bench-compare: FAIL: ")]
+        self.assertEqual(len(fails), 2, r.stderr)
+        for line, (_, row) in zip(fails, points.iterrows()):
+            self.assertIn("--fail-on seconds:5%: point " + row["point"] + " got worse by "
+                          "%+.1f%% [" % (row["change"] * 100), line)
+            self.assertIn("(97.5% interval; n=6 and 6), beyond 5%", line)
+        self.assertIn("bench-compare: exit 8 (a --fail-on metric got worse)", r.stderr)
+        r = compare(self.trees["base"], self.trees["slower"], "--fail-on", "seconds:50%", check=0)
+        self.assertIn("bench-compare: ok: --fail-on seconds:50%: 2 points, none significantly"
+                      " worse beyond 50%", r.stderr)
         # The other way round it is better, and the gate passes.
         back = self.csv(self.trees["slower"], self.trees["base"])
         self.assertEqual(list(back[back["point"] != "geomean"]["verdict"]), ["better", "better"])
@@ -234,7 +244,14 @@ class Compare(unittest.TestCase):
         df = self.csv(self.trees["base"], self.trees["once"], check=0)
         self.assertEqual(list(df[df["point"] != "geomean"]["verdict"]),
                          ["inconclusive", "inconclusive"])
-        compare(self.trees["base"], self.trees["once"], "--fail-on", "seconds:5%", check=9)
+        r = compare(self.trees["base"], self.trees["once"], "--fail-on", "seconds:5%", check=9)
+        unjudged = [x for x in r.stderr.splitlines()
+                    if x.startswith("bench-compare: INCONCLUSIVE: --fail-on seconds:5%: point ")]
+        self.assertEqual(len(unjudged), 2, r.stderr)
+        for line in unjudged:
+            self.assertRegex(line, r"could not be judged: (no interval|too few samples for a "
+                             r"verdict) \(n=6 and 1\)$")
+        self.assertIn("bench-compare: exit 9 (a --fail-on metric could not be judged)", r.stderr)
 
     def test_one_training_run_a_side_compares_its_steps_batch_means(self):
         df = self.csv(self.trees["tiny"], self.trees["deeper"])
