@@ -151,7 +151,7 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
       "group-repeats",
       "One row per point over its repeats: mean, _std and the mean's 95% interval (_ci_low, "
       "_ci_high)")(
-      "noise-threshold", po::value<double>()->default_value(0.05),
+      "noise-threshold", po::value<double>()->default_value(0.05, "0.05"),
       "A point is noisy when a coefficient of variation of its timings (step_time_cv; ttft_cv, "
       "e2e_cv) is above this")(
       "price-per-hour", po::value<double>(),

@@ -615,7 +615,7 @@ void add_check_options(po::options_description& desc) {
   desc.add_options()("metric", po::value<std::vector<std::string>>()->composing(),
                      "Only these metrics (repeatable; default: those with intervals, and "
                      "commands' declared ones)")(
-      "fdr", po::value<double>()->default_value(0.05),
+      "fdr", po::value<double>()->default_value(0.05, "0.05"),
       "The share of reported changes that may be noise (Benjamini-Hochberg)")(
       "min-runs", po::value<int>()->default_value(3),
       "Runs on each side of a change found within one environment");
