@@ -318,6 +318,22 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
           });
           table.columns = with_command_metrics(table.columns, found_metrics);
           if (vm.count("group-repeats")) group_repeats(&table);
+          // The best of single repeats is the luckiest one, not the best configuration.
+          if ((vm.count("best") || vm.count("pareto")) && !vm.count("group-repeats")) {
+            std::set<std::int64_t> repeats;
+            for (const auto& row : table.rows) {
+              auto it = row.find("repeat");
+              if (it != row.end() && it->second.is_number()) {
+                repeats.insert(static_cast<std::int64_t>(it->second.as_float()));
+              }
+            }
+            if (repeats.size() > 1) {
+              warn(std::string(vm.count("best") ? "--best" : "--pareto") + ": the points have " +
+                   std::to_string(repeats.size()) +
+                   " repeats each, ranked one by one: the best single repeat is the luckiest; "
+                   "add --group-repeats to rank the repeats' means");
+            }
+          }
           // The selections, after grouping: the best of repeats' means, with their intervals.
           for (const RowCondition& c : where)
             check_column_named(c.column, table.columns, "--where");
@@ -352,6 +368,11 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
                 "bench-extract without --drop-constant lists every column");
           }
           if (vm.count("drop-constant")) drop_constant_columns(&table, keep);
+          // --columns A,B with --where, --best or --pareto: the rows they chose, those columns.
+          if (!chosen.empty()) {
+            for (const std::string& c : chosen) check_column_named(c, table.columns);
+            table.columns = chosen;
+          }
           if (people) {
             std::vector<std::string> chosen_by = pareto;
             if (vm.count("best")) chosen_by.push_back(vm["best"].as<std::string>());

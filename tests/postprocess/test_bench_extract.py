@@ -229,6 +229,23 @@ class Extract(unittest.TestCase):
         self.assertAlmostEqual(g["train_tokens_per_second_std"][0], tps.std())  # n - 1
         self.assertNotIn("repeat", g.columns)
         self.assertTrue(g["cost_usd_per_mtok"].isna().all())  # no price given
+        # --best over single repeats ranks the luckiest one: said, with what to do instead.
+        r = extract("-i", self.rep, "--best", "train_tokens_per_second")
+        self.assertIn("bench-extract: warning: --best: the points have 2 repeats each, ranked "
+                      "one by one: the best single repeat is the luckiest; add --group-repeats",
+                      r.stderr)
+        r = extract("-i", self.rep, "--best", "train_tokens_per_second", "--group-repeats")
+        self.assertNotIn("luckiest", r.stderr)
+        # --columns applies with --where and --best too (it printed every column there).
+        for select in (["--where", "status=ok"], ["--best", "train_tokens_per_second"]):
+            for fmt in ("table", "csv"):
+                r = extract("-i", self.rep, *select, "--columns", "repeat,status,world_size",
+                            "--format", fmt)
+                header = r.stdout.splitlines()[0].lstrip("# ").replace(",", " ").split()
+                self.assertEqual(header, ["repeat", "status", "world_size"], (select, fmt))
+        r = extract("-i", self.rep, "--where", "status=ok", "--columns", "repeat,statsu",
+                    check=2)
+        self.assertIn("no column is named 'statsu' (did you mean 'status'?)", r.stderr)
 
     def test_intervals_and_the_noise_flag_from_real_runs(self):
         df = pd.read_csv(io.StringIO(extract("-i", self.long).stdout))
