@@ -318,22 +318,6 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
           });
           table.columns = with_command_metrics(table.columns, found_metrics);
           if (vm.count("group-repeats")) group_repeats(&table);
-          // The best of single repeats is the luckiest one, not the best configuration.
-          if ((vm.count("best") || vm.count("pareto")) && !vm.count("group-repeats")) {
-            std::set<std::int64_t> repeats;
-            for (const auto& row : table.rows) {
-              auto it = row.find("repeat");
-              if (it != row.end() && it->second.is_number()) {
-                repeats.insert(static_cast<std::int64_t>(it->second.as_float()));
-              }
-            }
-            if (repeats.size() > 1) {
-              warn(std::string(vm.count("best") ? "--best" : "--pareto") + ": the points have " +
-                   std::to_string(repeats.size()) +
-                   " repeats each, ranked one by one: the best single repeat is the luckiest; "
-                   "add --group-repeats to rank the repeats' means");
-            }
-          }
           // The selections, after grouping: the best of repeats' means, with their intervals.
           for (const RowCondition& c : where)
             check_column_named(c.column, table.columns, "--where");
@@ -342,9 +326,28 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
           if (selects && people) before = table;
           if (!where.empty()) filter_rows(&table, where);
           for (const std::string& m : pareto) check_column_named(m, table.columns, "--pareto");
+          // The best of single repeats is the luckiest one, not the best configuration: said
+          // once the names are known good.
+          auto warn_single_repeats = [&](const std::string& option) {
+            if (vm.count("group-repeats")) return;
+            std::set<std::int64_t> repeats;
+            for (const auto& row : table.rows) {
+              auto it = row.find("repeat");
+              if (it != row.end() && it->second.is_number()) {
+                repeats.insert(static_cast<std::int64_t>(it->second.as_float()));
+              }
+            }
+            if (repeats.size() > 1) {
+              warn(option + ": the points have " + std::to_string(repeats.size()) +
+                   " repeats each, ranked one by one: the best single repeat is the luckiest; "
+                   "add --group-repeats to rank the repeats' means");
+            }
+          };
+          if (!pareto.empty()) warn_single_repeats("--pareto");
           if (vm.count("best")) {
             const std::string metric = vm["best"].as<std::string>();
             check_column_named(metric, table.columns, "--best");
+            warn_single_repeats("--best");
             // A metric no ok row has a value of (an MFU on CPUs, with no peak) ranks nothing:
             // said, not left to an empty table.
             bool any = std::any_of(table.rows.begin(), table.rows.end(), [&](const auto& row) {

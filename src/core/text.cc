@@ -215,7 +215,50 @@ std::optional<std::string> closest_match(std::string_view word,
   }
   // A plausible typo changes at most a third of the word (and at least two edits are allowed).
   size_t allowed = std::max<size_t>(2, word.size() / 3);
-  if (!best || best_distance > allowed) return std::nullopt;
+  if (best && best_distance <= allowed) return best;
+  return shortened_match(word, candidates);
+}
+
+namespace {
+
+// A name's parts between '_' and '.': train_tokens_per_second -> train tokens per second.
+std::vector<std::string_view> name_parts(std::string_view name) {
+  std::vector<std::string_view> parts;
+  size_t start = 0;
+  for (size_t i = 0; i <= name.size(); ++i) {
+    if (i == name.size() || name[i] == '_' || name[i] == '.') {
+      if (i > start) parts.push_back(name.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  return parts;
+}
+
+}  // namespace
+
+std::optional<std::string> shortened_match(std::string_view word,
+                                           const std::vector<std::string>& candidates) {
+  const std::vector<std::string_view> want = name_parts(word);
+  if (want.size() < 2) return std::nullopt;  // one word would fit too much
+  std::optional<std::string> best;
+  size_t best_extra = 0;
+  for (const std::string& c : candidates) {
+    const std::vector<std::string_view> have = name_parts(c);
+    // Each part of the word starts a part of the candidate, in order, none skipped between.
+    bool found = false;
+    for (size_t at = 0; !found && at + want.size() <= have.size(); ++at) {
+      found = true;
+      for (size_t k = 0; found && k < want.size(); ++k) {
+        found = starts_with(have[at + k], want[k]);
+      }
+    }
+    if (!found) continue;
+    const size_t extra = have.size() - want.size();
+    if (!best || extra < best_extra) {
+      best = c;
+      best_extra = extra;
+    }
+  }
   return best;
 }
 

@@ -37,9 +37,15 @@ std::string valid_utf8(std::string_view s, size_t* replaced = nullptr);
 // Levenshtein edit distance (insertions, deletions, substitutions of bytes).
 size_t edit_distance(std::string_view a, std::string_view b);
 
-// The candidate closest to `word`, if it is close enough to be a plausible typo.
+// The candidate closest to `word`, if it is close enough to be a plausible typo; else the one
+// `word` shortens (shortened_match).
 std::optional<std::string> closest_match(std::string_view word,
                                          const std::vector<std::string>& candidates);
+// The candidate whose '_'- or '.'-separated parts, a run of them in order, each start with the
+// word's parts (tokens_per_sec -> train_tokens_per_second), the one with the fewest other parts;
+// nullopt for a word of one part.
+std::optional<std::string> shortened_match(std::string_view word,
+                                           const std::vector<std::string>& candidates);
 
 std::string join(const std::vector<std::string>& parts, std::string_view sep);
 

@@ -55,6 +55,13 @@ TEST(ClosestMatch, FindsPlausibleTypos) {
   EXPECT_EQ(closest_match("train.microbatch", keys), "train.micro_batch");
   EXPECT_EQ(closest_match("data.seqlen", keys), "data.seq_len");
   EXPECT_EQ(closest_match("completely.different", keys), std::nullopt);
+  // A shortened name, too far for a typo: the name it shortens with the fewest other parts.
+  const std::vector<std::string> columns = {"tokens_per_second_per_device",
+                                            "train_tokens_per_second", "step_time_s"};
+  EXPECT_EQ(closest_match("tokens_per_sec", columns), "train_tokens_per_second");
+  EXPECT_EQ(closest_match("step_time", columns), "step_time_s");
+  EXPECT_EQ(closest_match("tokens", columns), std::nullopt);      // one part fits too much
+  EXPECT_EQ(closest_match("per_tokens", columns), std::nullopt);  // not in order
   EXPECT_EQ(edit_distance("kitten", "sitting"), 3u);
 }
 

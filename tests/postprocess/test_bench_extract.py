@@ -332,6 +332,10 @@ class Extract(unittest.TestCase):
                           b["mem_peak_bytes"] < a["mem_peak_bytes"])
                 self.assertFalse(beaten, f"{b['tag']} beats {a['tag']}")
         for args, said in ((("--best", "train_tokens_per_secnd"), "--best train_tokens_per_secnd"),
+                           # A shortened name gets the column it shortens.
+                           (("--best", "tokens_per_sec"),
+                            "no column is named 'tokens_per_sec' (did you mean"
+                            " 'train_tokens_per_second'?)"),
                            (("--pareto", "mfu"), "needs two metrics"),
                            (("--per", "launch.ranks"), "applies with --best or --pareto only"),
                            (("--where", "mem_peak_bytes"), "is not COLUMN OP VALUE")):
