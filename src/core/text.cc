@@ -262,6 +262,31 @@ std::optional<std::string> shortened_match(std::string_view word,
   return best;
 }
 
+std::string byte_size(double bytes, bool binary) {
+  static const char* const kBinary[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  static const char* const kDecimal[] = {"B", "kB", "MB", "GB", "TB", "PB"};
+  const double step = binary ? 1024 : 1000;
+  double v = bytes;
+  int u = 0;
+  while (std::fabs(v) >= step && u < 5) {
+    v /= step;
+    ++u;
+  }
+  // Three figures; rounding up to the step (1023.7 MiB) goes to the next unit (1.00 GiB).
+  auto text = [](double x) {
+    char b[32];
+    const double a = std::fabs(x);
+    std::snprintf(b, sizeof b, a >= 99.95 ? "%.0f" : a >= 9.995 ? "%.1f" : "%.2f", x);
+    return std::string(b);
+  };
+  if (u < 5 && std::fabs(std::stod(text(v))) >= step) {
+    v /= step;
+    ++u;
+  }
+  if (u == 0) return text(v).substr(0, text(v).find('.')) + " B";
+  return text(v) + " " + (binary ? kBinary : kDecimal)[u];
+}
+
 std::string join(const std::vector<std::string>& parts, std::string_view sep) {
   std::string out;
   for (size_t i = 0; i < parts.size(); ++i) {

@@ -47,6 +47,11 @@ std::optional<std::string> closest_match(std::string_view word,
 std::optional<std::string> shortened_match(std::string_view word,
                                            const std::vector<std::string>& candidates);
 
+// A size in the unit its number asks for, three figures: "512 B", "246 MiB", "1.24 GiB",
+// "126 GiB"; binary units (KiB, MiB, GiB, TiB, PiB: 1024 apart) or decimal ones (kB, MB, GB, TB,
+// PB: 1000 apart), never both in one text.
+std::string byte_size(double bytes, bool binary = true);
+
 std::string join(const std::vector<std::string>& parts, std::string_view sep);
 
 // Option values that may each hold a comma-separated list ("a,b" "c" -> a b c), trimmed, empty

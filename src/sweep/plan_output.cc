@@ -206,11 +206,8 @@ const std::vector<std::string>& estimate_terms() {
   return t;
 }
 
-std::string gib(double bytes) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.2f", bytes / (1024.0 * 1024.0 * 1024.0));
-  return text;
-}
+// Sizes in the table: binary units, each the one its number asks for ("246 MiB", "1.24 GiB").
+std::string gib(double bytes) { return byte_size(bytes, true); }
 
 struct Estimate {
   bool known = false;
@@ -263,20 +260,16 @@ double term_bytes(const MemoryPrediction& m, const std::string& name) {
   return 0;
 }
 
-std::string gb(double bytes) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.3g GB", bytes / 1e9);
-  return text;
-}
-
 }  // namespace
 
 std::optional<std::string> over_memory_limit(const Value& resolved, const MemoryLimit& limit) {
   MemoryPrediction m;
   if (!predict_point_memory(resolved, &m)) return std::nullopt;
   if (!limit.skips(m.deciding_bytes())) return std::nullopt;
-  return "predicted " + std::string(m.deciding_name()) + " " + gb(m.deciding_bytes()) +
-         " a rank, over memory_limit (" + limit.text + ")";
+  // In the units of the limit as written (80 GB, or 2.4 GiB): one system in one line.
+  const bool binary = limit.text.find("iB") != std::string::npos;
+  return "predicted " + std::string(m.deciding_name()) + " " +
+         byte_size(m.deciding_bytes(), binary) + " a rank, over memory_limit (" + limit.text + ")";
 }
 
 void print_estimate(const Plan& plan, PlanFormat format, std::ostream& out,
@@ -296,8 +289,7 @@ void print_estimate(const Plan& plan, PlanFormat format, std::ostream& out,
   std::vector<std::string> header = columns.header;
   const bool people = format == PlanFormat::kTable;
   if (people) {
-    for (const char* c :
-         {"device", "peak GiB", "resident GiB", "init GiB", "step GiB", "parts of the step"})
+    for (const char* c : {"device", "peak", "resident", "init", "step", "parts of the step"})
       header.push_back(c);
     for (const char* c : {"step s", "tokens/s", "device-h"}) header.push_back(c);
     if (priced) header.push_back("cost USD");
@@ -467,11 +459,11 @@ void print_estimate(const Plan& plan, PlanFormat format, std::ostream& out,
   table.finish();
   out << "# " << plural(info.selected_points, "point");
   if (largest >= 0) {
-    out << "; the largest predicted peak " << gib(largest) << " GiB a rank (point "
-        << largest_index << ")";
+    out << "; the largest predicted peak " << gib(largest) << " a rank (point " << largest_index
+        << ")";
   }
   if (largest_resident > 0) {
-    out << "; the largest resident set (CPUs) " << gib(largest_resident) << " GiB (point "
+    out << "; the largest resident set (CPUs) " << gib(largest_resident) << " (point "
         << largest_resident_index << ")";
   }
   if (unknown > 0) out << "; " << plural(unknown, "point") << " without a prediction (commands)";

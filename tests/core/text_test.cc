@@ -112,5 +112,19 @@ TEST(LastSaid, TheLastLineThatSaysSomethingOrMpirunsMessage) {
             "bench-train: error: the data file is gone");
 }
 
+TEST(ByteSize, TheUnitTheNumberAsksForInOneSystem) {
+  EXPECT_EQ(byte_size(0), "0 B");
+  EXPECT_EQ(byte_size(512), "512 B");
+  EXPECT_EQ(byte_size(1536), "1.50 KiB");
+  EXPECT_EQ(byte_size(246.0 * 1024 * 1024), "246 MiB");
+  EXPECT_EQ(byte_size(1.24 * 1024 * 1024 * 1024), "1.24 GiB");
+  EXPECT_EQ(byte_size(125.51 * 1024 * 1024 * 1024), "126 GiB");
+  EXPECT_EQ(byte_size(1023.9 * 1024 * 1024), "1.00 GiB");  // not "1024 MiB"
+  EXPECT_EQ(byte_size(2.59e9, false), "2.59 GB");
+  EXPECT_EQ(byte_size(80e9, false), "80.0 GB");
+  EXPECT_EQ(byte_size(999.99e6, false), "1.00 GB");
+  EXPECT_EQ(byte_size(3e6, false), "3.00 MB");
+}
+
 }  // namespace
 }  // namespace sweepbench

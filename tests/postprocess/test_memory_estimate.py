@@ -110,11 +110,14 @@ class MemoryEstimate(unittest.TestCase):
     def test_the_table_shows_the_parts_and_the_largest(self):
         text = self.estimate()
         self.assertIn("predicted memory per rank", text.splitlines()[0])
-        self.assertIn("peak GiB", text)
+        # Sizes in the unit each number asks for: a small model's peak is no "0.00".
+        self.assertIn(" peak ", text.splitlines()[1])
+        self.assertNotRegex(text, r"\b0\.00\b")
+        self.assertRegex(text, r"model_states [0-9.]+ (B|KiB|MiB|GiB)")
         self.assertIn("model_states ", text)
         self.assertIn("kv_cache ", text)
-        self.assertRegex(text, r"# 12 points; the largest predicted peak [0-9.]+ GiB a rank \(point \d+\); "
-                               r"the largest resident set \(CPUs\) [0-9.]+ GiB \(point \d+\)")
+        self.assertRegex(text, r"# 12 points; the largest predicted peak [0-9.]+ [KMG]iB a rank \(point \d+\); "
+                               r"the largest resident set \(CPUs\) [0-9.]+ [KMG]iB \(point \d+\)")
         self.assertRegex(text, r"# predicted [0-9.e-]+ device-hours for 12 of 12 points; uncalibrated")
         doc = json.loads(self.estimate("--format", "json"))
         self.assertEqual(len(doc["points"]), 12)
@@ -155,8 +158,12 @@ class MemoryEstimate(unittest.TestCase):
         self.assertEqual(sorted(by_status), ["ok", "skipped"])
         tag, skipped = by_status["skipped"]
         self.assertIn("micro_batch=64", tag)
-        self.assertRegex(skipped["reason"], r"predicted resident set [0-9.]+ GB a rank, over memory_limit "
-                                            rf"\({limit_mb} MiB, margin 5%\)")
+        # The prediction in the limit's units (MiB or GiB, never GB beside a MiB limit).
+        m = re.search(r"predicted resident set ([0-9.]+) (KiB|MiB|GiB) a rank, over memory_limit "
+                      rf"\({limit_mb} MiB, margin 5%\)", skipped["reason"])
+        self.assertIsNotNone(m, skipped["reason"])
+        unit = {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30}[m.group(2)]
+        self.assertAlmostEqual(float(m.group(1)) * unit / large, 1, delta=0.01)
         self.assertFalse([f for f in os.listdir(os.path.join(out, tag)) if f.endswith(".h5")])
         # Run again: the skipped point is left as it was (no new attempt), the ok one kept.
         again = bench_sweep("run", sweep, "--out", out, check=0).stdout
