@@ -85,7 +85,7 @@ const char* const kRunHelp =
 
 Usage: bench-sweep run SWEEP.yaml --out DIR [--scenario NAME]... [--only INDEX|TAG,...]
                        [--set KEY=VALUE]... [--dry-run] [--force] [--retry-failed]
-                       [--jobs N|auto] [--orphan-wait SECONDS]
+                       [--jobs N|auto] [--interleave] [--orphan-wait SECONDS]
 
 Plans exactly as `bench-sweep plan --out DIR` does, then runs the points in order. Each point
 runs its workload's program (the key `benchmark`: train runs `bench-train`, infer `bench-infer`,
@@ -112,6 +112,11 @@ GPUs hold (one CPU a rank unless launch.cpus_per_rank says more). A point with l
 node runs alone. Inside a SLURM allocation the points are srun steps spread over its nodes
 (--nodelist, --cpus-per-task, --exact). Each status.json says where its point ran and which
 points ran beside it. The default, 1, runs one point at a time on the whole machine.
+
+--interleave runs the repeats in rounds: every point's first repeat, then every point's second,
+and so on, so that a machine that gets busier or cooler halfway affects every point alike (the
+way to run the two sides of a comparison, docs/compare.md). Without it a point's repeats run
+back to back, in the points' order.
 
 The sweep file's references (docs/references.md) are checked as each point ends ok, and again
 on the ok points a rerun keeps: a point whose metric's whole 95% interval lies outside its
@@ -423,6 +428,8 @@ int run_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
                                                    "Rerun points that failed or ran out of memory")(
       "jobs,j", po::value<std::string>()->default_value("1"),
       "Points at once, each on CPUs and GPUs of its own: a number, or auto (as many as fit)")(
+      "interleave",
+      "Run the repeats in rounds: every point's first repeat, then every point's second, ...")(
       "history", po::value<std::string>(),
       "Then record the sweep's finished points in this history store (bench-history ingest; "
       "docs/history.md)")("history-label", po::value<std::vector<std::string>>()->composing(),
@@ -452,6 +459,7 @@ int run_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   run.force = vm.count("force") > 0;
   run.retry_failed = vm.count("retry-failed") > 0;
   run.dry_run = vm.count("dry-run") > 0;
+  run.interleave = vm.count("interleave") > 0;
   run.jobs = parse_jobs(vm["jobs"].as<std::string>());
   run.orphan_wait_seconds = vm["orphan-wait"].as<double>();
   if (!(run.orphan_wait_seconds >= 0 && run.orphan_wait_seconds <= 1e6)) {

@@ -403,6 +403,13 @@ class SweepRun {
 
   RunReport run() {
     std::vector<const SweepPoint*> points = points_to_run(plan_, o_.only);
+    if (o_.interleave) {
+      // Rounds: each repeat number in turn, the points in their order within it. A point's
+      // earlier repeats still come before its later ones (repeats until precise reads them).
+      std::stable_sort(points.begin(), points.end(), [](const SweepPoint* a, const SweepPoint* b) {
+        return a->repeat < b->repeat;
+      });
+    }
     // Every command is built first, so a point this site cannot run fails before any runs.
     std::vector<PointCommand> commands;
     for (const SweepPoint* p : points) {

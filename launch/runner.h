@@ -54,6 +54,9 @@ struct RunOptions {
   bool force = false;             // rerun points that are already ok
   bool retry_failed = false;      // rerun points that failed or ran out of memory
   bool dry_run = false;           // print the commands, run and write nothing
+  // Run the repeats in rounds (every point's first repeat, then every point's second, ...), not
+  // a point's repeats back to back, so that drift on the machine falls on every point alike.
+  bool interleave = false;
   // Programs by name ("bench-train" -> a path; --bench-train); a workload's program not named
   // here is the one beside bench-sweep, else PATH's (locate_program).
   std::map<std::string, std::string> programs;

@@ -10,6 +10,7 @@ import csv
 import io
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -605,6 +606,23 @@ repeats: {{most: {most}, least: 3, target_ci: {target}{extra}}}
             self.assertEqual(r.stdout.count("kept: precise: seconds"), 10, r.stdout)
             for p in points:
                 self.assertEqual(read_json(os.path.join(out, p["tag"], "status.json"))["attempt"], 1)
+
+    def test_interleaved_rounds_run_each_repeat_in_turn_and_still_stop(self):
+        # --interleave: every point's first repeat, then every point's second, ...; a point's
+        # later repeats are still skipped once its earlier ones are precise.
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "out")
+            r = run("run", self.sweep(tmp, "50%"), "--out", out, "--interleave", check=0)
+            self.assertIn("# summary: ok 6 skipped 10 (16 points)", r.stdout)
+            ran = re.findall(r"^# \d+/16 running s=(0\.0[24])\S*\.r(\d+) ", r.stdout, re.M)
+            self.assertEqual(ran, [("0.02", "0"), ("0.04", "0"), ("0.02", "1"), ("0.04", "1"),
+                                   ("0.02", "2"), ("0.04", "2")], r.stdout)
+            # Without it, a point's repeats run back to back.
+            out = os.path.join(tmp, "back-to-back")
+            r = run("run", self.sweep(tmp, "50%"), "--out", out, check=0)
+            ran = re.findall(r"^# \d+/16 running s=(0\.0[24])\S*\.r(\d+) ", r.stdout, re.M)
+            self.assertEqual(ran, [("0.02", "0"), ("0.02", "1"), ("0.02", "2"), ("0.04", "0"),
+                                   ("0.04", "1"), ("0.04", "2")], r.stdout)
 
     def test_repeats_side_by_side_are_grouped_and_still_stop(self):
         with tempfile.TemporaryDirectory() as tmp:
