@@ -33,7 +33,8 @@ struct Headline {
 // What a person compares first (docs/extract.md): llama-bench's t/s, vLLM's TTFT and TPOT.
 constexpr Headline kTraining[] = {
     {"train_tokens_per_second", "tokens/s", "", Scale::kPlain},
-    {"step_time_median_s", "step", "", Scale::kSeconds},
+    // The mean step, as tokens/s is tokens over it: one estimator in a row, with its interval.
+    {"step_time_mean_s", "step mean", "", Scale::kSeconds},
     {"mfu", "MFU", "", Scale::kRatio},
     {"tflops_per_device", "TFLOPS", "", Scale::kPlain},
     {"mem_peak_bytes", "peak mem", "", Scale::kBytes},
@@ -287,16 +288,29 @@ ExtractTable people_table(const ExtractTable& full, const std::vector<std::strin
       // `±` half the mean's 95% interval where the row has one (one run's steps, or the
       // repeats'), else the repeats' std.
       std::optional<double> spread = number_of(row, metrics[i].metric + "_std");
+      // An interval with one end only (a throughput through a step-time interval that reaches
+      // 0 s has no upper end) is shown as such, never as a bare, precise-looking number.
+      std::optional<std::string> open;
       for (const auto& [low_column, high_column] : interval_columns(metrics[i].metric)) {
         std::optional<double> low = number_of(row, low_column);
         std::optional<double> high = number_of(row, high_column);
         if (low && high) {
-          spread = (*high - *low) / 2;
+          if (*low == 0 && *high > 0) {
+            // A time's interval cut at 0 s: its ends, which a ± of half its width would hide.
+            open = " [0, " + human_number(*high * factor) + "]";
+          } else {
+            spread = (*high - *low) / 2;
+            open.reset();
+          }
           break;
+        }
+        if (low && !high && row.count(low_column) && !open) {
+          open = " [" + human_number(*low * factor) + ", no upper end]";
         }
       }
       if (spread) *spread *= factor;
-      cells[header] = Value::string(format_measure(*v * factor, spread));
+      cells[header] = Value::string(open && !spread ? human_number(*v * factor) + *open
+                                                    : format_measure(*v * factor, spread));
     }
     if (any_noisy) {
       double cv = 0;

@@ -1,6 +1,7 @@
 #include "results/infer_metrics.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <numeric>
 #include <string>
@@ -91,10 +92,12 @@ std::vector<Metric> summarize_infer(const InferSummaryInput& in) {
   // (statistics.h), and the coefficients of variation feed bench-extract's `noisy`.
   const Estimate ttft_mean = repeats_estimate(ttft);
   const Estimate e2e_mean = repeats_estimate(e2e);
-  m.push_back({"ttft_ci_low_s", ttft_mean.low, "s"});
+  m.push_back({"ttft_ci_low_s",
+               std::isnan(ttft_mean.low) ? ttft_mean.low : std::max(0.0, ttft_mean.low), "s"});
   m.push_back({"ttft_ci_high_s", ttft_mean.high, "s"});
   m.push_back({"ttft_cv", ttft_mean.cv, ""});
-  m.push_back({"e2e_ci_low_s", e2e_mean.low, "s"});
+  m.push_back(
+      {"e2e_ci_low_s", std::isnan(e2e_mean.low) ? e2e_mean.low : std::max(0.0, e2e_mean.low), "s"});
   m.push_back({"e2e_ci_high_s", e2e_mean.high, "s"});
   m.push_back({"e2e_cv", e2e_mean.cv, ""});
   // output_tps through the mean generation time's interval.

@@ -93,7 +93,9 @@ std::vector<Metric> summarize(const SummaryInput& in) {
   m.push_back({"step_time_p90_s", percentile(in.step_s, 0.9), "s"});
   m.push_back({"step_time_mean_s", mean(in.step_s), "s"});
   m.push_back({"step_time_std_s", stddev(in.step_s), "s"});
-  m.push_back({"step_time_ci_low_s", step.low, "s"});
+  // A time is never negative: a wide interval of a few steps is cut at 0 s.
+  m.push_back(
+      {"step_time_ci_low_s", std::isnan(step.low) ? step.low : std::max(0.0, step.low), "s"});
   m.push_back({"step_time_ci_high_s", step.high, "s"});
   m.push_back({"step_time_cv", step.cv, ""});
   m.push_back({"steps_cut", static_cast<double>(step.cut), ""});

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "results/rank_result.h"
+#include "results/statistics.h"
 
 namespace sweepbench {
 namespace {
@@ -85,6 +86,20 @@ TEST(RunDescription, OlderFilesWithoutTheNewAttributesMeanNoneOfTheKnobs) {
 // Issue 51, Deliver 5: one direction per metric, for bench-compare, --best, --pareto and the
 // Pareto figure alike. A command's unit decides when it says (a rate up; a time or a size down);
 // otherwise the name does.
+TEST(Intervals, AStepTimesIntervalIsCutAt0AndTheThroughputsThenHasNoUpperEnd) {
+  // Eight steps, one of them a 40 ms hiccup among 2 ms ones: the mean's interval by batch means
+  // reaches below 0 s.
+  SummaryInput in;
+  in.step_s = {0.002, 0.002, 0.002, 0.002, 0.002, 0.002, 0.002, 0.040};
+  in.tokens_per_step = 128;
+  ASSERT_LT(series_estimate(in.step_s).low, 0);
+  const std::vector<Metric> m = summarize(in);
+  EXPECT_EQ(metric(m, "step_time_ci_low_s"), 0);
+  EXPECT_GT(metric(m, "step_time_ci_high_s"), 0);
+  EXPECT_TRUE(std::isnan(metric(m, "train_tokens_per_second_ci_high")));
+  EXPECT_GT(metric(m, "train_tokens_per_second_ci_low"), 0);
+}
+
 TEST(Direction, ARateUnitIsBetterHigherATimeOrSizeLowerElseTheNameDecides) {
   for (const char* unit :
        {"tokens/s", "it/s", "GB/s", "samples/h", "req/min", "Tokens / S", "TFLOPS"}) {
