@@ -488,7 +488,8 @@ std::vector<KeySpec> build_table() {
               .only_for({"serve"})
               .tagged_unless_default(),
           K("serve.ready.path", T::kString, S("/health"),
-            "The server is ready when GET of this path answers 200; null = no HTTP check")
+            "The server is ready when GET of this path answers 200; null = no HTTP check (with "
+            "serve.url: load it at once)")
               .nullable()
               .only_for({"serve"})
               .tagged_unless_default()

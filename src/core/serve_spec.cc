@@ -74,7 +74,15 @@ ServeSpec serve_spec_of(const Value& resolved) {
     throw Error::input(at("serve.ready.path").mark(), "serve.ready.path",
                        "'" + *s.ready_path + "' is not a path", "write it from its /, e.g. /health");
   }
-  if (!s.ready_path && !s.ready_log) {
+  if (s.url && s.ready_log) {
+    throw Error::input(at("serve.ready.log").mark(), "serve.ready.log",
+                       "reads the output of a server the point starts; serve.url's is not "
+                       "started here",
+                       "check it by serve.ready.path (an HTTP path that answers 200), or set "
+                       "serve.ready.path null to load it at once");
+  }
+  // serve.url's server is someone else's: with serve.ready.path null it is loaded at once.
+  if (!s.url && !s.ready_path && !s.ready_log) {
     throw Error::input(at("serve.ready.path").mark(), "serve.ready.path",
                        "is null and serve.ready.log is not set: nothing would say the server is "
                        "ready",

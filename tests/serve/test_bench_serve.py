@@ -245,6 +245,57 @@ class Local(unittest.TestCase):
             self.assertEqual(rows[2].index("4.899") + len("4.899"),
                              header.index("req/s") + len("req/s"), log)
 
+    def test_a_server_already_running_by_serve_url(self):
+        # serve.url loads a server the point does not start: checked by GET /health (the
+        # default), or with serve.ready.path null loaded at once; never started, never stopped.
+        with tempfile.TemporaryDirectory() as tmp:
+            server = subprocess.Popen(["/usr/bin/python3", STANDIN, "--model", marker(tmp),
+                                       "--never-ready", "--chunks", "4"],
+                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            try:
+                url = f"http://127.0.0.1:{int(server.stdout.readline())}"
+                for name, ready in (("unchecked", "    ready: {path: null}\n"),
+                                    ("by-stats", "    ready: {path: /stats}\n")):
+                    path = os.path.join(tmp, name + ".yaml")
+                    with open(path, "w") as f:
+                        f.write(f"name: {name}\nbase:\n  benchmark: serve\n  serve:\n"
+                                f"    url: {url}\n{ready}"
+                                "    load: {levels: 20, requests: 6, warmup_requests: 0}\n"
+                                "    prompts: {input_tokens: 16, output_tokens: 4}\n"
+                                "  metrics: {sample_interval_ms: 0, system: false}\n")
+                    out = os.path.join(tmp, name)
+                    bench_sweep("run", path, "-o", out, check=0)
+                    [d] = point_dirs(out)
+                    summary = read_json(os.path.join(d, "summary.json"))
+                    self.assertEqual(summary["status"], "ok", summary["reason"])
+                    self.assertEqual(summary["server"]["stop"], "not ours to stop (serve.url)")
+                    self.assertEqual(summary["levels"][0]["failed"], 0)
+                # Its /health answers 503 (--never-ready): the default check says so in time.
+                path = os.path.join(tmp, "checked.yaml")
+                with open(path, "w") as f:
+                    f.write(f"name: checked\nbase:\n  benchmark: serve\n  serve:\n"
+                            f"    url: {url}\n    ready: {{timeout_s: 1}}\n"
+                            "    load: {levels: 20, requests: 6}\n"
+                            "  metrics: {sample_interval_ms: 0, system: false}\n")
+                bench_sweep("run", path, "-o", os.path.join(tmp, "checked"), check=1)
+                [d] = point_dirs(os.path.join(tmp, "checked"))
+                self.assertIn("the server was not ready after 1.0 s (serve.ready.timeout_s; "
+                              "GET /health: HTTP status 503)",
+                              read_json(os.path.join(d, "summary.json"))["reason"])
+                # A log line cannot say a server the point did not start is ready.
+                with open(path, "w") as f:
+                    f.write(f"name: checked\nbase:\n  benchmark: serve\n  serve:\n"
+                            f"    url: {url}\n    ready: {{log: ready}}\n"
+                            "    load: {levels: 20}\n")
+                r = bench_sweep("plan", path, check=2)
+                self.assertIn("serve.ready.log: reads the output of a server the point starts",
+                              r.stderr)
+                self.assertEqual(server.poll(), None)  # still running: not ours to stop
+            finally:
+                server.kill()
+                server.wait()
+                server.stdout.close()
+
     def test_hostile_values_reach_the_server_and_its_requests_verbatim(self):
         # A value from the sweep (an axis, a path, a model name) goes into the server's argv and
         # environment and into every request's JSON as it is: no shell ever sees it, and the
