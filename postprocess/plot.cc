@@ -8,10 +8,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
-#include <stdexcept>
 #include <optional>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <tuple>
 
 #include "core/config.h"
@@ -25,6 +25,7 @@
 #include "core/yaml_io.h"
 #include "postprocess/plot_text.h"
 #include "postprocess/tool_main.h"
+#include "results/statistics.h"
 #include "results/summary.h"
 
 namespace sweepbench {
@@ -388,10 +389,16 @@ std::vector<PlotPoint> plot_points(const CsvTable& t, const PlotSpec& spec, size
   std::vector<PlotPoint> points;
   for (const Key& key : order) {
     const std::vector<double>& values = groups[key];
-    // One row: its own 95% interval where it has one; several: their spread.
+    // The 95% interval's half width, as the tables show it: one row's own where it has one;
+    // several rows (repeats), their mean's (bench-extract --group-repeats' interval).
     auto one = half_width.find(key);
-    const double error = values.size() == 1 && one != half_width.end() ? one->second
-                                                                      : stddev(values);
+    double error = 0;
+    if (values.size() == 1) {
+      if (one != half_width.end()) error = one->second;
+    } else {
+      const Estimate e = repeats_estimate(values);
+      if (e.has_interval()) error = (e.high - e.low) / 2;
+    }
     std::vector<std::string> said(notes[key].begin(), notes[key].end());
     points.push_back({spec.metrics[std::get<0>(key)], std::get<1>(key), std::get<2>(key),
                       mean(values), error, values.size(), join(said, ", ")});
@@ -611,7 +618,7 @@ std::string gnuplot_script(const std::vector<PlotPoint>& points, const PlotSpec&
   d << "# x";
   for (const Series& q : series) {
     std::string name = q.hue.empty() ? q.metric : (several ? q.metric + ":" : "") + q.hue;
-    d << "\t" << one_line(name) << "_mean\tstd";
+    d << "\t" << one_line(name) << "_mean\tci95";
   }
   d << "\n";
   for (size_t i = 0; i < xs.size(); ++i) {
@@ -651,6 +658,11 @@ std::string gnuplot_script(const std::vector<PlotPoint>& points, const PlotSpec&
   } else {
     s << "set key outside bottom center horizontal maxcols 2 noenhanced\n"
       << "set bmargin " << 4 + (series.size() + 1) / 2 << "\n";
+  }
+  // What the error bars are, on the figure: the tables' 95% intervals, not a spread.
+  if (std::any_of(points.begin(), points.end(), [](const PlotPoint& p) { return p.std > 0; })) {
+    s << "set label " << gp_string("error bars: 95% intervals of the mean")
+      << " at screen 0.01, screen 0.02 font ',8' noenhanced\n";
   }
   s << "set grid ytics\nset yrange [0:*]\n";
   std::string data_file = gp_string(data_path);
@@ -692,7 +704,7 @@ const char* const kUsage = R"(bench-plot: a bench-extract CSV to a figure (gnupl
 Usage: bench-plot -i results.csv -o fig.png|svg|pdf --metric COL[,COL...] [--x COL] [--hue COL]
                   [--kind bar|line|scaling|pareto|curve|change] [--title T] [--script out.gp]
 Plots the mean of each --metric over the rows with status ok that share --x (and --hue), with the
-standard deviation over repeats as error bars (one row: its 95% interval, where it has one), and
+95% interval of the mean over repeats as error bars (one row: its own, where it has one), and
 "shared" or "imprecise" above a point whose CPUs other processes took or that missed its
 metrics.target_ci; several metrics stand side by side, one series per
 metric (and hue). bar: clustered bars per x, one colour per series. line: one line per series over

@@ -46,7 +46,9 @@ void describe_figure(const CsvTable& table, PlotSpec* spec);
 // One plotted value: the mean and sample standard deviation of `metric` over `count` rows.
 struct PlotPoint {
   std::string metric, x, hue;
-  double mean = 0, std = 0;  // std: over the group's rows; one row's 95% half-width where it has one
+  // std: the half width of the 95% interval: of the mean over the group's rows (repeats), or a
+  // single row's own where it has one; 0 where there is none.
+  double mean = 0, std = 0;
   size_t count = 0;
   // What the figure writes above the point: "shared" where a row's CPUs were shared (cpu_shared
   // above bench-extract's threshold), "imprecise" where it missed its metrics.target_ci.

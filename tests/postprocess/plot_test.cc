@@ -37,7 +37,7 @@ CsvTable results() {
       "r.csv");
 }
 
-TEST(PlotPoints, MeanAndStdOverRepeatsOnlyOkRows) {
+TEST(PlotPoints, MeanAndItsIntervalOverRepeatsOnlyOkRows) {
   PlotSpec spec;
   spec.metrics = {"tps"};
   spec.x = "mb";
@@ -50,7 +50,9 @@ TEST(PlotPoints, MeanAndStdOverRepeatsOnlyOkRows) {
   EXPECT_EQ(p[0].hue, "1");
   EXPECT_EQ(p[0].count, 2u);
   EXPECT_DOUBLE_EQ(p[0].mean, 110);
-  EXPECT_NEAR(p[0].std, 14.142135623730951, 1e-12);
+  // The mean's 95% interval over the two repeats, as bench-extract --group-repeats gives it:
+  // Student's t with 1 degree of freedom times the standard error (14.14 / sqrt(2) = 10).
+  EXPECT_NEAR(p[0].std, 12.706204736174707 * 10, 1e-6);
   EXPECT_EQ(p[2].hue, "2");
   spec.x = "nope";
   Error e = testing::error_of([&] { plot_points(results(), spec, &left_out); });
@@ -101,9 +103,12 @@ TEST(GnuplotScript, BarsPerHueAndAnIdealLineForScaling) {
   EXPECT_THAT(s, HasSubstr("plot '/o/d' using 2:3:xtic(1) title 'ranks=1', \\\n"
                            "    '/o/d' using 4:5 title 'ranks=2'\n"));
   EXPECT_EQ(data,
-            "# x\t1_mean\tstd\t2_mean\tstd\n"
-            "\"2\"\t110.0\t14.142135623730951\t180.0\t0.0\n"
+            "# x\t1_mean\tci95\t2_mean\tci95\n"
+            "\"2\"\t110.0\t127.06204736174695\t180.0\t0.0\n"
             "\"4\"\t200.0\t0.0\tNaN\tNaN\n");
+  // The figure says what its error bars are.
+  EXPECT_THAT(s, HasSubstr("set label 'error bars: 95% intervals of the mean' at screen 0.01, "
+                           "screen 0.02 font ',8' noenhanced\n"));
   spec.kind = "scaling";
   spec.x = "ranks";
   spec.hue = "";
@@ -196,7 +201,7 @@ TEST(PlotPoints, TwoMetricsSideBySide) {
   EXPECT_THAT(s, HasSubstr("using 8:9 title 'eval, ranks=2'\n"));
   EXPECT_THAT(s, HasSubstr("set ylabel 'tps, eval'"));
   EXPECT_EQ(data.substr(0, data.find('\n')),
-            "# x\ttps:1_mean\tstd\ttps:2_mean\tstd\teval:1_mean\tstd\teval:2_mean\tstd");
+            "# x\ttps:1_mean\tci95\ttps:2_mean\tci95\teval:1_mean\tci95\teval:2_mean\tci95");
 
   spec.metrics = {"tps", "status"};
   Error e = testing::error_of([&] { plot_points(results(), spec, &left_out); });

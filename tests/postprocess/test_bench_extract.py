@@ -472,11 +472,18 @@ class Extract(unittest.TestCase):
         self.assertEqual(len(ok), 2)
         tag = [t for t, p in self.grid.items() if p["index"] == int(ok[0][0])][0]
         summary = read_json(os.path.join(self.root, "grid", tag, "summary.json"))["metrics"]
-        step_ms = float(ok[0][header.index("(ms)") - 1])
-        self.assertAlmostEqual(step_ms, summary["step_time_median_s"] * 1000,
-                               delta=summary["step_time_median_s"] * 1000 * 1e-3)
         md = extract("-i", os.path.join(self.root, "grid"), "--format", "md").stdout.splitlines()
         self.assertTrue(md[0].startswith("| index | ranks | micro_batch | tokens/s |"), md[0])
+        # The step is the mean step (tokens/s is tokens over it), with its interval beside it.
+        cells = [[c.strip() for c in line.strip("|").split("|")] for line in md]
+        column = cells[0].index("step mean (ms)")
+        row = [c for c in cells[2:] if c[0] == ok[0][0]][0]
+        step_ms = float(row[column].split()[0])
+        # Rounded to the second digit of its ± where it has one (at most a twentieth of it).
+        spread = float(row[column].split("±")[1]) if "±" in row[column] else 0
+        self.assertAlmostEqual(step_ms, summary["step_time_mean_s"] * 1000,
+                               delta=summary["step_time_mean_s"] * 1000 * 1e-3 + spread / 5)
+        self.assertRegex(row[column], r"^[0-9.]+( ± [0-9.]+| \[0, [0-9.]+\])?$")
         # --columns all gives every column, a list the columns named, in any format.
         wide = extract("-i", os.path.join(self.root, "grid"), "--format", "table", "--columns", "all")
         self.assertIn("model.preset", wide.stdout)
