@@ -858,8 +858,16 @@ class UntilPrecise(BenchTrainCase):
         with h5py.File(os.path.join(out, "rank-00000.h5"), "r") as f:
             steps = f["steps"][:]
             self.assertEqual(f.attrs["steps_planned"], 12)
-        self.assertEqual(int((steps["measured"] != 0).sum()), 100)
-        self.assertEqual(len(steps), 102)  # 2 warm-up steps
+        # At a look: 100 measured steps, then half as many again each time (150, 225, ...).
+        # On a quiet machine the first; a neighbour's hiccups among the 2 ms steps can widen the
+        # interval past 50% and move it to a later look (CI, 2026-11-30: 150, while the other
+        # ctest lane installed a venv).
+        looks = [100]
+        while looks[-1] < 10000:
+            looks.append(looks[-1] + looks[-1] // 2)
+        measured = int((steps["measured"] != 0).sum())
+        self.assertIn(measured, looks)
+        self.assertEqual(len(steps), measured + 2)  # 2 warm-up steps
         cells = next(csv.DictReader(io.StringIO(self.extract(out, "csv"))))
         self.assertEqual(cells["target_met"], "true")
         self.assertNotIn("missed", self.extract(out, "table"))
