@@ -304,7 +304,7 @@ ExtractTable people_table(const ExtractTable& full, const std::vector<std::strin
           }
           break;
         }
-        if (low && !high && row.count(low_column) && !open) {
+        if (low && !high && !open) {
           open = " [" + human_number(*low * factor) + ", no upper end]";
         }
       }
