@@ -85,7 +85,8 @@ const char* const kRunHelp =
 
 Usage: bench-sweep run SWEEP.yaml --out DIR [--scenario NAME]... [--only INDEX|TAG,...]
                        [--set KEY=VALUE]... [--dry-run] [--force] [--retry-failed]
-                       [--jobs N|auto] [--interleave] [--orphan-wait SECONDS]
+                       [--jobs N|auto] [--interleave] [--warmup N]
+                       [--orphan-wait SECONDS]
 
 Plans exactly as `bench-sweep plan --out DIR` does, then runs the points in order. Each point
 runs its workload's program (the key `benchmark`: train runs `bench-train`, infer `bench-infer`,
@@ -117,6 +118,12 @@ points ran beside it. The default, 1, runs one point at a time on the whole mach
 and so on, so that a machine that gets busier or cooler halfway affects every point alike (the
 way to run the two sides of a comparison, docs/compare.md). Without it a point's repeats run
 back to back, in the points' order.
+
+--warmup N runs each point N times more before any measured repeat, one at a time on the whole
+machine, and leaves those runs out: their files go to DIR/.warmup/<tag>/, which no table reads,
+and no status.json records them. A point's repeats share one warm-up. What warms up (the page
+cache, a container's image, a GPU's clocks, a compiler's cache) then warms up for every side
+alike, not for the first point only.
 
 The sweep file's references (docs/references.md) are checked as each point ends ok, and again
 on the ok points a rerun keeps: a point whose metric's whole 95% interval lies outside its
@@ -430,6 +437,8 @@ int run_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       "Points at once, each on CPUs and GPUs of its own: a number, or auto (as many as fit)")(
       "interleave",
       "Run the repeats in rounds: every point's first repeat, then every point's second, ...")(
+      "warmup", po::value<int>()->default_value(0),
+      "Runs of each point before any measured repeat, left out of the results")(
       "history", po::value<std::string>(),
       "Then record the sweep's finished points in this history store (bench-history ingest; "
       "docs/history.md)")("history-label", po::value<std::vector<std::string>>()->composing(),
@@ -460,6 +469,11 @@ int run_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   run.retry_failed = vm.count("retry-failed") > 0;
   run.dry_run = vm.count("dry-run") > 0;
   run.interleave = vm.count("interleave") > 0;
+  run.warmup = vm["warmup"].as<int>();
+  if (run.warmup < 0 || run.warmup > 100) {
+    throw Error::input(Mark::in("--warmup"), "", "must be from 0 to 100 runs",
+                       "give the runs of each point to leave out: 1 is usual");
+  }
   run.jobs = parse_jobs(vm["jobs"].as<std::string>());
   run.orphan_wait_seconds = vm["orphan-wait"].as<double>();
   if (!(run.orphan_wait_seconds >= 0 && run.orphan_wait_seconds <= 1e6)) {

@@ -434,12 +434,14 @@ class SweepRun {
          << o_.out_dir << jobs_text() << "\n";
     print_predicted_time(points);
     if (o_.dry_run) {
+      if (o_.warmup > 0) run_warmups(points);
       for (size_t i = 0; i < points.size(); ++i)
         dry_run_point(*points[i], commands[i], i, points.size());
     } else {
       install_stop_forwarding(StopPolicy::kRunner);
       // What a point leaves running stays our descendant, to be ended with the point.
       become_child_subreaper();
+      if (o_.warmup > 0) run_warmups(points);
       run_points(points, commands);
     }
     manifest_.flush();
@@ -866,6 +868,77 @@ class SweepRun {
       pool_.give_back(done->placement);
     }
     progress_.finish();
+  }
+
+  // --warmup N: before any measured repeat, each point that is to run runs N times more, one at
+  // a time on the whole machine, and these runs count for nothing: their results go to
+  // OUT/.warmup/<tag>/ (a hidden directory, which no table reads) and no status.json, manifest or
+  // attempt records them. A point's repeats share one warm-up (the first of them to run). A
+  // warm-up that fails is said, and its point still runs.
+  void run_warmups(const std::vector<const SweepPoint*>& points) {
+    std::vector<const SweepPoint*> chosen;
+    std::set<size_t> groups;  // a point's repeats: the index of its first repeat
+    for (const SweepPoint* p : points) {
+      std::optional<PointRecord> record;
+      if (auto it = records_.find(p->tag); it != records_.end()) record = it->second;
+      if (decide_here(*p, record) != Decision::kRun || over_limit(*p, record) ||
+          precise_before(*p)) {
+        continue;
+      }
+      if (groups.insert(p->index - static_cast<size_t>(p->repeat)).second) chosen.push_back(p);
+    }
+    if (chosen.empty()) return;
+    if (o_.dry_run) {
+      say("# warm-up: " + plural(chosen.size(), "point") + " would run " +
+          plural(static_cast<size_t>(o_.warmup), "time") +
+          " each before any measured repeat, left out of the results\n");
+      return;
+    }
+    say("# warm-up: " + plural(chosen.size(), "point") + " run " +
+        plural(static_cast<size_t>(o_.warmup), "time") +
+        " each before any measured repeat; their results go to " + (root_ / kWarmupDir).string() +
+        "/ and count for nothing\n");
+    // Its files are removed before each warm-up: never through a link out of the tree.
+    const fs::path top = root_ / kWarmupDir;
+    if (fs::is_symlink(top) || (fs::exists(top) && !fs::is_directory(top))) {
+      throw Error(ErrorKind::kIo, Mark::in(top.string()), "",
+                  "is a link or not a directory; --warmup keeps its runs there",
+                  "remove it, or run without --warmup");
+    }
+    for (const SweepPoint* p : chosen) {
+      const fs::path dir = top / p->tag;
+      for (int round = 1; round <= o_.warmup; ++round) {
+        if (received_stop_signal() != 0) return;
+        // A fresh directory each time, holding the point's config: a container binds the
+        // directory it writes to, and the config must be inside.
+        std::error_code ec;
+        fs::remove_all(dir, ec);
+        make_directories((dir / kLogsDir).string());
+        const std::string config = (dir / kConfigFile).string();
+        write_file_atomic(
+            config,
+            read_file_if_exists(config_path(*p), kMaxSmallFile, Links::kRefuse).value_or(""));
+        PointCommand cmd = point_command(
+            p->settings, p->config, site_,
+            locate_program(workload_of(p->settings)->program(), o_.programs), config, dir.string());
+        std::map<std::string, std::string> env = cmd.env;
+        env["SWEEPBENCH_POINT"] = p->tag;
+        const auto t0 = std::chrono::steady_clock::now();
+        const int pid = processes_.start(cmd.argv, env, (dir / kLogsDir / "stdout.txt").string(),
+                                         (dir / kLogsDir / "stderr.txt").string(), -1, {});
+        std::optional<Ended> ended;
+        while (!ended) ended = processes_.wait_for_any({pid}, 1.0);
+        processes_.end_leftovers(kLeftoverGraceSeconds, {});
+        const double seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const ProcessResult& r = ended->result;
+        const bool ok = r.term_signal == 0 && r.exit_code == 0;
+        say("# warm-up " + std::to_string(round) + "/" + std::to_string(o_.warmup) + " " + p->tag +
+            ": " +
+            (ok ? "ok" : r.describe() + " (" + (dir / kLogsDir / "stderr.txt").string() + ")") +
+            ", " + seconds_text(seconds) + " s, left out\n");
+      }
+    }
   }
 
   // What start_point did: started the point (running), or not (nullptr: kept, busy elsewhere,

@@ -57,6 +57,9 @@ struct RunOptions {
   // Run the repeats in rounds (every point's first repeat, then every point's second, ...), not
   // a point's repeats back to back, so that drift on the machine falls on every point alike.
   bool interleave = false;
+  // --warmup: runs of each point before any measured repeat, left out of its results (their
+  // files go to OUT/.warmup/<tag>/, which no table reads).
+  int warmup = 0;
   // Programs by name ("bench-train" -> a path; --bench-train); a workload's program not named
   // here is the one beside bench-sweep, else PATH's (locate_program).
   std::map<std::string, std::string> programs;

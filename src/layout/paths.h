@@ -30,6 +30,8 @@ inline constexpr const char* kSummaryFile = "summary.json";
 inline constexpr const char* kLogsDir = "logs";
 inline constexpr const char* kAttemptsDir = "attempts";
 inline constexpr const char* kSubmitDir = "submit";
+// bench-sweep run --warmup's runs, left out of the results (hidden: no table reads them).
+inline constexpr const char* kWarmupDir = ".warmup";
 
 // "rank-00003.h5" for rank 3.
 std::string rank_file_name(std::int64_t rank);

@@ -624,6 +624,48 @@ repeats: {{most: {most}, least: 3, target_ci: {target}{extra}}}
             self.assertEqual(ran, [("0.02", "0"), ("0.02", "1"), ("0.02", "2"), ("0.04", "0"),
                                    ("0.04", "1"), ("0.04", "2")], r.stdout)
 
+    def test_warmup_runs_each_point_first_and_leaves_it_out(self):
+        # --warmup 1: each point (not each repeat) runs once before any measured repeat; those
+        # runs go to OUT/.warmup/<tag>/ and no table, status.json or attempt counts them.
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "out")
+            r = run("run", self.sweep(tmp, "50%"), "--out", out, "--interleave", "--warmup", "1",
+                    check=0)
+            self.assertIn("# summary: ok 6 skipped 10 (16 points)", r.stdout)
+            lines = r.stdout.splitlines()
+            warm = [i for i, line in enumerate(lines) if line.startswith("# warm-up 1/1 ")]
+            first_run = next(i for i, line in enumerate(lines) if re.match(r"# \d+/16 running", line))
+            self.assertEqual(len(warm), 2, r.stdout)
+            self.assertLess(max(warm), first_run, r.stdout)
+            self.assertIn("# warm-up: 2 points run 1 time each before any measured repeat", r.stdout)
+            self.assertRegex(lines[warm[0]], r"^# warm-up 1/1 s=0\.02\S*\.r0: ok, [0-9.]+ s, left out$")
+            warmed = sorted(os.listdir(os.path.join(out, ".warmup")))
+            self.assertEqual(len(warmed), 2, warmed)
+            for tag in warmed:
+                self.assertTrue(os.path.exists(os.path.join(out, ".warmup", tag, "summary.json")))
+                self.assertEqual(read_json(os.path.join(out, tag, "status.json"))["attempt"], 1)
+            table = subprocess.run([os.path.join(BIN, "bench-extract"), "-i", out, "--group-repeats",
+                                    "--format", "csv"], capture_output=True, text=True, check=True,
+                                   env=ENV).stdout
+            rows = list(csv.DictReader(io.StringIO(table)))
+            self.assertEqual([(r["status"], r["repeats"]) for r in rows], [("ok", "3"), ("ok", "3")])
+            # Nothing left to run: nothing to warm up.
+            r = run("run", self.sweep(tmp, "50%"), "--out", out, "--warmup", "1", check=0)
+            self.assertNotIn("warm-up", r.stdout)
+            r = run("run", self.sweep(tmp, "50%"), "--out", out, "--warmup", "2", "--force",
+                    "--dry-run", check=0)
+            self.assertIn("# warm-up: 2 points would run 2 times each before any measured repeat",
+                          r.stdout)
+            # Its directory is removed before each warm-up: never through a link.
+            os.rename(os.path.join(out, ".warmup"), os.path.join(tmp, "elsewhere"))
+            os.symlink(os.path.join(tmp, "elsewhere"), os.path.join(out, ".warmup"))
+            r = run("run", self.sweep(tmp, "50%"), "--out", out, "--warmup", "1", "--force",
+                    check=4)
+            self.assertIn(".warmup: error: is a link or not a directory", r.stderr)
+            self.assertEqual(sorted(os.listdir(os.path.join(tmp, "elsewhere"))), warmed)
+            r = run("run", self.sweep(tmp, "50%"), "--out", out, "--warmup", "-1", check=2)
+            self.assertIn("--warmup: error: must be from 0 to 100 runs", r.stderr)
+
     def test_repeats_side_by_side_are_grouped_and_still_stop(self):
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "out")
