@@ -70,29 +70,35 @@ double stddev(const std::vector<double>& values) {
 std::vector<Metric> summarize(const SummaryInput& in) {
   std::vector<Metric> m;
   double runtime = std::accumulate(in.step_s.begin(), in.step_s.end(), 0.0);
-  double steps = static_cast<double>(in.step_s.size());
+  // The headline and its interval are one estimator (statistics.h): the steps left after a
+  // warm-up cut found from the data, their mean and its batch-means interval. Throughputs are
+  // their tokens over their time, so that the value lies inside its interval.
+  const Estimate step = series_estimate(in.step_s);
+  const std::vector<double> kept(in.step_s.begin() + static_cast<std::ptrdiff_t>(step.cut),
+                                 in.step_s.end());
+  const double kept_runtime = std::accumulate(kept.begin(), kept.end(), 0.0);
+  double steps = static_cast<double>(kept.size());
   double tokens = in.tokens_per_step * steps;
   double samples = in.samples_per_step * steps;
-  double tps = runtime > 0 ? tokens / runtime : 0;
+  double tps = kept_runtime > 0 ? tokens / kept_runtime : 0;
   double per_device = tps / std::max(1, in.world_size);
   m.push_back({"train_runtime", runtime, "s"});
-  m.push_back({"train_samples_per_second", runtime > 0 ? samples / runtime : 0, "samples/s"});
-  m.push_back({"train_steps_per_second", runtime > 0 ? steps / runtime : 0, "steps/s"});
+  m.push_back(
+      {"train_samples_per_second", kept_runtime > 0 ? samples / kept_runtime : 0, "samples/s"});
+  m.push_back({"train_steps_per_second", kept_runtime > 0 ? steps / kept_runtime : 0, "steps/s"});
   m.push_back({"train_tokens_per_second", tps, "tokens/s"});
-  // The interval of the mean step time (statistics.h: the steps after a warm-up cut found from
-  // the data, batch means), and the throughput's through it.
-  const Estimate step = series_estimate(in.step_s);
+  // The throughput's interval through the mean step time's.
   const double step_tokens = in.tokens_per_step;
   m.push_back({"train_tokens_per_second_ci_low", step.high > 0 ? step_tokens / step.high : NAN,
                "tokens/s"});
   m.push_back({"train_tokens_per_second_ci_high",
                step.has_interval() && step.low > 0 ? step_tokens / step.low : NAN, "tokens/s"});
   m.push_back({"tokens_per_second_per_device", per_device, "tokens/s"});
-  m.push_back({"step_time_median_s", percentile(in.step_s, 0.5), "s"});
-  m.push_back({"step_time_p10_s", percentile(in.step_s, 0.1), "s"});
-  m.push_back({"step_time_p90_s", percentile(in.step_s, 0.9), "s"});
-  m.push_back({"step_time_mean_s", mean(in.step_s), "s"});
-  m.push_back({"step_time_std_s", stddev(in.step_s), "s"});
+  m.push_back({"step_time_median_s", percentile(kept, 0.5), "s"});
+  m.push_back({"step_time_p10_s", percentile(kept, 0.1), "s"});
+  m.push_back({"step_time_p90_s", percentile(kept, 0.9), "s"});
+  m.push_back({"step_time_mean_s", mean(kept), "s"});
+  m.push_back({"step_time_std_s", stddev(kept), "s"});
   // A time is never negative: a wide interval of a few steps is cut at 0 s.
   m.push_back(
       {"step_time_ci_low_s", std::isnan(step.low) ? step.low : std::max(0.0, step.low), "s"});

@@ -264,7 +264,9 @@ class Extract(unittest.TestCase):
             low, high = row["step_time_ci_low_s"], row["step_time_ci_high_s"]
             self.assertLess(low, kept.mean())
             self.assertGreater(high, kept.mean())
-            tokens = row["train_tokens_per_second"] * times.sum() / len(times)  # per step
+            # The headline is the kept steps' too (one estimator for the value and its interval).
+            self.assertAlmostEqual(row["step_time_mean_s"], kept.mean(), places=12)
+            tokens = row["train_tokens_per_second"] * kept.mean()  # per step
             self.assertAlmostEqual(row["train_tokens_per_second_ci_low"], tokens / high, places=6)
             if low > 0:
                 self.assertAlmostEqual(row["train_tokens_per_second_ci_high"], tokens / low,

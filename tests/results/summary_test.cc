@@ -83,6 +83,30 @@ TEST(RunDescription, OlderFilesWithoutTheNewAttributesMeanNoneOfTheKnobs) {
   EXPECT_DOUBLE_EQ(metric(m, "trainable_parameters"), 100);
 }
 
+// Issue 55, Deliver 2: the headline and its interval from one estimator. A run whose first steps
+// were still settling (20 ms, then 2 ms): the interval counts the steps after the warm-up cut, and
+// so do the mean step and the throughputs, which lie inside it. The runtime is every step's.
+TEST(Intervals, TheHeadlineIsTheMeanOfTheStepsTheIntervalCounts) {
+  SummaryInput in;
+  in.step_s = std::vector<double>(6, 0.020);
+  for (int i = 0; i < 40; ++i) in.step_s.push_back(i % 2 == 0 ? 0.0019 : 0.0021);
+  in.tokens_per_step = 100;
+  in.samples_per_step = 2;
+  ASSERT_EQ(series_estimate(in.step_s).cut, 6u);
+  const std::vector<Metric> m = summarize(in);
+  EXPECT_EQ(metric(m, "steps_cut"), 6);
+  EXPECT_NEAR(metric(m, "step_time_mean_s"), 0.002, 1e-12);
+  EXPECT_NEAR(metric(m, "step_time_median_s"), 0.002, 1e-12);
+  EXPECT_NEAR(metric(m, "train_tokens_per_second"), 100 / 0.002, 1e-6);
+  EXPECT_NEAR(metric(m, "train_samples_per_second"), 2 / 0.002, 1e-9);
+  EXPECT_NEAR(metric(m, "train_steps_per_second"), 1 / 0.002, 1e-9);
+  EXPECT_LE(metric(m, "step_time_ci_low_s"), metric(m, "step_time_mean_s"));
+  EXPECT_GE(metric(m, "step_time_ci_high_s"), metric(m, "step_time_mean_s"));
+  EXPECT_LE(metric(m, "train_tokens_per_second_ci_low"), metric(m, "train_tokens_per_second"));
+  EXPECT_GE(metric(m, "train_tokens_per_second_ci_high"), metric(m, "train_tokens_per_second"));
+  EXPECT_NEAR(metric(m, "train_runtime"), 6 * 0.020 + 40 * 0.002, 1e-12);
+}
+
 // Issue 51, Deliver 5: one direction per metric, for bench-compare, --best, --pareto and the
 // Pareto figure alike. A command's unit decides when it says (a rate up; a time or a size down);
 // otherwise the name does.
