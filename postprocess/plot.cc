@@ -227,6 +227,35 @@ void describe_figure(const CsvTable& t, PlotSpec* spec) {
   }
   bool one_kind =
       std::all_of(kinds.begin(), kinds.end(), [&](UnitKind k) { return k == kinds[0]; });
+  // One axis shows one unit: 1 ms bars beside 57,000 samples/s are invisible, and a reader
+  // would take one scale for both.
+  auto unit_words = [](UnitKind k, const std::string& plain) -> std::string {
+    if (!plain.empty()) return plain;
+    switch (k) {
+      case UnitKind::kSeconds:
+        return "seconds";
+      case UnitKind::kBytes:
+        return "bytes";
+      case UnitKind::kRatio:
+        return "a ratio";
+      default:
+        return "no unit";
+    }
+  };
+  // A metric whose unit nothing says (a command's metric without `unit`) is not refused.
+  auto known = [&](size_t i) { return kinds[i] != UnitKind::kPlain || !plains[i].empty(); };
+  for (size_t i = 0; i < spec->metrics.size(); ++i) {
+    for (size_t j = i + 1; j < spec->metrics.size(); ++j) {
+      if (!known(i) || !known(j) || (kinds[i] == kinds[j] && plains[i] == plains[j])) continue;
+      throw Error::input(
+          Mark::in("--metric " + join(spec->metrics, ",")), "",
+          spec->metrics[i] + " is in " + unit_words(kinds[i], plains[i]) + " and " +
+              spec->metrics[j] + " in " + unit_words(kinds[j], plains[j]) +
+              ": one axis shows one unit",
+          "draw them in figures of their own (one bench-plot each), or together only metrics "
+          "of one unit");
+    }
+  }
   for (size_t i = 0; i < spec->metrics.size(); ++i) {
     // Kinds that differ share no scale: each keeps its base unit (s, B, a ratio).
     spec->units[spec->metrics[i]] =
@@ -706,17 +735,18 @@ Usage: bench-plot -i results.csv -o fig.png|svg|pdf --metric COL[,COL...] [--x C
 Plots the mean of each --metric over the rows with status ok that share --x (and --hue), with the
 95% interval of the mean over repeats as error bars (one row: its own, where it has one), and
 "shared" or "imprecise" above a point whose CPUs other processes took or that missed its
-metrics.target_ci; several metrics stand side by side, one series per
-metric (and hue). bar: clustered bars per x, one colour per series. line: one line per series over
+metrics.target_ci; several metrics of one unit stand side by side, one series per
+metric (and hue); metrics of other units are refused (a figure each). bar: clustered bars per x, one colour per series. line: one line per series over
 a numeric x. scaling: the metric against world size (log2 axis, --x defaults to world_size) with
 the ideal line from the smallest world size (level for per-device metrics, proportional for
-totals). pareto: every ok row as a point of --metric (y) against --x, another metric (default
-mem_peak_bytes), with both 95% intervals as error bars; the rows on the Pareto front (none better
+totals). pareto: every configuration (its ok rows: repeats are one point, at their means) as a
+point of --metric (y) against --x, another metric (default mem_peak_bytes), with both 95%
+intervals as error bars; the points on the Pareto front (none better
 in both beyond the intervals; per --hue value) filled, joined and labelled with their
 configuration. curve: --metric (y) against --x, another metric (default
 tokens_per_second_per_user), one line per --hue value through the means of the rows that share
-their configuration (and serve level: bench-extract --series levels), the repeats' standard
-deviations as error bars both ways: throughput against interactivity. change: bench-compare's
+their configuration (and serve level: bench-extract --series levels), the 95% intervals of the
+means as error bars both ways: throughput against interactivity. change: bench-compare's
 CSV (--format csv), each point's change in % with its interval, coloured by verdict, the geomean
 last; --metric optional (default: every metric).
 --script also writes the gnuplot script and its data file (out.gp.dat) so the figure can

@@ -17,6 +17,7 @@
 #include "postprocess/plot.h"
 #include "postprocess/plot_text.h"
 #include "results/pareto.h"
+#include "results/statistics.h"
 #include "results/summary.h"
 
 namespace sweepbench {
@@ -40,6 +41,19 @@ double factor_of(const PlotSpec& spec, const std::string& metric) {
   auto it = spec.units.find(metric);
   return it == spec.units.end() ? 1.0 : it->second.second;
 }
+
+// The 95% interval of the mean of a point's rows (its repeats), as bench-extract --group-repeats
+// gives it (statistics.h's repeats_estimate); the mean itself at both ends when it has none.
+std::pair<double, double> mean_interval(const std::vector<double>& v) {
+  const Estimate e = repeats_estimate(v);
+  if (e.has_interval()) return {e.low, e.high};
+  const double m = mean(v);
+  return {m, m};
+}
+
+// What the error bars are, on the figure (as bar figures say it).
+const char* const kIntervalsLabel =
+    "set label \"error bars: 95% intervals\" at screen 0.01, screen 0.02 font ',8' noenhanced\n";
 
 std::optional<size_t> find_column(const CsvTable& t, const std::string& name) {
   auto it = std::find(t.columns.begin(), t.columns.end(), name);
@@ -117,7 +131,7 @@ TableFigure pareto_figure(const CsvTable& t, const PlotSpec& spec_in,
     }
     return std::pair{v, v};
   };
-  // The configuration a front point stands for: the keys that vary, but the hue's.
+  // The configuration a point stands for: the keys that vary, but the hue's.
   std::vector<size_t> label_columns;
   for (const std::string& c : spec.varying) {
     if (c == spec.hue) continue;
@@ -128,34 +142,67 @@ TableFigure pareto_figure(const CsvTable& t, const PlotSpec& spec_in,
   // figure is one level of a configuration, and says which.
   std::optional<size_t> level;
   if (find_column(t, "level_index")) level = find_column(t, "level");
+  // A configuration's repeats are one point of the figure (their means, with the 95% interval of
+  // each mean), not a point each with its label on top of the others'. The rows agree on every
+  // key that varies; a table without such keys is one configuration only when it says its rows
+  // are repeats (a repeat column), else each row is a point.
+  const bool repeats = !label_columns.empty() || find_column(t, "repeat").has_value();
 
   struct Dot {
     double x, x_low, x_high, y, y_low, y_high;
     std::string group, label;
+    std::vector<double> xs, ys;
   };
   std::vector<Dot> dots;
-  std::vector<std::vector<Span>> spans;
-  std::vector<std::string> groups, group_order;
+  std::map<std::string, size_t> dot_of;
+  std::vector<std::string> group_order;
   size_t left_out = 0;
-  for (const std::vector<std::string>& row : t.rows) {
+  for (size_t r = 0; r < t.rows.size(); ++r) {
+    const std::vector<std::string>& row = t.rows[r];
     std::optional<double> xv = number(row[x]), yv = number(row[y]);
     if ((status && row[*status] != "ok") || !xv || !yv) {
       ++left_out;
       continue;
     }
-    auto [xl, xh] = interval(row, x_interval, *xv);
-    auto [yl, yh] = interval(row, y_interval, *yv);
-    Dot d{*xv, xl, xh, *yv, yl, yh, hue ? row[*hue] : std::string(), ""};
-    std::vector<std::string> parts;
-    for (size_t c : label_columns) parts.push_back(short_key(t.columns[c]) + "=" + row[c]);
-    if (level) parts.push_back("level=" + row[*level]);
-    d.label = parts.empty() ? (tag ? row[*tag] : std::string()) : join(parts, ", ");
-    spans.push_back({oriented_span(y_up, *yv, yl, yh), oriented_span(x_up, *xv, xl, xh)});
-    groups.push_back(d.group);
-    if (std::find(group_order.begin(), group_order.end(), d.group) == group_order.end()) {
-      group_order.push_back(d.group);
+    std::string group = hue ? row[*hue] : std::string();
+    std::string key = group + '\x1e';
+    if (!repeats) key += std::to_string(r);
+    for (size_t c : label_columns) key += row[c] + '\x1f';
+    if (level) key += row[*level];
+    auto [it, fresh] = dot_of.emplace(key, dots.size());
+    if (fresh) {
+      auto [xl, xh] = interval(row, x_interval, *xv);
+      auto [yl, yh] = interval(row, y_interval, *yv);
+      Dot d{*xv, xl, xh, *yv, yl, yh, group, "", {}, {}};
+      std::vector<std::string> parts;
+      for (size_t c : label_columns) parts.push_back(short_key(t.columns[c]) + "=" + row[c]);
+      if (level) parts.push_back("level=" + row[*level]);
+      d.label = parts.empty() ? (tag && !repeats ? row[*tag] : std::string()) : join(parts, ", ");
+      if (std::find(group_order.begin(), group_order.end(), group) == group_order.end()) {
+        group_order.push_back(group);
+      }
+      dots.push_back(std::move(d));
     }
-    dots.push_back(std::move(d));
+    dots[it->second].xs.push_back(*xv);
+    dots[it->second].ys.push_back(*yv);
+  }
+  // A point of several rows: their means and the intervals of the means (a single row keeps its
+  // own interval, as its table shows it).
+  size_t fewest = SIZE_MAX, most = 0;
+  std::vector<std::vector<Span>> spans;
+  std::vector<std::string> groups;
+  for (Dot& d : dots) {
+    fewest = std::min(fewest, d.xs.size());
+    most = std::max(most, d.xs.size());
+    if (d.xs.size() > 1) {
+      d.x = mean(d.xs);
+      d.y = mean(d.ys);
+      std::tie(d.x_low, d.x_high) = mean_interval(d.xs);
+      std::tie(d.y_low, d.y_high) = mean_interval(d.ys);
+    }
+    spans.push_back(
+        {oriented_span(y_up, d.y, d.y_low, d.y_high), oriented_span(x_up, d.x, d.x_low, d.x_high)});
+    groups.push_back(d.group);
   }
   if (dots.empty()) {
     throw Error::input(Mark::in("--metric " + y_name), "",
@@ -208,6 +255,7 @@ TableFigure pareto_figure(const CsvTable& t, const PlotSpec& spec_in,
   s << "set ylabel " << gp_string(axis_label(spec, y_name)) << " noenhanced\n";
   s << "set key outside right top noenhanced\nset grid\nset offsets graph 0.05, graph 0.2, "
        "graph 0.08, graph 0.05\n";
+  s << kIntervalsLabel;
   const std::string file = gp_string(data_path);
   std::vector<std::string> clauses;
   for (const Block& b : blocks) {
@@ -233,10 +281,16 @@ TableFigure pareto_figure(const CsvTable& t, const PlotSpec& spec_in,
   TableFigure out;
   out.script = s.str();
   out.data = data.str();
-  out.said = plural(dots.size(), "point") + ", " + std::to_string(on_front) +
-             " on the front of " + y_name + " against " + x_name +
-             (spec.hue.empty() ? "" : " (per " + spec.hue + ")") +
-             (left_out ? ", " + plural(left_out, "row") + " left out (not ok or no value)" : "");
+  out.said =
+      plural(dots.size(), "point") +
+      (most > 1 ? " (each the mean of " +
+                      (fewest == most ? std::to_string(most)
+                                      : std::to_string(fewest) + " to " + std::to_string(most)) +
+                      " rows, with its 95% interval)"
+                : "") +
+      ", " + std::to_string(on_front) + " on the front of " + y_name + " against " + x_name +
+      (spec.hue.empty() ? "" : " (per " + spec.hue + ")") +
+      (left_out ? ", " + plural(left_out, "row") + " left out (not ok or no value)" : "");
   return out;
 }
 
@@ -297,10 +351,10 @@ TableFigure curve_figure(const CsvTable& t, const PlotSpec& spec_in, const std::
         "check the CSV's status column and the two metrics (bench-extract)");
   }
 
-  // One block of the data file per hue (gnuplot's `index`): each point's means, with the
-  // standard deviation of its rows (repeats) as error bars in both directions.
+  // One block of the data file per hue (gnuplot's `index`): each point's means, with the 95%
+  // interval of each mean over its rows (repeats) as error bars in both directions, as
+  // bench-extract --group-repeats gives them.
   const double fx = factor_of(spec, x_name), fy = factor_of(spec, y_name);
-  auto spread = [](const std::vector<double>& v) { return v.size() > 1 ? stddev(v) : 0.0; };
   std::ostringstream data;
   data << "# x\tx_low\tx_high\ty\ty_low\ty_high\tlabel\n";
   size_t fewest = SIZE_MAX, most = 0;
@@ -315,12 +369,14 @@ TableFigure curve_figure(const CsvTable& t, const PlotSpec& spec_in, const std::
     });
     if (g > 0) data << "\n\n";
     for (const Dot* d : members) {
-      const double mx = mean(d->xs), my = mean(d->ys), sx = spread(d->xs), sy = spread(d->ys);
+      const double mx = mean(d->xs), my = mean(d->ys);
+      const auto [xl, xh] = mean_interval(d->xs);
+      const auto [yl, yh] = mean_interval(d->ys);
       fewest = std::min(fewest, d->xs.size());
       most = std::max(most, d->xs.size());
-      data << format_float_repr(mx * fx) << "\t" << format_float_repr((mx - sx) * fx) << "\t"
-           << format_float_repr((mx + sx) * fx) << "\t" << format_float_repr(my * fy) << "\t"
-           << format_float_repr((my - sy) * fy) << "\t" << format_float_repr((my + sy) * fy) << "\t"
+      data << format_float_repr(mx * fx) << "\t" << format_float_repr(xl * fx) << "\t"
+           << format_float_repr(xh * fx) << "\t" << format_float_repr(my * fy) << "\t"
+           << format_float_repr(yl * fy) << "\t" << format_float_repr(yh * fy) << "\t"
            << gp_data_text(d->label) << "\n";
     }
   }
@@ -335,6 +391,7 @@ TableFigure curve_figure(const CsvTable& t, const PlotSpec& spec_in, const std::
   s << "set ylabel " << gp_string(axis_label(spec, y_name)) << " noenhanced\n";
   s << "set key outside right top noenhanced\nset grid\nset yrange [0:*]\nset xrange [0:*]\n"
        "set offsets graph 0.02, graph 0.15, graph 0.08, 0\n";
+  if (most > 1) s << kIntervalsLabel;
   const std::string file = gp_string(data_path);
   std::vector<std::string> clauses;
   for (size_t g = 0; g < group_order.size(); ++g) {

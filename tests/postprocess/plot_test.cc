@@ -209,6 +209,28 @@ TEST(PlotPoints, TwoMetricsSideBySide) {
   EXPECT_THAT(e.message(), HasSubstr("is not a numeric column"));
 }
 
+// Issue 55, Deliver 2: metrics of other units share no axis (1 ms bars beside 57,000 samples/s
+// are invisible); a unit nothing says is not refused.
+TEST(DescribeFigure, MetricsOfOtherUnitsAreRefusedWithTheirUnits) {
+  CsvTable t = parse_csv(
+      "tag,status,train.micro_batch,train_samples_per_second,step_time_mean_s,eval_samples_per_"
+      "second,loss,units\n"
+      "a,ok,1,57000,0.001,50000,2.5,\"{lat: ms}\"\n",
+      "t.csv");
+  PlotSpec spec;
+  spec.x = "train.micro_batch";
+  spec.metrics = {"train_samples_per_second", "step_time_mean_s"};
+  Error e = testing::error_of([&] { describe_figure(t, &spec); });
+  EXPECT_EQ(e.mark().str(), "--metric train_samples_per_second,step_time_mean_s");
+  EXPECT_EQ(e.message(),
+            "train_samples_per_second is in samples/s and step_time_mean_s in seconds: one axis "
+            "shows one unit");
+  EXPECT_THAT(e.hint(), HasSubstr("figures of their own"));
+  spec.metrics = {"train_samples_per_second", "eval_samples_per_second", "loss"};
+  describe_figure(t, &spec);
+  EXPECT_EQ(spec.units.at("eval_samples_per_second").first, "samples/s");
+}
+
 TEST(PlotKinds, AreRegisteredByName) {
   EXPECT_EQ(plot_kind_names(),
             (std::vector<std::string>{"bar", "line", "scaling", "pareto", "curve", "change"}));
@@ -349,6 +371,39 @@ TEST(ParetoFigure, TheFrontNeedsBetterBeyondTheIntervalsAndLabelsTheConfiguratio
               HasSubstr("a pareto figure has one metric on each axis"));
 }
 
+// Issue 55, Deliver 2: a configuration's repeats are one labelled point of the front (their
+// means, each with its 95% interval), not a point each with its label on top of the others'.
+TEST(ParetoFigure, RepeatsAreOnePointWithTheIntervalOfTheirMeans) {
+  CsvTable t = parse_csv(
+      "tag,status,repeat,train.micro_batch,tps,mem_peak_bytes\n"
+      "a.r0,ok,0,1,100,2000\n"
+      "a.r1,ok,1,1,110,2000\n"
+      "b.r0,ok,0,2,200,1000\n"
+      "b.r1,ok,1,2,220,1000\n"
+      "b.r2,failed,2,2,,\n",
+      "t.csv");
+  PlotSpec spec;
+  spec.kind = "pareto";
+  spec.metrics = {"tps"};
+  spec.x = "mem_peak_bytes";
+  spec.output = "/o/f.svg";
+  TableFigure f = pareto_figure(t, spec, "/o/d");
+  EXPECT_EQ(f.said,
+            "2 points (each the mean of 2 rows, with its 95% interval), 1 on the front of tps "
+            "against mem_peak_bytes, 1 row left out (not ok or no value)");
+  // b's mean 210 ± 12.7062 x 10 (Student's t at 2 rows: s = 14.142, s / sqrt(2) = 10).
+  EXPECT_EQ(std::count(f.data.begin(), f.data.end(), '\n'), 1 + 1 + 2 + 1);
+  EXPECT_THAT(f.data, HasSubstr("\t105.0\t"));
+  EXPECT_THAT(
+      f.data,
+      HasSubstr("0.9765625\t0.9765625\t0.9765625\t210.0\t82.93795263825305\t337.062047361747"));
+  EXPECT_EQ(std::count(f.data.begin(), f.data.end(), '"') / 2, 2);  // one label a configuration
+  EXPECT_THAT(f.script, HasSubstr("error bars: 95% intervals"));
+  // A table without keys that vary and without repeats: each row is a point of its own.
+  CsvTable plain = parse_csv("name,tps,mem_peak_bytes\nx,1,2\ny,3,1\n", "p.csv");
+  EXPECT_THAT(pareto_figure(plain, spec, "/o/d").said, ::testing::StartsWith("2 points, "));
+}
+
 // A serve sweep's levels table (bench-extract --series levels): two configurations, two levels,
 // two repeats of the first configuration; one level of the second that failed.
 CsvTable serve_levels() {
@@ -375,16 +430,19 @@ TEST(CurveFigure, OneLinePerHueThroughEachLevelsMeanInTheOrderOfTheLevel) {
   EXPECT_EQ(f.said,
             "3 points of tps against tpu, one line per params.tp, each the mean of 1 to 2 "
             "rows, 1 row left out (not ok or no value)");
-  // tp=1: level 2 (the mean of 320.5 and 330.5, 20 and 22) before level 4, measured first.
+  // tp=1: level 2 (the mean of 320.5 and 330.5, 20 and 22) before level 4, measured first. The
+  // error bars are the means' 95% intervals, as --group-repeats gives them (Student's t at 2
+  // rows: mean ± 12.7062 s / sqrt(2), so 325.5 ± 63.531 and 21 ± 12.706), not the spread.
   EXPECT_EQ(f.data,
             "# x\tx_low\tx_high\ty\ty_low\ty_high\tlabel\n"
-            "325.5\t318.4289321881345\t332.5710678118655\t21.0\t19.585786437626904\t"
-            "22.414213562373096\t\"level=2\"\n"
-            "305.5\t298.4289321881345\t312.5710678118655\t42.0\t39.17157287525381\t"
-            "44.82842712474619\t\"level=4\"\n"
+            "325.5\t261.9689763191265\t389.0310236808735\t21.0\t8.293795263825306\t"
+            "33.7062047361747\t\"level=2\"\n"
+            "305.5\t241.9689763191265\t369.0310236808735\t42.0\t16.58759052765061\t"
+            "67.4124094723494\t\"level=4\"\n"
             "\n\n"
             "500.5\t500.5\t500.5\t30.0\t30.0\t30.0\t\"level=2\"\n");
   EXPECT_THAT(f.script, HasSubstr("set xlabel 'tpu (tokens/s)'"));
+  EXPECT_THAT(f.script, HasSubstr("set label \"error bars: 95% intervals\""));
   EXPECT_THAT(f.script, HasSubstr("index 1 using 1:4:2:3:5:6 with xyerrorbars pt 7 ps 1.1 lc rgb "
                                   "'#d62728' title 'tp=2'"));
   spec.metrics = {"tps", "tpu"};

@@ -426,6 +426,13 @@ class Extract(unittest.TestCase):
         self.assertIn("nothing to plot", r.stderr)
         r = plot("--metric", "model.preset")
         self.assertIn("is not a numeric column", r.stderr)
+        # Metrics of other units share no axis (1 ms bars beside 57,000 samples/s vanish).
+        r = plot("--metric", "train_samples_per_second,step_time_mean_s")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--metric train_samples_per_second,step_time_mean_s: error: "
+                      "train_samples_per_second is in samples/s and step_time_mean_s in seconds: "
+                      "one axis shows one unit", r.stderr)
+        self.assertFalse(os.path.exists(fig))
         r = plot("--metric", "train_loss", env={"PATH": "/nonexistent"})
         self.assertEqual(r.returncode, 2)
         self.assertIn("gnuplot: error: not found", r.stderr)

@@ -160,16 +160,19 @@ class Figures(unittest.TestCase):
             "interactivity-front", "-i", self.levels_csv, "--kind", "pareto", "--x",
             "tokens_per_second_per_user", "--metric", "output_tokens_per_second", "--hue",
             "params.delay")
-        self.assertIn("18 points", said)
+        # A configuration's repeats are one point of it, at their means, labelled once.
+        self.assertIn("6 points (each the mean of 3 rows, with its 95% interval)", said)
         self.assertIn("(per params.delay)", said)
-        self.assertRegex(data, r"\"level=(5|10|20)\"")
+        labels = re.findall(r"\"level=(5|10|20)\"", data)
+        self.assertEqual(sorted(labels), sorted(["5", "10", "20"] * 2), data)
+        self.assertIn("error bars: 95% intervals", script)
         self.assertIn("delay=0.01", svg)
 
     def test_latency_percentiles_against_rate(self):
         said, svg, script, data = self.plot(
             "latency", "-i", self.levels_csv, "--kind", "line", "--x", "request_rate",
             "--metric", "ttft_p50_ms", "--metric", "ttft_p99_ms", "--hue", "params.delay")
-        # Three repeats of each level: their mean, with their standard deviation as error bars.
+        # Three repeats of each level: their mean, with its 95% interval as error bars.
         self.assertIn("12 values of ttft_p50_ms, ttft_p99_ms by request_rate and params.delay, "
                       "each the mean of 3 rows", said)
         self.assertIn("set ylabel 'ttft_p50_ms (ms), ttft_p99_ms (ms)'", script)
@@ -181,7 +184,7 @@ class Figures(unittest.TestCase):
         header, body = lines[0], lines[1:]
         self.assertEqual([float(x[0].strip('"')) for x in body], [5, 10, 20])
         stds = [float(v) for row in body for v in row[2::2]]
-        self.assertTrue(any(s > 0 for s in stds), data)  # the repeats' spread, drawn
+        self.assertTrue(any(s > 0 for s in stds), data)  # the means' intervals, drawn
         # The slow server's p99 at the highest rate is above the fast one's.
         slow = header.index("ttft_p99_ms:0.01_mean")
         fast = header.index("ttft_p99_ms:0.002_mean")
@@ -212,8 +215,12 @@ class Figures(unittest.TestCase):
         said, svg, script, data = self.plot(
             "front", "-i", self.points_csv, "--kind", "pareto", "--metric", "goodput", "--x",
             "tpot_p99_ms")
-        self.assertIn(f"{len(rows)} points, {len(expected)} on the front of goodput against "
-                      "tpot_p99_ms", said)
+        # Its points are the configurations (each the means of its 3 repeats), and its front is
+        # bench-extract's over the grouped repeats: one function, the same intervals.
+        grouped = rows_of(run_tool(EXTRACT, "-i", self.out, "--group-repeats", "--pareto",
+                                   "goodput,tpot_p99_ms", "--format", "csv").stdout)
+        self.assertIn(f"2 points (each the mean of 3 rows, with its 95% interval), "
+                      f"{len(grouped)} on the front of goodput against tpot_p99_ms", said)
         self.assertIn("set xlabel 'tpot_p99_ms (ms)'", script)
 
     def test_compare_configurations_level_by_level(self):
