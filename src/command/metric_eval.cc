@@ -555,7 +555,7 @@ std::string program_error(const CommandOutputs& o) {
   try {
     for_each_line(o.stderr_path, [&](const std::string& line, size_t, bool) {
       std::string t = trim(line);
-      if (t.empty()) return;
+      if (t.empty() || is_help_pointer(t)) return;
       last = t;
       const bool indented = line[0] == ' ' || line[0] == '\t';
       if (t == "Traceback (most recent call last):") {

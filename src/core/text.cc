@@ -437,6 +437,11 @@ std::string first_line(const std::string& text, size_t max) {
   return line.size() > max ? line.substr(0, max) + "..." : line;
 }
 
+bool is_help_pointer(std::string_view line) {
+  return starts_with(line, "Try ") && line.find(" --help") != std::string_view::npos &&
+         line.find("for more information") != std::string_view::npos;
+}
+
 std::string last_said(const std::string& text) {
   auto is_rule = [](const std::string& t) {
     return t.size() >= 10 && t.find_first_not_of('-') == std::string::npos;
@@ -445,7 +450,7 @@ std::string last_said(const std::string& text) {
   // sent help message ..." and "Set MCA parameter "orte_base_help_aggregate" to 0 ...".
   auto is_aside = [](const std::string& t) {
     return t.find("sent help message") != std::string::npos ||
-           t.find("\"orte_base_help_aggregate\"") != std::string::npos;
+           t.find("\"orte_base_help_aggregate\"") != std::string::npos || is_help_pointer(t);
   };
   std::string last, block_first, before_block;
   bool in_block = false, block_paragraph = false, ends_with_rule = false;

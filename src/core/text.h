@@ -77,6 +77,10 @@ std::string first_line(const std::string& text, size_t max);
 // requested by the application:"), whose last line is advice; or for MPI_ABORT's notice, the
 // line said before it. Open MPI's "sent help message" asides are passed over.
 std::string last_said(const std::string& text);
+// Whether a line is a GNU program's pointer after a usage error ("Try `gzip --help' for more
+// information."): it says where help is, not what went wrong, so last_said and a command's
+// reason take the line before it.
+bool is_help_pointer(std::string_view line);
 std::string to_lower(std::string_view s);  // ASCII letters only
 std::string to_upper(std::string_view s);  // ASCII letters only
 // `text` cut to at most `max` characters (UTF-8 aware), its middle replaced by '…' (for people:

@@ -779,6 +779,10 @@ TEST(JudgeCommand, EachCriterionAndItsReason) {
   CommandVerdict v = judge(spec, exited(3));
   EXPECT_EQ(v.status, "failed");
   EXPECT_EQ(v.reason, "the program ended with exit code 3: last words");
+  // A GNU program's pointer to its help after the error is not the reason; the error is.
+  Logs gnu("", "gzip: invalid option -- '0'\nTry `gzip --help' for more information.\n");
+  EXPECT_EQ(judge_command(spec, exited(1), {}, gnu.out).reason,
+            "the program ended with exit code 1: gzip: invalid option -- '0'");
   CommandSpec any_code = spec;
   any_code.exit_code.reset();
   EXPECT_EQ(judge(any_code, exited(3)).status, "ok");

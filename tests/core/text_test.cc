@@ -85,6 +85,11 @@ TEST(LastSaid, TheLastLineThatSaysSomethingOrMpirunsMessage) {
   EXPECT_EQ(last_said("first\n  error: it broke  \n\n"), "error: it broke");
   EXPECT_EQ(last_said("done\n====\n"), "done");  // no letter: decoration
   EXPECT_EQ(last_said(""), "");
+  // A GNU program's pointer to its help is not what went wrong; the line before it is.
+  EXPECT_EQ(last_said("gzip: invalid option -- '0'\nTry `gzip --help' for more information.\n"),
+            "gzip: invalid option -- '0'");
+  EXPECT_EQ(last_said("ls: cannot access 'x'\nTry 'ls --help' for more information.\n"),
+            "ls: cannot access 'x'");
   // Open MPI's message between rules of dashes: its first paragraph, not its last line.
   const std::string rule(74, '-');
   const std::string mpirun =
