@@ -1,4 +1,4 @@
-// Container platforms: the third launch object of STYLE.md item 1.
+// Container platforms: the third launch object of CONTRIBUTING.md item 1.
 //
 // A platform wraps the program each rank runs (`apptainer exec --nv -B ... img bench-train ...`)
 // or, for enroot through pyxis, adds options to srun (`--container-image ...`). point_command()

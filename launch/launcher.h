@@ -1,4 +1,4 @@
-// How a point's ranks start: the launcher half of STYLE.md item 1.
+// How a point's ranks start: the launcher half of CONTRIBUTING.md item 1.
 //
 // A launcher returns the argv prefix that starts `ranks` copies of a program (`srun ...`,
 // `mpirun ...`, or nothing for one local process); point_command() joins it with bench-train's own

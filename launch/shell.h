@@ -1,4 +1,4 @@
-// Quoting for POSIX sh, done once, where a command becomes script text (STYLE.md item 2).
+// Quoting for POSIX sh, done once, where a command becomes script text (CONTRIBUTING.md item 2).
 //
 // Commands stay std::vector<std::string> everywhere else. shell_quote leaves words made only of
 // characters the shell never interprets as they are and single-quotes the rest, so a value such

@@ -1,5 +1,5 @@
 // Golden commands for every container runtime x launcher (local, mpirun, srun), with and without
-// GPUs, binds, env and workdir (STYLE.md item 13), and the checks made before a point runs.
+// GPUs, binds, env and workdir (CONTRIBUTING.md item 20), and the checks made before a point runs.
 #include "launch/container.h"
 
 #include <gmock/gmock.h>

@@ -1,4 +1,5 @@
-// Golden commands for every launcher (STYLE.md item 13), and shell quoting checked by a real sh.
+// Golden commands for every launcher (CONTRIBUTING.md item 20), and shell quoting checked by a real
+// sh.
 #include "launch/launcher.h"
 
 #include <gmock/gmock.h>

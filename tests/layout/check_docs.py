@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """The documentation a newcomer follows holds together: README.md opens with
 the two commands for a fresh machine and leads to docs/first-steps.md and CHANGELOG.md; every
-relative link and image in README.md, CHANGELOG.md and docs/*.md names a file that exists; every
-sweep file and script the docs name is in the tree.
+relative link and image in README.md, CHANGELOG.md, CONTRIBUTING.md and docs/*.md names a file
+that exists; every sweep file and script the docs name is in the tree, and so is every source
+file CONTRIBUTING.md names (its examples).
 
     /usr/bin/python3 tests/layout/check_docs.py --source .
 """
@@ -33,7 +34,7 @@ def main():
         if f"]({target})" not in readme:
             problems.append(f"README.md: no link to {target}")
 
-    pages = [os.path.join(root, "README.md"), os.path.join(root, "CHANGELOG.md")]
+    pages = [os.path.join(root, n) for n in ("README.md", "CHANGELOG.md", "CONTRIBUTING.md")]
     pages += sorted(glob.glob(os.path.join(root, "docs", "*.md")))
     for page in pages:
         text = open(page).read()
@@ -45,6 +46,10 @@ def main():
             path = link.split("#")[0]
             if not os.path.exists(os.path.normpath(os.path.join(here, path))):
                 problems.append(f"{rel}: the link {link} names no file")
+        if rel == "CONTRIBUTING.md":
+            for named in set(re.findall(r"`((?:src|launch|postprocess|tests)/[\w./*-]+)`", text)):
+                if not glob.glob(os.path.join(root, named)):
+                    problems.append(f"{rel}: {named} is not in the tree")
         for named in set(re.findall(r"\b((?:sweeps|scripts)/[\w.-]+)", text)):
             if named.endswith((".", "-")) or named in USERS_OWN:
                 continue
