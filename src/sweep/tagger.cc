@@ -501,19 +501,4 @@ Error Tagger::collision(const std::string& tag, const std::string& first,
                       collision_hint_);
 }
 
-std::vector<std::string> make_tags(const TagSpec& spec, const std::vector<TagInput>& points,
-                                   const TagOptions& options) {
-  Tagger tagger(spec, options);
-  std::vector<std::string> tags;
-  tags.reserve(points.size());
-  for (const TagInput& p : points) tags.push_back(tagger.tag(p));
-  std::unordered_map<std::string, size_t> seen;
-  for (size_t i = 0; i < tags.size(); ++i) {
-    auto [it, inserted] = seen.emplace(tags[i], i);
-    if (!inserted)
-      throw tagger.collision(tags[i], points[it->second].description, points[i].description);
-  }
-  return tags;
-}
-
 }  // namespace sweepbench

@@ -104,8 +104,4 @@ class Tagger {
   std::string collision_hint_;
 };
 
-// Tags for every point of a sweep, in order. Throws an Error for an unsafe tag or a collision.
-std::vector<std::string> make_tags(const TagSpec& spec, const std::vector<TagInput>& points,
-                                   const TagOptions& options);
-
 }  // namespace sweepbench

@@ -204,8 +204,6 @@ void MpiEnv::node_allreduce_sum(double* data, size_t count) {
   allreduce_chunks(*static_cast<MPI_Comm*>(local_comm_), data, count, MPI_DOUBLE);
 }
 
-void MpiEnv::barrier() { MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }
-
 std::vector<double> MpiEnv::allgather(double value) {
   std::vector<double> all(static_cast<size_t>(size_));
   MPI_CHECK(MPI_Allgather(&value, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, MPI_COMM_WORLD));

@@ -49,7 +49,6 @@ class MpiEnv : public Collectives {
   // Elementwise maximum, or sum, in place over the ranks of this node.
   void node_allreduce_max(double* data, size_t count);
   void node_allreduce_sum(double* data, size_t count);
-  void barrier();
   // Gathers one double from every rank on every rank.
   std::vector<double> allgather(double value);
   // Ends every process of the job (MPI_Abort).
