@@ -1,3 +1,5 @@
+// extract.h's walk of a results tree: which directories are points (find_point_dirs), which are
+// no longer in their sweep (--removed), and what could not be read (warnings).
 #include <algorithm>
 #include <filesystem>
 #include <set>

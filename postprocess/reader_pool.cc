@@ -1,3 +1,5 @@
+// extract.h's reader processes: points read by `jobs` child processes whose rows come back in
+// order (encoded records over pipes), and the spool that holds rows until their columns are known.
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>

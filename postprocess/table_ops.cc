@@ -1,3 +1,5 @@
+// extract.h's operations on a whole table: --group-repeats, --drop-constant, --where, --best and
+// --pareto.
 #include <algorithm>
 #include <cmath>
 #include <limits>

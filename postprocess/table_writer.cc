@@ -1,3 +1,4 @@
+// extract.h's printers: a table's rows in the format asked for (core/table.h's printers).
 #include <filesystem>
 #include <map>
 #include <ostream>
