@@ -59,6 +59,7 @@ SYSTEM = [
     (re.compile(r"^sqlite3\.h"), "SQLite", {"history"}),
     (re.compile(r"^libpq-fe\.h"), "libpq", {"history"}),
     (re.compile(r"^curl/"), "libcurl", {"history", "serve"}),
+    (re.compile(r"^openssl/"), "OpenSSL", {"core"}),
 ]
 # Libraries a binary may not need (readelf -d), by binary.
 FORBIDDEN_LIBS = {
