@@ -18,6 +18,7 @@
 
 #include "command/json_reader.h"
 #include "core/fs.h"
+#include "core/parsers/parser.h"
 #include "core/process.h"
 #include "core/terminal.h"
 #include "core/text.h"
@@ -246,6 +247,7 @@ struct Reading {
   const MetricSpec* spec = nullptr;
   CommandMetric m;
   std::int64_t count = 0;
+  size_t skipped = 0;  // values left out as the program's warm-up (MetricSpec::skip)
   double sum = 0, low = 0, high = 0, first = 0, last = 0;
   // Text sources whose longest lines were cut at kMaxMatchedLine: "stdout line 3".
   std::string cut_line;
@@ -278,6 +280,10 @@ struct Reading {
   }
 
   void add(double v) {
+    if (skipped < spec->skip) {  // the program's warm-up
+      ++skipped;
+      return;
+    }
     if (count == 0) {
       first = low = high = v;
     } else {
@@ -292,6 +298,7 @@ struct Reading {
   }
   void clear() {
     count = 0;
+    skipped = 0;
     sum = 0;
     m.values.clear();
     first_text.clear();
@@ -715,6 +722,12 @@ std::vector<CommandMetric> read_metrics(const std::vector<MetricSpec>& specs,
     CommandMetric& m = r.m;
     m.found = r.count > 0 || specs[i].reduce == MetricReduce::kCount;
     m.value = m.found ? r.reduced() : std::numeric_limits<double>::quiet_NaN();
+    if (!m.found && m.problem.empty() && r.skipped > 0) {
+      m.problem = "only " + plural(r.skipped, "value") + " read, and " +
+                  (specs[i].skip == 1 ? std::string("the first is")
+                                      : "the first " + std::to_string(specs[i].skip) + " are") +
+                  " left out as the program's warm-up";
+    }
     if (!m.found && m.problem.empty()) {
       // A parser's pattern is its own business: named, not spelled.
       std::string pattern = specs[i].parser.empty() ? specs[i].regex
@@ -869,21 +882,11 @@ CommandVerdict judge_command(const CommandSpec& spec, const CommandEnd& end,
       if (first_missing == nullptr) first_missing = &m;
     }
   }
-  // A parser knows what its program must be told to write (llama-bench without -o
-  // jsonl said only that nothing was found): said when none of the metrics was found.
-  static const std::map<std::string, std::string> kAsk = {
-      {"llama-bench", "the llama-bench parser reads its JSON records on stdout: run it with "
-                      "-o jsonl (or -o json)"},
-      {"vllm", "the vllm parser reads the file of --output-json '{out}/vllm.json' (any "
-               "vllm*.json in the point directory)"},
-      {"pace", "the pace parser reads *_results.json in the point directory: set the "
-               "benchmark's output_dir to {out}"},
-      {"fairseq2", "the fairseq2 parser reads its Train Metrics lines, which rich wraps at 80 "
-                   "columns on a pipe (pass --no-rich), or its metrics/train.jsonl (give it an "
-                   "output directory under {out})"}};
-  auto ask = kAsk.find(spec.parser);
+  // A parser knows what its program must be told to write (llama-bench without -o jsonl said
+  // only that nothing was found): said when none of the metrics was found.
+  const Parser* parser = find_parser(spec.parser);
   const std::string hint =
-      any || ask == kAsk.end() ? std::string() : " (" + ask->second + ")";
+      any || parser == nullptr || parser->ask.empty() ? std::string() : " (" + parser->ask + ")";
   if (!missing.empty()) {
     problems.push_back("required metric" + std::string(missing.size() > 1 ? "s" : "") +
                        " not found: " + join(missing, ", ") + " (" +

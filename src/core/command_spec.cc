@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/config.h"
+#include "core/parsers/parser.h"
 #include "core/placeholders.h"
 #include "core/schema.h"
 #include "core/text.h"
@@ -264,34 +265,6 @@ MetricSpec parse_metric(const Value& item, size_t index, const Mark& list_mark) 
   return m;
 }
 
-// A number as the Trainer prints it (Python's repr; numpy's in 4.x's later releases; a quoted
-// string of four significant digits in 5.x's final dict, which may group thousands: '1,234.5',
-// read as 1234.5 as every other metric reads it), ending where the dict entry or the line ends
-// (so "0:00:12.34", log_metrics' runtime, is no number).
-const char* const kPyNumber =
-    R"((?:np\.float\d*\()?'?(-?[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?|-?[0-9.]+(?:[eE][-+]?[0-9]+)?|nan|inf)'?\)?\s*(?:[,}]|$))";
-
-// From the dict the Trainer logs at the end of train(): {'train_runtime': 12.3, ...}.
-MetricSpec hf_dict_metric(const std::string& name, const std::string& unit) {
-  MetricSpec m;
-  m.name = name;
-  m.unit = unit;
-  m.regex = "'" + name + "': " + kPyNumber;
-  m.parser = "hf-trainer";
-  return m;
-}
-
-// From log_metrics("eval", ...)'s block, as run_clm.py prints it: "  eval_loss   =   2.1234".
-MetricSpec hf_block_metric(const std::string& name, const std::string& unit) {
-  MetricSpec m;
-  m.name = name;
-  m.unit = unit;
-  m.regex = R"(^\s*)" + name + R"(\s*=\s*)" + kPyNumber;
-  m.required = false;  // only where the program evaluates
-  m.parser = "hf-trainer";
-  return m;
-}
-
 }  // namespace
 
 std::string to_string(MetricSource s) {
@@ -352,182 +325,9 @@ const std::vector<std::string>& command_runtime_placeholders() {
   return names;
 }
 
-namespace {
-
-// A parser's metric read by JSON pointer from `file` (a path or glob in the point directory, or
-// stdout).
-MetricSpec parser_json_metric(const std::string& parser, const std::string& file,
-                              const std::string& name, const std::string& unit,
-                              const std::string& pointer, bool required,
-                              MetricReduce reduce = MetricReduce::kLast) {
-  MetricSpec m;
-  m.name = name;
-  m.unit = unit;
-  m.source = MetricSource::kJson;
-  m.file = file;
-  m.pointer = pointer;
-  m.reduce = reduce;
-  m.required = required;
-  m.parser = parser;
-  return m;
-}
-
-}  // namespace
-
 std::vector<MetricSpec> parser_metrics(const std::string& parser) {
-  if (parser == "fairseq2") {
-    // Its LogMetricRecorder, through Python's logging (so on either stream): 0.3 prints "Train
-    // Metrics (step 20) - Loss: 2.301 | Elements per Second: 12,345 | Elapsed Time: 12s | Wall
-    // Time: 1,234s"; 0.8 has "NLL Loss", and for time "Data Time", "Compute Time", "Lapse Time"
-    // (each of the interval), "Total Time" and "Wall Time" (so far); a subcategory may follow
-    // the step ("(step 20) - sub - ..."). Integers and durations are int() of the figure, with
-    // thousands separators, "<1" ("<1s") below one: read as the middle of their interval (N + 0.5);
-    // floats print as Python's %g (1.5e-05, nan).
-    // Where fairseq2 wrote its JSON lines (metrics/train.jsonl under its output directory: the
-    // point directory, or one or two levels below it), those exact figures are read instead.
-    // Without --no-rich, rich wraps each line at 80 columns on a pipe: they are joined again.
-    auto f2 = [](const std::string& name, const std::string& unit, const std::string& label,
-                 const std::string& number, MetricReduce reduce, bool required) {
-      MetricSpec m;
-      m.name = name;
-      m.unit = unit;
-      m.source = MetricSource::kOutput;
-      m.regex = "[Tt]rain Metrics \\(step \\d+\\)(?: - [^|]*?)? - (?:.*\\| )?" + label + ": (" +
-                number + ")s?(?: \\||\\s*$)";
-      m.reduce = reduce;
-      m.required = required;
-      m.parser = "fairseq2";
-      m.rich_wrapped = true;
-      m.integer_part = number.rfind("<1", 0) == 0;  // the integer pattern
-      for (const char* file : {"metrics/train.jsonl", "*/metrics/train.jsonl",
-                               "*/*/metrics/train.jsonl"}) {
-        MetricSpec json = parser_json_metric("fairseq2", file, name, unit, "/" + label, false,
-                                             reduce);
-        m.preferred.push_back(json);
-      }
-      return m;
-    };
-    const std::string integer = "<1|[0-9][0-9,]*",
-                      real = "-?[0-9][0-9,]*(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|-?nan|-?inf";
-    return {f2("elements_per_second", "elements/s", "Elements per Second", integer,
-               MetricReduce::kMean, true),
-            f2("elapsed_time", "s", "Elapsed Time", integer, MetricReduce::kSum, false),
-            f2("data_time", "s", "Data Time", integer, MetricReduce::kSum, false),
-            f2("compute_time", "s", "Compute Time", integer, MetricReduce::kSum, false),
-            f2("lapse_time", "s", "Lapse Time", integer, MetricReduce::kSum, false),
-            f2("total_time", "s", "Total Time", integer, MetricReduce::kLast, false),
-            f2("wall_time", "s", "Wall Time", integer, MetricReduce::kLast, false),
-            f2("train_loss", "", "Loss", real, MetricReduce::kLast, false),
-            f2("nll_loss", "", "NLL Loss", real, MetricReduce::kLast, false)};
-  }
-  if (parser == "llama-bench") {
-    // llama-bench -o jsonl (or -o json) on stdout: one record per test, avg_ts its tokens/s.
-    auto lb = [](const std::string& name, const char* zero) {
-      // Optional: a run may do only one kind of test.
-      MetricSpec m = parser_json_metric("llama-bench", "stdout", name, "tokens/s", "/avg_ts",
-                                        false, MetricReduce::kMean);
-      m.where = {{zero, Value::integer(0)}};
-      return m;
-    };
-    // Their spread, and what the run was: the model's size and parameters, the threads (issue
-    // 31: these were no columns).
-    auto extra = [&](const std::string& name, const std::string& unit, const char* zero,
-                     const std::string& pointer, MetricReduce reduce) {
-      MetricSpec m = lb(name, zero != nullptr ? zero : "n_gen");
-      m.unit = unit;
-      m.pointer = pointer;
-      m.reduce = reduce;
-      if (zero == nullptr) m.where.clear();
-      return m;
-    };
-    auto words = [&](const std::string& field) {
-      MetricSpec m = extra(field, "", nullptr, "/" + field, MetricReduce::kLast);
-      m.text = true;
-      return m;
-    };
-    return {lb("pp_tokens_per_second", "n_gen"), lb("tg_tokens_per_second", "n_prompt"),
-            extra("pp_stddev_ts", "tokens/s", "n_gen", "/stddev_ts", MetricReduce::kMean),
-            extra("tg_stddev_ts", "tokens/s", "n_prompt", "/stddev_ts", MetricReduce::kMean),
-            extra("model_size", "bytes", nullptr, "/model_size", MetricReduce::kLast),
-            extra("model_n_params", "parameters", nullptr, "/model_n_params", MetricReduce::kLast),
-            extra("n_threads", "threads", nullptr, "/n_threads", MetricReduce::kLast),
-            // What it ran on, as text columns (figures leave them out).
-            words("backends"), words("model_type"), words("cpu_info"), words("gpu_info"),
-            words("build_commit")};
-  }
-  if (parser == "pace") {
-    // benchmark_llm_offline.py's results file, {output_dir}/<model>_<dtype>_bs.._results.json:
-    // {"benchmark_results": [{"framework": ..., "metrics": {...}}, ...]}; its output_dir should
-    // be the point directory ({out}). One framework per point; with several, the last one's.
-    auto pace = [](const std::string& name, const std::string& unit, const std::string& pointer,
-                   bool required) {
-      return parser_json_metric("pace", "*_results.json", name, unit, pointer, required);
-    };
-    const std::string r = "/benchmark_results/*/metrics/";
-    return {
-        pace("average_gen_time", "s", r + "average_gen_time", true),
-        pace("average_latency_per_token", "s", r + "average_latency_per_token", true),
-        pace("total_tps", "tokens/s", r + "total_tps", true),
-        pace("output_tps", "tokens/s", r + "output_tps", true),
-        pace("average_ttft", "s", r + "average_ttft", false),
-        pace("peak_ram_usage", "MB", "/benchmark_results/*/system_metrics/peak_ram_usage", false)};
-  }
-  if (parser == "vllm") {
-    // vllm bench latency, throughput and serve with --output-json '{out}/vllm.json' (any
-    // vllm*.json in the point directory): each writes its own fields, so every metric is
-    // optional and one at least must be found. latency: avg_latency, latencies, percentiles
-    // {"10", "25", "50", "75", "90", "99"}; throughput: elapsed_time, num_requests,
-    // total_num_tokens, requests_per_second, tokens_per_second (and on stdout "Throughput: x
-    // requests/s, y total tokens/s, z output tokens/s", whose output tokens/s the file lacks);
-    // serve: duration, completed, request_throughput, output_throughput, total_token_throughput,
-    // {mean,median,p99}_{ttft,tpot,itl}_ms.
-    auto vj = [](const std::string& name, const std::string& unit, const std::string& pointer,
-                 MetricReduce reduce = MetricReduce::kLast) {
-      return parser_json_metric("vllm", "vllm*.json", name, unit, pointer, false, reduce);
-    };
-    std::vector<MetricSpec> out = {
-        vj("avg_latency", "s", "/avg_latency"),
-        vj("latency_p50", "s", "/percentiles/50"),
-        vj("latency_p90", "s", "/percentiles/90"),
-        vj("latency_p99", "s", "/percentiles/99"),
-        vj("latencies", "s", "/latencies/*", MetricReduce::kAll),
-        vj("elapsed_time", "s", "/elapsed_time"),
-        vj("num_requests", "requests", "/num_requests"),
-        vj("total_num_tokens", "tokens", "/total_num_tokens"),
-        vj("requests_per_second", "requests/s", "/requests_per_second"),
-        vj("tokens_per_second", "tokens/s", "/tokens_per_second"),
-        vj("duration", "s", "/duration"),
-        vj("completed", "requests", "/completed"),
-        vj("request_throughput", "requests/s", "/request_throughput"),
-        vj("output_throughput", "tokens/s", "/output_throughput"),
-        vj("total_token_throughput", "tokens/s", "/total_token_throughput")};
-    for (const char* stat : {"mean", "median", "p99"}) {
-      for (const char* what : {"ttft", "tpot", "itl"}) {
-        std::string name = std::string(stat) + "_" + what + "_ms";
-        out.push_back(vj(name, "ms", "/" + name));
-      }
-    }
-    MetricSpec printed;
-    printed.name = "output_tokens_per_second";
-    printed.unit = "tokens/s";
-    printed.source = MetricSource::kStdout;
-    printed.regex = R"(Throughput: [0-9.]+ requests/s, [0-9.]+ total tokens/s, ([0-9.]+) output tokens/s)";
-    printed.required = false;
-    printed.parser = "vllm";
-    out.push_back(printed);
-    return out;
-  }
-  if (parser == "hf-trainer") {
-    return {hf_dict_metric("train_runtime", "s"),
-            hf_dict_metric("train_samples_per_second", "samples/s"),
-            hf_dict_metric("train_steps_per_second", "steps/s"),
-            hf_dict_metric("train_loss", ""),
-            hf_block_metric("eval_loss", ""),
-            hf_block_metric("eval_samples_per_second", "samples/s"),
-            hf_block_metric("eval_steps_per_second", "steps/s"),
-            hf_block_metric("perplexity", "")};
-  }
-  return {};
+  const Parser* p = find_parser(parser);
+  return p != nullptr ? p->metrics() : std::vector<MetricSpec>{};
 }
 
 namespace {

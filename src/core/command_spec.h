@@ -40,6 +40,9 @@ struct MetricSpec {
   // (llama-bench's records: {n_gen: 0} for prompt processing).
   std::vector<std::pair<std::string, Value>> where;
   MetricReduce reduce = MetricReduce::kLast;
+  // The first `skip` values read are left out before the reduction: a program's own warm-up
+  // (Megatron-LM's first logged iterations hold its compilation). A parser's, for now.
+  size_t skip = 0;
   bool required = true;
   // type: text. The value is kept as the words found (a capture group, a JSON string or the
   // text of a JSON number), at most kMaxMetricText bytes: a column of text in the table, which

@@ -7,6 +7,7 @@
 
 #include "core/config.h"
 #include "core/model_shapes.h"
+#include "core/parsers/parser.h"
 #include "core/settings.h"
 #include "core/text.h"
 
@@ -267,6 +268,19 @@ Value M() { return Value::map(); }
 
 using T = KeyType;
 
+// command.parser's values and doc, from the parsers of core/parsers/ (one file each).
+std::vector<std::string> parser_choices() {
+  std::vector<std::string> out = {"none"};
+  for (const Parser& p : parsers()) out.push_back(p.name);
+  return out;
+}
+std::string parser_doc() {
+  std::vector<std::string> named;
+  for (const Parser& p : parsers())
+    named.push_back(p.program.empty() ? p.name : p.name + " (" + p.program + ")");
+  return "Metrics of a known program, added to command.metrics: " + join(named, ", ") + ", or none";
+}
+
 // Maxima are far past any real run (4096 layers, vocabularies, contexts and prompts of 16 Mi
 // tokens, batches of 1 Mi sequences) so that a slip (n_layer: 1000000000, grad_accum near
 // INT64_MAX) is refused at plan time with its key named, instead of allocating until the kernel
@@ -399,11 +413,8 @@ std::vector<KeySpec> build_table() {
             "The program's working directory (may hold {placeholders}, e.g. {out}); null = the "
             "directory bench-sweep run was started in")
               .only_for({"command"}),
-          K("command.parser", T::kEnum, S("none"),
-            "Metrics of a known program, added to command.metrics: hf-trainer (the Hugging Face "
-            "Trainer), pace (PACE's benchmark_llm_offline.py), fairseq2, llama-bench, vllm (vllm "
-            "bench latency, throughput and serve), or none")
-              .choices({"none", "hf-trainer", "pace", "fairseq2", "llama-bench", "vllm"})
+          K("command.parser", T::kEnum, S("none"), parser_doc())
+              .choices(parser_choices())
               .only_for({"command"}),
           K("command.metrics", T::kRecordList, L(),
             "Figures of merit: a list of {name, unit, from, regex, group, reduce} or {name, unit, "
