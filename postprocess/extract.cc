@@ -14,6 +14,7 @@
 #include "core/exit_codes.h"
 #include "core/fs.h"
 #include "core/text.h"
+#include "core/units.h"
 #include "layout/paths.h"
 #include "postprocess/people_table.h"
 #include "postprocess/point_row.h"
@@ -31,6 +32,19 @@ int default_jobs() {
 }
 
 namespace {
+
+// A size in a terminal's table of chosen columns (--format table --columns ...) in the unit it
+// asks for ("153 MiB"), as people's tables and plan --estimate show sizes; CSV, JSON and Markdown
+// keep the bytes, for programs.
+void sizes_for_people(std::map<std::string, Value>* row, const std::vector<std::string>& columns) {
+  for (const std::string& c : columns) {
+    std::string plain;
+    if (metric_unit_kind(c, &plain) != UnitKind::kBytes) continue;
+    auto it = row->find(c);
+    if (it == row->end() || !it->second.is_number()) continue;
+    it->second = Value::string(byte_size(it->second.as_float()));
+  }
+}
 
 // --columns NAME (or --best, --pareto): refused unless `known` has it, with the nearest name.
 void check_column_named(const std::string& c, const std::vector<std::string>& known,
@@ -375,6 +389,9 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
           if (!chosen.empty()) {
             for (const std::string& c : chosen) check_column_named(c, table.columns);
             table.columns = chosen;
+            if (format == TableFormat::kText) {
+              for (auto& row : table.rows) sizes_for_people(&row, chosen);
+            }
           }
           if (people) {
             std::vector<std::string> chosen_by = pareto;
@@ -417,6 +434,7 @@ int bench_extract_main(const std::vector<std::string>& args, std::ostream& out, 
             if (series) {
               for (const auto& row : p.series) writer.row(row);
             } else {
+              if (format == TableFormat::kText && !chosen.empty()) sizes_for_people(&p.row, chosen);
               writer.row(p.row);
             }
             check_stream(sink, sink_name);

@@ -246,6 +246,16 @@ class Extract(unittest.TestCase):
         r = extract("-i", self.rep, "--where", "status=ok", "--columns", "repeat,statsu",
                     check=2)
         self.assertIn("no column is named 'statsu' (did you mean 'status'?)", r.stderr)
+        # A size in a terminal's table is in the unit it asks for; CSV keeps the bytes.
+        for select in ([], ["--where", "status=ok"]):
+            table = extract("-i", self.rep, *select, "--columns", "repeat,mem_peak_bytes",
+                            "--format", "table").stdout.splitlines()[1:]
+            self.assertTrue(table)
+            for line in table:
+                self.assertRegex(line, r"^\s*\d+\s+\d+(\.\d+)? (KiB|MiB|GiB)$", select)
+            csv_rows = extract("-i", self.rep, *select, "--columns", "repeat,mem_peak_bytes",
+                               "--format", "csv").stdout.splitlines()[1:]
+            self.assertTrue(all(re.match(r"^\d+,\d+$", line) for line in csv_rows), csv_rows)
 
     def test_intervals_and_the_noise_flag_from_real_runs(self):
         df = pd.read_csv(io.StringIO(extract("-i", self.long).stdout))
