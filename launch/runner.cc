@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -915,9 +916,12 @@ class SweepRun {
         fs::remove_all(dir, ec);
         make_directories((dir / kLogsDir).string());
         const std::string config = (dir / kConfigFile).string();
-        write_file_atomic(
-            config,
-            read_file_if_exists(config_path(*p), kMaxSmallFile, Links::kRefuse).value_or(""));
+        // The plan wrote it before the run began; one gone since is an error, never an empty
+        // config (which would warm up the defaults' model instead of the point's).
+        std::optional<std::string> text =
+            read_file_if_exists(config_path(*p), kMaxSmallFile, Links::kRefuse);
+        if (!text) throw io_error(config_path(*p), "cannot warm up its point", ENOENT);
+        write_file_atomic(config, *text);
         PointCommand cmd = point_command(
             p->settings, p->config, site_,
             locate_program(workload_of(p->settings)->program(), o_.programs), config, dir.string());
