@@ -21,13 +21,14 @@
 #include "core/text.h"
 #include "core/yaml_io.h"
 #include "launch/runner.h"
+#include "launch/slurm.h"
 #include "launch/status.h"
 #include "launch/submit.h"
 #include "launch/workload.h"
 #include "layout/manifest.h"
 #include "sweep/expand.h"
-#include "sweep/references.h"
 #include "sweep/plan_output.h"
+#include "sweep/references.h"
 #include "sweep/sweep_spec.h"
 
 namespace sweepbench {

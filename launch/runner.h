@@ -1,12 +1,13 @@
-// `bench-sweep run`: the points of a plan, one after another, on this machine or in this SLURM
-// allocation (docs/running.md).
+// `bench-sweep run`: the points of a plan, one after another or --jobs at once, on this machine
+// or in this SLURM allocation (docs/running.md).
 //
-// For each selected point, in order: decide (an `ok` result with the same config_hash is kept,
-// failures rerun only when asked), check pruning, claim the directory, move an earlier attempt
-// aside, record `running`, run the launcher's command with the logs in DIR/<tag>/logs/, and record
-// how it ended in status.json and the manifest. A point's failure never stops the sweep; a stop
-// signal ends it after the running point has recorded its status. Leaves out: job arrays and
-// submission (slurm/, submit.h) and containers.
+// For each selected point, in order: decide and claim it (point_book.h: an `ok` result with the
+// same config_hash is kept, failures rerun only when asked, pruning and repeats until precise),
+// place it (placement.h), move an earlier attempt aside, record `running`, run the launcher's
+// command with the logs in DIR/<tag>/logs/, and record how it ended (point_end.h) in status.json
+// and the manifest, saying so as it goes (run_output.h). A point's failure never stops the sweep;
+// a stop signal ends it after the running point has recorded its status. Leaves out: job arrays
+// and submission (slurm/, submit.h) and containers.
 #pragma once
 
 #include <cstddef>
@@ -19,8 +20,9 @@
 #include "core/process.h"
 #include "launch/launcher.h"
 #include "launch/packing.h"
+#include "launch/point_book.h"  // IWYU pragma: export (decide, prune_reason)
+#include "launch/run_output.h"  // IWYU pragma: export (RunReport)
 #include "launch/workload.h"
-#include "layout/claim.h"
 #include "layout/point_record.h"
 #include "sweep/expand.h"
 
@@ -77,67 +79,8 @@ struct RunOptions {
   ProcessRunner* processes = nullptr;
 };
 
-// What to do with a point, given its last record.
-enum class Decision { kRun, kKeepOk, kKeepFailure };
-Decision decide(const std::optional<PointRecord>& record, const std::string& config_hash,
-                bool force, bool retry_failed);
-// Why the sweep's memory_limit skips the point (predicted over it); nullopt when it does not: no
-// limit, under it, or the point ran ok before (it fitted). Run and submit both skip by it.
-std::optional<std::string> memory_limit_skip(const SweepPoint& p,
-                                             const std::optional<PointRecord>& record,
-                                             const std::optional<MemoryLimit>& limit);
-// decide(), and for a point kept ok, whether its results read back as `bench-sweep status` and
-// bench-extract read them (layout/point_status.h's ok_results_problem): an ok point whose rank
-// file was deleted or cut runs again, and *rerun_why (optional) says why. `checked` (optional)
-// holds that check's answer once made, for a caller that asks more than once.
-Decision decide_point(const std::string& point_dir, const std::optional<PointRecord>& record,
-                      const std::string& config_hash, bool force, bool retry_failed,
-                      std::string* rerun_why = nullptr,
-                      std::optional<std::string>* checked = nullptr);
-// Whether run (or submit) would run the point: decide_point() says run, and memory_limit_skip()
-// does not skip it. For the predicted device-hours printed before they start.
-bool will_run(const SweepPoint& p, const std::string& point_dir,
-              const std::optional<PointRecord>& record, bool force, bool retry_failed,
-              const std::optional<MemoryLimit>& limit);
-// Whether this process is a task of a SLURM job array (SLURM_ARRAY_TASK_ID set): such a task
-// reads and writes its own points' files, not every point's (docs/running.md#job-arrays).
-bool in_slurm_array_task();
-
-// The points a point that ran out of memory prunes: identical to it except for a larger value of
-// one of `keys`. Returns the reason when `candidate` is pruned by `oom_point`.
-std::optional<std::string> prune_reason(const SweepPoint& candidate, const SweepPoint& oom_point,
-                                        const std::vector<std::string>& keys);
-
 // The status a program's end tells: what its workload says of its exit code; a signal: failed.
 PointStatus status_from_exit(const Workload& workload, int exit_code, int term_signal);
-
-struct RunReport {
-  // The selected points' statuses after the run: what this run recorded, else what their
-  // status.json says when it ended (a point another runner ran meanwhile).
-  std::map<PointStatus, size_t> counts;
-  size_t ran = 0;
-  size_t busy_elsewhere = 0;  // claimed by another live runner, and still running at the end
-  // Points whose directory holds what sweepbench cannot use (a claim that is a FIFO, attempts/
-  // linked out of the tree): "DIR/<tag>/.claim: is a FIFO, ...". They did not run; nothing of
-  // theirs was touched. The run exits 4 (a file-system error).
-  std::vector<std::string> unusable;
-  // Skipped by the sweep's memory_limit: asked for, so not a failure of the run (all_ok).
-  size_t skipped_by_memory_limit = 0;
-  // Repeats skipped because the repeats before them were precise enough (the sweep's repeats
-  // until precise): asked for too.
-  size_t skipped_as_precise = 0;
-  int stop_signal = 0;        // a signal stopped the sweep early
-  // The selected ok points whose results missed a performance reference (tags), and how many
-  // passed theirs.
-  std::vector<std::string> missed_reference;
-  size_t passed_reference = 0;
-  bool all_ok() const;
-};
-
-// Resolves --only against the plan: each entry an index or a tag. Throws Error(kInput) naming an
-// entry that matches nothing.
-std::vector<const SweepPoint*> points_to_run(const Plan& plan,
-                                             const std::vector<std::string>& only);
 
 // Runs the plan (which write_plan has written to options.out_dir unless dry_run).
 RunReport run_sweep(const Plan& plan, const RunOptions& options, const LaunchSite& site,

@@ -270,4 +270,45 @@ std::string slurm_submit(const std::string& script_path) {
   return id;
 }
 
+bool in_slurm_array_task() {
+  const char* task = std::getenv("SLURM_ARRAY_TASK_ID");
+  return task != nullptr && *task != '\0';
+}
+
+std::vector<PoolNode> allocation_pool(int fallback_cpus) {
+  const char* list = std::getenv("SLURM_JOB_NODELIST");
+  std::vector<std::string> names;
+  if (list != nullptr && *list != '\0') {
+    Captured c = capture_process({"scontrol", "show", "hostnames", list}, 30);
+    if (c.ok()) {
+      std::istringstream lines(c.out);
+      for (std::string line; std::getline(lines, line);) {
+        if (!trim(line).empty()) names.push_back(trim(line));
+      }
+    }
+  }
+  if (names.empty()) {
+    throw Error::input(Mark::in("--jobs"), "",
+                       "cannot tell this allocation's nodes (SLURM_JOB_NODELIST" +
+                           std::string(list != nullptr ? "=" + std::string(list) : " unset") +
+                           ", and `scontrol show hostnames` did not expand it)",
+                       "run with --jobs 1 (the default), or where scontrol works");
+  }
+  const char* per_node = std::getenv("SLURM_JOB_CPUS_PER_NODE");
+  std::vector<int> cpus =
+      parse_slurm_cpus_per_node(per_node != nullptr ? per_node : "", names.size());
+  if (cpus.empty()) cpus.assign(names.size(), std::max(1, fallback_cpus));
+  int gpus = 0;
+  if (const char* g = std::getenv("SLURM_GPUS_ON_NODE")) gpus = std::max(0, std::atoi(g));
+  std::vector<PoolNode> nodes;
+  for (size_t i = 0; i < names.size(); ++i) {
+    PoolNode n;
+    n.name = names[i];
+    for (int c = 0; c < cpus[i]; ++c) n.cpus.push_back(c);
+    for (int g = 0; g < gpus; ++g) n.gpus.push_back(std::to_string(g));
+    nodes.push_back(std::move(n));
+  }
+  return nodes;
+}
+
 }  // namespace sweepbench

@@ -1,4 +1,5 @@
-// Asking SLURM: the cluster's limits, what became of jobs, submitting and requeueing.
+// Asking SLURM: the cluster's limits, what became of jobs, the allocation we run in, submitting
+// and requeueing.
 //
 // Everything goes through SLURM's own commands (scontrol, squeue, sacct, sbatch), run as argv
 // lists with no shell. A command that is missing or does not answer is not an error here: the
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "launch/packing.h"
 #include "layout/claim.h"
 #include "layout/point_status.h"
 
@@ -61,5 +63,15 @@ std::string slurm_requeue(const std::string& job_id);
 
 // `sbatch --parsable SCRIPT`; returns the job id. Throws Error(kIo) with sbatch's message.
 std::string slurm_submit(const std::string& script_path);
+
+// Whether this process is a task of a SLURM job array (SLURM_ARRAY_TASK_ID set): such a task
+// reads and writes its own points' files, not every point's (docs/running.md#job-arrays).
+bool in_slurm_array_task();
+
+// The nodes of the allocation we run in, as the pool `bench-sweep run --jobs` shares out: their
+// names from scontrol (SLURM_JOB_NODELIST), their CPUs from SLURM_JOB_CPUS_PER_NODE
+// (`fallback_cpus` each where it does not parse), their GPUs from SLURM_GPUS_ON_NODE. Throws
+// Error(kInput) on --jobs when the names cannot be had.
+std::vector<PoolNode> allocation_pool(int fallback_cpus);
 
 }  // namespace sweepbench

@@ -17,7 +17,7 @@
 #include "core/table.h"
 #include "core/text.h"
 #include "core/yaml_io.h"
-#include "launch/runner.h"
+#include "launch/point_book.h"
 #include "launch/shell.h"
 #include "launch/slurm.h"
 #include "launch/status.h"
