@@ -424,6 +424,45 @@ int parse_jobs(const std::string& text) {
 }
 
 // `terminal`: the raw stdout (for the live progress line where it is a terminal).
+// How a run ends: stopped, a file-system error, not all ok, a reference missed, or ok.
+int run_exit_code(const RunReport& report, bool dry_run) {
+  if (report.stop_signal != 0) return kExitStopped;
+  if (dry_run) return kExitOk;
+  if (!report.unusable.empty()) return kExitIo;
+  if (!report.all_ok()) return kExitNotAllOk;
+  return report.missed_reference.empty() ? kExitOk : kExitReferenceMissed;
+}
+
+// `bench-sweep run`'s options from its command line (all but the sweep's own).
+RunOptions run_options_of(const po::variables_map& vm, std::ostream* terminal) {
+  RunOptions run;
+  run.out_dir = vm["out"].as<std::string>();
+  if (vm.count("only")) run.only = selectors(vm, "only");
+  run.force = vm.count("force") > 0;
+  run.retry_failed = vm.count("retry-failed") > 0;
+  run.dry_run = vm.count("dry-run") > 0;
+  run.interleave = vm.count("interleave") > 0;
+  run.warmup = vm["warmup"].as<int>();
+  if (run.warmup < 0 || run.warmup > 100) {
+    throw Error::input(Mark::in("--warmup"), "", "must be from 0 to 100 runs",
+                       "give the runs of each point to leave out: 1 is usual");
+  }
+  run.jobs = parse_jobs(vm["jobs"].as<std::string>());
+  run.orphan_wait_seconds = vm["orphan-wait"].as<double>();
+  if (!(run.orphan_wait_seconds >= 0 && run.orphan_wait_seconds <= 1e6)) {
+    throw Error::input(Mark::in("--orphan-wait"), "", "must be from 0 to 1,000,000 seconds",
+                       "give seconds: 600 is the default, 0 does not wait");
+  }
+  if (terminal != nullptr && ::isatty(STDOUT_FILENO) != 0) {
+    const char* term = std::getenv("TERM");
+    if (term != nullptr && *term != '\0' && std::string(term) != "dumb") run.terminal = terminal;
+  }
+  for (const std::string& program : workload_programs()) {
+    if (vm.count(program)) run.programs[program] = vm[program].as<std::string>();
+  }
+  return run;
+}
+
 int run_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
             std::ostream* terminal) {
   po::options_description desc;
@@ -463,31 +502,7 @@ int run_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   Plan plan = plan_sweep(spec, plan_options_of(vm));
   warn_unused_references(plan, err);
 
-  RunOptions run;
-  run.out_dir = vm["out"].as<std::string>();
-  if (vm.count("only")) run.only = selectors(vm, "only");
-  run.force = vm.count("force") > 0;
-  run.retry_failed = vm.count("retry-failed") > 0;
-  run.dry_run = vm.count("dry-run") > 0;
-  run.interleave = vm.count("interleave") > 0;
-  run.warmup = vm["warmup"].as<int>();
-  if (run.warmup < 0 || run.warmup > 100) {
-    throw Error::input(Mark::in("--warmup"), "", "must be from 0 to 100 runs",
-                       "give the runs of each point to leave out: 1 is usual");
-  }
-  run.jobs = parse_jobs(vm["jobs"].as<std::string>());
-  run.orphan_wait_seconds = vm["orphan-wait"].as<double>();
-  if (!(run.orphan_wait_seconds >= 0 && run.orphan_wait_seconds <= 1e6)) {
-    throw Error::input(Mark::in("--orphan-wait"), "", "must be from 0 to 1,000,000 seconds",
-                       "give seconds: 600 is the default, 0 does not wait");
-  }
-  if (terminal != nullptr && ::isatty(STDOUT_FILENO) != 0) {
-    const char* term = std::getenv("TERM");
-    if (term != nullptr && *term != '\0' && std::string(term) != "dumb") run.terminal = terminal;
-  }
-  for (const std::string& program : workload_programs()) {
-    if (vm.count(program)) run.programs[program] = vm[program].as<std::string>();
-  }
+  RunOptions run = run_options_of(vm, terminal);
   run.prune_after_oom = spec.prune_after_oom;
   // A bad --only is an error before anything is written. A job array's task checks and writes
   // its own points' config files only: N tasks reading every point's would read N x N.
@@ -502,11 +517,68 @@ int run_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     out.flush();
     ingest_after_run(run.out_dir, history, err);
   }
-  if (report.stop_signal != 0) return kExitStopped;
-  if (run.dry_run) return kExitOk;
-  if (!report.unusable.empty()) return kExitIo;
-  if (!report.all_ok()) return kExitNotAllOk;
-  return report.missed_reference.empty() ? kExitOk : kExitReferenceMissed;
+  return run_exit_code(report, run.dry_run);
+}
+
+// --points-per-job: a number of points, or auto (0).
+long points_per_job_of(const std::string& k) {
+  if (k == "auto") return 0;
+  char* end = nullptr;
+  long n = std::strtol(k.c_str(), &end, 10);
+  if (k.empty() || *end != '\0' || n < 1 || n > 1'000'000) {
+    throw Error::input(Mark::in("--points-per-job " + k), "",
+                       "is neither a number of points from 1 to 1000000 nor auto",
+                       "--points-per-job 50, or --points-per-job auto");
+  }
+  return n;
+}
+
+// What the jobs' `bench-sweep run` needs to plan the same points: --scenario, --set,
+// --max-points and the programs, as given to submit.
+std::vector<std::string> run_args_of(const po::variables_map& vm) {
+  std::vector<std::string> run_args;
+  if (vm.count("scenario")) {
+    for (const std::string& name : selectors(vm, "scenario")) {
+      run_args.insert(run_args.end(), {"--scenario", name});
+    }
+  }
+  if (vm.count("set")) {
+    for (const std::string& kv : vm["set"].as<std::vector<std::string>>()) {
+      run_args.insert(run_args.end(), {"--set", kv});
+    }
+  }
+  if (max_points_of(vm) != kDefaultMaxPoints) {
+    run_args.insert(run_args.end(), {"--max-points", std::to_string(max_points_of(vm))});
+  }
+  for (const std::string& program : workload_programs()) {
+    if (vm.count(program) == 0) continue;
+    run_args.insert(
+        run_args.end(),
+        {"--" + program, std::filesystem::absolute(vm[program].as<std::string>()).string()});
+  }
+  return run_args;
+}
+
+// `bench-sweep submit`'s options from its command line (all but the sweep's own).
+SubmitOptions submit_options_of(const po::variables_map& vm) {
+  SubmitOptions submit;
+  submit.out_dir = vm["out"].as<std::string>();
+  submit.sweep_path = std::filesystem::absolute(vm["sweep"].as<std::string>()).string();
+  if (vm.count("only")) submit.only = selectors(vm, "only");
+  submit.force = vm.count("force") > 0;
+  submit.retry_failed = vm.count("retry-failed") > 0;
+  submit.dry_run = vm.count("dry-run") > 0;
+  submit.max_parallel = vm["max-parallel"].as<long>();
+  submit.history =
+      history_hook_of(vm.count("history") ? vm["history"].as<std::string>() : "",
+                      vm.count("history-label") ? vm["history-label"].as<std::vector<std::string>>()
+                                                : std::vector<std::string>{});
+  submit.jobs = parse_jobs(vm["jobs"].as<std::string>());
+  submit.points_per_job = points_per_job_of(vm["points-per-job"].as<std::string>());
+  std::filesystem::path self = self_path();
+  submit.bench_sweep = self.empty() ? "bench-sweep" : self.string();
+  submit.run_args = run_args_of(vm);
+  return submit;
 }
 
 int run_submit(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -543,54 +615,7 @@ int run_submit(const std::vector<std::string>& args, std::ostream& out, std::ost
   SweepSpec spec = load_sweep_file(vm["sweep"].as<std::string>());
   Plan plan = plan_sweep(spec, plan_options_of(vm));
   warn_unused_references(plan, err);
-  SubmitOptions submit;
-  submit.out_dir = vm["out"].as<std::string>();
-  submit.sweep_path = std::filesystem::absolute(vm["sweep"].as<std::string>()).string();
-  if (vm.count("only")) submit.only = selectors(vm, "only");
-  submit.force = vm.count("force") > 0;
-  submit.retry_failed = vm.count("retry-failed") > 0;
-  submit.dry_run = vm.count("dry-run") > 0;
-  submit.max_parallel = vm["max-parallel"].as<long>();
-  submit.history =
-      history_hook_of(vm.count("history") ? vm["history"].as<std::string>() : "",
-                      vm.count("history-label") ? vm["history-label"].as<std::vector<std::string>>()
-                                                : std::vector<std::string>{});
-  submit.jobs = parse_jobs(vm["jobs"].as<std::string>());
-  if (std::string k = vm["points-per-job"].as<std::string>(); k == "auto") {
-    submit.points_per_job = 0;
-  } else {
-    char* end = nullptr;
-    long n = std::strtol(k.c_str(), &end, 10);
-    if (k.empty() || *end != '\0' || n < 1 || n > 1'000'000) {
-      throw Error::input(Mark::in("--points-per-job " + k), "",
-                         "is neither a number of points from 1 to 1000000 nor auto",
-                         "--points-per-job 50, or --points-per-job auto");
-    }
-    submit.points_per_job = n;
-  }
-  std::filesystem::path self = self_path();
-  submit.bench_sweep = self.empty() ? "bench-sweep" : self.string();
-  // What the jobs' `bench-sweep run` needs to plan the same points.
-  if (vm.count("scenario")) {
-    for (const std::string& name : selectors(vm, "scenario")) {
-      submit.run_args.insert(submit.run_args.end(), {"--scenario", name});
-    }
-  }
-  if (vm.count("set")) {
-    for (const std::string& kv : vm["set"].as<std::vector<std::string>>()) {
-      submit.run_args.insert(submit.run_args.end(), {"--set", kv});
-    }
-  }
-  if (max_points_of(vm) != kDefaultMaxPoints) {
-    submit.run_args.insert(submit.run_args.end(),
-                           {"--max-points", std::to_string(max_points_of(vm))});
-  }
-  for (const std::string& program : workload_programs()) {
-    if (vm.count(program) == 0) continue;
-    submit.run_args.insert(
-        submit.run_args.end(),
-        {"--" + program, std::filesystem::absolute(vm[program].as<std::string>()).string()});
-  }
+  SubmitOptions submit = submit_options_of(vm);
   points_to_run(plan, submit.only);  // a bad --only is an error before anything is written
   if (!submit.dry_run && !capture_process({"sbatch", "--version"}, 30).started) {
     throw Error::input(Mark::in("sbatch"), "", "not found: this machine cannot submit SLURM jobs",

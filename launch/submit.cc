@@ -283,101 +283,281 @@ std::string array_script(const ArrayJob& job, const std::vector<std::string>& ru
   return s;
 }
 
-SubmitReport submit_sweep(const Plan& plan, const SubmitOptions& o, std::ostream& out) {
-  fs::path root = fs::absolute(o.out_dir);
-  std::vector<const SweepPoint*> points;
-  // A dry run reads (never writes) the directory too, to show what would be submitted.
-  std::map<std::string, std::string> queued = submitted_tasks(root.string());
-  std::vector<std::string> queued_ids;
-  for (const auto& [tag, task] : queued) queued_ids.push_back(task);
-  std::sort(queued_ids.begin(), queued_ids.end());
-  queued_ids.erase(
-      std::unique(queued_ids.begin(), queued_ids.end(),
-                  [](auto& a, auto& b) { return slurm_base_job_id(a) == slurm_base_job_id(b); }),
-      queued_ids.end());
-  SlurmJobStates live = query_slurm_jobs(queued_ids).value_or(SlurmJobStates{});
-  out << "# bench-sweep submit: sweep " << plan.info().sweep_name << ", out " << o.out_dir
-      << (o.dry_run ? " (dry run: nothing is written or submitted)" : "") << "\n";
-  {
-    // The predicted device-hours of what this submits: the selected points not kept (ok, or a
-    // failure kept) nor over the sweep's memory_limit. Points already queued count too.
-    std::set<std::string> selected;
-    for (const SweepPoint* p : points_to_run(plan, o.only)) selected.insert(p->tag);
-    auto runs = [&](const SweepPoint& p) {
-      return selected.count(p.tag) != 0 &&
-             will_run(p, (root / p.tag).string(), read_point_record((root / p.tag).string()),
-                      o.force, o.retry_failed, plan.info().memory_limit);
-    };
-    out << "# " << predicted_time_line(plan, calibration_dirs(o.out_dir), runs) << "\n";
-  }
+namespace {
+
+// One submission: what it reads once and the steps share.
+struct Submission {
+  Submission(const Plan& p, const SubmitOptions& opts, std::ostream& stream)
+      : plan(p), o(opts), out(stream), root(fs::absolute(opts.out_dir)) {}
+  const Plan& plan;
+  const SubmitOptions& o;
+  std::ostream& out;
+  fs::path root;
+  // The tasks earlier submissions queued (tag -> job id) and what SLURM says of them.
+  std::map<std::string, std::string> queued;
+  SlurmJobStates live;
   // The seconds of the points that ran ok, by the resources they ask for (--points-per-job auto).
   std::map<std::vector<std::string>, std::vector<double>> measured;
-  for (const SweepPoint* p : points_to_run(plan, o.only)) {
-    std::string dir = (root / p->tag).string();
-    std::optional<PointRecord> record = read_point_record(dir);
-    if (o.points_per_job == 0 && record && record->status == PointStatus::kOk &&
-        record->seconds > 0) {
-      measured[sbatch_options(*p, plan.info().sweep_name, plan.info().sweep_path)].push_back(
-          record->seconds);
-    }
-    std::string rerun_why;
-    Decision d = decide_point(dir, record, p->config_hash, o.force, o.retry_failed, &rerun_why);
-    if (!rerun_why.empty()) {
-      out << "#   " << p->tag << ": status.json says ok, but " << rerun_why
-          << ": submitted again\n";
-    }
-    if (d == Decision::kKeepOk) {
-      out << "#   kept " << p->tag << ": ok (--force submits it again)\n";
-      continue;
-    }
-    if (d == Decision::kKeepFailure) {
-      out << "#   kept " << p->tag << ": " << to_string(record->status)
+  std::string stamp = compact_stamp();
+};
+
+// What earlier submissions queued, and whether SLURM still has it. A dry run reads (never
+// writes) the directory too, to show what would be submitted.
+void read_queued(Submission& s) {
+  s.queued = submitted_tasks(s.root.string());
+  std::vector<std::string> ids;
+  for (const auto& [tag, task] : s.queued) ids.push_back(task);
+  std::sort(ids.begin(), ids.end());
+  ids.erase(
+      std::unique(ids.begin(), ids.end(),
+                  [](auto& a, auto& b) { return slurm_base_job_id(a) == slurm_base_job_id(b); }),
+      ids.end());
+  s.live = query_slurm_jobs(ids).value_or(SlurmJobStates{});
+}
+
+// The predicted device-hours of what this submits: the selected points not kept (ok, or a
+// failure kept) nor over the sweep's memory_limit. Points already queued count too.
+void print_predicted_time(const Submission& s) {
+  std::set<std::string> selected;
+  for (const SweepPoint* p : points_to_run(s.plan, s.o.only)) selected.insert(p->tag);
+  auto runs = [&](const SweepPoint& p) {
+    return selected.count(p.tag) != 0 &&
+           will_run(p, (s.root / p.tag).string(), read_point_record((s.root / p.tag).string()),
+                    s.o.force, s.o.retry_failed, s.plan.info().memory_limit);
+  };
+  s.out << "# " << predicted_time_line(s.plan, calibration_dirs(s.o.out_dir), runs) << "\n";
+}
+
+// Predicted over the sweep's memory_limit: recorded as skipped, with the prediction, and never
+// queued (the array task's runner would skip it too, after the wait), as bench-sweep run does:
+// under the point's claim, its earlier attempt archived; a point that ran ok is never skipped
+// (it fitted), and one skipped for the same reason is left as it is. True when it is not
+// submitted for it.
+bool settled_by_memory_limit(const Submission& s, const SweepPoint& p,
+                             const std::optional<PointRecord>& record) {
+  std::optional<std::string> why = memory_limit_skip(p, record, s.plan.info().memory_limit);
+  if (!why) return false;
+  const std::string dir = (s.root / p.tag).string();
+  if (record && record->status == PointStatus::kSkipped && record->reason == *why &&
+      record->config_hash == p.config_hash) {
+    s.out << "#   kept " << p.tag << ": skipped, " << *why << "\n";
+    return true;
+  }
+  if (s.o.dry_run) {
+    s.out << "#   skipped " << p.tag << ": " << *why << "\n";
+    return true;
+  }
+  make_directories(dir);
+  ClaimState busy;
+  std::optional<PointClaim> claim = PointClaim::acquire(dir, &busy);
+  if (!claim) {
+    s.out << "#   left " << p.tag << ": " << busy.describe(dir) << "\n";
+    return true;
+  }
+  archive_settled_attempt(dir);
+  PointRecord r;
+  r.status = PointStatus::kSkipped;
+  r.reason = *why;
+  r.config_hash = p.config_hash;
+  r.attempt = (record ? record->attempt : 0) + 1;
+  r.host = this_host();
+  r.started = r.ended = utc_now_iso8601();
+  write_point_record(dir, r);
+  s.out << "#   skipped " << p.tag << ": " << *why << "\n";
+  return true;
+}
+
+// Whether the point is submitted: not kept, not queued already, not over the memory limit. Said
+// when it is not. Notes its time when it ran ok (--points-per-job auto).
+bool to_submit(Submission& s, const SweepPoint& p) {
+  const std::string dir = (s.root / p.tag).string();
+  std::optional<PointRecord> record = read_point_record(dir);
+  if (s.o.points_per_job == 0 && record && record->status == PointStatus::kOk &&
+      record->seconds > 0) {
+    s.measured[sbatch_options(p, s.plan.info().sweep_name, s.plan.info().sweep_path)].push_back(
+        record->seconds);
+  }
+  std::string rerun_why;
+  Decision d = decide_point(dir, record, p.config_hash, s.o.force, s.o.retry_failed, &rerun_why);
+  if (!rerun_why.empty()) {
+    s.out << "#   " << p.tag << ": status.json says ok, but " << rerun_why << ": submitted again\n";
+  }
+  if (d == Decision::kKeepOk) {
+    s.out << "#   kept " << p.tag << ": ok (--force submits it again)\n";
+    return false;
+  }
+  if (d == Decision::kKeepFailure) {
+    s.out << "#   kept " << p.tag << ": " << to_string(record->status)
           << " (--retry-failed submits it again)\n";
-      continue;
-    }
-    if (auto it = queued.find(p->tag); it != queued.end()) {
-      auto state = live.find(it->second);
-      if (state != live.end() && is_live_slurm_state(state->second.state)) {
-        out << "#   left " << p->tag << ": already " << to_lower(state->second.state) << " as job "
+    return false;
+  }
+  if (auto it = s.queued.find(p.tag); it != s.queued.end()) {
+    auto state = s.live.find(it->second);
+    if (state != s.live.end() && is_live_slurm_state(state->second.state)) {
+      s.out << "#   left " << p.tag << ": already " << to_lower(state->second.state) << " as job "
             << it->second << "\n";
-        continue;
-      }
+      return false;
     }
-    // Predicted over the sweep's memory_limit: recorded as skipped, with the prediction, and
-    // never queued (the array task's runner would skip it too, after the wait), as bench-sweep
-    // run does: under the point's claim, its earlier attempt archived; a point that ran ok is
-    // never skipped (it fitted), and one skipped for the same reason is left as it is.
-    if (std::optional<std::string> why =
-            memory_limit_skip(*p, record, plan.info().memory_limit)) {
-      if (record && record->status == PointStatus::kSkipped && record->reason == *why &&
-          record->config_hash == p->config_hash) {
-        out << "#   kept " << p->tag << ": skipped, " << *why << "\n";
-        continue;
-      }
-      if (o.dry_run) {
-        out << "#   skipped " << p->tag << ": " << *why << "\n";
-        continue;
-      }
-      make_directories(dir);
-      ClaimState busy;
-      std::optional<PointClaim> claim = PointClaim::acquire(dir, &busy);
-      if (!claim) {
-        out << "#   left " << p->tag << ": " << busy.describe(dir) << "\n";
-        continue;
-      }
-      archive_settled_attempt(dir);
-      PointRecord r;
-      r.status = PointStatus::kSkipped;
-      r.reason = *why;
-      r.config_hash = p->config_hash;
-      r.attempt = (record ? record->attempt : 0) + 1;
-      r.host = this_host();
-      r.started = r.ended = utc_now_iso8601();
-      write_point_record(dir, r);
-      out << "#   skipped " << p->tag << ": " << *why << "\n";
+  }
+  return !settled_by_memory_limit(s, p, record);
+}
+
+// The largest array SLURM takes: --max-array-size, else scontrol's MaxArraySize.
+long max_array_size(const Submission& s) {
+  if (s.o.max_array_size > 0) return s.o.max_array_size;
+  std::optional<long> asked = slurm_max_array_size();
+  if (!asked) {
+    s.out << "# scontrol did not answer: MaxArraySize " << kDefaultMaxArraySize << " assumed\n";
+  }
+  return asked.value_or(kDefaultMaxArraySize);
+}
+
+// --points-per-job auto for a group of points asking for the same resources: from the median
+// time its points took and the time limit, half of it filled. Sets *point_seconds to the job's
+// time a point when no slurm.time gives one.
+size_t auto_per_task(Submission& s, const ArrayJob& group, std::optional<long>* point_seconds) {
+  const SlurmSettings& first = group.points.front()->settings.slurm;
+  std::vector<double>& times = s.measured[group.options];
+  if (times.empty()) {
+    throw Error::input(Mark::in("--points-per-job auto"), "",
+                       "no point asking for " + join(group.options, " ") +
+                           " has run yet, so there is no time a point to pack them by",
+                       "run a few first (bench-sweep submit --only 0,1, or bench-sweep run), or "
+                       "give --points-per-job a number");
+  }
+  std::sort(times.begin(), times.end());
+  double median = times[times.size() / 2];
+  std::optional<long> limit = *point_seconds;
+  std::string limit_from = "slurm.time";
+  if (!limit) {
+    limit = slurm_partition_max_time(first.partition.value_or(""));
+    limit_from = "the partition's MaxTime";
+  }
+  if (!limit) {
+    limit = 3600;
+    limit_from = "an hour (no time limit known)";
+  }
+  int at_once = s.o.jobs == kJobsAuto ? 1 : s.o.jobs;
+  size_t per_task = auto_points_per_job(median, *limit, at_once, group.points.size());
+  s.out << "# --points-per-job auto: " << per_task << " points a job: " << times.size()
+        << " ran in " << human_number(median) << " s each (median), " << at_once
+        << " at once, to fill half of " << slurm_time_text(*limit) << " (" << limit_from << ")\n";
+  // The job's time limit: the whole limit for its points, as they were measured.
+  if (!*point_seconds) *point_seconds = static_cast<long>(median * 2 + 60);
+  return per_task;
+}
+
+// The points cut into array jobs: a point a task, or packed (--points-per-job, --jobs), one
+// group of points asking for the same resources at a time.
+std::vector<ArrayJob> make_arrays(Submission& s, const std::vector<const SweepPoint*>& points,
+                                  long max_array) {
+  const PlanInfo& info = s.plan.info();
+  if (s.o.points_per_job == 1 && s.o.jobs == 1) {
+    return group_into_arrays(points, info.sweep_name, info.sweep_path, max_array);
+  }
+  std::vector<ArrayJob> arrays;
+  for (ArrayJob& group : group_into_arrays(points, info.sweep_name, info.sweep_path,
+                                           std::numeric_limits<long>::max())) {
+    const SlurmSettings& first = group.points.front()->settings.slurm;
+    std::optional<long> point_seconds;
+    if (first.time) point_seconds = slurm_time_seconds(*first.time);
+    size_t per_task = static_cast<size_t>(std::max(0L, s.o.points_per_job));
+    if (per_task == 0) per_task = auto_per_task(s, group, &point_seconds);
+    for (ArrayJob& a :
+         group_into_arrays(group.points, info.sweep_name, info.sweep_path, max_array, per_task)) {
+      pack_array(&a, per_task, s.o.jobs, point_seconds);
+      arrays.push_back(std::move(a));
+    }
+  }
+  return arrays;
+}
+
+// Writes and submits each array's script (a dry run prints them).
+void submit_arrays(Submission& s, const std::vector<ArrayJob>& arrays, SubmitReport& report) {
+  const fs::path submit_dir = s.root / kSubmitDir;
+  const fs::path log_dir = submit_dir / kLogsDir;
+  check_directive_value(log_dir.string(), "--out", s.o.out_dir);  // it goes into --output
+  std::vector<std::string> run_argv = {s.o.bench_sweep, "run", s.o.sweep_path, "--out",
+                                       s.root.string()};
+  run_argv.insert(run_argv.end(), s.o.run_args.begin(), s.o.run_args.end());
+  if (s.o.force) run_argv.push_back("--force");
+  if (s.o.retry_failed) run_argv.push_back("--retry-failed");
+  if (!s.o.dry_run) make_directories(log_dir.string());
+  for (size_t g = 0; g < arrays.size(); ++g) {
+    const ArrayJob& job = arrays[g];
+    const std::string stem = s.stamp + "-" + std::to_string(g + 1);
+    std::string path = s.o.dry_run ? (submit_dir / (stem + ".sbatch")).string()
+                                   : unique_script_path(submit_dir, stem);
+    std::string header = "# Written by `bench-sweep submit` at " + utc_now_iso8601() + ": sweep " +
+                         s.plan.info().sweep_name + ", " + plural(job.points.size(), "point") +
+                         " asking for the same resources, " +
+                         (job.per_task > 1 ? std::to_string(job.per_task) + " an array task"
+                                           : "one array task each") +
+                         ".\n# `sbatch " + path +
+                         "` submits it again; points already ok are kept.\n";
+    std::string script = array_script(job, run_argv, s.o.max_parallel, log_dir.string(), header);
+    s.out << "# array " << (g + 1) << "/" << arrays.size() << ": "
+          << plural(job.points.size(), "point")
+          << (job.per_task > 1
+                  ? " in " + plural(job.tasks(), "task") + " of " + std::to_string(job.per_task) +
+                        " (bench-sweep run " + join(job.run_options, " ") + ")"
+                  : "")
+          << ", " << join(job.options, " ") << "\n";
+    if (s.o.dry_run) {
+      s.out << "# ---- " << path << " ----\n" << script << "# ---- end ----\n";
+      s.out << shell_join({"sbatch", "--parsable", path}) << "\n";
       continue;
     }
-    points.push_back(p);
+    write_file_atomic(path, script);
+    std::string id = slurm_submit(path);
+    record_job(s.root.string(), id, path, job);
+    report.job_ids.push_back(id);
+    report.submitted_points += job.points.size();
+    s.out << "submitted job " << id << " (array of " << job.tasks() << ", script " << path << ")\n";
+  }
+}
+
+// --history: one job after every array ingests the sweep: the tasks never touch the store.
+void submit_history_job(const Submission& s, const std::vector<ArrayJob>& arrays,
+                        const SubmitReport& report) {
+  const fs::path submit_dir = s.root / kSubmitDir;
+  std::vector<std::string> shared;
+  for (const std::string& option : arrays.front().options) {
+    for (const char* kept : {"--partition=", "--account=", "--qos="}) {
+      if (option.rfind(kept, 0) == 0) shared.push_back(option);
+    }
+  }
+  std::string path = s.o.dry_run ? (submit_dir / (s.stamp + "-history.sbatch")).string()
+                                 : unique_script_path(submit_dir, s.stamp + "-history");
+  std::string header = "# Written by `bench-sweep submit` at " + utc_now_iso8601() +
+                       ": records the finished points of sweep " + s.plan.info().sweep_name +
+                       " in the history store once its arrays have ended (docs/history.md).\n";
+  std::vector<std::string> ids = report.job_ids;
+  if (s.o.dry_run) ids = {"JOBID"};
+  std::string script =
+      history_job_script(history_ingest_argv(s.o.bench_sweep, s.root.string(), s.o.history), ids,
+                         shared, (submit_dir / kLogsDir).string(), header);
+  if (s.o.dry_run) {
+    s.out << "# ---- " << path << " ----\n" << script << "# ---- end ----\n";
+    return;
+  }
+  write_file_atomic(path, script);
+  std::string id = slurm_submit(path);
+  s.out << "submitted job " << id << " (after the arrays: records the sweep in "
+        << redacted_url(s.o.history.store) << ", script " << path << ")\n";
+}
+
+}  // namespace
+
+SubmitReport submit_sweep(const Plan& plan, const SubmitOptions& o, std::ostream& out) {
+  Submission s(plan, o, out);
+  read_queued(s);
+  out << "# bench-sweep submit: sweep " << plan.info().sweep_name << ", out " << o.out_dir
+      << (o.dry_run ? " (dry run: nothing is written or submitted)" : "") << "\n";
+  print_predicted_time(s);
+  std::vector<const SweepPoint*> points;
+  for (const SweepPoint* p : points_to_run(plan, o.only)) {
+    if (to_submit(s, *p)) points.push_back(p);
   }
   SubmitReport report;
   if (points.empty()) {
@@ -386,132 +566,10 @@ SubmitReport submit_sweep(const Plan& plan, const SubmitOptions& o, std::ostream
         << o.out_dir << "`)\n";
     return report;
   }
-  long max_array = o.max_array_size;
-  if (max_array <= 0) {
-    std::optional<long> asked = slurm_max_array_size();
-    max_array = asked.value_or(kDefaultMaxArraySize);
-    if (!asked) {
-      out << "# scontrol did not answer: MaxArraySize " << kDefaultMaxArraySize << " assumed\n";
-    }
-  }
-  std::vector<ArrayJob> arrays;
-  const bool packing = o.points_per_job != 1 || o.jobs != 1;
-  if (!packing) {
-    arrays = group_into_arrays(points, plan.info().sweep_name, plan.info().sweep_path, max_array);
-  } else {
-    // One group at a time: its points a task (given, or from its measured time and limit).
-    for (ArrayJob& group : group_into_arrays(points, plan.info().sweep_name, plan.info().sweep_path,
-                                             std::numeric_limits<long>::max())) {
-      const SlurmSettings& first = group.points.front()->settings.slurm;
-      std::optional<long> point_seconds;
-      if (first.time) point_seconds = slurm_time_seconds(*first.time);
-      size_t per_task = static_cast<size_t>(std::max(0L, o.points_per_job));
-      if (per_task == 0) {
-        std::vector<double>& times = measured[group.options];
-        if (times.empty()) {
-          throw Error::input(
-              Mark::in("--points-per-job auto"), "",
-              "no point asking for " + join(group.options, " ") +
-                  " has run yet, so there is no time a point to pack them by",
-              "run a few first (bench-sweep submit --only 0,1, or bench-sweep run), or give "
-              "--points-per-job a number");
-        }
-        std::sort(times.begin(), times.end());
-        double median = times[times.size() / 2];
-        std::optional<long> limit = point_seconds;
-        std::string limit_from = "slurm.time";
-        if (!limit) {
-          limit = slurm_partition_max_time(first.partition.value_or(""));
-          limit_from = "the partition's MaxTime";
-        }
-        if (!limit) {
-          limit = 3600;
-          limit_from = "an hour (no time limit known)";
-        }
-        int at_once = o.jobs == kJobsAuto ? 1 : o.jobs;
-        per_task = auto_points_per_job(median, *limit, at_once, group.points.size());
-        out << "# --points-per-job auto: " << per_task << " points a job: " << times.size()
-            << " ran in " << human_number(median) << " s each (median), " << at_once
-            << " at once, to fill half of " << slurm_time_text(*limit) << " (" << limit_from
-            << ")\n";
-        // The job's time limit: the whole limit for its points, as they were measured.
-        if (!point_seconds) point_seconds = static_cast<long>(median * 2 + 60);
-      }
-      for (ArrayJob& a : group_into_arrays(group.points, plan.info().sweep_name,
-                                           plan.info().sweep_path, max_array, per_task)) {
-        pack_array(&a, per_task, o.jobs, point_seconds);
-        arrays.push_back(std::move(a));
-      }
-    }
-  }
-  fs::path submit_dir = root / kSubmitDir;
-  fs::path log_dir = submit_dir / kLogsDir;
-  check_directive_value(log_dir.string(), "--out", o.out_dir);  // it goes into --output
-  std::vector<std::string> run_argv = {o.bench_sweep, "run", o.sweep_path, "--out", root.string()};
-  run_argv.insert(run_argv.end(), o.run_args.begin(), o.run_args.end());
-  if (o.force) run_argv.push_back("--force");
-  if (o.retry_failed) run_argv.push_back("--retry-failed");
-  if (!o.dry_run) make_directories(log_dir.string());
-  std::string stamp = compact_stamp();
-  for (size_t g = 0; g < arrays.size(); ++g) {
-    const ArrayJob& job = arrays[g];
-    std::string path =
-        o.dry_run ? (submit_dir / (stamp + "-" + std::to_string(g + 1) + ".sbatch")).string()
-                  : unique_script_path(submit_dir, stamp + "-" + std::to_string(g + 1));
-    std::string header = "# Written by `bench-sweep submit` at " + utc_now_iso8601() + ": sweep " +
-                         plan.info().sweep_name + ", " + plural(job.points.size(), "point") +
-                         " asking for the same resources, " +
-                         (job.per_task > 1 ? std::to_string(job.per_task) + " an array task"
-                                           : "one array task each") +
-                         ".\n# `sbatch " + path +
-                         "` submits it again; points already ok are kept.\n";
-    std::string script = array_script(job, run_argv, o.max_parallel, log_dir.string(), header);
-    out << "# array " << (g + 1) << "/" << arrays.size() << ": "
-        << plural(job.points.size(), "point")
-        << (job.per_task > 1
-                ? " in " + plural(job.tasks(), "task") + " of " + std::to_string(job.per_task) +
-                      " (bench-sweep run " + join(job.run_options, " ") + ")"
-                : "")
-        << ", " << join(job.options, " ") << "\n";
-    if (o.dry_run) {
-      out << "# ---- " << path << " ----\n" << script << "# ---- end ----\n";
-      out << shell_join({"sbatch", "--parsable", path}) << "\n";
-      continue;
-    }
-    write_file_atomic(path, script);
-    std::string id = slurm_submit(path);
-    record_job(root.string(), id, path, job);
-    report.job_ids.push_back(id);
-    report.submitted_points += job.points.size();
-    out << "submitted job " << id << " (array of " << job.tasks() << ", script " << path << ")\n";
-  }
-  if (o.history.wanted()) {
-    // One job after every array ingests the sweep: the tasks never touch the store.
-    std::vector<std::string> shared;
-    for (const std::string& option : arrays.front().options) {
-      for (const char* kept : {"--partition=", "--account=", "--qos="}) {
-        if (option.rfind(kept, 0) == 0) shared.push_back(option);
-      }
-    }
-    std::string path = o.dry_run ? (submit_dir / (stamp + "-history.sbatch")).string()
-                                 : unique_script_path(submit_dir, stamp + "-history");
-    std::string header = "# Written by `bench-sweep submit` at " + utc_now_iso8601() +
-                         ": records the finished points of sweep " + plan.info().sweep_name +
-                         " in the history store once its arrays have ended (docs/history.md).\n";
-    std::vector<std::string> ids = report.job_ids;
-    if (o.dry_run) ids = {"JOBID"};
-    std::string script =
-        history_job_script(history_ingest_argv(o.bench_sweep, root.string(), o.history), ids,
-                           shared, log_dir.string(), header);
-    if (o.dry_run) {
-      out << "# ---- " << path << " ----\n" << script << "# ---- end ----\n";
-    } else {
-      write_file_atomic(path, script);
-      std::string id = slurm_submit(path);
-      out << "submitted job " << id << " (after the arrays: records the sweep in "
-          << redacted_url(o.history.store) << ", script " << path << ")\n";
-    }
-  }
+  const long max_array = max_array_size(s);
+  std::vector<ArrayJob> arrays = make_arrays(s, points, max_array);
+  submit_arrays(s, arrays, report);
+  if (o.history.wanted()) submit_history_job(s, arrays, report);
   if (!o.dry_run) {
     out << "# " << plural(report.submitted_points, "point") << " in "
         << plural(report.job_ids.size(), "job array") << "; follow with `bench-sweep status --out "
