@@ -8,9 +8,62 @@
 #include <numeric>
 #include <random>
 
-#include "results/summary.h"  // percentile
-
 namespace sweepbench {
+
+double percentile(std::vector<double> values, double q) {
+  // A NaN has no place in an order (and would break the selection below).
+  if (values.empty() ||
+      std::any_of(values.begin(), values.end(), [](double v) { return std::isnan(v); })) {
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+  double pos = q * static_cast<double>(values.size() - 1);
+  size_t lo = static_cast<size_t>(std::floor(pos));
+  size_t hi = std::min(lo + 1, values.size() - 1);
+  double frac = pos - static_cast<double>(lo);
+  // Selection, not a sort: the lo-th value, then the smallest of those after it.
+  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(lo), values.end());
+  double low = values[lo];
+  double high = hi == lo ? low
+                         : *std::min_element(values.begin() + static_cast<std::ptrdiff_t>(lo) + 1,
+                                             values.end());
+  return frac == 0 ? low : low + (high - low) * frac;
+}
+
+double finite_magnitude(const double* x, size_t n) {
+  double scale = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (std::isfinite(x[i])) scale = std::max(scale, std::fabs(x[i]));
+  }
+  return scale;
+}
+
+double mean_of(const double* x, size_t n) {
+  if (n == 0) return std::numeric_limits<double>::quiet_NaN();
+  const double scale = finite_magnitude(x, n);
+  if (!(scale > kLargeMagnitude)) return std::accumulate(x, x + n, 0.0) / static_cast<double>(n);
+  // Values near DBL_MAX: their sum would overflow to inf, their mean does not.
+  double sum = 0;
+  for (size_t i = 0; i < n; ++i) sum += x[i] / scale;
+  return sum / static_cast<double>(n) * scale;
+}
+
+double sample_stddev_of(const double* x, size_t n, double m) {
+  // Deviations of values near DBL_MAX overflow when squared: the deviation of x / scale, scaled
+  // back (finite wherever the result itself is).
+  const double scale = std::max(finite_magnitude(x, n), std::fabs(m));
+  const double s = scale > kLargeMagnitude ? scale : 1.0;
+  double sq = 0;
+  for (size_t i = 0; i < n; ++i) sq += (x[i] / s - m / s) * (x[i] / s - m / s);
+  return std::sqrt(sq / static_cast<double>(n - 1)) * s;
+}
+
+double mean(const std::vector<double>& values) { return mean_of(values.data(), values.size()); }
+
+double stddev(const std::vector<double>& values) {
+  if (values.size() < 2) return 0.0;
+  return sample_stddev_of(values.data(), values.size(), mean(values));
+}
+
 namespace {
 
 

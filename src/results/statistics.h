@@ -27,6 +27,22 @@
 
 namespace sweepbench {
 
+// The q-quantile, q in [0, 1], interpolated linearly between order statistics; NaN for an
+// empty list or one holding a NaN.
+double percentile(std::vector<double> values, double q);
+
+// The mean; NaN for no values.
+double mean(const std::vector<double>& values);
+// Sample standard deviation (n - 1); 0 for fewer than two values.
+double stddev(const std::vector<double>& values);
+
+// The same over n values at x, without overflow: values beyond kLargeMagnitude (near DBL_MAX,
+// where a sum or a squared deviation would be inf) are scaled down first, so that the mean and
+// the standard deviation of finite values are finite (docs/security.md). NaN for no values.
+constexpr double kLargeMagnitude = 1e150;
+double mean_of(const double* x, size_t n);
+double sample_stddev_of(const double* x, size_t n, double mean);
+
 struct Estimate {
   static constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
   double mean = kNaN;  // of the samples kept

@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "results/statistics.h"  // IWYU pragma: export (percentile, mean, stddev)
+
 namespace sweepbench {
 
 struct Metric {
@@ -84,18 +86,5 @@ bool higher_is_better(const std::string& metric, const std::string& unit = "");
 // _ci_high (a throughput's; every metric's after bench-extract --group-repeats), then for a mean
 // time <base>_mean_s the mean's <base>_ci_low_s and _ci_high_s (step_time_mean_s, ttft_mean_s).
 std::vector<std::pair<std::string, std::string>> interval_columns(const std::string& metric);
-
-// q in [0, 1]; NaN for an empty list.
-double percentile(std::vector<double> values, double q);
-double mean(const std::vector<double>& values);
-// Sample standard deviation (n - 1); 0 for fewer than two values.
-double stddev(const std::vector<double>& values);
-
-// The same over n values at x, without overflow: values beyond kLargeMagnitude (near DBL_MAX,
-// where a sum or a squared deviation would be inf) are scaled down first, so that the mean and
-// the standard deviation of finite values are finite (docs/security.md). NaN for no values.
-constexpr double kLargeMagnitude = 1e150;
-double mean_of(const double* x, size_t n);
-double sample_stddev_of(const double* x, size_t n, double mean);
 
 }  // namespace sweepbench
