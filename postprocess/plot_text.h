@@ -1,5 +1,5 @@
-// What bench-plot's figures share (plot.cc, plot_figures.cc): reading the table's numbers and
-// columns, and the one way each kind of text reaches a gnuplot script or its data file.
+// What bench-plot's figures share (plot.cc, plot_points.cc, plot_figures.cc): reading the table's
+// numbers and columns, and the one way each kind of text reaches a gnuplot script or its data file.
 #pragma once
 
 #include <cstddef>

@@ -46,64 +46,10 @@ namespace sweepbench {
 
 namespace fs = std::filesystem;
 
-const std::vector<std::string>& identity_columns() {
-  static const std::vector<std::string> c = {"sweep",  "tag",    "index", "scenario",
-                                             "repeat", "status", "reason"};
-  return c;
-}
-
-// Every metric summarize() gives, in its order.
-const std::vector<std::string>& training_metric_columns() {
-  static const std::vector<std::string> c = [] {
-    SummaryInput in;
-    in.step_s = {1};
-    in.has_eval = true;
-    in.peak_tflops = 1;
-    in.memory_peak_bytes = in.memory_alloc_peak_bytes = in.comm_bytes_per_step = 0;
-    in.cpu_shared = 0;
-    in.parameter_count = 1;
-    std::vector<std::string> names;
-    for (const Metric& m : summarize(in)) names.push_back(m.name);
-    return names;
-  }();
-  return c;
-}
-
-// Every metric summarize_infer() (infer_metrics.h) gives, in its order.
-const std::vector<std::string>& inference_metric_columns() {
-  static const std::vector<std::string> c = [] {
-    InferSummaryInput infer;
-    infer.runs = {{1, 2, {1}}};
-    infer.batch = infer.input_tokens = infer.output_tokens = 1;
-    infer.peak_tflops = infer.peak_bandwidth_gbs = 1;
-    infer.memory_peak_bytes = infer.memory_alloc_peak_bytes = 0;
-    infer.cpu_shared = 0;
-    std::vector<std::string> names;
-    for (const Metric& m : summarize_infer(infer)) names.push_back(m.name);
-    return names;
-  }();
-  return c;
-}
-
-// The metric columns in the order summarize() gives them, then summarize_infer()'s, whether or
-// not a point has them.
-const std::vector<std::string>& metric_columns() {
-  static const std::vector<std::string> c = [] {
-    std::vector<std::string> names = training_metric_columns();
-    for (const std::string& m : inference_metric_columns()) {
-      if (std::find(names.begin(), names.end(), m) == names.end()) names.push_back(m);
-    }
-    return names;
-  }();
-  return c;
-}
-
 // A file whose presence makes its directory a point.
 bool is_point_file(const std::string& name) {
   return name == kConfigFile || name == kStatusFile || is_rank_file_name(name);
 }
-
-namespace {
 
 std::optional<Value> read_json_or_yaml(const fs::path& path, std::vector<std::string>* warnings) {
   try {
@@ -116,8 +62,6 @@ std::optional<Value> read_json_or_yaml(const fs::path& path, std::vector<std::st
   }
   return std::nullopt;
 }
-
-}  // namespace
 
 // What the manifest beside a point says about it (index, scenario, repeat, sweep).
 const ManifestPoint* Manifests::entry(const fs::path& point_dir, std::string* sweep) {
@@ -148,23 +92,6 @@ std::vector<std::string> sweep_axes(const std::vector<std::string>& point_dirs) 
   return axes;
 }
 
-const std::vector<std::string>& memory_column_names() {
-  static const std::vector<std::string> c = {
-      "mem_torch_mem_alloc_in_bytes", "mem_peak_torch_mem_alloc_in_bytes",
-      "mem_nvidia_mem_reserved", "cpu_percent_mean", "ram_peak_mb"};
-  return c;
-}
-
-const std::vector<std::string>& prediction_column_names() {
-  static const std::vector<std::string> c = {
-      "mem_pred_peak_bytes",     "mem_pred_error",       "mem_pred_resident_bytes",
-      "mem_pred_resident_error", "time_pred_step_s",     "time_pred_error",
-      "time_pred_device_hours",  "time_pred_comm_bytes", "time_pred_comm_error"};
-  return c;
-}
-
-namespace {
-
 // A whole number stays one (a program's `"num_requests": 32`, a count of bytes): written 32,
 // not 32.0. Exact up to 2^53, as doubles are.
 Value number_or_null(double v) {
@@ -174,6 +101,8 @@ Value number_or_null(double v) {
   }
   return Value::real(v);
 }
+
+namespace {
 
 // The memory columns of docs/extract.md into `row`: fms-acceleration's from rank 0's stages (as
 // the Hugging Face Trainer logs rank 0 only), the sampler's over every rank.
@@ -225,7 +154,6 @@ void memory_columns(const std::vector<RankResult>& ranks, std::map<std::string, 
   if (ram_peak >= 0) (*row)["ram_peak_mb"] = Value::real(ram_peak);
 }
 
-// The rows of a point's long table: each starts as the point's row (identity and config).
 // A command's figures: rank 0's (the program's own report; docs/commands.md), its exit code and
 // duration, and each metric's unit.
 void command_columns(const CommandResult& c, std::map<std::string, Value>* row) {
@@ -304,295 +232,7 @@ void prediction_columns(const Value& config, const RankResult& lead, bool infer,
   }
 }
 
-std::vector<std::map<std::string, Value>> series_rows(Series series,
-                                                      const std::vector<RankResult>& ranks,
-                                                      const std::map<std::string, Value>& point) {
-  std::vector<std::map<std::string, Value>> rows;
-  auto base = [&point]() {
-    std::map<std::string, Value> r;
-    for (const std::string& c : identity_columns()) {
-      if (auto it = point.find(c); it != point.end()) r[c] = it->second;
-    }
-    for (const KeySpec& k : Schema::get().keys()) {
-      if (auto it = point.find(k.path); it != point.end()) r[k.path] = it->second;
-    }
-    for (const char* c : {"started", "device_name"}) {
-      if (auto it = point.find(c); it != point.end()) r[c] = it->second;
-    }
-    // The entries of free maps (params: the program's own options; serve.body), a column each.
-    for (const KeySpec& k : Schema::get().keys()) {
-      if (k.type != KeyType::kFreeMap) continue;
-      const std::string prefix = k.path + ".";
-      for (auto it = point.lower_bound(prefix);
-           it != point.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
-        r[it->first] = it->second;
-      }
-    }
-    return r;
-  };
-  if (series == Series::kSystem) {
-    for (const RankResult& rank : ranks) {
-      const SampleSeries& s = rank.samples;
-      for (size_t i = 0; i < s.time_s.size(); ++i) {
-        std::map<std::string, Value> r = base();
-        r["rank"] = Value::integer(rank.rank);
-        r["time_s"] = Value::real(s.time_s[i]);
-        // -1: not sampled (the baseline, or metrics.system off): an empty cell, not a value.
-        if (i < s.cpu_percent.size() && s.cpu_percent[i] >= 0)
-          r["cpu_percent"] = Value::real(s.cpu_percent[i]);
-        if (i < s.ram_used_mb.size() && s.ram_used_mb[i] >= 0)
-          r["ram_used_mb"] = Value::real(s.ram_used_mb[i]);
-        if (i < s.rss_bytes.size()) r["rss_bytes"] = Value::integer(s.rss_bytes[i]);
-        if (i < s.device_bytes.size()) r["device_bytes"] = Value::integer(s.device_bytes[i]);
-        rows.push_back(std::move(r));
-      }
-    }
-    return rows;
-  }
-  if (series == Series::kLevels) {
-    // Each load level of a serve point: the level, whether the SLA search added it, and its
-    // figures (results/serve_columns.h), as bench-serve measured them.
-    const RankResult& lead = ranks.front();
-    if (lead.benchmark != "serve") return rows;
-    const ServeResult& s = lead.serve;
-    // Each figure's unit, as the point's row has them (bench-plot labels its axes and reads a
-    // metric's direction from them): the level's by the load mode, the others' from the file.
-    Value units = Value::map();
-    units.set("level", Value::string(serve_level_unit(s.mode)));
-    for (size_t m = 0; m < s.metric_names.size() && m < s.metric_units.size(); ++m) {
-      if (!s.metric_units[m].empty())
-        units.set(s.metric_names[m], Value::string(s.metric_units[m]));
-    }
-    for (size_t i = 0; i < s.levels.size(); ++i) {
-      std::map<std::string, Value> r = base();
-      r["level_index"] = Value::integer(static_cast<std::int64_t>(i));
-      r["level"] = number_or_null(s.levels[i]);
-      r["searched"] = Value::boolean(i < s.searched.size() && s.searched[i] != 0);
-      for (size_t m = 0; m < s.metric_names.size() && m < s.level_values.size(); ++m) {
-        if (i < s.level_values[m].size()) r[s.metric_names[m]] = number_or_null(s.level_values[m][i]);
-      }
-      r["units"] = units;
-      rows.push_back(std::move(r));
-    }
-    return rows;
-  }
-  if (series == Series::kLists) {
-    // Each value of a command's list metrics (reduce: all; vLLM's latencies), rank 0's as the
-    // row's are: one row per value, with the metric's name and the value's place in its list.
-    const RankResult* rank0 = &ranks.front();
-    for (const RankResult& r : ranks) {
-      if (r.rank == 0) rank0 = &r;
-    }
-    if (rank0->benchmark != "command") return rows;
-    for (const CommandMetric& m : rank0->command.metrics) {
-      if (!m.found || m.reduce != "all") continue;
-      for (size_t i = 0; i < m.values.size(); ++i) {
-        std::map<std::string, Value> r = base();
-        r["metric"] = Value::string(m.name);
-        r["unit"] = Value::string(m.unit);
-        r["item"] = Value::integer(static_cast<std::int64_t>(i));
-        r["value"] = number_or_null(m.values[i]);
-        rows.push_back(std::move(r));
-      }
-    }
-    return rows;
-  }
-  if (ranks.front().benchmark != "infer") return rows;  // tokens: inference points only
-  // Each timed run's token times, the slowest rank's (as the row's metrics are).
-  std::vector<std::vector<InferRunTiming>> per_rank;
-  for (const RankResult& r : ranks) per_rank.push_back(timed_runs(r.infer));
-  std::vector<InferRunTiming> runs = slowest_rank_runs(per_rank);
-  if (runs.empty()) return rows;
-  size_t positions = runs.front().step_s.size() + 1;
-  for (const InferRunTiming& t : runs) positions = std::min(positions, t.step_s.size() + 1);
-  if (positions == 1 && ranks.front().infer.output_tokens > 1) return rows;  // no token metrics
-  for (size_t p = 0; p < positions; ++p) {
-    std::vector<double> times;
-    for (const InferRunTiming& t : runs) times.push_back(p == 0 ? t.ttft_s : t.step_s[p - 1]);
-    std::map<std::string, Value> r = base();
-    r["position"] = Value::integer(static_cast<std::int64_t>(p));
-    r["runs"] = Value::integer(static_cast<std::int64_t>(times.size()));
-    r["token_seconds_mean"] = number_or_null(mean(times));
-    r["token_seconds_p50"] = number_or_null(percentile(times, 0.5));
-    r["token_seconds_p90"] = number_or_null(percentile(times, 0.9));
-    r["token_seconds_min"] = number_or_null(percentile(times, 0.0));
-    r["token_seconds_max"] = number_or_null(percentile(times, 1.0));
-    rows.push_back(std::move(r));
-  }
-  return rows;
-}
-
 }  // namespace
-
-Series parse_series(const std::string& name) {
-  if (name == "tokens") return Series::kTokens;
-  if (name == "system") return Series::kSystem;
-  if (name == "lists") return Series::kLists;
-  if (name == "levels") return Series::kLevels;
-  throw Error::input(Mark::in("--series " + name), "", "is not a series",
-                     "use --series tokens (per-token latency of bench-infer points), --series "
-                     "system (CPU and RAM over time), --series lists (each value of commands' "
-                     "list metrics) or --series levels (each load level of serve points)");
-}
-
-namespace {
-
-// Columns that only some points have: the entries of their free maps (params, serve.body) and
-// their commands' metrics, read from each point's config.yaml (unreadable ones add nothing; the
-// row says why).
-struct PointColumns {
-  std::map<std::string, std::set<std::string>> free_entries;  // by the free map's key path
-  std::vector<std::string> metrics;  // in the order first seen
-  std::set<std::string> benchmarks;  // the workloads present (empty: no config could be read)
-  std::vector<std::string> referenced;  // metrics a performance reference was checked on
-  bool predicted_commands = false;  // a command point with command.predict_as
-
-  // Whether a point of the workload `benchmark` may be among them.
-  bool has(const std::string& benchmark) const {
-    return benchmarks.empty() || benchmarks.count(benchmark) != 0;
-  }
-};
-
-PointColumns point_columns(const std::vector<std::string>& dirs) {
-  PointColumns c;
-  auto add_metric = [&](const std::string& name) {
-    if (std::find(c.metrics.begin(), c.metrics.end(), name) == c.metrics.end()) {
-      c.metrics.push_back(name);
-    }
-  };
-  for (const std::string& d : dirs) {
-    std::vector<std::string> ignored;
-    if (std::optional<Value> record = read_json_or_yaml(fs::path(d) / kStatusFile, &ignored);
-        record && record->is_map()) {
-      if (const Value* refs = record->find("references"); refs != nullptr && refs->is_list()) {
-        for (const Value& r : refs->items()) {
-          std::string m = r.is_map() ? text_field(r, "metric") : "";
-          if (!m.empty() && std::find(c.referenced.begin(), c.referenced.end(), m) ==
-                                c.referenced.end()) {
-            c.referenced.push_back(m);
-          }
-        }
-      }
-    }
-    std::optional<Value> config = read_json_or_yaml(fs::path(d) / kConfigFile, &ignored);
-    if (!config || !config->is_map()) continue;
-    std::string benchmark = text_field(*config, "benchmark");
-    c.benchmarks.insert(benchmark.empty() ? "train" : benchmark);
-    for (const KeySpec& k : Schema::get().keys()) {
-      if (k.type != KeyType::kFreeMap) continue;
-      if (const Value* map = config->find_path(k.path); map != nullptr && map->is_map()) {
-        for (const Value::Entry& e : map->entries()) c.free_entries[k.path].insert(e.key);
-      }
-    }
-    if (benchmark == "serve") {
-      for (const ServeColumn& m : serve_level_columns()) add_metric(m.name);
-      for (const ServeColumn& m : serve_point_columns()) add_metric(m.name);
-    }
-    if (benchmark != "command") continue;
-    if (const Value* as = config->find_path("command.predict_as");
-        as != nullptr && as->is_string() && (as->as_string() == "train" || as->as_string() == "infer")) {
-      c.predicted_commands = true;
-    }
-    if (const Value* parser = config->find_path("command.parser");
-        parser != nullptr && parser->is_string()) {
-      for (const MetricSpec& m : parser_metrics(parser->as_string())) add_metric(m.name);
-    }
-    if (const Value* metrics = config->find_path("command.metrics"); metrics != nullptr) {
-      for (const Value& m : metrics->items()) {
-        if (std::string name = text_field(m, "name"); !name.empty()) add_metric(name);
-      }
-    }
-  }
-  return c;
-}
-
-// Identity, then every config key that a workload present reads (a free map, params or
-// serve.body, as one column per entry the points have).
-std::vector<std::string> config_columns(const PointColumns& pc) {
-  std::vector<std::string> columns = identity_columns();
-  for (const KeySpec& k : Schema::get().keys()) {
-    bool read = std::any_of(pc.benchmarks.begin(), pc.benchmarks.end(),
-                            [&](const std::string& b) { return k.applies_to(b); });
-    if (!pc.benchmarks.empty() && !read) continue;
-    if (k.type == KeyType::kFreeMap) {
-      if (auto it = pc.free_entries.find(k.path); it != pc.free_entries.end()) {
-        for (const std::string& name : it->second) columns.push_back(k.path + "." + name);
-      }
-    } else {
-      columns.push_back(k.path);
-    }
-  }
-  return columns;
-}
-
-}  // namespace
-
-std::vector<std::string> series_columns(Series series, const std::vector<std::string>& dirs) {
-  std::vector<std::string> columns = config_columns(point_columns(dirs));
-  columns.insert(columns.end(), {"started", "device_name"});
-  if (series == Series::kSystem) {
-    columns.insert(columns.end(),
-                   {"rank", "time_s", "cpu_percent", "ram_used_mb", "rss_bytes", "device_bytes"});
-  } else if (series == Series::kLists) {
-    columns.insert(columns.end(), {"metric", "unit", "item", "value"});
-  } else if (series == Series::kLevels) {
-    columns.insert(columns.end(), {"level_index", "level", "searched"});
-    for (const ServeColumn& c : serve_level_columns()) columns.push_back(c.name);
-    columns.push_back("units");
-  } else {
-    columns.insert(columns.end(), {"position", "runs", "token_seconds_mean", "token_seconds_p50",
-                                   "token_seconds_p90", "token_seconds_min", "token_seconds_max"});
-  }
-  return columns;
-}
-
-std::vector<std::string> extract_columns(const std::vector<std::string>& dirs) {
-  // Only the columns of the workloads present: a table of command points has no training or
-  // inference metrics, and one of training points no command columns.
-  PointColumns pc = point_columns(dirs);
-  std::vector<std::string> columns = config_columns(pc);
-  // cpus, gpus, beside: where a point ran with bench-sweep run --jobs (empty otherwise).
-  columns.insert(columns.end(), {"world_size", "started", "device_name", "device", "cpus", "gpus",
-                                 "nodes", "beside"});
-  auto add = [&](const std::string& m) {
-    if (std::find(columns.begin(), columns.end(), m) == columns.end()) columns.push_back(m);
-  };
-  if (pc.has("train")) {
-    for (const std::string& m : training_metric_columns()) add(m);
-  }
-  if (pc.has("infer")) {
-    for (const std::string& m : inference_metric_columns()) add(m);
-  }
-  // A command's metric of a name bench-train or bench-infer has (tokens_per_second, say) shares
-  // its column: one table compares the programs.
-  for (const std::string& m : pc.metrics) add(m);
-  if (pc.has("command") || pc.has("serve")) {
-    columns.insert(columns.end(), {"exit_code", "seconds", "units"});
-  }
-  if (pc.has("train") || pc.has("infer")) {
-    for (const std::string& m : memory_column_names()) columns.push_back(m);
-    columns.push_back("cost_usd_per_mtok");
-    for (const std::string& c : prediction_column_names()) columns.push_back(c);
-  } else if (pc.has("command") || pc.has("serve")) {
-    columns.insert(columns.end(), {"cpu_percent_mean", "ram_peak_mb"});  // sampled as ours
-    if (pc.predicted_commands) {
-      for (const std::string& c : prediction_column_names()) columns.push_back(c);
-    }
-  }
-  if (pc.has("train") || pc.has("infer")) columns.push_back("noisy");
-  if (pc.has("train") || pc.has("infer")) columns.push_back("target_met");
-  if (pc.has("train")) columns.push_back("profile_trace");
-  // The sweep's performance references (sweep/references.h), as bench-sweep run checked them.
-  if (!pc.referenced.empty()) columns.push_back("reference");
-  for (const std::string& m : pc.referenced) {
-    for (const std::string& c : reference_columns(m)) columns.push_back(c);
-  }
-  return columns;
-}
-
-std::vector<std::string> reference_columns(const std::string& metric) {
-  return {metric + "_ref", metric + "_ref_low", metric + "_ref_high", metric + "_ref_pass"};
-}
 
 const std::vector<std::string>& noise_columns() {
   static const std::vector<std::string> c = {"step_time_cv", "ttft_cv", "e2e_cv"};
@@ -623,9 +263,6 @@ void mark_target(std::map<std::string, Value>* row) {
   (*row)["target_met"] = Value::boolean(met);
 }
 
-// One point's row, and what went wrong reading it.
-// `unread`: why the rank files were not read (their reader crashed or hung on them); the row is
-// then built from what else the directory says, and is incomplete.
 void config_cells(const Value& config, std::map<std::string, Value>* row) {
   // A section only one workload reads (infer.*, train.*) stays empty for the others.
   const Value* benchmark = config.find_path("benchmark");
@@ -643,249 +280,301 @@ void config_cells(const Value& config, std::map<std::string, Value>* row) {
   }
 }
 
+namespace {
+
+// One point's directory while its row is made, between the steps of extract_point.
+struct PointRead {
+  PointRead(const std::string& point_dir, ExtractedPoint* point)
+      : d(point_dir), dir(point_dir), out(*point), row(point->row), warnings(point->warnings) {}
+
+  const std::string& d;  // as given (warnings name it so)
+  const fs::path dir;
+  ExtractedPoint& out;
+  std::map<std::string, Value>& row;
+  std::vector<std::string>& warnings;
+  std::string incomplete;       // the first reason the files do not make one run
+  std::string planned_hash;     // the config this directory was planned for
+  std::optional<Value> record;  // status.json
+  std::vector<fs::path> files;  // the rank files, sorted
+  std::vector<RankResult> ranks;
+  std::map<std::int64_t, std::string> file_of;  // rank -> the file that holds it
+  std::optional<Value> config, resolved;
+
+  void flag(const std::string& why) {
+    if (incomplete.empty()) incomplete = why;
+  }
+  // A file that is there but cannot be read makes the row incomplete (and a warning).
+  std::optional<Value> read_point_file(const char* name) {
+    size_t before = warnings.size();
+    std::optional<Value> v = read_json_or_yaml(dir / name, &warnings);
+    if (warnings.size() != before) flag(std::string(name) + " cannot be read");
+    return v;
+  }
+};
+
+// What the manifest beside the point says: its sweep, place, repeat and planned config.
+void manifest_cells(PointRead* p, Manifests& manifests) {
+  std::string sweep;
+  p->row["tag"] = Value::string(p->dir.filename().string());
+  if (const ManifestPoint* e = manifests.entry(p->dir, &sweep)) {
+    if (e->index) p->row["index"] = Value::integer(*e->index);
+    if (e->scenario) p->row["scenario"] = Value::string(*e->scenario);
+    if (e->repeat) p->row["repeat"] = Value::integer(*e->repeat);
+    // Only points no longer in their sweep are marked (bench-extract --removed).
+    if (!e->in_sweep) p->row["in_sweep"] = Value::boolean(false);
+    p->planned_hash = e->config_hash;
+  }
+  if (!sweep.empty()) p->row["sweep"] = Value::string(sweep);
+}
+
+// Every rank's file, read and checked: one world size, each rank once, all of them. `unread`:
+// why they are not read at all.
+void read_ranks(PointRead* p, const std::string& unread, Series series) {
+  std::error_code ec;
+  fs::directory_iterator listing(p->dir, ec);
+  for (; !ec && listing != fs::directory_iterator(); listing.increment(ec)) {
+    std::string name = listing->path().filename().string();
+    if (is_rank_file_name(name)) p->files.push_back(listing->path());
+  }
+  if (ec) {
+    p->warnings.push_back(p->d + ": cannot be read: " + ec.message());
+    p->flag("its directory cannot be read (" + ec.message() + ")");
+  }
+  std::sort(p->files.begin(), p->files.end());
+  std::vector<RankResult>& ranks = p->ranks;
+  std::string first_name;  // the first readable file
+  if (!unread.empty()) {
+    p->warnings.push_back(p->d + ": " + unread);
+    p->flag(unread);
+    p->files.clear();
+  }
+  for (const fs::path& f : p->files) {
+    // The sampler's times are read only for the system series.
+    RankRead read = read_rank_file(
+        f.string(), series == Series::kSystem ? RankReadScope::kAll : RankReadScope::kSummary);
+    for (const std::string& problem : read.problems)
+      p->warnings.push_back(f.string() + ": " + problem);
+    std::string name = f.filename().string();
+    if (!read.result) {
+      p->flag(name + " cannot be read");
+      continue;
+    }
+    if (ranks.empty()) {
+      first_name = name;
+    } else if (read.result->world_size != ranks.front().world_size) {
+      p->flag(name + " says world_size " + std::to_string(read.result->world_size) + ", " +
+              first_name + " " + std::to_string(ranks.front().world_size));
+    }
+    auto [it, fresh] = p->file_of.emplace(read.result->rank, name);
+    if (!fresh) {
+      p->flag(it->second + " and " + name + " both hold rank " + std::to_string(read.result->rank));
+    }
+    ranks.push_back(std::move(*read.result));
+  }
+  if (!ranks.empty() && static_cast<std::int64_t>(ranks.size()) != ranks.front().world_size) {
+    p->flag(std::to_string(ranks.size()) + " rank files for world_size " +
+            std::to_string(ranks.front().world_size));
+  }
+  // Rank 0 first: it carries what the run shares (rank_reader.h). Complete means ranks
+  // 0..world_size-1, each once.
+  std::stable_sort(ranks.begin(), ranks.end(),
+                   [](const RankResult& a, const RankResult& b) { return a.rank < b.rank; });
+}
+
+// The files must be this point's and of one run: a rank file copied from another point, or
+// one rank of another run of this point, would give a row with someone else's numbers.
+void check_one_run(PointRead* p) {
+  if (p->planned_hash.empty() && p->record) p->planned_hash = text_field(*p->record, "config_hash");
+  if (p->ranks.empty()) return;
+  const RankResult& lead = p->ranks.front();
+  const std::string& lead_name = p->file_of[lead.rank];
+  if (!p->planned_hash.empty() && !lead.config_hash.empty() &&
+      lead.config_hash != p->planned_hash) {
+    std::string why = lead_name + " holds the results of another config (config_hash " +
+                      lead.config_hash.substr(0, 12) + "..., this point's is " +
+                      p->planned_hash.substr(0, 12) + "...)";
+    p->warnings.push_back((p->dir / lead_name).string() + ": " + why);
+    p->flag(why);
+  }
+  for (const RankResult& other : p->ranks) {
+    if (other.run_id == lead.run_id) continue;
+    const std::string& name = p->file_of[other.rank];
+    std::string why = name + " is from another run than " + lead_name + " (run_id " +
+                      (other.run_id.empty() ? "missing" : other.run_id) + ", " +
+                      (lead.run_id.empty() ? "missing" : lead.run_id) + ")";
+    p->warnings.push_back((p->dir / name).string() + ": " + why);
+    p->flag(why);
+    break;
+  }
+}
+
+// The config: the point's config.yaml, else the one the rank files carry; its cells.
+void read_config(PointRead* p) {
+  p->config = p->read_point_file(kConfigFile);
+  if (!p->config && !p->ranks.empty()) {
+    try {
+      p->config = parse_yaml(p->ranks.front().config_yaml, (p->dir / p->files.front()).string());
+    } catch (const Error&) {
+    }
+  }
+  // The resolved config, for the predictions beside the measurements (an older or damaged
+  // config that no longer resolves gives none).
+  if (p->config) {
+    try {
+      p->resolved = resolve_config(normalize_partial_config(*p->config));
+    } catch (const std::exception&) {
+    }
+  }
+  if (p->config) config_cells(*p->config, &p->row);
+}
+
+// The performance references bench-sweep run checked (sweep/references.h).
+void reference_cells(const PointRecord& rec, std::map<std::string, Value>* row) {
+  (*row)["reference"] = Value::string(rec.reference);
+  auto bound = [](double x) { return std::isfinite(x) ? Value::real(x) : Value::null(); };
+  // Equally specific references of one metric all apply: the columns hold the first's
+  // value and the range they allow together (a whole interval outside the one range
+  // is outside one of theirs), and pass only when each passed.
+  std::map<std::string, ReferenceCheck> merged;
+  for (const Value& v : rec.references.items()) {
+    std::optional<ReferenceCheck> c = ReferenceCheck::from_value(v);
+    if (!c) continue;
+    auto [it, fresh] = merged.emplace(c->metric, *c);
+    if (fresh) continue;
+    it->second.low = std::max(it->second.low, c->low);
+    it->second.high = std::min(it->second.high, c->high);
+    it->second.pass = it->second.pass && c->pass;
+  }
+  for (const auto& [metric, c] : merged) {
+    const std::vector<std::string> cols = reference_columns(metric);
+    (*row)[cols[0]] = Value::real(c.reference);
+    (*row)[cols[1]] = bound(c.low);
+    (*row)[cols[2]] = bound(c.high);
+    (*row)[cols[3]] = Value::boolean(c.pass);
+  }
+}
+
+// Status: decided as `bench-sweep status` decides it (layout/point_status.h), from
+// status.json, the claim, summary.json and the rank files, with what reading them found.
+// No liveness callback: bench-extract never asks SLURM. Returns whether the rank files make one
+// whole run (their measurements are then the row's).
+bool status_cells(PointRead* p) {
+  PointEvidence evidence;
+  if (p->record && p->record->is_map()) evidence.record = PointRecord::from_value(*p->record);
+  evidence.claim = PointClaim::inspect(p->d);
+  evidence.ranks = inspect_rank_files(p->d);
+  evidence.point_dir = p->d;
+  bool whole = evidence.ranks.problem.empty() && p->incomplete.empty();
+  if (evidence.ranks.problem.empty()) evidence.ranks.problem = p->incomplete;
+  if (evidence.ranks.run_status.empty() && !p->ranks.empty()) {
+    evidence.ranks.run_status = p->ranks.front().status;
+    evidence.ranks.run_reason = p->ranks.front().reason;
+  }
+  PointView view = decide_point_status(evidence, std::nullopt);
+  if (!p->incomplete.empty() && view.status == PointStatus::kPending) {
+    view.status = PointStatus::kIncomplete;  // a status.json that cannot be read
+    view.note = p->incomplete;
+  }
+  std::string status = to_string(view.status);
+  const std::string& reason = view.note;
+  p->out.incomplete = status == "incomplete";
+  p->row["status"] = Value::string(status);
+  p->row["reason"] = Value::string(reason);
+  // With bench-sweep run --jobs: where the point ran and beside which points.
+  if (evidence.record) {
+    const PointRecord& rec = *evidence.record;
+    if (!rec.cpus.empty()) p->row["cpus"] = Value::string(rec.cpus);
+    if (!rec.gpus.empty()) p->row["gpus"] = Value::string(rec.gpus);
+    if (!rec.nodes.empty()) p->row["nodes"] = Value::string(rec.nodes);
+    if (rec.beside) p->row["beside"] = Value::string(join(*rec.beside, " "));
+    if (view.status == PointStatus::kOk && !rec.reference.empty() && rec.references.is_list()) {
+      reference_cells(rec, &p->row);
+    }
+  }
+  return whole;
+}
+
+// The measurements of a training or inference point (summary.h, infer_metrics.h), or a command's
+// or serve point's figures; returns its million tokens an hour (0 where it has none).
+double metric_cells(const PointRead& p, std::map<std::string, Value>* row) {
+  const std::vector<RankResult>& ranks = p.ranks;
+  // Million tokens an hour: trained tokens, or generated ones for inference.
+  double mt_per_hour = 0;
+  const bool infer = ranks.front().benchmark == "infer";
+  if (ranks.front().benchmark == "command" || ranks.front().benchmark == "serve") {
+    // A serve point's figures are its server's command's (bench-serve writes them so).
+    command_columns(ranks.front().command, row);
+    memory_columns(ranks, row);  // the sampler's CPU and RAM (no stages, no GPU)
+    // A command that declares what it runs (command.predict_as) is predicted as that point.
+    if (p.resolved) {
+      const std::string as = predicted_benchmark(*p.resolved);
+      if (!as.empty()) prediction_columns(*p.resolved, ranks.front(), as == "infer", row);
+    }
+    return mt_per_hour;
+  }
+  std::vector<Metric> metrics;
+  if (infer) {
+    metrics = summarize_infer(infer_summary_input_from_ranks(ranks));
+  } else {
+    const SummaryInput in = summary_input_from_ranks(ranks);
+    metrics = summarize(in);
+    // One run's samples for bench-compare (statistics.h); in the row, never a column.
+    Value means = Value::list();
+    for (double m : batch_means(in.step_s)) means.items().push_back(Value::real(m));
+    if (!means.items().empty()) (*row)[kStepBatchMeans] = std::move(means);
+  }
+  for (const Metric& m : metrics) {
+    (*row)[m.name] = number_or_null(m.value);
+    if (m.name == "mt_per_hour") mt_per_hour = m.value;
+    if (m.name == "output_tps" && std::isfinite(m.value)) {
+      mt_per_hour = m.value * 3600 / 1e6;
+    }
+  }
+  memory_columns(ranks, row);
+  if (p.resolved) prediction_columns(*p.resolved, ranks.front(), infer, row);
+  return mt_per_hour;
+}
+
+// What a whole run measured: where and when, its metrics, its cost, its profile, its series.
+void measurement_cells(PointRead* p, double price_per_hour, Series series) {
+  const RankResult& lead = p->ranks.front();
+  std::map<std::string, Value>& row = p->row;
+  row["world_size"] = Value::integer(lead.world_size);
+  row["device"] = Value::string(lead.device_type);
+  // Where and when, for figures' titles: rank 0's device (a GPU's or CPU's name) and start.
+  if (!lead.device_name.empty()) row["device_name"] = Value::string(lead.device_name);
+  if (!lead.start_time.empty()) row["started"] = Value::string(lead.start_time);
+  const double mt_per_hour = metric_cells(*p, &row);
+  double price = price_per_hour;
+  if (auto it = row.find("hardware.price_per_hour"); it != row.end() && it->second.is_number()) {
+    price = it->second.as_float();
+  }
+  if (price >= 0 && mt_per_hour > 0) {
+    row["cost_usd_per_mtok"] =
+        Value::real(price * static_cast<double>(lead.world_size) / mt_per_hour);
+  }
+  if (!lead.profile_trace.empty()) {
+    row["profile_trace"] = Value::string((p->dir / lead.profile_trace).string());
+  }
+  if (series != Series::kNone) p->out.series = series_rows(series, p->ranks, row);
+}
+
+}  // namespace
+
+// One point's row, and what went wrong reading it.
+// `unread`: why the rank files were not read (their reader crashed or hung on them); the row is
+// then built from what else the directory says, and is incomplete.
 ExtractedPoint extract_point(const std::string& d, Manifests& manifests, double price_per_hour,
                              const std::string& unread, Series series) {
   ExtractedPoint out;
-  std::map<std::string, Value>& row = out.row;
-  std::vector<std::string>& warnings = out.warnings;
-  {
-    fs::path dir(d);
-    std::string sweep;
-    row["tag"] = Value::string(dir.filename().string());
-    std::string planned_hash;  // the config this directory was planned for
-    if (const ManifestPoint* e = manifests.entry(dir, &sweep)) {
-      if (e->index) row["index"] = Value::integer(*e->index);
-      if (e->scenario) row["scenario"] = Value::string(*e->scenario);
-      if (e->repeat) row["repeat"] = Value::integer(*e->repeat);
-      // Only points no longer in their sweep are marked (bench-extract --removed).
-      if (!e->in_sweep) row["in_sweep"] = Value::boolean(false);
-      planned_hash = e->config_hash;
-    }
-    if (!sweep.empty()) row["sweep"] = Value::string(sweep);
-    std::string incomplete;  // the first reason the files do not make one run
-    auto flag = [&](const std::string& why) {
-      if (incomplete.empty()) incomplete = why;
-    };
-    // A file that is there but cannot be read makes the row incomplete (and a warning).
-    auto read_point_file = [&](const char* name) {
-      size_t before = warnings.size();
-      std::optional<Value> v = read_json_or_yaml(dir / name, &warnings);
-      if (warnings.size() != before) flag(std::string(name) + " cannot be read");
-      return v;
-    };
-    std::optional<Value> record = read_point_file(kStatusFile);
-
-    // Every rank's file, read and checked.
-    std::vector<RankResult> ranks;
-    std::vector<fs::path> files;
-    std::error_code ec;
-    fs::directory_iterator listing(dir, ec);
-    for (; !ec && listing != fs::directory_iterator(); listing.increment(ec)) {
-      std::string name = listing->path().filename().string();
-      if (is_rank_file_name(name)) files.push_back(listing->path());
-    }
-    if (ec) {
-      warnings.push_back(d + ": cannot be read: " + ec.message());
-      flag("its directory cannot be read (" + ec.message() + ")");
-    }
-    std::sort(files.begin(), files.end());
-    std::map<std::int64_t, std::string> file_of;  // rank -> the file that holds it
-    std::string first_name;                       // the first readable file
-    if (!unread.empty()) {
-      warnings.push_back(d + ": " + unread);
-      flag(unread);
-      files.clear();
-    }
-    for (const fs::path& f : files) {
-      // The sampler's times are read only for the system series.
-      RankRead read = read_rank_file(
-          f.string(), series == Series::kSystem ? RankReadScope::kAll : RankReadScope::kSummary);
-      for (const std::string& p : read.problems) warnings.push_back(f.string() + ": " + p);
-      std::string name = f.filename().string();
-      if (!read.result) {
-        flag(name + " cannot be read");
-        continue;
-      }
-      if (ranks.empty()) {
-        first_name = name;
-      } else if (read.result->world_size != ranks.front().world_size) {
-        flag(name + " says world_size " + std::to_string(read.result->world_size) + ", " +
-             first_name + " " + std::to_string(ranks.front().world_size));
-      }
-      auto [it, fresh] = file_of.emplace(read.result->rank, name);
-      if (!fresh) {
-        flag(it->second + " and " + name + " both hold rank " + std::to_string(read.result->rank));
-      }
-      ranks.push_back(std::move(*read.result));
-    }
-    if (!ranks.empty() && static_cast<std::int64_t>(ranks.size()) != ranks.front().world_size) {
-      flag(std::to_string(ranks.size()) + " rank files for world_size " +
-           std::to_string(ranks.front().world_size));
-    }
-    // Rank 0 first: it carries what the run shares (rank_reader.h). Complete means ranks
-    // 0..world_size-1, each once.
-    std::stable_sort(ranks.begin(), ranks.end(),
-                     [](const RankResult& a, const RankResult& b) { return a.rank < b.rank; });
-    // The files must be this point's and of one run: a rank file copied from another point, or
-    // one rank of another run of this point, would give a row with someone else's numbers.
-    if (planned_hash.empty() && record) planned_hash = text_field(*record, "config_hash");
-    if (!ranks.empty()) {
-      const RankResult& lead = ranks.front();
-      const std::string& lead_name = file_of[lead.rank];
-      if (!planned_hash.empty() && !lead.config_hash.empty() && lead.config_hash != planned_hash) {
-        std::string why = lead_name + " holds the results of another config (config_hash " +
-                          lead.config_hash.substr(0, 12) + "..., this point's is " +
-                          planned_hash.substr(0, 12) + "...)";
-        warnings.push_back((dir / lead_name).string() + ": " + why);
-        flag(why);
-      }
-      for (const RankResult& other : ranks) {
-        if (other.run_id == lead.run_id) continue;
-        const std::string& name = file_of[other.rank];
-        std::string why = name + " is from another run than " + lead_name + " (run_id " +
-                          (other.run_id.empty() ? "missing" : other.run_id) + ", " +
-                          (lead.run_id.empty() ? "missing" : lead.run_id) + ")";
-        warnings.push_back((dir / name).string() + ": " + why);
-        flag(why);
-        break;
-      }
-    }
-
-    // The config: the point's config.yaml, else the one the rank files carry.
-    std::optional<Value> config = read_point_file(kConfigFile);
-    if (!config && !ranks.empty()) {
-      try {
-        config = parse_yaml(ranks.front().config_yaml, (dir / files.front()).string());
-      } catch (const Error&) {
-      }
-    }
-    // The resolved config, for the predictions beside the measurements (an older or damaged
-    // config that no longer resolves gives none).
-    std::optional<Value> resolved;
-    if (config) {
-      try {
-        resolved = resolve_config(normalize_partial_config(*config));
-      } catch (const std::exception&) {
-      }
-    }
-    if (config) config_cells(*config, &row);
-
-    // Status: decided as `bench-sweep status` decides it (layout/point_status.h), from
-    // status.json, the claim, summary.json and the rank files, with what reading them found.
-    // No liveness callback: bench-extract never asks SLURM.
-    PointEvidence evidence;
-    if (record && record->is_map()) evidence.record = PointRecord::from_value(*record);
-    evidence.claim = PointClaim::inspect(d);
-    evidence.ranks = inspect_rank_files(d);
-    evidence.point_dir = d;
-    bool whole = evidence.ranks.problem.empty() && incomplete.empty();
-    if (evidence.ranks.problem.empty()) evidence.ranks.problem = incomplete;
-    if (evidence.ranks.run_status.empty() && !ranks.empty()) {
-      evidence.ranks.run_status = ranks.front().status;
-      evidence.ranks.run_reason = ranks.front().reason;
-    }
-    PointView view = decide_point_status(evidence, std::nullopt);
-    if (!incomplete.empty() && view.status == PointStatus::kPending) {
-      view.status = PointStatus::kIncomplete;  // a status.json that cannot be read
-      view.note = incomplete;
-    }
-    std::string status = to_string(view.status);
-    const std::string& reason = view.note;
-    out.incomplete = status == "incomplete";
-    row["status"] = Value::string(status);
-    row["reason"] = Value::string(reason);
-    // With bench-sweep run --jobs: where the point ran and beside which points.
-    if (evidence.record) {
-      const PointRecord& rec = *evidence.record;
-      if (!rec.cpus.empty()) row["cpus"] = Value::string(rec.cpus);
-      if (!rec.gpus.empty()) row["gpus"] = Value::string(rec.gpus);
-      if (!rec.nodes.empty()) row["nodes"] = Value::string(rec.nodes);
-      if (rec.beside) row["beside"] = Value::string(join(*rec.beside, " "));
-      if (view.status == PointStatus::kOk && !rec.reference.empty() &&
-          rec.references.is_list()) {
-        row["reference"] = Value::string(rec.reference);
-        auto bound = [](double x) { return std::isfinite(x) ? Value::real(x) : Value::null(); };
-        // Equally specific references of one metric all apply: the columns hold the first's
-        // value and the range they allow together (a whole interval outside the one range
-        // is outside one of theirs), and pass only when each passed.
-        std::map<std::string, ReferenceCheck> merged;
-        for (const Value& v : rec.references.items()) {
-          std::optional<ReferenceCheck> c = ReferenceCheck::from_value(v);
-          if (!c) continue;
-          auto [it, fresh] = merged.emplace(c->metric, *c);
-          if (fresh) continue;
-          it->second.low = std::max(it->second.low, c->low);
-          it->second.high = std::min(it->second.high, c->high);
-          it->second.pass = it->second.pass && c->pass;
-        }
-        for (const auto& [metric, c] : merged) {
-          const std::vector<std::string> cols = reference_columns(metric);
-          row[cols[0]] = Value::real(c.reference);
-          row[cols[1]] = bound(c.low);
-          row[cols[2]] = bound(c.high);
-          row[cols[3]] = Value::boolean(c.pass);
-        }
-      }
-    }
-
-    if (!ranks.empty() && whole) {
-      row["world_size"] = Value::integer(ranks.front().world_size);
-      row["device"] = Value::string(ranks.front().device_type);
-      // Where and when, for figures' titles: rank 0's device (a GPU's or CPU's name) and start.
-      if (!ranks.front().device_name.empty()) {
-        row["device_name"] = Value::string(ranks.front().device_name);
-      }
-      if (!ranks.front().start_time.empty())
-        row["started"] = Value::string(ranks.front().start_time);
-      // Million tokens an hour: trained tokens, or generated ones for inference.
-      double mt_per_hour = 0;
-      const bool infer = ranks.front().benchmark == "infer";
-      if (ranks.front().benchmark == "command" || ranks.front().benchmark == "serve") {
-        // A serve point's figures are its server's command's (bench-serve writes them so).
-        command_columns(ranks.front().command, &row);
-        memory_columns(ranks, &row);  // the sampler's CPU and RAM (no stages, no GPU)
-        // A command that declares what it runs (command.predict_as) is predicted as that point.
-        if (resolved) {
-          const std::string as = predicted_benchmark(*resolved);
-          if (!as.empty()) prediction_columns(*resolved, ranks.front(), as == "infer", &row);
-        }
-      } else {
-        std::vector<Metric> metrics;
-        if (infer) {
-          metrics = summarize_infer(infer_summary_input_from_ranks(ranks));
-        } else {
-          const SummaryInput in = summary_input_from_ranks(ranks);
-          metrics = summarize(in);
-          // One run's samples for bench-compare (statistics.h); in the row, never a column.
-          Value means = Value::list();
-          for (double m : batch_means(in.step_s)) means.items().push_back(Value::real(m));
-          if (!means.items().empty()) row[kStepBatchMeans] = std::move(means);
-        }
-        for (const Metric& m : metrics) {
-          row[m.name] = number_or_null(m.value);
-          if (m.name == "mt_per_hour") mt_per_hour = m.value;
-          if (m.name == "output_tps" && std::isfinite(m.value)) {
-            mt_per_hour = m.value * 3600 / 1e6;
-          }
-        }
-        memory_columns(ranks, &row);
-        if (resolved) prediction_columns(*resolved, ranks.front(), infer, &row);
-      }
-      double price = price_per_hour;
-      if (auto it = row.find("hardware.price_per_hour");
-          it != row.end() && it->second.is_number()) {
-        price = it->second.as_float();
-      }
-      if (price >= 0 && mt_per_hour > 0) {
-        row["cost_usd_per_mtok"] =
-            Value::real(price * static_cast<double>(ranks.front().world_size) / mt_per_hour);
-      }
-      if (!ranks.front().profile_trace.empty()) {
-        row["profile_trace"] = Value::string((dir / ranks.front().profile_trace).string());
-      }
-      if (series != Series::kNone) out.series = series_rows(series, ranks, row);
-    }
-  }
+  PointRead p(d, &out);
+  manifest_cells(&p, manifests);
+  p.record = p.read_point_file(kStatusFile);
+  read_ranks(&p, unread, series);
+  check_one_run(&p);
+  read_config(&p);
+  const bool whole = status_cells(&p);
+  if (!p.ranks.empty() && whole) measurement_cells(&p, price_per_hour, series);
   return out;
 }
 

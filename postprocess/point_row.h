@@ -1,17 +1,20 @@
 // One point's row (bench-extract's own, not part of its interface): what a point directory's
 // files say, decided with layout/point_status.h and computed with results/summary.h. The reader
 // processes (reader_pool.cc) call extract_point; the walk (discover.cc) and the table operations
-// share the manifests and the column lists.
+// share the manifests and the column lists (point_columns.cc); the long tables of --series are
+// point_series.cc's.
 #pragma once
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/value.h"
 #include "layout/manifest.h"
 #include "postprocess/extract.h"
+#include "results/rank_result.h"
 
 namespace sweepbench {
 
@@ -68,5 +71,18 @@ void config_cells(const Value& config, std::map<std::string, Value>* row);
 // says, and is incomplete.
 ExtractedPoint extract_point(const std::string& dir, Manifests& manifests, double price_per_hour,
                              const std::string& unread = {}, Series series = Series::kNone);
+
+// What the point's row, its columns (point_columns.cc) and its series (point_series.cc) share.
+// A file of the results tree as a Value (JSON is YAML), nullopt when it is absent; one that cannot
+// be read adds "PATH: cannot be read: ..." to `warnings`.
+std::optional<Value> read_json_or_yaml(const std::filesystem::path& path,
+                                       std::vector<std::string>* warnings);
+// A number as a cell: null when not finite, an integer when whole.
+Value number_or_null(double v);
+// The rows of a point's long table (--series), each starting as the point's row (identity and
+// config).
+std::vector<std::map<std::string, Value>> series_rows(Series series,
+                                                      const std::vector<RankResult>& ranks,
+                                                      const std::map<std::string, Value>& point);
 
 }  // namespace sweepbench

@@ -15,7 +15,7 @@ namespace sweepbench {
 namespace fs = std::filesystem;
 namespace {
 
-// Columns bench-extract fills itself (postprocess/point_row.cc extract_columns, table_ops.cc
+// Columns bench-extract fills itself (postprocess/point_columns.cc extract_columns, table_ops.cc
 // group_repeats); a metric cannot take their place. Metrics bench-train and bench-infer report
 // are not here: a command's metric of such a name shares their column, on purpose.
 const std::set<std::string> kReservedNames = {

@@ -10,323 +10,17 @@
 #include <utility>
 #include <variant>
 
-#include "core/text.h"
+#include "results/hdf5_reader.h"
 #include "results/rank_fields.h"
 
 namespace sweepbench {
 namespace {
 
-// An HDF5 id closed on scope exit (negative ids are "none").
-class Id {
- public:
-  Id(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
-  ~Id() {
-    if (id_ >= 0) close_(id_);
-  }
-  Id(Id&& other) noexcept : id_(other.id_), close_(other.close_) { other.id_ = -1; }
-  Id(const Id&) = delete;
-  Id& operator=(const Id&) = delete;
-  Id& operator=(Id&&) = delete;
-  hid_t get() const { return id_; }
-  bool ok() const { return id_ >= 0; }
-
- private:
-  hid_t id_;
-  herr_t (*close_)(hid_t);
-};
-
-// A numeric column to fill: its name, and where its values go (the pointer's type says which
-// values: double, int64 or uint8).
-struct Column {
-  const char* name;
-  std::variant<std::optional<std::vector<double>>*, std::optional<std::vector<std::int64_t>>*,
-               std::optional<std::vector<std::uint8_t>>*>
-      out;
-};
-
-// The native HDF5 type of values of type T.
-template <typename T>
-hid_t native_type() {
-  if constexpr (std::is_same_v<T, double>) return H5T_NATIVE_DOUBLE;
-  if constexpr (std::is_same_v<T, std::int64_t>) return H5T_NATIVE_INT64;
-  return H5T_NATIVE_UINT8;
-}
-// The type of the values behind a Column's pointer.
-template <typename Out>
-using ValueOf = typename std::decay_t<decltype(*std::declval<Out>())>::value_type::value_type;
-
-class Reader {
- public:
-  explicit Reader(std::vector<std::string>* problems) : problems_(problems) {}
-
-  void problem(const std::string& where, const std::string& what) {
-    problems_->push_back(where + ": " + what);
-  }
-
-  // A scalar attribute of `where` (a file or group), or nullopt with a problem.
-  std::optional<std::string> text(hid_t where, const std::string& prefix, const char* name) {
-    Id a = open_attr(where, prefix, name, H5T_STRING);
-    if (!a.ok()) return std::nullopt;
-    Id type(H5Aget_type(a.get()), H5Tclose);
-    if (H5Tis_variable_str(type.get()) > 0) {
-      Id mem = string_type(type.get());
-      char* value = nullptr;
-      if (H5Aread(a.get(), mem.get(), &value) < 0) {
-        problem(prefix + name, "cannot be read");
-        return std::nullopt;
-      }
-      std::string out(value != nullptr ? value : "");
-      if (value != nullptr) H5free_memory(value);
-      return utf8(prefix, name, std::move(out));
-    }
-    size_t size = H5Tget_size(type.get());
-    std::string out(size, '\0');
-    if (size > 0 && H5Aread(a.get(), type.get(), out.data()) < 0) {
-      problem(prefix + name, "cannot be read");
-      return std::nullopt;
-    }
-    return utf8(prefix, name, out.substr(0, out.find('\0')));
-  }
-  // Our files hold UTF-8 text; anything else is damage, and would reach tables raw.
-  std::optional<std::string> utf8(const std::string& prefix, const char* name, std::string text) {
-    if (find_invalid_utf8(text) == std::string::npos) return text;
-    problem(prefix + name, "is not valid UTF-8 text (damaged)");
-    return std::nullopt;
-  }
-  std::optional<std::int64_t> integer(hid_t where, const std::string& prefix, const char* name) {
-    Id a = open_attr(where, prefix, name, H5T_INTEGER);
-    std::int64_t v = 0;
-    if (!a.ok()) return std::nullopt;
-    if (H5Aread(a.get(), H5T_NATIVE_INT64, &v) < 0) {
-      problem(prefix + name, "cannot be read");
-      return std::nullopt;
-    }
-    return v;
-  }
-  std::optional<double> real(hid_t where, const std::string& prefix, const char* name) {
-    Id a = open_attr(where, prefix, name, H5T_FLOAT);
-    double v = 0;
-    if (!a.ok()) return std::nullopt;
-    if (H5Aread(a.get(), H5T_NATIVE_DOUBLE, &v) < 0) {
-      problem(prefix + name, "cannot be read");
-      return std::nullopt;
-    }
-    return v;
-  }
-
-  // A 1-D numeric dataset converted to T; nullopt with a problem when absent or not numeric.
-  template <typename T>
-  std::optional<std::vector<T>> numbers(hid_t group, const std::string& prefix, const char* name,
-                                        hid_t mem_type) {
-    Id d = open_dataset(group, prefix, name);
-    if (!d.ok()) return std::nullopt;
-    Id type(H5Dget_type(d.get()), H5Tclose);
-    H5T_class_t cls = H5Tget_class(type.get());
-    if (cls != H5T_INTEGER && cls != H5T_FLOAT) {
-      problem(prefix + name, "is not numeric");
-      return std::nullopt;
-    }
-    std::optional<size_t> n = length(d.get(), type.get(), prefix + name);
-    if (!n) return std::nullopt;
-    std::vector<T> out(*n);
-    if (*n > 0 && H5Dread(d.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()) < 0) {
-      problem(prefix + name, "cannot be read");
-      return std::nullopt;
-    }
-    return out;
-  }
-  std::optional<std::vector<std::string>> strings(hid_t group, const std::string& prefix,
-                                                  const char* name) {
-    Id d = open_dataset(group, prefix, name);
-    if (!d.ok()) return std::nullopt;
-    Id type(H5Dget_type(d.get()), H5Tclose);
-    if (H5Tget_class(type.get()) != H5T_STRING || H5Tis_variable_str(type.get()) <= 0) {
-      problem(prefix + name, "is not a list of strings");
-      return std::nullopt;
-    }
-    std::optional<size_t> n = length(d.get(), type.get(), prefix + name);
-    if (!n) return std::nullopt;
-    std::vector<char*> raw(*n, nullptr);
-    Id mem = string_type(type.get());
-    // The conversion buffer: HDF5 zeroes 1 MiB by default for a few names. One list for every
-    // read, as the file-access list in read_rank_file.
-    static const hid_t xfer = [] {
-      hid_t p = H5Pcreate(H5P_DATASET_XFER);
-      H5Pset_buffer(p, 64 * 1024, nullptr, nullptr);
-      return p;
-    }();
-    if (*n > 0 && H5Dread(d.get(), mem.get(), H5S_ALL, H5S_ALL, xfer, raw.data()) < 0) {
-      problem(prefix + name, "cannot be read");
-      return std::nullopt;
-    }
-    std::vector<std::string> out;
-    for (char* s : raw) {
-      out.emplace_back(s ? s : "");
-      if (s) H5free_memory(s);
-    }
-    return out;
-  }
-
-  // Members of a 1-D compound dataset (a table), each converted to its column's type: one open
-  // and one read for every column asked for. A column that is absent or not numeric stays
-  // nullopt, with a problem.
-  void table(hid_t where, const char* name, const std::vector<Column>& columns) {
-    const std::string at = name;
-    Id d = open_dataset(where, "", name);
-    if (!d.ok()) return;
-    Id type(H5Dget_type(d.get()), H5Tclose);
-    if (H5Tget_class(type.get()) != H5T_COMPOUND) {
-      problem(at, "is not a table (a compound dataset)");
-      return;
-    }
-    std::optional<size_t> n = length(d.get(), type.get(), at);
-    if (!n) return;
-    // Which members are wanted, where they are and what they are.
-    struct Wanted {
-      const Column* column;
-      hid_t native;    // of the column's values
-      unsigned index;  // in the file's table
-      size_t offset;   // in a row read
-    };
-    std::vector<Wanted> wanted;
-    for (const Column& c : columns) {
-      int index = H5Tget_member_index(type.get(), c.name);
-      if (index < 0) {
-        problem(at + "." + c.name, "is missing");
-        continue;
-      }
-      auto i = static_cast<unsigned>(index);
-      H5T_class_t cls = H5Tget_member_class(type.get(), i);
-      if (cls != H5T_INTEGER && cls != H5T_FLOAT) {
-        problem(at + "." + c.name, "is not numeric");
-        continue;
-      }
-      hid_t native =
-          std::visit([](auto* out) { return native_type<ValueOf<decltype(out)>>(); }, c.out);
-      wanted.push_back({&c, native, i, H5Tget_member_offset(type.get(), i)});
-    }
-    if (wanted.empty()) return;
-    // A table of numbers only (ours) is read as stored, with no conversion of whole rows (HDF5's
-    // compound conversion costs more than the read); each column is converted alone where its
-    // type is not the one wanted. Otherwise HDF5 converts the wanted members into a packed row.
-    bool plain = true;
-    for (int k = 0; plain && k < H5Tget_nmembers(type.get()); ++k) {
-      H5T_class_t cls = H5Tget_member_class(type.get(), static_cast<unsigned>(k));
-      plain = cls == H5T_INTEGER || cls == H5T_FLOAT;
-    }
-    size_t width = 0;
-    if (plain) {
-      width = H5Tget_size(type.get());
-    } else {
-      for (Wanted& w : wanted) {
-        w.offset = width;
-        width += H5Tget_size(w.native);
-      }
-    }
-    Id mem(plain ? H5Tcopy(type.get()) : H5Tcreate(H5T_COMPOUND, width), H5Tclose);
-    for (const Wanted& w : wanted) {
-      if (!plain) H5Tinsert(mem.get(), w.column->name, w.offset, w.native);
-    }
-    std::vector<unsigned char> rows(*n * width);
-    if (*n > 0 && H5Dread(d.get(), mem.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()) < 0) {
-      problem(at, "cannot be read");
-      return;
-    }
-    for (const Wanted& w : wanted) {
-      size_t size = H5Tget_size(w.native);
-      Id stored(plain ? H5Tget_member_type(type.get(), w.index) : H5Tcopy(w.native), H5Tclose);
-      size_t stored_size = H5Tget_size(stored.get());
-      // The column, gathered, then converted in place (room for the larger of the two sizes).
-      std::vector<unsigned char> column(*n * std::max(size, stored_size));
-      for (size_t k = 0; k < *n; ++k) {
-        std::memcpy(column.data() + k * stored_size, rows.data() + k * width + w.offset,
-                    stored_size);
-      }
-      if (*n > 0 && H5Tequal(stored.get(), w.native) <= 0 &&
-          H5Tconvert(stored.get(), w.native, *n, column.data(), nullptr, H5P_DEFAULT) < 0) {
-        problem(at + "." + w.column->name, "cannot be read");
-        continue;
-      }
-      std::visit(
-          [&](auto* out) {
-            using T = ValueOf<decltype(out)>;
-            std::vector<T> v(*n);
-            if (*n > 0) std::memcpy(v.data(), column.data(), *n * sizeof(T));
-            *out = std::move(v);
-          },
-          w.column->out);
-    }
-  }
-
-  Id group(hid_t file, const char* name) {
-    Id g(H5Gopen2(file, name, H5P_DEFAULT), H5Gclose);
-    if (!g.ok())
-      problem(name, H5Lexists(file, name, H5P_DEFAULT) <= 0 ? "is missing" : "is not a group");
-    return g;
-  }
-
- private:
-  // A variable-length string in memory with the file's character set (HDF5 does not convert
-  // between ASCII and UTF-8).
-  static Id string_type(hid_t file_type) {
-    Id mem(H5Tcopy(H5T_C_S1), H5Tclose);
-    H5Tset_size(mem.get(), H5T_VARIABLE);
-    H5Tset_cset(mem.get(), H5Tget_cset(file_type));
-    return mem;
-  }
-  // Opening first and asking why only on failure: each lookup by name costs (docs/performance.md).
-  Id open_attr(hid_t where, const std::string& prefix, const char* name, H5T_class_t want) {
-    if (where < 0) return Id(-1, H5Aclose);
-    Id a(H5Aopen(where, name, H5P_DEFAULT), H5Aclose);
-    if (!a.ok()) {
-      problem(prefix + name, H5Aexists(where, name) <= 0 ? "is missing" : "cannot be opened");
-      return Id(-1, H5Aclose);
-    }
-    Id type(H5Aget_type(a.get()), H5Tclose);
-    Id space(H5Aget_space(a.get()), H5Sclose);
-    if (H5Tget_class(type.get()) != want) {
-      problem(prefix + name, want == H5T_STRING    ? "is not a string"
-                             : want == H5T_INTEGER ? "is not an integer"
-                                                   : "is not a number");
-      return Id(-1, H5Aclose);
-    }
-    if (H5Sget_simple_extent_npoints(space.get()) != 1) {
-      problem(prefix + name, "is not a single value");
-      return Id(-1, H5Aclose);
-    }
-    return a;
-  }
-  Id open_dataset(hid_t group, const std::string& prefix, const char* name) {
-    if (group < 0) return Id(-1, H5Dclose);
-    Id d(H5Dopen2(group, name, H5P_DEFAULT), H5Dclose);
-    if (!d.ok()) {
-      problem(prefix + name,
-              H5Lexists(group, name, H5P_DEFAULT) <= 0 ? "is missing" : "is not a dataset");
-    }
-    return d;
-  }
-  std::optional<size_t> length(hid_t dataset, hid_t type, const std::string& where) {
-    Id space(H5Dget_space(dataset), H5Sclose);
-    if (H5Sget_simple_extent_ndims(space.get()) != 1) {
-      problem(where, "is not one-dimensional");
-      return std::nullopt;
-    }
-    hsize_t dims[1] = {0};
-    H5Sget_simple_extent_dims(space.get(), dims, nullptr);
-    // Our writer stores every value. A length the file has no bytes for (a damaged or foreign
-    // file: HDF5 would make up fill values) must not become a vector of that length.
-    size_t element = H5Tget_size(type);
-    hsize_t stored = H5Dget_storage_size(dataset);
-    if (dims[0] > 0 && (element == 0 || stored / element < dims[0])) {
-      problem(where, "declares " + std::to_string(dims[0]) + " values and stores " +
-                         std::to_string(element == 0 ? 0 : stored / element));
-      return std::nullopt;
-    }
-    return static_cast<size_t>(dims[0]);
-  }
-
-  std::vector<std::string>* problems_;
-};
+using h5::Column;
+using h5::Id;
+using h5::native_type;
+using h5::Reader;
+using h5::ValueOf;
 
 // Sets `out` when the value could be read; the problem is recorded otherwise.
 template <typename T, typename U>
@@ -510,15 +204,29 @@ void read_command(Reader& in, hid_t g, bool all, CommandResult& c) {
   }
 }
 
-}  // namespace
+// One rank file while it is read, between the steps of read_rank_file: the reader, the file, and
+// what is read from it so far.
+struct FileRead {
+  FileRead(Reader& reader, hid_t file, bool every_value) : in(reader), f(file), all(every_value) {}
 
-RankRead read_rank_file(const std::string& path, RankReadScope scope) {
-  RankRead read;
-  const bool all = scope == RankReadScope::kAll;
-  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);  // problems are reported, not printed by HDF5
-  // The core driver reads the file whole at open: one read instead of one per object. One
-  // property list serves every file (HDF5 ids are per process, like the files bench-extract's
-  // reader processes read one at a time).
+  Reader& in;
+  const hid_t f;
+  const bool all;  // RankReadScope::kAll
+  // What the whole run shares (its config, shapes, FLOPs, evaluation loss) comes from rank 0;
+  // in the summary scope the other ranks' files are read for their own measurements only.
+  bool lead = false;
+  std::optional<std::int64_t> schema;  // schema_version
+  RankResult r;
+
+  bool wanted_here(FieldScope needed_by) const {
+    return needed_by == FieldScope::kEvery || (needed_by == FieldScope::kLead && lead) || all;
+  }
+};
+
+// The core driver reads the file whole at open: one read instead of one per object. One
+// property list serves every file (HDF5 ids are per process, like the files bench-extract's
+// reader processes read one at a time).
+Id open_rank_file(const std::string& path, std::vector<std::string>* problems) {
   static const hid_t fapl = [] {
     hid_t p = H5Pcreate(H5P_FILE_ACCESS);
     H5Pset_fapl_core(p, 1 << 20, 0);
@@ -527,18 +235,20 @@ RankRead read_rank_file(const std::string& path, RankReadScope scope) {
   Id file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl), H5Fclose);
   if (!file.ok()) {
     // H5Fis_accessible is 1.12+; Debian 12 has 1.10.
-    read.problems.push_back(H5Fis_hdf5(path.c_str()) <= 0
-                                ? "not an HDF5 file (cut short, or not a result)"
-                                : "cannot be opened");
-    return read;
+    problems->push_back(H5Fis_hdf5(path.c_str()) <= 0
+                            ? "not an HDF5 file (cut short, or not a result)"
+                            : "cannot be opened");
   }
-  Reader in(&read.problems);
-  RankResult r;
-  hid_t f = file.get();
-  // Identity: without these the file cannot be placed in its run.
-  std::optional<std::string> status = in.text(f, "", "status");
-  std::optional<std::int64_t> rank = in.integer(f, "", "rank");
-  std::optional<std::int64_t> world = in.integer(f, "", "world_size");
+  return file;
+}
+
+// Identity: without these the file cannot be placed in its run. Returns whether it can be; sets
+// x->lead and x->schema.
+bool read_identity(FileRead* x) {
+  Reader& in = x->in;
+  std::optional<std::string> status = in.text(x->f, "", "status");
+  std::optional<std::int64_t> rank = in.integer(x->f, "", "rank");
+  std::optional<std::int64_t> world = in.integer(x->f, "", "world_size");
   if (status && !known_status(*status)) {
     in.problem("status", "is '" + *status + "', which no sweepbench writes (damaged?)");
     status.reset();
@@ -547,226 +257,284 @@ RankRead read_rank_file(const std::string& path, RankReadScope scope) {
   if (status && rank && world && !identity) {
     in.problem("rank", "is " + std::to_string(*rank) + " of world_size " + std::to_string(*world));
   }
-  take(status, &r.status);
-  take(rank, &r.rank);
-  take(world, &r.world_size);
-  // What the whole run shares (its config, shapes, FLOPs, evaluation loss) comes from rank 0;
-  // in the summary scope the other ranks' files are read for their own measurements only.
-  const bool lead = all || (rank && *rank == 0);
-  const std::optional<std::int64_t> schema = in.integer(f, "", "schema_version");
-  if (schema && *schema > kResultsSchemaVersion) {
-    in.problem("schema_version", std::to_string(*schema) + " is newer than this reader's " +
+  take(status, &x->r.status);
+  take(rank, &x->r.rank);
+  take(world, &x->r.world_size);
+  x->lead = x->all || (rank && *rank == 0);
+  x->schema = in.integer(x->f, "", "schema_version");
+  if (x->schema && *x->schema > kResultsSchemaVersion) {
+    in.problem("schema_version", std::to_string(*x->schema) + " is newer than this reader's " +
                                      std::to_string(kResultsSchemaVersion));
   }
-  // Every other root attribute, from the one list the writer writes too (rank_fields.h).
-  auto wanted_here = [&](FieldScope needed_by) {
-    return needed_by == FieldScope::kEvery || (needed_by == FieldScope::kLead && lead) || all;
+  return identity;
+}
+
+// Every other root attribute, from the one list the writer writes too (rank_fields.h).
+void read_root_attributes(FileRead* x) {
+  auto present = [&](const auto& a) {
+    return !a.since_within_schema || H5Aexists(x->f, a.name) > 0;
   };
-  auto present = [&](const auto& a) { return !a.since_within_schema || H5Aexists(f, a.name) > 0; };
   for (const TextAttr& a : kTextAttrs) {
-    if (wanted_here(a.scope) && present(a)) take(in.text(f, "", a.name), &(r.*a.field));
+    if (x->wanted_here(a.scope) && present(a)) take(x->in.text(x->f, "", a.name), &(x->r.*a.field));
   }
   for (const IntAttr& a : kIntAttrs) {
-    if (wanted_here(a.scope) && present(a)) take(in.integer(f, "", a.name), &(r.*a.field));
+    if (x->wanted_here(a.scope) && present(a)) {
+      take(x->in.integer(x->f, "", a.name), &(x->r.*a.field));
+    }
   }
   for (const RealAttr& a : kRealAttrs) {
-    if (wanted_here(a.scope) && present(a)) take(in.real(f, "", a.name), &(r.*a.field));
+    if (x->wanted_here(a.scope) && present(a)) take(x->in.real(x->f, "", a.name), &(x->r.*a.field));
   }
+}
 
-  // Steps: every column must have one value per step; the columns are rank_fields.h's. Schema 1
-  // kept them as one dataset per column in a group; schema 2 as one table.
-  constexpr size_t kColumns = std::size(kStepColumns);
+constexpr size_t kColumns = std::size(kStepColumns);
+
+// The step columns as read, by their place in kStepColumns (each in the type the column says).
+struct StepValues {
   std::optional<std::vector<double>> reals[kColumns];
   std::optional<std::vector<std::int64_t>> ints[kColumns];
   std::optional<std::vector<std::uint8_t>> flags[kColumns];
-  std::vector<Column> wanted;
-  for (size_t i = 0; i < kColumns; ++i) {
-    const StepColumn& c = kStepColumns[i];
-    if (!c.summary && !all) continue;
-    if (c.real) wanted.push_back({c.name, &reals[i]});
-    if (c.integer) wanted.push_back({c.name, &ints[i]});
-    if (c.flag) wanted.push_back({c.name, &flags[i]});
-  }
-  auto column_size = [&](size_t i) -> std::optional<size_t> {
+
+  std::optional<size_t> size(size_t i) const {
     if (reals[i]) return reals[i]->size();
     if (ints[i]) return ints[i]->size();
     if (flags[i]) return flags[i]->size();
     return std::nullopt;
-  };
-  auto index_of = [&](std::string_view name) {
-    for (size_t i = 0; i < kColumns; ++i) {
-      if (name == kStepColumns[i].name) return i;
-    }
-    return kColumns;
-  };
-  const size_t step_i = index_of("step"), total_i = index_of("total_s"),
-               measured_i = index_of("measured");
-  const bool columns = schema && *schema == 1;
-  const std::string sp = columns ? "steps/" : "steps.";
-  bool steps_found = false;
-  if (columns) {
-    if (Id g = in.group(f, "steps"); g.ok()) {
-      steps_found = true;
-      for (const Column& c : wanted) {
-        std::visit(
-            [&](auto* out) {
-              using T = ValueOf<decltype(out)>;
-              *out = in.numbers<T>(g.get(), sp, c.name, native_type<T>());
-            },
-            c.out);
-      }
-    }
-  } else {
-    steps_found = true;
-    in.table(f, "steps", wanted);
   }
-  bool steps_ok = false;
-  if (steps_found && (ints[step_i] || !all) && reals[total_i] && flags[measured_i]) {
-    const size_t n = reals[total_i]->size();
-    steps_ok = true;
-    for (size_t i = 0; i < kColumns; ++i) {
-      std::optional<size_t> size = column_size(i);
-      if (size && *size != n) {
-        in.problem(sp + kStepColumns[i].name,
-                   std::to_string(*size) + " values for " + std::to_string(n) + " steps");
-        steps_ok = false;
-      }
-    }
-    if (steps_ok) {
-      r.steps.resize(n);
-      for (size_t k = 0; k < n; ++k) {
-        StepRecord& s = r.steps[k];
-        s.step = static_cast<std::int64_t>(k);  // unless the file says (a summary read)
-        for (size_t i = 0; i < kColumns; ++i) {
-          const StepColumn& c = kStepColumns[i];
-          if (reals[i]) s.*c.real = (*reals[i])[k];
-          if (ints[i]) s.*c.integer = (*ints[i])[k];
-          if (flags[i]) s.*c.flag = (*flags[i])[k] != 0;
-        }
-      }
-    }
-  }
+};
 
-  if (Id g = in.group(f, "eval"); g.ok()) {
-    const std::string p = "eval/";
-    if (lead) {
-      if (auto ran = in.integer(g.get(), p, "ran")) r.eval.ran = *ran != 0;
-    }
-    for (const auto& a : kEvalIntAttrs) {
-      if (wanted_here(a.scope)) take(in.integer(g.get(), p, a.name), &(r.eval.*a.field));
-    }
-    for (const auto& a : kEvalRealAttrs) {
-      if (wanted_here(a.scope)) take(in.real(g.get(), p, a.name), &(r.eval.*a.field));
-    }
-    for (const auto& a : kEvalSeries) {
-      if (wanted_here(a.scope)) {
-        take(in.numbers<double>(g.get(), p, a.name, H5T_NATIVE_DOUBLE), &(r.eval.*a.field));
-      }
+size_t step_column_index(std::string_view name) {
+  for (size_t i = 0; i < kColumns; ++i) {
+    if (name == kStepColumns[i].name) return i;
+  }
+  return kColumns;
+}
+
+// The columns this scope wants, read into `v`. Schema 1 kept them as one dataset per column in a
+// group; schema 2 as one table. Returns whether the steps are there.
+bool read_step_columns(FileRead* x, StepValues* v) {
+  std::vector<Column> wanted;
+  for (size_t i = 0; i < kColumns; ++i) {
+    const StepColumn& c = kStepColumns[i];
+    if (!c.summary && !x->all) continue;
+    if (c.real) wanted.push_back({c.name, &v->reals[i]});
+    if (c.integer) wanted.push_back({c.name, &v->ints[i]});
+    if (c.flag) wanted.push_back({c.name, &v->flags[i]});
+  }
+  if (!(x->schema && *x->schema == 1)) {
+    x->in.table(x->f, "steps", wanted);
+    return true;
+  }
+  Id g = x->in.group(x->f, "steps");
+  if (!g.ok()) return false;
+  for (const Column& c : wanted) {
+    std::visit(
+        [&](auto* out) {
+          using T = ValueOf<decltype(out)>;
+          *out = x->in.numbers<T>(g.get(), "steps/", c.name, native_type<T>());
+        },
+        c.out);
+  }
+  return true;
+}
+
+// Steps: every column must have one value per step; the columns are rank_fields.h's. Returns
+// whether the steps could be read.
+bool read_steps(FileRead* x) {
+  StepValues v;
+  const bool steps_found = read_step_columns(x, &v);
+  const std::string sp = x->schema && *x->schema == 1 ? "steps/" : "steps.";
+  const size_t step_i = step_column_index("step"), total_i = step_column_index("total_s"),
+               measured_i = step_column_index("measured");
+  if (!steps_found || !(v.ints[step_i] || !x->all) || !v.reals[total_i] || !v.flags[measured_i]) {
+    return false;
+  }
+  const size_t n = v.reals[total_i]->size();
+  bool steps_ok = true;
+  for (size_t i = 0; i < kColumns; ++i) {
+    std::optional<size_t> size = v.size(i);
+    if (size && *size != n) {
+      x->in.problem(sp + kStepColumns[i].name,
+                    std::to_string(*size) + " values for " + std::to_string(n) + " steps");
+      steps_ok = false;
     }
   }
+  if (!steps_ok) return false;
+  x->r.steps.resize(n);
+  for (size_t k = 0; k < n; ++k) {
+    StepRecord& s = x->r.steps[k];
+    s.step = static_cast<std::int64_t>(k);  // unless the file says (a summary read)
+    for (size_t i = 0; i < kColumns; ++i) {
+      const StepColumn& c = kStepColumns[i];
+      if (v.reals[i]) s.*c.real = (*v.reals[i])[k];
+      if (v.ints[i]) s.*c.integer = (*v.ints[i])[k];
+      if (v.flags[i]) s.*c.flag = (*v.flags[i])[k] != 0;
+    }
+  }
+  return true;
+}
 
-  if (Id g = in.group(f, "memory"); g.ok()) {
-    // Other ranks' stages matter for their peaks only (mem_peak_bytes): no names, the columns of
-    // kMemoryColumns their scope asks for.
-    const std::string p = "memory/";
-    std::optional<std::vector<std::string>> names;
-    if (lead) {
-      take(in.text(g.get(), p, "stage_source"), &r.memory_stage_source);
-      names = in.strings(g.get(), p, "stage");
+void read_eval(FileRead* x) {
+  Id g = x->in.group(x->f, "eval");
+  if (!g.ok()) return;
+  const std::string p = "eval/";
+  EvalSummary& eval = x->r.eval;
+  if (x->lead) {
+    if (auto ran = x->in.integer(g.get(), p, "ran")) eval.ran = *ran != 0;
+  }
+  for (const auto& a : kEvalIntAttrs) {
+    if (x->wanted_here(a.scope)) take(x->in.integer(g.get(), p, a.name), &(eval.*a.field));
+  }
+  for (const auto& a : kEvalRealAttrs) {
+    if (x->wanted_here(a.scope)) take(x->in.real(g.get(), p, a.name), &(eval.*a.field));
+  }
+  for (const auto& a : kEvalSeries) {
+    if (x->wanted_here(a.scope)) {
+      take(x->in.numbers<double>(g.get(), p, a.name, H5T_NATIVE_DOUBLE), &(eval.*a.field));
     }
-    std::vector<std::optional<std::vector<std::int64_t>>> bytes;
-    bool complete = !lead || names.has_value();
-    for (const auto& c : kMemoryColumns) {
-      if (wanted_here(c.scope)) {
-        bytes.push_back(in.numbers<std::int64_t>(g.get(), p, c.name, H5T_NATIVE_INT64));
-        complete = complete && bytes.back().has_value();
-      } else {
-        bytes.emplace_back();
-      }
+  }
+}
+
+using Int64Column = std::optional<std::vector<std::int64_t>>;
+
+// The counted columns (kMemoryAllocColumns) are optional (older files); one of another length
+// than the stages is a problem.
+std::vector<Int64Column> read_counted_memory(FileRead* x, hid_t g, size_t stages) {
+  std::vector<Int64Column> counted;
+  for (const auto& c : kMemoryAllocColumns) {
+    counted.emplace_back();
+    if (!x->wanted_here(c.scope) || H5Lexists(g, c.name, H5P_DEFAULT) <= 0) continue;
+    counted.back() = x->in.numbers<std::int64_t>(g, "memory/", c.name, H5T_NATIVE_INT64);
+    if (counted.back() && counted.back()->size() != stages) {
+      x->in.problem("memory", std::string(c.name) + " has another length than the stages");
+      counted.back().reset();
     }
-    // The number of stages: the names' (rank 0), else the first column's.
-    size_t stages = 0;
-    bool known = false;
-    if (names) {
-      stages = names->size();
+  }
+  return counted;
+}
+
+// The memory stages. Other ranks' stages matter for their peaks only (mem_peak_bytes): no names,
+// the columns of kMemoryColumns their scope asks for.
+void read_memory(FileRead* x) {
+  Id g = x->in.group(x->f, "memory");
+  if (!g.ok()) return;
+  const std::string p = "memory/";
+  std::optional<std::vector<std::string>> names;
+  if (x->lead) {
+    take(x->in.text(g.get(), p, "stage_source"), &x->r.memory_stage_source);
+    names = x->in.strings(g.get(), p, "stage");
+  }
+  std::vector<Int64Column> bytes;
+  bool complete = !x->lead || names.has_value();
+  for (const auto& c : kMemoryColumns) {
+    if (x->wanted_here(c.scope)) {
+      bytes.push_back(x->in.numbers<std::int64_t>(g.get(), p, c.name, H5T_NATIVE_INT64));
+      complete = complete && bytes.back().has_value();
+    } else {
+      bytes.emplace_back();
+    }
+  }
+  // The number of stages: the names' (rank 0), else the first column's.
+  size_t stages = 0;
+  bool known = false;
+  if (names) {
+    stages = names->size();
+    known = true;
+  }
+  bool same_length = true;
+  for (const auto& column : bytes) {
+    if (!column) continue;
+    if (!known) {
+      stages = column->size();
       known = true;
     }
-    bool same_length = true;
-    for (const auto& column : bytes) {
-      if (!column) continue;
-      if (!known) {
-        stages = column->size();
-        known = true;
-      }
-      same_length = same_length && column->size() == stages;
-    }
-    if (complete && !same_length) {
-      in.problem("memory", "its columns have different lengths");
-    } else if (complete) {
-      // The counted columns are optional (older files); one of another length is a problem.
-      std::vector<std::optional<std::vector<std::int64_t>>> counted;
-      for (const auto& c : kMemoryAllocColumns) {
-        counted.emplace_back();
-        if (!wanted_here(c.scope) || H5Lexists(g.get(), c.name, H5P_DEFAULT) <= 0) continue;
-        counted.back() = in.numbers<std::int64_t>(g.get(), p, c.name, H5T_NATIVE_INT64);
-        if (counted.back() && counted.back()->size() != stages) {
-          in.problem("memory", std::string(c.name) + " has another length than the stages");
-          counted.back().reset();
-        }
-      }
-      for (size_t k = 0; k < stages; ++k) {
-        StageMemory m;
-        if (names) m.stage = (*names)[k];
-        for (size_t i = 0; i < bytes.size(); ++i) {
-          if (bytes[i]) m.*kMemoryColumns[i].field = (*bytes[i])[k];
-        }
-        for (size_t i = 0; i < counted.size(); ++i) {
-          if (counted[i]) m.*kMemoryAllocColumns[i].field = (*counted[i])[k];
-        }
-        r.memory_stages.push_back(m);
-      }
-    }
+    same_length = same_length && column->size() == stages;
   }
+  if (!complete) return;
+  if (!same_length) {
+    x->in.problem("memory", "its columns have different lengths");
+    return;
+  }
+  std::vector<Int64Column> counted = read_counted_memory(x, g.get(), stages);
+  for (size_t k = 0; k < stages; ++k) {
+    StageMemory m;
+    if (names) m.stage = (*names)[k];
+    for (size_t i = 0; i < bytes.size(); ++i) {
+      if (bytes[i]) m.*kMemoryColumns[i].field = (*bytes[i])[k];
+    }
+    for (size_t i = 0; i < counted.size(); ++i) {
+      if (counted[i]) m.*kMemoryAllocColumns[i].field = (*counted[i])[k];
+    }
+    x->r.memory_stages.push_back(m);
+  }
+}
 
-  if (Id g = in.group(f, "samples"); g.ok()) {
-    const std::string p = "samples/";
-    take(in.text(g.get(), p, "device_source"), &r.samples.device_source);
-    SampleSeries& m = r.samples;
-    for (const auto& a : kSampleRealSeries) {
-      if (wanted_here(a.scope)) {
-        take(in.numbers<double>(g.get(), p, a.name, H5T_NATIVE_DOUBLE), &(m.*a.field));
-      }
-    }
-    for (const auto& a : kSampleIntSeries) {
-      // Device memory counts only where NVML measured it (mem_nvidia_mem_reserved).
-      const bool nvml_only = a.field == &SampleSeries::device_bytes && m.device_source != "nvml";
-      if (wanted_here(a.scope) && (all || !nvml_only)) {
-        take(in.numbers<std::int64_t>(g.get(), p, a.name, H5T_NATIVE_INT64), &(m.*a.field));
-      }
+void read_samples(FileRead* x) {
+  Id g = x->in.group(x->f, "samples");
+  if (!g.ok()) return;
+  const std::string p = "samples/";
+  SampleSeries& m = x->r.samples;
+  take(x->in.text(g.get(), p, "device_source"), &m.device_source);
+  for (const auto& a : kSampleRealSeries) {
+    if (x->wanted_here(a.scope)) {
+      take(x->in.numbers<double>(g.get(), p, a.name, H5T_NATIVE_DOUBLE), &(m.*a.field));
     }
   }
+  for (const auto& a : kSampleIntSeries) {
+    // Device memory counts only where NVML measured it (mem_nvidia_mem_reserved).
+    const bool nvml_only = a.field == &SampleSeries::device_bytes && m.device_source != "nvml";
+    if (x->wanted_here(a.scope) && (x->all || !nvml_only)) {
+      take(x->in.numbers<std::int64_t>(g.get(), p, a.name, H5T_NATIVE_INT64), &(m.*a.field));
+    }
+  }
+}
+
+// The workload's own group: bench-infer's, bench-command's, bench-serve's (and its command's).
+void read_workload(FileRead* x) {
+  RankResult& r = x->r;
   if (r.benchmark == "infer") {
-    if (Id g = in.group(f, "infer"); g.ok()) read_infer(in, g.get(), lead, r.infer);
+    if (Id g = x->in.group(x->f, "infer"); g.ok()) read_infer(x->in, g.get(), x->lead, r.infer);
   }
   if (r.benchmark == "command" || r.benchmark == "serve") {
-    if (Id g = in.group(f, "command"); g.ok()) read_command(in, g.get(), all, r.command);
+    if (Id g = x->in.group(x->f, "command"); g.ok())
+      read_command(x->in, g.get(), x->all, r.command);
   }
   if (r.benchmark == "serve") {
-    if (Id g = in.group(f, "serve"); g.ok()) read_serve(in, g.get(), r.serve);
+    if (Id g = x->in.group(x->f, "serve"); g.ok()) read_serve(x->in, g.get(), r.serve);
   }
-  if (lead && !all) {
-    // Where and when, for tables' and figures' titles (bench-extract's device_name and
-    // started): read last, and a problem with them is no problem of the file's, so that what
-    // the row's numbers need is read exactly as before.
-    std::vector<std::string> ignored;
-    Reader extra(&ignored);
-    for (const auto& [name, field] : {std::pair{"device_name", &RankResult::device_name},
-                                      std::pair{"start_time", &RankResult::start_time}}) {
-      if (H5Aexists(f, name) <= 0) continue;
-      if (std::optional<std::string> v = extra.text(f, "", name)) r.*field = std::move(*v);
-    }
+}
+
+// Where and when, for tables' and figures' titles (bench-extract's device_name and started):
+// read last, and a problem with them is no problem of the file's, so that what the row's numbers
+// need is read exactly as before.
+void read_where_and_when(FileRead* x) {
+  std::vector<std::string> ignored;
+  Reader extra(&ignored);
+  for (const auto& [name, field] : {std::pair{"device_name", &RankResult::device_name},
+                                    std::pair{"start_time", &RankResult::start_time}}) {
+    if (H5Aexists(x->f, name) <= 0) continue;
+    if (std::optional<std::string> v = extra.text(x->f, "", name)) x->r.*field = std::move(*v);
   }
-  if (identity && steps_ok) read.result = std::move(r);
+}
+
+}  // namespace
+
+RankRead read_rank_file(const std::string& path, RankReadScope scope) {
+  RankRead read;
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);  // problems are reported, not printed by HDF5
+  Id file = open_rank_file(path, &read.problems);
+  if (!file.ok()) return read;
+  Reader in(&read.problems);
+  FileRead x(in, file.get(), scope == RankReadScope::kAll);
+  const bool identity = read_identity(&x);
+  read_root_attributes(&x);
+  const bool steps_ok = read_steps(&x);
+  read_eval(&x);
+  read_memory(&x);
+  read_samples(&x);
+  read_workload(&x);
+  if (x.lead && !x.all) read_where_and_when(&x);
+  if (identity && steps_ok) read.result = std::move(x.r);
   return read;
 }
 
