@@ -15,12 +15,9 @@
 #include <vector>
 
 #include "core/model_shapes.h"
+#include "train/model_functions.h"  // IWYU pragma: export (autocast_*, cross_entropy_mean)
 
 namespace sweepbench {
-
-// Autocast's state for a device type.
-bool autocast_enabled(c10::DeviceType type);
-at::ScalarType autocast_dtype(c10::DeviceType type);
 
 // Mixed precision the way torch.autocast does it, for libtorch's C++ API: on `type` in `dtype`
 // while it lives, the previous state back after.
@@ -130,13 +127,6 @@ struct ModelOptions {
   // (when the gradient of its output is ready, so also before its recomputation). Empty: none.
   std::function<void(size_t)> before_block, after_block, before_block_backward;
 };
-
-// The mean cross-entropy of logits (N, V) against targets (N), in fp32. With `cpu_kernels`, where
-// the logits are fp32 on the CPU, cpu_kernels.h's kernel makes the loss and, when gradients are
-// wanted, the logits' gradient in one pass (backward only scales it) instead of log_softmax,
-// nll_loss and their backwards.
-torch::Tensor cross_entropy_mean(const torch::Tensor& logits, const torch::Tensor& targets,
-                                 bool cpu_kernels);
 
 // The keys and values of every block for the positions seen so far: the inference cache.
 // static: each layer's (B, Hkv, capacity, D) tensors are allocated once and filled in place;
