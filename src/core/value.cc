@@ -97,14 +97,18 @@ bool Value::erase(std::string_view key) {
   return true;
 }
 
+// Part by part as split_path cuts it, without making the parts: checks read keys by path at
+// every point of a plan.
 const Value* Value::find_path(std::string_view dotted) const {
   const Value* node = this;
-  for (const std::string& part : split_path(dotted)) {
+  size_t start = 0;
+  while (true) {
+    size_t dot = dotted.find('.', start);
     if (!node->is_map()) return nullptr;
-    node = node->find(part);
-    if (node == nullptr) return nullptr;
+    node = node->find(dotted.substr(start, dot == std::string_view::npos ? dot : dot - start));
+    if (node == nullptr || dot == std::string_view::npos) return node;
+    start = dot + 1;
   }
-  return node;
 }
 
 Value* Value::find_path(std::string_view dotted) {

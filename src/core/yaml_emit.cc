@@ -171,17 +171,7 @@ void emit_block_map(const Value& map, int indent, std::string& out,
         continue;
       }
     }
-    out.append(static_cast<size_t>(indent), ' ');
-    append_yaml_key(out, e->key);
-    out += ':';
-    if (e->value.is_map() && !e->value.entries().empty()) {
-      out += '\n';
-      emit_block_map(e->value, indent + 2, out);
-    } else {
-      out += ' ';
-      append_canonical_flow(out, e->value);
-      out += '\n';
-    }
+    append_canonical_yaml_entry(out, e->key, e->value, indent);
   }
 }
 
@@ -276,6 +266,25 @@ std::string display_value(const Value& value) {
       return format_float_repr(value.as_float());
     default:
       return emit_json(value, -1);
+  }
+}
+
+void append_canonical_yaml_key(std::string& out, const std::string& key) {
+  append_yaml_key(out, key);
+}
+
+void append_canonical_yaml_entry(std::string& out, const std::string& key, const Value& value,
+                                 int indent) {
+  out.append(static_cast<size_t>(indent), ' ');
+  append_yaml_key(out, key);
+  out += ':';
+  if (value.is_map() && !value.entries().empty()) {
+    out += '\n';
+    emit_block_map(value, indent + 2, out);
+  } else {
+    out += ' ';
+    append_canonical_flow(out, value);
+    out += '\n';
   }
 }
 

@@ -44,6 +44,13 @@ Value type_plain_scalar(const std::string& text, Mark mark);
 // `skip`: dotted paths of the top level or one level down ("slurm.time") left out, as if they
 // were erased first.
 std::string emit_canonical_yaml(const Value& value, const std::vector<std::string>& skip = {});
+// What emit_canonical_yaml writes for one entry of a map at `indent` spaces, appended to `out`:
+// `key: value`, or `key:` and a non-empty map's block below it. For canonical text written a part
+// at a time (core/config.h's CanonicalConfigText); the key alone as it writes it, for a section's
+// `key:` line.
+void append_canonical_yaml_entry(std::string& out, const std::string& key, const Value& value,
+                                 int indent);
+void append_canonical_yaml_key(std::string& out, const std::string& key);
 
 // JSON. indent < 0: one line. sort_keys: bytewise; otherwise insertion order.
 // Non-finite floats become null (JSON has no spelling for them).

@@ -409,9 +409,10 @@ Plan plan_sweep(const SweepSpec& spec, const PlanOptions& options) {
     }
   };
 
+  CanonicalConfigText canonical;  // the lines of the points' unchanged keys written once
   auto take = [&](Value&& resolved, const Recipe& recipe, const Mark& mark) {
     std::uint32_t c = static_cast<std::uint32_t>(plan.hashes_.size());
-    std::string hash = config_hash(resolved);
+    std::string hash = canonical.hash(resolved);
     if (c == 0) {
       plan.first_ = resolved;
       collect_leaves(plan.first_, &paths, &leaves);

@@ -252,6 +252,33 @@ TEST(ConfigHash, EachWorkloadHashesOnlyTheSectionsItReads) {
   EXPECT_NE(hash_of("benchmark: infer\ninfer.cuda_graph: false\n"), infer);
 }
 
+// bench-sweep plan keeps one writer for all its points, each line's text beside its value: a
+// config after others gets the text it gets alone, whichever keys, workload or later keys at
+// their defaults changed in between.
+TEST(ConfigHash, AWriterKeptBetweenConfigsGivesEachItsOwnText) {
+  const char* configs[] = {"train.steps: 20\n",
+                           "train.steps: 21\n",
+                           "benchmark: infer\n",
+                           "benchmark: infer\ninfer.cuda_graph: false\n",
+                           "train.peft: lora\n",
+                           "",
+                           "train.peft: lora\nlora.r: 16\n",
+                           "train.peft: none\nlora.r: 16\n",
+                           "params: {a: 1}\n",
+                           "params: {a: 2, b: x}\n",
+                           "params: {a: 2, b: x}\nslurm.time: 10\n",
+                           "launch.env: {A: '1'}\ntrain.bucket_mb: 5\n",
+                           "train.steps: 20\n"};
+  CanonicalConfigText writer;
+  for (const char* text : configs) {
+    Value config = resolved(text);
+    EXPECT_EQ(writer.text(config), canonical_config_text(config)) << text;
+    EXPECT_EQ(writer.hash(config), config_hash(config)) << text;
+  }
+  EXPECT_EQ(writer.hash(resolved("train.steps: 20\n")),
+            "cfd915c9851338cc28528153225f1866166842859cf54f48b90c4ab67879206c");
+}
+
 // The size check blamed train.micro_batch (at 1) for a vocabulary or a
 // sequence too large for any machine; the key it names is the one to lower.
 TEST(TensorSizes, NameTheKeyToLower) {
