@@ -2,12 +2,12 @@
 // or range, whether it enters config_hash, and a one-line description.
 //
 // Each key is declared once: a key that a section's field holds beside its field in
-// core/settings.h; the others in schema.cc, which builds the table from both (the top level, the
-// model's dimensions, the command section, and lora.targets, whose null needs the model).
-// docs/config.md is generated from the table (`bench-sweep keys --format md`, a test fails when a
-// key is missing there), validation and the canonical form that config_hash reads follow it, and
-// the typed Settings are read by it. Leaves out: cross-key rules (config.cc) and sweep-file keys
-// (sweep_spec.cc).
+// core/settings.h; the others in schema_table.cc, which builds the table from both (the top
+// level, the model's dimensions, the command section, and lora.targets, whose null needs the
+// model). docs/config.md is generated from the table (`bench-sweep keys --format md`, a test
+// fails when a key is missing there), validation (schema_coerce.cc) and the canonical form that
+// config_hash reads follow it, and the typed Settings are read by it. Leaves out: cross-key rules
+// (config.cc) and sweep-file keys (sweep_spec.cc).
 #pragma once
 
 #include <functional>

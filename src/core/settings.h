@@ -6,11 +6,11 @@
 // Each section's struct is followed by its keys (train_keys and the others): for each field its
 // path, default (in the field's type; std::nullopt for null), doc and range, in one call,
 // `key(&TrainSettings::beta1, "train.beta1", 0.9, "AdamW beta1").min(0.0)`. The key's type
-// follows from the field's. core/schema.cc builds the table from these calls (they are templates
-// so that only it compiles them); validation, `bench-sweep keys`, docs/config.md, the hashed form
-// and Settings::of all come from that table. The fields here start zero: the defaults are the
-// keys', and Settings::defaults() is every key at its default. docs/architecture.md shows adding a
-// setting.
+// follows from the field's. core/schema_table.cc builds the table from these calls (they are
+// templates so that only it compiles them); validation, `bench-sweep keys`, docs/config.md, the
+// hashed form and Settings::of all come from that table. The fields here start zero: the
+// defaults are the keys', and Settings::defaults() is every key at its default.
+// docs/architecture.md shows adding a setting.
 #pragma once
 
 #include <cstdint>
@@ -194,7 +194,7 @@ void train_keys(Keys& key) {
       .hashed_unless_default()
       .only_for({"train"});
   // lora (with train.peft: lora); lora.targets, whose null is the architecture's own, is read
-  // in core/schema.cc.
+  // in core/schema_table.cc.
   key(&TrainSettings::lora_r, "lora.r", 8, "LoRA rank (with train.peft: lora)")
       .min(1)
       .hashed_unless_default()

@@ -1,0 +1,41 @@
+// What bench-serve's files share of its server (bench_serve.cc, bench_serve_server.cc): where the
+// server runs inside a SLURM allocation (a step of its own, srun --overlap), the cancelling of
+// that step, the wait until the server is ready, and the model it serves.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/serve_spec.h"
+#include "serve/server.h"
+
+namespace sweepbench {
+
+// Where the server's step runs: the srun words before its argv, the node, and the address the
+// client reaches it at. Empty `prefix`: the server is bench-serve's own child.
+struct StepPlacement {
+  std::vector<std::string> prefix;
+  std::string node, address, step_name;
+};
+
+// The placement of the point's server: a step of its own inside a SLURM allocation (unless
+// serve.url or serve.slurm_step: never), else bench-serve's child. Throws Error(kInput) for a
+// serve.node past the allocation's nodes.
+StepPlacement step_placement(const ServeSpec& spec, const std::string& run_id);
+
+// Cancels the server's step through SLURM (the step named `name` of this job).
+void cancel_step(const std::string& name);
+
+// Waits until the server (nullptr: serve.url's, not ours) is ready, following its logs for
+// serve.ready.log. False when it exited or was never ready in time (`*failure` says why), or
+// when `stop` came.
+bool wait_until_ready(serve::Server* server, const serve::ServerLaunch& launch,
+                      const ServeSpec& spec, const std::string& base_url,
+                      const std::function<bool()>& stop, double* ready_s, std::string* failure);
+
+// The model the server serves, by GET /v1/models: its first entry's id.
+std::optional<std::string> served_model(const std::string& base_url, std::string* why);
+
+}  // namespace sweepbench
