@@ -91,7 +91,7 @@ class Plan {
   std::vector<const SweepPoint*> selected_points() const;
 
  private:
-  friend Plan plan_sweep(const SweepSpec& spec, const PlanOptions& options);
+  friend class PlanBuilder;
   void rebuild_points(const PointVisitor& visit, bool selected_only) const;
   struct Leaf {
     std::string path;           // "train.micro_batch"
