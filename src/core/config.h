@@ -1,4 +1,5 @@
-// Point configs: reading partial configs, --set overrides, resolving, canonical form and hash.
+// Point configs: reading partial configs, --set overrides, resolving (the canonical form and hash
+// are config_hash.h's).
 //
 // A *partial* config is what a user writes (base, a defaults file, an axis value, --set): nested
 // sections with a subset of the keys, each key known to the schema and each value already of the
@@ -15,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/config_hash.h"  // IWYU pragma: export (config_hash, the canonical text)
 #include "core/model_shapes.h"
 #include "core/value.h"
 
@@ -45,36 +47,6 @@ Value resolve_config(const Value& partial);
 
 // The model shape of a resolved config.
 ModelShape model_shape_of(const Value& resolved);
-
-// Canonical text: the resolved config with the unhashed (scheduling-only) keys removed, as
-// canonical YAML (sorted keys, stable numbers). config_hash is the SHA-256 of it, in hex.
-std::string canonical_config_text(const Value& resolved);
-std::string config_hash(const Value& resolved);
-
-// The same text and hash for many resolved configs of one layout (a sweep's points), kept
-// between calls: each line is written when its value changes, the rest reused, so a point costs
-// its changed lines and the SHA-256 (docs/performance.md, "Planning"). canonical_config_text is
-// one of these used once.
-class CanonicalConfigText {
- public:
-  CanonicalConfigText();
-  ~CanonicalConfigText();
-  CanonicalConfigText(const CanonicalConfigText&) = delete;
-  CanonicalConfigText& operator=(const CanonicalConfigText&) = delete;
-  // canonical_config_text(resolved); valid until the next call.
-  const std::string& text(const Value& resolved);
-  // config_hash(resolved).
-  std::string hash(const Value& resolved);
-
- private:
-  struct Layout;
-  std::unique_ptr<Layout> layout_;
-  std::string text_;
-};
-
-// The text of a point's config.yaml: a comment with the hash, then the full resolved config in
-// canonical YAML (unhashed keys included).
-std::string point_config_file_text(const Value& resolved);
 
 // Nulls each derived key (KeySpec::derived) whose value equals what it would be derived as, so it
 // is derived again from whatever its source becomes.
