@@ -30,6 +30,7 @@
 #include "sweep/plan_output.h"
 #include "sweep/references.h"
 #include "sweep/sweep_spec.h"
+#include "sweep/time_estimate.h"
 
 namespace sweepbench {
 namespace {

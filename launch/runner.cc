@@ -27,7 +27,7 @@
 #include "launch/status.h"
 #include "layout/claim.h"
 #include "layout/paths.h"
-#include "sweep/plan_output.h"
+#include "sweep/time_estimate.h"
 
 namespace sweepbench {
 namespace {

@@ -12,7 +12,6 @@
 #include "core/yaml_io.h"
 #include "layout/paths.h"
 #include "results/memory_model.h"
-#include "sweep/plan_output.h"
 
 namespace sweepbench {
 namespace {
