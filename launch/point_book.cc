@@ -139,6 +139,18 @@ std::vector<const SweepPoint*> points_to_run(const Plan& plan,
   return out;
 }
 
+PointRecord memory_limit_record(const SweepPoint& p, const std::optional<PointRecord>& last,
+                                const std::string& why) {
+  PointRecord r;
+  r.status = PointStatus::kSkipped;
+  r.reason = why;
+  r.config_hash = p.config_hash;
+  r.attempt = (last ? last->attempt : 0) + 1;
+  r.host = this_host();
+  r.started = r.ended = utc_now_iso8601();
+  return r;
+}
+
 ManifestBatch::~ManifestBatch() {
   try {
     flush();
@@ -442,13 +454,7 @@ bool PointBook::skipped_by_memory_limit(const SweepPoint& p,
     return true;
   }
   archive_settled_attempt(dir(p));
-  PointRecord r;
-  r.status = PointStatus::kSkipped;
-  r.reason = *why;
-  r.config_hash = p.config_hash;
-  r.attempt = (record ? record->attempt : 0) + 1;
-  r.host = this_host();
-  r.started = r.ended = utc_now_iso8601();
+  const PointRecord r = memory_limit_record(p, record, *why);
   finish(p, r);
   output_.row(p, "skipped", *why);
   return true;

@@ -52,6 +52,10 @@ bool will_run(const SweepPoint& p, const std::string& point_dir,
 std::vector<const SweepPoint*> points_to_run(const Plan& plan,
                                              const std::vector<std::string>& only);
 
+// The record of a point skipped by the sweep's memory_limit (`why`), attempt after `last`'s.
+PointRecord memory_limit_record(const SweepPoint& p, const std::optional<PointRecord>& last,
+                                const std::string& why);
+
 // The points a point that ran out of memory prunes: identical to it except for a larger value of
 // one of `keys`. Returns the reason when `candidate` is pruned by `oom_point`.
 std::optional<std::string> prune_reason(const SweepPoint& candidate, const SweepPoint& oom_point,

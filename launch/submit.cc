@@ -26,6 +26,7 @@
 #include "layout/paths.h"
 #include "layout/point_record.h"
 #include "sweep/plan_output.h"
+#include "sweep/time_estimate.h"
 
 namespace sweepbench {
 namespace {
@@ -355,13 +356,7 @@ bool settled_by_memory_limit(const Submission& s, const SweepPoint& p,
     return true;
   }
   archive_settled_attempt(dir);
-  PointRecord r;
-  r.status = PointStatus::kSkipped;
-  r.reason = *why;
-  r.config_hash = p.config_hash;
-  r.attempt = (record ? record->attempt : 0) + 1;
-  r.host = this_host();
-  r.started = r.ended = utc_now_iso8601();
+  const PointRecord r = memory_limit_record(p, record, *why);
   write_point_record(dir, r);
   s.out << "#   skipped " << p.tag << ": " << *why << "\n";
   return true;
