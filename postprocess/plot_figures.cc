@@ -300,7 +300,6 @@ TableFigure curve_figure(const CsvTable& t, const PlotSpec& spec_in, const std::
   const size_t y = axes.y, x = axes.x;
   const std::optional<size_t> hue = axes.hue;
   PlotSpec& spec = axes.spec;
-  const PlotSpec& x_units = axes.x_units;
 
   // A point of the curve is the rows that agree on every key that varies (their repeats) and,
   // in a table of serve levels (bench-extract --series levels), on the level; a line joins a
