@@ -159,12 +159,15 @@ class Commands(unittest.TestCase):
                                       "mean", "(ms)"])
         rows = quickstart.split(table[0], 1)[1].splitlines()[1:5]
         self.assertLessEqual(max(len(line) for line in [table[0]] + rows), 120, quickstart)
-        # The A/B gate failed or was inconclusive, and said why on stderr.
+        # The A/B gate failed or was inconclusive, and said why on stderr. Which of the two
+        # depends on the machine's load: the kernel switched off costs a third of the step on a
+        # quiet machine, but CI's second test beside this one once hid it (ok, then inconclusive
+        # for the points only in the baseline, exit 9).
         ab = next(r for (page, _), r in outputs.items()
                   if page == "docs/first-steps.md" and "--fail-on" in r.args[-1])
         self.assertRegex(ab.stdout, r"exit [89]\n")
-        self.assertRegex(ab.stderr, r"bench-compare: (FAIL|INCONCLUSIVE): --fail-on "
-                                    r"train_tokens_per_second:5%")
+        self.assertRegex(ab.stderr, r"bench-compare: (FAIL: --fail-on train_tokens_per_second:5%|"
+                                    r"INCONCLUSIVE: --fail-on: a point only in the baseline)")
         # The failed point's reason is gzip's error, not its pointer to --help.
         failed = next(r for (page, _), r in outputs.items()
                       if page == "docs/first-steps.md" and "runs/levels" in r.args[-1])
