@@ -1,7 +1,7 @@
 // bench-plot: a bench-extract CSV to a figure, rendered by gnuplot.
 //
 // Reads the table, keeps the rows whose status is ok, groups them by (x, hue) and plots the mean
-// of each --metric with the standard deviation over repeats as error bars. A series is one
+// of each --metric with the 95% interval of the mean over repeats as error bars. A series is one
 // (metric, hue) pair, so two metrics (training and evaluation samples/s, say) stand side by side.
 // Three kinds: bar (clustered bars per x, one colour per series), line (one line per series over
 // a numeric x) and scaling (the metric against world size on a log2 axis, with the ideal line from
@@ -43,7 +43,7 @@ struct PlotSpec {
 // times in s, ms or µs and bytes in KiB, MiB or GiB as the values need, the devices and dates.
 void describe_figure(const CsvTable& table, PlotSpec* spec);
 
-// One plotted value: the mean and sample standard deviation of `metric` over `count` rows.
+// One plotted value: the mean of `metric` over `count` rows and its 95% interval's half width.
 struct PlotPoint {
   std::string metric, x, hue;
   // std: the half width of the 95% interval: of the mean over the group's rows (repeats), or a
