@@ -9,6 +9,7 @@
 // (will_run, memory_limit_skip) before it submits.
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -104,6 +105,8 @@ class PointBook {
   };
   PointBook(const Plan& plan, Options options, RunOutput& output);
 
+  // The sweep's directory, absolute, and a point's in it.
+  const std::filesystem::path& root() const { return root_; }
   std::string dir(const SweepPoint& p) const { return (root_ / p.tag).string(); }
   std::string config_path(const SweepPoint& p) const;
 

@@ -388,7 +388,7 @@ class SweepRun {
                   " each before any measured repeat, left out of the results\n");
       return;
     }
-    const fs::path top = fs::absolute(o_.out_dir) / kWarmupDir;
+    const fs::path top = book_.root() / kWarmupDir;
     output_.say("# warm-up: " + plural(chosen.size(), "point") + " run " +
                 plural(static_cast<size_t>(o_.warmup), "time") +
                 " each before any measured repeat; their results go to " + top.string() +
