@@ -1,4 +1,4 @@
-// How well the history's change points work (results/change_points.h), on synthetic series with
+// How well the history's change points work (metrics/change_points.h), on synthetic series with
 // known steps, drifts and noise: the table in docs/history.md, "How well it works".
 //
 //   build/release/bin/history_rates [REPS] [--json FILE]   (default 2000 series a cell)
@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "results/change_points.h"
+#include "metrics/change_points.h"
 
 namespace {
 

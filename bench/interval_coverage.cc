@@ -1,4 +1,4 @@
-// How often the intervals of results/statistics.h hold the true mean, on synthetic AR(1) step
+// How often the intervals of metrics/statistics.h hold the true mean, on synthetic AR(1) step
 // times with and without a warm-up transient, beside the interval that assumes independent steps
 // (Student's t over the raw steps): the table in docs/metrics.md, "Intervals and noise". Then
 // the same interval after measuring until precise (statistics.h, precise_enough and next_look:
@@ -17,7 +17,7 @@
 #include <random>
 #include <vector>
 
-#include "results/statistics.h"
+#include "metrics/statistics.h"
 
 int main(int argc, char** argv) {
   using sweepbench::Estimate;

@@ -22,13 +22,13 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
-#include "core/fs.h"
-#include "core/text.h"
-#include "core/yaml_io.h"
+#include "config/yaml_io.h"
 #include "layout/point_record.h"
+#include "metrics/summary.h"
+#include "os/fs.h"
 #include "results/rank_file.h"
-#include "results/summary.h"
+#include "text/error.h"
+#include "text/text.h"
 
 namespace sb = sweepbench;
 namespace fs = std::filesystem;

@@ -47,9 +47,9 @@
 #include <variant>
 #include <vector>
 
-#include "core/process.h"
-#include "core/value.h"
-#include "core/yaml_io.h"
+#include "config/value.h"
+#include "config/yaml_io.h"
+#include "os/process.h"
 #include "serve/arrivals.h"
 #include "serve/load_client.h"
 #include "serve/request_metrics.h"

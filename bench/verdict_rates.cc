@@ -1,7 +1,7 @@
-// How often bench-compare's verdict calls two sides different (results/significance.h), on
+// How often bench-compare's verdict calls two sides different (metrics/significance.h), on
 // synthetic runs: the false-positive rate on equal sides and the power for 5%, 10% and 30%
-// changes at 3, 5 and 10 repeats a side and one run a side (its batch means), for one comparison and in a family of six (Bonferroni):
-// the table in docs/compare.md, "How well the verdict works".
+// changes at 3, 5 and 10 repeats a side and one run a side (its batch means), for one comparison
+// and in a family of six (Bonferroni): the table in docs/compare.md, "How well the verdict works".
 //
 //   build/release/bin/verdict_rates [REPS]   (default 4000 comparisons a cell; about a minute)
 //
@@ -16,8 +16,8 @@
 #include <random>
 #include <vector>
 
-#include "results/significance.h"
-#include "results/statistics.h"
+#include "metrics/significance.h"
+#include "metrics/statistics.h"
 
 namespace {
 

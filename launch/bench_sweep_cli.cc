@@ -11,26 +11,26 @@
 #include <sstream>
 #include <string>
 
-#include "core/config.h"
-#include "core/error.h"
-#include "core/fs.h"
-#include "core/process.h"
-#include "core/schema.h"
-#include "core/table.h"
-#include "core/terminal.h"
-#include "core/text.h"
-#include "core/yaml_io.h"
+#include "config/config.h"
+#include "config/schema.h"
+#include "config/table.h"
+#include "config/yaml_io.h"
 #include "launch/runner.h"
 #include "launch/slurm.h"
 #include "launch/status.h"
 #include "launch/submit.h"
 #include "launch/workload.h"
 #include "layout/manifest.h"
+#include "os/fs.h"
+#include "os/process.h"
 #include "sweep/expand.h"
 #include "sweep/plan_output.h"
 #include "sweep/references.h"
 #include "sweep/sweep_spec.h"
 #include "sweep/time_estimate.h"
+#include "text/error.h"
+#include "text/terminal.h"
+#include "text/text.h"
 
 namespace sweepbench {
 namespace {
@@ -372,7 +372,7 @@ int run_plan(const std::vector<std::string>& args, std::ostream& out, std::ostre
   }
   if (wrote) {
     std::ostream& summary = format == PlanFormat::kTable ? out : err;
-    // The directory as typed may hold control characters: shown escaped (core/terminal.h).
+    // The directory as typed may hold control characters: shown escaped (text/terminal.h).
     summary << "# " << terminal_safe(vm["out"].as<std::string>()) << ": " << written.written
             << " written, " << written.updated << " updated, " << written.unchanged
             << " unchanged; manifest " << (written.manifest_changed ? "written" : "unchanged")
@@ -696,7 +696,7 @@ void report(const Error& e, std::ostream& err) { err << error_line(e, "bench-swe
 std::string schema_markdown() {
   std::ostringstream out;
   std::optional<std::string> section;  // nullopt before the first key
-  std::optional<TableWriter> table;    // one Markdown table per section (core/table.h)
+  std::optional<TableWriter> table;    // one Markdown table per section (config/table.h)
   for (const KeySpec& k : Schema::get().keys()) {
     if (k.section() != section) {
       if (table) table->finish();
@@ -723,7 +723,7 @@ std::string schema_markdown() {
 int bench_sweep_main(const std::vector<std::string>& args, std::ostream& raw_out,
                      std::ostream& raw_err) {
   // Messages and run's and submit's reports are for people: what values, tags, reasons and
-  // programs' words they hold reaches the terminal escaped (core/terminal.h). Tables escape
+  // programs' words they hold reaches the terminal escaped (text/terminal.h). Tables escape
   // their own cells; JSON and CSV stay exact.
   TerminalSafeStream err(raw_err);
   TerminalSafeStream people_out(raw_out);

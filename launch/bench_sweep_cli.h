@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/exit_codes.h"  // IWYU pragma: export
+#include "text/exit_codes.h"  // IWYU pragma: export
 
 namespace sweepbench {
 

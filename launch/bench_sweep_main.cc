@@ -3,8 +3,8 @@
 #include <string>
 #include <vector>
 
-#include "core/fs.h"
 #include "launch/bench_sweep_cli.h"
+#include "os/fs.h"
 
 int main(int argc, char** argv) {
   sweepbench::survive_closed_output();

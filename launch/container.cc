@@ -8,11 +8,11 @@
 #include <functional>
 #include <sstream>
 
-#include "core/config.h"
-#include "core/error.h"
-#include "core/registry.h"
-#include "core/settings.h"
-#include "core/text.h"
+#include "config/config.h"
+#include "config/settings.h"
+#include "text/error.h"
+#include "text/registry.h"
+#include "text/text.h"
 
 namespace sweepbench {
 namespace {

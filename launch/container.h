@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "core/settings.h"
-#include "core/value.h"
+#include "config/settings.h"
+#include "config/value.h"
 
 namespace sweepbench {
 

@@ -7,12 +7,12 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "core/error.h"
-#include "core/fs.h"
-#include "core/process.h"
-#include "core/redact.h"
-#include "core/text.h"
 #include "launch/shell.h"
+#include "os/fs.h"
+#include "os/process.h"
+#include "text/error.h"
+#include "text/redact.h"
+#include "text/text.h"
 
 namespace sweepbench {
 

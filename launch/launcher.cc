@@ -5,15 +5,15 @@
 #include <cstdlib>
 #include <functional>
 
-#include "core/config.h"
-#include "core/error.h"
-#include "core/hardware.h"
-#include "core/placeholders.h"
-#include "core/registry.h"
-#include "core/settings.h"
-#include "core/text.h"
+#include "config/config.h"
+#include "config/placeholders.h"
+#include "config/settings.h"
 #include "launch/shell.h"
 #include "launch/workload.h"
+#include "os/hardware.h"
+#include "text/error.h"
+#include "text/registry.h"
+#include "text/text.h"
 
 namespace sweepbench {
 namespace {

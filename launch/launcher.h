@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "core/settings.h"
-#include "core/value.h"
+#include "config/settings.h"
+#include "config/value.h"
 #include "launch/container.h"
 
 namespace sweepbench {

@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "core/text.h"
+#include "text/text.h"
 
 namespace sweepbench {
 

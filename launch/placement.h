@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "core/process.h"
-#include "core/settings.h"
+#include "config/settings.h"
 #include "launch/launcher.h"
 #include "launch/packing.h"
 #include "layout/point_record.h"
+#include "os/process.h"
 
 namespace sweepbench {
 

@@ -4,8 +4,6 @@
 #include <algorithm>
 #include <chrono>
 
-#include "core/error.h"
-#include "core/text.h"
 #include "launch/point_end.h"
 #include "launch/slurm.h"
 #include "launch/status.h"
@@ -15,6 +13,8 @@
 #include "sweep/plan_output.h"
 #include "sweep/references.h"
 #include "sweep/repeats_until.h"
+#include "text/error.h"
+#include "text/text.h"
 
 namespace sweepbench {
 namespace {

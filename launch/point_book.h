@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "core/value.h"
+#include "config/value.h"
 #include "launch/run_output.h"
 #include "layout/claim.h"
 #include "layout/point_record.h"

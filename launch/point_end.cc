@@ -8,12 +8,12 @@
 #include <filesystem>
 #include <sstream>
 
-#include "core/error.h"
-#include "core/fs.h"
-#include "core/text.h"
-#include "core/yaml_io.h"
+#include "config/yaml_io.h"
 #include "launch/slurm.h"
 #include "layout/paths.h"
+#include "os/fs.h"
+#include "text/error.h"
+#include "text/text.h"
 
 namespace sweepbench {
 

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "core/process.h"
-#include "core/value.h"
+#include "config/value.h"
 #include "launch/workload.h"
+#include "os/process.h"
 
 namespace sweepbench {
 

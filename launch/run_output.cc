@@ -9,9 +9,9 @@
 #include <iostream>
 #include <sstream>
 
-#include "core/exit_codes.h"
-#include "core/process.h"
-#include "core/text.h"
+#include "os/process.h"
+#include "text/exit_codes.h"
+#include "text/text.h"
 
 namespace sweepbench {
 namespace {

@@ -15,11 +15,7 @@
 #include <memory>
 #include <set>
 
-#include "core/command_spec.h"
-#include "core/error.h"
-#include "core/fs.h"
-#include "core/process.h"
-#include "core/text.h"
+#include "config/command_spec.h"
 #include "launch/placement.h"
 #include "launch/point_end.h"
 #include "launch/shell.h"
@@ -27,7 +23,11 @@
 #include "launch/status.h"
 #include "layout/claim.h"
 #include "layout/paths.h"
+#include "os/fs.h"
+#include "os/process.h"
 #include "sweep/time_estimate.h"
+#include "text/error.h"
+#include "text/text.h"
 
 namespace sweepbench {
 namespace {

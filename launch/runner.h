@@ -17,20 +17,20 @@
 #include <string>
 #include <vector>
 
-#include "core/process.h"
 #include "launch/launcher.h"
 #include "launch/packing.h"
 #include "launch/point_book.h"  // IWYU pragma: export (decide, prune_reason)
 #include "launch/run_output.h"  // IWYU pragma: export (RunReport)
 #include "launch/workload.h"
 #include "layout/point_record.h"
+#include "os/process.h"
 #include "sweep/expand.h"
 
 namespace sweepbench {
 
 // What the run loop does to processes and asks of the machine, behind one seam, so that its
 // decisions (what starts when, on which CPUs and GPUs, what a point's end records) are unit tests
-// with a stand-in (tests/launch/run_loop_test.cc). real_processes() is core/process.h's and
+// with a stand-in (tests/launch/run_loop_test.cc). real_processes() is os/process.h's and
 // packing.h's.
 class ProcessRunner {
  public:
@@ -38,7 +38,7 @@ class ProcessRunner {
   // This machine's CPUs and GPUs, for --jobs outside an allocation.
   virtual std::vector<int> usable_cpus() = 0;
   virtual std::vector<std::string> visible_gpus() = 0;
-  // start_process, wait_for_any and end_leftover_processes (core/process.h).
+  // start_process, wait_for_any and end_leftover_processes (os/process.h).
   virtual int start(const std::vector<std::string>& argv,
                     const std::map<std::string, std::string>& env, const std::string& stdout_path,
                     const std::string& stderr_path, int inherit_fd,

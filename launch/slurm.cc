@@ -5,9 +5,9 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "core/error.h"
-#include "core/process.h"
-#include "core/text.h"
+#include "os/process.h"
+#include "text/error.h"
+#include "text/text.h"
 
 namespace sweepbench {
 namespace {

@@ -5,16 +5,16 @@
 #include <map>
 #include <set>
 
-#include "core/error.h"
-#include "core/exit_codes.h"
-#include "core/fs.h"
-#include "core/table.h"
-#include "core/text.h"
-#include "core/yaml_io.h"
+#include "config/table.h"
+#include "config/yaml_io.h"
 #include "launch/slurm.h"
 #include "layout/manifest.h"
 #include "layout/paths.h"
+#include "os/fs.h"
 #include "sweep/references.h"
+#include "text/error.h"
+#include "text/exit_codes.h"
+#include "text/text.h"
 
 namespace sweepbench {
 namespace {
@@ -163,7 +163,7 @@ void print_status(const StatusReport& report, const std::string& out_dir, bool j
     out << emit_json(root, 2, false) << "\n";
     return;
   }
-  // The same aligned table as the plan's (core/table.h).
+  // The same aligned table as the plan's (config/table.h).
   TableWriter table({"index", "status", "tag", "job", "note"}, TableFormat::kText, out);
   for (const PointView& p : report.points) {
     table.row({Value::integer(p.index),

@@ -9,14 +9,10 @@
 #include <optional>
 #include <set>
 
-#include "core/config.h"
-#include "core/error.h"
-#include "core/fs.h"
-#include "core/redact.h"
-#include "core/settings.h"
-#include "core/table.h"
-#include "core/text.h"
-#include "core/yaml_io.h"
+#include "config/config.h"
+#include "config/settings.h"
+#include "config/table.h"
+#include "config/yaml_io.h"
 #include "launch/point_book.h"
 #include "launch/shell.h"
 #include "launch/slurm.h"
@@ -25,8 +21,12 @@
 #include "layout/manifest.h"
 #include "layout/paths.h"
 #include "layout/point_record.h"
+#include "os/fs.h"
 #include "sweep/plan_output.h"
 #include "sweep/time_estimate.h"
+#include "text/error.h"
+#include "text/redact.h"
+#include "text/text.h"
 
 namespace sweepbench {
 namespace {

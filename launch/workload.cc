@@ -4,10 +4,10 @@
 
 #include <filesystem>
 
-#include "core/config.h"
-#include "core/exit_codes.h"
-#include "core/text.h"
+#include "config/config.h"
 #include "layout/paths.h"
+#include "text/exit_codes.h"
+#include "text/text.h"
 
 namespace sweepbench {
 namespace {

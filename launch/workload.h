@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "core/registry.h"
-#include "core/settings.h"
-#include "core/value.h"
+#include "config/settings.h"
+#include "config/value.h"
 #include "layout/point_record.h"
+#include "text/registry.h"
 
 namespace sweepbench {
 

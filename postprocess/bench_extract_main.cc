@@ -3,9 +3,9 @@
 #include <string>
 #include <vector>
 
-#include "core/fs.h"
-#include "core/terminal.h"
+#include "os/fs.h"
 #include "postprocess/extract.h"
+#include "text/terminal.h"
 
 int main(int argc, char** argv) {
   sweepbench::survive_closed_output();

@@ -7,17 +7,17 @@
 #include <set>
 #include <sstream>
 
-#include "core/config.h"
-#include "core/error.h"
-#include "core/exit_codes.h"
-#include "core/schema.h"
-#include "core/fs.h"
-#include "core/table.h"
-#include "core/text.h"
+#include "config/config.h"
+#include "config/schema.h"
+#include "config/table.h"
+#include "metrics/summary.h"  // higher_is_better
+#include "os/fs.h"
 #include "postprocess/extract.h"
 #include "postprocess/point_row.h"
 #include "postprocess/tool_main.h"
-#include "results/summary.h"  // higher_is_better
+#include "text/error.h"
+#include "text/exit_codes.h"
+#include "text/text.h"
 
 namespace sweepbench {
 namespace fs = std::filesystem;
@@ -26,7 +26,7 @@ namespace po = boost::program_options;
 namespace {
 
 // What is compared when --metric names nothing: the headline of each workload (docs/extract.md),
-// those both sides have. A serve point's (results/serve_columns.h; its headline level's, or a
+// those both sides have. A serve point's (metrics/serve_columns.h; its headline level's, or a
 // level's in a table of levels) are medians, as inference's, which a few repeats can judge (a
 // p99 of 200 requests is about their third largest), and goodput for the tail the SLA bounds;
 // its `seconds` (the server's start and every level) is none.
@@ -193,7 +193,7 @@ SideMean side_of(const std::vector<const Row*>& rows, const std::string& metric,
   return runs_mean(values, within);
 }
 
-// A metric's direction (results/summary.h): by the unit a command declared for it on either
+// A metric's direction (metrics/summary.h): by the unit a command declared for it on either
 // side, else by its name.
 bool metric_higher_is_better(const std::string& metric, const std::vector<Row>& a,
                              const std::vector<Row>& b) {

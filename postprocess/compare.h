@@ -8,7 +8,7 @@
 // Repeats whose steps were kept floor each side's error at what the runs' own steps show.
 //
 // One run a side (a results tree each): for the throughputs and step_time_mean_s the samples are
-// the runs' step-time batch means (results/statistics.h), nearly independent where steps are not;
+// the runs' step-time batch means (metrics/statistics.h), nearly independent where steps are not;
 // they see the noise within a run, not between runs. Other metrics of one run are inconclusive.
 //
 // Leaves out: figures.
@@ -19,9 +19,9 @@
 #include <string>
 #include <vector>
 
-#include "core/value.h"
+#include "config/value.h"
+#include "metrics/significance.h"
 #include "postprocess/extract.h"
-#include "results/significance.h"
 
 namespace sweepbench {
 

@@ -7,11 +7,11 @@
 #include <tuple>
 #include <vector>
 
-#include "core/error.h"
-#include "core/text.h"
 #include "layout/paths.h"
 #include "postprocess/extract.h"
 #include "postprocess/point_row.h"
+#include "text/error.h"
+#include "text/text.h"
 
 namespace sweepbench {
 namespace {

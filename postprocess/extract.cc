@@ -9,16 +9,16 @@
 #include <iostream>
 #include <optional>
 
-#include "core/config.h"
-#include "core/error.h"
-#include "core/exit_codes.h"
-#include "core/fs.h"
-#include "core/text.h"
-#include "core/units.h"
+#include "config/config.h"
 #include "layout/paths.h"
+#include "os/fs.h"
 #include "postprocess/people_table.h"
 #include "postprocess/point_row.h"
 #include "postprocess/tool_main.h"
+#include "text/error.h"
+#include "text/exit_codes.h"
+#include "text/text.h"
+#include "text/units.h"
 
 namespace sweepbench {
 

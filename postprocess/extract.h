@@ -11,7 +11,7 @@
 // reader processes (HDF5 serializes the threads of one process) whose rows come back in order,
 // so memory stays that of a few points however big the tree. Only --group-repeats and
 // --drop-constant hold the table, as they must see every row. One table, many printers (CSV,
-// JSON, JSON lines, Markdown): core/table.h's, as for plans and status.
+// JSON, JSON lines, Markdown): config/table.h's, as for plans and status.
 #pragma once
 
 #include <cstdio>
@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "core/table.h"
-#include "core/value.h"
+#include "config/table.h"
+#include "config/value.h"
 
 namespace sweepbench {
 
@@ -45,7 +45,7 @@ struct ExtractedPoint {
 // lists: one row per value of a command point's list metrics (`reduce: all`, vLLM's latencies):
 // the metric's name and unit, the value's place in its list (item) and the value.
 // levels: one row per load level of a serve point (docs/serving.md): the level, whether the SLA
-// search added it, and its figures (results/serve_columns.h).
+// search added it, and its figures (metrics/serve_columns.h).
 enum class Series { kNone, kTokens, kSystem, kLists, kLevels };
 Series parse_series(const std::string& name);  // Error(kInput) for another name
 // The columns of a series table, in order.
@@ -173,12 +173,12 @@ bool holds(const std::map<std::string, Value>& row, const RowCondition& conditio
 void filter_rows(ExtractTable* table, const std::vector<RowCondition>& conditions);
 
 // The unit a command declared for `metric` (the first row whose units map names it); "" when
-// none did. With the name it gives the metric's direction (results/summary.h's higher_is_better).
+// none did. With the name it gives the metric's direction (metrics/summary.h's higher_is_better).
 std::string declared_unit(const std::vector<std::map<std::string, Value>>& rows,
                           const std::string& metric);
 
 // --best METRIC [--per KEYS]: of the ok rows with the metric, the best (the metric's direction,
-// results/summary.h), one per group of the --per keys' values; ties keep the first.
+// metrics/summary.h), one per group of the --per keys' values; ties keep the first.
 void keep_best(ExtractTable* table, const std::string& metric, const std::vector<std::string>& per);
 
 // --pareto M1,M2,... [--per KEYS]: the ok rows no other row of their group dominates. A row
@@ -188,7 +188,7 @@ void keep_best(ExtractTable* table, const std::string& metric, const std::vector
 void keep_pareto_front(ExtractTable* table, const std::vector<std::string>& metrics,
                        const std::vector<std::string>& per);
 
-// bench-extract's formats: csv, json, jsonl, md, table (core/table.h prints them; Markdown and
+// bench-extract's formats: csv, json, jsonl, md, table (config/table.h prints them; Markdown and
 // the aligned table round floats for people, the others keep full precision; the aligned table
 // holds its rows until the end, to align them).
 const std::vector<TableFormat>& extract_formats();

@@ -7,12 +7,12 @@
 #include <set>
 #include <tuple>
 
-#include "core/exit_codes.h"
-#include "core/text.h"
-#include "core/value.h"
-#include "core/yaml_io.h"
-#include "results/change_points.h"
-#include "results/summary.h"
+#include "config/value.h"
+#include "config/yaml_io.h"
+#include "metrics/change_points.h"
+#include "metrics/summary.h"
+#include "text/exit_codes.h"
+#include "text/text.h"
 
 namespace sweepbench {
 

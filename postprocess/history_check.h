@@ -1,7 +1,7 @@
 // bench-history check: the changes in the store's series (docs/history.md, "Finding changes"). A
 // series is one configuration's metric over its ok runs in the order they started (the series
 // key: the config without container.* and launch.setup, so another image continues it);
-// results/change_points.h finds its cuts, Benjamini-Hochberg over every test of the check keeps
+// metrics/change_points.h finds its cuts, Benjamini-Hochberg over every test of the check keeps
 // false alarms at --fdr, and each change found is attributed: the environment fields and labels
 // that changed between the runs on either side of it.
 #pragma once
@@ -29,7 +29,7 @@ struct HistoryChange {
   std::string since;  // when the first run after the cut started
   double before = 0, after = 0;
   double change = 0, low = 0, high = 0, p = 1;
-  bool worse = false;   // in the metric's bad direction (results/summary.h)
+  bool worse = false;   // in the metric's bad direction (metrics/summary.h)
   bool latest = false;  // the series' last cut: its level now
   size_t runs_before = 0, runs_after = 0;
   // Where: the series (CheckResult::series_views) and its first run after the cut.

@@ -12,13 +12,10 @@
 #include <optional>
 #include <set>
 
-#include "core/error.h"
-#include "core/exit_codes.h"
-#include "core/fs.h"
-#include "core/table.h"
-#include "core/text.h"
-#include "core/value.h"
-#include "core/yaml_io.h"
+#include "config/table.h"
+#include "config/value.h"
+#include "config/yaml_io.h"
+#include "os/fs.h"
 #include "postprocess/extract.h"
 #include "postprocess/history_check.h"
 #include "postprocess/history_ingest.h"
@@ -27,6 +24,9 @@
 #include "postprocess/history_report.h"
 #include "postprocess/history_store.h"
 #include "postprocess/tool_main.h"
+#include "text/error.h"
+#include "text/exit_codes.h"
+#include "text/text.h"
 
 namespace sweepbench {
 

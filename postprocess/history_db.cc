@@ -4,8 +4,8 @@
 #include <functional>
 #include <limits>
 
-#include "core/error.h"
-#include "core/text.h"
+#include "text/error.h"
+#include "text/text.h"
 
 namespace sweepbench {
 

@@ -15,15 +15,15 @@
 #include <thread>
 #include <utility>
 
-#include "core/error.h"
-#include "core/fs.h"
-#include "core/text.h"
-#include "core/yaml_io.h"
+#include "config/yaml_io.h"
 #include "layout/paths.h"
 #include "layout/point_record.h"
+#include "metrics/summary.h"
+#include "os/fs.h"
 #include "postprocess/extract.h"
 #include "postprocess/point_row.h"
-#include "results/summary.h"
+#include "text/error.h"
+#include "text/text.h"
 
 namespace sweepbench {
 
@@ -64,7 +64,7 @@ bool is_interval_name(const std::string& name) {
 }
 
 // A small JSON or YAML file of the tree (summary.json, config.yaml), as untrusted input: a
-// regular file, no link, kilobytes (core/fs.h). nullopt when absent. One that is there but cannot
+// regular file, no link, kilobytes (os/fs.h). nullopt when absent. One that is there but cannot
 // be read (cut short, a link, a FIFO) sets *unreadable and says so in a warning: its attempt is
 // left out, not stored without what the file holds, and a later ingest takes it.
 std::optional<Value> read_tree_file(const std::string& path, std::vector<std::string>* warnings,

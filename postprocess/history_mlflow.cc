@@ -7,11 +7,11 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "core/error.h"
-#include "core/exit_codes.h"
-#include "core/text.h"
-#include "core/yaml_io.h"
+#include "config/yaml_io.h"
 #include "layout/point_record.h"
+#include "text/error.h"
+#include "text/exit_codes.h"
+#include "text/text.h"
 
 namespace sweepbench {
 

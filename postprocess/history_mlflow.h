@@ -24,7 +24,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/value.h"
+#include "config/value.h"
 #include "postprocess/history_store.h"
 
 namespace sweepbench {

@@ -8,9 +8,9 @@
 #include <mutex>
 #include <thread>
 
-#include "core/error.h"
-#include "core/redact.h"
-#include "core/yaml_io.h"
+#include "config/yaml_io.h"
+#include "text/error.h"
+#include "text/redact.h"
 
 namespace sweepbench {
 

@@ -14,9 +14,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/error.h"
-#include "core/redact.h"
 #include "postprocess/history_db.h"
+#include "text/error.h"
+#include "text/redact.h"
 
 namespace sweepbench {
 

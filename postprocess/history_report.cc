@@ -5,9 +5,9 @@
 #include <cstdio>
 #include <map>
 
-#include "core/text.h"
+#include "metrics/summary.h"
 #include "postprocess/report_html.h"
-#include "results/summary.h"
+#include "text/text.h"
 
 namespace sweepbench {
 

@@ -13,8 +13,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/error.h"
 #include "postprocess/history_db.h"
+#include "text/error.h"
 
 namespace sweepbench {
 

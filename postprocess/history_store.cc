@@ -5,10 +5,10 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "core/digest.h"
-#include "core/error.h"
-#include "core/value.h"
-#include "core/yaml_io.h"
+#include "config/value.h"
+#include "config/yaml_io.h"
+#include "text/digest.h"
+#include "text/error.h"
 
 namespace sweepbench {
 

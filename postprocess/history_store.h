@@ -32,7 +32,7 @@ inline constexpr std::int64_t kHistorySchemaVersion = 3;
 struct HistoryMetric {
   std::string name;
   double value = std::numeric_limits<double>::quiet_NaN();
-  // The 95% interval where the point has one (results/summary.h's interval_columns).
+  // The 95% interval where the point has one (metrics/summary.h's interval_columns).
   double ci_low = std::numeric_limits<double>::quiet_NaN();
   double ci_high = std::numeric_limits<double>::quiet_NaN();
   std::string unit;

@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "core/config.h"
-#include "core/table.h"
-#include "core/text.h"
-#include "core/units.h"
+#include "config/config.h"
+#include "config/table.h"
+#include "metrics/summary.h"  // interval_columns
 #include "postprocess/extract.h"
-#include "results/summary.h"  // interval_columns
+#include "text/text.h"
+#include "text/units.h"
 
 namespace sweepbench {
 namespace {
@@ -89,7 +89,7 @@ std::optional<double> number_of(const Row& row, const std::string& column) {
   return std::isfinite(x) ? std::optional<double>(x) : std::nullopt;
 }
 
-// The columns that vary over the rows (core/config.h): scenario, repeat and the sweeps' axes
+// The columns that vary over the rows (config/config.h): scenario, repeat and the sweeps' axes
 // first.
 std::vector<std::string> varying_columns_of(const ExtractTable& t,
                                             const std::vector<std::string>& axes) {

@@ -11,14 +11,14 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "core/error.h"
-#include "core/exit_codes.h"
-#include "core/fs.h"
-#include "core/process.h"
-#include "core/registry.h"
-#include "core/text.h"
+#include "os/fs.h"
+#include "os/process.h"
 #include "postprocess/plot_text.h"
 #include "postprocess/tool_main.h"
+#include "text/error.h"
+#include "text/exit_codes.h"
+#include "text/registry.h"
+#include "text/text.h"
 
 namespace sweepbench {
 namespace {

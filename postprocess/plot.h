@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "core/table.h"  // CsvTable
+#include "config/table.h"  // CsvTable
 
 namespace sweepbench {
 
@@ -31,7 +31,7 @@ struct PlotSpec {
   std::map<std::string, std::string> hue_labels;
   std::map<std::string, std::pair<std::string, double>> units;
   // The unit a command declared for each metric (the CSV's units column), absent when none did:
-  // with the name it gives the metric's direction (results/summary.h's higher_is_better).
+  // with the name it gives the metric's direction (metrics/summary.h's higher_is_better).
   std::map<std::string, std::string> declared_units;
   std::string where;
   // The unit of an x that is a measurement, as its values are (no scaling); "" where none.
@@ -82,7 +82,7 @@ struct TableFigure {
 
 // --kind pareto: every ok row as a point of the metric (y) against --x, another metric, with
 // each one's 95% interval as error bars where the table has them (<metric>_ci_low, _ci_high).
-// The rows on the Pareto front (results/pareto.h: no other row of the same --hue value better in
+// The rows on the Pareto front (metrics/pareto.h: no other row of the same --hue value better in
 // both beyond the intervals) are filled, joined and labelled with the keys that vary; the others
 // hollow. Error(kInput) for a missing column, more than one --metric, or no row with both.
 TableFigure pareto_figure(const CsvTable& table, const PlotSpec& spec,

@@ -11,14 +11,14 @@
 #include <string>
 #include <vector>
 
-#include "core/config.h"
-#include "core/error.h"
-#include "core/text.h"
+#include "config/config.h"
+#include "metrics/pareto.h"
+#include "metrics/statistics.h"
+#include "metrics/summary.h"
 #include "postprocess/plot.h"
 #include "postprocess/plot_text.h"
-#include "results/pareto.h"
-#include "results/statistics.h"
-#include "results/summary.h"
+#include "text/error.h"
+#include "text/text.h"
 
 namespace sweepbench {
 namespace {
@@ -103,7 +103,7 @@ TableFigure pareto_figure(const CsvTable& t, const PlotSpec& spec_in,
   const std::optional<size_t> hue = axes.hue;
   const PlotSpec& spec = axes.spec;
   const PlotSpec& x_units = axes.x_units;
-  // Each axis's direction, as bench-extract --pareto reads it (results/summary.h).
+  // Each axis's direction, as bench-extract --pareto reads it (metrics/summary.h).
   auto unit_of = [](const PlotSpec& s, const std::string& m) {
     auto it = s.declared_units.find(m);
     return it == s.declared_units.end() ? std::string() : it->second;
@@ -112,7 +112,7 @@ TableFigure pareto_figure(const CsvTable& t, const PlotSpec& spec_in,
   const bool x_up = higher_is_better(x_name, unit_of(x_units, x_name));
 
   std::optional<size_t> status = find_column(t, "status");
-  // As bench-extract --pareto reads them (results/summary.h).
+  // As bench-extract --pareto reads them (metrics/summary.h).
   // Each metric's interval columns the table has, looked up once.
   auto interval_positions = [&](const std::string& m) {
     std::vector<std::pair<size_t, size_t>> out;

@@ -9,15 +9,15 @@
 #include <set>
 #include <tuple>
 
-#include "core/config.h"
-#include "core/error.h"
-#include "core/text.h"
-#include "core/units.h"
-#include "core/yaml_io.h"
+#include "config/config.h"
+#include "config/yaml_io.h"
+#include "metrics/statistics.h"
+#include "metrics/summary.h"
 #include "postprocess/plot.h"
 #include "postprocess/plot_text.h"
-#include "results/statistics.h"
-#include "results/summary.h"
+#include "text/error.h"
+#include "text/text.h"
+#include "text/units.h"
 
 namespace sweepbench {
 namespace {

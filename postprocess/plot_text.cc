@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "core/error.h"
-#include "core/text.h"
+#include "text/error.h"
+#include "text/text.h"
 
 namespace sweepbench {
 namespace {

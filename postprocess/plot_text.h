@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "core/table.h"
+#include "config/table.h"
 
 namespace sweepbench {
 

@@ -7,14 +7,14 @@
 #include <optional>
 #include <set>
 
-#include "core/command_spec.h"
-#include "core/config.h"
-#include "core/schema.h"
+#include "config/command_spec.h"
+#include "config/config.h"
+#include "config/schema.h"
 #include "layout/paths.h"
+#include "metrics/infer_metrics.h"
+#include "metrics/serve_columns.h"
+#include "metrics/summary.h"
 #include "postprocess/point_row.h"
-#include "results/infer_metrics.h"
-#include "results/serve_columns.h"
-#include "results/summary.h"
 
 namespace sweepbench {
 

@@ -1,5 +1,5 @@
 // One point's row (bench-extract's own, not part of its interface): what a point directory's
-// files say, decided with layout/point_status.h and computed with results/summary.h. The reader
+// files say, decided with layout/point_status.h and computed with metrics/summary.h. The reader
 // processes (reader_pool.cc) call extract_point; the walk (discover.cc) and the table operations
 // share the manifests and the column lists (point_columns.cc); the long tables of --series are
 // point_series.cc's.
@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "core/value.h"
+#include "config/value.h"
 #include "layout/manifest.h"
+#include "metrics/rank_result.h"
 #include "postprocess/extract.h"
-#include "results/rank_result.h"
 
 namespace sweepbench {
 
@@ -52,7 +52,7 @@ class Manifests {
   std::map<std::string, Manifest> cache_;  // by directory
 };
 
-// A training point's row also holds its step times' batch means (results/statistics.h) under
+// A training point's row also holds its step times' batch means (metrics/statistics.h) under
 // this name, for bench-compare's one-run comparisons: a list no table prints (it is in no column).
 inline constexpr const char* kStepBatchMeans = "step_time_batch_means_s";
 

@@ -6,12 +6,12 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
-#include "core/schema.h"
+#include "config/schema.h"
+#include "metrics/infer_metrics.h"
+#include "metrics/serve_columns.h"
+#include "metrics/statistics.h"
 #include "postprocess/point_row.h"
-#include "results/infer_metrics.h"
-#include "results/serve_columns.h"
-#include "results/statistics.h"
+#include "text/error.h"
 
 namespace sweepbench {
 
@@ -77,7 +77,7 @@ std::vector<Row> system_rows(const std::vector<RankResult>& ranks, const Row& ba
 }
 
 // Each load level of a serve point: the level, whether the SLA search added it, and its
-// figures (results/serve_columns.h), as bench-serve measured them.
+// figures (metrics/serve_columns.h), as bench-serve measured them.
 std::vector<Row> level_rows(const std::vector<RankResult>& ranks, const Row& base) {
   std::vector<Row> rows;
   const RankResult& lead = ranks.front();

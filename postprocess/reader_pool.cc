@@ -33,20 +33,20 @@
 #include <sanitizer/common_interface_defs.h>
 #endif
 
-#include "core/error.h"
-#include "core/fs.h"
-#include "core/schema.h"
-#include "core/text.h"
-#include "core/yaml_io.h"
+#include "config/schema.h"
+#include "config/yaml_io.h"
 #include "layout/claim.h"
 #include "layout/paths.h"
 #include "layout/point_record.h"
 #include "layout/point_status.h"
+#include "metrics/summary.h"
+#include "os/fs.h"
 #include "postprocess/point_row.h"
 #include "results/rank_reader.h"
-#include "results/summary.h"
 #include "sweep/expand.h"
 #include "sweep/plan_output.h"
+#include "text/error.h"
+#include "text/text.h"
 
 namespace sweepbench {
 namespace {

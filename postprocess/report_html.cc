@@ -4,9 +4,9 @@
 #include <cstdio>
 #include <set>
 
-#include "core/digest.h"
-#include "core/table.h"
-#include "core/text.h"
+#include "config/table.h"
+#include "text/digest.h"
+#include "text/text.h"
 
 namespace sweepbench {
 

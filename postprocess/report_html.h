@@ -90,7 +90,7 @@ std::string html_page(const std::string& title, const std::string& body);
 const std::string& report_script();
 std::string csp_sha256(std::string_view text);
 
-// A number for a cell or a tick: about four significant digits (core/table.h's human_number),
+// A number for a cell or a tick: about four significant digits (config/table.h's human_number),
 // "" for NaN.
 std::string report_number(double v);
 

@@ -6,19 +6,19 @@
 #include <map>
 #include <set>
 
-#include "core/config.h"
-#include "core/error.h"
-#include "core/exit_codes.h"
-#include "core/fs.h"
-#include "core/table.h"
-#include "core/text.h"
-#include "core/units.h"
+#include "config/config.h"
+#include "config/table.h"
+#include "metrics/pareto.h"
+#include "metrics/summary.h"
+#include "os/fs.h"
 #include "postprocess/people_table.h"
 #include "postprocess/point_row.h"
 #include "postprocess/report_html.h"
 #include "postprocess/tool_main.h"
-#include "results/pareto.h"
-#include "results/summary.h"
+#include "text/error.h"
+#include "text/exit_codes.h"
+#include "text/text.h"
+#include "text/units.h"
 
 namespace sweepbench {
 
@@ -44,7 +44,7 @@ std::string text(const Row& row, const std::string& column) {
 }
 
 // A metric's unit as a figure's axis shows it, and the factor from the row's value to it: a
-// command's declared unit as it is, else as bench-plot reads the metric's name (core/units.h:
+// command's declared unit as it is, else as bench-plot reads the metric's name (text/units.h:
 // times in s, ms or µs and sizes in KiB, MiB or GiB as the largest value needs).
 struct Unit {
   std::string name;
@@ -70,7 +70,7 @@ std::string axis_label(const std::string& metric, const Unit& u) {
   return u.name.empty() ? metric : metric + " (" + u.name + ")";
 }
 
-// The 95% interval of one row's metric where it has one (results/summary.h's columns).
+// The 95% interval of one row's metric where it has one (metrics/summary.h's columns).
 bool interval_of(const Row& row, const std::string& metric, double* low, double* high) {
   for (const auto& [lo, hi] : interval_columns(metric)) {
     const double a = number(row, lo), b = number(row, hi);
@@ -193,7 +193,7 @@ Chart axis_chart(const std::vector<const Row*>& ok, const std::string& metric,
 }
 
 // The Pareto front of `gain` (more is better, y) against `cost` (x), every ok row a point with
-// its intervals: filled and joined on the front, hollow off it (results/pareto.h).
+// its intervals: filled and joined on the front, hollow off it (metrics/pareto.h).
 Chart pareto_chart(const std::vector<const Row*>& ok, const std::string& gain,
                    const std::string& cost, const std::vector<std::string>& keys,
                    const Unit& gain_unit, const Unit& cost_unit) {

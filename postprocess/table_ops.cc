@@ -9,17 +9,17 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
-#include "core/table.h"
-#include "core/text.h"
-#include "core/yaml_io.h"
+#include "config/table.h"
+#include "config/yaml_io.h"
+#include "metrics/pareto.h"
+#include "metrics/statistics.h"
+#include "metrics/summary.h"
 #include "postprocess/extract.h"
 #include "postprocess/point_row.h"
-#include "results/pareto.h"
-#include "results/statistics.h"
-#include "results/summary.h"
 #include "sweep/references.h"
 #include "sweep/repeats_until.h"
+#include "text/error.h"
+#include "text/text.h"
 
 namespace sweepbench {
 

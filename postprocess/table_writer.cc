@@ -1,15 +1,15 @@
-// extract.h's printers: a table's rows in the format asked for (core/table.h's printers).
+// extract.h's printers: a table's rows in the format asked for (config/table.h's printers).
 #include <filesystem>
 #include <map>
 #include <ostream>
 #include <string>
 #include <vector>
 
-#include "core/error.h"
-#include "core/yaml_io.h"
+#include "config/yaml_io.h"
 #include "postprocess/extract.h"
 #include "postprocess/point_row.h"
 #include "sweep/plan_output.h"
+#include "text/error.h"
 
 namespace sweepbench {
 

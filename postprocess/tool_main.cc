@@ -1,7 +1,7 @@
 #include "postprocess/tool_main.h"
 
-#include "core/error.h"
-#include "core/exit_codes.h"
+#include "text/error.h"
+#include "text/exit_codes.h"
 
 namespace sweepbench {
 

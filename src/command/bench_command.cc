@@ -12,19 +12,19 @@
 
 #include "command/child_process.h"
 #include "command/metric_eval.h"
-#include "core/clean_env.h"
-#include "core/config.h"
-#include "core/digest.h"
-#include "core/exit_codes.h"
-#include "core/fs.h"
-#include "core/placeholders.h"
-#include "core/process.h"
-#include "core/run_info.h"
-#include "core/terminal.h"
-#include "core/text.h"
-#include "core/yaml_io.h"
+#include "config/config.h"
+#include "config/placeholders.h"
+#include "config/yaml_io.h"
 #include "layout/paths.h"
+#include "os/clean_env.h"
+#include "os/fs.h"
+#include "os/process.h"
+#include "os/run_info.h"
 #include "results/rank_file.h"
+#include "text/digest.h"
+#include "text/exit_codes.h"
+#include "text/terminal.h"
+#include "text/text.h"
 
 namespace sweepbench {
 namespace fs = std::filesystem;
@@ -93,7 +93,7 @@ void write_summary(const std::string& out, const RankResult& r) {
 
 // nccl-tests style: a header, a units row, one line per metric, a footer.
 void print_metrics(const RankResult& r) {
-  // For people: what the program and the user wrote is shown escaped (core/terminal.h).
+  // For people: what the program and the user wrote is shown escaped (text/terminal.h).
   auto safe = [](const std::string& s) { return terminal_safe(s, false); };
   std::printf("# bench-command: %s in %.1f s\n", safe(join(r.command.argv, " ")).c_str(),
               r.command.seconds);
@@ -203,7 +203,7 @@ int run(const std::string& config_path, const std::string& out_arg) {
     }
   }
   if (ran.end.stop_signal == 0 && output_read_in_part()) {
-    // Stopped while reading (core/process.h's handler recorded it), and the reading was cut.
+    // Stopped while reading (os/process.h's handler recorded it), and the reading was cut.
     ran.end.stop_signal = received_stop_signal();
     ran.end.stopped_while_reading = true;
   }

@@ -1,7 +1,6 @@
 // bench-command: see src/command/bench_command.h.
 #include "command/bench_command.h"
-
-#include "core/fs.h"
+#include "os/fs.h"
 
 int main(int argc, char** argv) {
   sweepbench::survive_closed_output();

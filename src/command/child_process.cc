@@ -11,10 +11,9 @@
 #include <chrono>
 #include <cstring>
 
-#include "core/error.h"
-#include "core/fs.h"
-#include "core/process.h"
-
+#include "os/fs.h"
+#include "os/process.h"
+#include "text/error.h"
 
 namespace sweepbench {
 namespace {
@@ -42,7 +41,7 @@ ChildRun run_child(const ChildSpec& spec) {
   }
 
   // Stop signals are blocked until the child's group is known, so none is lost between; the
-  // one handler of core/process.h passes them on with bench-command's policy.
+  // one handler of os/process.h passes them on with bench-command's policy.
   sigset_t stops, old;
   sigemptyset(&stops);
   for (int s : stop_signals(StopPolicy::kCommand)) sigaddset(&stops, s);

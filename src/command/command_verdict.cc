@@ -3,10 +3,10 @@
 #include <csignal>
 
 #include "command/metric_reading.h"
-#include "core/parsers/parser.h"
-#include "core/process.h"
-#include "core/text.h"
-#include "core/user_regex.h"
+#include "config/parsers/parser.h"
+#include "os/process.h"
+#include "text/text.h"
+#include "text/user_regex.h"
 
 namespace sweepbench {
 namespace {

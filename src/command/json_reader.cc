@@ -12,9 +12,9 @@
 #include <optional>
 #include <streambuf>
 
-#include "core/error.h"
-#include "core/fs.h"
-#include "core/text.h"
+#include "os/fs.h"
+#include "text/error.h"
+#include "text/text.h"
 
 namespace sweepbench {
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "core/value.h"
+#include "config/value.h"
 
 namespace sweepbench {
 
@@ -77,7 +77,7 @@ using JsonStop = std::function<bool()>;
 
 // Reads `path` once: as one document when it is one, else as JSON lines (`lines`), each document
 // pruned to what `patterns` reach and given to `sink` in order. A file that is not a regular file
-// is refused without blocking (core/fs.h): Error(kIo) naming it.
+// is refused without blocking (os/fs.h): Error(kIo) naming it.
 JsonFileRead read_json_documents(const std::string& path, const JsonPatterns& patterns,
                                  JsonLines lines, const std::function<void(const Value&)>& sink,
                                  const JsonStop& stop = {});

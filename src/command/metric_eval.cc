@@ -14,11 +14,11 @@
 #include <set>
 
 #include "command/metric_reading.h"
-#include "core/fs.h"
-#include "core/process.h"
-#include "core/terminal.h"
-#include "core/text.h"
-#include "core/user_regex.h"
+#include "os/fs.h"
+#include "os/process.h"
+#include "text/terminal.h"
+#include "text/text.h"
+#include "text/user_regex.h"
 
 namespace sweepbench {
 namespace fs = std::filesystem;

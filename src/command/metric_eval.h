@@ -2,7 +2,7 @@
 //
 // Everything here works on files already written (the program's stdout and stderr logs, the
 // files it left) and on the facts of its end, so tests give it hand-made logs. Regular
-// expressions (RE2, core/user_regex.h) are matched line by line; a line longer than
+// expressions (RE2, text/user_regex.h) are matched line by line; a line longer than
 // kMaxMatchedLine bytes is matched on its first kMaxMatchedLine bytes, and a metric not found says
 // so. Every read is bounded (docs/security.md): only regular files are read, one line is held at a
 // time, a JSON file is streamed once for all the metrics that read it, keeping only what their
@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "core/command_spec.h"
-#include "results/rank_result.h"
+#include "config/command_spec.h"
+#include "metrics/rank_result.h"
 
 namespace sweepbench {
 

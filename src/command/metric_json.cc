@@ -5,8 +5,8 @@
 #include <tuple>
 
 #include "command/metric_reading.h"
-#include "core/yaml_io.h"
-#include "results/summary.h"
+#include "config/yaml_io.h"
+#include "metrics/summary.h"
 
 namespace sweepbench {
 namespace fs = std::filesystem;

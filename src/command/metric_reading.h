@@ -16,7 +16,7 @@
 
 #include "command/json_reader.h"
 #include "command/metric_eval.h"
-#include "core/text.h"
+#include "text/text.h"
 
 namespace sweepbench {
 

@@ -15,17 +15,17 @@
 #include <numeric>
 #include <optional>
 
-#include "core/config.h"
-#include "core/error.h"
-#include "core/fs.h"
-#include "core/hardware.h"
-#include "core/model_shapes.h"
-#include "core/settings.h"
-#include "core/text.h"
+#include "config/config.h"
+#include "config/model_shapes.h"
+#include "config/settings.h"
 #include "infer/generator.h"
-#include "results/infer_metrics.h"
+#include "metrics/infer_metrics.h"
+#include "metrics/statistics.h"
+#include "os/fs.h"
+#include "os/hardware.h"
 #include "results/rank_file.h"
-#include "results/statistics.h"
+#include "text/error.h"
+#include "text/text.h"
 #include "train/bench_run.h"
 #include "train/data.h"
 #include "train/host_memory.h"
@@ -211,7 +211,7 @@ class InferRun {
     status = agreement_.agree(from_outcome(loaded.outcome), loaded.reason);
     const std::int64_t total = plan_.warmup_runs + plan_.runs;
     // With metrics.target_ci the timed runs go on past infer.runs until the mean generation
-    // time is precise enough (results/statistics.h) or metrics.max_seconds of them are spent.
+    // time is precise enough (metrics/statistics.h) or metrics.max_seconds of them are spent.
     size_t look = 0;
     for (std::int64_t run = 0; status == RunStatus::kOk; ++run) {
       if (run >= total && !keep_measuring(&look)) break;

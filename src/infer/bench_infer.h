@@ -1,11 +1,11 @@
 // bench-infer: offline generation on every rank of an MPI job, each rank an independent replica;
 // what each rank measured goes to DIR/rank-NNNNN.h5 (docs/infer.md, docs/results-format.md).
 //
-// The binary's main() only forwards here. Exit codes as bench-train's: core/exit_codes.h
+// The binary's main() only forwards here. Exit codes as bench-train's: text/exit_codes.h
 // (docs/exit-codes.md).
 #pragma once
 
-#include "core/exit_codes.h"  // IWYU pragma: export
+#include "text/exit_codes.h"  // IWYU pragma: export
 
 namespace sweepbench {
 

@@ -1,6 +1,6 @@
 // bench-infer: see src/infer/bench_infer.h.
-#include "core/fs.h"
 #include "infer/bench_infer.h"
+#include "os/fs.h"
 
 int main(int argc, char** argv) {
   sweepbench::survive_closed_output();

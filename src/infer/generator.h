@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "core/model_shapes.h"
-#include "core/settings.h"
+#include "config/model_shapes.h"
+#include "config/settings.h"
 #include "train/trainer.h"
 
 namespace sweepbench {

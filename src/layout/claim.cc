@@ -12,11 +12,11 @@
 #include <ctime>
 #include <filesystem>
 
-#include "core/error.h"
-#include "core/fs.h"
-#include "core/text.h"
-#include "core/yaml_io.h"
+#include "config/yaml_io.h"
 #include "layout/paths.h"
+#include "os/fs.h"
+#include "text/error.h"
+#include "text/text.h"
 
 namespace sweepbench {
 namespace {
@@ -85,7 +85,7 @@ bool process_is_gone(std::int64_t pid) {
   return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
 }
 
-// The claim file opened read-only without blocking or following a link (core/fs.h); -1 when it
+// The claim file opened read-only without blocking or following a link (os/fs.h); -1 when it
 // does not exist, or when it is no regular file, with *problem saying what it is.
 int open_claim(const std::string& path, std::string* problem) {
   try {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/value.h"
+#include "config/value.h"
 
 namespace sweepbench {
 

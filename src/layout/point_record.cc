@@ -12,11 +12,11 @@
 #include <ctime>
 #include <filesystem>
 
-#include "core/error.h"
-#include "core/fs.h"
-#include "core/text.h"
-#include "core/yaml_io.h"
+#include "config/yaml_io.h"
 #include "layout/paths.h"
+#include "os/fs.h"
+#include "text/error.h"
+#include "text/text.h"
 
 namespace sweepbench {
 namespace {

@@ -9,11 +9,11 @@
 #include <filesystem>
 #include <set>
 
-#include "core/error.h"
-#include "core/fs.h"
-#include "core/text.h"
-#include "core/yaml_io.h"
+#include "config/yaml_io.h"
 #include "layout/paths.h"
+#include "os/fs.h"
+#include "text/error.h"
+#include "text/text.h"
 
 namespace sweepbench {
 namespace {
@@ -164,7 +164,7 @@ std::optional<std::uint64_t> le_uint(const std::string& b, size_t at, size_t siz
 
 std::string hdf5_file_problem(const std::string& path) {
   static const char kSignature[] = "\x89HDF\r\n\x1a\n";
-  // Without blocking (a FIFO) or following a link out of the tree (core/fs.h).
+  // Without blocking (a FIFO) or following a link out of the tree (os/fs.h).
   int fd = -1;
   try {
     fd = open_regular_file(path, Links::kRefuse);

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <variant>
 
-#include "core/text.h"
+#include "text/text.h"
 
 namespace sweepbench::h5 {
 

@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <string>
 
-#include "results/rank_result.h"
+#include "metrics/rank_result.h"
 
 namespace sweepbench {
 

@@ -14,11 +14,11 @@
 #include <utility>
 #include <vector>
 
-#include "core/error.h"
-#include "core/fs.h"
-#include "core/text.h"
-#include "core/yaml_io.h"
+#include "config/yaml_io.h"
+#include "os/fs.h"
 #include "results/rank_fields.h"
+#include "text/error.h"
+#include "text/text.h"
 
 namespace sweepbench {
 namespace {

@@ -5,12 +5,12 @@
 #include <map>
 #include <string>
 
-#include "core/run_info.h"
-#include "core/sampler.h"
-#include "core/value.h"
+#include "config/value.h"
 #include "layout/paths.h"  // rank_file_name
-#include "results/rank_result.h"
-#include "results/summary.h"  // Metric
+#include "metrics/rank_result.h"
+#include "metrics/summary.h"  // Metric
+#include "os/run_info.h"
+#include "os/sampler.h"
 
 namespace sweepbench {
 

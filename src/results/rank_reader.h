@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "results/rank_result.h"
+#include "metrics/rank_result.h"
 
 namespace sweepbench {
 

@@ -5,7 +5,7 @@
 #include <limits>
 #include <stdexcept>
 
-#include "core/text.h"
+#include "text/text.h"
 
 namespace sweepbench::serve {
 namespace {

@@ -15,25 +15,25 @@
 #include <sstream>
 #include <thread>
 
-#include "core/clean_env.h"
-#include "core/config.h"
-#include "core/digest.h"
-#include "core/exit_codes.h"
-#include "core/fs.h"
-#include "core/process.h"
-#include "core/run_info.h"
-#include "core/sampler.h"
-#include "core/serve_spec.h"
-#include "core/terminal.h"
-#include "core/text.h"
-#include "core/yaml_io.h"
+#include "config/config.h"
+#include "config/serve_spec.h"
+#include "config/yaml_io.h"
 #include "layout/paths.h"
+#include "metrics/serve_columns.h"
+#include "os/clean_env.h"
+#include "os/fs.h"
+#include "os/process.h"
+#include "os/run_info.h"
+#include "os/sampler.h"
 #include "results/rank_file.h"
-#include "results/serve_columns.h"
 #include "serve/bench_serve_levels.h"
 #include "serve/bench_serve_server.h"
 #include "serve/load_client.h"
 #include "serve/server.h"
+#include "text/digest.h"
+#include "text/exit_codes.h"
+#include "text/terminal.h"
+#include "text/text.h"
 
 namespace sweepbench {
 namespace fs = std::filesystem;

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <cstdio>
 
-#include "core/text.h"
 #include "serve/arrivals.h"
+#include "text/text.h"
 
 namespace sweepbench {
 using namespace serve;

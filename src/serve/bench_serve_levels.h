@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "core/serve_spec.h"
-#include "results/rank_result.h"
+#include "config/serve_spec.h"
+#include "metrics/rank_result.h"
 #include "serve/load_client.h"
 #include "serve/prompts.h"
 #include "serve/request_metrics.h"

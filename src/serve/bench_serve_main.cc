@@ -1,5 +1,5 @@
 // bench-serve: see src/serve/bench_serve.h.
-#include "core/fs.h"
+#include "os/fs.h"
 #include "serve/bench_serve.h"
 
 int main(int argc, char** argv) {

@@ -10,12 +10,12 @@
 #include <sstream>
 #include <thread>
 
-#include "core/process.h"
-#include "core/terminal.h"
-#include "core/text.h"
-#include "core/user_regex.h"
-#include "core/yaml_io.h"
+#include "config/yaml_io.h"
+#include "os/process.h"
 #include "serve/load_client.h"
+#include "text/terminal.h"
+#include "text/text.h"
+#include "text/user_regex.h"
 
 namespace sweepbench {
 using namespace serve;

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/serve_spec.h"
+#include "config/serve_spec.h"
 #include "serve/server.h"
 
 namespace sweepbench {

@@ -23,9 +23,9 @@
 #include <string_view>
 #include <utility>
 
-#include "core/text.h"
-#include "core/yaml_io.h"
+#include "config/yaml_io.h"
 #include "serve/sse.h"
+#include "text/text.h"
 
 namespace sweepbench::serve {
 namespace {

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "core/value.h"
+#include "config/value.h"
 #include "serve/request_metrics.h"
 
 namespace sweepbench::serve {

@@ -18,12 +18,12 @@
 #include <unordered_set>
 #include <utility>
 
-#include "core/error.h"
-#include "core/fs.h"
-#include "core/value.h"
-#include "core/yaml_io.h"
+#include "config/value.h"
+#include "config/yaml_io.h"
+#include "os/fs.h"
 #include "serve/arrivals.h"
 #include "serve/sse.h"
+#include "text/error.h"
 
 namespace sweepbench::serve {
 namespace {

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "results/summary.h"
+#include "metrics/summary.h"
 
 namespace sweepbench::serve {
 namespace {

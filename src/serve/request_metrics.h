@@ -23,7 +23,7 @@
 //                 k tokens is one gap, not k); a point's ITL percentiles pool every request's.
 //   percentiles   p50, p90, p95, p99 of the successful requests' values, by linear
 //                 interpolation between order statistics (Hyndman and Fan's type 7, numpy's and
-//                 so vLLM's np.percentile default; results/summary.h's percentile): for n sorted
+//                 so vLLM's np.percentile default; metrics/summary.h's percentile): for n sorted
 //                 values x[0..n-1], h = q (n - 1), P(q) = x[floor h] + (h - floor h)
 //                 (x[floor h + 1] - x[floor h]). p50 of {1..10} is 5.5, p90 9.1, p99 9.91.
 //   duration      the load's wall time, from its start to the last answer's end (the caller's

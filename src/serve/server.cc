@@ -19,10 +19,10 @@
 #include <thread>
 #include <utility>
 
-#include "core/error.h"
-#include "core/process.h"
-#include "core/terminal.h"
-#include "core/text.h"
+#include "os/process.h"
+#include "text/error.h"
+#include "text/terminal.h"
+#include "text/text.h"
 
 namespace sweepbench::serve {
 namespace {

@@ -2,7 +2,7 @@
 // its own with its output in the point's logs, watched while the load runs, and stopped so that
 // nothing of it is left: SIGTERM to its group, SIGKILL to the group after the grace period, then
 // whatever it started that left the group (a daemon, a setsid'd worker) found among bench-serve's
-// descendants and ended, since bench-serve is their reaper (core/process.h,
+// descendants and ended, since bench-serve is their reaper (os/process.h,
 // become_child_subreaper). Should bench-serve itself be killed, the server gets SIGKILL
 // (PR_SET_PDEATHSIG) and what it started is handed to bench-sweep run, which ends it.
 #pragma once

@@ -4,10 +4,10 @@
 #include <cstdio>
 #include <utility>
 
-#include "core/error.h"
-#include "core/text.h"
-#include "core/value.h"
-#include "core/yaml_io.h"
+#include "config/value.h"
+#include "config/yaml_io.h"
+#include "text/error.h"
+#include "text/text.h"
 
 namespace sweepbench::serve {
 namespace {

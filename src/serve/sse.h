@@ -13,7 +13,7 @@
 // the `event:`, `id:` and `retry:` fields' meanings (read and ignored: OpenAI-compatible servers
 // send only `data:`), and choices other than the first (n > 1).
 //
-// JSON is read with core's parse_own_yaml (JSON is YAML 1.2 flow), not a JSON library. A payload
+// JSON is read with config's parse_own_yaml (JSON is YAML 1.2 flow), not a JSON library. A payload
 // must be a `{...}` object; a YAML-only spelling inside it (an unquoted key) is accepted, which no
 // server sends.
 #pragma once
@@ -126,7 +126,7 @@ class SseParser {
 std::optional<SseEvent> read_chunk(std::string_view payload, std::string& why, bool& bad_json);
 
 // JSON spells a character beyond U+FFFF as a UTF-16 surrogate pair of escapes (Python's
-// json.dumps does so for every emoji); YAML, whose reader we use (core/yaml_io.h), has no such
+// json.dumps does so for every emoji); YAML, whose reader we use (config/yaml_io.h), has no such
 // thing. Each pair is replaced by the character's UTF-8 bytes; anything else, a lone surrogate
 // too, is left for the reader to judge. Escapes are found only inside strings, and `\\u` (an
 // escaped backslash) is not one. Used on every JSON text the serve library reads.

@@ -8,10 +8,10 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "core/schema.h"
-#include "core/text.h"
-#include "core/yaml_io.h"
+#include "config/schema.h"
+#include "config/yaml_io.h"
 #include "sweep/tagger.h"
+#include "text/text.h"
 
 namespace sweepbench {
 namespace {

@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "core/config.h"
-#include "core/settings.h"
-#include "core/value.h"
-#include "core/yaml_io.h"  // display_value
+#include "config/config.h"
+#include "config/settings.h"
+#include "config/value.h"
+#include "config/yaml_io.h"  // display_value
 #include "sweep/sweep_spec.h"
 
 namespace sweepbench {

@@ -9,14 +9,14 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "core/config.h"
-#include "core/fs.h"
-#include "core/table.h"
-#include "core/text.h"
-#include "core/yaml_io.h"
+#include "config/config.h"
+#include "config/table.h"
+#include "config/yaml_io.h"
 #include "layout/paths.h"
-#include "results/memory_model.h"
+#include "os/fs.h"
+#include "predict/memory_model.h"
 #include "sweep/time_estimate.h"
+#include "text/text.h"
 
 namespace sweepbench {
 namespace {
@@ -59,7 +59,7 @@ struct Columns {
     if (show_repeat) out->push_back(Value::integer(p.repeat));
     // Config values as the plan shows them everywhere (quoted when they would read back as
     // another type), never rounded: they are what runs. A list or map (an argv) is cut in the
-    // middle past core/table.h's width for people: --format csv has it whole.
+    // middle past config/table.h's width for people: --format csv has it whole.
     for (const std::string& k : keys) {
       const Value& v = varying_value(p.config, k);
       std::string text = display_value(v);

@@ -1,7 +1,7 @@
 // One plan, many printers (table, JSON, CSV), and the plan's files on disk.
 //
 // All printers read the same columns: index, tag, scenario (when the sweep has several), repeat
-// (when it repeats), then the varying keys. The table and CSV are core/table.h's printers; JSON
+// (when it repeats), then the varying keys. The table and CSV are config/table.h's printers; JSON
 // is a document (each point's whole config).
 #pragma once
 
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "core/table.h"  // csv_field
+#include "config/table.h"  // csv_field
 #include "sweep/expand.h"
 
 namespace sweepbench {
@@ -23,8 +23,8 @@ PlanFormat parse_plan_format(const std::string& name);
 // Streams: the table takes one pass for its column widths and one to print; CSV and JSON one.
 void print_plan(const Plan& plan, PlanFormat format, std::ostream& out);
 // bench-sweep plan --estimate: the same columns, then each point's predicted memory per rank
-// (results/memory_model.h): the peak, building the model, a step, and the step's parts; then its
-// predicted time (results/time_model.h): a step, tokens/s, the point's device-hours and cost,
+// (predict/memory_model.h): the peak, building the model, a step, and the step's parts; then its
+// predicted time (predict/time_model.h): a step, tokens/s, the point's device-hours and cost,
 // calibrated by the measured points of the results trees in `calibrate` (sweep/time_estimate.h);
 // the totals last.
 void print_estimate(const Plan& plan, PlanFormat format, std::ostream& out,

@@ -7,9 +7,9 @@
 #include <cstdlib>
 #include <map>
 
-#include "core/text.h"
-#include "core/yaml_io.h"
-#include "results/summary.h"  // interval_columns
+#include "config/yaml_io.h"
+#include "metrics/summary.h"  // interval_columns
+#include "text/text.h"
 
 namespace sweepbench {
 namespace {

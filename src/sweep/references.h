@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "core/value.h"
+#include "config/value.h"
 #include "sweep/expand.h"
 #include "sweep/sweep_spec.h"
 

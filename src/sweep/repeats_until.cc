@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "results/statistics.h"
+#include "metrics/statistics.h"
 
 namespace sweepbench {
 

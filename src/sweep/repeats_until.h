@@ -1,6 +1,6 @@
 // Repeats until precise (docs/sweeps.md, "Repeats until precise"): whether a point's earlier
 // repeats already give its headline figure a mean precise enough that its later repeats are
-// skipped, by results/statistics.h's rule for independent runs. The runner (launch/runner.cc)
+// skipped, by metrics/statistics.h's rule for independent runs. The runner (launch/runner.cc)
 // reads the repeats' summary.json files and asks here.
 #pragma once
 
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/value.h"
+#include "config/value.h"
 #include "sweep/sweep_spec.h"
 
 namespace sweepbench {

@@ -2,10 +2,10 @@
 // groups, a scenario's dimensions merged over the top level's, and exclude and include entries.
 #include <algorithm>
 
-#include "core/config.h"
-#include "core/schema.h"
-#include "core/text.h"
+#include "config/config.h"
+#include "config/schema.h"
 #include "sweep/sweep_spec_parts.h"
+#include "text/text.h"
 
 namespace sweepbench {
 namespace {

@@ -6,9 +6,9 @@
 #include <cstring>
 #include <limits>
 
-#include "core/text.h"
 #include "sweep/sweep_spec_parts.h"
 #include "sweep/tagger.h"
+#include "text/text.h"
 
 namespace sweepbench {
 namespace {

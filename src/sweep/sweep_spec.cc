@@ -6,11 +6,11 @@
 #include <filesystem>
 #include <set>
 
-#include "core/config.h"
-#include "core/schema.h"
-#include "core/text.h"
-#include "core/yaml_io.h"
+#include "config/config.h"
+#include "config/schema.h"
+#include "config/yaml_io.h"
 #include "sweep/sweep_spec_parts.h"
+#include "text/text.h"
 
 namespace sweepbench {
 namespace {

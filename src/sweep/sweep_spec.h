@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "core/config.h"
-#include "core/value.h"
+#include "config/config.h"
+#include "config/value.h"
 
 namespace sweepbench {
 
@@ -73,7 +73,7 @@ struct ReferenceBound {
 };
 
 // The sweep file's `memory_limit`: bench-sweep run and submit skip a point whose predicted peak
-// per rank (results/memory_model.h) exceeds `bytes` by more than `margin`, recording why.
+// per rank (predict/memory_model.h) exceeds `bytes` by more than `margin`, recording why.
 struct MemoryLimit {
   double bytes = 0;
   double margin = 0.10;  // a fraction of bytes
@@ -106,7 +106,7 @@ struct PerformanceReference {
 
 // The sweep file's `repeats` as a mapping (sweeps.md, "Repeats until precise"): each point runs
 // `most` repeats at most, and a repeat from the `least`-th on is skipped once the repeats before
-// it give `metric` a 95% interval within `target` of its mean (results/statistics.h's rule for
+// it give `metric` a 95% interval within `target` of its mean (metrics/statistics.h's rule for
 // runs, looked at least, then at half as many again).
 struct RepeatsRule {
   std::int64_t least = 3;

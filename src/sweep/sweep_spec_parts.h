@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
-#include "core/value.h"
+#include "config/value.h"
 #include "sweep/sweep_spec.h"
+#include "text/error.h"
 
 namespace sweepbench {
 

@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "core/config.h"
-#include "core/digest.h"
-#include "core/placeholders.h"
-#include "core/schema.h"
-#include "core/text.h"
-#include "core/user_regex.h"
+#include "config/config.h"
+#include "config/placeholders.h"
+#include "config/schema.h"
 #include "layout/paths.h"
+#include "text/digest.h"
+#include "text/text.h"
+#include "text/user_regex.h"
 
 namespace sweepbench {
 namespace {

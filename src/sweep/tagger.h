@@ -18,8 +18,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/placeholders.h"
-#include "core/value.h"
+#include "config/placeholders.h"
+#include "config/value.h"
 #include "sweep/sweep_spec.h"
 
 namespace sweepbench {

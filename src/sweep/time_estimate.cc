@@ -6,12 +6,12 @@
 #include <functional>
 #include <system_error>
 
-#include "core/config.h"
-#include "core/error.h"
-#include "core/text.h"
-#include "core/yaml_io.h"
+#include "config/config.h"
+#include "config/yaml_io.h"
 #include "layout/paths.h"
-#include "results/memory_model.h"
+#include "predict/memory_model.h"
+#include "text/error.h"
+#include "text/text.h"
 
 namespace sweepbench {
 namespace {

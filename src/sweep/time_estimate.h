@@ -1,4 +1,4 @@
-// The sweep's predicted time and cost (results/time_model.h) with the calibration that measured
+// The sweep's predicted time and cost (predict/time_model.h) with the calibration that measured
 // points give it: read by bench-sweep plan --estimate (plan_output.cc), and by run and submit
 // before they start (predicted_time_line).
 #pragma once
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "results/time_model.h"
+#include "predict/time_model.h"
 #include "sweep/expand.h"
 
 namespace sweepbench {

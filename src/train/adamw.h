@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "core/settings.h"
+#include "config/settings.h"
 
 namespace sweepbench {
 

@@ -10,14 +10,14 @@
 #include <sstream>
 #include <thread>
 
-#include "core/clean_env.h"
-#include "core/error.h"
-#include "core/exit_codes.h"
-#include "core/fs.h"
-#include "core/run_info.h"
-#include "core/text.h"
-#include "core/yaml_io.h"
+#include "config/yaml_io.h"
+#include "os/clean_env.h"
+#include "os/fs.h"
+#include "os/run_info.h"
 #include "results/rank_file.h"
+#include "text/error.h"
+#include "text/exit_codes.h"
+#include "text/text.h"
 #include "train/host_memory.h"
 
 namespace sweepbench {

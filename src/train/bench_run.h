@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "core/cpu_share.h"
-#include "core/sampler.h"
-#include "core/value.h"
-#include "results/rank_result.h"
-#include "results/summary.h"
+#include "config/value.h"
+#include "metrics/rank_result.h"
+#include "metrics/summary.h"
+#include "os/cpu_share.h"
+#include "os/sampler.h"
 #include "train/console.h"
 #include "train/mpi_env.h"
 #include "train/run_status.h"
@@ -81,7 +81,7 @@ MemoryStages model_memory_stages(const std::unique_ptr<Model>& model, const Devi
       out);
 }
 
-// The CPU time other processes took on the run's CPUs of each node (core/cpu_share.h), from
+// The CPU time other processes took on the run's CPUs of each node (os/cpu_share.h), from
 // start() to finish(), which every rank calls (it reduces over the node's ranks): the CPUs are
 // the union of the node's ranks' affinity masks, the run's own time the sum of their processes'.
 // finish() sets r.cpu_others_s and r.cpu_shared (others over those CPUs' time) to the node's

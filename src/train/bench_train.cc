@@ -27,20 +27,20 @@
 #include <sstream>
 #include <thread>
 
-#include "core/clean_env.h"
-#include "core/config.h"
-#include "core/error.h"
-#include "core/fs.h"
-#include "core/hardware.h"
-#include "core/model_shapes.h"
-#include "core/run_info.h"
-#include "core/sampler.h"
-#include "core/settings.h"
-#include "core/text.h"
-#include "core/yaml_io.h"
+#include "config/config.h"
+#include "config/model_shapes.h"
+#include "config/settings.h"
+#include "config/yaml_io.h"
+#include "metrics/statistics.h"
+#include "metrics/summary.h"
+#include "os/clean_env.h"
+#include "os/fs.h"
+#include "os/hardware.h"
+#include "os/run_info.h"
+#include "os/sampler.h"
 #include "results/rank_file.h"
-#include "results/statistics.h"
-#include "results/summary.h"
+#include "text/error.h"
+#include "text/text.h"
 #include "train/bench_run.h"
 #include "train/console.h"
 #include "train/cpu_kernels.h"
@@ -172,7 +172,7 @@ class Run {
     double measured_time = 0, measured_comm_bytes = 0;
     std::int64_t measured_steps = 0;
     // With metrics.target_ci the run goes on past train.steps until its step times are precise
-    // enough (results/statistics.h) or metrics.max_seconds of measured steps are spent.
+    // enough (metrics/statistics.h) or metrics.max_seconds of measured steps are spent.
     size_t look = 0;  // the measured steps at which to look next
     for (std::int64_t step = 0;; ++step) {
       if (step >= plan_.settings.train.steps &&

@@ -1,5 +1,5 @@
 // bench-train: see src/train/bench_train.h.
-#include "core/fs.h"
+#include "os/fs.h"
 #include "train/bench_train.h"
 
 int main(int argc, char** argv) {

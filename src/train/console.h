@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <string>
 
-#include "core/text.h"  // with_commas
+#include "text/text.h"  // with_commas
 
 namespace sweepbench {
 

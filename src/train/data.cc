@@ -10,8 +10,8 @@
 #include <cstring>
 #include <random>
 
-#include "core/error.h"
-#include "core/text.h"
+#include "text/error.h"
+#include "text/text.h"
 
 namespace sweepbench {
 namespace {

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "core/settings.h"
+#include "config/settings.h"
 
 namespace sweepbench {
 

@@ -5,7 +5,7 @@
 // GPT-2: learned position embeddings, pre-LayerNorm blocks, GELU (tanh), biases, the token
 // embedding tied to the output head. Llama: RMSNorm, rotary position embeddings (half-split),
 // SwiGLU, grouped-query attention, no biases, an untied head. Shapes come from ModelShape, so
-// parameter_count() (core/model_shapes.h) predicts numel exactly; a test checks it.
+// parameter_count() (config/model_shapes.h) predicts numel exactly; a test checks it.
 #pragma once
 
 #include <torch/torch.h>
@@ -14,7 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/model_shapes.h"
+#include "config/model_shapes.h"
 #include "train/model_functions.h"  // IWYU pragma: export (autocast_*, cross_entropy_mean)
 
 namespace sweepbench {

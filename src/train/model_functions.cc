@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/model_shapes.h"
+#include "config/model_shapes.h"
 #include "train/cpu_kernels.h"
 #include "train/torch_support.h"
 

@@ -2,8 +2,8 @@
 
 #include <csignal>
 
-#include "core/clean_env.h"  // kStopSignals
-#include "core/exit_codes.h"
+#include "os/clean_env.h"  // kStopSignals
+#include "text/exit_codes.h"
 
 namespace sweepbench {
 

@@ -12,7 +12,7 @@ namespace sweepbench {
 enum class RunStatus : int { kOk = 0, kCancelled = 1, kTimeout = 2, kOom = 3, kFailed = 4 };
 
 const char* status_name(RunStatus s);
-int exit_code_for(RunStatus s);  // core/exit_codes.h's
+int exit_code_for(RunStatus s);  // text/exit_codes.h's
 RunStatus from_outcome(Outcome o);
 
 // The last stop signal received (0: none).

@@ -16,7 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "train/trainer.h"
+#include "train/outcome.h"
 
 namespace sweepbench {
 

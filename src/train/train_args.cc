@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <limits>
 
-#include "core/error.h"
+#include "text/error.h"
 
 namespace sweepbench {
 

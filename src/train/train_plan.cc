@@ -6,14 +6,14 @@
 #include <filesystem>
 #include <thread>
 
-#include "core/config.h"
-#include "core/error.h"
-#include "core/fs.h"
-#include "core/hardware.h"
-#include "core/model_shapes.h"
-#include "core/settings.h"
-#include "core/yaml_io.h"
+#include "config/config.h"
+#include "config/model_shapes.h"
+#include "config/settings.h"
+#include "config/yaml_io.h"
 #include "layout/paths.h"
+#include "os/fs.h"
+#include "os/hardware.h"
+#include "text/error.h"
 
 namespace sweepbench {
 namespace {
@@ -50,7 +50,7 @@ PointConfig read_point_config(const Args& args, const MpiEnv& mpi, const char* p
   p.config_yaml = emit_canonical_yaml(p.config);
   p.config_hash = config_hash(p.config);
   p.tag = tag_of(args.config);
-  p.settings = Settings::of(p.config);  // read once, typed (core/settings.h)
+  p.settings = Settings::of(p.config);  // read once, typed (config/settings.h)
   if (load.configured_ranks != mpi.size() && mpi.rank() == 0) {
     // A mismatch is allowed (run a point by hand with other ranks), but said.
     std::fprintf(stderr,

@@ -1,5 +1,5 @@
 // What a bench-train run will do, decided before any work and identical on all ranks: the
-// point's config read once into typed settings (core/settings.h) and turned into the trainer's,
+// point's config read once into typed settings (config/settings.h) and turned into the trainer's,
 // the data's and the loop's options.
 #pragma once
 
@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "core/settings.h"
-#include "core/value.h"
-#include "results/rank_result.h"
+#include "config/settings.h"
+#include "config/value.h"
+#include "metrics/rank_result.h"
 #include "train/data.h"
 #include "train/mpi_env.h"
 #include "train/train_args.h"

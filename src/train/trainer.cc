@@ -18,11 +18,11 @@
 #include <set>
 #include <sstream>
 
-#include "core/digest.h"
-#include "core/error.h"
-#include "core/hardware.h"
-#include "core/sampler.h"
-#include "core/text.h"
+#include "os/hardware.h"
+#include "os/sampler.h"
+#include "text/digest.h"
+#include "text/error.h"
+#include "text/text.h"
 #include "train/adamw.h"
 #include "train/comm_worker.h"
 #include "train/device_comm.h"

@@ -14,14 +14,15 @@
 #include <string>
 #include <vector>
 
-#include "core/model_shapes.h"
-#include "core/settings.h"
+#include "config/model_shapes.h"
+#include "config/settings.h"
 #include "train/collectives.h"
 #include "train/data.h"
+#include "train/outcome.h"
 
 namespace sweepbench {
 
-// What make_trainer builds: the train section as the config gives it (core/settings.h, defaults
+// What make_trainer builds: the train section as the config gives it (config/settings.h, defaults
 // from the schema), the model's shape, and where this rank runs.
 struct TrainerOptions {
   TrainSettings train = Settings::defaults().train;
@@ -58,8 +59,6 @@ struct ProfileActivities {
   bool cuda = false;  // kernels, copies and memsets on the GPU (Kineto with CUPTI)
 };
 
-enum class Outcome { kOk, kOom, kFailed };
-
 // Building the model failed (typically out of memory on the device).
 class TrainerInitError : public std::runtime_error {
  public:
@@ -69,11 +68,6 @@ class TrainerInitError : public std::runtime_error {
 
  private:
   Outcome outcome_;
-};
-
-struct PhaseStatus {
-  Outcome outcome = Outcome::kOk;
-  std::string reason;
 };
 
 struct StepTiming {
@@ -90,22 +84,6 @@ struct StepTiming {
 struct EvalOutput {
   PhaseStatus status;
   double loss = 0;
-};
-
-// A parameter copied to the host as fp32, for checks (and later checkpoints).
-struct NamedArray {
-  std::string name;
-  std::vector<std::int64_t> shape;
-  std::vector<float> values;
-};
-
-struct MemoryReading {
-  std::int64_t current = -1;  // bytes allocated now (cuda) or resident (cpu)
-  std::int64_t peak = -1;     // the largest since reset_peak_memory()
-  // Bytes of live tensors: the CUDA caching allocator's (as current and peak), or on a CPU those
-  // libtorch's CPU allocator handed out, counted once count_cpu_allocations() ran; -1 if not.
-  std::int64_t alloc_current = -1;
-  std::int64_t alloc_peak = -1;
 };
 
 // Counts the bytes libtorch's CPU allocator hands out from now on (a wrapper installed as the CPU

@@ -18,10 +18,10 @@
 
 #include "command/bench_command.h"
 #include "command/child_process.h"
-#include "core/config.h"
-#include "core/text.h"
-#include "core/yaml_io.h"
+#include "config/config.h"
+#include "config/yaml_io.h"
 #include "support/temp_dir.h"
+#include "text/text.h"
 
 namespace sweepbench {
 namespace {

@@ -8,11 +8,11 @@
 #include <vector>
 
 #include "command/json_reader.h"
-#include "core/error.h"
-#include "core/fs.h"
-#include "core/text.h"
-#include "core/value.h"
-#include "core/yaml_io.h"
+#include "config/value.h"
+#include "config/yaml_io.h"
+#include "os/fs.h"
+#include "text/error.h"
+#include "text/text.h"
 
 namespace sweepbench {
 namespace {

@@ -6,8 +6,8 @@
 #include <sstream>
 #include <string>
 
-#include "core/config.h"
-#include "core/yaml_io.h"
+#include "config/config.h"
+#include "config/yaml_io.h"
 #include "sweep/expand.h"
 #include "sweep/plan_output.h"
 #include "sweep/sweep_spec.h"

@@ -9,7 +9,7 @@
 #include <limits>
 #include <set>
 
-#include "core/model_shapes.h"
+#include "config/model_shapes.h"
 
 namespace sweepbench {
 namespace {

@@ -9,9 +9,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "core/model_shapes.h"
-#include "core/value.h"
-#include "core/yaml_io.h"
+#include "config/model_shapes.h"
+#include "config/value.h"
+#include "config/yaml_io.h"
 #include "infer/generator.h"
 #include "support/raw_dump.h"
 

@@ -9,15 +9,15 @@
 #include <filesystem>
 #include <fstream>
 
-#include "core/config.h"
-#include "core/process.h"
-#include "core/schema.h"
-#include "core/text.h"
+#include "config/config.h"
+#include "config/schema.h"
 #include "launch/launcher.h"
 #include "launch/workload.h"
+#include "os/process.h"
 #include "support/expect_error.h"
 #include "support/point_command.h"
 #include "support/temp_dir.h"
+#include "text/text.h"
 
 namespace sweepbench {
 namespace {

@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <fstream>
 
-#include "core/config.h"
+#include "config/config.h"
 #include "launch/shell.h"
 #include "support/expect_error.h"
 #include "support/point_command.h"

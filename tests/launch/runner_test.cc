@@ -12,8 +12,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "core/config.h"
-#include "core/yaml_io.h"
+#include "config/config.h"
+#include "config/yaml_io.h"
 #include "layout/claim.h"
 #include "layout/point_record.h"
 #include "support/temp_dir.h"

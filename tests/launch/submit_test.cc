@@ -5,11 +5,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "core/error.h"
 #include "launch/packing.h"
 #include "launch/slurm.h"
 #include "support/expect_error.h"
 #include "sweep/sweep_test_util.h"
+#include "text/error.h"
 
 namespace sweepbench {
 namespace {

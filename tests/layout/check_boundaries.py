@@ -23,32 +23,34 @@ import subprocess
 import sys
 import tempfile
 
-# Module -> the modules whose headers it may include. A module is a folder, or one of the finer
-# groups below (metrics and the plot side must stay HDF5-free).
+# Module -> the modules whose headers it may include. A module is a folder (src/config/parsers/ is
+# config's), or one of the finer groups of postprocess/ below (the plot side must stay HDF5-free).
+# The ground floor is three rooms: text (nothing of ours below it), os and config (each on text
+# only); metrics stands alone; predict reads configs, the machine and metrics.
+FLOOR = {"text", "os", "config"}
 ALLOWED = {
-    "core": {"core"},
-    "layout": {"core", "layout"},
-    "sweep": {"core", "layout", "metrics", "sweep"},
-    "metrics": {"core", "metrics"},
-    "results": {"core", "layout", "metrics", "results"},
-    "train": {"core", "layout", "metrics", "results", "train"},
-    "infer": {"core", "layout", "metrics", "results", "train", "infer"},
-    "command": {"core", "layout", "metrics", "results", "command"},
+    "text": {"text"},
+    "os": {"text", "os"},
+    "config": {"text", "config"},
+    "metrics": {"metrics"},
+    "predict": FLOOR | {"metrics", "predict"},
+    "layout": FLOOR | {"layout"},
+    "sweep": FLOOR | {"layout", "metrics", "predict", "sweep"},
+    "results": FLOOR | {"layout", "metrics", "results"},
+    "train": FLOOR | {"layout", "metrics", "results", "train"},
+    "infer": FLOOR | {"layout", "metrics", "results", "train", "infer"},
+    "command": FLOOR | {"layout", "metrics", "results", "command"},
     # The serve workload (issue 54): percentiles and means from metrics; bench-serve writes its
     # results as every workload does (layout's names, results' rank file).
-    "serve": {"core", "layout", "metrics", "results", "serve"},
-    "launch": {"core", "layout", "sweep", "launch"},
-    "tool": {"core", "tool"},
-    "plot": {"core", "metrics", "tool", "plot"},
-    "extract": {"core", "layout", "sweep", "metrics", "results", "tool", "extract"},
-    "report": {"core", "layout", "sweep", "metrics", "results", "tool", "extract", "report"},
-    "history": {"core", "layout", "sweep", "metrics", "results", "tool", "extract", "report",
-                "history"},
+    "serve": FLOOR | {"layout", "metrics", "results", "serve"},
+    "launch": FLOOR | {"layout", "sweep", "launch"},
+    "tool": FLOOR | {"tool"},
+    "plot": FLOOR | {"metrics", "tool", "plot"},
+    "extract": FLOOR | {"layout", "sweep", "metrics", "predict", "results", "tool", "extract"},
+    "report": FLOOR | {"layout", "sweep", "metrics", "results", "tool", "extract", "report"},
+    "history": FLOOR | {"layout", "sweep", "metrics", "results", "tool", "extract", "report",
+                        "history"},
 }
-# The files of src/results/ that make up the metrics module (no HDF5).
-METRICS_FILES = ("summary.", "rank_result.", "infer_metrics.", "statistics.", "significance.",
-                 "change_points.", "serve_columns.",
-                 "pareto.", "memory_model.", "time_model.")
 # System headers by the dependency they bring, and the modules that may include them.
 SYSTEM = [
     (re.compile(r"^(torch|ATen|c10|caffe2)/"), "libtorch", {"train", "infer"}),
@@ -59,7 +61,7 @@ SYSTEM = [
     (re.compile(r"^sqlite3\.h"), "SQLite", {"history"}),
     (re.compile(r"^libpq-fe\.h"), "libpq", {"history"}),
     (re.compile(r"^curl/"), "libcurl", {"history", "serve"}),
-    (re.compile(r"^openssl/"), "OpenSSL", {"core"}),
+    (re.compile(r"^openssl/"), "OpenSSL", {"text"}),
 ]
 # Libraries a binary may not need (readelf -d), by binary.
 FORBIDDEN_LIBS = {
@@ -84,8 +86,6 @@ def module_of_file(rel):
     """The module a file belongs to (by path relative to the repository), or None."""
     parts = rel.split("/")
     if parts[0] == "src" and len(parts) > 2:
-        if parts[1] == "results" and parts[2].startswith(METRICS_FILES):
-            return "metrics"
         return parts[1] if parts[1] in ALLOWED else None
     if parts[0] == "launch":
         return "launch"
@@ -106,11 +106,11 @@ def module_of_file(rel):
 def module_of_include(header):
     """The module of a quoted include such as "layout/paths.h", or None for others."""
     parts = header.split("/")
+    if parts[:2] == ["config", "parsers"] and len(parts) == 3:
+        return "config"
     if len(parts) != 2:
         return None
     folder, name = parts
-    if folder == "results" and name.startswith(METRICS_FILES):
-        return "metrics"
     if folder == "postprocess":
         if name.startswith("tool_main."):
             return "tool"

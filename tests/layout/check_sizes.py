@@ -29,15 +29,10 @@ STRICT_FUNCTION_FOLDERS = ["launch"]
 # relative to src/ for files there.
 KNOWN_TIES = {
     ("command/metric_eval", "command/metric_reading"),
-    ("core/command_spec", "core/config"),
-    ("core/command_spec", "core/parsers/parser"),
-    ("core/config", "core/serve_spec"),
-    ("core/config", "core/settings"),
-    ("core/schema", "core/schema_table"),
+    ("config/schema", "config/schema_table"),
     ("postprocess/extract", "postprocess/people_table"),
     ("postprocess/extract", "postprocess/point_row"),
     ("sweep/sweep_spec", "sweep/sweep_spec_parts"),
-    ("train/torch_support", "train/trainer"),
 }
 
 INCLUDE = re.compile(r'^#include "([^"]+)\.h"', re.M)

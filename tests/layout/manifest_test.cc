@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/yaml_io.h"
+#include "config/yaml_io.h"
 #include "support/temp_dir.h"
 
 namespace sweepbench {

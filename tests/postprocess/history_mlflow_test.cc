@@ -11,8 +11,8 @@
 #include <cmath>
 #include <map>
 
-#include "core/error.h"
-#include "core/yaml_io.h"
+#include "config/yaml_io.h"
+#include "text/error.h"
 
 namespace sweepbench {
 namespace {

@@ -8,9 +8,9 @@
 #include <cmath>
 #include <filesystem>
 
-#include "core/error.h"
 #include "postprocess/history_ingest.h"
 #include "support/temp_dir.h"
+#include "text/error.h"
 
 namespace sweepbench {
 namespace {

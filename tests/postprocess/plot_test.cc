@@ -6,8 +6,8 @@
 
 #include <algorithm>
 
-#include "core/error.h"
 #include "support/expect_error.h"
+#include "text/error.h"
 
 namespace sweepbench {
 namespace {

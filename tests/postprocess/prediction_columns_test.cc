@@ -9,11 +9,11 @@
 #include <filesystem>
 #include <string>
 
-#include "core/config.h"
-#include "core/yaml_io.h"
+#include "config/config.h"
+#include "config/yaml_io.h"
 #include "postprocess/extract.h"
+#include "predict/time_model.h"
 #include "results/rank_file.h"
-#include "results/time_model.h"
 #include "support/temp_dir.h"
 
 namespace sweepbench {

@@ -18,7 +18,7 @@ size_t count(const std::string& text, const std::string& what) {
 TEST(HtmlEscape, LeavesNoMarkupAndNoControlCharacters) {
   EXPECT_EQ(html_escape(R"(<a href="x" onclick='y'>&</a>)"),
             "&lt;a href=&quot;x&quot; onclick=&#39;y&#39;&gt;&amp;&lt;/a&gt;");
-  // A NUL shows as U+FFFD (core/text.h's valid_utf8); ESC and DEL are dropped.
+  // A NUL shows as U+FFFD (text/text.h's valid_utf8); ESC and DEL are dropped.
   EXPECT_EQ(html_escape(std::string("a\0b\x1b[31mc\td\ne\x7f", 14)),
             "a\xef\xbf\xbd"
             "b[31mc\td\ne");

@@ -2,8 +2,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "core/error.h"
 #include "postprocess/extract.h"
+#include "text/error.h"
 
 namespace sweepbench {
 namespace {

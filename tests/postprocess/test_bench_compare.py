@@ -91,7 +91,7 @@ class Compare(unittest.TestCase):
     def test_the_same_configuration_is_the_same(self):
         # A margin of 10%: a loaded machine's sleeps wander by tens of milliseconds. And --alpha
         # 0.001: equal sides may be called different up to 5% of the time at the default level,
-        # by design (tests/results/significance_test.cc measures that), which a test must not be;
+        # by design (tests/metrics/significance_test.cc measures that), which a test must not be;
         # here the verdict is the margin's.
         df = self.csv(self.trees["base"], self.trees["again"], "--margin", "10%", "--alpha", "0.001")
         points = df[df["point"] != "geomean"]

@@ -82,7 +82,7 @@ class Extract(unittest.TestCase):
             time.sleep(0.1)
         time.sleep(0.5)
         # Everything stops before anything dies: the point has its own process group and gets
-        # SIGUSR2 when its runner dies (core/process.cc), so killing the runner first gave a
+        # SIGUSR2 when its runner dies (os/process.cc), so killing the runner first gave a
         # slow machine time to record a clean `cancelled` before the point was killed too.
         os.killpg(proc.pid, signal.SIGSTOP)
         subprocess.run(["pkill", "-STOP", "-f", "--", "--out " + out])

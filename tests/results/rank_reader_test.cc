@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "metrics/summary.h"
 #include "results/rank_file.h"
-#include "results/summary.h"
 #include "support/temp_dir.h"
 
 namespace sweepbench {

@@ -19,9 +19,9 @@
 #include <string>
 #include <vector>
 
-#include "core/process.h"
-#include "core/value.h"
-#include "core/yaml_io.h"
+#include "config/value.h"
+#include "config/yaml_io.h"
+#include "os/process.h"
 #include "serve/arrivals.h"
 #include "serve/request_metrics.h"
 #include "serve/sse.h"

@@ -14,12 +14,12 @@
 #include <utility>
 #include <vector>
 
-#include "core/error.h"
-#include "core/value.h"
-#include "core/yaml_io.h"
+#include "config/value.h"
+#include "config/yaml_io.h"
 #include "serve/load_client.h"
 #include "support/expect_error.h"
 #include "support/temp_dir.h"
+#include "text/error.h"
 
 namespace sweepbench::serve {
 namespace {

@@ -199,7 +199,7 @@ class Figures(unittest.TestCase):
         self.assertIn("delay=0.002", svg)
 
     def test_pareto_front_of_serve_points(self):
-        # Goodput up, TPOT down (results/summary.h): the front bench-extract finds is the rows
+        # Goodput up, TPOT down (metrics/summary.h): the front bench-extract finds is the rows
         # no other row beats in both (the rows have no intervals).
         front = rows_of(run_tool(EXTRACT, "-i", self.out, "--pareto", "goodput,tpot_p99_ms",
                                  "--format", "csv").stdout)

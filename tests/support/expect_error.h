@@ -6,7 +6,7 @@
 
 #include <optional>
 
-#include "core/error.h"
+#include "text/error.h"
 
 namespace sweepbench::testing {
 

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "core/config.h"
-#include "core/settings.h"
+#include "config/config.h"
+#include "config/settings.h"
 #include "launch/launcher.h"
 
 namespace sweepbench::testing {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/value.h"
+#include "config/value.h"
 
 namespace sweepbench::testing {
 

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <sstream>
 
-#include "core/yaml_io.h"
+#include "config/yaml_io.h"
 #include "launch/bench_sweep_cli.h"
 #include "support/temp_dir.h"
 

@@ -4,7 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "core/config.h"
+#include "config/config.h"
 #include "support/expect_error.h"
 #include "support/temp_dir.h"
 #include "sweep/sweep_test_util.h"

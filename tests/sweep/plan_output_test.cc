@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <sstream>
 
-#include "core/config.h"
-#include "core/yaml_io.h"
+#include "config/config.h"
+#include "config/yaml_io.h"
 #include "support/expect_error.h"
 #include "support/temp_dir.h"
 #include "sweep/sweep_test_util.h"

@@ -7,7 +7,7 @@
 
 #include <cmath>
 
-#include "core/yaml_io.h"
+#include "config/yaml_io.h"
 #include "support/expect_error.h"
 #include "sweep/sweep_test_util.h"
 

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/yaml_io.h"
+#include "config/yaml_io.h"
 
 namespace sweepbench {
 namespace {

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "core/yaml_io.h"
+#include "config/yaml_io.h"
 #include "sweep/expand.h"
 #include "sweep/sweep_spec.h"
 

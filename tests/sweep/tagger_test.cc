@@ -5,7 +5,7 @@
 
 #include <set>
 
-#include "core/config.h"
+#include "config/config.h"
 #include "support/expect_error.h"
 #include "sweep/sweep_test_util.h"
 

@@ -4,7 +4,7 @@
 
 #include <map>
 
-#include "core/model_shapes.h"
+#include "config/model_shapes.h"
 #include "train/collectives.h"
 #include "train/model.h"
 #include "train/trainer.h"

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <set>
 
-#include "core/model_shapes.h"
+#include "config/model_shapes.h"
 #include "train/trainer.h"
 
 namespace sweepbench {
@@ -65,7 +65,7 @@ TEST(Model, BuiltParameterCountsEqualTheAnalyticCounts) {
 
 TEST(Model, GptTwoSmallHasItsPublishedSizeWithoutAllocatingIt) {
   // The 124M model is small enough to build once and count; larger presets are checked by
-  // shape arithmetic in tests/core/model_shapes_test.cc against their published counts.
+  // shape arithmetic in tests/config/model_shapes_test.cc against their published counts.
   TransformerLM m(options_for(find_model_preset("gpt2")->shape));
   EXPECT_EQ(numel(m), 124439808);
 }

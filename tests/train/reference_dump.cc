@@ -8,9 +8,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "core/model_shapes.h"
-#include "core/value.h"
-#include "core/yaml_io.h"
+#include "config/model_shapes.h"
+#include "config/value.h"
+#include "config/yaml_io.h"
 #include "support/raw_dump.h"
 #include "train/collectives.h"
 #include "train/data.h"

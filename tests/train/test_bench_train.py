@@ -494,7 +494,7 @@ print(json.dumps({"base": base, "trainable": trainable, "total": total}))
 """
 # bench-train's projection names and the modules of Hugging Face's GPT-2 they are.
 HF_GPT2_NAMES = {"c_attn": "c_attn", "attn_proj": "attn.c_proj", "c_fc": "c_fc", "mlp_proj": "mlp.c_proj"}
-GPT2_TINY = (2, 64, 4, 256, 512, 128)  # n_layer, n_embd, n_head, ffn, vocab, block (core/model_shapes.cc)
+GPT2_TINY = (2, 64, 4, 256, 512, 128)  # n_layer, n_embd, n_head, ffn, vocab, block (config/model_shapes.cc)
 
 
 class Lora(BenchTrainCase):

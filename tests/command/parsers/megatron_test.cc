@@ -7,9 +7,9 @@
 #include <string>
 
 #include "command/metric_eval.h"
-#include "core/command_spec.h"
-#include "core/config.h"
-#include "core/yaml_io.h"
+#include "config/command_spec.h"
+#include "config/config.h"
+#include "config/yaml_io.h"
 #include "support/temp_dir.h"
 
 namespace sweepbench {

@@ -1,13 +1,13 @@
-// The parsers of src/core/parsers/ as the rest of sweepbench sees them: each named once, in the
+// The parsers of src/config/parsers/ as the rest of sweepbench sees them: each named once, in the
 // schema's choices for command.parser, with metrics of its own name.
 #include <gtest/gtest.h>
 
 #include <set>
 #include <string>
 
-#include "core/command_spec.h"
-#include "core/parsers/parser.h"
-#include "core/schema.h"
+#include "config/command_spec.h"
+#include "config/parsers/parser.h"
+#include "config/schema.h"
 
 namespace sweepbench {
 namespace {

@@ -1,0 +1,13 @@
+// The table of every config key that Schema is built from (schema_table.cc), in the table's
+// order; only schema.cc calls it, once.
+#pragma once
+
+#include <vector>
+
+#include "config/schema.h"
+
+namespace sweepbench {
+
+std::vector<KeySpec> build_table();
+
+}  // namespace sweepbench

@@ -1,0 +1,94 @@
+// What a point will hold in memory, per rank, before it runs (docs/metrics.md, "Predicted
+// memory"): the model's states, the weight copies of mixed precision, the activations kept for
+// the backward pass, the head's logits and loss, for bench-train; the weights, the KV cache and a
+// forward pass's transients for bench-infer. Each term is an exact count of the tensors
+// bench-train keeps (bytes per element times elements) where the implementation fixes them, and
+// a count measured on the counted allocator (mem_alloc_peak_bytes) where libtorch's kernels
+// decide; the terms are in docs/metrics.md, their accuracy in docs/performance.md.
+//
+// Torch-free: bench-sweep plan --estimate and the sweep's memory_limit call it from a point's
+// config.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "config/model_shapes.h"
+#include "config/value.h"
+
+namespace sweepbench {
+
+struct TrainingMemoryInput {
+  ModelShape shape;
+  std::int64_t micro_batch = 1, seq_len = 1;
+  int element_bytes = 4;  // the autocast dtype: fp32 4, bf16 and fp16 2
+  bool gpu = false;       // a GPU pads the head to 64 rows and casts as CUDA autocast does
+  bool activation_checkpointing = false;
+  bool fused_loss = false;
+  std::int64_t loss_chunk_rows = 0;  // 0: bench-train's default
+  int world_size = 1, zero_stage = 0, tensor_parallel = 1;
+  double bucket_mb = 25.0;  // train.bucket_mb: ZeRO-2's gradient buckets
+  bool offload_optimizer = false;
+  bool lora = false;
+  std::int64_t lora_r = 8;
+  std::vector<std::string> lora_targets;
+};
+
+struct MemoryTerm {
+  std::string name;  // model_states, buckets, weight_copies, activations, head, gradients, ...
+  double bytes = 0;
+};
+
+struct MemoryPrediction {
+  double peak = 0;                // per rank: the larger of the two below
+  double init_peak = 0;           // building the model
+  double step_peak = 0;           // a training step (or a generation)
+  std::vector<MemoryTerm> terms;  // step_peak's parts, in order
+  // On a CPU, the resident set per rank (resident_bytes_of(peak)): what the kernel's OOM killer
+  // and the node's memory see; 0 on a GPU and for a command predicted as a workload.
+  double resident = 0;
+
+  // The figure that decides whether the point fits, per rank, and its name (what memory_limit
+  // compares and says): the resident set on a CPU; on a GPU the allocated peak, since the
+  // caching allocator's reserved blocks, the CUDA context and the communicators' buffers are
+  // not predicted yet (docs/metrics.md, "Predicted memory").
+  double deciding_bytes() const { return resident > 0 ? resident : peak; }
+  const char* deciding_name() const { return resident > 0 ? "resident set" : "allocated peak"; }
+};
+
+// A CPU rank's resident set from its counted peak of libtorch's allocations (docs/metrics.md,
+// "The resident set"): libtorch's, its libraries' and MPI's own memory, about fixed, and the
+// allocator's slack on what the tensors took. A least-squares line over 65 one-rank CPU points
+// (bench/results/rss_vs_alloc.json), checked on multi-rank sweeps it was not fitted to
+// (docs/performance.md).
+inline constexpr double kResidentBaseBytes = 159.0e6;
+inline constexpr double kResidentPerCountedByte = 1.39;
+inline double resident_bytes_of(double counted_peak) {
+  return kResidentBaseBytes + kResidentPerCountedByte * counted_peak;
+}
+
+MemoryPrediction predict_training_memory(const TrainingMemoryInput& in);
+
+struct InferenceMemoryInput {
+  ModelShape shape;
+  std::int64_t sequences = 1;  // batch x beams
+  std::int64_t input_tokens = 1, output_tokens = 1;
+  int element_bytes = 4;
+  bool gpu = false;
+  bool kv_cache = true;  // false: kv_cache none
+};
+
+MemoryPrediction predict_inference_memory(const InferenceMemoryInput& in);
+
+// The prediction for a resolved point config (bench-train or bench-infer); `gpu` when the point
+// runs on GPUs (launch.device cuda, or auto with launch.gpus_per_rank > 0). Nothing for other
+// benchmarks.
+bool point_runs_on_gpu(const Value& resolved);
+// The benchmark a point is predicted as: its own, or a command point's command.predict_as
+// (train, infer; "" for none), whose model.*, train.*, data.* and infer.* keys then describe
+// what its program runs.
+std::string predicted_benchmark(const Value& resolved);
+bool predict_point_memory(const Value& resolved, MemoryPrediction* out);
+
+}  // namespace sweepbench
