@@ -1,8 +1,9 @@
 // Whether our direct reader of the files we write (parse_own_yaml, src/config/own_yaml.cc) still
 // earns its place beside the libraries (issue 56, deliver 6): the same documents read by it, by
-// nlohmann::json (the JSON library bench-command and bench-history use; its DOM, and its DOM
-// turned into our Value, which is what every caller needs) and by yaml-cpp (parse_yaml, what the
-// direct reader falls back to). The table in docs/performance.md ("Reading our own files").
+// nlohmann::json (the JSON library bench-command and bench-history use: its DOM alone, and its
+// DOM turned into our Value, which is what every caller needs, by bench-history's
+// parse_json_value) and by yaml-cpp (parse_yaml, what the direct reader falls back to). The table
+// in docs/performance.md ("Reading our own files").
 //
 //   build/release/bin/own_reader_speed [--rounds 5] [--json FILE]
 //
@@ -25,6 +26,7 @@
 
 #include "config/value.h"
 #include "config/yaml_io.h"
+#include "postprocess/history_mlflow.h"
 
 namespace {
 
@@ -119,36 +121,6 @@ Value config_doc() {
   return v;
 }
 
-// nlohmann's DOM as our Value: what a caller of the library would still have to do.
-Value to_value(const nlohmann::json& j) {
-  switch (j.type()) {
-    case nlohmann::json::value_t::null:
-      return Value::null();
-    case nlohmann::json::value_t::boolean:
-      return Value::boolean(j.get<bool>());
-    case nlohmann::json::value_t::number_integer:
-    case nlohmann::json::value_t::number_unsigned:
-      return Value::integer(j.get<std::int64_t>());
-    case nlohmann::json::value_t::number_float:
-      return Value::real(j.get<double>());
-    case nlohmann::json::value_t::string:
-      return Value::string(j.get<std::string>());
-    case nlohmann::json::value_t::array: {
-      Value list = Value::list();
-      list.items().reserve(j.size());
-      for (const auto& item : j) list.items().push_back(to_value(item));
-      return list;
-    }
-    case nlohmann::json::value_t::object: {
-      Value map = Value::map();
-      for (const auto& [key, item] : j.items()) map.set(key, to_value(item));
-      return map;
-    }
-    default:
-      return Value::null();
-  }
-}
-
 // What each read gives is kept, so that no read is optimised away.
 volatile size_t kept = 0;
 void keep(size_t n) { kept = kept + n; }
@@ -211,7 +183,7 @@ int main(int argc, char** argv) {
       {"nlohmann::json, its DOM", true,
        [](const std::string& t) { keep(nlohmann::json::parse(t).size()); }},
       {"nlohmann::json, as a Value", true,
-       [](const std::string& t) { keep(to_value(nlohmann::json::parse(t)).entries().size()); }},
+       [](const std::string& t) { keep(sweepbench::parse_json_value(t, "doc").entries().size()); }},
       {"yaml-cpp (parse_yaml)", false,
        [](const std::string& t) { keep(sweepbench::parse_yaml(t, "doc").entries().size()); }},
   };
@@ -219,7 +191,7 @@ int main(int argc, char** argv) {
   for (const Doc& d : docs) {
     Value ours = sweepbench::parse_own_yaml(d.text, "doc");
     if (ours != sweepbench::parse_yaml(d.text, "doc") ||
-        (d.is_json && ours != to_value(nlohmann::json::parse(d.text)))) {
+        (d.is_json && ours != sweepbench::parse_json_value(d.text, "doc"))) {
       std::fprintf(stderr, "own_reader_speed: the readers disagree on %s\n", d.name.c_str());
       return 1;
     }
