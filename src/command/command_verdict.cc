@@ -2,6 +2,7 @@
 // success and fail patterns, its required metrics and, for a failure, its out-of-memory patterns.
 #include <csignal>
 
+#include "command/metric_eval.h"
 #include "command/metric_reading.h"
 #include "config/parsers/parser.h"
 #include "os/process.h"

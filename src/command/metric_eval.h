@@ -14,26 +14,11 @@
 #include <string>
 #include <vector>
 
+#include "command/command_outputs.h"
 #include "config/command_spec.h"
 #include "metrics/rank_result.h"
 
 namespace sweepbench {
-
-constexpr size_t kMaxMatchedLine = size_t{1} << 20;
-constexpr size_t kMaxKeptValues = 10000;
-
-// Where the run's text is: its logs, and the directory that relative metric files are under.
-struct CommandOutputs {
-  std::string stdout_path, stderr_path;
-  std::string point_dir;
-  // A metric's file with its placeholders replaced (bench-command's values for this rank).
-  std::function<std::string(const std::string&)> expand = [](const std::string& s) { return s; };
-  // The same for a glob pattern: each placeholder's value escaped (glob_escape), so that only
-  // what the user wrote is a pattern.
-  std::function<std::string(const std::string&)> expand_pattern = [](const std::string& s) {
-    return s;
-  };
-};
 
 // Reads every metric of `specs`: each found value in order, reduced as its spec says.
 std::vector<CommandMetric> read_metrics(const std::vector<MetricSpec>& specs,

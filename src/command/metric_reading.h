@@ -14,8 +14,10 @@
 #include <utility>
 #include <vector>
 
+#include "command/command_outputs.h"
 #include "command/json_reader.h"
-#include "command/metric_eval.h"
+#include "config/metric_spec.h"
+#include "metrics/rank_result.h"
 #include "text/text.h"
 
 namespace sweepbench {
