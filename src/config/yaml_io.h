@@ -26,8 +26,9 @@ Value parse_yaml(std::string_view text, const std::string& source);
 // (bench-extract reads thousands of them); anything outside the subset (a comment after a value,
 // block lists, anchors, a hand edit in another style) goes to parse_yaml. The Value is the one
 // parse_yaml gives; marks name the source and the line only. Kept rather than nlohmann::json:
-// that library's DOM turned into a Value is 7% to 38% slower on our JSON and reads no YAML
-// (bench/own_reader_speed, docs/performance.md "Reading our own files", 2026-11-30).
+// that library's DOM turned into a Value was no faster on our JSON (0.84x to 1.45x of our time,
+// slower in 7 of 9 runs), keeps no lines for the marks and reads no YAML (bench/own_reader_speed,
+// docs/performance.md "Reading our own files", 2026-11-30).
 Value parse_own_yaml(std::string_view text, const std::string& source);
 
 // A short human description of a value for tables and messages: 8, 0.0003, bf16, [a, b].
