@@ -14,18 +14,21 @@
 // every reader on every document, in turn (the readers' order rotates from round to round, so a
 // drift of the machine falls on all alike), for at least 0.2 s each; the median over the rounds
 // is reported, every round beside it.
-#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
+#include <exception>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config/value.h"
 #include "config/yaml_io.h"
+#include "metrics/statistics.h"
+#include "os/fs.h"
 #include "postprocess/history_mlflow.h"
 
 namespace {
@@ -140,11 +143,7 @@ double per_read(const std::function<void()>& read) {
   return elapsed / static_cast<double>(n);
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
+double median(const std::vector<double>& v) { return sweepbench::percentile(v, 0.5); }
 
 }  // namespace
 
@@ -209,7 +208,7 @@ int main(int argc, char** argv) {
       }
     }
   }
-  std::string json = "[";
+  Value rows = Value::list();
   std::printf("%-32s %-28s %12s %9s  rounds (us)\n", "document", "reader", "median us", "vs ours");
   for (size_t di = 0; di < docs.size(); ++di) {
     double ours = median(seconds[di][0]);
@@ -220,18 +219,19 @@ int main(int argc, char** argv) {
       for (double s : seconds[di][ri]) each += " " + std::to_string(s * 1e6).substr(0, 8);
       std::printf("%-32s %-28s %12.1f %8.2fx %s\n", docs[di].name.c_str(), readers[ri].name.c_str(),
                   m * 1e6, m / ours, each.c_str());
-      if (json.size() > 1) json += ",";
-      json += "{\"document\":\"" + docs[di].name +
-              "\",\"bytes\":" + std::to_string(docs[di].text.size()) + ",\"reader\":\"" +
-              readers[ri].name + "\",\"median_us\":" + std::to_string(m * 1e6) + "}";
+      Value row = Value::map();
+      row.set("document", Value::string(docs[di].name));
+      row.set("bytes", Value::integer(static_cast<std::int64_t>(docs[di].text.size())));
+      row.set("reader", Value::string(readers[ri].name));
+      row.set("median_us", Value::real(m * 1e6));
+      rows.items().push_back(std::move(row));
     }
   }
-  json += "]\n";
   if (!json_out.empty()) {
-    std::ofstream f(json_out);
-    f << json;
-    if (!f) {
-      std::fprintf(stderr, "own_reader_speed: cannot write %s\n", json_out.c_str());
+    try {
+      sweepbench::write_file_atomic(json_out, sweepbench::emit_json(rows) + "\n");
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "own_reader_speed: cannot write %s: %s\n", json_out.c_str(), e.what());
       return 1;
     }
   }
