@@ -37,7 +37,8 @@ for e in entries:
 PY
 tr ' ' '\n' <"$work/deps" | grep '^/usr/include/boost/' | sort -u >"$list"
 find /usr/include/yaml-cpp /usr/include/hdf5/serial /usr/lib/x86_64-linux-gnu/openmpi/include \
-  /usr/include/re2 -type f >>"$list"
+  /usr/include/re2 /usr/include/postgresql /usr/include/sqlite3.h /usr/include/sqlite3ext.h \
+  -type f >>"$list"
 
 # 2. CMake package files and the link-time names.
 find /usr/lib/x86_64-linux-gnu/cmake/yaml-cpp /usr/lib/x86_64-linux-gnu/cmake/Boost-1.74.0 \
@@ -45,7 +46,8 @@ find /usr/lib/x86_64-linux-gnu/cmake/yaml-cpp /usr/lib/x86_64-linux-gnu/cmake/Bo
   /usr/lib/x86_64-linux-gnu/cmake/boost_program_options-1.74.0 \
   /usr/lib/x86_64-linux-gnu/cmake/BoostDetectToolset-1.74.0.cmake -type f >>"$list"
 for f in /usr/lib/x86_64-linux-gnu/libyaml-cpp.so* /usr/lib/x86_64-linux-gnu/libboost_program_options.so* \
-         /usr/lib/x86_64-linux-gnu/libre2.so \
+         /usr/lib/x86_64-linux-gnu/libre2.so /usr/lib/x86_64-linux-gnu/libsqlite3.so \
+         /usr/lib/x86_64-linux-gnu/libpq.so \
          /usr/lib/x86_64-linux-gnu/hdf5/serial/libhdf5.so /usr/lib/x86_64-linux-gnu/openmpi/lib/libmpi.so; do
   echo "$f" >>"$list"
 done
@@ -63,7 +65,7 @@ bins=$(grep -E '\.so|/usr/bin/' "$list" | sort -u; echo /usr/lib/x86_64-linux-gn
 libs=$work/libs
 { for b in $bins; do ldd "$b" 2>/dev/null | awk '$3 ~ /^\// {print $3}'; done
   for l in libmpi.so.40 libopen-rte.so.40 libopen-pal.so.40 libpmix.so.2 libhdf5_serial.so.103 \
-           libyaml-cpp.so.0.7 libboost_program_options.so.1.74.0 libre2.so.9; do
+           libyaml-cpp.so.0.7 libboost_program_options.so.1.74.0 libre2.so.9 libsqlite3.so.0 libpq.so.5; do
     echo "/usr/lib/x86_64-linux-gnu/$l"
   done; } | sort -u >"$libs"
 mkdir -p "$work/root/usr/lib/sweepbench-primary" "$work/root/usr/lib/sweepbench-fallback"
@@ -83,11 +85,16 @@ sort -u "$list" | while read -r f; do
   mkdir -p "$work/root$(dirname "$f")"
   cp -L "$f" "$work/root$f"
 done
-# RE2 is found through pkg-config: its .pc file, relative to where it is unpacked.
+# RE2, SQLite and libpq (the history store's) are found through pkg-config: their .pc files,
+# relative to where they are unpacked.
 pc=$work/root/usr/lib/x86_64-linux-gnu/pkgconfig
 mkdir -p "$pc"
 sed -e 's|^includedir=.*|includedir=${pcfiledir}/../../../include|' \
     -e 's|^libdir=.*|libdir=${pcfiledir}/..|' /usr/lib/x86_64-linux-gnu/pkgconfig/re2.pc >"$pc/re2.pc"
+for name in sqlite3 libpq; do
+  sed -e 's|^prefix=/usr$|prefix=${pcfiledir}/../../..|' \
+    "/usr/lib/x86_64-linux-gnu/pkgconfig/$name.pc" >"$pc/$name.pc"
+done
 mkdir -p "$(dirname "$out")"
 tar -C "$work/root" -cJf "$out.tmp" .
 mv "$out.tmp" "$out"

@@ -100,11 +100,23 @@ build() {
 }
 
 train() {  # train NAME [--set k=v]...: one run of bench-train into $W/runs/NAME
+  # Beside a run alone on the GPU (NO_GPUMEM unset), nvidia-smi samples the device's used memory
+  # every 100 ms into $W/NAME.gpumem: the figure that decides an OOM (the caching allocator's
+  # reserved blocks, the CUDA context, cuBLAS and NCCL workspaces), beside the allocated peak.
   local name=$1; shift
   local dir=$W/runs/$name
-  local t0=$SECONDS
+  local t0=$SECONDS smi=
+  if [[ -z ${NO_GPUMEM:-} ]]; then
+    nvidia-smi --query-gpu=memory.used,memory.total --format=csv,noheader,nounits -lms 100 \
+      >"$W/$name.gpumem" 2>/dev/null &
+    smi=$!
+  fi
   bounded "$BENCH_TRAIN" --config "$root/bench/gpu/point.yaml" --out "$dir" "$@" >"$W/$name.log" 2>&1
   local rc=$?
+  if [[ -n $smi ]]; then
+    kill "$smi" 2>/dev/null; wait "$smi" 2>/dev/null
+    echo "== $name: device memory used, largest sample: $(sort -t, -k1 -n "$W/$name.gpumem" | tail -1) MiB (used, total)"
+  fi
   echo "== $name: exit $rc in $((SECONDS - t0)) s"
   tail -n "${TAIL:-25}" "$W/$name.log"
   return 0
@@ -329,7 +341,7 @@ memory() {  # short runs, four at a time (the allocator's peak is per process): 
                    --set metrics.sample_interval_ms=0 --set metrics.system=false)
     [[ $name == llama* ]] && sets+=("${LLAMA_SET[@]}")
     for kv in "${words[@]:1}"; do sets+=(--set "$kv"); done
-    TAIL=0 train "mem-$name" "${sets[@]}" &
+    NO_GPUMEM=1 TAIL=0 train "mem-$name" "${sets[@]}" &
     if ((++running >= 4)); then wait -n; ((running--)); fi
   done
   wait
