@@ -89,20 +89,23 @@ class Compare(unittest.TestCase):
         return pd.read_csv(io.StringIO(compare(*args, "--format", "csv", check=check).stdout))
 
     def test_the_same_configuration_is_the_same(self):
-        # A margin of 10%: a loaded machine's sleeps wander by tens of milliseconds. And --alpha
-        # 0.001: equal sides may be called different up to 5% of the time at the default level,
-        # by design (tests/metrics/significance_test.cc measures that), which a test must not be;
-        # here the verdict is the margin's.
-        df = self.csv(self.trees["base"], self.trees["again"], "--margin", "10%", "--alpha", "0.001")
+        # A margin of 20%: a loaded machine's sleeps wander by tens of milliseconds, and the
+        # interval at --alpha 0.001 is wide with 6 runs a side (at 10%, a clean-clone CI run of
+        # 2026-11-30 called one of the two points inconclusive, its interval crossing the
+        # margin). --alpha 0.001: equal sides may be called different up to 5% of the time at
+        # the default level, by design (tests/metrics/significance_test.cc measures that), which
+        # a test must not be; here the verdict is the margin's.
+        df = self.csv(self.trees["base"], self.trees["again"], "--margin", "20%", "--alpha", "0.001")
         points = df[df["point"] != "geomean"]
+        shown = points.to_string()
         self.assertEqual(sorted(points["point"]), ["size=1", "size=2"])
         self.assertEqual(list(points["metric"]), ["seconds", "seconds"])
         self.assertEqual(list(points["baseline_n"]), [6, 6])
-        self.assertEqual(list(points["verdict"]), ["~", "~"])
+        self.assertEqual(list(points["verdict"]), ["~", "~"], shown)
         for _, row in points.iterrows():
-            self.assertLess(abs(row["change"]), 0.05)
-            self.assertGreaterEqual(row["change_ci_low"], -0.10)
-            self.assertLessEqual(row["change_ci_high"], 0.10)
+            self.assertLess(abs(row["change"]), 0.05, shown)
+            self.assertGreaterEqual(row["change_ci_low"], -0.20, shown)
+            self.assertLessEqual(row["change_ci_high"], 0.20, shown)
             self.assertGreaterEqual(row["p_adjusted"], row["p"])
 
     def test_a_slower_configuration_is_worse_and_fails_the_gate(self):
