@@ -1,6 +1,6 @@
 // bench-infer's orchestration: config, agreement between ranks, warm-up and timed generations,
 // results. Torch-free: generation is behind generator.h; the ranks' agreement, identity and end
-// are bench-train's (train/bench_run.h).
+// are bench-train's (run/bench_run.h).
 //
 // Every rank is an independent replica generating for its own prompts. Ranks agree after
 // building the model and after every run, so a rank that runs out of memory or receives a
@@ -24,12 +24,12 @@
 #include "os/fs.h"
 #include "os/hardware.h"
 #include "results/rank_file.h"
+#include "run/bench_run.h"
+#include "run/data.h"
+#include "run/host_memory.h"
+#include "run/point_config.h"
 #include "text/error.h"
 #include "text/text.h"
-#include "train/bench_run.h"
-#include "train/data.h"
-#include "train/host_memory.h"
-#include "train/train_plan.h"
 
 namespace sweepbench {
 namespace {
@@ -144,7 +144,7 @@ class InferRun {
       }
       if (int code = agreement_.on_start(local, message)) return code;
     }
-    // Fewer threads where other processes already use the CPUs (train/bench_run.h).
+    // Fewer threads where other processes already use the CPUs (run/bench_run.h).
     choose_threads_beside_neighbours(since_start_, mpi_,
                                      plan_.point.settings.launch.cpus_per_rank.has_value(),
                                      device_, result_, "bench-infer");
@@ -170,7 +170,7 @@ class InferRun {
     if (plan_.malloc_cache) keep_freed_host_memory();
     try {
       generator_ = make_generator(plan_.gen);
-    } catch (const TrainerInitError& e) {
+    } catch (const ModelInitError& e) {
       local = from_outcome(e.outcome());
       reason = std::string("building the model: ") + e.what();
     }

@@ -1,8 +1,8 @@
 // The libtorch side of generation (see generator.h): prefill, token selection (greedy, sampled,
 // beam search) and the decode loop over a static, dynamic or no KV cache; greedy decoding with a
-// static cache by fixed-shape steps, replayed as a CUDA graph on GPUs (infer.cuda_graph). The
-// third and last translation unit that includes torch, beside train/model.cc and
-// train/trainer.cc.
+// static cache by fixed-shape steps, replayed as a CUDA graph on GPUs (infer.cuda_graph). One of
+// the four translation units that include torch, beside model/model.cc, model/model_functions.cc
+// and train/trainer.cc; it builds on the model (src/model/), not on the trainer.
 #include "infer/generator.h"
 
 #include <torch/torch.h>
@@ -13,8 +13,8 @@
 #include <memory>
 #include <optional>
 
-#include "train/model.h"
-#include "train/torch_support.h"
+#include "model/model.h"
+#include "model/torch_support.h"
 
 #ifdef SWEEPBENCH_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
@@ -352,22 +352,14 @@ class TorchGenerator : public Generator {
 
 }  // namespace
 
-TrainerOptions device_options(const GeneratorOptions& o) {
-  TrainerOptions t;
-  t.shape = o.shape;
-  t.preset = o.preset;
-  t.train.dtype = o.dtype;
-  t.dtype_key = "infer.dtype";
-  t.device = o.device;
-  t.local_rank = o.local_rank;
-  t.threads = o.threads;
-  return t;
+DeviceOptions device_options(const GeneratorOptions& o) {
+  return {o.device, o.local_rank, o.threads, o.dtype, "infer.dtype"};
 }
 
 std::unique_ptr<Generator> make_generator(const GeneratorOptions& options) {
   std::unique_ptr<Generator> generator;
   PhaseStatus status = guarded([&] { generator = std::make_unique<TorchGenerator>(options); });
-  if (status.outcome != Outcome::kOk) throw TrainerInitError(status.outcome, status.reason);
+  if (status.outcome != Outcome::kOk) throw ModelInitError(status.outcome, status.reason);
   return generator;
 }
 

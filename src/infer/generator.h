@@ -1,5 +1,5 @@
 // Generation behind a torch-free interface (bench_infer.cc sees only this header; generator.cc
-// implements it with libtorch and the models of train/model.h).
+// implements it with libtorch and the models of model/model.h).
 //
 // One call of generate() is one run: prefill the prompts, pick the first token (its ids reach
 // the host: the time to first token), then output_tokens - 1 decode steps, each timed to the
@@ -14,7 +14,8 @@
 
 #include "config/model_shapes.h"
 #include "config/settings.h"
-#include "train/trainer.h"
+#include "model/device.h"
+#include "model/outcome.h"
 
 namespace sweepbench {
 
@@ -38,11 +39,11 @@ struct GeneratorOptions {
   Device device = Device::kAuto;
   int local_rank = 0;
   int threads = 0;
-  std::int64_t cpu_memory_budget = 0;  // as TrainerOptions'
+  std::int64_t cpu_memory_budget = 0;  // as TrainerOptions' (train/trainer.h)
 };
 
-// The device options of a generator, as the trainer's select_device() reads them.
-TrainerOptions device_options(const GeneratorOptions& options);
+// The device options of a generator, as select_device() reads them.
+DeviceOptions device_options(const GeneratorOptions& options);
 
 struct Generation {
   PhaseStatus status;
@@ -78,7 +79,7 @@ class Generator {
 };
 
 // Builds the model (weights as bench-train initialises them, in options.dtype) on the selected
-// device. Throws TrainerInitError when that fails.
+// device. Throws ModelInitError when that fails.
 std::unique_ptr<Generator> make_generator(const GeneratorOptions& options);
 
 // A copy bandwidth of this host in GB/s (10^9 bytes/s), read + write bytes over the time of the

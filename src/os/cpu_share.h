@@ -5,7 +5,7 @@
 // process's: a neighbour that took a core, which slows libtorch's threads far beyond its share
 // when they wait on each other.
 //
-// Leaves out: the MPI reductions over a node's ranks (train/bench_run.cc) and what the tables
+// Leaves out: the MPI reductions over a node's ranks (run/bench_run.cc) and what the tables
 // make of the share (postprocess/).
 #pragma once
 

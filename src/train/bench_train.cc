@@ -33,26 +33,47 @@
 #include "config/yaml_io.h"
 #include "metrics/statistics.h"
 #include "metrics/summary.h"
+#include "model/cpu_kernels.h"
 #include "os/clean_env.h"
 #include "os/fs.h"
 #include "os/hardware.h"
 #include "os/run_info.h"
 #include "os/sampler.h"
 #include "results/rank_file.h"
+#include "run/bench_run.h"
+#include "run/console.h"
+#include "run/data.h"
+#include "run/host_memory.h"
+#include "run/mpi_env.h"
+#include "run/program_args.h"
+#include "run/run_status.h"
 #include "text/error.h"
 #include "text/text.h"
-#include "train/bench_run.h"
-#include "train/console.h"
-#include "train/cpu_kernels.h"
-#include "train/data.h"
-#include "train/host_memory.h"
-#include "train/mpi_env.h"
-#include "train/run_status.h"
-#include "train/train_args.h"
 #include "train/train_plan.h"
 #include "train/trainer.h"
 
 namespace sweepbench {
+
+const char* const kUsage =
+    R"(bench-train: benchmark LLM training on this rank's device; run it under
+mpirun -n N, srun --mpi=pmix -n N, or alone for one rank.
+
+Usage: bench-train --config POINT.yaml --out DIR [--set KEY=VALUE]... [--max-memory-mb N]
+
+Trains the model of POINT.yaml (a point config, as bench-sweep plan --out writes) for train.steps
+steps, the first train.warmup_steps excluded from every statistic, then evaluates for eval.steps
+batches. Each rank writes DIR/rank-NNNNN.h5 (docs/results-format.md); rank 0 prints progress, a
+summary table and writes DIR/summary.json. Existing results are never overwritten.
+
+Examples:
+  bench-train --config runs/qs/micro_batch=2.seq_len=32.ws=1.57ed52f2/config.yaml --out /tmp/r
+  mpirun -n 2 bench-train --config point.yaml --set train.steps=20 --out runs/two-ranks
+
+Exit codes: 0 ok, 2 bad arguments or config, 3 results already there, 4 cannot write,
+20 out of memory, 21 time limit (SIGTERM/SIGUSR1), 22 failed, 23 interrupted (SIGINT/SIGUSR2).
+
+Options:
+)";
 namespace {
 
 namespace fs = std::filesystem;
@@ -70,7 +91,7 @@ class Run {
       std::string message;
       try {
         plan_ = make_plan(args_, mpi_);
-        device_ = select_device(plan_.trainer);
+        device_ = select_device(plan_.trainer.device_options());
         profile_activities_ = resolve_profile_activities(plan_, device_);
         // The ranks of a tensor-parallel group read the same batches.
         data_ = open_token_source(plan_.data, data_rank(), data_parallel());
@@ -131,7 +152,7 @@ class Run {
     if (plan_.settings.launch.malloc_cache) keep_freed_host_memory();
     try {
       trainer_ = make_trainer(plan_.trainer, mpi_);
-    } catch (const TrainerInitError& e) {
+    } catch (const ModelInitError& e) {
       local = from_outcome(e.outcome());
       reason = std::string("building the model: ") + e.what();
     }

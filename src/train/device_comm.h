@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "train/collectives.h"
+#include "run/collectives.h"
 
 #ifdef SWEEPBENCH_WITH_NCCL
 #include <ATen/cuda/CUDAContext.h>

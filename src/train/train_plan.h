@@ -11,9 +11,10 @@
 #include "config/settings.h"
 #include "config/value.h"
 #include "metrics/rank_result.h"
-#include "train/data.h"
-#include "train/mpi_env.h"
-#include "train/train_args.h"
+#include "run/data.h"
+#include "run/mpi_env.h"
+#include "run/point_config.h"
+#include "run/program_args.h"
 #include "train/trainer.h"
 
 namespace sweepbench {
@@ -31,21 +32,6 @@ struct TrainPlan {
   std::int64_t profile_first = 0, profile_last = -1;
   std::string rank_path;
 };
-
-// A point's config as both programs read it: loaded with --set applied, in canonical form, its
-// hash and tag, typed, and this rank's results file (which must not exist yet).
-struct PointConfig {
-  Value config;
-  std::string config_yaml, config_hash, tag, rank_path;
-  Settings settings;
-};
-// Error(kInput) for bad input, Error(kConflict) when this rank's results are already in --out.
-PointConfig read_point_config(const Args& args, const MpiEnv& mpi, const char* program,
-                              const std::string& benchmark);
-
-// Compute threads per rank: launch.cpus_per_rank, else this node's cores over its ranks (no more
-// than the affinity mask allows).
-int compute_threads(const Settings& set, const MpiEnv& mpi);
 
 // Reads and checks the config; Error(kInput) for bad input, Error(kConflict) when this rank's
 // results are already in --out.

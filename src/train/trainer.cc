@@ -1,6 +1,6 @@
-// The libtorch side of a training step (see trainer.h). One of two translation units that include
-// torch; the CUDA and NCCL parts compile only where CMake found a CUDA libtorch
-// (SWEEPBENCH_WITH_CUDA, SWEEPBENCH_WITH_NCCL).
+// The libtorch side of a training step (see trainer.h). One of the four translation units that
+// include torch (docs/building.md); the CUDA and NCCL parts compile only where CMake found a CUDA
+// libtorch (SWEEPBENCH_WITH_CUDA, SWEEPBENCH_WITH_NCCL).
 #include "train/trainer.h"
 
 #include <ATen/Parallel.h>
@@ -18,6 +18,8 @@
 #include <set>
 #include <sstream>
 
+#include "model/model.h"
+#include "model/torch_support.h"
 #include "os/hardware.h"
 #include "os/sampler.h"
 #include "text/digest.h"
@@ -27,9 +29,7 @@
 #include "train/comm_worker.h"
 #include "train/device_comm.h"
 #include "train/grad_norm.h"
-#include "train/model.h"
 #include "train/phase_clock.h"
-#include "train/torch_support.h"
 #include "train/zero.h"
 
 #ifdef SWEEPBENCH_WITH_CUDA
@@ -61,7 +61,7 @@ class TorchTrainer : public Trainer {
       : o_(o),
         groups_(make_groups(o, comm)),
         comm_(groups_.data != nullptr ? *groups_.data : comm),
-        info_(select_device(o)),
+        info_(select_device(o.device_options())),
         device_(info_.type == "cuda"
                     ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(info_.index))
                     : torch::Device(torch::kCPU)),
@@ -469,123 +469,10 @@ class TorchTrainer : public Trainer {
 
 }  // namespace
 
-bool cuda_available() { return torch::cuda::is_available(); }
-
-MemoryReading device_memory([[maybe_unused]] const torch::Device& device) {
-  MemoryReading m;
-#ifdef SWEEPBENCH_WITH_CUDA
-  if (device.is_cuda()) {
-    auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
-    // Element 0 is StatType::AGGREGATE (all pools) in every libtorch; the enum moved from
-    // c10::cuda::CUDACachingAllocator to c10::CachingAllocator in 2.x, so it is not named here.
-    constexpr size_t kAll = 0;
-    m.current = stats.allocated_bytes[kAll].current;
-    m.peak = stats.allocated_bytes[kAll].peak;
-    m.alloc_current = m.current;
-    m.alloc_peak = m.peak;
-    return m;
-  }
-#endif
-  m.current = current_rss_bytes();
-  m.peak = peak_rss_bytes();
-  MemoryReading counted = counted_cpu_allocations();
-  m.alloc_current = counted.current;
-  m.alloc_peak = counted.peak;
-  return m;
-}
-
-bool count_cpu_allocations() { return CountingCpuAllocator::install() != nullptr; }
-
-MemoryReading counted_cpu_allocations() {
-  const CountingCpuAllocator* a = CountingCpuAllocator::installed();
-  if (a == nullptr) return {};
-  return {a->in_use(), a->peak(), a->in_use(), a->peak()};
-}
-
-void reset_counted_cpu_peak() {
-  if (CountingCpuAllocator* a = CountingCpuAllocator::installed()) a->reset_peak();
-}
-
-void reset_device_peak_memory([[maybe_unused]] const torch::Device& device) {
-#ifdef SWEEPBENCH_WITH_CUDA
-  if (device.is_cuda()) {
-    c10::cuda::CUDACachingAllocator::resetPeakStats(device.index());
-    return;
-  }
-#endif
-  reset_peak_rss();
-  reset_counted_cpu_peak();
-}
-
-std::vector<NamedArray> named_arrays(const torch::nn::Module& module) {
-  std::vector<NamedArray> out;
-  for (const auto& item : module.named_parameters()) {
-    torch::Tensor host = item.value().detach().to(torch::kCPU, torch::kFloat).contiguous();
-    NamedArray a;
-    a.name = item.key();
-    a.shape = host.sizes().vec();
-    a.values.assign(host.data_ptr<float>(), host.data_ptr<float>() + host.numel());
-    out.push_back(std::move(a));
-  }
-  return out;
-}
-
-int set_compute_threads(int threads) {
-  if (threads > 0) torch::set_num_threads(threads);
-  return torch::get_num_threads();
-}
-
-DeviceInfo select_device(const TrainerOptions& o) {
-  DeviceInfo info;
-  info.torch_version = TORCH_VERSION;
-  info.threads = set_compute_threads(o.threads);
-  bool want_cuda = o.device == Device::kCuda || (o.device == Device::kAuto && cuda_available());
-  if (o.device == Device::kCuda && !cuda_available()) {
-    throw Error::input(Mark{}, "launch.device",
-                       "cuda was asked for, but this libtorch (" + std::string(TORCH_VERSION) +
-                           ") sees no CUDA device",
-                       "run on a GPU node, or set launch.device: cpu");
-  }
-  if (!want_cuda) {
-    if (o.train.dtype == DType::kFp16) {
-      throw Error::input(Mark{}, o.dtype_key,
-                         "fp16 needs a GPU: CPU kernels for half precision are missing",
-                         "use bf16 or fp32 on a CPU");
-    }
-    info.type = "cpu";
-    info.name = cpu_model_name();
-    info.count = 1;
-    return info;
-  }
-#ifdef SWEEPBENCH_WITH_CUDA
-  int count = static_cast<int>(torch::cuda::device_count());
-  info.type = "cuda";
-  info.count = count;
-  info.index = o.local_rank % count;
-  c10::cuda::set_device(static_cast<c10::DeviceIndex>(info.index));
-  cudaDeviceProp prop{};
-  cudaGetDeviceProperties(&prop, info.index);
-  info.name = prop.name;
-  char bus[32] = {0};
-  cudaDeviceGetPCIBusId(bus, sizeof(bus), info.index);
-  info.pci_bus_id = bus;
-  int runtime = 0;
-  cudaRuntimeGetVersion(&runtime);
-  info.cuda_version = std::to_string(runtime / 1000) + "." + std::to_string((runtime % 1000) / 10);
-#ifdef SWEEPBENCH_WITH_NCCL
-  int nccl = 0;
-  ncclGetVersion(&nccl);
-  info.nccl_version = std::to_string(nccl / 10000) + "." + std::to_string((nccl / 100) % 100) +
-                      "." + std::to_string(nccl % 100);
-#endif
-#endif
-  return info;
-}
-
 std::unique_ptr<Trainer> make_trainer(const TrainerOptions& options, Collectives& comm) {
   std::unique_ptr<Trainer> trainer;
   PhaseStatus status = guarded([&] { trainer = std::make_unique<TorchTrainer>(options, comm); });
-  if (status.outcome != Outcome::kOk) throw TrainerInitError(status.outcome, status.reason);
+  if (status.outcome != Outcome::kOk) throw ModelInitError(status.outcome, status.reason);
   return trainer;
 }
 

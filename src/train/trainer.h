@@ -16,9 +16,10 @@
 
 #include "config/model_shapes.h"
 #include "config/settings.h"
-#include "train/collectives.h"
-#include "train/data.h"
-#include "train/outcome.h"
+#include "model/device.h"
+#include "model/outcome.h"
+#include "run/collectives.h"
+#include "run/data.h"
 
 namespace sweepbench {
 
@@ -41,33 +42,15 @@ struct TrainerOptions {
   std::int64_t cpu_memory_budget = 0;
 
   size_t bucket_bytes() const { return static_cast<size_t>(train.bucket_mb * 1024 * 1024); }
-};
-
-struct DeviceInfo {
-  std::string type;        // cpu | cuda
-  std::string name;        // "NVIDIA H100 80GB HBM3", or the CPU model
-  std::string pci_bus_id;  // cuda: "0000:3b:00.0"; empty on cpu
-  std::int64_t count = 0;  // GPUs visible to this process; 1 on cpu
-  int index = -1;          // the GPU this rank uses
-  std::string torch_version, cuda_version, nccl_version;
-  int threads = 0;  // libtorch's intra-op threads
+  DeviceOptions device_options() const {
+    return {device, local_rank, threads, train.dtype, dtype_key};
+  }
 };
 
 // What metrics.profile_activities asks the profiler to record.
 struct ProfileActivities {
   bool cpu = true;    // libtorch's ops on the host and our phase ranges
   bool cuda = false;  // kernels, copies and memsets on the GPU (Kineto with CUPTI)
-};
-
-// Building the model failed (typically out of memory on the device).
-class TrainerInitError : public std::runtime_error {
- public:
-  TrainerInitError(Outcome outcome, const std::string& reason)
-      : std::runtime_error(reason), outcome_(outcome) {}
-  Outcome outcome() const { return outcome_; }
-
- private:
-  Outcome outcome_;
 };
 
 struct StepTiming {
@@ -85,14 +68,6 @@ struct EvalOutput {
   PhaseStatus status;
   double loss = 0;
 };
-
-// Counts the bytes libtorch's CPU allocator hands out from now on (a wrapper installed as the CPU
-// allocator; tensors made before are not counted). Returns false if libtorch kept another
-// allocator. Idempotent; for CPU runs, before the model is built.
-bool count_cpu_allocations();
-// The counted bytes now and their peak since the last reset (-1, -1 if not counting).
-MemoryReading counted_cpu_allocations();
-void reset_counted_cpu_peak();
 
 class Trainer {
  public:
@@ -128,19 +103,8 @@ class Trainer {
   virtual void stop_profile(const std::string& path) = 0;
 };
 
-// Picks this rank's device (the GPU local_rank % count, or the CPU) and makes it current, without
-// building anything. Throws sweepbench::Error for a device that cannot be used (cuda asked for and
-// none visible, fp16 on a CPU).
-DeviceInfo select_device(const TrainerOptions& options);
-
-// Sets libtorch's intra-op threads to `threads` (> 0) and returns how many it now runs.
-int set_compute_threads(int threads);
-
 // Builds the model on the selected device, identical on every rank. Throws TrainerInitError when
 // that fails (out of memory, a libtorch error).
 std::unique_ptr<Trainer> make_trainer(const TrainerOptions& options, Collectives& comm);
-
-// Whether a CUDA device is visible to this build of libtorch (false on CPU-only builds).
-bool cuda_available();
 
 }  // namespace sweepbench

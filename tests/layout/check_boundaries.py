@@ -37,8 +37,12 @@ ALLOWED = {
     "layout": FLOOR | {"layout"},
     "sweep": FLOOR | {"layout", "metrics", "predict", "sweep"},
     "results": FLOOR | {"layout", "metrics", "results"},
-    "train": FLOOR | {"layout", "metrics", "results", "train"},
-    "infer": FLOOR | {"layout", "metrics", "results", "train", "infer"},
+    # The model and its device (libtorch); the programs' shared run (MPI) on it; training and
+    # generation each on both, neither on the other.
+    "model": FLOOR | {"model"},
+    "run": FLOOR | {"layout", "metrics", "results", "model", "run"},
+    "train": FLOOR | {"layout", "metrics", "results", "model", "run", "train"},
+    "infer": FLOOR | {"layout", "metrics", "results", "model", "run", "infer"},
     "command": FLOOR | {"layout", "metrics", "results", "command"},
     # The serve workload (issue 54): percentiles and means from metrics; bench-serve writes its
     # results as every workload does (layout's names, results' rank file).
@@ -53,10 +57,10 @@ ALLOWED = {
 }
 # System headers by the dependency they bring, and the modules that may include them.
 SYSTEM = [
-    (re.compile(r"^(torch|ATen|c10|caffe2)/"), "libtorch", {"train", "infer"}),
-    (re.compile(r"^(mpi\.h|mpi_)"), "MPI", {"train", "infer"}),
+    (re.compile(r"^(torch|ATen|c10|caffe2)/"), "libtorch", {"model", "train", "infer"}),
+    (re.compile(r"^(mpi\.h|mpi_)"), "MPI", {"run", "train", "infer"}),
     (re.compile(r"^(hdf5\.h|H5[A-Za-z]*\.h)"), "HDF5", {"results"}),
-    (re.compile(r"^(cuda|cublas|nccl)"), "CUDA", {"train", "infer"}),
+    (re.compile(r"^(cuda|cublas|nccl)"), "CUDA", {"model", "train", "infer"}),
     (re.compile(r"^nlohmann/"), "nlohmann_json", {"command", "history"}),
     (re.compile(r"^sqlite3\.h"), "SQLite", {"history"}),
     (re.compile(r"^libpq-fe\.h"), "libpq", {"history"}),

@@ -1,6 +1,6 @@
 """GPT-2 and Llama in plain PyTorch (eager), written from the architectures' papers, as the
 reference bench-train's C++ models are checked against (check_training_step.py) and measured
-against (bench/train_vs_pytorch.py). Parameter names match src/train/model.cc.
+against (bench/train_vs_pytorch.py). Parameter names match src/model/model.cc.
 
 GPT-2: learned positions, pre-LayerNorm, GELU(tanh), biases, tied head.
 Llama: RMSNorm, rotary embeddings (half-split), SwiGLU, grouped-query attention, untied head.

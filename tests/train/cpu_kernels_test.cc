@@ -1,7 +1,7 @@
 // bench-train's own CPU kernel (train.cpu_kernels, the head's cross-entropy) against the
 // libtorch ops it replaces: the same values and gradients to float rounding, on awkward sizes
 // (not multiples of a vector), extreme logits and every thread count.
-#include "train/cpu_kernels.h"
+#include "model/cpu_kernels.h"
 
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 
 #include <cmath>
 
-#include "train/model.h"
+#include "model/model.h"
 
 namespace sweepbench {
 namespace {

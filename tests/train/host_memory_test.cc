@@ -1,5 +1,5 @@
 // keep_freed_host_memory: a large block freed and allocated again is not page-faulted back in.
-#include "train/host_memory.h"
+#include "run/host_memory.h"
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>

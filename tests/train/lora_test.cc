@@ -5,8 +5,8 @@
 #include <map>
 
 #include "config/model_shapes.h"
-#include "train/collectives.h"
-#include "train/model.h"
+#include "model/model.h"
+#include "run/collectives.h"
 #include "train/trainer.h"
 
 namespace sweepbench {

@@ -1,6 +1,6 @@
 // The models as built: parameter counts equal the analytic ones, shapes, initialisation, and
 // activation checkpointing that changes nothing but memory.
-#include "train/model.h"
+#include "model/model.h"
 
 #include <ATen/autocast_mode.h>
 #include <gtest/gtest.h>

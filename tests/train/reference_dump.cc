@@ -11,9 +11,9 @@
 #include "config/model_shapes.h"
 #include "config/value.h"
 #include "config/yaml_io.h"
+#include "run/collectives.h"
+#include "run/data.h"
 #include "support/raw_dump.h"
-#include "train/collectives.h"
-#include "train/data.h"
 #include "train/trainer.h"
 
 using namespace sweepbench;

@@ -1,4 +1,4 @@
-#include "train/bench_run.h"
+#include "run/bench_run.h"
 
 #include <algorithm>
 #include <boost/program_options.hpp>
@@ -15,10 +15,10 @@
 #include "os/fs.h"
 #include "os/run_info.h"
 #include "results/rank_file.h"
+#include "run/host_memory.h"
 #include "text/error.h"
 #include "text/exit_codes.h"
 #include "text/text.h"
-#include "train/host_memory.h"
 
 namespace sweepbench {
 
@@ -200,7 +200,6 @@ void fill_identity(RankResult& r, MpiEnv& mpi, const DeviceInfo& device,
   set_run_environment(r, detect_environment());
   r.start_time = utc_now_iso8601();
 }
-
 
 int finish_run(MpiEnv& mpi, Console& console, RankResult& r, const RunEnd& end) {
   // Each rank writes its own file; the run's outcome stands only if every rank's did, so the

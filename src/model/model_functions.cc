@@ -1,7 +1,7 @@
 // The model's own autograd functions and fast paths (model_functions.h): products of a few rows,
 // checkpointed blocks, tensor parallelism's f and g, the fused CPU cross-entropy, the embedding's
 // in-place gradient, the chunked head-and-loss, and rotary embeddings.
-#include "train/model_functions.h"
+#include "model/model_functions.h"
 
 #include <ATen/autocast_mode.h>
 
@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "config/model_shapes.h"
-#include "train/cpu_kernels.h"
-#include "train/torch_support.h"
+#include "model/cpu_kernels.h"
+#include "model/torch_support.h"
 
 namespace sweepbench {
 namespace {

@@ -1,4 +1,4 @@
-// bench-train's command line.
+// The command line of bench-train and bench-infer (each gives its own usage text).
 #pragma once
 
 #include <boost/program_options.hpp>
@@ -7,8 +7,6 @@
 #include <vector>
 
 namespace sweepbench {
-
-extern const char* const kUsage;
 
 struct Args {
   std::string config, out;

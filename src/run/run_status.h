@@ -1,10 +1,11 @@
-// How a bench-train run ends, as the ranks agree on it, and the signals that end it early.
+// How a bench-train or bench-infer run ends, as the ranks agree on it, and the signals that end it
+// early.
 #pragma once
 
 #include <atomic>
 #include <string>
 
-#include "train/trainer.h"  // Outcome
+#include "model/outcome.h"
 
 namespace sweepbench {
 

@@ -1,4 +1,5 @@
-// MPI at the edge: initialisation, who this process is, and the collectives bench-train needs.
+// MPI at the edge: initialisation, who this process is, and the collectives bench-train and
+// bench-infer need.
 //
 // Rank and world size come from MPI_COMM_WORLD; the local rank from a shared-memory split
 // (MPI_COMM_TYPE_SHARED), so it is right under mpirun, srun --mpi=pmix and a plain exec alike.
@@ -10,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "train/collectives.h"
+#include "run/collectives.h"
 
 namespace sweepbench {
 

@@ -1,4 +1,4 @@
-#include "train/mpi_env.h"
+#include "run/mpi_env.h"
 
 #include <mpi.h>
 #include <unistd.h>

@@ -1,9 +1,10 @@
 // How a phase of a run ended, and what the device's memory read: the types the trainer
-// (trainer.h) and the libtorch helpers both sides share (torch_support.h) hold, so that neither
-// includes the other's header. No torch types.
+// (train/trainer.h), the generator (infer/generator.h), the device (device.h) and the libtorch
+// helpers (torch_support.h) share, so that none includes another's header. No torch types.
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,18 @@ struct MemoryReading {
   // libtorch's CPU allocator handed out, counted once count_cpu_allocations() ran; -1 if not.
   std::int64_t alloc_current = -1;
   std::int64_t alloc_peak = -1;
+};
+
+// Building the model failed (typically out of memory on the device): the trainer's
+// (make_trainer) and the generator's (make_generator).
+class ModelInitError : public std::runtime_error {
+ public:
+  ModelInitError(Outcome outcome, const std::string& reason)
+      : std::runtime_error(reason), outcome_(outcome) {}
+  Outcome outcome() const { return outcome_; }
+
+ private:
+  Outcome outcome_;
 };
 
 }  // namespace sweepbench

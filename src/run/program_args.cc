@@ -1,4 +1,4 @@
-#include "train/train_args.h"
+#include "run/program_args.h"
 
 #include <cstdlib>
 #include <limits>
@@ -8,28 +8,6 @@
 namespace sweepbench {
 
 namespace po = boost::program_options;
-
-extern const char* const kUsage;
-const char* const kUsage =
-    R"(bench-train: benchmark LLM training on this rank's device; run it under
-mpirun -n N, srun --mpi=pmix -n N, or alone for one rank.
-
-Usage: bench-train --config POINT.yaml --out DIR [--set KEY=VALUE]... [--max-memory-mb N]
-
-Trains the model of POINT.yaml (a point config, as bench-sweep plan --out writes) for train.steps
-steps, the first train.warmup_steps excluded from every statistic, then evaluates for eval.steps
-batches. Each rank writes DIR/rank-NNNNN.h5 (docs/results-format.md); rank 0 prints progress, a
-summary table and writes DIR/summary.json. Existing results are never overwritten.
-
-Examples:
-  bench-train --config runs/qs/micro_batch=2.seq_len=32.ws=1.57ed52f2/config.yaml --out /tmp/r
-  mpirun -n 2 bench-train --config point.yaml --set train.steps=20 --out runs/two-ranks
-
-Exit codes: 0 ok, 2 bad arguments or config, 3 results already there, 4 cannot write,
-20 out of memory, 21 time limit (SIGTERM/SIGUSR1), 22 failed, 23 interrupted (SIGINT/SIGUSR2).
-
-Options:
-)";
 
 Args parse_args(int argc, char** argv, po::options_description& desc) {
   Args a;

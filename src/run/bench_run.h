@@ -11,13 +11,14 @@
 #include "config/value.h"
 #include "metrics/rank_result.h"
 #include "metrics/summary.h"
+#include "model/device.h"
+#include "model/outcome.h"
 #include "os/cpu_share.h"
 #include "os/sampler.h"
-#include "train/console.h"
-#include "train/mpi_env.h"
-#include "train/run_status.h"
-#include "train/train_args.h"
-#include "train/trainer.h"
+#include "run/console.h"
+#include "run/mpi_env.h"
+#include "run/program_args.h"
+#include "run/run_status.h"
 
 namespace sweepbench {
 

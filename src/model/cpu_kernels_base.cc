@@ -1,3 +1,3 @@
 // cpu_kernels_loops.h for the build's baseline instruction set (SSE2 on x86-64).
 #define SWEEPBENCH_KERNELS_ISA base
-#include "train/cpu_kernels_loops.h"
+#include "model/cpu_kernels_loops.h"

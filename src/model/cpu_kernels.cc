@@ -1,15 +1,15 @@
 // See cpu_kernels.h: picks, once, the build of cpu_kernels_loops.h that this CPU can run.
-#include "train/cpu_kernels.h"
+#include "model/cpu_kernels.h"
 
 #include <atomic>
 #include <stdexcept>
 
 namespace sweepbench::cpu {
 
-#define SWEEPBENCH_KERNELS_DECLARE(isa)                                                            \
-  namespace isa {                                                                                  \
-  double cross_entropy_rows(const float* logits, std::int64_t vocab, const std::int64_t* targets,  \
-                            std::int64_t begin, std::int64_t end, float* grad, float scale);       \
+#define SWEEPBENCH_KERNELS_DECLARE(isa)                                                           \
+  namespace isa {                                                                                 \
+  double cross_entropy_rows(const float* logits, std::int64_t vocab, const std::int64_t* targets, \
+                            std::int64_t begin, std::int64_t end, float* grad, float scale);      \
   }
 SWEEPBENCH_KERNELS_DECLARE(base)
 #if defined(__x86_64__)

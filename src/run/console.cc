@@ -1,4 +1,4 @@
-#include "train/console.h"
+#include "run/console.h"
 
 #include <chrono>
 

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <limits>
 
-#include "train/cpu_kernels.h"
+#include "model/cpu_kernels.h"
 
 #ifndef SWEEPBENCH_KERNELS_ISA
 #error "define SWEEPBENCH_KERNELS_ISA (avx512, avx2 or base) before including cpu_kernels_loops.h"

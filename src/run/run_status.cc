@@ -1,4 +1,4 @@
-#include "train/run_status.h"
+#include "run/run_status.h"
 
 #include <csignal>
 

@@ -1,4 +1,4 @@
-// What bench-train prints: on rank 0 only, a line at a time, and its number formats.
+// What bench-train and bench-infer print: on rank 0 only, a line at a time, and its number formats.
 #pragma once
 
 #include <cstdarg>

@@ -1,4 +1,4 @@
-#include "train/host_memory.h"
+#include "run/host_memory.h"
 
 #include <climits>
 #if defined(__GLIBC__)

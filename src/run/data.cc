@@ -1,4 +1,4 @@
-#include "train/data.h"
+#include "run/data.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -99,9 +99,10 @@ class MappedFile {
     if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
       int err = errno;
       ::close(fd);
-      throw data_error(path, S_ISREG(st.st_mode)
-                                 ? std::string("cannot stat the data file: ") + std::strerror(err)
-                                 : std::string("is not a regular file"),
+      throw data_error(path,
+                       S_ISREG(st.st_mode)
+                           ? std::string("cannot stat the data file: ") + std::strerror(err)
+                           : std::string("is not a regular file"),
                        "give data.path a regular file");
     }
     size_ = static_cast<size_t>(st.st_size);

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "config/model_shapes.h"
-#include "train/model_functions.h"  // IWYU pragma: export (autocast_*, cross_entropy_mean)
+#include "model/model_functions.h"  // IWYU pragma: export (autocast_*, cross_entropy_mean)
 
 namespace sweepbench {
 

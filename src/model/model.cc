@@ -1,4 +1,4 @@
-#include "train/model.h"
+#include "model/model.h"
 
 #include <ATen/Parallel.h>
 #include <ATen/autocast_mode.h>
@@ -10,9 +10,9 @@
 #include <utility>
 #include <vector>
 
-#include "train/cpu_kernels.h"
-#include "train/model_functions.h"
-#include "train/torch_support.h"
+#include "model/cpu_kernels.h"
+#include "model/model_functions.h"
+#include "model/torch_support.h"
 
 namespace sweepbench {
 torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
@@ -22,7 +22,7 @@ torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
   if (t == 1 && offset > 0) {
     // One new token sees every cached key: no mask. The query heads that share a key/value head
     // are stacked as rows of one product instead of repeating the cache for each of them.
-    torch::Tensor qg = q.reshape({b, hkv, groups, d});  // (B, Hkv, G, D)
+    torch::Tensor qg = q.reshape({b, hkv, groups, d});             // (B, Hkv, G, D)
     torch::Tensor y = at::scaled_dot_product_attention(qg, k, v);  // (B, Hkv, G, D)
     return y.reshape({b, h, 1, d});
   }
@@ -236,10 +236,8 @@ torch::Tensor Gpt2BlockImpl::forward(const torch::Tensor& x, KVCache* cache, siz
   torch::Tensor q = parts[0].view({b, t, heads_, hd}).transpose(1, 2);     // (B, H, T, D)
   torch::Tensor k = parts[1].view({b, t, kv_heads_, hd}).transpose(1, 2);  // (B, Hkv, T, D)
   torch::Tensor v = parts[2].view({b, t, kv_heads_, hd}).transpose(1, 2);
-  torch::Tensor y = block_attention(q, k, v, cache, layer)
-                        .transpose(1, 2)
-                        .contiguous()
-                        .view({b, t, q_dim});
+  torch::Tensor y =
+      block_attention(q, k, v, cache, layer).transpose(1, 2).contiguous().view({b, t, q_dim});
   torch::Tensor h = x + out(attn_proj, y);
   torch::Tensor m =
       out(mlp_proj, torch::gelu(lora_.apply(c_fc, in(ln_2(h)), weight_casts), "tanh"));
@@ -291,10 +289,8 @@ torch::Tensor LlamaBlockImpl::forward(const torch::Tensor& x, const torch::Tenso
   torch::Tensor v = lora_.apply(wv, n, weight_casts).view({b, t, kv_heads_, hd}).transpose(1, 2);
   q = apply_rope(q, cos, sin);
   k = apply_rope(k, cos, sin);
-  torch::Tensor y = block_attention(q, k, v, cache, layer)
-                        .transpose(1, 2)
-                        .contiguous()
-                        .view({b, t, heads_ * hd});
+  torch::Tensor y =
+      block_attention(q, k, v, cache, layer).transpose(1, 2).contiguous().view({b, t, heads_ * hd});
   torch::Tensor h = x + out(wo, y);
   torch::Tensor f = in(ffn_norm(h));
   return h + out(w2, torch::silu(lora_.apply(w1, f, weight_casts)) *
@@ -572,6 +568,19 @@ std::vector<std::string> load_tensor_parallel_part(TransformerLM& local, Transfo
     p.copy_(w.narrow(dim, rank * p.size(dim), p.size(dim)));
   }
   return split;
+}
+
+std::vector<NamedArray> named_arrays(const torch::nn::Module& module) {
+  std::vector<NamedArray> out;
+  for (const auto& item : module.named_parameters()) {
+    torch::Tensor host = item.value().detach().to(torch::kCPU, torch::kFloat).contiguous();
+    NamedArray a;
+    a.name = item.key();
+    a.shape = host.sizes().vec();
+    a.values.assign(host.data_ptr<float>(), host.data_ptr<float>() + host.numel());
+    out.push_back(std::move(a));
+  }
+  return out;
 }
 
 }  // namespace sweepbench
