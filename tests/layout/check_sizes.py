@@ -28,7 +28,6 @@ STRICT_FUNCTION_FOLDERS = ["launch"]
 # Two-way include ties still to be cut (issue 56); a unit is a file's path without its extension,
 # relative to src/ for files there.
 KNOWN_TIES = {
-    ("config/schema", "config/schema_table"),
     ("postprocess/extract", "postprocess/people_table"),
     ("postprocess/extract", "postprocess/point_row"),
     ("sweep/sweep_spec", "sweep/sweep_spec_parts"),
