@@ -30,7 +30,6 @@ STRICT_FUNCTION_FOLDERS = ["launch"]
 KNOWN_TIES = {
     ("postprocess/extract", "postprocess/people_table"),
     ("postprocess/extract", "postprocess/point_row"),
-    ("sweep/sweep_spec", "sweep/sweep_spec_parts"),
 }
 
 INCLUDE = re.compile(r'^#include "([^"]+)\.h"', re.M)
