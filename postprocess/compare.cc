@@ -12,8 +12,13 @@
 #include "config/table.h"
 #include "metrics/summary.h"  // higher_is_better
 #include "os/fs.h"
+#include "postprocess/discover.h"
 #include "postprocess/extract.h"
+#include "postprocess/point_columns.h"
 #include "postprocess/point_row.h"
+#include "postprocess/reader_pool.h"
+#include "postprocess/table_ops.h"
+#include "postprocess/table_writer.h"
 #include "postprocess/tool_main.h"
 #include "text/error.h"
 #include "text/exit_codes.h"

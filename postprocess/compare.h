@@ -21,7 +21,7 @@
 
 #include "config/value.h"
 #include "metrics/significance.h"
-#include "postprocess/extract.h"
+#include "postprocess/extract_table.h"
 
 namespace sweepbench {
 

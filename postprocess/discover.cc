@@ -1,5 +1,5 @@
-// extract.h's walk of a results tree: which directories are points (find_point_dirs), which are
-// no longer in their sweep (--removed), and what could not be read (warnings).
+#include "postprocess/discover.h"
+
 #include <algorithm>
 #include <filesystem>
 #include <set>
@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "layout/paths.h"
-#include "postprocess/extract.h"
 #include "postprocess/point_row.h"
 #include "text/error.h"
 #include "text/text.h"

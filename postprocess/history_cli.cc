@@ -23,6 +23,7 @@
 #include "postprocess/history_mlflow_http.h"
 #include "postprocess/history_report.h"
 #include "postprocess/history_store.h"
+#include "postprocess/table_writer.h"
 #include "postprocess/tool_main.h"
 #include "text/error.h"
 #include "text/exit_codes.h"

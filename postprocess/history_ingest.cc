@@ -20,7 +20,7 @@
 #include "layout/point_record.h"
 #include "metrics/summary.h"
 #include "os/fs.h"
-#include "postprocess/extract.h"
+#include "postprocess/discover.h"
 #include "postprocess/point_row.h"
 #include "text/error.h"
 #include "text/text.h"

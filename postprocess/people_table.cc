@@ -11,7 +11,7 @@
 #include "config/config.h"
 #include "config/table.h"
 #include "metrics/summary.h"  // interval_columns
-#include "postprocess/extract.h"
+#include "postprocess/point_row.h"
 #include "text/text.h"
 #include "text/units.h"
 

@@ -13,7 +13,7 @@
 // digit. Wide cells are cut in the middle with '…'. Leaves out: everything else (--columns all).
 #pragma once
 
-#include "postprocess/extract.h"
+#include "postprocess/extract_table.h"
 
 namespace sweepbench {
 

@@ -1,6 +1,5 @@
-// point_row.h's columns: the lists of identity, metric, memory, prediction and reference columns,
-// and every column a table of points may have (extract_columns, series_columns), from what the
-// points' configs and status.json say they hold.
+#include "postprocess/point_columns.h"
+
 #include <algorithm>
 #include <filesystem>
 #include <map>
@@ -14,7 +13,7 @@
 #include "metrics/infer_metrics.h"
 #include "metrics/serve_columns.h"
 #include "metrics/summary.h"
-#include "postprocess/point_row.h"
+#include "postprocess/point_cells.h"
 
 namespace sweepbench {
 

@@ -33,6 +33,10 @@
 #include "metrics/statistics.h"
 #include "metrics/summary.h"
 #include "os/fs.h"
+#include "postprocess/point_cells.h"
+#include "postprocess/point_columns.h"
+#include "postprocess/point_series.h"
+#include "postprocess/table_ops.h"
 #include "predict/memory_model.h"
 #include "predict/time_model.h"
 #include "results/rank_reader.h"
@@ -49,18 +53,6 @@ namespace fs = std::filesystem;
 // A file whose presence makes its directory a point.
 bool is_point_file(const std::string& name) {
   return name == kConfigFile || name == kStatusFile || is_rank_file_name(name);
-}
-
-std::optional<Value> read_json_or_yaml(const fs::path& path, std::vector<std::string>* warnings) {
-  try {
-    // A results tree's file: a link there is refused, not followed (docs/security.md).
-    if (auto text = read_file_if_exists(path.string(), kMaxSmallFile, Links::kRefuse)) {
-      return parse_own_yaml(*text, path.string());
-    }
-  } catch (const Error& e) {
-    warnings->push_back(path.string() + ": cannot be read: " + e.message());
-  }
-  return std::nullopt;
 }
 
 // What the manifest beside a point says about it (index, scenario, repeat, sweep).
@@ -90,16 +82,6 @@ std::vector<std::string> sweep_axes(const std::vector<std::string>& point_dirs) 
     }
   }
   return axes;
-}
-
-// A whole number stays one (a program's `"num_requests": 32`, a count of bytes): written 32,
-// not 32.0. Exact up to 2^53, as doubles are.
-Value number_or_null(double v) {
-  if (!std::isfinite(v)) return Value::null();
-  if (v == std::floor(v) && std::fabs(v) <= 9007199254740992.0) {
-    return Value::integer(static_cast<std::int64_t>(v));
-  }
-  return Value::real(v);
 }
 
 namespace {

@@ -1,6 +1,5 @@
-// point_row.h's long tables (bench-extract --series): a point's many rows, each starting as the
-// point's row (identity and config): its token times by position, its samples over time, each
-// value of its list metrics, or its load levels.
+#include "postprocess/point_series.h"
+
 #include <algorithm>
 #include <map>
 #include <string>
@@ -10,7 +9,8 @@
 #include "metrics/infer_metrics.h"
 #include "metrics/serve_columns.h"
 #include "metrics/statistics.h"
-#include "postprocess/point_row.h"
+#include "postprocess/point_cells.h"
+#include "postprocess/point_columns.h"
 #include "text/error.h"
 
 namespace sweepbench {

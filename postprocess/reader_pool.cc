@@ -1,5 +1,5 @@
-// extract.h's reader processes: points read by `jobs` child processes whose rows come back in
-// order (encoded records over pipes), and the spool that holds rows until their columns are known.
+#include "postprocess/reader_pool.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
@@ -18,8 +18,6 @@
 #include <optional>
 #include <set>
 #include <sstream>
-
-#include "postprocess/extract.h"
 
 // Built with AddressSanitizer (the fuzz and asan presets): see reader_process.
 #if defined(__SANITIZE_ADDRESS__)
@@ -41,6 +39,7 @@
 #include "layout/point_status.h"
 #include "metrics/summary.h"
 #include "os/fs.h"
+#include "postprocess/point_columns.h"
 #include "postprocess/point_row.h"
 #include "results/rank_reader.h"
 #include "sweep/expand.h"

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "postprocess/extract.h"
+#include "postprocess/extract_table.h"
 
 namespace sweepbench {
 

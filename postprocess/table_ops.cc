@@ -1,5 +1,5 @@
-// extract.h's operations on a whole table: --group-repeats, --drop-constant, --where, --best and
-// --pareto.
+#include "postprocess/table_ops.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -14,8 +14,7 @@
 #include "metrics/pareto.h"
 #include "metrics/statistics.h"
 #include "metrics/summary.h"
-#include "postprocess/extract.h"
-#include "postprocess/point_row.h"
+#include "postprocess/point_columns.h"
 #include "sweep/references.h"
 #include "sweep/repeats_until.h"
 #include "text/error.h"

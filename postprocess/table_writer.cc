@@ -1,4 +1,5 @@
-// extract.h's printers: a table's rows in the format asked for (config/table.h's printers).
+#include "postprocess/table_writer.h"
+
 #include <filesystem>
 #include <map>
 #include <ostream>
@@ -6,8 +7,6 @@
 #include <vector>
 
 #include "config/yaml_io.h"
-#include "postprocess/extract.h"
-#include "postprocess/point_row.h"
 #include "sweep/plan_output.h"
 #include "text/error.h"
 

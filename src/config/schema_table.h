@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "config/schema.h"
+#include "config/key_spec.h"
 
 namespace sweepbench {
 

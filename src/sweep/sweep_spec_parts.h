@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "config/value.h"
-#include "sweep/sweep_spec.h"
+#include "sweep/sweep_entries.h"
 #include "text/error.h"
 
 namespace sweepbench {

@@ -14,7 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "postprocess/extract.h"
+#include "postprocess/reader_pool.h"
+#include "postprocess/table_writer.h"
 #include "results/rank_file.h"
 #include "results/rank_reader.h"
 

@@ -11,7 +11,7 @@
 
 #include "config/config.h"
 #include "config/yaml_io.h"
-#include "postprocess/extract.h"
+#include "postprocess/reader_pool.h"
 #include "predict/time_model.h"
 #include "results/rank_file.h"
 #include "support/temp_dir.h"

@@ -1,8 +1,9 @@
 // bench-extract's selections on tables of rows: --where, --best (with --per) and --pareto.
+#include "postprocess/table_ops.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "postprocess/extract.h"
 #include "text/error.h"
 
 namespace sweepbench {
