@@ -108,7 +108,7 @@ sb::RankResult make_rank(const std::string& config_yaml, const std::string& hash
     r.eval.batch_loss.push_back(3.2 + 0.01 * noise(rng));
     r.eval.batch_s.push_back(0.04);
   }
-  r.memory_stage_source = "cuda_allocator";
+  r.memory_stage_source = "cuda_device";
   const std::int64_t gib = std::int64_t{1} << 30;
   r.memory_stages = {{"before_init", 0, 0, 0},
                      {"init", 0, 2 * gib, 2 * gib},

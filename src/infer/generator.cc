@@ -182,9 +182,7 @@ class TorchGenerator : public Generator {
   }
 
   std::vector<NamedArray> parameter_values() override { return named_arrays(*model_); }
-  std::string memory_source() const override {
-    return device_.is_cuda() ? "cuda_allocator" : "rss";
-  }
+  std::string memory_source() const override { return device_.is_cuda() ? "cuda_device" : "rss"; }
   MemoryReading memory() override { return device_memory(device_); }
   void reset_peak_memory() override { reset_device_peak_memory(device_); }
 

@@ -73,7 +73,7 @@ class Generator {
   virtual double sequence_log_prob(const std::vector<std::int64_t>& sequence,
                                    std::int64_t from) = 0;
   virtual std::vector<NamedArray> parameter_values() = 0;
-  virtual std::string memory_source() const = 0;  // cuda_allocator | rss
+  virtual std::string memory_source() const = 0;  // cuda_device | rss
   virtual MemoryReading memory() = 0;
   virtual void reset_peak_memory() = 0;
 };

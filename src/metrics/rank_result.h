@@ -215,7 +215,7 @@ struct RankResult {
   double cpus_busy_at_start = -1;
   std::vector<StepRecord> steps;
   EvalSummary eval;
-  std::string memory_stage_source;  // cuda_allocator or rss
+  std::string memory_stage_source;  // cuda_device (cuda_allocator before 2026-12-01) or rss
   std::vector<StageMemory> memory_stages;
   SampleSeries samples;
   InferResult infer;      // benchmark infer only

@@ -358,14 +358,25 @@ std::string predicted_benchmark(const Value& resolved) {
   return as->as_string();
 }
 
+namespace {
+
+// The figure that decides an OOM, from the allocated peak: on a GPU the device's memory, on a CPU
+// the resident set; neither for a command's own runtime.
+void set_deciding(bool own, bool gpu, MemoryPrediction* out) {
+  out->gpu = gpu;
+  if (own) out->resident = gpu ? device_bytes_of(out->peak) : resident_bytes_of(out->peak);
+}
+
+}  // namespace
+
 bool predict_point_memory(const Value& resolved, MemoryPrediction* out) {
   const Settings s = Settings::of(resolved);
   const bool gpu = point_runs_on_gpu(resolved);
   auto bytes_of = [](DType t) { return t == DType::kFp32 ? 4 : 2; };
   const std::string kind = predicted_benchmark(resolved);
-  // The resident set's line was fitted to bench-train's and bench-infer's own processes: a
-  // command predicted as one (command.predict_as) has a runtime of its own (Python, its
-  // libraries), so only its allocated peak is predicted.
+  // The resident set's and the device's lines were fitted to bench-train's and bench-infer's own
+  // processes: a command predicted as one (command.predict_as) has a runtime of its own (Python,
+  // its libraries, another CUDA context), so only its allocated peak is predicted.
   const Value* benchmark = resolved.find("benchmark");
   const bool own =
       benchmark == nullptr || !benchmark->is_string() || benchmark->as_string() != "command";
@@ -388,7 +399,7 @@ bool predict_point_memory(const Value& resolved, MemoryPrediction* out) {
     in.lora_r = s.train.lora_r;
     in.lora_targets = s.train.lora_targets;
     *out = predict_training_memory(in);
-    if (!gpu && own) out->resident = resident_bytes_of(out->peak);
+    set_deciding(own, gpu, out);
     return true;
   }
   if (kind == "infer") {
@@ -401,7 +412,7 @@ bool predict_point_memory(const Value& resolved, MemoryPrediction* out) {
     in.gpu = gpu;
     in.kv_cache = s.infer.kv_cache != KvCache::kNone;
     *out = predict_inference_memory(in);
-    if (!gpu && own) out->resident = resident_bytes_of(out->peak);
+    set_deciding(own, gpu, out);
     return true;
   }
   return false;

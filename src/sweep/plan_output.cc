@@ -306,8 +306,8 @@ void print_estimate(const Plan& plan, PlanFormat format, std::ostream& out,
   }
   size_t over = 0;
   // The sweep's largest prediction, and whether any point has none.
-  double largest = -1, largest_resident = 0;
-  size_t largest_index = 0, largest_resident_index = 0, unknown = 0;
+  double largest = -1, largest_resident = 0, largest_device = 0;
+  size_t largest_index = 0, largest_resident_index = 0, largest_device_index = 0, unknown = 0;
   auto cells = [&](const SweepPoint& p, std::vector<Value>* row) {
     columns.row(p, row, people);
     const Estimate e = estimate_of(p, calibration);
@@ -449,9 +449,10 @@ void print_estimate(const Plan& plan, PlanFormat format, std::ostream& out,
           largest = e.memory.peak;
           largest_index = p.index;
         }
-        if (e.memory.resident > largest_resident) {
-          largest_resident = e.memory.resident;
-          largest_resident_index = p.index;
+        double& most = e.memory.gpu ? largest_device : largest_resident;
+        if (e.memory.resident > most) {
+          most = e.memory.resident;
+          (e.memory.gpu ? largest_device_index : largest_resident_index) = p.index;
         }
         if (limit && limit->skips(e.memory.deciding_bytes())) ++over;
       },
@@ -466,11 +467,15 @@ void print_estimate(const Plan& plan, PlanFormat format, std::ostream& out,
     out << "; the largest resident set (CPUs) " << gib(largest_resident) << " (point "
         << largest_resident_index << ")";
   }
+  if (largest_device > 0) {
+    out << "; the largest device memory (GPUs) " << gib(largest_device) << " (point "
+        << largest_device_index << ")";
+  }
   if (unknown > 0) out << "; " << plural(unknown, "point") << " without a prediction (commands)";
   if (limit) {
     out << "\n# memory_limit (" << limit->text << "): " << plural(over, "point")
         << " predicted over it, which bench-sweep run and submit skip (compared: the resident "
-           "set on CPUs, the allocated peak on GPUs)";
+           "set on CPUs, the device memory on GPUs)";
   }
   out << "\n# " << describe_sweep_time(time_total);
   if (time_total.calibrated > 0) out << " (marked *)";

@@ -299,9 +299,7 @@ class TorchTrainer : public Trainer {
     return out;
   }
 
-  std::string memory_source() const override {
-    return device_.is_cuda() ? "cuda_allocator" : "rss";
-  }
+  std::string memory_source() const override { return device_.is_cuda() ? "cuda_device" : "rss"; }
 
   MemoryReading memory() override { return device_memory(device_); }
 

@@ -87,7 +87,7 @@ class Trainer {
   // Waits for the device and returns the step's timings and scalars.
   virtual StepTiming finish_step() = 0;
   virtual EvalOutput evaluate(const Batch& batch) = 0;
-  virtual std::string memory_source() const = 0;  // cuda_allocator | rss
+  virtual std::string memory_source() const = 0;  // cuda_device | rss
   virtual MemoryReading memory() = 0;
   virtual void reset_peak_memory() = 0;
   // SHA-256 over every parameter's name and bytes: equal on all ranks after a correct run.

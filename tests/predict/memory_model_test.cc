@@ -223,5 +223,31 @@ TEST(MemoryModel, APointsConfigSaysWhatRunsWhere) {
   EXPECT_FALSE(predict_point_memory(command, &p));
 }
 
+// What decides an OOM (memory_limit's figure): the resident set on a CPU, the device's memory on
+// a GPU, each from the allocated peak; a command's own runtime gets neither.
+TEST(MemoryModel, TheDecidingFigureIsTheResidentSetOnACpuAndTheDevicesMemoryOnAGpu) {
+  auto resolved = [](const char* yaml) {
+    return resolve_config(normalize_partial_config(parse_yaml(yaml, "t.yaml")));
+  };
+  MemoryPrediction cpu, gpu, command;
+  ASSERT_TRUE(predict_point_memory(resolved("model: {preset: gpt2-tiny}\n"), &cpu));
+  EXPECT_FALSE(cpu.gpu);
+  EXPECT_DOUBLE_EQ(cpu.resident, 159.0e6 + 1.39 * cpu.peak);
+  EXPECT_STREQ(cpu.deciding_name(), "resident set");
+  ASSERT_TRUE(
+      predict_point_memory(resolved("model: {preset: gpt2-tiny}\nlaunch: {device: cuda}\n"), &gpu));
+  EXPECT_TRUE(gpu.gpu);
+  EXPECT_DOUBLE_EQ(gpu.resident, 0.75e9 + 1.15 * gpu.peak);
+  EXPECT_DOUBLE_EQ(gpu.deciding_bytes(), gpu.resident);
+  EXPECT_STREQ(gpu.deciding_name(), "device memory");
+  ASSERT_TRUE(predict_point_memory(
+      resolved("benchmark: command\ncommand:\n  argv: [prog]\n  predict_as: train\n"
+               "model: {preset: gpt2-tiny}\nlaunch: {device: cuda}\n"),
+      &command));
+  EXPECT_EQ(command.resident, 0);
+  EXPECT_DOUBLE_EQ(command.deciding_bytes(), command.peak);
+  EXPECT_STREQ(command.deciding_name(), "allocated peak");
+}
+
 }  // namespace
 }  // namespace sweepbench
