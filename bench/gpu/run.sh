@@ -102,7 +102,8 @@ build() {
 train() {  # train NAME [--set k=v]...: one run of bench-train into $W/runs/NAME
   # Beside a run alone on the GPU (NO_GPUMEM unset), nvidia-smi samples the device's used memory
   # every 100 ms into $W/NAME.gpumem: the figure that decides an OOM (the caching allocator's
-  # reserved blocks, the CUDA context, cuBLAS and NCCL workspaces), beside the allocated peak.
+  # reserved blocks, the CUDA context, cuBLAS and NCCL workspaces), beside what bench-train
+  # records of it (mem_peak_bytes from 2026-12-01) and the allocated peak (mem_alloc_peak_bytes).
   local name=$1; shift
   local dir=$W/runs/$name
   local t0=$SECONDS smi=
@@ -126,6 +127,7 @@ show() {  # show NAME...: one line of each run's summary.json
   python3 - "$W/runs" "$@" <<'PY'
 import json, sys
 keys = ("status", "mfu", "train_tokens_per_second", "step_time_median_s", "train_loss", "mem_peak_bytes",
+        "mem_alloc_peak_bytes",
         "mem_model_states_bytes", "ttft_mean_s", "tpot_mean_s", "decode_tokens_per_second", "mbu",
         "kv_cache_bytes", "weight_bytes", "e2e_p50_s")
 for name in sys.argv[2:]:
