@@ -17,6 +17,9 @@ const std::vector<ServeColumn>& serve_level_columns() {
         {"tokens_per_second_per_user", "tokens/s"},
         {"goodput", "req/s"},
         {"sla_attainment", "fraction"},
+        // Its 95% Wilson interval (serve/sla_search.h): whether a level's verdict is noise.
+        {"sla_attainment_low", "fraction"},
+        {"sla_attainment_high", "fraction"},
     };
     for (const char* m : {"ttft", "tpot", "itl", "e2el"}) {
       for (const char* s : {"mean", "p50", "p90", "p95", "p99"}) {

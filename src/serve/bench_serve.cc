@@ -510,6 +510,18 @@ Value summary_extra(const ServeRun& p, const SlaAnswer& answer) {
                                                  : Value::null());
     sla.set("max_level_above",
             answer.lowest_failing ? Value::real(*answer.lowest_failing) : Value::null());
+    // Whether each end of the bracket is clear of the noise (its 95% Wilson interval wholly on
+    // its side of the target; serve/sla_search.h); null where there is no such end.
+    auto clearly = [&](const std::optional<double>& level, bool LevelVerdict::*side) {
+      for (const LevelVerdict& v : answer.levels) {
+        if (level && v.level == *level) return Value::boolean(v.*side);
+      }
+      return Value::null();
+    };
+    sla.set("max_level_clearly_meets",
+            clearly(answer.highest_meeting, &LevelVerdict::clearly_meets));
+    sla.set("max_level_above_clearly_fails",
+            clearly(answer.lowest_failing, &LevelVerdict::clearly_fails));
     sla.set("answer", Value::string(answer_text(answer, spec)));
     extra.set("sla", sla);
   }

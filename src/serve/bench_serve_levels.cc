@@ -87,6 +87,10 @@ std::vector<double> level_values(const LevelRun& run, const ServeSpec& spec) {
                            m.tokens_per_s_per_user,
                            m.goodput,
                            run.attainment};
+  Interval ci{nan, nan};
+  if (m.requests > 0) ci = wilson_interval(m.good, m.requests);
+  v.push_back(ci.low);
+  v.push_back(ci.high);
   for (const Percentiles* p : {&m.ttft_s, &m.tpot_s, &m.itl_s, &m.e2e_s}) {
     for (double x : {p->mean, p->p50, p->p90, p->p95, p->p99}) v.push_back(ms(x));
   }
@@ -178,6 +182,31 @@ std::string sla_text(const ServeSpec& spec) {
   return join(bounds, ", ") + " for " + number_text(spec.attainment * 100) + "% of requests";
 }
 
+namespace {
+
+// A level's share of good requests, its 95% interval and whether the verdict is clear of the
+// noise: "2 in flight 100% [75.8%, 100%] of 12, not clearly above 99%".
+std::string share_text(const LevelVerdict& v, const ServeSpec& spec) {
+  auto pct = [](double f) {
+    char t[32];
+    std::snprintf(t, sizeof(t), "%.3g%%", f * 100);
+    return std::string(t);
+  };
+  const std::string target = number_text(spec.attainment * 100) + "%";
+  std::string clear;
+  if (v.clearly_meets) {
+    clear = "clearly at or above " + target;
+  } else if (v.clearly_fails) {
+    clear = "clearly below " + target;
+  } else {
+    clear = std::string("not clearly ") + (v.meets ? "at or above " : "below ") + target;
+  }
+  return level_text(v.level, spec.mode) + " " + pct(v.attainment) + " [" + pct(v.interval.low) +
+         ", " + pct(v.interval.high) + "] of " + std::to_string(v.requests) + ", " + clear;
+}
+
+}  // namespace
+
 // The SLA's answer in words: the highest level that met it and the bracket.
 std::string answer_text(const SlaAnswer& a, const ServeSpec& spec) {
   if (a.levels.empty()) return "no level was measured";
@@ -191,6 +220,14 @@ std::string answer_text(const SlaAnswer& a, const ServeSpec& spec) {
     text = level_text(*a.highest_meeting, spec.mode) + ", below " +
            level_text(*a.lowest_failing, spec.mode) + " (which did not meet it)";
   }
+  // How sure each end of the answer is: the share of good requests with its 95% interval.
+  std::vector<std::string> shares;
+  for (const LevelVerdict& v : a.levels) {
+    const bool answer = a.highest_meeting && v.level == *a.highest_meeting;
+    const bool failing = a.lowest_failing && v.level == *a.lowest_failing;
+    if (answer || failing) shares.push_back(share_text(v, spec));
+  }
+  if (!shares.empty()) text += "; good requests: " + join(shares, "; ");
   if (!a.monotone) {
     std::vector<std::string> above;
     for (double l : a.meeting_above_failure) above.push_back(number_text(l));

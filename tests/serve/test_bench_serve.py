@@ -119,6 +119,14 @@ class Local(unittest.TestCase):
                              [False, False, False, True])
             self.assertEqual(summary["sla"]["max_level"], 2)
             self.assertEqual(summary["sla"]["max_level_above"], 3)
+            # 12 good of 12 cannot clearly meet 99% (its 95% Wilson interval is [0.758, 1]); a
+            # failing level of 12 requests is clearly below it (11 of 12 reaches only 0.985).
+            self.assertIs(summary["sla"]["max_level_clearly_meets"], False)
+            self.assertIs(summary["sla"]["max_level_above_clearly_fails"], True)
+            for lv in summary["levels"]:
+                self.assertLessEqual(lv["sla_attainment_low"], lv["sla_attainment"], lv)
+                self.assertLessEqual(lv["sla_attainment"], lv["sla_attainment_high"], lv)
+                self.assertLessEqual(lv["sla_attainment_high"], 1, lv)
             m = summary["metrics"]
             self.assertEqual(m["sla_max_level"], 2)
             self.assertEqual(m["concurrency"], 2)  # the headline: the SLA's answer
@@ -153,7 +161,10 @@ class Local(unittest.TestCase):
             with open(os.path.join(d, "logs", "stdout.txt")) as f:
                 log = f.read()
             self.assertIn("# SLA (TTFT <= 590 ms for 99% of requests): 2 in flight, below 3 in "
-                          "flight (which did not meet it)", log)
+                          "flight (which did not meet it); good requests: 2 in flight 100% [75.8%, "
+                          "100%] of 12, not clearly at or above 99%; 3 in flight", log)
+            self.assertRegex(log, r"3 in flight [0-9.]+% \[[0-9.]+%, [0-9.]+%\] of 12, clearly "
+                                  r"below 99%")
             # The server was stopped, and its worker in a session of its own ended too.
             self.assertIn("ended on SIGTERM", summary["server"]["stop"])
             self.assertIn("ended 1 process it left", summary["server"]["stop"])
