@@ -378,10 +378,15 @@ void stop_server(ServeRun& p) {
   r.serve.server_stop = running != nullptr
                             ? running->stop(hurrying() ? 0 : p.spec.stop_grace_s, hurrying)
                             : "not ours to stop (serve.url)";
-  if (running != nullptr && p.placement.prefix.empty()) {
+  if (running != nullptr) {
     // The port free for the next point: a server that left a listener somewhere says so here.
+    // Ours binds it to tell; a SLURM step's server may be on another node, where nothing should
+    // answer on it any more.
+    const bool here = p.placement.prefix.empty();
+    const int port = static_cast<int>(p.values.port);
     bool free = false;
-    for (int i = 0; i < 50 && !(free = port_free(p.values.host, static_cast<int>(p.values.port)));
+    for (int i = 0; i < 50 && !(free = here ? port_free(p.values.host, port)
+                                            : !port_answers(p.values.host, port, 100));
          ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }

@@ -65,6 +65,10 @@ class Server {
 // of the server's that wait in TIME_WAIT do not keep the next server from listening there).
 bool port_free(const std::string& host, int port);
 
+// Whether something on `host`:`port` accepts a TCP connection within `timeout_ms`: how a server
+// on another node (a SLURM step's) is seen to have let its port go, where port_free cannot bind.
+bool port_answers(const std::string& host, int port, int timeout_ms = 1000);
+
 // A TCP port free on `host` now, drawn at random from 10000 up to the system's ephemeral range
 // (/proc/sys/net/ipv4/ip_local_port_range), which binds to port 0 draw from, so that none of them
 // takes it before the server binds it; port 0's choice where that range starts below 11000.

@@ -71,6 +71,15 @@ TEST(PortFree, TellsAListenedPortFromAFreeOne) {
   EXPECT_TRUE(port_free("127.0.0.1", port));
 }
 
+TEST(PortAnswers, TellsAListenerFromAClosedPort) {
+  auto [fd, port] = listen_on(0);
+  ASSERT_GE(fd, 0);
+  EXPECT_TRUE(port_answers("127.0.0.1", port));
+  ::close(fd);
+  EXPECT_FALSE(port_answers("127.0.0.1", port));
+  EXPECT_FALSE(port_answers("no-such-host.invalid", port, 100));
+}
+
 TEST(Server, RunningAfterWaitsForAnEndUnderWayAndNoLongerThanAsked) {
   sweepbench::testing::TempDir dir;
   ServerLaunch dying;
