@@ -521,6 +521,17 @@ void append_serve_load_keys(std::vector<KeySpec>& keys) {
                  .choices({"completions", "chat"})
                  .only_for({"serve"})
                  .tagged_unless_default(),
+             // Beside serve.prompts, not in it: a key two levels down cannot be left out of
+             // the hash at its default (config_hash.cc), and the serve points planned before
+             // 2026-12-01 keep their tags. Until then output_tokens (128 by default) overrode
+             // every conversation's length, against what docs/serving.md said.
+             K("serve.dataset_max_tokens", T::kEnum, S("answer"),
+               "With serve.prompts.dataset, each request's max_tokens: its conversation's first "
+               "answer's estimated length (answer, as vLLM), or serve.prompts.output_tokens")
+                 .choices({"answer", "output_tokens"})
+                 .only_for({"serve"})
+                 .hashed_unless_default()
+                 .tagged_unless_default(),
              K("serve.model", T::kString, N(),
                "The model name the requests give; null = the first of the server's GET /v1/models")
                  .only_for({"serve"})

@@ -148,6 +148,7 @@ ServeSpec serve_spec_of(const Value& resolved) {
   s.input_tokens = at("serve.prompts.input_tokens").as_int();
   s.output_tokens = at("serve.prompts.output_tokens").as_int();
   s.dataset = optional_text(at("serve.prompts.dataset"));
+  s.dataset_fixed_output = at("serve.dataset_max_tokens").as_string() == "output_tokens";
   s.range_ratio = at("serve.prompts.range_ratio").as_float();
   const Value& ids = at("serve.prompts.token_ids");
   if (!ids.items().empty()) {

@@ -46,6 +46,8 @@ struct ServeSpec {
   double range_ratio = 0;
   std::optional<std::pair<std::int64_t, std::int64_t>> token_ids;  // [low, high)
   std::optional<std::string> dataset;
+  // serve.dataset_max_tokens: output_tokens gives every dataset request output_tokens.
+  bool dataset_fixed_output = false;
 
   // Seconds; infinity: no bound.
   double sla_ttft_s = std::numeric_limits<double>::infinity();

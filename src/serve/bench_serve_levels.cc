@@ -14,7 +14,7 @@ using namespace serve;
 PromptSource::PromptSource(const ServeSpec& spec) : spec_(spec) {
   if (spec.dataset) {
     ShareGptOptions o;
-    o.output_tokens = spec.output_tokens;
+    o.output_tokens = spec.dataset_fixed_output ? spec.output_tokens : -1;
     dataset_.emplace(*spec.dataset, o);
   }
 }

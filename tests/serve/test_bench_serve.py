@@ -224,6 +224,62 @@ class Local(unittest.TestCase):
                 self.assertEqual(row["params.server"], "standin")
 
 
+    def test_gamma_arrivals_on_the_chat_endpoint_from_a_sharegpt_file_and_a_ramp(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            # Two conversations: prompts of 20 words; answers of 40 and 64 bytes, so max_tokens
+            # of 10 and 16 (4 bytes a token), which the stand-in honours up to its 64 chunks.
+            data = os.path.join(tmp, "sharegpt.json")
+            with open(data, "w") as f:
+                json.dump([{"id": "a", "conversations": [
+                               {"from": "human", "value": "word " * 19 + "word"},
+                               {"from": "gpt", "value": "x" * 40}]},
+                           {"id": "b", "conversations": [
+                               {"from": "human", "value": "tell me " * 9 + "tell me"},
+                               {"from": "gpt", "value": "y" * 64}]}], f)
+            path = serve_sweep(
+                tmp, "gamma", ["--chunks", "64", "--delay", "0.002", "--first-delay", "0.005"],
+                serve="    api: chat\n"
+                      "    load: {mode: gamma, burstiness: 0.5, levels: [20], requests: 16,"
+                      " seed: 7}\n"
+                      f"    prompts: {{dataset: {json.dumps(data)}}}\n")
+            out = os.path.join(tmp, "out")
+            r = bench_sweep("run", path, "-o", out, check=0, timeout=300)
+            wait_for_no_standin(self, tmp)
+            [d] = point_dirs(out)
+            summary = read_json(os.path.join(d, "summary.json"))
+            self.assertEqual(summary["status"], "ok", r.stdout + r.stderr)
+            m = summary["metrics"]
+            self.assertEqual((m["requests"], m["failed"], m["request_rate"]), (16, 0, 20))
+            with h5py.File(os.path.join(d, "rank-00000.h5"), "r") as f:
+                outputs = list(f["serve/requests/output_tokens"][:])
+                prompts = list(f["serve/requests/prompt_tokens"][:])
+            # Each request's max_tokens from its conversation's answer, both conversations used;
+            # the stand-in counts a chat prompt's words, 20 each.
+            self.assertEqual(set(outputs), {10, 16}, outputs)
+            self.assertEqual(set(prompts), {20}, prompts)
+
+            # A ramp from 4 to 40 requests/s over 3 s: its last second sends more than its first
+            # (the integral of the rate: 34 against 10 requests), the seed fixing the draws.
+            path = serve_sweep(
+                tmp, "ramp", ["--chunks", "4", "--delay", "0.002", "--first-delay", "0.005"],
+                serve="    load: {mode: ramp, levels: [4, 40], duration_s: 3, requests: 500,"
+                      " seed: 3}\n")
+            out = os.path.join(tmp, "ramp-out")
+            r = bench_sweep("run", path, "-o", out, check=0, timeout=300)
+            wait_for_no_standin(self, tmp)
+            [d] = point_dirs(out)
+            summary = read_json(os.path.join(d, "summary.json"))
+            self.assertEqual(summary["status"], "ok", r.stdout + r.stderr)
+            self.assertEqual(summary["metrics"]["request_rate"], 22)  # the ramp's mean
+            with h5py.File(os.path.join(d, "rank-00000.h5"), "r") as f:
+                level = f["serve/requests/level"][:]
+                sends = sorted(s for s, lv in zip(f["serve/requests/send_s"][:], level)
+                               if lv >= 0)
+            first = sum(1 for s in sends if s < 1)
+            last = sum(1 for s in sends if s >= 2)
+            self.assertGreater(last, 1.5 * first, sends)
+            self.assertLess(sends[-1], 3.05, sends)
+
     def test_the_sla_search_between_rates_prints_its_levels_short(self):
         with tempfile.TemporaryDirectory() as tmp:
             # The serial stand-in takes ~0.2 s a request (5 a second): 1.5 req/s meets a TTFT of
