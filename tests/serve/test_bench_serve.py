@@ -83,6 +83,18 @@ def wait_for_no_standin(test, tmp, seconds=15):
     test.fail("stand-in processes outlived their point: %s" % standin_processes(tmp))
 
 
+def run_one_ok_point(test, tmp, path, out_name):
+    """Runs the one-point sweep `path` into TMP/OUT_NAME, waits for its stand-ins to end, and
+    asserts it ran ok: its directory, summary.json and the run's result."""
+    out = os.path.join(tmp, out_name)
+    r = bench_sweep("run", path, "-o", out, check=0, timeout=300)
+    wait_for_no_standin(test, tmp)
+    [d] = point_dirs(out)
+    summary = read_json(os.path.join(d, "summary.json"))
+    test.assertEqual(summary["status"], "ok", r.stdout + r.stderr)
+    return d, summary, r
+
+
 def extract_rows(*args):
     r = run_tool(EXTRACT, *args, "--format", "csv")
     return list(csv.DictReader(io.StringIO(r.stdout)))
@@ -106,12 +118,8 @@ class Local(unittest.TestCase):
                       " warmup_requests: 1}\n"
                       "    prompts: {input_tokens: 16, output_tokens: 10}\n"
                       "    sla: {ttft_ms: 590, search: 2}\n")
-            out = os.path.join(tmp, "out")
-            r = bench_sweep("run", path, "-o", out, check=0, timeout=300)
-            wait_for_no_standin(self, tmp)
-            [d] = point_dirs(out)
-            summary = read_json(os.path.join(d, "summary.json"))
-            self.assertEqual(summary["status"], "ok", r.stdout + r.stderr)
+            d, summary, r = run_one_ok_point(self, tmp, path, "out")
+            out = os.path.dirname(d)
             levels = [lv["level"] for lv in summary["levels"]]
             # The plan's three, then the search between 2 (met) and 4 (not): 3, which did not.
             self.assertEqual(levels, [1, 2, 4, 3], summary["levels"])
@@ -242,12 +250,7 @@ class Local(unittest.TestCase):
                       "    load: {mode: gamma, burstiness: 0.5, levels: [20], requests: 16,"
                       " seed: 7}\n"
                       f"    prompts: {{dataset: {json.dumps(data)}}}\n")
-            out = os.path.join(tmp, "out")
-            r = bench_sweep("run", path, "-o", out, check=0, timeout=300)
-            wait_for_no_standin(self, tmp)
-            [d] = point_dirs(out)
-            summary = read_json(os.path.join(d, "summary.json"))
-            self.assertEqual(summary["status"], "ok", r.stdout + r.stderr)
+            d, summary, r = run_one_ok_point(self, tmp, path, "out")
             m = summary["metrics"]
             self.assertEqual((m["requests"], m["failed"], m["request_rate"]), (16, 0, 20))
             with h5py.File(os.path.join(d, "rank-00000.h5"), "r") as f:
@@ -264,12 +267,7 @@ class Local(unittest.TestCase):
                 tmp, "ramp", ["--chunks", "4", "--delay", "0.002", "--first-delay", "0.005"],
                 serve="    load: {mode: ramp, levels: [4, 40], duration_s: 3, requests: 500,"
                       " seed: 3}\n")
-            out = os.path.join(tmp, "ramp-out")
-            r = bench_sweep("run", path, "-o", out, check=0, timeout=300)
-            wait_for_no_standin(self, tmp)
-            [d] = point_dirs(out)
-            summary = read_json(os.path.join(d, "summary.json"))
-            self.assertEqual(summary["status"], "ok", r.stdout + r.stderr)
+            d, summary, r = run_one_ok_point(self, tmp, path, "ramp-out")
             self.assertEqual(summary["metrics"]["request_rate"], 22)  # the ramp's mean
             with h5py.File(os.path.join(d, "rank-00000.h5"), "r") as f:
                 level = f["serve/requests/level"][:]
@@ -291,12 +289,7 @@ class Local(unittest.TestCase):
                       " warmup_requests: 1}\n"
                       "    prompts: {input_tokens: 16, output_tokens: 10}\n"
                       "    sla: {ttft_ms: 1000, search: 1}\n")
-            out = os.path.join(tmp, "out")
-            r = bench_sweep("run", path, "-o", out, check=0, timeout=300)
-            wait_for_no_standin(self, tmp)
-            [d] = point_dirs(out)
-            summary = read_json(os.path.join(d, "summary.json"))
-            self.assertEqual(summary["status"], "ok", r.stdout + r.stderr)
+            d, summary, r = run_one_ok_point(self, tmp, path, "out")
             levels = [lv["level"] for lv in summary["levels"]]
             self.assertEqual(levels[:2], [1.5, 16])
             self.assertAlmostEqual(levels[2], 24 ** 0.5, places=12)  # exact in the results
