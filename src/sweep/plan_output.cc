@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "config/config.h"
+#include "config/json_text.h"
 #include "config/table.h"
 #include "config/yaml_io.h"
 #include "layout/paths.h"
@@ -139,6 +140,7 @@ void print_json(const Plan& plan, std::ostream& out) {
   out << text << ",\n  \"points\": [";
   bool first = true;
   std::string chunk;
+  JsonMapText config_text(2, 3);  // the configs differ from one another in a few keys
   plan.for_each_point(
       [&](const SweepPoint& p) {
         Value e = Value::map();
@@ -154,7 +156,7 @@ void print_json(const Plan& plan, std::ostream& out) {
         chunk += emit_json(e, 2, false, 2);
         chunk.resize(chunk.size() - 6);  // "\n    }"
         chunk += ",\n      \"config\": ";
-        chunk += emit_json(p.config, 2, false, 3);
+        config_text.append(p.config, chunk);
         chunk += "\n    }";
         out << chunk;
       },

@@ -1,0 +1,127 @@
+// A map's JSON text, rewritten entry by entry (json_text.h).
+#include "config/json_text.h"
+
+#include "config/yaml_io.h"
+#include "text/text.h"
+
+namespace sweepbench {
+namespace {
+
+bool is_block(const Value& v) { return v.is_map() && !v.entries().empty(); }
+
+// What emit_json writes before an entry's value: the comma, the line break and indentation,
+// the quoted key.
+std::string entry_head(const std::string& key, bool first, int indent, int level) {
+  std::string head = first ? "\n" : ",\n";
+  head.append(static_cast<size_t>(indent * level), ' ');
+  append_quoted_json(head, key);
+  head += ": ";
+  return head;
+}
+
+}  // namespace
+
+bool written_alike(const Value& a, const Value& b) {
+  if (a.type() != b.type()) return false;
+  if (a.is_list()) {
+    if (a.items().size() != b.items().size()) return false;
+    for (size_t i = 0; i < a.items().size(); ++i) {
+      if (!written_alike(a.items()[i], b.items()[i])) return false;
+    }
+    return true;
+  }
+  if (a.is_map()) {
+    if (a.entries().size() != b.entries().size()) return false;
+    for (size_t i = 0; i < a.entries().size(); ++i) {
+      const Value::Entry &x = a.entries()[i], &y = b.entries()[i];
+      if (x.key != y.key || !written_alike(x.value, y.value)) return false;
+    }
+    return true;
+  }
+  return a == b;
+}
+
+bool JsonMapText::Entry::take(const Value& v, int indent, int level) {
+  if (!text.empty() && written_alike(v, value)) return false;
+  value = v;
+  text = emit_json(value, indent, false, level);
+  return true;
+}
+
+// Whether `map` has the layout learnt: the same keys in order, the same entries non-empty maps
+// (each with the same keys in order).
+bool JsonMapText::fits(const Value& map) const {
+  const std::vector<Value::Entry>& entries = map.entries();
+  if (!learnt_ || entries.size() != tops_.size()) return false;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const Top& t = tops_[i];
+    const Value::Entry& e = entries[i];
+    if (e.key != t.entry.key || is_block(e.value) != t.block) return false;
+    if (!t.block) continue;
+    const std::vector<Value::Entry>& children = e.value.entries();
+    if (children.size() != t.children.size()) return false;
+    for (size_t c = 0; c < children.size(); ++c) {
+      if (children[c].key != t.children[c].key) return false;
+    }
+  }
+  return true;
+}
+
+void JsonMapText::learn(const Value& map) {
+  tops_.clear();
+  bool first = true;
+  for (const Value::Entry& e : map.entries()) {
+    Top t;
+    t.block = is_block(e.value);
+    t.entry.head = entry_head(e.key, first, indent_, level_ + 1);
+    first = false;
+    t.entry.key = e.key;
+    if (t.block) {
+      bool first_child = true;
+      for (const Value::Entry& c : e.value.entries()) {
+        Entry child;
+        child.head = entry_head(c.key, first_child, indent_, level_ + 2);
+        first_child = false;
+        child.key = c.key;
+        t.children.push_back(std::move(child));
+      }
+    }
+    tops_.push_back(std::move(t));
+  }
+  learnt_ = true;
+}
+
+void JsonMapText::append(const Value& map, std::string& out) {
+  if (!is_block(map) || indent_ < 0) {
+    out += emit_json(map, indent_, false, level_);
+    return;
+  }
+  if (!fits(map)) learn(map);
+  const std::vector<Value::Entry>& entries = map.entries();
+  out += '{';
+  for (size_t i = 0; i < entries.size(); ++i) {
+    Top& t = tops_[i];
+    out += t.entry.head;
+    if (!t.block) {
+      t.entry.take(entries[i].value, indent_, level_ + 1);
+      out += t.entry.text;
+      continue;
+    }
+    out += '{';
+    const std::vector<Value::Entry>& children = entries[i].value.entries();
+    for (size_t c = 0; c < children.size(); ++c) {
+      Entry& child = t.children[c];
+      child.take(children[c].value, indent_, level_ + 2);
+      out += child.head;
+      out += child.text;
+    }
+    out += '\n';
+    out.append(static_cast<size_t>(indent_ * (level_ + 1)), ' ');
+    out += '}';
+  }
+  out += '\n';
+  out.append(static_cast<size_t>(indent_ * level_), ' ');
+  out += '}';
+}
+
+}  // namespace sweepbench
