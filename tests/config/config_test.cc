@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <optional>
+
 #include "config/json_text.h"
 #include "config/yaml_io.h"
 #include "support/expect_error.h"
@@ -279,6 +281,44 @@ TEST(ConfigHash, AWriterKeptBetweenConfigsGivesEachItsOwnText) {
   }
   EXPECT_EQ(writer.hash(resolved("train.steps: 20\n")),
             "cfd915c9851338cc28528153225f1866166842859cf54f48b90c4ab67879206c");
+}
+
+// bench-sweep plan resolves every point into one tree with one ConfigResolver, which copies back
+// only what the point before changed: each config is the one resolve_config gives, marks and the
+// order of a map's entries included, after any other (a derived key filled, a map grown, a
+// config that failed its rules half-way, a tree of another layout).
+TEST(ConfigResolver, EachConfigIsTheOneResolveConfigGives) {
+  const char* configs[] = {"model: {preset: gpt2-tiny}\ntrain.steps: 20\n",
+                           "model: {preset: gpt2-tiny, n_embd: 128}\n",
+                           "model: {preset: gpt2-tiny}\ntrain.steps: 21\n",
+                           "params: {a: 1, b: 2}\n",
+                           "params: {b: 3}\n",
+                           "train: {steps: 5, warmup_steps: 10}\n",  // fails its rules
+                           "benchmark: infer\ninfer.input_tokens: 64\n",
+                           "launch.env: {A: '1'}\neval.micro_batch: 3\n",
+                           ""};
+  ConfigResolver resolver;
+  Value full;
+  for (const char* text : configs) {
+    Value p = partial(text);
+    std::optional<Value> expected;
+    try {
+      expected = resolve_config(p);
+    } catch (const Error&) {
+    }
+    if (!expected) {
+      EXPECT_THROW(resolver.resolve(p, full), Error) << text;
+      continue;
+    }
+    resolver.resolve(p, full);
+    EXPECT_EQ(emit_json(full, 2), emit_json(*expected, 2)) << text;  // the order of entries too
+    EXPECT_EQ(full.find_path("train.steps")->mark().str(),
+              expected->find_path("train.steps")->mark().str())
+        << text;
+  }
+  Value other = parse_yaml("a: 1\n", "t.yaml");
+  resolver.resolve(partial("train.steps: 30\n"), other);
+  EXPECT_EQ(other, resolved("train.steps: 30\n"));
 }
 
 // bench-sweep plan --format json writes every point's config through one JsonMapText: each gets
