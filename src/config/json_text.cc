@@ -23,6 +23,19 @@ std::string entry_head(const std::string& key, bool first, int indent, int level
 
 bool written_alike(const Value& a, const Value& b) {
   if (a.type() != b.type()) return false;
+  // The scalars a config is made of, here rather than through operator== (floats go there).
+  switch (a.type()) {
+    case Value::Type::kNull:
+      return true;
+    case Value::Type::kBool:
+      return a.as_bool() == b.as_bool();
+    case Value::Type::kInt:
+      return a.as_int() == b.as_int();
+    case Value::Type::kString:
+      return a.as_string() == b.as_string();
+    default:
+      break;
+  }
   if (a.is_list()) {
     if (a.items().size() != b.items().size()) return false;
     for (size_t i = 0; i < a.items().size(); ++i) {
@@ -107,17 +120,23 @@ void JsonMapText::append(const Value& map, std::string& out) {
       out += t.entry.text;
       continue;
     }
-    out += '{';
+    // The section's text is joined again when one of its entries changed (one in most points).
     const std::vector<Value::Entry>& children = entries[i].value.entries();
+    bool changed = t.joined.empty();
     for (size_t c = 0; c < children.size(); ++c) {
-      Entry& child = t.children[c];
-      child.take(children[c].value, indent_, level_ + 2);
-      out += child.head;
-      out += child.text;
+      changed |= t.children[c].take(children[c].value, indent_, level_ + 2);
     }
-    out += '\n';
-    out.append(static_cast<size_t>(indent_ * (level_ + 1)), ' ');
-    out += '}';
+    if (changed) {
+      t.joined = '{';
+      for (const Entry& child : t.children) {
+        t.joined += child.head;
+        t.joined += child.text;
+      }
+      t.joined += '\n';
+      t.joined.append(static_cast<size_t>(indent_ * (level_ + 1)), ' ');
+      t.joined += '}';
+    }
+    out += t.joined;
   }
   out += '\n';
   out.append(static_cast<size_t>(indent_ * level_), ' ');

@@ -37,6 +37,7 @@ class JsonMapText {
     Entry entry;                  // a section's: its key and head only
     bool block = false;           // a non-empty map, written entry by entry
     std::vector<Entry> children;  // block: entry order
+    std::string joined;           // block: the section's text, its head to its closing brace
   };
   bool fits(const Value& map) const;
   void learn(const Value& map);
