@@ -61,25 +61,6 @@ bool JsonMapText::Entry::take(const Value& v, int indent, int level) {
   return true;
 }
 
-// Whether `map` has the layout learnt: the same keys in order, the same entries non-empty maps
-// (each with the same keys in order).
-bool JsonMapText::fits(const Value& map) const {
-  const std::vector<Value::Entry>& entries = map.entries();
-  if (!learnt_ || entries.size() != tops_.size()) return false;
-  for (size_t i = 0; i < entries.size(); ++i) {
-    const Top& t = tops_[i];
-    const Value::Entry& e = entries[i];
-    if (e.key != t.entry.key || is_block(e.value) != t.block) return false;
-    if (!t.block) continue;
-    const std::vector<Value::Entry>& children = e.value.entries();
-    if (children.size() != t.children.size()) return false;
-    for (size_t c = 0; c < children.size(); ++c) {
-      if (children[c].key != t.children[c].key) return false;
-    }
-  }
-  return true;
-}
-
 void JsonMapText::learn(const Value& map) {
   tops_.clear();
   bool first = true;
@@ -109,21 +90,36 @@ void JsonMapText::append(const Value& map, std::string& out) {
     out += emit_json(map, indent_, false, level_);
     return;
   }
-  if (!fits(map)) learn(map);
+  // The layout is checked as the map is written; a map of another one is written again, learnt.
+  size_t start = out.size();
+  if (learnt_ && write(map, out)) return;
+  out.resize(start);
+  learn(map);
+  write(map, out);
+}
+
+// Appends the map's text; false, having written part of it, when it has another layout than the
+// one learnt: other keys, in another order, or an entry a non-empty map here and not there.
+bool JsonMapText::write(const Value& map, std::string& out) {
   const std::vector<Value::Entry>& entries = map.entries();
+  if (entries.size() != tops_.size()) return false;
   out += '{';
   for (size_t i = 0; i < entries.size(); ++i) {
     Top& t = tops_[i];
+    const Value::Entry& e = entries[i];
+    if (e.key != t.entry.key || is_block(e.value) != t.block) return false;
     out += t.entry.head;
     if (!t.block) {
-      t.entry.take(entries[i].value, indent_, level_ + 1);
+      t.entry.take(e.value, indent_, level_ + 1);
       out += t.entry.text;
       continue;
     }
     // The section's text is joined again when one of its entries changed (one in most points).
-    const std::vector<Value::Entry>& children = entries[i].value.entries();
+    const std::vector<Value::Entry>& children = e.value.entries();
+    if (children.size() != t.children.size()) return false;
     bool changed = t.joined.empty();
     for (size_t c = 0; c < children.size(); ++c) {
+      if (children[c].key != t.children[c].key) return false;
       changed |= t.children[c].take(children[c].value, indent_, level_ + 2);
     }
     if (changed) {
@@ -141,6 +137,7 @@ void JsonMapText::append(const Value& map, std::string& out) {
   out += '\n';
   out.append(static_cast<size_t>(indent_ * level_), ' ');
   out += '}';
+  return true;
 }
 
 }  // namespace sweepbench

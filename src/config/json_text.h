@@ -39,7 +39,7 @@ class JsonMapText {
     std::vector<Entry> children;  // block: entry order
     std::string joined;           // block: the section's text, its head to its closing brace
   };
-  bool fits(const Value& map) const;
+  bool write(const Value& map, std::string& out);
   void learn(const Value& map);
 
   int indent_, level_;

@@ -536,24 +536,29 @@ class PlanBuilder {
   // the points that read it: bench-train points beside command points do not show command.argv.
   void note_applied() {
     const std::string& benchmark = leaves_[benchmark_leaf_]->as_string();
-    if (applied_.empty() || benchmark != applied_benchmark_) {
+    if (!applied_known_ || benchmark != applied_benchmark_) {
       // Which leaves this workload reads, asked of the schema when the workload changes.
+      applied_known_ = true;
       applied_benchmark_ = benchmark;
-      applied_.assign(leaves_.size(), false);
+      applied_.clear();
       for (size_t l = 0; l < leaves_.size(); ++l) {
         const KeySpec* ks = leaf_spec_[l];
-        applied_[l] =
-            ks != nullptr && !ks->only_for_benchmarks.empty() && ks->applies_to(benchmark);
+        if (ks != nullptr && !ks->only_for_benchmarks.empty() && ks->applies_to(benchmark)) {
+          applied_.push_back(l);
+        }
       }
     }
-    for (size_t l = 0; l < leaves_.size(); ++l) {
-      if (!applied_[l]) continue;
-      if (!first_applied_[l]) {
-        first_applied_[l] = *leaves_[l];
-      } else if (!varies_applied_[l] && !(*first_applied_[l] == *leaves_[l])) {
-        varies_applied_[l] = true;
-      }
-    }
+    // A leaf known to vary is not compared again: it is dropped from the list.
+    applied_.erase(std::remove_if(applied_.begin(), applied_.end(),
+                                  [&](size_t l) {
+                                    if (!first_applied_[l]) {
+                                      first_applied_[l] = *leaves_[l];
+                                    } else if (!(*first_applied_[l] == *leaves_[l])) {
+                                      varies_applied_[l] = true;
+                                    }
+                                    return varies_applied_[l];
+                                  }),
+                   applied_.end());
   }
 
   // The first duplicate, reported once the sweep is known not to be too large.
@@ -743,8 +748,10 @@ class PlanBuilder {
   std::vector<Value> first_values_;
   std::vector<std::unordered_map<std::string, std::uint32_t>> ids_;  // per leaf: value -> id
   std::vector<std::uint32_t> last_id_;  // per leaf: the id it had when it last differed
-  std::string applied_benchmark_;       // the workload applied_ was found for
-  std::vector<bool> applied_;           // per leaf: a key only some workloads read, read by it
+  bool applied_known_ = false;
+  std::string applied_benchmark_;  // the workload applied_ was found for
+  // The leaves of keys only some workloads read that it reads, less those known to vary.
+  std::vector<size_t> applied_;
   std::vector<bool> varies_;
   std::vector<std::pair<size_t, size_t>> copies_;  // (derived leaf, other leaf) equal so far
   std::vector<const KeySpec*> leaf_spec_;
