@@ -117,8 +117,20 @@ Error rule_error(const Value& at, std::string_view key, const std::string& messa
   return Error::input(at.mark(), std::string(key), message, hint);
 }
 
-// Fills the derived keys (see KeySpec::derived) from the preset and from other keys.
-void derive(Value& full) {
+// Adds the index of `path`'s top-level entry in `full` to `tops`, once.
+void note_top(const Value& full, std::string_view path, std::vector<size_t>* tops) {
+  std::string_view top = path.substr(0, path.find('.'));
+  const std::vector<Value::Entry>& entries = full.entries();
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (entries[i].key != top) continue;
+    if (std::find(tops->begin(), tops->end(), i) == tops->end()) tops->push_back(i);
+    return;
+  }
+}
+
+// Fills the derived keys (see KeySpec::derived) from the preset and from other keys; `filled`,
+// unless null, gets the top-level entries it writes in.
+void derive(Value& full, std::vector<size_t>* filled = nullptr) {
   const Value& preset_value = required(full, "model.preset");
   const ModelPreset* preset = find_model_preset(preset_value.as_string());
   if (preset == nullptr) {
@@ -128,7 +140,9 @@ void derive(Value& full) {
   Mark from_preset = preset_value.mark();
   auto fill = [&](const char* path, Value v) {
     Value* slot = full.find_path(path);
-    if (slot->is_null()) *slot = std::move(v);
+    if (!slot->is_null()) return;
+    if (filled != nullptr) note_top(full, path, filled);
+    *slot = std::move(v);
   };
   const ModelShape& s = preset->shape;
   fill("model.arch", Value::string(s.arch, from_preset));
@@ -527,6 +541,39 @@ Value resolve_config(const Value& partial) {
   derive(full);
   check_rules(full);
   return full;
+}
+
+namespace {
+
+// Whether `full` has the top-level keys of `defaults`, in order.
+bool same_top_keys(const Value& full, const Value& defaults) {
+  const std::vector<Value::Entry>& a = full.entries();
+  const std::vector<Value::Entry>& b = defaults.entries();
+  if (!full.is_map() || a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].key != b[i].key) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void ConfigResolver::resolve(const Value& partial, Value& full) {
+  const Value& defaults = Schema::get().defaults();
+  std::vector<Value::Entry>& entries = full.entries();
+  if (&full != last_ || !same_top_keys(full, defaults)) {
+    full = defaults;
+  } else {
+    for (size_t i : dirty_) entries[i] = defaults.entries()[i];
+  }
+  last_ = &full;
+  // What this call changes, noted as it goes: the next call resets it. (A key the defaults lack
+  // adds an entry: the next call sees another layout.)
+  dirty_.clear();
+  for (const Value::Entry& e : partial.entries()) note_top(full, e.key, &dirty_);
+  merge_into(full, partial);
+  derive(full, &dirty_);
+  check_rules(full);
 }
 
 ModelShape model_shape_of(const Value& r) {

@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "config/json_text.h"
 #include "config/schema.h"
 #include "config/yaml_io.h"
 #include "text/digest.h"
@@ -47,27 +48,6 @@ const HashRules& hash_rules() {
     return r;
   }();
   return rules;
-}
-
-// Whether two values are written alike: the same types and scalars, entries in the same order.
-bool written_alike(const Value& a, const Value& b) {
-  if (a.type() != b.type()) return false;
-  if (a.is_list()) {
-    if (a.items().size() != b.items().size()) return false;
-    for (size_t i = 0; i < a.items().size(); ++i) {
-      if (!written_alike(a.items()[i], b.items()[i])) return false;
-    }
-    return true;
-  }
-  if (a.is_map()) {
-    if (a.entries().size() != b.entries().size()) return false;
-    for (size_t i = 0; i < a.entries().size(); ++i) {
-      const Value::Entry &x = a.entries()[i], &y = b.entries()[i];
-      if (x.key != y.key || !written_alike(x.value, y.value)) return false;
-    }
-    return true;
-  }
-  return a == b;
 }
 
 bool is_block(const Value& v) { return v.is_map() && !v.entries().empty(); }

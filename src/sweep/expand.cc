@@ -8,6 +8,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "config/json_text.h"
 #include "config/schema.h"
 #include "config/yaml_io.h"
 #include "sweep/tagger.h"
@@ -161,13 +162,17 @@ std::string recipe_description(const SweepSpec& spec, const PlanOptions& options
 // resolved candidate goes to `emit` with its recipe and what made it; nothing is kept here.
 void expand_scenario(size_t scenario, const SweepSpec& spec, const PlanOptions& options,
                      size_t& raw_budget,
-                     const std::function<void(Value&&, const Recipe&, const Mark&)>& emit) {
+                     const std::function<void(Value&, const Recipe&, const Mark&)>& emit) {
   const Scenario& sc = spec.scenarios[scenario];
   Value base = scenario_base(sc, options);
   const std::vector<SweepDimension>& dims = sc.dimensions;
   std::vector<size_t> index(dims.size(), 0);
   size_t limit = options.max_points;
   Mark origin = origin_of(sc, spec);
+  // Kept between combinations: each is resolved into the last one's tree (emit reads it and
+  // keeps no part), so a point copies and allocates next to nothing.
+  ConfigResolver resolver;
+  Value partial, resolved;
   for (std::uint64_t n = 0;; ++n) {  // one pass per combination
     if (raw_budget == 0) {
       throw Error::input(origin, "",
@@ -177,11 +182,10 @@ void expand_scenario(size_t scenario, const SweepSpec& spec, const PlanOptions& 
                          "pass --max-points N to allow larger sweeps");
     }
     --raw_budget;
-    Value partial = base;
+    partial = base;
     for (size_t d = 0; d < dims.size(); ++d) merge_into(partial, dims[d].assignments[index[d]]);
-    Value resolved;
     try {
-      resolved = resolve_config(partial);
+      resolver.resolve(partial, resolved);
     } catch (const Error& e) {
       // An exclude is how a sweep drops the combinations that cannot run: one it drops is no
       // error. (Exclude entries name swept keys only, so the unresolved point holds them.)
@@ -194,17 +198,16 @@ void expand_scenario(size_t scenario, const SweepSpec& spec, const PlanOptions& 
                   e.hint());
     }
     if (!excluded(resolved, sc.excludes)) {
-      emit(std::move(resolved), Recipe{static_cast<std::uint32_t>(scenario), false, n}, origin);
+      emit(resolved, Recipe{static_cast<std::uint32_t>(scenario), false, n}, origin);
     }
     if (!advance(index, dims)) break;
   }
   for (size_t i = 0; i < sc.includes.size(); ++i) {
-    Value partial = base;
+    partial = base;
     merge_into(partial, sc.includes[i].partial);
-    Value resolved =
+    Value included =
         resolve_with_context(partial, include_description(sc, spec.named_scenarios, i));
-    emit(std::move(resolved), Recipe{static_cast<std::uint32_t>(scenario), true, i},
-         sc.includes[i].mark);
+    emit(included, Recipe{static_cast<std::uint32_t>(scenario), true, i}, sc.includes[i].mark);
   }
 }
 
@@ -406,8 +409,8 @@ class PlanBuilder {
     plan_.diff_begin_.push_back(0);
     for (size_t i = 0; i < spec_.scenarios.size(); ++i) {
       expand_scenario(i, spec_, options_, raw_budget,
-                      [this](Value&& resolved, const Recipe& recipe, const Mark& mark) {
-                        take(std::move(resolved), recipe, mark);
+                      [this](Value& resolved, const Recipe& recipe, const Mark& mark) {
+                        take(resolved, recipe, mark);
                       });
     }
     check_size();
@@ -452,7 +455,7 @@ class PlanBuilder {
   }
 
   // Pass 1, one candidate: kept are its hash and its differences from the first.
-  void take(Value&& resolved, const Recipe& recipe, const Mark& mark) {
+  void take(Value& resolved, const Recipe& recipe, const Mark& mark) {
     std::uint32_t c = static_cast<std::uint32_t>(plan_.hashes_.size());
     std::string hash = canonical_.hash(resolved);
     if (c == 0) {
@@ -477,6 +480,7 @@ class PlanBuilder {
     for (const std::string& path : paths_) plan_.leaves_.push_back(Plan::Leaf{path, {}});
     for (Value* v : leaves_) first_values_.push_back(*v);
     ids_.resize(paths_.size());
+    last_id_.assign(paths_.size(), std::numeric_limits<std::uint32_t>::max());
     varies_.assign(paths_.size(), false);
     varies_applied_.assign(paths_.size(), false);
     first_applied_.resize(paths_.size());
@@ -501,10 +505,7 @@ class PlanBuilder {
     for (size_t l = 0; l < leaves_.size(); ++l) {
       if (*leaves_[l] == first_values_[l]) continue;
       varies_[l] = true;
-      auto [it, fresh] = ids_[l].emplace(
-          value_key(*leaves_[l]), static_cast<std::uint32_t>(plan_.leaves_[l].values.size()));
-      if (fresh) plan_.leaves_[l].values.push_back(*leaves_[l]);
-      plan_.diffs_.emplace_back(static_cast<std::uint32_t>(l), it->second);
+      plan_.diffs_.emplace_back(static_cast<std::uint32_t>(l), value_id(l));
     }
     copies_.erase(std::remove_if(copies_.begin(), copies_.end(),
                                  [&](const std::pair<size_t, size_t>& p) {
@@ -513,19 +514,51 @@ class PlanBuilder {
                   copies_.end());
   }
 
+  // The id of leaf l's value at hand among its distinct values. A leaf that differs from the
+  // first point's mostly holds the value it held the last time it differed (all but the
+  // fastest axis), which is checked first: written alike, it has the same value_key.
+  std::uint32_t value_id(size_t l) {
+    const Value& v = *leaves_[l];
+    std::vector<Value>& values = plan_.leaves_[l].values;
+    std::uint32_t& last = last_id_[l];
+    if (last < values.size() && written_alike(v, values[last])) return last;
+    std::string key = value_key(v);
+    auto it = ids_[l].find(key);
+    if (it == ids_[l].end()) {
+      it = ids_[l].emplace(std::move(key), static_cast<std::uint32_t>(values.size())).first;
+      values.push_back(v);
+    }
+    last = it->second;
+    return last;
+  }
+
   // A key only some workloads read (train.*, command.*) varies, for tags, when it varies among
   // the points that read it: bench-train points beside command points do not show command.argv.
   void note_applied() {
     const std::string& benchmark = leaves_[benchmark_leaf_]->as_string();
-    for (size_t l = 0; l < leaves_.size(); ++l) {
-      const KeySpec* ks = leaf_spec_[l];
-      if (ks == nullptr || ks->only_for_benchmarks.empty() || !ks->applies_to(benchmark)) continue;
-      if (!first_applied_[l]) {
-        first_applied_[l] = *leaves_[l];
-      } else if (!(*first_applied_[l] == *leaves_[l])) {
-        varies_applied_[l] = true;
+    if (!applied_known_ || benchmark != applied_benchmark_) {
+      // Which leaves this workload reads, asked of the schema when the workload changes.
+      applied_known_ = true;
+      applied_benchmark_ = benchmark;
+      applied_.clear();
+      for (size_t l = 0; l < leaves_.size(); ++l) {
+        const KeySpec* ks = leaf_spec_[l];
+        if (ks != nullptr && !ks->only_for_benchmarks.empty() && ks->applies_to(benchmark)) {
+          applied_.push_back(l);
+        }
       }
     }
+    // A leaf known to vary is not compared again: it is dropped from the list.
+    applied_.erase(std::remove_if(applied_.begin(), applied_.end(),
+                                  [&](size_t l) {
+                                    if (!first_applied_[l]) {
+                                      first_applied_[l] = *leaves_[l];
+                                    } else if (!(*first_applied_[l] == *leaves_[l])) {
+                                      varies_applied_[l] = true;
+                                    }
+                                    return varies_applied_[l];
+                                  }),
+                   applied_.end());
   }
 
   // The first duplicate, reported once the sweep is known not to be too large.
@@ -714,6 +747,11 @@ class PlanBuilder {
   std::vector<Value*> leaves_;      // the candidate's at hand
   std::vector<Value> first_values_;
   std::vector<std::unordered_map<std::string, std::uint32_t>> ids_;  // per leaf: value -> id
+  std::vector<std::uint32_t> last_id_;  // per leaf: the id it had when it last differed
+  bool applied_known_ = false;
+  std::string applied_benchmark_;  // the workload applied_ was found for
+  // The leaves of keys only some workloads read that it reads, less those known to vary.
+  std::vector<size_t> applied_;
   std::vector<bool> varies_;
   std::vector<std::pair<size_t, size_t>> copies_;  // (derived leaf, other leaf) equal so far
   std::vector<const KeySpec*> leaf_spec_;

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "config/config.h"
+#include "config/json_text.h"
 #include "config/table.h"
 #include "config/yaml_io.h"
 #include "layout/paths.h"
@@ -139,22 +140,31 @@ void print_json(const Plan& plan, std::ostream& out) {
   out << text << ",\n  \"points\": [";
   bool first = true;
   std::string chunk;
+  // Each point's entry is made once and its values replaced in place; both it and the config
+  // are written by writers that keep the text of what did not change (config/json_text.h).
+  Value e = Value::map();
+  for (const char* key : {"index", "scenario", "repeat", "tag", "config_hash"}) {
+    e.set(key, Value::null());
+  }
+  Value& varying = e.set("varying", Value::map());
+  for (const std::string& k : info.varying_keys) varying.set(k, Value::null());
+  std::vector<Value::Entry>& slots = e.entries();
+  JsonMapText entry_text(2, 2), config_text(2, 3);
   plan.for_each_point(
       [&](const SweepPoint& p) {
-        Value e = Value::map();
-        e.set("index", Value::integer(static_cast<std::int64_t>(p.index)));
-        e.set("scenario", Value::string(p.scenario));
-        e.set("repeat", Value::integer(p.repeat));
-        e.set("tag", Value::string(p.tag));
-        e.set("config_hash", Value::string(p.config_hash));
-        e.set("varying", varying_values(info, p));
+        slots[0].value = Value::integer(static_cast<std::int64_t>(p.index));
+        slots[1].value = Value::string(p.scenario);
+        slots[2].value = Value::integer(p.repeat);
+        slots[3].value = Value::string(p.tag);
+        slots[4].value = Value::string(p.config_hash);
+        for (Value::Entry& v : varying.entries()) v.value = varying_value(p.config, v.key);
         // Written at its depth in the document; the config spliced in as its own text.
         chunk.assign(first ? "\n    " : ",\n    ");
         first = false;
-        chunk += emit_json(e, 2, false, 2);
+        entry_text.append(e, chunk);
         chunk.resize(chunk.size() - 6);  // "\n    }"
         chunk += ",\n      \"config\": ";
-        chunk += emit_json(p.config, 2, false, 3);
+        config_text.append(p.config, chunk);
         chunk += "\n    }";
         out << chunk;
       },

@@ -79,8 +79,11 @@ std::vector<std::string> key_labels(const std::vector<std::string>& keys) {
 
 std::string repeat_suffix(std::int64_t repeat) { return ".r" + std::to_string(repeat); }
 
+// `specs` and `is_entry`: what the schema says of each key (Schema::lookup's spec and kind).
 std::string readable_tag(const TagInput& p, const std::vector<std::string>& keys,
-                         const std::vector<std::string>& labels, const TagOptions& options) {
+                         const std::vector<std::string>& labels,
+                         const std::vector<const KeySpec*>& specs,
+                         const std::vector<bool>& is_entry, const TagOptions& options) {
   std::vector<std::string> parts;
   if (options.show_scenario) {
     std::string s = sanitize(p.scenario);
@@ -90,15 +93,14 @@ std::string readable_tag(const TagInput& p, const std::vector<std::string>& keys
   const Value* benchmark = p.config->find_path("benchmark");
   std::vector<std::string> long_parts;
   for (size_t i = 0; i < keys.size(); ++i) {
-    Schema::Lookup found = Schema::get().lookup(keys[i]);
     // A key this point's workload does not read, or a params entry it does not set, says
     // nothing about it.
-    if (found.spec != nullptr && benchmark != nullptr &&
-        !found.spec->applies_to(benchmark->as_string())) {
+    if (specs[i] != nullptr && benchmark != nullptr &&
+        !specs[i]->applies_to(benchmark->as_string())) {
       continue;
     }
     const Value* v = p.config->find_path(keys[i]);
-    if (v == nullptr && found.kind == Schema::Lookup::Kind::kMapEntry) continue;
+    if (v == nullptr && is_entry[i]) continue;
     if (options.long_keys.count(keys[i]) != 0) {
       // The scenario's name stands for it; without scenarios it goes last.
       if (!options.show_scenario) long_parts.push_back(labels[i] + "=" + tag_text(v ? *v : Value()));
@@ -441,6 +443,11 @@ Tagger::Tagger(const TagSpec& spec, const TagOptions& options) : spec_(spec), op
       if (k != "launch.ranks") keys_.push_back(k);  // the world size is always shown
     }
     labels_ = key_labels(keys_);
+    for (const std::string& k : keys_) {
+      Schema::Lookup found = Schema::get().lookup(k);
+      key_specs_.push_back(found.spec);
+      key_is_entry_.push_back(found.kind == Schema::Lookup::Kind::kMapEntry);
+    }
     collision_hint_ = "values that differ only in characters a tag cannot hold; set tag.format";
   }
 }
@@ -486,7 +493,7 @@ std::string Tagger::tag(const TagInput& p) const {
     check_safe(tag, p, spec_.format_mark);
     return tag;
   }
-  std::string tag = readable_tag(p, keys_, labels_, options_);
+  std::string tag = readable_tag(p, keys_, labels_, key_specs_, key_is_entry_, options_);
   std::string why;
   if (!is_safe_tag(tag, &why))
     throw std::logic_error("readable tag '" + tag + "' is unsafe: " + why);

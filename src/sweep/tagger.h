@@ -24,6 +24,8 @@
 
 namespace sweepbench {
 
+struct KeySpec;
+
 constexpr size_t kMaxTagLength = 120;
 
 using TagFormatPiece = TextPiece;
@@ -101,6 +103,8 @@ class Tagger {
   std::set<std::string> allowed_;  // fairseq2: tag.keys
   bool has_repeat_placeholder_ = false;
   std::vector<std::string> keys_, labels_;  // readable: the keys shown and their labels
+  std::vector<const KeySpec*> key_specs_;   // readable: each key's, asked of the schema once
+  std::vector<bool> key_is_entry_;          // readable: each key an entry of a map key
   std::string collision_hint_;
 };
 

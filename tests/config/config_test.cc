@@ -3,6 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <optional>
+
+#include "config/json_text.h"
 #include "config/yaml_io.h"
 #include "support/expect_error.h"
 #include "support/temp_dir.h"
@@ -278,6 +281,77 @@ TEST(ConfigHash, AWriterKeptBetweenConfigsGivesEachItsOwnText) {
   }
   EXPECT_EQ(writer.hash(resolved("train.steps: 20\n")),
             "cfd915c9851338cc28528153225f1866166842859cf54f48b90c4ab67879206c");
+}
+
+// bench-sweep plan resolves every point into one tree with one ConfigResolver, which copies back
+// only what the point before changed: each config is the one resolve_config gives, marks and the
+// order of a map's entries included, after any other (a derived key filled, a map grown, a
+// config that failed its rules half-way, a tree of another layout).
+TEST(ConfigResolver, EachConfigIsTheOneResolveConfigGives) {
+  const char* configs[] = {"model: {preset: gpt2-tiny}\ntrain.steps: 20\n",
+                           "model: {preset: gpt2-tiny, n_embd: 128}\n",
+                           "model: {preset: gpt2-tiny}\ntrain.steps: 21\n",
+                           "params: {a: 1, b: 2}\n",
+                           "params: {b: 3}\n",
+                           "train: {steps: 5, warmup_steps: 10}\n",  // fails its rules
+                           "benchmark: infer\ninfer.input_tokens: 64\n",
+                           "launch.env: {A: '1'}\neval.micro_batch: 3\n",
+                           ""};
+  ConfigResolver resolver;
+  Value full;
+  for (const char* text : configs) {
+    Value p = partial(text);
+    std::optional<Value> expected;
+    try {
+      expected = resolve_config(p);
+    } catch (const Error&) {
+    }
+    if (!expected) {
+      EXPECT_THROW(resolver.resolve(p, full), Error) << text;
+      continue;
+    }
+    resolver.resolve(p, full);
+    EXPECT_EQ(emit_json(full, 2), emit_json(*expected, 2)) << text;  // the order of entries too
+    EXPECT_EQ(full.find_path("train.steps")->mark().str(),
+              expected->find_path("train.steps")->mark().str())
+        << text;
+  }
+  Value other = parse_yaml("a: 1\n", "t.yaml");
+  resolver.resolve(partial("train.steps: 30\n"), other);
+  EXPECT_EQ(other, resolved("train.steps: 30\n"));
+}
+
+// bench-sweep plan --format json writes every point's config through one JsonMapText: each gets
+// what emit_json gives it alone, whatever changed in between (a key's value, a map's entries,
+// their order, a map emptied), and whatever the level it stands at.
+TEST(JsonMapText, AWriterKeptBetweenMapsGivesEachItsOwnText) {
+  const char* configs[] = {"train.steps: 20\n",
+                           "train.steps: 21\n",
+                           "benchmark: infer\n",
+                           "params: {a: 1}\n",
+                           "params: {a: 2, b: x}\n",
+                           "params: {b: x, a: 2}\n",
+                           "launch.env: {A: '1'}\ntrain.lr: 0.5\n",
+                           "command.argv: [a, b]\n",
+                           "",
+                           "train.steps: 20\n"};
+  for (int level : {0, 3}) {
+    JsonMapText writer(2, level);
+    for (const char* text : configs) {
+      Value config = resolved(text);
+      std::string out = "x";
+      writer.append(config, out);
+      EXPECT_EQ(out, "x" + emit_json(config, 2, false, level)) << text;
+    }
+    // Maps of another layout: not a config, a map key turned into a section, an empty map.
+    for (const char* text : {"a: 1\nb: {c: 2}\n", "a: 1\nb: {c: 2, d: 3}\n",
+                             "a: {x: 1}\nb: {c: 2, d: 3}\n", "a: {}\nb: 1\n", "{}"}) {
+      Value map = parse_yaml(text, "t.yaml");
+      std::string out;
+      writer.append(map, out);
+      EXPECT_EQ(out, emit_json(map, 2, false, level)) << text;
+    }
+  }
 }
 
 // The size check blamed train.micro_batch (at 1) for a vocabulary or a
