@@ -103,18 +103,30 @@ void memory_columns(const std::vector<RankResult>& ranks, std::map<std::string, 
   const char* work = stage.count("train") != 0 ? "train" : "generate";
   if (before != nullptr && stage.count("init") != 0 && stage.count(work) != 0) {
     // In double: the values come from files, and int64 differences could overflow.
-    auto alloc = [](const StageMemory* m) {
-      return static_cast<double>(m->end) - static_cast<double>(m->begin);
-    };
-    auto peaked = [](const StageMemory* m) {
-      return std::max(0.0, static_cast<double>(m->peak) - static_cast<double>(m->end));
-    };
-    double base = static_cast<double>(before->end);
+    // The Hugging Face Trainer's figures are of allocated bytes: on a GPU, from 2026-12-01 the
+    // stages' alloc_* columns (their begin, bytes and peak the device's memory there).
+    const bool gpu_device = rank0->memory_stage_source == "cuda_device";
     const StageMemory* init = stage["init"];
     const StageMemory* train = stage[work];
-    (*row)["mem_torch_mem_alloc_in_bytes"] = number_or_null(base + alloc(init) + alloc(train));
-    (*row)["mem_peak_torch_mem_alloc_in_bytes"] =
-        number_or_null(base + alloc(init) + peaked(init) + alloc(train) + peaked(train));
+    auto end_of = [&](const StageMemory* m) {
+      return static_cast<double>(gpu_device ? std::max<std::int64_t>(0, m->alloc_end) : m->end);
+    };
+    auto begin_of = [&](const StageMemory* m) {
+      if (!gpu_device) return static_cast<double>(m->begin);
+      return m == train ? end_of(init) : m == init ? end_of(before) : 0.0;
+    };
+    auto alloc = [&](const StageMemory* m) { return end_of(m) - begin_of(m); };
+    auto peaked = [&](const StageMemory* m) {
+      const double peak = static_cast<double>(gpu_device ? m->alloc_peak : m->peak);
+      return std::max(0.0, peak - end_of(m));
+    };
+    double base = end_of(before);
+    // A GPU file without the allocated bytes (before 2026-11-27) has nothing to give there.
+    if (!gpu_device || (init->alloc_end >= 0 && train->alloc_end >= 0)) {
+      (*row)["mem_torch_mem_alloc_in_bytes"] = number_or_null(base + alloc(init) + alloc(train));
+      (*row)["mem_peak_torch_mem_alloc_in_bytes"] =
+          number_or_null(base + alloc(init) + peaked(init) + alloc(train) + peaked(train));
+    }
   }
   std::vector<double> reserved, cpu;
   double ram_peak = -1;
@@ -196,7 +208,12 @@ void prediction_columns(const Value& config, const RankResult& lead, bool infer,
   if (predict_point_memory(resolved, &m)) {
     (*row)["mem_pred_peak_bytes"] = number_or_null(m.peak);
     (*row)["mem_pred_error"] = error(m.peak, measured("mem_alloc_peak_bytes"));
-    if (m.resident > 0) {  // a CPU's: against the resident set's high-water mark
+    // Against the figure that decides an OOM: the resident set's high-water mark on a CPU, the
+    // device's memory on a GPU, which rank files hold from 2026-12-01 (stage_source
+    // cuda_device; before, mem_peak_bytes was the allocated peak there, nothing to compare).
+    const bool measured_alike =
+        lead.device_type != "cuda" || lead.memory_stage_source == "cuda_device";
+    if (m.resident > 0 && measured_alike) {
       (*row)["mem_pred_resident_bytes"] = Value::real(m.resident);
       (*row)["mem_pred_resident_error"] = error(m.resident, measured("mem_peak_bytes"));
     }

@@ -227,8 +227,8 @@ bool higher_is_better(const std::string& m, const std::string& unit) {
   // (metrics/serve_columns.h) are better higher whatever their units.
   return ends("_per_second") || ends("tps") || ends("mfu") || ends("mbu") ||
          ends("tflops_per_device") || ends("_per_hour") || ends("_per_device") ||
-         ends("attainment") || ends("goodput") || ends("sla_max_level") ||
-         ends("sla_max_level_above");
+         ends("attainment") || ends("attainment_low") || ends("attainment_high") ||
+         ends("goodput") || ends("sla_max_level") || ends("sla_max_level_above");
 }
 
 }  // namespace sweepbench

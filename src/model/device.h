@@ -1,7 +1,8 @@
 // The device a rank computes on, chosen and read: which one (select_device), libtorch's compute
-// threads, and its memory (on a GPU the caching allocator's figures, on a CPU the resident set and
-// the counted CPU allocator's). What bench-train's trainer and bench-infer's generator both need
-// before and around their models; device.cc implements it without <torch/torch.h>.
+// threads, and its memory (on a GPU the device's and the caching allocator's allocated bytes, on
+// a CPU the resident set and the counted CPU allocator's). What bench-train's trainer and
+// bench-infer's generator both need before and around their models; device.cc implements it without
+// <torch/torch.h>.
 #pragma once
 
 #include <cstdint>
@@ -56,7 +57,8 @@ bool count_cpu_allocations();
 MemoryReading counted_cpu_allocations();
 void reset_counted_cpu_peak();
 
-// The allocator's bytes in use and peak on a GPU, the resident set on a CPU.
+// What decides an OOM, now and its peak, with the tensors' bytes (alloc_*): on a GPU the
+// allocator's reserved bytes and what lies outside it, on a CPU the resident set.
 MemoryReading device_memory(const c10::Device& device);
 void reset_device_peak_memory(const c10::Device& device);
 

@@ -26,9 +26,11 @@ struct NamedArray {
 };
 
 struct MemoryReading {
-  std::int64_t current = -1;  // bytes allocated now (cuda) or resident (cpu)
+  // What decides an OOM: the device's memory this process holds (cuda: the caching allocator's
+  // reserve and what lies outside it) or the resident set (cpu).
+  std::int64_t current = -1;
   std::int64_t peak = -1;     // the largest since reset_peak_memory()
-  // Bytes of live tensors: the CUDA caching allocator's (as current and peak), or on a CPU those
+  // Bytes of live tensors: the CUDA caching allocator's allocated bytes, or on a CPU those
   // libtorch's CPU allocator handed out, counted once count_cpu_allocations() ran; -1 if not.
   std::int64_t alloc_current = -1;
   std::int64_t alloc_peak = -1;

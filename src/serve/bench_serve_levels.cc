@@ -187,6 +187,7 @@ namespace {
 // A level's share of good requests, its 95% interval and whether the verdict is clear of the
 // noise: "2 in flight 100% [75.8%, 100%] of 12, not clearly above 99%".
 std::string share_text(const LevelVerdict& v, const ServeSpec& spec) {
+  if (v.requests == 0) return level_text(v.level, spec.mode) + " no requests";
   auto pct = [](double f) {
     char t[32];
     std::snprintf(t, sizeof(t), "%.3g%%", f * 100);

@@ -10,7 +10,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -103,7 +102,7 @@ class Trainer {
   virtual void stop_profile(const std::string& path) = 0;
 };
 
-// Builds the model on the selected device, identical on every rank. Throws TrainerInitError when
+// Builds the model on the selected device, identical on every rank. Throws ModelInitError when
 // that fails (out of memory, a libtorch error).
 std::unique_ptr<Trainer> make_trainer(const TrainerOptions& options, Collectives& comm);
 

@@ -144,6 +144,13 @@ TEST(Direction, ARateUnitIsBetterHigherATimeOrSizeLowerElseTheNameDecides) {
   }
 }
 
+// A serve level's share of good requests and both ends of its interval: higher is better.
+TEST(Directions, TheSlaAttainmentAndItsIntervalAreBetterHigher) {
+  for (const char* m : {"sla_attainment", "sla_attainment_low", "sla_attainment_high"}) {
+    EXPECT_TRUE(higher_is_better(m, "fraction")) << m;
+  }
+}
+
 // Issue 51, Deliver 6: the mean and standard deviation of finite values near DBL_MAX are finite
 // (they overflowed to inf), and of ordinary values exactly what they were.
 TEST(Statistics, MeansAndDeviationsOfHugeFiniteValuesStayFinite) {

@@ -276,7 +276,6 @@ class Local(unittest.TestCase):
             first = sum(1 for s in sends if s < 1)
             last = sum(1 for s in sends if s >= 2)
             self.assertGreater(last, 1.5 * first, sends)
-            self.assertLess(sends[-1], 3.05, sends)
 
     def test_the_sla_search_between_rates_prints_its_levels_short(self):
         with tempfile.TemporaryDirectory() as tmp:
