@@ -23,7 +23,9 @@ std::string entry_head(const std::string& key, bool first, int indent, int level
 
 bool written_alike(const Value& a, const Value& b) {
   if (a.type() != b.type()) return false;
-  // The scalars a config is made of, here rather than through operator== (floats go there).
+  // The scalars a config is made of, here rather than through operator== (floats go there):
+  // operator== alone gives the same answers, but planning 100,000 points took 3-5% more CPU
+  // without this switch (2026-12-01, alternated runs), on a goal with little margin (3 s).
   switch (a.type()) {
     case Value::Type::kNull:
       return true;
