@@ -67,6 +67,20 @@ ServeSpec serve_spec_of(const Value& resolved) {
   if (!at("serve.port").is_null()) s.port = at("serve.port").as_int();
   s.slurm_step = at("serve.slurm_step").as_string();
   if (!at("serve.node").is_null()) s.node = at("serve.node").as_int();
+  if (const std::string runtime = at("container.runtime").as_string(); runtime != "none")
+    s.container = runtime;
+  if (s.container && s.node && s.slurm_step == "auto") {
+    throw Error::input(at("serve.node").mark(), "serve.node",
+                       "is " + std::to_string(*s.node) +
+                           ", a node for the server's own SLURM step, but a point in a container "
+                           "(container.runtime: " +
+                           *s.container +
+                           ") runs its server inside the image beside the client (srun is the "
+                           "host's, not the image's)",
+                       "leave serve.node null; or run the point without container.runtime and "
+                       "start the server's image in serve.argv (e.g. [apptainer, exec, IMAGE, "
+                       "vllm, serve, ...]), which then runs as a step on serve.node");
+  }
   s.ready_path = optional_text(at("serve.ready.path"));
   s.ready_log = optional_text(at("serve.ready.log"));
   if (s.ready_path && (s.ready_path->empty() || s.ready_path->front() != '/')) {

@@ -23,6 +23,9 @@ struct ServeSpec {
   std::string host = "127.0.0.1";
   std::string slurm_step = "auto";   // auto: a step of its own inside an allocation; never
   std::optional<std::int64_t> node;  // the allocation's node the server's step runs on
+  // The point's container.runtime when it has one: the server then runs inside the image as
+  // bench-serve's child, never as a SLURM step of its own (srun is the host's, not the image's).
+  std::optional<std::string> container;
   std::optional<std::int64_t> port;  // none: a free port for each point
   std::optional<std::string> ready_path = std::string("/health");
   std::optional<std::string> ready_log;

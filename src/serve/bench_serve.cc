@@ -492,6 +492,7 @@ Value summary_extra(const ServeRun& p, const SlaAnswer& answer) {
     server_info.set("slurm_step", Value::string(p.placement.step_name));
     server_info.set("node", Value::string(p.placement.node));
   }
+  if (p.spec.container) server_info.set("container", Value::string(*p.spec.container));
   server_info.set("model", Value::string(p.target.model));
   server_info.set("ready_s", Value::real(p.ready_s));
   server_info.set("stop", Value::string(r.serve.server_stop));

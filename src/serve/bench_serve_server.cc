@@ -75,7 +75,10 @@ std::string node_address(const std::string& node) {
 
 StepPlacement step_placement(const ServeSpec& spec, const std::string& run_id) {
   StepPlacement p;
-  if (spec.url || spec.slurm_step != "auto" || env_text("SLURM_JOB_ID").empty()) return p;
+  // In a container the server is the image's, bench-serve's child in the point's own step: srun
+  // is the host's (serve_spec_of refuses serve.node there).
+  if (spec.url || spec.slurm_step != "auto" || spec.container || env_text("SLURM_JOB_ID").empty())
+    return p;
   const std::string here = env_text("SLURMD_NODENAME");
   p.node = here;
   if (spec.node) {

@@ -21,8 +21,8 @@ struct StepPlacement {
 };
 
 // The placement of the point's server: a step of its own inside a SLURM allocation (unless
-// serve.url or serve.slurm_step: never), else bench-serve's child. Throws Error(kInput) for a
-// serve.node past the allocation's nodes.
+// serve.url, serve.slurm_step: never or a point in a container), else bench-serve's child. Throws
+// Error(kInput) for a serve.node past the allocation's nodes.
 StepPlacement step_placement(const ServeSpec& spec, const std::string& run_id);
 
 // Cancels the server's step through SLURM (the step named `name` of this job).

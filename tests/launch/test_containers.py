@@ -2,7 +2,8 @@
 """Sweeps in a real container: containers/sweepbench-cpu.def built by tests/container/build-image
 (its %post in a debootstrapped Debian 12, since Apptainer is not packaged for Debian) and run with
 Charliecloud's ch-run through the container layer, locally (plain exec and mpirun) and through
-the local SLURM cluster (srun --mpi=pmix); the same image imported into Podman (Debian's podman
+the local SLURM cluster (srun --mpi=pmix; a serve point's server in the image beside its
+client); the same image imported into Podman (Debian's podman
 with runc, storage of its own: tests/support/podman.py) and run locally and through srun on a
 two-node cluster; the definition file's %test run in the image; and the errors for a missing
 image or runtime.
@@ -213,12 +214,57 @@ class Slurm(ContainerCase):
             command_tags = self.run_batch(cluster, env, ["--ntasks=2"],
                                           sweep_file(self.tmp, self.image, benchmark="command"),
                                           command_out)
+            # A serve point: its server in the image beside the client.
+            self.serve_in_the_image(cluster, env)
         self.assert_command_ran(command_out, command_tags)
         for directory, point_tags in ((out, tags), (infer_out, infer_tags),
                                       (command_out, command_tags)):
             for tag in point_tags:
                 record = read_json(os.path.join(directory, tag, "status.json"))
                 self.assertEqual(record["launcher"], "srun")
+
+    def serve_in_the_image(self, cluster, env):
+        """A serve point in the image through sbatch: bench-serve is the point's step and the
+        server (the stand-in, Python's standard library, from the host's tests/support bound
+        read-only) its child inside the same image, not a step of its own: srun is the host's
+        (docs/serving.md, "In a container")."""
+        support = os.path.join(SOURCE, "tests", "support")
+        path = os.path.join(self.tmp, "serve.yaml")
+        with open(path, "w") as f:
+            f.write(f"""\
+name: serve-in-container
+base:
+  benchmark: serve
+  serve:
+    argv: [python3, /mnt/0/openai_standin.py, --port, '{{port}}', --model, in-image,
+           --record, '{{out}}/server-record.json', --chunks, '4']
+    load: {{mode: concurrency, levels: [1, 2], requests: 8, warmup_requests: 1}}
+    prompts: {{input_tokens: 16, output_tokens: 4}}
+  metrics: {{sample_interval_ms: 0, system: false}}
+  launch: {{cpus_per_rank: 1}}
+  slurm: {{exclusive: false}}
+  container: {{runtime: charliecloud, image: {json.dumps(self.image)},
+              binds: ["{support}:/mnt/0:ro"], env: {{GREETING: hello}}}}
+""")
+        out = os.path.join(self.tmp, "serve")
+        [tag] = self.run_batch(cluster, env, ["--ntasks=1"], path, out, points=1)
+        steps = cluster.run("squeue", "-h", "-s", "-o", "%i %j").stdout
+        d = os.path.join(out, tag)
+        self.assertEqual(read_json(os.path.join(d, "status.json"))["launcher"], "srun")
+        summary = read_json(os.path.join(d, "summary.json"))
+        self.assertEqual(summary["status"], "ok", summary.get("reason"))
+        self.assertEqual(summary["server"]["container"], "charliecloud")
+        self.assertNotIn("slurm_step", summary["server"])
+        self.assertEqual([(lv["level"], lv["requests"], lv["failed"]) for lv in summary["levels"]],
+                         [(1, 8, 0), (2, 8, 0)])
+        self.assertIn("ended on SIGTERM", summary["server"]["stop"])
+        # The server ran in the image (ch-run's mark in its environment), in the job's step.
+        with open(os.path.join(d, "server-record.json")) as f:
+            record = json.loads(f.readline())
+        self.assertIn("CH_RUNNING", record["env"])
+        self.assertEqual(record["env"]["GREETING"], "hello")
+        self.assertIn("SLURM_JOB_ID", record["env"])
+        self.assertNotIn("sweepbench-serve", steps)
 
 
 class History(ContainerCase):

@@ -490,6 +490,16 @@ class Failures(unittest.TestCase):
             r = bench_sweep("plan", path, check=2)
             self.assertIn("launch.ranks: is 2, but a serve point is one server and one load "
                           "client", r.stderr)
+            # A point in a container runs its server in the image, beside the client: no step of
+            # its own on another node (tests/launch/test_containers.py runs one through srun).
+            path = serve_sweep(tmp, "node", [], serve="    load: {levels: 1}\n    node: 1\n",
+                               extra="  container: {runtime: charliecloud, image: /none}\n")
+            r = bench_sweep("plan", path, check=2)
+            self.assertIn("node.yaml:", r.stderr)
+            self.assertIn("serve.node: is 1, a node for the server's own SLURM step, but a point "
+                          "in a container (container.runtime: charliecloud) runs its server "
+                          "inside the image", r.stderr)
+            self.assertIn("leave serve.node null", r.stderr)
 
 
 class Stops(unittest.TestCase):
