@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <thread>
@@ -155,6 +156,8 @@ struct ServeRun {
   std::vector<LevelRun> runs;
   double ready_s = 0;
   LoadTarget target;
+  // The GPUs' memory in use (MiB by index) before our server started and after it stopped.
+  std::map<std::string, double> gpus_before, gpus_after;
 };
 
 // The point's config, checked to be a serve point, and its results not there yet.
@@ -240,6 +243,9 @@ void start_server(ServeRun& p) {
     launch.workdir = p.cmd.workdir;
     launch.stdout_log = (fs::path(p.out) / p.r.command.stdout_log).string();
     launch.stderr_log = (fs::path(p.out) / p.r.command.stderr_log).string();
+    // The devices free for the next point: read here, on the node, unless the server's step
+    // runs on another one.
+    if (placement.address.empty()) p.gpus_before = gpu_memory_used();
     std::printf("# bench-serve: %s\n", terminal_safe(join(launch.argv, " "), false).c_str());
     std::fflush(stdout);
     p.server.emplace(launch);
@@ -394,6 +400,10 @@ void stop_server(ServeRun& p) {
       r.serve.server_stop +=
           "; its port " + std::to_string(p.values.port) + " was still in use 5 s after";
     }
+    // And its GPUs' memory given back: the driver frees a process's memory as it ends, so what
+    // is still held belongs to a process that escaped the stop (another session's worker).
+    const std::string held = gpu_memory_left(p.gpus_before, kGpuReleaseSeconds, &p.gpus_after);
+    if (!held.empty()) r.serve.server_stop += "; " + held;
   }
 }
 
@@ -493,6 +503,17 @@ Value summary_extra(const ServeRun& p, const SlaAnswer& answer) {
     server_info.set("node", Value::string(p.placement.node));
   }
   if (p.spec.container) server_info.set("container", Value::string(*p.spec.container));
+  if (!p.gpus_before.empty()) {
+    Value gpus = Value::map();
+    for (const auto& [index, before] : p.gpus_before) {
+      Value g = Value::map();
+      g.set("before_mib", Value::real(before));
+      auto after = p.gpus_after.find(index);
+      g.set("after_mib", after != p.gpus_after.end() ? Value::real(after->second) : Value());
+      gpus.set(index, g);
+    }
+    server_info.set("gpu_memory", gpus);
+  }
   server_info.set("model", Value::string(p.target.model));
   server_info.set("ready_s", Value::real(p.ready_s));
   server_info.set("stop", Value::string(r.serve.server_stop));

@@ -1,9 +1,10 @@
 // bench-serve's server outside its process: where it runs inside a SLURM allocation (srun words,
-// node, address), the cancelling of its step, the wait until it is ready, and the model it
-// serves.
+// node, address), the cancelling of its step, the wait until it is ready, the model it serves,
+// and the GPUs' memory it held given back.
 #include "serve/bench_serve_server.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -193,6 +194,51 @@ std::optional<std::string> served_model(const std::string& base_url, std::string
     *why = std::string("GET /v1/models gave no JSON: ") + e.what();
   }
   return std::nullopt;
+}
+
+std::map<std::string, double> gpu_memory_used() {
+  std::vector<std::string> argv = {"nvidia-smi", "--query-gpu=index,memory.used",
+                                   "--format=csv,noheader,nounits"};
+  // The GPUs this process (and so the server) may use: SLURM and the user say so here.
+  if (const std::string visible = env_text("CUDA_VISIBLE_DEVICES"); !visible.empty())
+    argv.push_back("--id=" + visible);
+  std::map<std::string, double> used;
+  const Captured c = capture_process(argv, 30);
+  if (!c.ok()) return used;
+  std::istringstream lines(c.out);
+  for (std::string line; std::getline(lines, line);) {
+    const size_t comma = line.find(',');
+    if (comma == std::string::npos) continue;
+    const std::string index = trim(line.substr(0, comma));
+    char* end = nullptr;
+    const std::string mib = trim(line.substr(comma + 1));
+    const double v = std::strtod(mib.c_str(), &end);
+    if (!index.empty() && end != mib.c_str() && *end == '\0') used[index] = v;
+  }
+  return used;
+}
+
+std::string gpu_memory_left(const std::map<std::string, double>& before, double seconds,
+                            std::map<std::string, double>* after) {
+  after->clear();
+  if (before.empty()) return "";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  std::vector<std::string> held;
+  for (;;) {
+    *after = gpu_memory_used();
+    held.clear();
+    for (const auto& [index, was] : before) {
+      auto now = after->find(index);
+      if (now != after->end() && now->second > was + kGpuSlackMiB) {
+        held.push_back("GPU " + index + " held " + std::to_string(std::llround(now->second)) +
+                       " MiB " + seconds_text(seconds) + " after, " +
+                       std::to_string(std::llround(was)) + " MiB before the server");
+      }
+    }
+    if (held.empty() || std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  return join(held, "; ");
 }
 
 }  // namespace sweepbench

@@ -1,9 +1,11 @@
 // What bench-serve's files share of its server (bench_serve.cc, bench_serve_server.cc): where the
 // server runs inside a SLURM allocation (a step of its own, srun --overlap), the cancelling of
-// that step, the wait until the server is ready, and the model it serves.
+// that step, the wait until the server is ready, the model it serves, and its GPUs' memory
+// given back.
 #pragma once
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,6 +36,20 @@ void cancel_step(const std::string& name);
 bool wait_until_ready(serve::Server* server, const serve::ServerLaunch& launch,
                       const ServeSpec& spec, const std::string& base_url,
                       const std::function<bool()>& stop, double* ready_s, std::string* failure);
+
+// The memory in use on each GPU this process may use (CUDA_VISIBLE_DEVICES's, else every one),
+// in MiB by GPU index, from `nvidia-smi --query-gpu`; empty where nvidia-smi is not found, fails
+// or sees no GPU (a CPU node).
+std::map<std::string, double> gpu_memory_used();
+
+// After the server stopped: waits up to `seconds` until every GPU of `before` uses at most
+// kGpuSlackMiB more than it did before the server started. "" when each does (or nothing was
+// read), else what is still held: "GPU 0 held 71234 MiB 10 s after, 310 MiB before the server".
+// `*after`: the last readings.
+inline constexpr double kGpuSlackMiB = 256;
+inline constexpr double kGpuReleaseSeconds = 10;
+std::string gpu_memory_left(const std::map<std::string, double>& before, double seconds,
+                            std::map<std::string, double>* after);
 
 // The model the server serves, by GET /v1/models: its first entry's id.
 std::optional<std::string> served_model(const std::string& base_url, std::string* why);

@@ -33,12 +33,12 @@ STANDIN = os.path.join(SOURCE, "tests", "support", "openai_standin.py")
 EXTRACT = os.path.join(BIN, "bench-extract")
 
 
-def serve_sweep(tmp, name, standin_args, serve="", axes="", extra=""):
-    """Writes TMP/NAME.yaml: serve points whose server is the stand-in with `standin_args`;
-    `serve`: more lines of the serve section (indented four spaces); `axes`: the axes section's
-    lines (indented two)."""
+def serve_sweep(tmp, name, standin_args, serve="", axes="", extra="", wrap=()):
+    """Writes TMP/NAME.yaml: serve points whose server is the stand-in with `standin_args`
+    (started by the words `wrap` when given); `serve`: more lines of the serve section (indented
+    four spaces); `axes`: the axes section's lines (indented two)."""
     # The model's name marks this test's stand-ins and their workers (standin_processes).
-    argv = ["/usr/bin/python3", STANDIN, "--port", "{port}", "--model", marker(tmp),
+    argv = [*wrap, "/usr/bin/python3", STANDIN, "--port", "{port}", "--model", marker(tmp),
             *standin_args]
     path = os.path.join(tmp, name + ".yaml")
     with open(path, "w") as f:
@@ -83,11 +83,11 @@ def wait_for_no_standin(test, tmp, seconds=15):
     test.fail("stand-in processes outlived their point: %s" % standin_processes(tmp))
 
 
-def run_one_ok_point(test, tmp, path, out_name):
+def run_one_ok_point(test, tmp, path, out_name, env=None):
     """Runs the one-point sweep `path` into TMP/OUT_NAME, waits for its stand-ins to end, and
     asserts it ran ok: its directory, summary.json and the run's result."""
     out = os.path.join(tmp, out_name)
-    r = bench_sweep("run", path, "-o", out, check=0, timeout=300)
+    r = bench_sweep("run", path, "-o", out, check=0, timeout=300, env=env)
     wait_for_no_standin(test, tmp)
     [d] = point_dirs(out)
     summary = read_json(os.path.join(d, "summary.json"))
@@ -356,6 +356,44 @@ class Local(unittest.TestCase):
                 server.kill()
                 server.wait()
                 server.stdout.close()
+
+    def test_the_gpus_memory_given_back_or_named_as_held(self):
+        # No GPU here, so nvidia-smi is a stand-in: a script first on PATH that reports GPU 0
+        # (and only when asked for CUDA_VISIBLE_DEVICES's --id=0) using 100 MiB, 5000 more while a
+        # process of this test's stand-in server lives (the driver frees a process's memory as it
+        # ends), and the MiB that the file LEAK holds (memory of a process outside the server's
+        # tree, which outlives the stop).
+        with tempfile.TemporaryDirectory() as tmp:
+            fake = os.path.join(tmp, "bin", "nvidia-smi")
+            os.makedirs(os.path.dirname(fake))
+            leak = os.path.join(tmp, "LEAK")
+            with open(fake, "w") as f:
+                f.write(f"""#!/bin/sh
+case "$*" in *--query-gpu=index,memory.used*--id=0*) ;; *) echo "unexpected: $*" >&2; exit 9;; esac
+used=100
+if pgrep -f -- '--model {marker(tmp)}' >/dev/null; then used=$((used + 5000)); fi
+if [ -f {leak} ]; then used=$((used + $(cat {leak}))); fi
+echo "0, $used"
+""")
+            os.chmod(fake, 0o755)
+            env = dict(ENV, PATH=os.path.dirname(fake) + ":" + ENV["PATH"],
+                       CUDA_VISIBLE_DEVICES="0")
+            load = "    load: {mode: concurrency, levels: [1], requests: 4, warmup_requests: 1}\n"
+            path = serve_sweep(tmp, "given", ["--chunks", "2"], serve=load)
+            d, summary, r = run_one_ok_point(self, tmp, path, "given", env=env)
+            self.assertEqual(summary["server"]["gpu_memory"],
+                             {"0": {"before_mib": 100, "after_mib": 100}}, summary["server"])
+            self.assertNotIn("GPU", summary["server"]["stop"])
+            # A server whose start leaves 3000 MiB held after it.
+            path = serve_sweep(tmp, "held", ["--chunks", "2"], serve=load,
+                               wrap=["sh", "-c", f'echo 3000 > {leak}; exec "$@"', "sh"])
+            d, summary, r = run_one_ok_point(self, tmp, path, "held", env=env)
+            self.assertEqual(summary["server"]["gpu_memory"],
+                             {"0": {"before_mib": 100, "after_mib": 3100}}, summary["server"])
+            self.assertIn("; GPU 0 held 3100 MiB 10.0 s after, 100 MiB before the server",
+                          summary["server"]["stop"])
+            with open(os.path.join(d, "logs", "stdout.txt")) as f:
+                self.assertIn("GPU 0 held 3100 MiB", f.read())
 
     def test_hostile_values_reach_the_server_and_its_requests_verbatim(self):
         # A value from the sweep (an axis, a path, a model name) goes into the server's argv and
