@@ -314,6 +314,15 @@ MemoryPrediction predict_training_memory(const TrainingMemoryInput& in) {
   return p;
 }
 
+double resident_basis_of(const TrainingMemoryInput& in, double peak) {
+  const bool sharded = in.zero_stage == 1 || in.zero_stage == 2;
+  if (in.gpu || (!in.activation_checkpointing && !sharded)) return peak;
+  TrainingMemoryInput whole = in;
+  whole.activation_checkpointing = false;
+  if (sharded) whole.zero_stage = 0;
+  return peak + kResidentKeptShare * std::max(0.0, predict_training_memory(whole).peak - peak);
+}
+
 MemoryPrediction predict_inference_memory(const InferenceMemoryInput& in) {
   const InferenceCost cost =
       inference_cost(in.shape, in.sequences, in.input_tokens, in.output_tokens, in.element_bytes);
@@ -361,10 +370,11 @@ std::string predicted_benchmark(const Value& resolved) {
 namespace {
 
 // The figure that decides an OOM, from the allocated peak: on a GPU the device's memory, on a CPU
-// the resident set; neither for a command's own runtime.
-void set_deciding(bool own, bool gpu, MemoryPrediction* out) {
+// the resident set (from `resident_basis`, the counted peak it follows); neither for a command's
+// own runtime.
+void set_deciding(bool own, bool gpu, double resident_basis, MemoryPrediction* out) {
   out->gpu = gpu;
-  if (own) out->resident = gpu ? device_bytes_of(out->peak) : resident_bytes_of(out->peak);
+  if (own) out->resident = gpu ? device_bytes_of(out->peak) : resident_bytes_of(resident_basis);
 }
 
 }  // namespace
@@ -399,7 +409,7 @@ bool predict_point_memory(const Value& resolved, MemoryPrediction* out) {
     in.lora_r = s.train.lora_r;
     in.lora_targets = s.train.lora_targets;
     *out = predict_training_memory(in);
-    set_deciding(own, gpu, out);
+    set_deciding(own, gpu, resident_basis_of(in, out->peak), out);
     return true;
   }
   if (kind == "infer") {
@@ -412,7 +422,7 @@ bool predict_point_memory(const Value& resolved, MemoryPrediction* out) {
     in.gpu = gpu;
     in.kv_cache = s.infer.kv_cache != KvCache::kNone;
     *out = predict_inference_memory(in);
-    set_deciding(own, gpu, out);
+    set_deciding(own, gpu, out->peak, out);
     return true;
   }
   return false;

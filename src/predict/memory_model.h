@@ -88,6 +88,16 @@ inline double device_bytes_of(double allocated_peak) {
 
 MemoryPrediction predict_training_memory(const TrainingMemoryInput& in);
 
+// The counted peak a CPU training rank's resident set follows (resident_bytes_of): its own
+// `peak`, or with checkpointing or ZeRO-1/2 that peak plus kResidentKeptShare of what they save:
+// of the gap to the peak of the same point without checkpointing and at ZeRO-0. The heap keeps
+// much of what the counted tensors no longer need. A least-squares fit over the 40 runs of
+// bench/memory_ckpt.yaml that either applies to (2 and 4 ranks; bench/resident_kept_share.py)
+// gave 0.46; checked on bench/memory_zero.yaml and memory_tp.yaml (docs/performance.md, "The
+// resident set against the counted allocations").
+inline constexpr double kResidentKeptShare = 0.5;
+double resident_basis_of(const TrainingMemoryInput& in, double peak);
+
 struct InferenceMemoryInput {
   ModelShape shape;
   std::int64_t sequences = 1;  // batch x beams

@@ -249,5 +249,43 @@ TEST(MemoryModel, TheDecidingFigureIsTheResidentSetOnACpuAndTheDevicesMemoryOnAG
   EXPECT_STREQ(command.deciding_name(), "allocated peak");
 }
 
+// A CPU rank's resident set keeps half of what checkpointing and ZeRO-1/2 save in counted tensors:
+// its line is drawn through the peak plus half the gap to the same point's peak without
+// checkpointing and at ZeRO-0. ZeRO-3 keeps its own stage; a GPU its own peak.
+TEST(MemoryModel, CheckpointingAndZeroOneTwoLowerTheResidentSetByHalfWhatTheySave) {
+  auto predicted = [](const std::string& extra, const char* launch = "launch: {ranks: 4}\n") {
+    MemoryPrediction p;
+    EXPECT_TRUE(predict_point_memory(
+        resolve_config(normalize_partial_config(parse_yaml(
+            "model: {preset: gpt2, n_layer: 4, n_embd: 256, n_head: 4, vocab_size: 8192}\n"
+            "data: {seq_len: 128}\n" +
+                extra + launch,
+            "t.yaml"))),
+        &p));
+    return p;
+  };
+  const MemoryPrediction whole = predicted("train: {micro_batch: 4}\n");
+  EXPECT_DOUBLE_EQ(whole.resident, 159.0e6 + 1.39 * whole.peak);
+  for (const char* extra :
+       {"train: {micro_batch: 4, activation_checkpointing: true}\n",
+        "train: {micro_batch: 4, zero_stage: 1}\n", "train: {micro_batch: 4, zero_stage: 2}\n",
+        "train: {micro_batch: 4, zero_stage: 2, activation_checkpointing: true}\n"}) {
+    const MemoryPrediction p = predicted(extra);
+    EXPECT_LT(p.peak, whole.peak) << extra;
+    EXPECT_DOUBLE_EQ(p.resident, 159.0e6 + 1.39 * (p.peak + 0.5 * (whole.peak - p.peak))) << extra;
+  }
+  // ZeRO-3 with checkpointing: the gap to ZeRO-3 without it, not to ZeRO-0.
+  const MemoryPrediction z3 = predicted("train: {micro_batch: 4, zero_stage: 3}\n");
+  const MemoryPrediction z3c =
+      predicted("train: {micro_batch: 4, zero_stage: 3, activation_checkpointing: true}\n");
+  EXPECT_DOUBLE_EQ(z3.resident, 159.0e6 + 1.39 * z3.peak);
+  EXPECT_DOUBLE_EQ(z3c.resident, 159.0e6 + 1.39 * (z3c.peak + 0.5 * (z3.peak - z3c.peak)));
+  // A GPU's device memory follows its own allocated peak.
+  const MemoryPrediction gpu =
+      predicted("train: {micro_batch: 4, activation_checkpointing: true}\n",
+                "launch: {ranks: 4, device: cuda}\n");
+  EXPECT_DOUBLE_EQ(gpu.resident, 0.75e9 + 1.15 * gpu.peak);
+}
+
 }  // namespace
 }  // namespace sweepbench
