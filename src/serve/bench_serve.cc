@@ -244,8 +244,9 @@ void start_server(ServeRun& p) {
     launch.stdout_log = (fs::path(p.out) / p.r.command.stdout_log).string();
     launch.stderr_log = (fs::path(p.out) / p.r.command.stderr_log).string();
     // The devices free for the next point: read here, on the node, unless the server's step
-    // runs on another one.
-    if (placement.address.empty()) p.gpus_before = gpu_memory_used();
+    // runs on another one or the point asks for no GPU.
+    if (placement.address.empty() && server_uses_gpus(p.resolved))
+      p.gpus_before = gpu_memory_used();
     std::printf("# bench-serve: %s\n", terminal_safe(join(launch.argv, " "), false).c_str());
     std::fflush(stdout);
     p.server.emplace(launch);

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "config/settings.h"
 #include "config/yaml_io.h"
 #include "os/process.h"
 #include "serve/load_client.h"
@@ -194,6 +195,13 @@ std::optional<std::string> served_model(const std::string& base_url, std::string
     *why = std::string("GET /v1/models gave no JSON: ") + e.what();
   }
   return std::nullopt;
+}
+
+bool server_uses_gpus(const Value& resolved) {
+  const Settings s = Settings::of(resolved);
+  if (s.launch.device == Device::kCpu) return false;
+  return s.launch.device == Device::kCuda || s.launch.gpus_per_rank > 0 ||
+         !env_text("CUDA_VISIBLE_DEVICES").empty();
 }
 
 std::map<std::string, double> gpu_memory_used() {

@@ -37,6 +37,10 @@ bool wait_until_ready(serve::Server* server, const serve::ServerLaunch& launch,
                       const ServeSpec& spec, const std::string& base_url,
                       const std::function<bool()>& stop, double* ready_s, std::string* failure);
 
+// Whether the point's server may use GPUs: launch.device cuda, launch.gpus_per_rank above 0, or
+// CUDA_VISIBLE_DEVICES naming some (as SLURM sets it for a job's GPUs); never with device cpu.
+bool server_uses_gpus(const Value& resolved);
+
 // The memory in use on each GPU this process may use (CUDA_VISIBLE_DEVICES's, else every one),
 // in MiB by GPU index, from `nvidia-smi --query-gpu`; empty where nvidia-smi is not found, fails
 // or sees no GPU (a CPU node).

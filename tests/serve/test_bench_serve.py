@@ -394,6 +394,22 @@ echo "0, $used"
                           summary["server"]["stop"])
             with open(os.path.join(d, "logs", "stdout.txt")) as f:
                 self.assertIn("GPU 0 held 3100 MiB", f.read())
+            # A point that asks for no GPU (no CUDA_VISIBLE_DEVICES, launch.gpus_per_rank 0): not
+            # read, so that other jobs' use of a node's GPUs is never named as this server's.
+            env.pop("CUDA_VISIBLE_DEVICES")
+            path = serve_sweep(tmp, "no-gpu", ["--chunks", "2"], serve=load)
+            d, summary, r = run_one_ok_point(self, tmp, path, "no-gpu", env=env)
+            self.assertNotIn("gpu_memory", summary["server"])
+            # One that asks for a GPU, with nvidia-smi asked for every GPU it sees (no --id=).
+            with open(fake, "w") as f:
+                f.write("#!/bin/sh\ncase \"$*\" in *--id=*) exit 9;; esac\necho '0, 100'\n"
+                        "echo '1, 200'\n")
+            path = serve_sweep(tmp, "gpus", ["--chunks", "2"], serve=load,
+                               extra="  launch: {gpus_per_rank: 1}\n")
+            d, summary, r = run_one_ok_point(self, tmp, path, "gpus", env=env)
+            self.assertEqual(summary["server"]["gpu_memory"],
+                             {"0": {"before_mib": 100, "after_mib": 100},
+                              "1": {"before_mib": 200, "after_mib": 200}})
 
     def test_hostile_values_reach_the_server_and_its_requests_verbatim(self):
         # A value from the sweep (an axis, a path, a model name) goes into the server's argv and
