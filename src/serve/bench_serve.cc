@@ -157,6 +157,7 @@ struct ServeRun {
   double ready_s = 0;
   LoadTarget target;
   // The GPUs' memory in use (MiB by index) before our server started and after it stopped.
+  std::string gpus_visible;  // CUDA_VISIBLE_DEVICES's text for the server
   std::map<std::string, double> gpus_before, gpus_after;
 };
 
@@ -245,8 +246,10 @@ void start_server(ServeRun& p) {
     launch.stderr_log = (fs::path(p.out) / p.r.command.stderr_log).string();
     // The devices free for the next point: read here, on the node, unless the server's step
     // runs on another one or the point asks for no GPU.
-    if (placement.address.empty() && server_uses_gpus(p.resolved))
-      p.gpus_before = gpu_memory_used();
+    if (!placement.elsewhere && server_uses_gpus(p.resolved, p.cmd.env)) {
+      p.gpus_visible = visible_gpus(p.cmd.env);
+      p.gpus_before = gpu_memory_used(p.gpus_visible).value_or(std::map<std::string, double>{});
+    }
     std::printf("# bench-serve: %s\n", terminal_safe(join(launch.argv, " "), false).c_str());
     std::fflush(stdout);
     p.server.emplace(launch);
@@ -403,7 +406,8 @@ void stop_server(ServeRun& p) {
     }
     // And its GPUs' memory given back: the driver frees a process's memory as it ends, so what
     // is still held belongs to a process that escaped the stop (another session's worker).
-    const std::string held = gpu_memory_left(p.gpus_before, kGpuReleaseSeconds, &p.gpus_after);
+    const std::string held = gpu_memory_left(p.gpus_before, p.gpus_visible,
+                                             hurrying() ? 0 : kGpuReleaseSeconds, &p.gpus_after);
     if (!held.empty()) r.serve.server_stop += "; " + held;
   }
 }

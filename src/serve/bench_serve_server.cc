@@ -99,7 +99,10 @@ StepPlacement step_placement(const ServeSpec& spec, const std::string& run_id) {
     }
     p.node = nodes[static_cast<size_t>(*spec.node)];
   }
-  if (p.node != here) p.address = node_address(p.node);
+  if (p.node != here) {
+    p.elsewhere = true;
+    p.address = node_address(p.node);
+  }
   p.step_name = "sweepbench-serve-" + run_id.substr(0, 12);
   // --overlap: the server shares the CPUs the client's own step holds on that node.
   p.prefix = {"srun",
@@ -197,53 +200,63 @@ std::optional<std::string> served_model(const std::string& base_url, std::string
   return std::nullopt;
 }
 
-bool server_uses_gpus(const Value& resolved) {
+std::string visible_gpus(const std::map<std::string, std::string>& server_env) {
+  auto own = server_env.find("CUDA_VISIBLE_DEVICES");
+  return own != server_env.end() ? own->second : env_text("CUDA_VISIBLE_DEVICES");
+}
+
+bool server_uses_gpus(const Value& resolved, const std::map<std::string, std::string>& server_env) {
   const Settings s = Settings::of(resolved);
   if (s.launch.device == Device::kCpu) return false;
   return s.launch.device == Device::kCuda || s.launch.gpus_per_rank > 0 ||
-         !env_text("CUDA_VISIBLE_DEVICES").empty();
+         !visible_gpus(server_env).empty();
 }
 
-std::map<std::string, double> gpu_memory_used() {
-  std::vector<std::string> argv = {"nvidia-smi", "--query-gpu=index,memory.used",
-                                   "--format=csv,noheader,nounits"};
-  // The GPUs this process (and so the server) may use: SLURM and the user say so here.
-  if (const std::string visible = env_text("CUDA_VISIBLE_DEVICES"); !visible.empty())
-    argv.push_back("--id=" + visible);
-  std::map<std::string, double> used;
-  const Captured c = capture_process(argv, 30);
-  if (!c.ok()) return used;
+std::optional<std::map<std::string, double>> gpu_memory_used(const std::string& visible) {
+  const Captured c = capture_process(
+      {"nvidia-smi", "--query-gpu=index,uuid,memory.used", "--format=csv,noheader,nounits"}, 10);
+  if (!c.ok()) return std::nullopt;
+  std::map<std::string, double> all, named;
+  const std::vector<std::string> wanted = split_commas({visible});
   std::istringstream lines(c.out);
   for (std::string line; std::getline(lines, line);) {
-    const size_t comma = line.find(',');
-    if (comma == std::string::npos) continue;
-    const std::string index = trim(line.substr(0, comma));
-    char* end = nullptr;
-    const std::string mib = trim(line.substr(comma + 1));
-    const double v = std::strtod(mib.c_str(), &end);
-    if (!index.empty() && end != mib.c_str() && *end == '\0') used[index] = v;
+    const std::vector<std::string> fields = split_commas({line});  // trimmed
+    if (fields.size() != 3) continue;
+    const std::string& index = fields[0];
+    const std::string& uuid = fields[1];
+    const std::optional<double> mib = parse_double(fields[2]);  // "[N/A]": none
+    if (index.empty() || !mib) continue;
+    all[index] = *mib;
+    for (const std::string& w : wanted) {
+      if (w == index || w == uuid) named[index] = *mib;
+    }
   }
-  return used;
+  if (all.empty()) return std::nullopt;
+  return named.empty() ? all : named;
 }
 
-std::string gpu_memory_left(const std::map<std::string, double>& before, double seconds,
-                            std::map<std::string, double>* after) {
+std::string gpu_memory_left(const std::map<std::string, double>& before, const std::string& visible,
+                            double seconds, std::map<std::string, double>* after) {
   after->clear();
   if (before.empty()) return "";
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point t0 = Clock::now();
   std::vector<std::string> held;
   for (;;) {
-    *after = gpu_memory_used();
+    std::optional<std::map<std::string, double>> now = gpu_memory_used(visible);
+    if (!now) return "the GPUs' memory not read after the stop (nvidia-smi did not answer)";
+    *after = *now;
+    const double waited = std::chrono::duration<double>(Clock::now() - t0).count();
     held.clear();
     for (const auto& [index, was] : before) {
-      auto now = after->find(index);
-      if (now != after->end() && now->second > was + kGpuSlackMiB) {
-        held.push_back("GPU " + index + " held " + std::to_string(std::llround(now->second)) +
-                       " MiB " + seconds_text(seconds) + " after, " +
+      auto it = after->find(index);
+      if (it != after->end() && it->second > was + kGpuSlackMiB) {
+        held.push_back("GPU " + index + " held " + std::to_string(std::llround(it->second)) +
+                       " MiB " + seconds_text(waited) + " after the stop, " +
                        std::to_string(std::llround(was)) + " MiB before the server");
       }
     }
-    if (held.empty() || std::chrono::steady_clock::now() >= deadline) break;
+    if (held.empty() || waited >= seconds) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
   return join(held, "; ");

@@ -20,6 +20,7 @@ namespace sweepbench {
 struct StepPlacement {
   std::vector<std::string> prefix;
   std::string node, address, step_name;
+  bool elsewhere = false;  // on another node than bench-serve's (address: its NodeAddr, if known)
 };
 
 // The placement of the point's server: a step of its own inside a SLURM allocation (unless
@@ -37,23 +38,28 @@ bool wait_until_ready(serve::Server* server, const serve::ServerLaunch& launch,
                       const ServeSpec& spec, const std::string& base_url,
                       const std::function<bool()>& stop, double* ready_s, std::string* failure);
 
+// The GPUs the server may use, as CUDA_VISIBLE_DEVICES names them: serve.env's when it sets it,
+// else bench-serve's own (as SLURM sets it for a job's GPUs); "" when neither does.
+std::string visible_gpus(const std::map<std::string, std::string>& server_env);
+
 // Whether the point's server may use GPUs: launch.device cuda, launch.gpus_per_rank above 0, or
-// CUDA_VISIBLE_DEVICES naming some (as SLURM sets it for a job's GPUs); never with device cpu.
-bool server_uses_gpus(const Value& resolved);
+// visible_gpus naming some; never with launch.device cpu.
+bool server_uses_gpus(const Value& resolved, const std::map<std::string, std::string>& server_env);
 
-// The memory in use on each GPU this process may use (CUDA_VISIBLE_DEVICES's, else every one),
-// in MiB by GPU index, from `nvidia-smi --query-gpu`; empty where nvidia-smi is not found, fails
-// or sees no GPU (a CPU node).
-std::map<std::string, double> gpu_memory_used();
+// The memory in use (MiB) by nvidia-smi's GPU index, from `nvidia-smi --query-gpu`, for the GPUs
+// `visible` (CUDA_VISIBLE_DEVICES's text) names by index or UUID; every GPU when it is empty or
+// names none nvidia-smi lists (a MIG instance's UUID). nullopt where nvidia-smi is not found,
+// fails, takes over 10 s or lists no GPU (a CPU node).
+std::optional<std::map<std::string, double>> gpu_memory_used(const std::string& visible);
 
-// After the server stopped: waits up to `seconds` until every GPU of `before` uses at most
-// kGpuSlackMiB more than it did before the server started. "" when each does (or nothing was
-// read), else what is still held: "GPU 0 held 71234 MiB 10 s after, 310 MiB before the server".
-// `*after`: the last readings.
+// After the server stopped: reads the GPUs of `before` until each uses at most kGpuSlackMiB more
+// than it did before the server started, for up to `seconds` (0: one reading). "" when each does
+// (or `before` is empty), else what is still held ("GPU 0 held 71234 MiB 10.1 s after the stop,
+// 310 MiB before the server") or that nvidia-smi did not answer. `*after`: the last readings.
 inline constexpr double kGpuSlackMiB = 256;
 inline constexpr double kGpuReleaseSeconds = 10;
-std::string gpu_memory_left(const std::map<std::string, double>& before, double seconds,
-                            std::map<std::string, double>* after);
+std::string gpu_memory_left(const std::map<std::string, double>& before, const std::string& visible,
+                            double seconds, std::map<std::string, double>* after);
 
 // The model the server serves, by GET /v1/models: its first entry's id.
 std::optional<std::string> served_model(const std::string& base_url, std::string* why);

@@ -358,58 +358,66 @@ class Local(unittest.TestCase):
                 server.stdout.close()
 
     def test_the_gpus_memory_given_back_or_named_as_held(self):
-        # No GPU here, so nvidia-smi is a stand-in: a script first on PATH that reports GPU 0
-        # (and only when asked for CUDA_VISIBLE_DEVICES's --id=0) using 100 MiB, 5000 more while a
-        # process of this test's stand-in server lives (the driver frees a process's memory as it
-        # ends), and the MiB that the file LEAK holds (memory of a process outside the server's
-        # tree, which outlives the stop).
+        # No GPU here, so nvidia-smi is a stand-in: a script first on PATH, logging each call,
+        # that lists GPU 0 (GPU-aaa) using 100 MiB, 5000 more while a process of this test's
+        # stand-in server lives (the driver frees a process's memory as it ends), plus the MiB
+        # that the file LEAK holds (memory of a process outside the server's tree, which
+        # outlives the stop); and GPU 1 (GPU-bbb) using 999 MiB.
         with tempfile.TemporaryDirectory() as tmp:
             fake = os.path.join(tmp, "bin", "nvidia-smi")
             os.makedirs(os.path.dirname(fake))
-            leak = os.path.join(tmp, "LEAK")
+            leak, calls = os.path.join(tmp, "LEAK"), os.path.join(tmp, "calls")
             with open(fake, "w") as f:
                 f.write(f"""#!/bin/sh
-case "$*" in *--query-gpu=index,memory.used*--id=0*) ;; *) echo "unexpected: $*" >&2; exit 9;; esac
+echo "$*" >> {calls}
+[ "$*" = "--query-gpu=index,uuid,memory.used --format=csv,noheader,nounits" ] || exit 9
 used=100
 if pgrep -f -- '--model {marker(tmp)}' >/dev/null; then used=$((used + 5000)); fi
 if [ -f {leak} ]; then used=$((used + $(cat {leak}))); fi
-echo "0, $used"
+echo "0, GPU-aaa, $used"
+echo "1, GPU-bbb, 999"
 """)
             os.chmod(fake, 0o755)
+
+            def run(name, env, serve="", extra="", wrap=()):
+                load = ("    load: {mode: concurrency, levels: [1], requests: 4,"
+                        " warmup_requests: 1}\n")
+                path = serve_sweep(tmp, name, ["--chunks", "2"], serve=load + serve, extra=extra,
+                                   wrap=wrap)
+                d, summary, r = run_one_ok_point(self, tmp, path, name, env=env)
+                return d, summary["server"]
+
             env = dict(ENV, PATH=os.path.dirname(fake) + ":" + ENV["PATH"],
                        CUDA_VISIBLE_DEVICES="0")
-            load = "    load: {mode: concurrency, levels: [1], requests: 4, warmup_requests: 1}\n"
-            path = serve_sweep(tmp, "given", ["--chunks", "2"], serve=load)
-            d, summary, r = run_one_ok_point(self, tmp, path, "given", env=env)
-            self.assertEqual(summary["server"]["gpu_memory"],
-                             {"0": {"before_mib": 100, "after_mib": 100}}, summary["server"])
-            self.assertNotIn("GPU", summary["server"]["stop"])
-            # A server whose start leaves 3000 MiB held after it.
-            path = serve_sweep(tmp, "held", ["--chunks", "2"], serve=load,
-                               wrap=["sh", "-c", f'echo 3000 > {leak}; exec "$@"', "sh"])
-            d, summary, r = run_one_ok_point(self, tmp, path, "held", env=env)
-            self.assertEqual(summary["server"]["gpu_memory"],
-                             {"0": {"before_mib": 100, "after_mib": 3100}}, summary["server"])
-            self.assertIn("; GPU 0 held 3100 MiB 10.0 s after, 100 MiB before the server",
-                          summary["server"]["stop"])
+            # CUDA_VISIBLE_DEVICES=0: GPU 0 only, given back.
+            d, server = run("given", env)
+            self.assertEqual(server["gpu_memory"], {"0": {"before_mib": 100, "after_mib": 100}})
+            self.assertNotIn("GPU", server["stop"])
+            # A server whose start leaves 3000 MiB held after it: named, after waiting 10 s.
+            d, server = run("held", env, wrap=["sh", "-c", f'echo 3000 > {leak}; exec "$@"', "sh"])
+            os.remove(leak)
+            self.assertEqual(server["gpu_memory"], {"0": {"before_mib": 100, "after_mib": 3100}})
+            self.assertRegex(server["stop"], r"; GPU 0 held 3100 MiB 1\d\.\d s after the stop, "
+                                             r"100 MiB before the server$")
             with open(os.path.join(d, "logs", "stdout.txt")) as f:
                 self.assertIn("GPU 0 held 3100 MiB", f.read())
-            # A point that asks for no GPU (no CUDA_VISIBLE_DEVICES, launch.gpus_per_rank 0): not
-            # read, so that other jobs' use of a node's GPUs is never named as this server's.
-            env.pop("CUDA_VISIBLE_DEVICES")
-            path = serve_sweep(tmp, "no-gpu", ["--chunks", "2"], serve=load)
-            d, summary, r = run_one_ok_point(self, tmp, path, "no-gpu", env=env)
-            self.assertNotIn("gpu_memory", summary["server"])
-            # One that asks for a GPU, with nvidia-smi asked for every GPU it sees (no --id=).
-            with open(fake, "w") as f:
-                f.write("#!/bin/sh\ncase \"$*\" in *--id=*) exit 9;; esac\necho '0, 100'\n"
-                        "echo '1, 200'\n")
-            path = serve_sweep(tmp, "gpus", ["--chunks", "2"], serve=load,
-                               extra="  launch: {gpus_per_rank: 1}\n")
-            d, summary, r = run_one_ok_point(self, tmp, path, "gpus", env=env)
-            self.assertEqual(summary["server"]["gpu_memory"],
-                             {"0": {"before_mib": 100, "after_mib": 100},
-                              "1": {"before_mib": 200, "after_mib": 200}})
+            # A point that asks for no GPU (no CUDA_VISIBLE_DEVICES, launch.gpus_per_rank 0):
+            # nvidia-smi is not asked, so that other jobs' use of a node's GPUs is never named as
+            # this server's.
+            del env["CUDA_VISIBLE_DEVICES"]
+            with open(calls) as f:
+                asked = len(f.readlines())
+            d, server = run("no-gpu", env)
+            self.assertNotIn("gpu_memory", server)
+            with open(calls) as f:
+                self.assertEqual(len(f.readlines()), asked)
+            # One that asks for a GPU without naming it: every GPU nvidia-smi lists.
+            d, server = run("gpus", env, extra="  launch: {gpus_per_rank: 1}\n")
+            self.assertEqual(server["gpu_memory"], {"0": {"before_mib": 100, "after_mib": 100},
+                                                    "1": {"before_mib": 999, "after_mib": 999}})
+            # The server's own CUDA_VISIBLE_DEVICES (serve.env), a UUID: that GPU.
+            d, server = run("uuid", env, serve="    env: {CUDA_VISIBLE_DEVICES: GPU-bbb}\n")
+            self.assertEqual(server["gpu_memory"], {"1": {"before_mib": 999, "after_mib": 999}})
 
     def test_hostile_values_reach_the_server_and_its_requests_verbatim(self):
         # A value from the sweep (an axis, a path, a model name) goes into the server's argv and
