@@ -246,10 +246,9 @@ void start_server(ServeRun& p) {
     launch.stderr_log = (fs::path(p.out) / p.r.command.stderr_log).string();
     // The devices free for the next point: read here, on the node, unless the server's step
     // runs on another one or the point asks for no GPU.
-    if (!placement.elsewhere && server_uses_gpus(p.resolved, p.cmd.env)) {
-      p.gpus_visible = visible_gpus(p.cmd.env);
+    p.gpus_visible = visible_gpus(p.cmd.env);
+    if (!placement.elsewhere && server_uses_gpus(p.resolved, p.gpus_visible))
       p.gpus_before = gpu_memory_used(p.gpus_visible).value_or(std::map<std::string, double>{});
-    }
     std::printf("# bench-serve: %s\n", terminal_safe(join(launch.argv, " "), false).c_str());
     std::fflush(stdout);
     p.server.emplace(launch);

@@ -205,11 +205,10 @@ std::string visible_gpus(const std::map<std::string, std::string>& server_env) {
   return own != server_env.end() ? own->second : env_text("CUDA_VISIBLE_DEVICES");
 }
 
-bool server_uses_gpus(const Value& resolved, const std::map<std::string, std::string>& server_env) {
+bool server_uses_gpus(const Value& resolved, const std::string& visible) {
   const Settings s = Settings::of(resolved);
   if (s.launch.device == Device::kCpu) return false;
-  return s.launch.device == Device::kCuda || s.launch.gpus_per_rank > 0 ||
-         !visible_gpus(server_env).empty();
+  return s.launch.device == Device::kCuda || s.launch.gpus_per_rank > 0 || !visible.empty();
 }
 
 std::optional<std::map<std::string, double>> gpu_memory_used(const std::string& visible) {

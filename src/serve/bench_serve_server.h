@@ -43,8 +43,8 @@ bool wait_until_ready(serve::Server* server, const serve::ServerLaunch& launch,
 std::string visible_gpus(const std::map<std::string, std::string>& server_env);
 
 // Whether the point's server may use GPUs: launch.device cuda, launch.gpus_per_rank above 0, or
-// visible_gpus naming some; never with launch.device cpu.
-bool server_uses_gpus(const Value& resolved, const std::map<std::string, std::string>& server_env);
+// `visible` (visible_gpus) naming some; never with launch.device cpu.
+bool server_uses_gpus(const Value& resolved, const std::string& visible);
 
 // The memory in use (MiB) by nvidia-smi's GPU index, from `nvidia-smi --query-gpu`, for the GPUs
 // `visible` (CUDA_VISIBLE_DEVICES's text) names by index or UUID; every GPU when it is empty or
