@@ -12,6 +12,10 @@
 #   bench/gpu/run.sh chunks           the chunked loss's chunk on a GPU: micro batch 8 with
 #                                     train.loss_chunk_rows 0 (the default, 333 tokens), 1024,
 #                                     4096 and 8192, beside whole logits, alternating in two rounds
+#   bench/gpu/run.sh kernels          train.gpu_kernels (our CUDA cross-entropy) against
+#                                     libtorch's ops: the same runs' losses step by step (tiny
+#                                     fp32, Llama tiny bf16, GPT-2 124M bf16), then micro batch 8
+#                                     timed, alternating in two rounds
 #   bench/gpu/run.sh hf               the Hugging Face Trainer baseline on the same shapes
 #   bench/gpu/run.sh eager            the same step in Python PyTorch eager, and its profile
 #   bench/gpu/run.sh compile          Python eager against torch.compile at micro batch 8 and 16
@@ -214,6 +218,54 @@ chunks() {  # the chunk of train.fused_loss on a GPU, against whole logits, two 
   [[ -d $W/runs ]] && show $(cd "$W/runs" && ls -d gpt2-bf16-mb8-chunk* 2>/dev/null)
 }
 
+kernels() {  # train.gpu_kernels against libtorch's ops: losses step by step, then timed
+  # First whether the kernels compute what libtorch's ops do: the same short runs both ways, each
+  # step's loss printed (4 decimals), fp32 (GPT-2's padded head) and bf16 (Llama's 32000 columns,
+  # no padding); then GPT-2 124M at micro batch 8, the sides alternating in two rounds.
+  local k round
+  for k in false true; do
+    enough 20 "tiny-fp32-gpuk-$k" || continue
+    train "tiny-fp32-gpuk-$k" --set model.preset=gpt2-tiny --set data.seq_len=64 \
+      --set train.micro_batch=8 --set train.steps=30 --set train.dtype=fp32 \
+      --set train.gpu_kernels=$k --set metrics.log_every=1
+    enough 20 "llama-tiny-bf16-gpuk-$k" || continue
+    train "llama-tiny-bf16-gpuk-$k" --set model.preset=llama-tiny --set data.seq_len=64 \
+      --set train.micro_batch=8 --set train.steps=30 --set train.dtype=bf16 \
+      --set train.gpu_kernels=$k --set metrics.log_every=1
+  done
+  for round in 1 2; do
+    for k in false true; do
+      enough 25 "gpt2-bf16-mb8-gpuk-$k-r$round" || continue
+      train "gpt2-bf16-mb8-gpuk-$k-r$round" --set train.steps=30 --set train.warmup_steps=10 \
+        --set train.micro_batch=8 --set train.gpu_kernels=$k --set metrics.log_every=1
+    done
+  done
+  python3 - "$W" <<'PY'
+import re, sys
+w = sys.argv[1]
+def losses(name):
+    try:
+        text = open(f"{w}/{name}.log").read()
+    except OSError:
+        return {}
+    return {int(m[1]): float(m[2]) for m in re.finditer(r"^\s+(\d+)/\d+\s+(\S+)", text, re.M)}
+for a, b in (("tiny-fp32-gpuk-false", "tiny-fp32-gpuk-true"),
+             ("llama-tiny-bf16-gpuk-false", "llama-tiny-bf16-gpuk-true"),
+             ("gpt2-bf16-mb8-gpuk-false-r1", "gpt2-bf16-mb8-gpuk-true-r1")):
+    la, lb = losses(a), losses(b)
+    steps = sorted(set(la) & set(lb))
+    if not steps:
+        print(f"== losses {a} against {b}: no steps to compare")
+        continue
+    worst = max(steps, key=lambda s: abs(la[s] - lb[s]))
+    print(f"== losses {a} against {b}: step 1 {la[steps[0]]} / {lb[steps[0]]}, "
+          f"last {la[steps[-1]]} / {lb[steps[-1]]}, largest difference {abs(la[worst] - lb[worst]):.4g} "
+          f"at step {worst} of {len(steps)}")
+PY
+  # shellcheck disable=SC2046  # the runs' names, one word each
+  [[ -d $W/runs ]] && show $(cd "$W/runs" && ls -d ./*-gpuk-* 2>/dev/null | sed 's|^\./||')
+}
+
 hf() {  # the Hugging Face Trainer on the same shapes (bench/gpu/hf_trainer_gpt2.py)
   echo "== Hugging Face Trainer baseline"
   PYTHONUNBUFFERED=1 bounded timeout 240 python3 "$root/bench/gpu/hf_trainer_gpt2.py" --bf16 \
@@ -389,7 +441,7 @@ collect() {  # the summaries and rank files in one archive, the traces in anothe
 
 for phase in "$@"; do  # every phase known before anything runs
   case $phase in
-    build|tiny|smoke|measure|mfu|chunks|infer|memory|sweep|timecheck|hf|eager|compile|compile8|compile16|compile32) ;;
+    build|tiny|smoke|measure|mfu|chunks|kernels|infer|memory|sweep|timecheck|hf|eager|compile|compile8|compile16|compile32) ;;
     *) echo "run.sh: unknown phase $phase" >&2; rm -rf "$W"; exit 2 ;;
   esac
 done
@@ -408,7 +460,7 @@ BENCH_INFER=${BENCH_INFER:-$(dirname "${BENCH_TRAIN:-/}")/bench-infer}
 for phase in "$@"; do
   case $phase in
     build) ;;
-    tiny|smoke|measure|mfu|chunks|infer|memory)
+    tiny|smoke|measure|mfu|chunks|kernels|infer|memory)
       if ((built)); then $phase; else echo "== $phase: skipped, no bench-train and bench-infer"; fi ;;
     sweep) if ((built)); then sweep "$root/bench/gpu/memory.yaml" gpu-sweep; fi ;;
     timecheck) if ((built)); then sweep "$root/bench/gpu/time_check.yaml" time-check; fi ;;

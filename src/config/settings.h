@@ -85,6 +85,7 @@ struct TrainSettings {
   bool fused_loss{};  // the head's cross-entropy over chunks of tokens, without the logits
   std::int64_t loss_chunk_rows{};  // tokens a chunk of fused_loss; 0: about 64 MB of fp32 logits
   bool cpu_kernels{};  // on CPUs, our one-pass cross-entropy of the head (cpu_kernels.h)
+  bool gpu_kernels{};  // on GPUs, our two-pass cross-entropy of the head (cuda_kernels.h)
   // lora: adapters of rank lora_r on the projections of lora_targets, every other weight frozen
   // (no gradient, no optimizer state); targets resolved from the model's defaults when the key
   // is null (docs/train.md).
@@ -181,6 +182,14 @@ void train_keys(Keys& key) {
       "gradient at once, fp32 logits) instead of libtorch's log-softmax and NLL loss and their "
       "backwards; false: libtorch's ops only")
       .hashed_unless_default()
+      .only_for({"train"});
+  key(&TrainSettings::gpu_kernels, "train.gpu_kernels", false,
+      "On GPUs: sweepbench's own CUDA kernels for the head's cross-entropy (the rows' "
+      "log-sum-exp in the forward, the gradient in the logits' dtype in the backward: two passes "
+      "over the logits and no fp32 copy of them) instead of libtorch's cast, log-softmax and NLL "
+      "loss and their backwards; off until measured on a GPU")
+      .hashed_unless_default()
+      .tagged_unless_default()
       .only_for({"train"});
   key(&TrainSettings::overlap_comm, "train.overlap_comm", false,
       "ZeRO 2 and 3: reduce-scatter each bucket while backward goes on, and gather the next "

@@ -424,16 +424,11 @@ torch::Tensor TransformerLMImpl::hidden(const torch::Tensor& tokens, KVCache* ca
 torch::Tensor TransformerLMImpl::head(const torch::Tensor& h) {
   // GPT-2's head is the token embedding, transposed (weight tying).
   const torch::Tensor w = weight_casts_(lm_head ? lm_head->weight : wte->weight);  // (V, C)
-  const std::int64_t v = w.size(0);
-  const std::int64_t padded = (v + 63) / 64 * 64;
-  if (padded == v || !h.is_cuda()) return linear_rows(h, w, {});  // (..., V)
-  // On a GPU the logits' rows are padded to a multiple of 64 for the product and cut back: with
-  // an odd row length (GPT-2's 50257) cuBLAS can only use its unaligned kernels, which made the
-  // head's three products (forward and two backward) a third of the step on an H100. The padding
-  // rows are zeros and are cut off, so logits and gradients are the same as without.
-  namespace F = torch::nn::functional;
-  torch::Tensor w_padded = F::pad(w, F::PadFuncOptions({0, 0, 0, padded - v}));
-  return F::linear(h, w_padded).narrow(-1, 0, v);  // (..., V), rows 64-aligned
+  const std::int64_t v = w.size(0), rows = head_rows(v, h.device());
+  if (rows == v) return linear_rows(h, w, {});  // (..., V)
+  // On a GPU the product runs over rows padded to a multiple of 64 (head_rows), cut back here:
+  // generation's logits are a few rows (loss() keeps the padded ones).
+  return padded_head_logits(h, w, rows).narrow(-1, 0, v);  // (..., V)
 }
 
 torch::Tensor TransformerLMImpl::forward(const torch::Tensor& tokens) {
@@ -491,9 +486,15 @@ torch::Tensor TransformerLMImpl::loss(const torch::Tensor& tokens, const torch::
                              options_.loss_chunk_rows, torch::GradMode::is_enabled(),
                              options_.cpu_kernels);
   }
-  torch::Tensor logits = forward(tokens);
-  const std::int64_t v = options_.shape.vocab_size;
-  return cross_entropy_mean(logits.view({-1, v}), targets.view({-1}), options_.cpu_kernels);
+  torch::Tensor h = hidden(tokens);
+  h = h.reshape({-1, h.size(-1)});                                                 // (N, C)
+  const torch::Tensor w = weight_casts_(lm_head ? lm_head->weight : wte->weight);  // (V, C)
+  const std::int64_t v = w.size(0), rows = head_rows(v, h.device());
+  // On a GPU, the logits of the padded rows whole: their padding columns take no share of the
+  // softmax, so the loss needs no cut (padded_head_logits).
+  torch::Tensor logits = rows == v ? linear_rows(h, w, {}) : padded_head_logits(h, w, rows);
+  return cross_entropy_mean(logits, targets.reshape({-1}), options_.cpu_kernels,
+                            options_.gpu_kernels);
 }
 
 void TransformerLMImpl::reset_parameters(std::uint64_t seed) {

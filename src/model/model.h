@@ -111,6 +111,8 @@ struct ModelOptions {
   bool fused_loss = false;
   // fp32 on CPUs: the head's cross-entropy by cpu_kernels.h instead of libtorch's ops.
   bool cpu_kernels = false;
+  // On GPUs: the head's cross-entropy by cuda_kernels.h instead of libtorch's ops.
+  bool gpu_kernels = false;
   std::int64_t loss_chunk_rows = 0;  // tokens per chunk; 0: about 64 MB of fp32 logits
   // On the CPU, the token embedding's backward adds its rows of gradient straight into the
   // weight's .grad (where it is defined) instead of a dense (V, C) gradient that autograd

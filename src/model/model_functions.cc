@@ -1,6 +1,7 @@
 // The model's own autograd functions and fast paths (model_functions.h): products of a few rows,
-// checkpointed blocks, tensor parallelism's f and g, the fused CPU cross-entropy, the embedding's
-// in-place gradient, the chunked head-and-loss, and rotary embeddings.
+// checkpointed blocks, tensor parallelism's f and g, the fused CPU cross-entropy and the GPU's
+// (cuda_kernels.h), a GPU's padded head, the embedding's in-place gradient, the chunked
+// head-and-loss, and rotary embeddings.
 #include "model/model_functions.h"
 
 #include <ATen/autocast_mode.h>
@@ -14,6 +15,13 @@
 #include "config/model_shapes.h"
 #include "model/cpu_kernels.h"
 #include "model/torch_support.h"
+
+#ifdef SWEEPBENCH_WITH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+
+#include "model/cuda_kernels.h"
+#endif
 
 namespace sweepbench {
 namespace {
@@ -124,6 +132,58 @@ struct CrossEntropyKernel : public torch::autograd::Function<CrossEntropyKernel>
     return {grad, torch::Tensor(), torch::Tensor()};
   }
 };
+
+#ifdef SWEEPBENCH_WITH_CUDA
+// cuda_kernels.h's cross-entropy: the forward keeps the logits (in their own dtype, alive until
+// the backward in libtorch's way too) and each row's log-sum-exp; the backward makes the
+// gradient from them and dL/dloss, read on the device.
+struct CudaCrossEntropy : public torch::autograd::Function<CudaCrossEntropy> {
+  static cuda::Dtype dtype_of(const torch::Tensor& t) {
+    switch (t.scalar_type()) {
+      case torch::kHalf:
+        return cuda::Dtype::kHalf;
+      case torch::kBFloat16:
+        return cuda::Dtype::kBFloat16;
+      default:
+        return cuda::Dtype::kFloat;
+    }
+  }
+  static void check(const char* error, const char* what) {
+    TORCH_CHECK(error == nullptr, what, ": ", error);
+  }
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& input,
+                               const torch::Tensor& target) {
+    torch::Tensor logits = input.contiguous();
+    torch::Tensor targets = target.to(torch::kLong).contiguous();
+    const std::int64_t n = logits.size(0), v = logits.size(1);
+    TORCH_CHECK(n < (std::int64_t{1} << 31), "cross_entropy_mean: ", n, " rows on the GPU kernel");
+    const c10::cuda::CUDAGuard guard(logits.device());
+    const torch::TensorOptions f = logits.options().dtype(torch::kFloat);
+    torch::Tensor lse = torch::empty({n}, f), rows = torch::empty({n}, f);
+    check(cuda::cross_entropy_forward(dtype_of(logits), logits.data_ptr(), n, v,
+                                      targets.data_ptr<std::int64_t>(), lse.data_ptr<float>(),
+                                      rows.data_ptr<float>(),
+                                      at::cuda::getCurrentCUDAStream().stream()),
+          "the GPU cross-entropy's forward");
+    ctx->save_for_backward({logits, targets, lse});
+    return rows.mean();
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad_out) {
+    auto saved = ctx->get_saved_variables();
+    const torch::Tensor& logits = saved[0];
+    const c10::cuda::CUDAGuard guard(logits.device());
+    torch::Tensor g = grad_out[0].to(logits.device(), torch::kFloat).contiguous();
+    torch::Tensor grad = torch::empty_like(logits);
+    check(cuda::cross_entropy_backward(dtype_of(logits), logits.data_ptr(), logits.size(0),
+                                       logits.size(1), saved[1].data_ptr<std::int64_t>(),
+                                       saved[2].data_ptr<float>(), g.data_ptr<float>(),
+                                       grad.data_ptr(), at::cuda::getCurrentCUDAStream().stream()),
+          "the GPU cross-entropy's backward");
+    return {grad, torch::Tensor()};
+  }
+};
+#endif
 
 // The token embedding with ModelOptions::embedding_grad_in_place's backward: the gradient's rows
 // index_add_-ed into the weight's .grad, as embedding_dense_backward adds them into a (V, C)
@@ -285,8 +345,45 @@ torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos,
   return x * cos + rotate_half(x) * sin;
 }
 
+std::int64_t head_rows(std::int64_t vocab, const torch::Device& device) {
+  return device.is_cuda() ? (vocab + 63) / 64 * 64 : vocab;
+}
+
+torch::Tensor padded_head_logits(const torch::Tensor& h, const torch::Tensor& w,
+                                 std::int64_t rows) {
+  const std::int64_t v = w.size(0), c = w.size(1);
+  TORCH_CHECK(rows >= v, "padded_head_logits: ", rows, " rows for a head of ", v);
+  // Half's lowest finite value: finite in fp32 and bf16 (-65536), so no inf reaches a product;
+  // e^(-65504 - max) is 0 in fp32, and below any logit by far more than fp32's 104 of range.
+  torch::Tensor bias = torch::zeros({rows}, w.options().requires_grad(false));
+  bias.narrow(0, v, rows - v).fill_(-65504.0);
+  torch::Tensor w_padded = at::constant_pad_nd(w, {0, 0, 0, rows - v});  // (rows, C)
+  std::vector<std::int64_t> sizes = h.sizes().vec();
+  sizes.back() = rows;
+  // addmm over the rows as a matrix: at::linear gives 2-D inputs the same addmm, and autocast
+  // casts h and the bias with the weight.
+  return at::addmm(bias, h.reshape({-1, c}), w_padded.t()).view(sizes);
+}
+
+bool gpu_kernels_built() {
+#ifdef SWEEPBENCH_WITH_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
 torch::Tensor cross_entropy_mean(const torch::Tensor& logits, const torch::Tensor& targets,
-                                 bool cpu_kernels) {
+                                 bool cpu_kernels, bool gpu_kernels) {
+#ifdef SWEEPBENCH_WITH_CUDA
+  const at::ScalarType type = logits.scalar_type();
+  if (gpu_kernels && logits.is_cuda() && logits.dim() == 2 &&
+      (type == torch::kFloat || type == torch::kHalf || type == torch::kBFloat16)) {
+    return CudaCrossEntropy::apply(logits, targets);
+  }
+#else
+  (void)gpu_kernels;
+#endif
   torch::Tensor flat = logits.to(torch::kFloat);
   if (cpu_kernels && fp32_on_cpu(flat) && flat.dim() == 2) {
     return CrossEntropyKernel::apply(flat, targets,

@@ -1,7 +1,8 @@
 // The model's own autograd functions and fast paths, which model.cc's modules call: products of
 // a few rows on a CPU, a block recomputed in the backward pass, tensor parallelism's f and g, the
-// fused CPU cross-entropy, the embedding's in-place gradient, the chunked head-and-loss, rotary
-// embeddings, and autocast's state. Each comment says what it saves and how it was measured.
+// fused CPU and GPU cross-entropies, a GPU's padded head, the embedding's in-place gradient, the
+// chunked head-and-loss, rotary embeddings, and autocast's state. Each comment says what it saves
+// and how it was measured.
 #pragma once
 
 #include <torch/torch.h>
@@ -18,9 +19,26 @@ at::ScalarType autocast_dtype(c10::DeviceType type);
 // The mean cross-entropy of logits (N, V) against targets (N), in fp32. With `cpu_kernels`, where
 // the logits are fp32 on the CPU, cpu_kernels.h's kernel makes the loss and, when gradients are
 // wanted, the logits' gradient in one pass (backward only scales it) instead of log_softmax,
-// nll_loss and their backwards.
+// nll_loss and their backwards. With `gpu_kernels`, where the logits are on a GPU (fp32, fp16 or
+// bf16) and the build has CUDA, cuda_kernels.h's two passes: the rows' log-sum-exp in the
+// forward, the gradient in the logits' dtype in the backward.
 torch::Tensor cross_entropy_mean(const torch::Tensor& logits, const torch::Tensor& targets,
-                                 bool cpu_kernels);
+                                 bool cpu_kernels, bool gpu_kernels = false);
+
+// Whether cross_entropy_mean's `gpu_kernels` can apply in this build (a CUDA libtorch).
+bool gpu_kernels_built();
+
+// The head's rows as its product uses them: on a GPU the vocabulary rounded up to a multiple of
+// 64 (with an odd row length, GPT-2's 50257, cuBLAS can only use its unaligned kernels, which
+// made the head's three products a third of the step on an H100); on a CPU the vocabulary.
+std::int64_t head_rows(std::int64_t vocab, const torch::Device& device);
+
+// The logits (..., rows) of hidden states h (..., C) by the head w (V, C) padded with zero rows
+// to `rows` >= V, whose padding columns hold -65504 (the product's bias, which cuBLASLt adds in
+// its epilogue): a softmax over all `rows` columns is the one over the V real ones, and gives the
+// padding no gradient. So the loss needs no cut: the cut's strided cast to fp32 and its backward
+// (a zero-filled gradient, copied into) cost 2.6 of a 31 ms GPT-2 step on an H200.
+torch::Tensor padded_head_logits(const torch::Tensor& h, const torch::Tensor& w, std::int64_t rows);
 
 // x W^T + b for x (..., K), W (N, K), b (N) or undefined; a few fp32 rows on a CPU in inference
 // mode as (W x^T + b)^T (model_functions.cc says why).

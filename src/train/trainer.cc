@@ -85,6 +85,7 @@ class TorchTrainer : public Trainer {
     mo.fused_loss = o_.train.fused_loss;
     mo.loss_chunk_rows = o_.train.loss_chunk_rows;
     mo.cpu_kernels = o_.train.cpu_kernels;
+    mo.gpu_kernels = o_.train.gpu_kernels;
     // ZeRO-2 and 3 reduce a gradient when its accumulator has run: the embedding's rows must go
     // through it there.
     mo.embedding_grad_in_place = o_.train.zero_stage <= 1;  // the configured stage, also alone

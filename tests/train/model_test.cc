@@ -256,6 +256,56 @@ TEST(Model, TheChunkedLossGivesTheLossAndGradientsOfTheWholeLogits) {
   }
 }
 
+// A GPU's head: the product over rows padded to a multiple of 64 (head_rows), its padding
+// columns biased far below any logit, and the loss over them all with no cut. Here on the CPU,
+// where head_rows pads nothing, with the same padding forced: the loss and the gradients of the
+// hidden states and of the head are those of the unpadded logits, and the padding's gradient is
+// zero; in fp32 and under bf16 autocast (whose product rounds either way alike).
+TEST(Model, ThePaddedHeadsLossIsTheUnpaddedOnes) {
+  EXPECT_EQ(head_rows(50257, torch::Device(torch::kCUDA, 0)), 50304);
+  EXPECT_EQ(head_rows(32000, torch::Device(torch::kCUDA, 0)), 32000);
+  EXPECT_EQ(head_rows(50257, torch::Device(torch::kCPU)), 50257);
+  torch::manual_seed(5);
+  const std::int64_t v = 1000, rows = 1024, c = 48, n = 40;
+  torch::Tensor targets = torch::randint(v, {n}, torch::kLong);
+  targets[0] = v - 1;  // the last real column, next to the padding
+  for (const bool bf16 : {false, true}) {
+    torch::Tensor h0 = torch::randn({n, c});
+    torch::Tensor w0 = torch::randn({v, c}) * 0.3;
+    double losses[2];
+    torch::Tensor grad_h[2], grad_w[2];
+    for (int padded = 0; padded < 2; ++padded) {
+      torch::Tensor h = h0.clone().requires_grad_(true);
+      torch::Tensor w = w0.clone().requires_grad_(true);
+      at::autocast::set_autocast_enabled(at::kCPU, bf16);
+      torch::Tensor logits = padded ? padded_head_logits(h, w, rows) : linear_rows(h, w, {});
+      at::autocast::set_autocast_enabled(at::kCPU, false);
+      at::autocast::clear_cache();
+      ASSERT_EQ(logits.size(1), padded ? rows : v);
+      if (padded) {
+        // The padding's logits sit far below the real ones.
+        EXPECT_LE(logits.narrow(1, v, rows - v).max().item<double>(), -65000.0);
+        EXPECT_GT(logits.narrow(1, 0, v).min().item<double>(), -1000.0);
+      }
+      torch::Tensor loss = cross_entropy_mean(logits, targets, /*cpu_kernels=*/false);
+      loss.backward();
+      losses[padded] = loss.item<double>();
+      grad_h[padded] = h.grad();
+      grad_w[padded] = w.grad();
+    }
+    EXPECT_NEAR(losses[0], losses[1], 1e-6) << (bf16 ? "bf16" : "fp32");
+    EXPECT_TRUE(torch::allclose(grad_h[0], grad_h[1], 1e-5, 1e-7))
+        << (grad_h[0] - grad_h[1]).abs().max().item<double>();
+    EXPECT_TRUE(torch::allclose(grad_w[0], grad_w[1], 1e-5, 1e-7))
+        << (grad_w[0] - grad_w[1]).abs().max().item<double>();
+  }
+  // The same logits, padded or cut back, as generation reads them.
+  torch::Tensor h = torch::randn({3, 5, c}), w = torch::randn({v, c});
+  torch::Tensor cut = padded_head_logits(h, w, rows).narrow(-1, 0, v);
+  EXPECT_EQ(cut.sizes(), (std::vector<std::int64_t>{3, 5, v}));
+  EXPECT_TRUE(torch::allclose(cut, linear_rows(h, w, {}), 1e-5, 1e-5));
+}
+
 TEST(Model, CausalAttentionIgnoresTheFuture) {
   torch::manual_seed(0);
   torch::Tensor q = torch::randn({1, 4, 6, 8});

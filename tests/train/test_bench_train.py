@@ -462,6 +462,10 @@ class Zero(BenchTrainCase):
         ops = self.run_stages(2, (0, 3), sets=("--set", "train.cpu_kernels=false"))
         kernels = self.run_stages(2, (0, 3))
         chunked = self.run_stages(2, (0,), sets=("--set", "train.fused_loss=true"))
+        # train.gpu_kernels names the GPU's kernels: on CPUs it changes nothing.
+        gpu_key = self.run_stages(2, (0,), sets=("--set", "train.gpu_kernels=true"))
+        for f0, f in zip(kernels[0][1], gpu_key[0][1]):
+            np.testing.assert_allclose(f["steps"]["loss"][:], f0["steps"]["loss"][:], rtol=0, atol=1e-5)
         for stage in (0, 3):
             for f0, f in zip(ops[stage][1], kernels[stage][1]):
                 np.testing.assert_allclose(f["steps"]["loss"][:], f0["steps"]["loss"][:], rtol=0, atol=1e-4)
