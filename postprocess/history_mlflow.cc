@@ -84,7 +84,13 @@ Value metrics_json(const std::vector<MlflowMetric>& metrics) {
   return list;
 }
 
-Value json_of(const nlohmann::json& j) {
+// Past kYamlMaxDepth levels (a server's or a file's hostile nesting) `deep` is set and the rest is
+// left out, so that neither this nor Value's destructor recurse without bound.
+Value json_of(const nlohmann::json& j, int depth, bool* deep) {
+  if (depth > kYamlMaxDepth) {
+    *deep = true;
+    return Value::null();
+  }
   switch (j.type()) {
     case nlohmann::json::value_t::boolean:
       return Value::boolean(j.get<bool>());
@@ -102,12 +108,12 @@ Value json_of(const nlohmann::json& j) {
       return Value::string(j.get<std::string>());
     case nlohmann::json::value_t::array: {
       Value list = Value::list();
-      for (const auto& item : j) list.items().push_back(json_of(item));
+      for (const auto& item : j) list.items().push_back(json_of(item, depth + 1, deep));
       return list;
     }
     case nlohmann::json::value_t::object: {
       Value map = Value::map();
-      for (const auto& [key, item] : j.items()) map.set(key, json_of(item));
+      for (const auto& [key, item] : j.items()) map.set(key, json_of(item, depth + 1, deep));
       return map;
     }
     default:
@@ -518,7 +524,13 @@ MlflowOffline parse_mlflow_offline(std::string_view text, const std::string& sou
 Value parse_json_value(std::string_view text, const std::string& source) {
   nlohmann::json j = nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
   if (j.is_discarded()) throw Error::input(Mark::in(source), "", "is not JSON");
-  return json_of(j);
+  bool deep = false;
+  Value v = json_of(j, 1, &deep);
+  if (deep) {
+    throw Error::input(Mark::in(source), "",
+                       "nests deeper than " + std::to_string(kYamlMaxDepth) + " levels");
+  }
+  return v;
 }
 
 MlflowSendReport send_to_mlflow(MlflowApi& api, const std::string& experiment,

@@ -150,6 +150,25 @@ TEST(MlflowBatches, EachWithinLogBatchLimitsAndAllSentInOrder) {
   EXPECT_TRUE(mlflow_batches(MlflowRun{}).empty());
 }
 
+TEST(MlflowRequests, AnAnswerNestedPastTheLimitIsRefusedNotRecursedInto) {
+  // A hostile server's or file's nesting: 64 levels are read, 65 and a million are refused
+  // with the source named (a million would overflow the stack if each were a call).
+  const auto nested = [](int levels) {
+    return std::string(static_cast<size_t>(levels), '[') +
+           std::string(static_cast<size_t>(levels), ']');
+  };
+  EXPECT_NO_THROW(parse_json_value(nested(64), "the answer"));
+  for (int levels : {65, 1000000}) {
+    try {
+      parse_json_value(nested(levels), "http://127.0.0.1:5000/api");
+      ADD_FAILURE() << levels << " levels were read";
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr("http://127.0.0.1:5000/api"));
+      EXPECT_THAT(e.what(), HasSubstr("nests deeper than 64 levels"));
+    }
+  }
+}
+
 TEST(MlflowRequests, BodiesAreMlflowsJsonWithEveryStringEscaped) {
   MlflowBatch b;
   b.params = {{"k", "a\"b\\c\n\x01"}};
