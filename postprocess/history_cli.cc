@@ -715,7 +715,8 @@ int check_main(const std::vector<std::string>& args, std::ostream& out, std::ost
                                  "write e.g. train_tokens_per_second:5%");
             }
             o.fail_on.push_back(
-                {text.substr(0, colon), parse_fraction(text.substr(colon + 1), "--fail-on")});
+                {text.substr(0, colon),
+                 parse_fraction(text.substr(colon + 1), "--fail-on " + text.substr(0, colon + 1))});
           }
         }
         HistoryStore store = open_store(vm);

@@ -318,6 +318,10 @@ class Compare(unittest.TestCase):
         self.assertIn("neither side has this metric", r.stderr)
         r = compare(self.trees["base"], self.trees["again"], "--margin", "lots", check=2)
         self.assertIn("--margin lots", r.stderr)
+        # A bare 5 would be 500%: refused, with both readings offered.
+        r = compare(self.trees["base"], self.trees["slower"], "--fail-on", "seconds:5", check=2)
+        self.assertIn("--fail-on seconds:5: error: is a fraction above 1 (5 = 500%)", r.stderr)
+        self.assertIn("write 5% for 5 per cent, or 500% if that is meant", r.stderr)
         # -o never replaces a result, nor another file without -f.
         point = [os.path.join(self.trees["base"], d) for d in sorted(os.listdir(self.trees["base"]))
                  if os.path.isdir(os.path.join(self.trees["base"], d))][0]
