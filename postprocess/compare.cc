@@ -649,29 +649,6 @@ Options)";
 
 }  // namespace
 
-double parse_fraction(const std::string& text, const std::string& option) {
-  // "--margin 5" or, for a gate's "METRIC:PCT", "--fail-on METRIC:5".
-  const std::string where =
-      !option.empty() && option.back() == ':' ? option + text : option + " " + text;
-  std::string t = text;
-  bool percent = !t.empty() && t.back() == '%';
-  if (percent) t.pop_back();
-  std::optional<double> v = parse_double(t);
-  if (!v || !std::isfinite(*v) || *v < 0) {
-    throw Error::input(Mark::in(where), "", "is not a fraction or a percentage",
-                       "write e.g. 5% or 0.05");
-  }
-  // A bare 5 is a fraction, 500%: almost always a typo for 5%, and a gate that never fires.
-  if (!percent && *v > 1) {
-    std::ostringstream hundredfold;
-    hundredfold << *v * 100;
-    throw Error::input(
-        Mark::in(where), "", "is a fraction above 1 (" + t + " = " + hundredfold.str() + "%)",
-        "write " + t + "% for " + t + " per cent, or " + hundredfold.str() + "% if that is meant");
-  }
-  return percent ? *v / 100 : *v;
-}
-
 int bench_compare_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description desc;
   desc.add_options()("help,h", "Show this help")("baseline", po::value<std::string>(),

@@ -88,11 +88,6 @@ CompareResult compare_tables(const std::vector<Row>& baseline, const std::vector
 int fail_on_exit_code(const CompareResult& result, const std::vector<FailOn>& fail_on,
                       std::vector<std::string>* reasons = nullptr);
 
-// "5%" or "0.05" as 0.05; Error(kInput) naming `option` for anything else (negative, not a
-// number, a bare number above 1: "5" would be 500%). --margin and --fail-on's PCT, bench-history
-// check's too; an `option` ending in ':' ("--fail-on METRIC:") is named with the text joined on.
-double parse_fraction(const std::string& text, const std::string& option);
-
 // The people's header line on the intervals: "99.2% intervals (Bonferroni over 6 comparisons: the
 // verdicts read off them)".
 std::string interval_level_text(const CompareResult& result);
