@@ -220,18 +220,20 @@ chunks() {  # the chunk of train.fused_loss on a GPU, against whole logits, two 
 
 kernels() {  # train.gpu_kernels against libtorch's ops: losses step by step, then timed
   # First whether the kernels compute what libtorch's ops do: the same short runs both ways, each
-  # step's loss printed (4 decimals), fp32 (GPT-2's padded head) and bf16 (Llama's 32000 columns,
-  # no padding); then GPT-2 124M at micro batch 8, the sides alternating in two rounds.
+  # step's loss printed (4 decimals), fp32 with GPT-2's vocabulary (50257: the padded head) and
+  # bf16 with Llama's (32000: no padding); then GPT-2 124M at micro batch 8, the sides alternating
+  # in two rounds. Both sides read the padded head (since 2026-12-01): its step-30 loss at micro
+  # batch 8 against bench/results/gpu_h200_2026-11-30.json's (10.95, the cut head's) checks it.
   local k round
   for k in false true; do
     enough 20 "tiny-fp32-gpuk-$k" || continue
-    train "tiny-fp32-gpuk-$k" --set model.preset=gpt2-tiny --set data.seq_len=64 \
-      --set train.micro_batch=8 --set train.steps=30 --set train.dtype=fp32 \
-      --set train.gpu_kernels=$k --set metrics.log_every=1
+    train "tiny-fp32-gpuk-$k" --set model.preset=gpt2-tiny --set model.vocab_size=50257 \
+      --set data.seq_len=64 --set train.micro_batch=8 --set train.steps=30 \
+      --set train.dtype=fp32 --set train.gpu_kernels=$k --set metrics.log_every=1
     enough 20 "llama-tiny-bf16-gpuk-$k" || continue
-    train "llama-tiny-bf16-gpuk-$k" --set model.preset=llama-tiny --set data.seq_len=64 \
-      --set train.micro_batch=8 --set train.steps=30 --set train.dtype=bf16 \
-      --set train.gpu_kernels=$k --set metrics.log_every=1
+    train "llama-tiny-bf16-gpuk-$k" --set model.preset=llama-tiny --set model.vocab_size=32000 \
+      --set data.seq_len=64 --set train.micro_batch=8 --set train.steps=30 \
+      --set train.dtype=bf16 --set train.gpu_kernels=$k --set metrics.log_every=1
   done
   for round in 1 2; do
     for k in false true; do

@@ -5,7 +5,7 @@
 //
 // The head's cross-entropy in two passes over its logits, where libtorch's eager ops make about
 // six (a cast to fp32, log-softmax, NLL and their three backwards, 36 bytes moved a bf16 logit
-// against 6 here) and keep two fp32 copies of the logits until the backward pass:
+// against 6 here) and keep an fp32 copy of the logits until the backward pass:
 //   forward:  each row's log-sum-exp and loss (one read of the logits, in their own dtype);
 //   backward: each row's gradient, softmax - one-hot, times dL/dloss / rows, read from the device
 //             (no wait for the host), written in the logits' dtype.

@@ -157,6 +157,11 @@ struct CudaCrossEntropy : public torch::autograd::Function<CudaCrossEntropy> {
     torch::Tensor targets = target.to(torch::kLong).contiguous();
     const std::int64_t n = logits.size(0), v = logits.size(1);
     TORCH_CHECK(n < (std::int64_t{1} << 31), "cross_entropy_mean: ", n, " rows on the GPU kernel");
+    // The kernels index the targets by row on the logits' device: as many, and there.
+    TORCH_CHECK(targets.dim() == 1 && targets.numel() == n, "cross_entropy_mean: ", targets.numel(),
+                " targets for ", n, " rows");
+    TORCH_CHECK(targets.device() == logits.device(), "cross_entropy_mean: the targets are on ",
+                targets.device(), ", the logits on ", logits.device());
     const c10::cuda::CUDAGuard guard(logits.device());
     const torch::TensorOptions f = logits.options().dtype(torch::kFloat);
     torch::Tensor lse = torch::empty({n}, f), rows = torch::empty({n}, f);

@@ -247,12 +247,11 @@ MemoryPrediction predict_training_memory(const TrainingMemoryInput& in) {
     const double per_logit = 8.0 + (e < 4 ? 6 : 0) + (in.gpu ? e : 0);
     head = rows * v * per_logit + (in.lora ? 0 : 8 * v * d) + n * (12 * d + 24);
   } else {
-    // The logits (e; on a GPU over the padded rows, whose loss needs no unpadded copy since
-    // 2026-12-01), in bf16 and fp16 their fp32 cast (4), log-softmax's output (4); with the head
-    // weight's fp32 gradient (4 V d) on a GPU. On a CPU
+    // The logits (e), on a GPU their unpadded copy (e), in bf16 and fp16 their fp32 cast (4),
+    // log-softmax's output (4); with the head weight's fp32 gradient (4 V d) on a GPU. On a CPU
     // the gradient comes when fewer logits are left (measured: 2.75 bytes a logit fewer), which
     // decides the peak when the tokens are few against the width.
-    const double per_token = e + (e < 4 ? 4 : 0) + 4;
+    const double per_token = e + (in.gpu ? e : 0) + (e < 4 ? 4 : 0) + 4;
     const double gradient = in.lora ? 0 : 4 * v * d;
     head = n * (v * per_token + 8 * d + 24) + (in.gpu ? gradient : 0);
     if (!in.gpu) head = std::max(head, gradient + n * (v * (per_token - 2.75) + 8 * d + 24));

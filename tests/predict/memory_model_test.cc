@@ -37,9 +37,8 @@ TEST(MemoryModel, GptTwoSmallOnAGpuInBf16) {
   EXPECT_DOUBLE_EQ(term(p, "weight_copies"), 2 * matrices);
   // 8 d + 2 (2 d + 2 d + 2 d + 2 x 4 d) + 4 (4 + 12) = 36 d + 64 bytes a token and block.
   EXPECT_DOUBLE_EQ(term(p, "activations"), n * 12 * (36 * d + 64));
-  // Logits 2 (the padded rows', with no unpadded copy) + fp32 cast 4 + log-softmax 4 = 10 bytes
-  // a logit.
-  EXPECT_DOUBLE_EQ(term(p, "head"), n * (10 * v + 8 * d + 24) + 4 * v * d);
+  // Logits 2 + their unpadded copy 2 + fp32 cast 4 + log-softmax 4 = 12 bytes a logit.
+  EXPECT_DOUBLE_EQ(term(p, "head"), n * (12 * v + 8 * d + 24) + 4 * v * d);
   EXPECT_DOUBLE_EQ(p.init_peak, 16 * psi + 4 * psi);
   EXPECT_DOUBLE_EQ(p.step_peak, term(p, "model_states") + term(p, "weight_copies") +
                                     term(p, "activations") + term(p, "head"));
