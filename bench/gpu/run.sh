@@ -94,7 +94,8 @@ build() {
   fi
   cmake "${args[@]}" 2>&1 | tee "$W/configure.log" || return 1
   local t0=$SECONDS
-  cmake --build "$BUILD" --target bench-train bench-infer -j "$(nproc)" 2>&1 | tee "$W/build.log" | tail -40
+  cmake --build "$BUILD" --target bench-train bench-infer gpu_kernel_check -j "$(nproc)" 2>&1 |
+    tee "$W/build.log" | tail -40
   local rc=${PIPESTATUS[0]}
   echo "build: rc=$rc in $((SECONDS - t0)) s"
   # The sweep phase's tools: without them only that phase is skipped.
@@ -224,7 +225,16 @@ kernels() {  # train.gpu_kernels against libtorch's ops: losses step by step, th
   # bf16 with Llama's (32000: no padding); then GPT-2 124M at micro batch 8, the sides alternating
   # in two rounds. Both sides read the padded head (since 2026-12-01): its step-30 loss at micro
   # batch 8 against bench/results/gpu_h200_2026-11-30.json's (10.95, the cut head's) checks it.
-  local k round
+  local k round check
+  # The kernels case by case against libtorch's ops (bench/gpu/kernel_check.cc): seconds.
+  check=$(dirname "$BENCH_TRAIN")/gpu_kernel_check
+  if [[ -x $check ]]; then
+    echo "== gpu_kernel_check"
+    bounded "$check" 2>&1 | tee "$W/gpu_kernel_check.log"
+    echo "== gpu_kernel_check: exit ${PIPESTATUS[0]}"
+  else
+    echo "== gpu_kernel_check: not built ($check)"
+  fi
   for k in false true; do
     enough 20 "tiny-fp32-gpuk-$k" || continue
     train "tiny-fp32-gpuk-$k" --set model.preset=gpt2-tiny --set model.vocab_size=50257 \
