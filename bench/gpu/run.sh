@@ -16,6 +16,9 @@
 #                                     libtorch's ops: the same runs' losses step by step (tiny
 #                                     fp32, Llama tiny bf16, GPT-2 124M bf16), then micro batch 8
 #                                     timed, alternating in two rounds
+#   bench/gpu/run.sh graph            train.cuda_graph (the step captured and replayed) against
+#                                     the eager step at micro batch 8, two rounds alternating,
+#                                     then with train.gpu_kernels too
 #   bench/gpu/run.sh hf               the Hugging Face Trainer baseline on the same shapes
 #   bench/gpu/run.sh eager            the same step in Python PyTorch eager, and its profile
 #   bench/gpu/run.sh compile          Python eager against torch.compile at micro batch 8 and 16
@@ -278,6 +281,25 @@ PY
   [[ -d $W/runs ]] && show $(cd "$W/runs" && ls -d ./*-gpuk-* 2>/dev/null | sed 's|^\./||')
 }
 
+graph() {  # train.cuda_graph: the captured step against the eager one, alternating in two rounds
+  # GPT-2 124M at micro batch 8, each step's loss printed: the captured steps' losses are the
+  # eager ones' (the same learning rate in fp32 either way on a GPU); with train.gpu_kernels too.
+  local round g
+  for round in 1 2; do
+    for g in false true; do
+      enough 25 "gpt2-bf16-mb8-graph-$g-r$round" || continue
+      train "gpt2-bf16-mb8-graph-$g-r$round" --set train.steps=30 --set train.warmup_steps=10 \
+        --set train.micro_batch=8 --set train.cuda_graph=$g --set metrics.log_every=1
+    done
+  done
+  enough 25 "gpt2-bf16-mb8-graph-gpuk" &&
+    train "gpt2-bf16-mb8-graph-gpuk" --set train.steps=30 --set train.warmup_steps=10 \
+      --set train.micro_batch=8 --set train.cuda_graph=true --set train.gpu_kernels=true \
+      --set metrics.log_every=1
+  # shellcheck disable=SC2046  # the runs' names, one word each
+  [[ -d $W/runs ]] && show $(cd "$W/runs" && ls -d ./*-graph-* 2>/dev/null | sed 's|^\./||')
+}
+
 hf() {  # the Hugging Face Trainer on the same shapes (bench/gpu/hf_trainer_gpt2.py)
   echo "== Hugging Face Trainer baseline"
   PYTHONUNBUFFERED=1 bounded timeout 240 python3 "$root/bench/gpu/hf_trainer_gpt2.py" --bf16 \
@@ -453,7 +475,7 @@ collect() {  # the summaries and rank files in one archive, the traces in anothe
 
 for phase in "$@"; do  # every phase known before anything runs
   case $phase in
-    build|tiny|smoke|measure|mfu|chunks|kernels|infer|memory|sweep|timecheck|hf|eager|compile|compile8|compile16|compile32) ;;
+    build|tiny|smoke|measure|mfu|chunks|kernels|graph|infer|memory|sweep|timecheck|hf|eager|compile|compile8|compile16|compile32) ;;
     *) echo "run.sh: unknown phase $phase" >&2; rm -rf "$W"; exit 2 ;;
   esac
 done
@@ -472,7 +494,7 @@ BENCH_INFER=${BENCH_INFER:-$(dirname "${BENCH_TRAIN:-/}")/bench-infer}
 for phase in "$@"; do
   case $phase in
     build) ;;
-    tiny|smoke|measure|mfu|chunks|kernels|infer|memory)
+    tiny|smoke|measure|mfu|chunks|kernels|graph|infer|memory)
       if ((built)); then $phase; else echo "== $phase: skipped, no bench-train and bench-infer"; fi ;;
     sweep) if ((built)); then sweep "$root/bench/gpu/memory.yaml" gpu-sweep; fi ;;
     timecheck) if ((built)); then sweep "$root/bench/gpu/time_check.yaml" time-check; fi ;;

@@ -365,6 +365,35 @@ void check_tensor_parallel_rules(const Value& full) {
   }
 }
 
+// train.cuda_graph replays one step of one rank: no collectives, no host decisions inside it
+// (fp16's loss scaling reads the gradient norm on the host), no host optimizer, no profiler.
+void check_cuda_graph_rules(const Value& full) {
+  auto at = [&](const char* path) -> const Value& { return required(full, path); };
+  const Value& graph = at("train.cuda_graph");
+  if (!graph.as_bool()) return;
+  auto refuse = [&](const std::string& why, const std::string& fix) {
+    throw rule_error(graph, "train.cuda_graph", why, fix);
+  };
+  const std::string fix = "set train.cuda_graph: false for this point";
+  if (at("launch.ranks").as_int() != 1) {
+    refuse("a captured step is one rank's (launch.ranks is " +
+               std::to_string(at("launch.ranks").as_int()) + "): its collectives are not captured",
+           fix + ", or launch.ranks: 1");
+  }
+  if (at("train.zero_stage").as_int() != 0) refuse("needs train.zero_stage: 0", fix);
+  if (at("train.dtype").as_string() == "fp16") {
+    refuse("fp16's dynamic loss scaling decides on the host each step, which a graph cannot",
+           fix + ", or train.dtype: bf16");
+  }
+  if (at("train.offload_optimizer").as_bool()) {
+    refuse("an offloaded optimizer steps on the host, outside any graph", fix);
+  }
+  if (!at("metrics.profile_steps").is_null()) {
+    refuse("a profiled step of a graph would show one replay, not its ops",
+           fix + " while profiling");
+  }
+}
+
 void check_rules(const Value& full) {
   auto at = [&](const char* path) -> const Value& { return required(full, path); };
   const Value& n_embd = at("model.n_embd");
@@ -411,6 +440,7 @@ void check_rules(const Value& full) {
   }
   check_lora_rules(full);
   check_tensor_parallel_rules(full);
+  check_cuda_graph_rules(full);
   if (const Value& profile = at("metrics.profile_steps"); !profile.is_null()) {
     auto range = parse_step_range(profile.as_string());
     if (!range) {

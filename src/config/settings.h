@@ -86,6 +86,7 @@ struct TrainSettings {
   std::int64_t loss_chunk_rows{};  // tokens a chunk of fused_loss; 0: about 64 MB of fp32 logits
   bool cpu_kernels{};  // on CPUs, our one-pass cross-entropy of the head (cpu_kernels.h)
   bool gpu_kernels{};  // on GPUs, our two-pass cross-entropy of the head (cuda_kernels.h)
+  bool cuda_graph{};   // the whole step captured as a CUDA graph and replayed (one rank)
   // lora: adapters of rank lora_r on the projections of lora_targets, every other weight frozen
   // (no gradient, no optimizer state); targets resolved from the model's defaults when the key
   // is null (docs/train.md).
@@ -188,6 +189,14 @@ void train_keys(Keys& key) {
       "log-sum-exp in the forward, the gradient in the logits' dtype in the backward: two passes "
       "over the logits and no fp32 copy of them) instead of libtorch's cast, log-softmax and NLL "
       "loss and their backwards; off until measured on a GPU")
+      .hashed_unless_default()
+      .tagged_unless_default()
+      .only_for({"train"});
+  key(&TrainSettings::cuda_graph, "train.cuda_graph", false,
+      "On GPUs: the whole step (forward, backward, clipping and AdamW) captured as a CUDA graph "
+      "at the second step and replayed after, one launch a step; its phases are not timed "
+      "apart. One rank, ZeRO stage 0, fp32 or bf16, no offload and no profiled steps; on CPUs "
+      "the same step runs eagerly")
       .hashed_unless_default()
       .tagged_unless_default()
       .only_for({"train"});

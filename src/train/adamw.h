@@ -19,19 +19,39 @@ class AdamW {
  public:
   explicit AdamW(const TrainSettings& t) : beta1_(t.beta1), beta2_(t.beta2), eps_(t.eps) {}
 
-  // Counts a step; every update() until the next one is part of it (bias correction).
-  void begin_step() { ++steps_; }
+  // Counts a step; every update() until the next one is part of it (bias correction). The
+  // count on the device moves on there, so that a captured step (train.cuda_graph) counts each
+  // replay.
+  void begin_step() {
+    ++steps_;
+    if (step_count_.defined()) step_count_.add_(1);
+  }
 
   // Updates `values` in place from `grad` and the moments. `grad_scale` is the clipping divisor,
-  // a scalar tensor anywhere, or undefined for no clipping.
+  // a scalar tensor anywhere, or undefined for no clipping. `lr`: a number, or a float tensor
+  // where the values are (read there: a captured step's learning rate, set before each replay).
   void update(const torch::Tensor& values, const torch::Tensor& grad, const torch::Tensor& exp_avg,
               const torch::Tensor& exp_avg_sq, double weight_decay, double lr,
               const torch::Tensor& grad_scale) {
-    // The step count and the divisor are float tensors where the values are.
+    update_with(values, grad, exp_avg, exp_avg_sq, weight_decay, lr, grad_scale);
+  }
+  void update(const torch::Tensor& values, const torch::Tensor& grad, const torch::Tensor& exp_avg,
+              const torch::Tensor& exp_avg_sq, double weight_decay, const torch::Tensor& lr,
+              const torch::Tensor& grad_scale) {
+    update_with(values, grad, exp_avg, exp_avg_sq, weight_decay, lr, grad_scale);
+  }
+
+ private:
+  template <typename Lr>
+  void update_with(const torch::Tensor& values, const torch::Tensor& grad,
+                   const torch::Tensor& exp_avg, const torch::Tensor& exp_avg_sq,
+                   double weight_decay, const Lr& lr, const torch::Tensor& grad_scale) {
+    // The step count and the divisor are float tensors where the values are; the count is made
+    // at the first update and moved on by begin_step() after.
     if (!step_count_.defined() || step_count_.device() != values.device()) {
-      step_count_ = torch::zeros({}, values.options().dtype(torch::kFloat));
+      step_count_ =
+          torch::full({}, static_cast<double>(steps_), values.options().dtype(torch::kFloat));
     }
-    step_count_.fill_(static_cast<double>(steps_));
     std::optional<torch::Tensor> divisor;
     if (grad_scale.defined()) divisor = grad_scale.to(values.device(), torch::kFloat);
     at::_fused_adamw_({values}, {grad}, {exp_avg}, {exp_avg_sq}, {}, {step_count_}, lr, beta1_,
@@ -39,7 +59,6 @@ class AdamW {
                       std::nullopt);
   }
 
- private:
   double beta1_, beta2_, eps_;
   std::int64_t steps_ = 0;
   torch::Tensor step_count_;  // the fused kernel's step, a float on the device

@@ -28,6 +28,9 @@ const char* const kPhaseNames[kPhases] = {"forward", "backward", "comm", "optimi
 class PhaseClock {
  public:
   explicit PhaseClock(bool cuda) : cuda_(cuda) {}
+  // From now on only the named ranges: a captured step (train.cuda_graph) runs its phases as one
+  // graph, which no event can split; each phase then reads 0.
+  void untimed() { timed_ = false; }
   void begin_range(Phase p) {
     // In place, no allocation: this runs a few times per step.
     ranges_[p].emplace(at::RecordScope::USER_SCOPE);
@@ -44,6 +47,7 @@ class PhaseClock {
   }
   void start(Phase p) {
     begin_range(p);
+    if (!timed_) return;
     outer_[p] = open_;
     open_ = p;
 #ifdef SWEEPBENCH_WITH_CUDA
@@ -58,6 +62,7 @@ class PhaseClock {
   }
   void stop(Phase p) {
     end_range(p);
+    if (!timed_) return;
     open_ = outer_[p];
 #ifdef SWEEPBENCH_WITH_CUDA
     if (cuda_) {
@@ -72,6 +77,7 @@ class PhaseClock {
   }
   // Call after the device has finished the step.
   double seconds(Phase p) {
+    if (!timed_) return 0;
 #ifdef SWEEPBENCH_WITH_CUDA
     if (cuda_) {
       double total = 0;
@@ -85,6 +91,7 @@ class PhaseClock {
 
  private:
   bool cuda_;
+  bool timed_ = true;
   std::optional<at::RecordFunction> ranges_[kPhases];
   double seconds_[kPhases] = {0, 0, 0, 0};
   Phase open_ = kPhases;  // the phase running now, or kPhases

@@ -35,6 +35,7 @@
 
 #ifdef SWEEPBENCH_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -66,7 +67,9 @@ class TorchTrainer : public Trainer {
         device_(info_.type == "cuda"
                     ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(info_.index))
                     : torch::Device(torch::kCPU)),
-        clock_(info_.type == "cuda") {
+        clock_(info_.type == "cuda"),
+        graph_mode_(o.train.cuda_graph) {
+    if (graph_mode_ && device_.is_cuda()) clock_.untimed();
     if (!device_.is_cuda()) {
       CountingCpuAllocator* counted = CountingCpuAllocator::install();
       if (counted == nullptr && o_.cpu_memory_budget > 0)
@@ -177,10 +180,28 @@ class TorchTrainer : public Trainer {
   PhaseStatus forward_backward(const std::vector<Batch>& micro_batches) override {
     clock_.reset();
     take_sent_bytes();  // a step's own bytes, not what set-up or evaluation sent
+    if (graph_mode_) {
+      // train.cuda_graph: the micro-batches go into the step's fixed tensors; update() runs the
+      // whole step, which needs the learning rate.
+      return guarded([&] { stage_inputs(micro_batches); });
+    }
     return guarded([&] {
+      std::vector<torch::Tensor> tokens, targets;
+      for (const Batch& batch : micro_batches) {
+        tokens.push_back(to_device(batch.inputs, batch));
+        targets.push_back(to_device(batch.targets, batch));
+      }
+      forward_backward_body(tokens, targets);
+    });
+  }
+
+  // Forward and backward over the micro-batches' tokens and targets, on the device.
+  void forward_backward_body(const std::vector<torch::Tensor>& tokens_of,
+                             const std::vector<torch::Tensor>& targets_of) {
+    {
       zero_.zero_gradients();
       loss_sum_ = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat).device(device_));
-      double accum = static_cast<double>(micro_batches.size());
+      double accum = static_cast<double>(tokens_of.size());
       // ZeRO-3: the root unit (embeddings, final norm, head) stays gathered for the whole
       // forward and backward of every micro-batch.
       Gathered root(zero_, -1);
@@ -190,9 +211,9 @@ class TorchTrainer : public Trainer {
       // once.
       std::optional<KeptWeightCasts> keep_casts;
       if (autocast_dtype_ && !zero_.policy().parameters) keep_casts.emplace(model_->weight_casts());
-      for (const Batch& batch : micro_batches) {
-        torch::Tensor tokens = to_device(batch.inputs, batch);
-        torch::Tensor targets = to_device(batch.targets, batch);
+      for (size_t i = 0; i < tokens_of.size(); ++i) {
+        const torch::Tensor& tokens = tokens_of[i];
+        const torch::Tensor& targets = targets_of[i];
         clock_.start(kForward);
         torch::Tensor loss;
         {
@@ -214,11 +235,19 @@ class TorchTrainer : public Trainer {
         worker_->wait_all();
         clock_.stop(kComm);
       }
-    });
+    }
   }
 
   PhaseStatus update(double lr) override {
-    return guarded([&] {
+    if (graph_mode_) return guarded([&] { graph_step(lr); });
+    return guarded([&] { update_body(lr); });
+  }
+
+  // Averages, clips and steps AdamW at `lr`: a number, or (a captured step) a float tensor on the
+  // device.
+  template <typename Lr>
+  void update_body(const Lr& lr) {
+    {
       zero_.reduce_gradients(bucket_elements());
       clock_.start(kOptimizer);
       if (loss_scale_ != 1.0) {
@@ -268,7 +297,7 @@ class TorchTrainer : public Trainer {
       }
       clock_.stop(kOptimizer);
       zero_.share_updated_values();
-    });
+    }
   }
 
   StepTiming finish_step() override {
@@ -374,6 +403,90 @@ class TorchTrainer : public Trainer {
     return device_.is_cuda() ? host.to(device_) : host.clone();
   }
 
+  // train.cuda_graph: the micro-batches copied into the step's fixed tensors on the device (made
+  // at the first step; a later step of other shapes is refused, as a graph replays one shape).
+  void stage_inputs(const std::vector<Batch>& micro_batches) {
+    const bool first = static_tokens_.empty();
+    if (!first && micro_batches.size() != static_tokens_.size()) {
+      throw std::runtime_error("train.cuda_graph: a step of " +
+                               std::to_string(micro_batches.size()) + " micro-batches after " +
+                               std::to_string(static_tokens_.size()));
+    }
+    on_graph_stream([&] {
+      for (size_t i = 0; i < micro_batches.size(); ++i) {
+        const Batch& b = micro_batches[i];
+        torch::Tensor inputs = torch::from_blob(const_cast<std::int64_t*>(b.inputs.data()),
+                                                {b.batch, b.seq}, torch::kLong);
+        torch::Tensor targets = torch::from_blob(const_cast<std::int64_t*>(b.targets.data()),
+                                                 {b.batch, b.seq}, torch::kLong);
+        if (first) {
+          static_tokens_.push_back(
+              torch::empty({b.batch, b.seq}, inputs.options().device(device_)));
+          static_targets_.push_back(torch::empty_like(static_tokens_.back()));
+        } else if (static_tokens_[i].sizes() != inputs.sizes()) {
+          throw std::runtime_error("train.cuda_graph: a micro-batch of another shape");
+        }
+        static_tokens_[i].copy_(inputs);
+        static_targets_[i].copy_(targets);
+      }
+    });
+  }
+
+  // train.cuda_graph's step. The learning rate goes into a tensor on the device, which the step
+  // reads. The first step runs eagerly, on the stream the graph is captured on (PyTorch's
+  // recipe: lazy work, cuBLAS's handles and workspaces for that stream and the allocator's first
+  // blocks, happens outside the capture); the second is captured into a CUDA graph (capturing
+  // runs nothing) and replayed, and so is every step after it. On a CPU every step runs eagerly
+  // through the same fixed tensors (what the tests check).
+  void graph_step(double lr) {
+    on_graph_stream([&] {
+      if (!lr_.defined())
+        lr_ = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat).device(device_));
+      lr_.fill_(lr);
+      auto body = [&] {
+        forward_backward_body(static_tokens_, static_targets_);
+        update_body(lr_);
+      };
+#ifdef SWEEPBENCH_WITH_CUDA
+      if (device_.is_cuda()) {
+        if (graph_ != nullptr) {
+          graph_->replay();
+        } else if (graph_steps_ == 0) {
+          body();
+        } else {
+          graph_ = std::make_unique<at::cuda::CUDAGraph>();
+          graph_->capture_begin();
+          body();
+          graph_->capture_end();
+          graph_->replay();
+        }
+        ++graph_steps_;
+        return;
+      }
+#endif
+      body();
+      ++graph_steps_;
+    });
+  }
+
+  // Runs `work` with train.cuda_graph's stream current (a stream of the pool, made once): the
+  // capture and its replays need one other than the default stream. On a CPU, as it is.
+  void on_graph_stream(const std::function<void()>& work) {
+#ifdef SWEEPBENCH_WITH_CUDA
+    if (device_.is_cuda()) {
+      if (!graph_stream_) {
+        graph_stream_ = c10::cuda::getStreamFromPool(false, device_.index());
+        // What was made on the default stream (the weights, the buffers) is ready before it.
+        c10::cuda::getCurrentCUDAStream(device_.index()).synchronize();
+      }
+      c10::cuda::CUDAStreamGuard on(*graph_stream_);
+      work();
+      return;
+    }
+#endif
+    work();
+  }
+
   // Every rank starts from rank 0's weights (initialisation is already deterministic; this makes
   // it certain).
   void broadcast_parameters() {
@@ -388,7 +501,8 @@ class TorchTrainer : public Trainer {
 
   // One AdamW step (adamw.h) over every segment. `grad_scale`: clipping's divisor, a float on
   // the device, or undefined for no clipping.
-  void adamw_step(double lr, const torch::Tensor& grad_scale) {
+  template <typename Lr>
+  void adamw_step(const Lr& lr, const torch::Tensor& grad_scale) {
     adamw_.begin_step();
     const std::int64_t rank = zero_.rank();
     for (Segment& g : zero_.segments()) {
@@ -456,6 +570,17 @@ class TorchTrainer : public Trainer {
   std::set<const c10::TensorImpl*> split_;  // tensor parallelism's split parameters
   std::int64_t trainable_count_ = 0;
   std::int64_t frozen_bytes_ = 0;  // LoRA's frozen weights, held whole by every rank
+
+  // train.cuda_graph: the step's fixed inputs, its learning rate on the device, and (a GPU) its
+  // stream and graph, captured at the second step.
+  bool graph_mode_ = false;
+  std::vector<torch::Tensor> static_tokens_, static_targets_;
+  torch::Tensor lr_;
+  std::int64_t graph_steps_ = 0;
+#ifdef SWEEPBENCH_WITH_CUDA
+  std::optional<c10::cuda::CUDAStream> graph_stream_;
+  std::unique_ptr<at::cuda::CUDAGraph> graph_;
+#endif
 
   // Declared after the buffers, so it stops (running what it was given) before they go.
   std::unique_ptr<CommWorker> worker_;

@@ -199,6 +199,39 @@ class SingleRank(BenchTrainCase):
         with h5py.File(os.path.join(out, "rank-00000.h5"), "r") as f:
             self.assertEqual(f.attrs["peak_tflops_source"], "config")
 
+    def test_the_captured_step_trains_as_the_eager_one(self):
+        # train.cuda_graph: on a CPU the step runs eagerly through the captured step's fixed
+        # tensors, its learning rate and AdamW's step count on the device: the same training as
+        # without, step by step (with gradient accumulation and clipping).
+        runs = {}
+        for graph in ("false", "true"):
+            out = os.path.join(self.tmp, f"graph-{graph}")
+            r = self.run_train(self.config(steps=12), out, "--set", "train.grad_accum=2",
+                               "--set", "train.grad_clip=0.5", "--set", f"train.cuda_graph={graph}")
+            self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
+            runs[graph] = h5py.File(os.path.join(out, "rank-00000.h5"), "r")
+            self.addCleanup(runs[graph].close)
+        eager, graph = runs["false"], runs["true"]
+        np.testing.assert_allclose(graph["steps"]["loss"][:], eager["steps"]["loss"][:], rtol=0, atol=1e-6)
+        np.testing.assert_allclose(graph["steps"]["grad_norm"][:], eager["steps"]["grad_norm"][:], rtol=1e-6)
+        # Not bit for bit: the captured step's learning rate is an fp32 tensor (what the GPU's
+        # fused AdamW reads), where the CPU's kernel takes the number in double.
+        self.assertAlmostEqual(graph["eval"].attrs["loss"], eager["eval"].attrs["loss"], delta=1e-6)
+        # What a captured step cannot hold is refused before anything runs, saying what to do.
+        for sets, message, ranks in ((("launch.ranks=2",), "a captured step is one rank's", 2),
+                                     (("train.zero_stage=1",), "needs train.zero_stage: 0", None),
+                                     (("train.dtype=fp16",), "fp16's dynamic loss scaling", None),
+                                     (("train.offload_optimizer=true",), "an offloaded optimizer", None),
+                                     (("metrics.profile_steps='3'",), "a profiled step of a graph", None)):
+            out = os.path.join(self.tmp, "refused")
+            args = ["--set", "train.cuda_graph=true"] + [a for kv in sets for a in ("--set", kv)]
+            r = self.run_train(self.config(steps=6), out, *args, ranks=ranks)
+            self.assertEqual(r.returncode, 2, r.stderr + r.stdout)
+            self.assertIn("train.cuda_graph", r.stderr)
+            self.assertIn(message, r.stderr)
+            self.assertIn("set train.cuda_graph: false", r.stderr)
+            self.assertFalse(os.path.exists(out))
+
     def test_evaluation_can_be_switched_off(self):
         out = os.path.join(self.tmp, "out")
         r = self.run_train(self.config(steps=4), out, "--set", "eval.steps=0")
