@@ -222,13 +222,24 @@ chunks() {  # the chunk of train.fused_loss on a GPU, against whole logits, two 
   [[ -d $W/runs ]] && show $(cd "$W/runs" && ls -d gpt2-bf16-mb8-chunk* 2>/dev/null)
 }
 
+alternate() {  # alternate PREFIX KEY: GPT-2 124M at micro batch 8, KEY false then true, two rounds
+  local round v
+  for round in 1 2; do
+    for v in false true; do
+      enough 25 "$1-$v-r$round" || continue
+      train "$1-$v-r$round" --set train.steps=30 --set train.warmup_steps=10 \
+        --set train.micro_batch=8 --set "$2=$v" --set metrics.log_every=1
+    done
+  done
+}
+
 kernels() {  # train.gpu_kernels against libtorch's ops: losses step by step, then timed
   # First whether the kernels compute what libtorch's ops do: the same short runs both ways, each
   # step's loss printed (4 decimals), fp32 with GPT-2's vocabulary (50257: the padded head) and
   # bf16 with Llama's (32000: no padding); then GPT-2 124M at micro batch 8, the sides alternating
   # in two rounds. Both sides read the padded head (since 2026-12-01): its step-30 loss at micro
   # batch 8 against bench/results/gpu_h200_2026-11-30.json's (10.95, the cut head's) checks it.
-  local k round check
+  local k check
   # The kernels case by case against libtorch's ops (bench/gpu/kernel_check.cc): seconds.
   check=$(dirname "$BENCH_TRAIN")/gpu_kernel_check
   if [[ -x $check ]]; then
@@ -248,13 +259,7 @@ kernels() {  # train.gpu_kernels against libtorch's ops: losses step by step, th
       --set data.seq_len=64 --set train.micro_batch=8 --set train.steps=30 \
       --set train.dtype=bf16 --set train.gpu_kernels=$k --set metrics.log_every=1
   done
-  for round in 1 2; do
-    for k in false true; do
-      enough 25 "gpt2-bf16-mb8-gpuk-$k-r$round" || continue
-      train "gpt2-bf16-mb8-gpuk-$k-r$round" --set train.steps=30 --set train.warmup_steps=10 \
-        --set train.micro_batch=8 --set train.gpu_kernels=$k --set metrics.log_every=1
-    done
-  done
+  alternate gpt2-bf16-mb8-gpuk train.gpu_kernels
   python3 - "$W" <<'PY'
 import re, sys
 w = sys.argv[1]
@@ -284,14 +289,7 @@ PY
 graph() {  # train.cuda_graph: the captured step against the eager one, alternating in two rounds
   # GPT-2 124M at micro batch 8, each step's loss printed: the captured steps' losses are the
   # eager ones' (the same learning rate in fp32 either way on a GPU); with train.gpu_kernels too.
-  local round g
-  for round in 1 2; do
-    for g in false true; do
-      enough 25 "gpt2-bf16-mb8-graph-$g-r$round" || continue
-      train "gpt2-bf16-mb8-graph-$g-r$round" --set train.steps=30 --set train.warmup_steps=10 \
-        --set train.micro_batch=8 --set train.cuda_graph=$g --set metrics.log_every=1
-    done
-  done
+  alternate gpt2-bf16-mb8-graph train.cuda_graph
   enough 25 "gpt2-bf16-mb8-graph-gpuk" &&
     train "gpt2-bf16-mb8-graph-gpuk" --set train.steps=30 --set train.warmup_steps=10 \
       --set train.micro_batch=8 --set train.cuda_graph=true --set train.gpu_kernels=true \
