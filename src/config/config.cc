@@ -392,6 +392,12 @@ void check_cuda_graph_rules(const Value& full) {
     refuse("a profiled step of a graph would show one replay, not its ops",
            fix + " while profiling");
   }
+  if (at("train.warmup_steps").as_int() < 2) {
+    refuse(
+        "its first two steps (eager, then captured) must be warm-up, but train.warmup_steps is " +
+            std::to_string(at("train.warmup_steps").as_int()),
+        "make train.warmup_steps at least 2, or " + fix);
+  }
 }
 
 void check_rules(const Value& full) {

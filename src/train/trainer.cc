@@ -239,7 +239,12 @@ class TorchTrainer : public Trainer {
   }
 
   PhaseStatus update(double lr) override {
-    if (graph_mode_) return guarded([&] { graph_step(lr); });
+    if (graph_mode_) {
+      // Forward, backward and optimizer run here as one step: a failure says so.
+      PhaseStatus status = guarded([&] { graph_step(lr); });
+      if (status.outcome != Outcome::kOk) status.reason = "the captured step: " + status.reason;
+      return status;
+    }
     return guarded([&] { update_body(lr); });
   }
 
@@ -449,15 +454,13 @@ class TorchTrainer : public Trainer {
       };
 #ifdef SWEEPBENCH_WITH_CUDA
       if (device_.is_cuda()) {
+        if (graph_failed_) throw std::runtime_error("train.cuda_graph: the capture failed");
         if (graph_ != nullptr) {
           graph_->replay();
         } else if (graph_steps_ == 0) {
           body();
         } else {
-          graph_ = std::make_unique<at::cuda::CUDAGraph>();
-          graph_->capture_begin();
-          body();
-          graph_->capture_end();
+          capture(body);
           graph_->replay();
         }
         ++graph_steps_;
@@ -468,6 +471,44 @@ class TorchTrainer : public Trainer {
       ++graph_steps_;
     });
   }
+
+#ifdef SWEEPBENCH_WITH_CUDA
+  // Captures `body` into graph_ on the current (graph) stream. As torch.cuda.graph does, the
+  // first step's cached blocks go back first: while a capture is under way the allocator draws
+  // only on the graph's pool and cannot free cached blocks to make room, so the eager step's
+  // activations would be held twice. A body that throws (out of memory, an op that waits for the
+  // host) leaves no capture open: the stream's capture is ended and dropped, the graph too, and
+  // the error goes on to guarded(), the run's failure with libtorch's reason.
+  void capture(const std::function<void()>& body) {
+    c10::cuda::device_synchronize();
+    c10::cuda::CUDACachingAllocator::emptyCache();
+    graph_ = std::make_unique<at::cuda::CUDAGraph>();
+    graph_->capture_begin();
+    try {
+      body();
+    } catch (...) {
+      try {
+        graph_->capture_end();  // ends the capture and the allocator's routing to the pool
+      } catch (...) {
+        // An invalidated capture: ended by hand below.
+      }
+      const cudaStream_t stream = c10::cuda::getCurrentCUDAStream().stream();
+      cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+      if (cudaStreamIsCapturing(stream, &status) == cudaSuccess &&
+          status != cudaStreamCaptureStatusNone) {
+        cudaGraph_t partial = nullptr;
+        if (cudaStreamEndCapture(stream, &partial) == cudaSuccess && partial != nullptr) {
+          cudaGraphDestroy(partial);
+        }
+      }
+      (void)cudaGetLastError();  // the capture's error is reported by the rethrow, not again
+      graph_.reset();
+      graph_failed_ = true;
+      throw;
+    }
+    graph_->capture_end();
+  }
+#endif
 
   // Runs `work` with train.cuda_graph's stream current (a stream of the pool, made once): the
   // capture and its replays need one other than the default stream. On a CPU, as it is.
@@ -577,6 +618,7 @@ class TorchTrainer : public Trainer {
   std::vector<torch::Tensor> static_tokens_, static_targets_;
   torch::Tensor lr_;
   std::int64_t graph_steps_ = 0;
+  bool graph_failed_ = false;  // a capture threw: no step runs after it
 #ifdef SWEEPBENCH_WITH_CUDA
   std::optional<c10::cuda::CUDAStream> graph_stream_;
   std::unique_ptr<at::cuda::CUDAGraph> graph_;

@@ -222,7 +222,8 @@ class SingleRank(BenchTrainCase):
                                      (("train.zero_stage=1",), "needs train.zero_stage: 0", None),
                                      (("train.dtype=fp16",), "fp16's dynamic loss scaling", None),
                                      (("train.offload_optimizer=true",), "an offloaded optimizer", None),
-                                     (("metrics.profile_steps='3'",), "a profiled step of a graph", None)):
+                                     (("metrics.profile_steps='3'",), "a profiled step of a graph", None),
+                                     (("train.warmup_steps=1",), "make train.warmup_steps at least 2", None)):
             out = os.path.join(self.tmp, "refused")
             args = ["--set", "train.cuda_graph=true"] + [a for kv in sets for a in ("--set", kv)]
             r = self.run_train(self.config(steps=6), out, *args, ranks=ranks)
