@@ -73,7 +73,8 @@ def plan(bench_sweep, tmp, name, text, check=0):
     added = {("launch", "exclusive"): "auto", ("hardware", "assumed_mfu"): None,
              ("hardware", "link_bandwidth_gbs"): None, ("command", "predict_as"): "none",
              ("infer", "cuda_graph"): True, ("train", "loss_chunk_rows"): 0,
-             ("metrics", "target_ci"): None, ("metrics", "max_seconds"): 60.0}
+             ("metrics", "target_ci"): None, ("metrics", "max_seconds"): 60.0,
+             ("train", "gpu_kernels"): False, ("train", "cuda_graph"): False}
     for p in planned["points"]:
         for (section, key), default in added.items():
             values = p["config"].get(section, {})
