@@ -195,8 +195,8 @@ void train_keys(Keys& key) {
   key(&TrainSettings::cuda_graph, "train.cuda_graph", false,
       "On GPUs: the whole step (forward, backward, clipping and AdamW) captured as a CUDA graph "
       "at the second step and replayed after, one launch a step; its phases are not timed "
-      "apart. One rank, ZeRO stage 0, fp32 or bf16, no offload and no profiled steps; on CPUs "
-      "the same step runs eagerly")
+      "apart. One rank, ZeRO stage 0, fp32 or bf16, no offload, no profiled steps and at least "
+      "2 warm-up steps; on CPUs the same step runs eagerly")
       .hashed_unless_default()
       .tagged_unless_default()
       .only_for({"train"});
