@@ -198,43 +198,41 @@ class TorchTrainer : public Trainer {
   // Forward and backward over the micro-batches' tokens and targets, on the device.
   void forward_backward_body(const std::vector<torch::Tensor>& tokens_of,
                              const std::vector<torch::Tensor>& targets_of) {
-    {
-      zero_.zero_gradients();
-      loss_sum_ = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat).device(device_));
-      double accum = static_cast<double>(tokens_of.size());
-      // ZeRO-3: the root unit (embeddings, final norm, head) stays gathered for the whole
-      // forward and backward of every micro-batch.
-      Gathered root(zero_, -1);
-      // Mixed precision: the weights' bf16/fp16 copies are made once a step and serve every
-      // micro-batch's forward and every recomputation; the optimizer's update (after this)
-      // makes new ones next step. Not with ZeRO-3, whose point is not to hold every weight at
-      // once.
-      std::optional<KeptWeightCasts> keep_casts;
-      if (autocast_dtype_ && !zero_.policy().parameters) keep_casts.emplace(model_->weight_casts());
-      for (size_t i = 0; i < tokens_of.size(); ++i) {
-        const torch::Tensor& tokens = tokens_of[i];
-        const torch::Tensor& targets = targets_of[i];
-        clock_.start(kForward);
-        torch::Tensor loss;
-        {
-          std::optional<AutocastScope> scope;
-          if (autocast_dtype_) scope.emplace(device_.type(), *autocast_dtype_);
-          loss = model_->loss(tokens, targets) / accum;
-        }
-        clock_.stop(kForward);
-        clock_.start(kBackward);
-        zero_.begin_backward();
-        (loss_scale_ != 1.0 ? loss * loss_scale_ : loss).backward();
-        zero_.end_backward();
-        clock_.stop(kBackward);
-        loss_sum_ += loss.detach();
+    zero_.zero_gradients();
+    loss_sum_ = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat).device(device_));
+    double accum = static_cast<double>(tokens_of.size());
+    // ZeRO-3: the root unit (embeddings, final norm, head) stays gathered for the whole
+    // forward and backward of every micro-batch.
+    Gathered root(zero_, -1);
+    // Mixed precision: the weights' bf16/fp16 copies are made once a step and serve every
+    // micro-batch's forward and every recomputation; the optimizer's update (after this)
+    // makes new ones next step. Not with ZeRO-3, whose point is not to hold every weight at
+    // once.
+    std::optional<KeptWeightCasts> keep_casts;
+    if (autocast_dtype_ && !zero_.policy().parameters) keep_casts.emplace(model_->weight_casts());
+    for (size_t i = 0; i < tokens_of.size(); ++i) {
+      const torch::Tensor& tokens = tokens_of[i];
+      const torch::Tensor& targets = targets_of[i];
+      clock_.start(kForward);
+      torch::Tensor loss;
+      {
+        std::optional<AutocastScope> scope;
+        if (autocast_dtype_) scope.emplace(device_.type(), *autocast_dtype_);
+        loss = model_->loss(tokens, targets) / accum;
       }
-      if (worker_) {
-        // What has not overlapped with backward is exposed here.
-        clock_.start(kComm);
-        worker_->wait_all();
-        clock_.stop(kComm);
-      }
+      clock_.stop(kForward);
+      clock_.start(kBackward);
+      zero_.begin_backward();
+      (loss_scale_ != 1.0 ? loss * loss_scale_ : loss).backward();
+      zero_.end_backward();
+      clock_.stop(kBackward);
+      loss_sum_ += loss.detach();
+    }
+    if (worker_) {
+      // What has not overlapped with backward is exposed here.
+      clock_.start(kComm);
+      worker_->wait_all();
+      clock_.stop(kComm);
     }
   }
 
@@ -252,57 +250,55 @@ class TorchTrainer : public Trainer {
   // device.
   template <typename Lr>
   void update_body(const Lr& lr) {
-    {
-      zero_.reduce_gradients(bucket_elements());
-      clock_.start(kOptimizer);
-      if (loss_scale_ != 1.0) {
-        for (Segment& g : zero_.segments()) g.gradient().mul_(1.0 / loss_scale_);
-      }
-      // The global gradient norm (grad_norm.h), in fp64: sums of squares of the whole
-      // parameters' gradients and of the tensor-parallel parts.
-      torch::Tensor sq[2] = {
-          torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device_)),
-          torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device_))};
-      const bool sharded = zero_.policy().optimizer_states;
-      for (Segment& g : zero_.segments()) add_sum_of_squares(sq[g.split ? 1 : 0], g.gradient());
-      if (sharded || groups_.tensor != nullptr) {
-        // ZeRO: each rank squared its own shard (the padding is zero), so the sum over the
-        // data-parallel group is exact up to the order of the additions. Tensor parallelism:
-        // each rank holds a part of the split parameters, the same whole ones as its group.
-        double local[2] = {sq[0].item<double>(), sq[1].item<double>()};
-        if (sharded) comm_.allreduce_sum(local, 2);
-        if (groups_.tensor != nullptr) groups_.tensor->allreduce_sum(&local[1], 1);
-        sq[0].fill_(local[0] + local[1]);
-      } else {
-        sq[0] += sq[1];
-      }
-      torch::Tensor& total = sq[0];
-      grad_norm_ = total.sqrt();
-      skipped_ = false;
-      if (o_.train.dtype == DType::kFp16) {
-        // Dynamic loss scaling: skip the update and halve the scale on inf/nan gradients; double
-        // it after 2000 clean steps (torch.cuda.amp.GradScaler's defaults).
-        used_scale_ = loss_scale_;
-        if (!std::isfinite(grad_norm_.item<double>())) {
-          skipped_ = true;
-          loss_scale_ *= 0.5;
-          clean_steps_ = 0;
-        } else if (++clean_steps_ == 2000) {
-          loss_scale_ *= 2.0;
-          clean_steps_ = 0;
-        }
-      }
-      if (!skipped_) {
-        // Clip without a host round trip: the gradients times min(1, clip / norm), that is
-        // divided by max(1, norm / clip), in AdamW's kernel.
-        torch::Tensor divisor;
-        if (o_.train.grad_clip > 0)
-          divisor = torch::clamp_min((grad_norm_ + 1e-6) / o_.train.grad_clip, 1.0);
-        adamw_step(lr, divisor);
-      }
-      clock_.stop(kOptimizer);
-      zero_.share_updated_values();
+    zero_.reduce_gradients(bucket_elements());
+    clock_.start(kOptimizer);
+    if (loss_scale_ != 1.0) {
+      for (Segment& g : zero_.segments()) g.gradient().mul_(1.0 / loss_scale_);
     }
+    // The global gradient norm (grad_norm.h), in fp64: sums of squares of the whole
+    // parameters' gradients and of the tensor-parallel parts.
+    torch::Tensor sq[2] = {
+        torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device_)),
+        torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device_))};
+    const bool sharded = zero_.policy().optimizer_states;
+    for (Segment& g : zero_.segments()) add_sum_of_squares(sq[g.split ? 1 : 0], g.gradient());
+    if (sharded || groups_.tensor != nullptr) {
+      // ZeRO: each rank squared its own shard (the padding is zero), so the sum over the
+      // data-parallel group is exact up to the order of the additions. Tensor parallelism:
+      // each rank holds a part of the split parameters, the same whole ones as its group.
+      double local[2] = {sq[0].item<double>(), sq[1].item<double>()};
+      if (sharded) comm_.allreduce_sum(local, 2);
+      if (groups_.tensor != nullptr) groups_.tensor->allreduce_sum(&local[1], 1);
+      sq[0].fill_(local[0] + local[1]);
+    } else {
+      sq[0] += sq[1];
+    }
+    torch::Tensor& total = sq[0];
+    grad_norm_ = total.sqrt();
+    skipped_ = false;
+    if (o_.train.dtype == DType::kFp16) {
+      // Dynamic loss scaling: skip the update and halve the scale on inf/nan gradients; double
+      // it after 2000 clean steps (torch.cuda.amp.GradScaler's defaults).
+      used_scale_ = loss_scale_;
+      if (!std::isfinite(grad_norm_.item<double>())) {
+        skipped_ = true;
+        loss_scale_ *= 0.5;
+        clean_steps_ = 0;
+      } else if (++clean_steps_ == 2000) {
+        loss_scale_ *= 2.0;
+        clean_steps_ = 0;
+      }
+    }
+    if (!skipped_) {
+      // Clip without a host round trip: the gradients times min(1, clip / norm), that is
+      // divided by max(1, norm / clip), in AdamW's kernel.
+      torch::Tensor divisor;
+      if (o_.train.grad_clip > 0)
+        divisor = torch::clamp_min((grad_norm_ + 1e-6) / o_.train.grad_clip, 1.0);
+      adamw_step(lr, divisor);
+    }
+    clock_.stop(kOptimizer);
+    zero_.share_updated_values();
   }
 
   StepTiming finish_step() override {
@@ -401,10 +397,14 @@ class TorchTrainer : public Trainer {
   }
 
  private:
+  // A micro-batch's token ids (batch x seq) as a tensor that borrows the vector.
+  static torch::Tensor host_view(const std::vector<std::int64_t>& ids, const Batch& b) {
+    return torch::from_blob(const_cast<std::int64_t*>(ids.data()), {b.batch, b.seq}, torch::kLong);
+  }
+
   torch::Tensor to_device(const std::vector<std::int64_t>& ids, const Batch& b) {
-    // from_blob borrows the vector; clone() owns a copy before it moves to the device.
-    torch::Tensor host =
-        torch::from_blob(const_cast<std::int64_t*>(ids.data()), {b.batch, b.seq}, torch::kLong);
+    // The view borrows the vector; clone() owns a copy before it moves to the device.
+    torch::Tensor host = host_view(ids, b);
     return device_.is_cuda() ? host.to(device_) : host.clone();
   }
 
@@ -420,10 +420,7 @@ class TorchTrainer : public Trainer {
     on_graph_stream([&] {
       for (size_t i = 0; i < micro_batches.size(); ++i) {
         const Batch& b = micro_batches[i];
-        torch::Tensor inputs = torch::from_blob(const_cast<std::int64_t*>(b.inputs.data()),
-                                                {b.batch, b.seq}, torch::kLong);
-        torch::Tensor targets = torch::from_blob(const_cast<std::int64_t*>(b.targets.data()),
-                                                 {b.batch, b.seq}, torch::kLong);
+        torch::Tensor inputs = host_view(b.inputs, b), targets = host_view(b.targets, b);
         if (first) {
           static_tokens_.push_back(
               torch::empty({b.batch, b.seq}, inputs.options().device(device_)));
